@@ -1,0 +1,60 @@
+//! Command-line pieces every tool shares: where samples come from, and how a
+//! run's result becomes an exit status.
+
+use std::fmt::Display;
+use std::io;
+use std::path::PathBuf;
+
+use super::record::{Recorder, Replay};
+use super::signals::is_broken_pipe;
+use super::source::{RootFs, Source};
+
+/// Where the kernel files come from and whether to record them.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SourceArgs {
+    /// Read every kernel file under DIR instead of / (offline analysis, tests).
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub sysroot: Option<PathBuf>,
+    /// Write every kernel input read, with the sample times, to FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Take the samples from a recording instead of the live system.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    /// Opens the source these arguments describe. `tool` and `args` go into a
+    /// recording's header. Fails with a one-line message naming the file.
+    pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, String> {
+        if let Some(path) = &self.replay {
+            return Replay::open(path)
+                .map(|r| Box::new(r) as Box<dyn Source>)
+                .map_err(|e| e.to_string());
+        }
+        let live = RootFs::new(self.sysroot.clone().unwrap_or_else(|| PathBuf::from("/")));
+        match &self.record {
+            Some(path) => Recorder::create(path, Box::new(live), tool, args)
+                .map(|r| Box::new(r) as Box<dyn Source>)
+                .map_err(|e| format!("cannot create recording {}: {e}", path.display())),
+            None => Ok(Box::new(live)),
+        }
+    }
+}
+
+/// Prints `tool: message` for an error and gives the exit status; a closed
+/// output pipe ends quietly with status 0.
+pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
+    eprintln!("{tool}: {message}");
+    status
+}
+
+/// Maps an I/O error on standard output to an exit status: 0 for a reader
+/// that went away (`iostat-rs -x 1 | head`), else an error message and 1.
+pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
+    if is_broken_pipe(err) {
+        0
+    } else {
+        report_error(tool, format_args!("cannot write output: {err}"), 1)
+    }
+}

@@ -1,0 +1,61 @@
+//! Local-time formatting with the C library, so that `TZ` and the formats of
+//! `strftime(3)` behave exactly as in the C tools we match.
+
+use std::ffi::CString;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+unsafe extern "C" {
+    /// Reads `TZ` (POSIX); the libc crate does not bind it.
+    fn tzset();
+}
+
+/// Seconds since the Unix epoch (negative before it).
+pub fn unix_seconds(time: SystemTime) -> i64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    }
+}
+
+/// Formats `time` in the local time zone with a `strftime(3)` format, in the
+/// C locale (this program never calls `setlocale`). Returns `None` when the
+/// format cannot be applied.
+pub fn strftime_local(format: &str, time: SystemTime) -> Option<String> {
+    let secs = unix_seconds(time) as libc::time_t;
+    let fmt = CString::new(format).ok()?;
+    // SAFETY: tzset has no preconditions; localtime_r fills a zeroed tm we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe {
+        tzset();
+        if libc::localtime_r(&secs, &mut tm).is_null() {
+            return None;
+        }
+    }
+    let mut buf = vec![0u8; 256];
+    // SAFETY: buf is writable for its length; fmt is NUL-terminated.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
+    if n == 0 && !format.is_empty() {
+        return None;
+    }
+    buf.truncate(n);
+    String::from_utf8(buf).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_like_strftime_in_utc() {
+        // SAFETY: tests in this module only read TZ through tzset.
+        unsafe { std::env::set_var("TZ", "UTC") };
+        let t = UNIX_EPOCH + Duration::from_secs(1_591_016_000);
+        assert_eq!(strftime_local("%x %X", t).unwrap(), "06/01/20 12:53:20");
+        assert_eq!(
+            strftime_local("%FT%T%z", t).unwrap(),
+            "2020-06-01T12:53:20+0000"
+        );
+        assert_eq!(unix_seconds(t), 1_591_016_000);
+    }
+}

@@ -1,0 +1,82 @@
+//! Aligned text columns: labels left-aligned, values right-aligned.
+
+use std::io::{self, Write};
+
+use super::{Frame, FrameWriter, Schema, Value};
+
+/// Writes each frame as a header line, one line per row and the notes,
+/// followed by an empty line. Missing values print as `-`.
+pub struct TextWriter {
+    schema: Schema,
+}
+
+impl TextWriter {
+    /// A text writer for `schema`.
+    pub fn new(schema: Schema) -> TextWriter {
+        TextWriter { schema }
+    }
+}
+
+/// Formats one value for text output with the column's precision.
+pub fn format_value(value: &Value, precision: usize) -> String {
+    match value {
+        Value::Float(v) => format!("{v:.precision$}"),
+        Value::Int(v) => v.to_string(),
+        Value::Text(t) => t.clone(),
+        Value::Missing => "-".to_string(),
+    }
+}
+
+impl FrameWriter for TextWriter {
+    fn begin(&mut self, _out: &mut dyn Write) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn frame(&mut self, out: &mut dyn Write, frame: &Frame) -> io::Result<()> {
+        let mut line = String::new();
+        for (name, width) in &self.schema.labels {
+            line.push_str(&format!("{name:<width$} "));
+        }
+        for column in &self.schema.columns {
+            line.push_str(&format!(" {:>w$}", column.header, w = column.width));
+        }
+        writeln!(out, "{}", line.trim_end())?;
+        for row in frame.rows {
+            let mut line = String::new();
+            for (value, (_, width)) in row.labels.iter().zip(&self.schema.labels) {
+                line.push_str(&format!("{value:<width$} "));
+            }
+            for (value, column) in row.values.iter().zip(&self.schema.columns) {
+                let text = format_value(value, column.precision);
+                line.push_str(&format!(" {text:>w$}", w = column.width));
+            }
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        for note in frame.notes {
+            writeln!(out, "note: {note}")?;
+        }
+        writeln!(out)
+    }
+
+    fn end(&mut self, _out: &mut dyn Write) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture;
+    use super::*;
+
+    #[test]
+    fn aligns_columns_and_shows_missing_as_dash() {
+        let text = fixture::render(Box::new(TextWriter::new(fixture::schema())), 1);
+        assert_eq!(
+            text,
+            "device       r/s  reads\n\
+             sda         1.50     42\n\
+             a,b\"c          -      0\n\
+             note: sdb vanished\n\n"
+        );
+    }
+}

@@ -1,0 +1,57 @@
+//! The interval loop every tool runs its samples through.
+
+use std::io;
+use std::time::Instant;
+
+use super::interval::Schedule;
+use super::signals::StopSignal;
+use super::source::Source;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The schedule's count was reached (or the single sample was taken).
+    Completed,
+    /// A stop signal arrived; the sample in progress was finished first.
+    Interrupted(i32),
+    /// A replay ran out of recorded samples (treated like an interruption).
+    Exhausted,
+}
+
+/// Takes samples on `schedule` until its count is reached, a stop signal
+/// arrives or a replay runs out, calling `sample(source, index)` for each.
+///
+/// Live sources sleep until each sample is due (`start + index * interval`);
+/// replays do not sleep. The source is finished (a recording writes its last
+/// frame) on every path out, errors included.
+pub fn run_samples<E: From<io::Error>>(
+    schedule: &Schedule,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    mut sample: impl FnMut(&mut dyn Source, u64) -> Result<(), E>,
+) -> Result<RunEnd, E> {
+    let result = (|| -> Result<RunEnd, E> {
+        let start = Instant::now();
+        let mut index = 0;
+        loop {
+            sample(source, index)?;
+            index += 1;
+            if !schedule.wants(index) {
+                return Ok(RunEnd::Completed);
+            }
+            if let Some(signal) = stop.caught() {
+                return Ok(RunEnd::Interrupted(signal));
+            }
+            if source.is_live() && !stop.sleep_until(schedule.due(start, index)) {
+                return Ok(RunEnd::Interrupted(stop.caught().unwrap_or(libc::SIGINT)));
+            }
+            if !source.next_sample()? {
+                return Ok(RunEnd::Exhausted);
+            }
+        }
+    })();
+    let finished = source.finish();
+    let end = result?;
+    finished?;
+    Ok(end)
+}

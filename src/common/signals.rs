@@ -1,0 +1,112 @@
+//! Signals that end a run: the stop flag, and sleeping that a signal cuts short.
+//!
+//! SIGINT, SIGTERM and SIGHUP do not kill the process: they set a flag that
+//! the interval loop checks, so the current report is finished, a JSON
+//! document is closed and anything a tool changed is restored. A closed
+//! output pipe is not a signal here: Rust ignores SIGPIPE, so the write fails
+//! with `BrokenPipe`, which the binaries treat as a quiet, normal end.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// The signals that end a run.
+pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// A flag set by a stop signal, with a way to sleep until a deadline or until
+/// a signal arrives, whichever is first.
+pub struct StopSignal {
+    caught: Arc<AtomicUsize>,
+    wake: OwnedFd,
+    _wake_writer: UnixStream,
+}
+
+impl StopSignal {
+    /// Installs handlers for [`STOP_SIGNALS`].
+    pub fn install() -> io::Result<StopSignal> {
+        let caught = Arc::new(AtomicUsize::new(0));
+        let (reader, writer) = UnixStream::pair()?;
+        reader.set_nonblocking(true)?;
+        writer.set_nonblocking(true)?;
+        for signal in STOP_SIGNALS {
+            signal_hook::flag::register_usize(signal, Arc::clone(&caught), signal as usize)?;
+            signal_hook::low_level::pipe::register(signal, writer.try_clone()?)?;
+        }
+        Ok(StopSignal {
+            caught,
+            wake: reader.into(),
+            _wake_writer: writer,
+        })
+    }
+
+    /// The stop signal received, if any.
+    pub fn caught(&self) -> Option<i32> {
+        match self.caught.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(signal as i32),
+        }
+    }
+
+    /// Sleeps until `deadline`. Returns `false` if a stop signal came first
+    /// (or had already come).
+    pub fn sleep_until(&self, deadline: Instant) -> bool {
+        loop {
+            if self.caught().is_some() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            // Round up so that we never wake just before the deadline and spin.
+            let millis = (deadline - now)
+                .as_nanos()
+                .div_ceil(1_000_000)
+                .min(i32::MAX as u128) as i32;
+            let mut fds = libc::pollfd {
+                fd: self.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the duration of the call.
+            unsafe { libc::poll(&mut fds, 1, millis) };
+            self.drain();
+        }
+    }
+
+    fn drain(&self) {
+        let mut buf = [0u8; 64];
+        // SAFETY: reading into a local buffer from a non-blocking socket we own.
+        while unsafe { libc::read(self.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {
+        }
+    }
+}
+
+/// True when an I/O error means the reader of our output went away.
+pub fn is_broken_pipe(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::BrokenPipe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_signal_cuts_a_sleep_short_and_is_remembered() {
+        let stop = StopSignal::install().unwrap();
+        assert!(stop.sleep_until(Instant::now() + Duration::from_millis(20)));
+        let start = Instant::now();
+        let raiser = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            signal_hook::low_level::raise(libc::SIGHUP).unwrap();
+        });
+        assert!(!stop.sleep_until(Instant::now() + Duration::from_secs(30)));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert_eq!(stop.caught(), Some(libc::SIGHUP));
+        raiser.join().unwrap();
+    }
+}

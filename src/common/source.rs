@@ -1,0 +1,339 @@
+//! Where kernel files come from: the live system under a root directory, a
+//! recording being written, or a recording being replayed.
+//!
+//! Every reader in the project takes a `&dyn Source` and asks for absolute
+//! kernel paths (`/proc/diskstats`, `/sys/block`). It never joins a root
+//! itself and never checks whether it is replaying: that is what makes
+//! `--sysroot`, `--record` and `--replay` work the same way for every tool.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// The host identity a banner needs (the fields of `uname(2)`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uname {
+    /// Operating system name, e.g. `Linux`.
+    pub sysname: String,
+    /// Host name.
+    pub nodename: String,
+    /// Kernel release, e.g. `6.18.44`.
+    pub release: String,
+    /// Kernel version string (build date and number).
+    #[serde(default)]
+    pub version: String,
+    /// Hardware name, e.g. `x86_64` or `ppc64le`.
+    pub machine: String,
+}
+
+impl Uname {
+    /// Reads the running kernel's identity with `uname(2)`.
+    pub fn live() -> io::Result<Uname> {
+        // SAFETY: `utsname` is plain data; uname fills it with NUL-terminated strings.
+        let mut raw: libc::utsname = unsafe { std::mem::zeroed() };
+        if unsafe { libc::uname(&mut raw) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let field = |chars: &[libc::c_char]| {
+            let bytes: Vec<u8> = chars
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        Ok(Uname {
+            sysname: field(&raw.sysname),
+            nodename: field(&raw.nodename),
+            release: field(&raw.release),
+            version: field(&raw.version),
+            machine: field(&raw.machine),
+        })
+    }
+}
+
+/// A provider of kernel files and of the clock that timestamps samples.
+///
+/// Paths are absolute kernel paths. A run is a sequence of samples; the
+/// interval loop calls [`Source::next_sample`] between them, which lets a
+/// recording close one frame and a replay move to the next.
+pub trait Source {
+    /// Reads the whole file at `path` into `buf`, which is cleared first.
+    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()>;
+    /// Lists the entry names of a directory (without `.` and `..`), in the
+    /// order the directory returns them.
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>>;
+    /// Returns the target of a symbolic link, as stored in the link.
+    fn read_link(&self, path: &str) -> io::Result<String>;
+    /// Returns the (major, minor) device number of a device node.
+    fn device_number(&self, path: &str) -> io::Result<(u32, u32)>;
+    /// Resolves links and `..` like `realpath(3)`, giving an absolute kernel path.
+    fn canonicalize(&self, path: &str) -> io::Result<String>;
+    /// Tells whether `path` exists and is a directory.
+    fn is_dir(&self, path: &str) -> bool;
+    /// Writes `data` to an existing file with exactly one `write(2)`.
+    ///
+    /// Replays refuse writes with `ErrorKind::ReadOnlyFilesystem`.
+    fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()>;
+    /// Gets a list of numbers from outside the file system (for example perf
+    /// counters) under a stable `key`. The live source calls `read`; a
+    /// recording stores the result; a replay returns the stored one.
+    fn values(
+        &self,
+        key: &str,
+        read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
+    ) -> io::Result<Vec<u64>>;
+    /// The host identity.
+    fn uname(&self) -> io::Result<Uname>;
+    /// The wall-clock time of the current sample.
+    fn now(&self) -> SystemTime;
+    /// Monotonic time since the source was opened.
+    fn elapsed(&self) -> Duration;
+    /// Moves to the next sample. Returns `false` when a replay has no more.
+    fn next_sample(&mut self) -> io::Result<bool>;
+    /// True when samples must be paced by real sleeping (live sources).
+    fn is_live(&self) -> bool;
+    /// Ends the run: a recording writes its last frame. Call it on every exit path.
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Reads a whole file into a new buffer.
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(path, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Reads a whole file as UTF-8 text.
+    fn read_string(&self, path: &str) -> io::Result<String> {
+        String::from_utf8(self.read(path)?)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+    }
+}
+
+/// The live system seen under a root directory (`/` normally, `--sysroot DIR`
+/// for offline analysis and tests).
+///
+/// Hot-path files registered with [`RootFs::keep_open`] stay open and are
+/// re-read with `pread(2)` from offset 0, which saves an `open`/`close` pair
+/// per sample; they must then be rewritten in place, as the kernel does.
+pub struct RootFs {
+    root: PathBuf,
+    opened: Instant,
+    kept: RefCell<HashMap<String, Option<File>>>,
+}
+
+impl RootFs {
+    /// Opens the system under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> RootFs {
+        RootFs {
+            root: root.into(),
+            opened: Instant::now(),
+            kept: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Asks that `path` be kept open between reads.
+    pub fn keep_open(&self, path: &str) {
+        self.kept
+            .borrow_mut()
+            .entry(path.to_string())
+            .or_insert(None);
+    }
+
+    /// The host path that stands for kernel path `path`.
+    pub fn host_path(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    fn read_kept(&self, path: &str, buf: &mut Vec<u8>) -> Option<io::Result<()>> {
+        let mut kept = self.kept.borrow_mut();
+        let slot = kept.get_mut(path)?;
+        if slot.is_none() {
+            match File::open(self.host_path(path)) {
+                Ok(f) => *slot = Some(f),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let file = slot.as_ref().expect("opened above");
+        let result = pread_all(file, buf);
+        if result.is_err() {
+            // The file may have gone away (device removed): reopen next time.
+            *slot = None;
+        }
+        Some(result)
+    }
+}
+
+/// Reads a whole file from offset 0 with `pread(2)`.
+fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    if buf.capacity() < 4096 {
+        buf.reserve(4096);
+    }
+    loop {
+        let len = buf.len();
+        if len == buf.capacity() {
+            buf.reserve(len);
+        }
+        let cap = buf.capacity();
+        buf.resize(cap, 0);
+        match file.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => {
+                buf.truncate(len);
+                return Ok(());
+            }
+            Ok(n) => buf.truncate(len + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
+            Err(e) => {
+                buf.truncate(len);
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Source for RootFs {
+    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
+        if let Some(result) = self.read_kept(path, buf) {
+            return result;
+        }
+        let file = File::open(self.host_path(path))?;
+        pread_all(&file, buf)
+    }
+
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        fs::read_dir(self.host_path(path))?
+            .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        Ok(fs::read_link(self.host_path(path))?
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
+        let rdev = fs::metadata(self.host_path(path))?.rdev();
+        Ok((libc::major(rdev), libc::minor(rdev)))
+    }
+
+    fn canonicalize(&self, path: &str) -> io::Result<String> {
+        let real = fs::canonicalize(self.host_path(path))?;
+        let root = fs::canonicalize(&self.root)?;
+        let inside = real.strip_prefix(&root).unwrap_or(&real);
+        Ok(Path::new("/").join(inside).to_string_lossy().into_owned())
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        self.host_path(path).is_dir()
+    }
+
+    fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        // O_TRUNC as the shell's `echo 1 > file`; kernel attribute files ignore it.
+        let mut file = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(self.host_path(path))?;
+        let written = file.write(data)?;
+        if written != data.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short write ({written} of {} bytes)", data.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn values(
+        &self,
+        _key: &str,
+        read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
+    ) -> io::Result<Vec<u64>> {
+        read()
+    }
+
+    fn uname(&self) -> io::Result<Uname> {
+        Uname::live()
+    }
+
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.opened.elapsed()
+    }
+
+    fn next_sample(&mut self) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    fn is_live(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> (PathBuf, RootFs) {
+        let dir = std::env::temp_dir().join(format!(
+            "hwstat-source-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("proc")).unwrap();
+        fs::create_dir_all(dir.join("sys/block/sda")).unwrap();
+        fs::write(dir.join("proc/uptime"), "12.34 5.67\n").unwrap();
+        std::os::unix::fs::symlink("../sys/block/sda", dir.join("proc/link")).unwrap();
+        let src = RootFs::new(&dir);
+        (dir, src)
+    }
+
+    #[test]
+    fn reads_lists_and_resolves_under_the_root() {
+        let (dir, src) = tree();
+        assert_eq!(src.read_string("/proc/uptime").unwrap(), "12.34 5.67\n");
+        assert_eq!(src.list_dir("/sys/block").unwrap(), vec!["sda"]);
+        assert_eq!(src.read_link("/proc/link").unwrap(), "../sys/block/sda");
+        assert_eq!(src.canonicalize("/proc/link").unwrap(), "/sys/block/sda");
+        assert!(src.is_dir("/sys/block/sda"));
+        assert!(!src.is_dir("/proc/uptime"));
+        let err = src.read("/proc/missing").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn kept_open_files_see_in_place_rewrites_and_large_contents() {
+        let (dir, src) = tree();
+        src.keep_open("/proc/uptime");
+        assert_eq!(src.read_string("/proc/uptime").unwrap(), "12.34 5.67\n");
+        let big = "x".repeat(100_000);
+        fs::write(dir.join("proc/uptime"), &big).unwrap();
+        assert_eq!(src.read_string("/proc/uptime").unwrap(), big);
+        fs::write(dir.join("proc/uptime"), "1.00 2.00\n").unwrap();
+        assert_eq!(src.read_string("/proc/uptime").unwrap(), "1.00 2.00\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn write_file_needs_an_existing_file_and_writes_once() {
+        let (dir, src) = tree();
+        assert!(src.write_file("/proc/nope", b"1\n").is_err());
+        src.write_file("/proc/uptime", b"1\n").unwrap();
+        assert_eq!(fs::read(dir.join("proc/uptime")).unwrap(), b"1\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,1 @@
+//! cxlstat: CXL PMU discovery and counting.

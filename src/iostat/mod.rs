@@ -1,0 +1,1 @@
+//! iostat-rs: sysstat's `iostat`, byte for byte, and beyond.

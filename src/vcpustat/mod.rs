@@ -1,0 +1,3 @@
+//! vcpustat: POWER shared-processor dispatch statistics.
+
+pub mod trace;

@@ -9,6 +9,40 @@
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`cli`]: command-line options shared by every tool.
+//!
+//! A tool reads kernel files only through a [`source::Source`], so the same
+//! code runs on the live system, under `--sysroot` and from a recording:
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use hwstat::common::record::{Entry, Frame, Header, Replay};
+//! use hwstat::common::source::{Source, Uname};
+//!
+//! let uname = Uname {
+//!     sysname: "Linux".into(),
+//!     nodename: "host".into(),
+//!     release: "6.18.0".into(),
+//!     version: String::new(),
+//!     machine: "x86_64".into(),
+//! };
+//! let header = Header {
+//!     format: "hwstat-recording".into(),
+//!     version: 1,
+//!     tool: "example".into(),
+//!     args: vec![],
+//!     uname,
+//!     start_unix_ns: 0,
+//! };
+//! let frame = |uptime: &str| Frame {
+//!     entries: BTreeMap::from([("read /proc/uptime".to_string(), Entry::Text(uptime.into()))]),
+//!     ..Frame::default()
+//! };
+//! let mut source = Replay::from_parts(header, vec![frame("10.00 1.00\n"), frame("11.00 1.50\n")]);
+//! assert_eq!(source.read_string("/proc/uptime").unwrap(), "10.00 1.00\n");
+//! assert!(source.next_sample().unwrap());
+//! assert_eq!(source.read_string("/proc/uptime").unwrap(), "11.00 1.50\n");
+//! assert!(!source.next_sample().unwrap(), "a replay ends after its last frame");
+//! ```
 
 pub mod cli;
 pub mod clock;

@@ -535,3 +535,28 @@ fn the_simulated_kernel_parses_writes_like_lpar_c() {
     assert_eq!(errno(&freq, "100\n"), None);
     assert_eq!(std::fs::read_to_string(&freq).unwrap(), "100\n");
 }
+
+#[test]
+fn a_recorded_run_replays_to_the_same_report() {
+    let Some(sim) = mount("record", scenario()) else {
+        return;
+    };
+    let recording = std::env::temp_dir().join(format!("vcpustat-{}.rec", std::process::id()));
+    let rec = recording.to_str().unwrap();
+    let live = run(&sim, &["-n", "--record", rec, "0.05", "2"]);
+    assert!(live.status.success(), "{}", text(&live.stderr));
+    assert!(!sim.kernel().on);
+    let replay = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["-n", "--replay", rec, "0.05", "2"])
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert_eq!(text(&replay.stdout), text(&live.stdout));
+    assert_eq!(home_column(&text(&replay.stdout), "all"), vec!["82.00"; 2]);
+    let refused = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--enable", "--replay", rec])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let _ = std::fs::remove_file(&recording);
+}

@@ -98,31 +98,41 @@ pub fn parse_into(text: &[u8], cpus: &mut Vec<CpuCounters>) -> Result<(), ParseE
 fn parse_line(line: &[u8]) -> Result<CpuCounters, &'static str> {
     const SHAPE: &str = "\"cpu<N>\" followed by 8 unsigned counters";
     let rest = line.strip_prefix(b"cpu").ok_or(SHAPE)?;
-    let mut tokens = rest
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|t| !t.is_empty());
-    let cpu = tokens.next().and_then(parse_u64).ok_or(SHAPE)?;
+    let mut pos = 0;
+    let cpu = next_number(rest, &mut pos, false).ok_or(SHAPE)?;
     let cpu = u32::try_from(cpu).map_err(|_| "a CPU number below 2^32")?;
     let mut counts = [0u64; FIELDS];
     for slot in &mut counts {
-        *slot = tokens.next().and_then(parse_u64).ok_or(SHAPE)?;
+        *slot = next_number(rest, &mut pos, true).ok_or(SHAPE)?;
     }
-    if tokens.next().is_some() {
+    if rest[pos..].iter().any(|b| !b.is_ascii_whitespace()) {
         return Err(SHAPE);
     }
     Ok(CpuCounters { cpu, counts })
 }
 
-fn parse_u64(token: &[u8]) -> Option<u64> {
-    if token.is_empty() || token.len() > 20 {
+/// Reads the decimal number at `*pos` (after whitespace when `spaced`, which
+/// is then required), moving `*pos` past it. `None` on anything else or on
+/// overflow.
+fn next_number(text: &[u8], pos: &mut usize, spaced: bool) -> Option<u64> {
+    let start = *pos;
+    while *pos < text.len() && text[*pos].is_ascii_whitespace() {
+        *pos += 1;
+    }
+    if spaced == (*pos == start) {
         return None;
     }
+    let digits = *pos;
     let mut value: u64 = 0;
-    for &b in token {
+    while let Some(&b) = text.get(*pos) {
         if !b.is_ascii_digit() {
-            return None;
+            break;
         }
         value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+        *pos += 1;
+    }
+    if *pos == digits || text.get(*pos).is_some_and(|b| !b.is_ascii_whitespace()) {
+        return None;
     }
     Some(value)
 }

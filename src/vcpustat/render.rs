@@ -57,8 +57,12 @@ impl TextRenderer {
         if !report.rows.is_empty() || report.all.total() > 0 {
             self.header(out, unattributed);
             for row in &report.rows {
+                let start = out.len();
                 out.push_str("cpu");
-                let _ = write!(out, "{:<w$}", row.cpu, w = CPU_WIDTH - 3);
+                push_uint(out, u64::from(row.cpu), 0);
+                for _ in out.len() - start..CPU_WIDTH {
+                    out.push(' ');
+                }
                 self.values(out, &row.dispatches, unattributed);
             }
             let _ = write!(out, "{:<CPU_WIDTH$}", "all");
@@ -95,14 +99,14 @@ impl TextRenderer {
 
     fn values(&self, out: &mut String, d: &Dispatches, unattributed: bool) {
         let w = self.width();
-        let _ = write!(out, " {:>TOTAL_WIDTH$} |", d.total());
+        out.push(' ');
+        push_uint(out, d.total(), TOTAL_WIDTH);
+        out.push_str(" |");
         let cell = |out: &mut String, count: u64| {
             out.push(' ');
             match self.view {
                 View::Percent => push_percent(out, count, d.total(), w),
-                View::Numeric | View::Raw => {
-                    let _ = write!(out, "{count:>w$}");
-                }
+                View::Numeric | View::Raw => push_uint(out, count, w),
             }
         };
         for i in [field::CORE, field::CHIP, field::SOCKET, field::CEC] {
@@ -121,6 +125,35 @@ impl TextRenderer {
     }
 }
 
+/// Appends `value` right-aligned in `width` (without the formatting
+/// machinery: this is the hot path of a 4,096-vCPU report).
+pub fn push_uint(out: &mut String, value: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    let mut rest = value;
+    loop {
+        digits[len] = b'0' + (rest % 10) as u8;
+        len += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    push_reversed(out, &digits[..len], width);
+}
+
+/// Appends ASCII `reversed` back to front, right-aligned in `width`, with
+/// one `push_str` (digits are at most 48 bytes, widths at most 16).
+fn push_reversed(out: &mut String, reversed: &[u8], width: usize) {
+    let mut bytes = [b' '; 64];
+    let pad = width.saturating_sub(reversed.len()).min(16);
+    for (slot, &b) in bytes[pad..].iter_mut().zip(reversed.iter().rev()) {
+        *slot = b;
+    }
+    let len = pad + reversed.len().min(48);
+    out.push_str(std::str::from_utf8(&bytes[..len]).unwrap_or_default());
+}
+
 /// Appends `100 * count / total` with two decimals, right-aligned in
 /// `width`, or `-` when `total` is 0. Integer arithmetic, rounding half to
 /// even like `printf("%.2f")` on exact ties.
@@ -129,13 +162,24 @@ pub fn push_percent(out: &mut String, count: u64, total: u64, width: usize) {
         let _ = write!(out, "{:>width$}", "-");
         return;
     }
-    let scaled = u128::from(count) * 10_000;
-    let total = u128::from(total);
-    let mut hundredths = scaled / total;
-    let rest = scaled % total;
-    if rest * 2 > total || (rest * 2 == total && hundredths % 2 == 1) {
-        hundredths += 1;
-    }
+    // 64-bit arithmetic whenever it cannot overflow (128-bit division is a
+    // slow library call, and this runs 8 times per row).
+    let hundredths = match count.checked_mul(10_000) {
+        Some(scaled) if total <= u64::MAX / 2 => {
+            round_half_even(scaled / total, scaled % total, total)
+        }
+        _ => {
+            let scaled = u128::from(count) * 10_000;
+            let wide = u128::from(total);
+            let q = (scaled / wide) as u64;
+            let r = scaled % wide;
+            if r * 2 > wide || (r * 2 == wide && q % 2 == 1) {
+                q + 1
+            } else {
+                q
+            }
+        }
+    };
     let mut digits = [0u8; 48];
     let mut len = 0;
     let whole = hundredths / 100;
@@ -153,11 +197,15 @@ pub fn push_percent(out: &mut String, count: u64, total: u64, width: usize) {
             break;
         }
     }
-    for _ in len..width {
-        out.push(' ');
-    }
-    for &b in digits[..len].iter().rev() {
-        out.push(b as char);
+    push_reversed(out, &digits[..len], width);
+}
+
+/// `quotient` rounded by `rest / divisor`, ties to even.
+fn round_half_even(quotient: u64, rest: u64, divisor: u64) -> u64 {
+    if rest * 2 > divisor || (rest * 2 == divisor && quotient % 2 == 1) {
+        quotient + 1
+    } else {
+        quotient
     }
 }
 
@@ -284,7 +332,8 @@ mod tests {
         push_percent(&mut s, 3, 32, 6); // 9.375 -> 9.38
         push_percent(&mut s, 5, 5, 7);
         push_percent(&mut s, 0, 0, 3);
-        assert_eq!(s, "  99.74  3.12  9.38 100.00  -");
+        push_percent(&mut s, u64::MAX / 4, u64::MAX / 2, 6); // the 128-bit path
+        assert_eq!(s, "  99.74  3.12  9.38 100.00  - 50.00");
     }
 
     #[test]

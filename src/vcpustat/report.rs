@@ -143,28 +143,25 @@ impl Report {
 }
 
 fn sort_rows(rows: &mut [CpuRow], key: SortKey) {
-    // Rows without dispatches have no ratio: they go last for ratio keys.
-    let worst_first = |pct: Option<f64>| pct.map_or(f64::INFINITY, |p| p);
-    let highest_first = |pct: Option<f64>| pct.map_or(f64::INFINITY, |p| -p);
+    // Each key is computed once per row. Percentages are non-negative, so
+    // their bit patterns order like the values; rows without dispatches have
+    // no ratio and go last for the ratio keys.
+    let ratio = |pct: Option<f64>, highest_first: bool| match pct {
+        None => (1, 0),
+        Some(p) if highest_first => (0, u64::MAX - p.to_bits()),
+        Some(p) => (0, p.to_bits()),
+    };
     match key {
         SortKey::Cpu => rows.sort_by_key(|r| r.cpu),
         SortKey::Total => rows.sort_by_key(|r| (std::cmp::Reverse(r.dispatches.total()), r.cpu)),
-        SortKey::Home => rows.sort_by(|a, b| {
-            worst_first(a.dispatches.home_pct())
-                .total_cmp(&worst_first(b.dispatches.home_pct()))
-                .then(a.cpu.cmp(&b.cpu))
-        }),
-        SortKey::Adj | SortKey::Far => {
-            let index = if key == SortKey::Adj {
-                field::ADJ
-            } else {
-                field::FAR
-            };
-            rows.sort_by(|a, b| {
-                highest_first(a.dispatches.percent(index))
-                    .total_cmp(&highest_first(b.dispatches.percent(index)))
-                    .then(a.cpu.cmp(&b.cpu))
-            })
+        SortKey::Home => {
+            rows.sort_by_cached_key(|r| (ratio(r.dispatches.home_pct(), false), r.cpu))
+        }
+        SortKey::Adj => {
+            rows.sort_by_cached_key(|r| (ratio(r.dispatches.percent(field::ADJ), true), r.cpu))
+        }
+        SortKey::Far => {
+            rows.sort_by_cached_key(|r| (ratio(r.dispatches.percent(field::FAR), true), r.cpu))
         }
     }
 }
@@ -258,8 +255,23 @@ pub fn interval_report(
     selection: &Selection,
 ) -> Report {
     let mut notes = Vec::new();
-    let reset = current.iter().any(|cur| {
-        find(previous, cur.cpu).is_some_and(|prev| {
+    // Usually the same CPUs in the same order: pair them by position.
+    let aligned = previous.len() == current.len()
+        && previous.iter().zip(current).all(|(p, c)| p.cpu == c.cpu);
+    let pairs: Vec<(&CpuCounters, Option<&CpuCounters>)> = current
+        .iter()
+        .enumerate()
+        .map(|(i, cur)| {
+            let prev = if aligned {
+                Some(&previous[i])
+            } else {
+                find(previous, cur.cpu)
+            };
+            (cur, prev)
+        })
+        .collect();
+    let reset = pairs.iter().any(|(cur, prev)| {
+        prev.is_some_and(|prev| {
             prev.counts
                 .iter()
                 .zip(&cur.counts)
@@ -274,8 +286,8 @@ pub fn interval_report(
         );
     }
     let mut rows = Vec::with_capacity(current.len());
-    for cur in current {
-        match find(previous, cur.cpu) {
+    for (cur, prev) in pairs {
+        match prev {
             Some(prev) => {
                 let dispatches = if reset {
                     Dispatches::cumulative(&cur.counts)
@@ -294,9 +306,11 @@ pub fn interval_report(
             None => {}
         }
     }
-    for prev in previous {
-        if selection.wants(prev.cpu) && find(current, prev.cpu).is_none() {
-            notes.push(format!("cpu{} went offline", prev.cpu));
+    if !aligned {
+        for prev in previous {
+            if selection.wants(prev.cpu) && find(current, prev.cpu).is_none() {
+                notes.push(format!("cpu{} went offline", prev.cpu));
+            }
         }
     }
     let mut report = Report::build(rows, selection, notes);

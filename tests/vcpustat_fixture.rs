@@ -127,3 +127,24 @@ fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
         assert!(help.contains(needle), "--help lacks {needle:?}");
     }
 }
+
+#[test]
+fn t_prints_the_time_of_each_report() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .env("TZ", "UTC")
+        .arg("--sysroot")
+        .arg(format!(
+            "{}/tests/fixtures/vcpustat/seed",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("-t")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap();
+    let shape: String = first
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    assert_eq!(shape, "99/99/99 99:99:99", "{first}");
+}

@@ -22,7 +22,11 @@ Workflow:
   vcpustat --status            show whether the statistics are on, and the frequency
   vcpustat 5                   every 5 s, per-vCPU shares of the interval's dispatches
   vcpustat -n --top 10 2 30    the 10 vCPUs with the worst home ratio, as counts
-  vcpustat --enable --freq 100 switch on (stays on), drain the log 100 times/s
+  vcpustat --enable --freq 100 5
+                               switch on (stays on), drain the log 100 times/s,
+                               report every 5 s
+  vcpustat --freq 100 --temporary 5
+                               the same for this run only: restored at exit
   vcpustat                     cumulative counts once (the statistics must be on)
 
 Safety: vcpustat reads the state first. What it changes on its own to report
@@ -37,7 +41,8 @@ Columns (dispatches in the interval; shares of total in the default view):
   chip    another core of the same chip
   socket  another chip in the same socket (multi-chip modules)
   cec     outside the socket (next NUMA boundary)
-  home    on the vCPU's home node        adj  on a neighbouring node
+  home    on the vCPU's home node
+  adj     on a node next to the home node
   far     on a node further away
   unatt   dispatches with no home distance (total - home - adj - far), shown
           when some occur
@@ -315,6 +320,32 @@ mod tests {
         assert!(err.contains("cannot be used with --replay"), "{err}");
         let err = options(&["--cpus", "1-x"]).unwrap_err();
         assert!(err.contains("expected CPU numbers"), "{err}");
+    }
+
+    #[test]
+    fn a_subcommand_can_join_without_breaking_the_interval_grammar() {
+        // What the trace tool will do: add `trace` next to the report options.
+        let with_trace = command()
+            .subcommand(clap::Command::new("trace").subcommand(clap::Command::new("record")));
+        let m = with_trace
+            .clone()
+            .try_get_matches_from(["vcpustat", "-n", "1", "2"])
+            .unwrap();
+        assert_eq!(
+            m.get_one::<Duration>("interval"),
+            Some(&Duration::from_secs(1))
+        );
+        assert_eq!(m.get_one::<u64>("count"), Some(&2));
+        let m = with_trace
+            .clone()
+            .try_get_matches_from(["vcpustat", "trace", "record"])
+            .unwrap();
+        assert_eq!(m.subcommand_name(), Some("trace"));
+        assert!(
+            with_trace
+                .try_get_matches_from(["vcpustat", "-n", "trace", "record"])
+                .is_err()
+        );
     }
 
     #[test]

@@ -7,8 +7,9 @@
 use std::hint::black_box;
 use std::time::{Duration, UNIX_EPOCH};
 
+use hwstat::common::output::{Format, Frame, writer_for};
 use hwstat::vcpustat::counters::{self, Snapshot};
-use hwstat::vcpustat::render::{TextRenderer, View, machine_rows};
+use hwstat::vcpustat::render::{TextRenderer, View, machine_rows, schema};
 use hwstat::vcpustat::report::{Selection, SortKey, interval_report};
 
 const CPUS: u32 = 4096;
@@ -74,7 +75,7 @@ fn main() {
         panic!("the generated file is on")
     };
     let mut current = Vec::new();
-    let mut out = String::new();
+    let mut out = Vec::new();
     measure("4096 vCPUs, parse only", || {
         counters::parse_into(&current_text, &mut current).unwrap();
         current.len()
@@ -109,9 +110,19 @@ fn main() {
             out.len()
         });
     }
-    measure("4096 vCPUs, rows for the JSON writer", || {
+    let mut json = writer_for(Format::Ndjson, schema(false), ",");
+    measure("4096 vCPUs, NDJSON through the core writer", || {
         counters::parse_into(&current_text, &mut current).unwrap();
         let report = interval_report(&previous, &current, &selection);
-        machine_rows(&report).len()
+        let rows = machine_rows(&report);
+        out.clear();
+        let frame = Frame {
+            time: UNIX_EPOCH,
+            index: 0,
+            rows: &rows,
+            notes: &report.notes,
+        };
+        json.frame(&mut out, &frame).unwrap();
+        out.len()
     });
 }

@@ -268,7 +268,7 @@ fn intervals(
 
 /// The chosen output: vcpustat's text, or one of the core's writers.
 enum Output {
-    Text(TextRenderer, String),
+    Text(TextRenderer, Vec<u8>),
     Machine(Box<dyn FrameWriter>),
 }
 
@@ -277,7 +277,7 @@ impl Output {
         match options.format {
             Format::Text => Output::Text(
                 TextRenderer::new(options.view, options.timestamp),
-                String::new(),
+                Vec::new(),
             ),
             format => Output::Machine(writer_for(format, schema(options.view == View::Raw), ",")),
         }
@@ -301,7 +301,7 @@ impl Output {
             Output::Text(renderer, buf) => {
                 buf.clear();
                 renderer.render(buf, time, report);
-                out.write_all(buf.as_bytes())?;
+                out.write_all(buf)?;
             }
             Output::Machine(writer) => {
                 let rows = machine_rows(report);

@@ -1,7 +1,7 @@
 //! Output: vcpustat's own aligned text (the powerpc-utils column names plus
 //! `home%`), and the schema and rows the core's machine-readable writers use.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::SystemTime;
 
 use crate::common::clock::strftime_local;
@@ -45,23 +45,23 @@ impl TextRenderer {
         }
     }
 
-    /// Appends one report to `out`: optional time, two header lines, one line
+    /// Appends one report (UTF-8 text) to `out`: optional time, two header lines, one line
     /// per vCPU, the `all` line, notes, and an empty line. A report without
     /// rows (statistics off, a new baseline) prints only its notes.
-    pub fn render(&self, out: &mut String, time: SystemTime, report: &Report) {
+    pub fn render(&self, out: &mut Vec<u8>, time: SystemTime, report: &Report) {
         if self.timestamp {
-            out.push_str(&strftime_local("%x %X", time).unwrap_or_default());
-            out.push('\n');
+            out.extend_from_slice(strftime_local("%x %X", time).unwrap_or_default().as_bytes());
+            out.push(b'\n');
         }
         let unattributed = report.all.unattributed() > 0;
         if !report.rows.is_empty() || report.all.total() > 0 {
             self.header(out, unattributed);
             for row in &report.rows {
                 let start = out.len();
-                out.push_str("cpu");
+                out.extend_from_slice("cpu".as_bytes());
                 push_uint(out, u64::from(row.cpu), 0);
                 for _ in out.len() - start..CPU_WIDTH {
-                    out.push(' ');
+                    out.push(b' ');
                 }
                 self.values(out, &row.dispatches, unattributed);
             }
@@ -69,14 +69,14 @@ impl TextRenderer {
             self.values(out, &report.all, unattributed);
         }
         for note in &report.notes {
-            out.push_str("note: ");
-            out.push_str(note);
-            out.push('\n');
+            out.extend_from_slice("note: ".as_bytes());
+            out.extend_from_slice(note.as_bytes());
+            out.push(b'\n');
         }
-        out.push('\n');
+        out.push(b'\n');
     }
 
-    fn header(&self, out: &mut String, unattributed: bool) {
+    fn header(&self, out: &mut Vec<u8>, unattributed: bool) {
         let w = self.width();
         let numa_columns = if unattributed { 4 } else { 3 };
         let dispatch_span = 4 * (w + 1) - 1;
@@ -97,13 +97,13 @@ impl TextRenderer {
         let _ = writeln!(out, " | {:>HOME_PCT_WIDTH$}", "home%");
     }
 
-    fn values(&self, out: &mut String, d: &Dispatches, unattributed: bool) {
+    fn values(&self, out: &mut Vec<u8>, d: &Dispatches, unattributed: bool) {
         let w = self.width();
-        out.push(' ');
+        out.push(b' ');
         push_uint(out, d.total(), TOTAL_WIDTH);
-        out.push_str(" |");
-        let cell = |out: &mut String, count: u64| {
-            out.push(' ');
+        out.extend_from_slice(" |".as_bytes());
+        let cell = |out: &mut Vec<u8>, count: u64| {
+            out.push(b' ');
             match self.view {
                 View::Percent => push_percent(out, count, d.total(), w),
                 View::Numeric | View::Raw => push_uint(out, count, w),
@@ -112,22 +112,22 @@ impl TextRenderer {
         for i in [field::CORE, field::CHIP, field::SOCKET, field::CEC] {
             cell(out, d.0[i]);
         }
-        out.push_str(" |");
+        out.extend_from_slice(" |".as_bytes());
         for i in [field::HOME, field::ADJ, field::FAR] {
             cell(out, d.0[i]);
         }
         if unattributed {
             cell(out, d.unattributed());
         }
-        out.push_str(" | ");
+        out.extend_from_slice(" | ".as_bytes());
         push_percent(out, d.0[field::HOME], d.total(), HOME_PCT_WIDTH);
-        out.push('\n');
+        out.push(b'\n');
     }
 }
 
 /// Appends `value` right-aligned in `width` (without the formatting
 /// machinery: this is the hot path of a 4,096-vCPU report).
-pub fn push_uint(out: &mut String, value: u64, width: usize) {
+pub fn push_uint(out: &mut Vec<u8>, value: u64, width: usize) {
     let mut digits = [0u8; 20];
     let mut len = 0;
     let mut rest = value;
@@ -143,21 +143,21 @@ pub fn push_uint(out: &mut String, value: u64, width: usize) {
 }
 
 /// Appends ASCII `reversed` back to front, right-aligned in `width`, with
-/// one `push_str` (digits are at most 48 bytes, widths at most 16).
-fn push_reversed(out: &mut String, reversed: &[u8], width: usize) {
+/// one copy (digits are at most 48 bytes, widths at most 16).
+fn push_reversed(out: &mut Vec<u8>, reversed: &[u8], width: usize) {
     let mut bytes = [b' '; 64];
     let pad = width.saturating_sub(reversed.len()).min(16);
     for (slot, &b) in bytes[pad..].iter_mut().zip(reversed.iter().rev()) {
         *slot = b;
     }
     let len = pad + reversed.len().min(48);
-    out.push_str(std::str::from_utf8(&bytes[..len]).unwrap_or_default());
+    out.extend_from_slice(&bytes[..len]);
 }
 
 /// Appends `100 * count / total` with two decimals, right-aligned in
 /// `width`, or `-` when `total` is 0. Integer arithmetic, rounding half to
 /// even like `printf("%.2f")` on exact ties.
-pub fn push_percent(out: &mut String, count: u64, total: u64, width: usize) {
+pub fn push_percent(out: &mut Vec<u8>, count: u64, total: u64, width: usize) {
     if total == 0 {
         let _ = write!(out, "{:>width$}", "-");
         return;
@@ -326,20 +326,24 @@ mod tests {
 
     #[test]
     fn percentages_round_like_printf() {
-        let mut s = String::new();
+        let mut s = Vec::new();
         push_percent(&mut s, 6821, 6839, 7);
         push_percent(&mut s, 1, 32, 6); // 3.125 -> 3.12 (tie to even)
         push_percent(&mut s, 3, 32, 6); // 9.375 -> 9.38
         push_percent(&mut s, 5, 5, 7);
         push_percent(&mut s, 0, 0, 3);
         push_percent(&mut s, u64::MAX / 4, u64::MAX / 2, 6); // the 128-bit path
-        assert_eq!(s, "  99.74  3.12  9.38 100.00  - 50.00");
+        assert_eq!(
+            String::from_utf8(s).unwrap(),
+            "  99.74  3.12  9.38 100.00  - 50.00"
+        );
     }
 
     #[test]
     fn numeric_view_shows_counts_home_pct_and_dash() {
-        let mut out = String::new();
+        let mut out = Vec::new();
         TextRenderer::new(View::Numeric, false).render(&mut out, UNIX_EPOCH, &seed_report());
+        let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[1],
@@ -362,8 +366,9 @@ mod tests {
             dispatches: Dispatches([200, 100, 100, 0, 0, 150, 10, 0]),
         }];
         let report = Report::build(rows, &Default::default(), vec![]);
-        let mut out = String::new();
+        let mut out = Vec::new();
         TextRenderer::new(View::Percent, false).render(&mut out, UNIX_EPOCH, &report);
+        let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert!(
             lines[1].contains("|   home    adj    far  unatt |"),

@@ -560,3 +560,47 @@ fn a_recorded_run_replays_to_the_same_report() {
     assert_eq!(refused.status.code(), Some(2));
     let _ = std::fs::remove_file(&recording);
 }
+
+#[test]
+fn a_failed_restore_is_reported_after_the_error() {
+    // Read 3 (the first report) succeeds, then every open is refused.
+    let Some(sim) = mount("restore-fails", scenario().at_read(3, Event::Deny)) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines[1..],
+        [
+            "vcpustat: cannot read /proc/powerpc/vcpudispatch_stats: permission denied (EACCES): \
+             the dispatch statistics files are mode 0600, owned by root; run vcpustat as root",
+            "vcpustat: could not restore the dispatch statistics: cannot write to \
+             /proc/powerpc/vcpudispatch_stats: permission denied (EACCES): the dispatch \
+             statistics files are mode 0600, owned by root; run vcpustat as root",
+        ]
+    );
+    assert!(sim.kernel().on, "the simulated kernel refused the restore");
+}
+
+#[test]
+fn raw_view_shows_cumulative_counts_and_still_notes_resets() {
+    let mut kernel = scenario().at_read(4, Event::Reenable);
+    kernel.on = true;
+    let Some(sim) = mount("raw", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-r", "0.05", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // Reads 2, 3, 4: cumulative totals of cpu0 are 2, 3 steps, then 1 step after the reset.
+    let totals: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("cpu0 "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(totals, ["200", "300", "100"]);
+    assert_eq!(home_column(&stdout, "all"), vec!["82.00"; 3]);
+    assert!(stdout.contains("note: counters were reset during this interval"));
+}

@@ -2,7 +2,6 @@
 //! vcpustat changed on its own, on every way out.
 
 use std::io::{self, BufWriter, Write};
-use std::panic::{self, AssertUnwindSafe};
 use std::time::SystemTime;
 
 use clap::Parser;
@@ -19,7 +18,7 @@ use super::error::VcpuError;
 use super::kernel::{self, State};
 use super::render::{TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
-use super::restore::{RestorePlan, Undo};
+use super::restore::{RestorePlan, Undo, run_then_restore};
 
 /// The program name in messages.
 pub const TOOL: &str = "vcpustat";
@@ -53,10 +52,9 @@ pub fn main() -> i32 {
         Err(message) => return report_error(TOOL, message, 1),
     };
     let mut plan = RestorePlan::new();
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        run(&options, source.as_mut(), &stop, &mut plan)
-    }));
-    let failures = plan.apply(source.as_ref());
+    let (outcome, failures) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
+        run(&options, source, &stop, plan)
+    });
     let mut status = match outcome {
         Ok(Ok(())) => 0,
         Ok(Err(VcpuError::Output(err))) => output_error_status(TOOL, &err),
@@ -220,33 +218,38 @@ fn intervals(
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
         let time = source.now();
         let mut handover = None;
-        let mut report = match (options.view, snapshot) {
-            (View::Raw, Snapshot::On(cpus)) => report::cumulative(&cpus, &selection),
-            (_, snapshot) => match tracker.step(snapshot, &selection) {
-                Step::Report(report) => {
-                    if report.reset {
-                        handover = Some("switched off and on again");
-                    }
-                    report
+        // `-r` shows the cumulative counts; the tracker still notices resets,
+        // the statistics going off and CPUs coming and going.
+        let cumulative = match (options.view, &snapshot) {
+            (View::Raw, Snapshot::On(cpus)) => Some(report::cumulative(cpus, &selection)),
+            _ => None,
+        };
+        let with_notes = |report: Option<Report>, notes: Vec<String>| Report {
+            notes,
+            ..report.unwrap_or_default()
+        };
+        let mut report = match tracker.step(snapshot, &selection) {
+            Step::Report(report) => {
+                if report.reset {
+                    handover = Some("switched off and on again");
                 }
-                Step::Off(notes) => {
-                    handover = Some("switched off");
-                    Report {
-                        notes,
-                        ..Report::default()
-                    }
+                match cumulative {
+                    Some(rows) => with_notes(Some(rows), report.notes),
+                    None => report,
                 }
-                Step::Baseline(notes) if index == 0 || notes.is_empty() => {
-                    if !notes.is_empty() {
-                        tell(notes.join("; "));
-                    }
-                    return Ok(());
+            }
+            Step::Off(notes) => {
+                handover = Some("switched off");
+                with_notes(None, notes)
+            }
+            Step::Baseline(notes) if cumulative.is_some() => with_notes(cumulative, notes),
+            Step::Baseline(notes) if index == 0 || notes.is_empty() => {
+                if !notes.is_empty() {
+                    tell(notes.join("; "));
                 }
-                Step::Baseline(notes) => Report {
-                    notes,
-                    ..Report::default()
-                },
-            },
+                return Ok(());
+            }
+            Step::Baseline(notes) => with_notes(None, notes),
         };
         if let Some(what) = handover
             && plan.pending().contains(&Undo::SwitchOff)

@@ -6,6 +6,8 @@
 //! closed output pipe, error, panic). There is no `Drop` magic: the plan is
 //! plain data, so tests can look at it and the order of exit steps is visible.
 
+use std::panic::{self, AssertUnwindSafe};
+
 use crate::common::source::Source;
 
 use super::error::VcpuError;
@@ -69,6 +71,19 @@ impl RestorePlan {
     }
 }
 
+/// Runs `body`, then applies `plan` whatever happened (an error or a panic
+/// included). Returns the body's outcome (`Err` for a panic, whose message
+/// the panic hook has already printed) and the undo writes that failed.
+pub fn run_then_restore<T>(
+    source: &mut dyn Source,
+    plan: &mut RestorePlan,
+    body: impl FnOnce(&mut dyn Source, &mut RestorePlan) -> T,
+) -> (std::thread::Result<T>, Vec<VcpuError>) {
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut *source, &mut *plan)));
+    let failures = plan.apply(source);
+    (outcome, failures)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +109,25 @@ mod tests {
             "50\n"
         );
         assert!(plan.pending().is_empty());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_panic_still_restores() {
+        let dir = std::env::temp_dir().join(format!("vcpustat-panic-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("proc/powerpc")).unwrap();
+        let stats = dir.join("proc/powerpc/vcpudispatch_stats");
+        fs::write(&stats, "on\n").unwrap();
+        let mut source = RootFs::new(&dir);
+        let mut plan = RestorePlan::new();
+        let (outcome, failures) = run_then_restore(&mut source, &mut plan, |_, plan| {
+            plan.push(Undo::SwitchOff);
+            panic!("a bug in the middle of a run");
+        });
+        assert!(outcome.is_err());
+        assert!(failures.is_empty());
+        assert_eq!(fs::read_to_string(&stats).unwrap(), "0\n");
         fs::remove_dir_all(dir).unwrap();
     }
 

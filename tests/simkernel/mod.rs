@@ -53,6 +53,8 @@ pub enum Event {
     Online(u32),
     /// This read fails with EIO.
     FailRead,
+    /// From now on, opening the statistics files fails with EACCES.
+    Deny,
 }
 
 /// One write that reached the simulated kernel and what it answered.
@@ -159,6 +161,7 @@ impl Kernel {
                 Event::Offline(c) => self.cpus.get_mut(&c).expect("cpu").online = false,
                 Event::Online(c) => self.cpus.get_mut(&c).expect("cpu").online = true,
                 Event::FailRead => return Err(libc::EIO),
+                Event::Deny => self.deny = true,
             }
         }
         if !self.on {

@@ -285,7 +285,8 @@ pub fn schema(cumulative: bool) -> Schema {
 /// The rows of a report for the machine-readable writers, `all` last.
 pub fn machine_rows(report: &Report) -> Vec<Row> {
     let row = |label: String, d: &Dispatches| {
-        let mut values: Vec<Value> = d.0.iter().map(|&v| Value::Int(v)).collect();
+        let mut values = Vec::with_capacity(FIELDS + 2);
+        values.extend(d.0.iter().map(|&v| Value::Int(v)));
         values.push(Value::Int(d.unattributed()));
         values.push(d.home_pct().map_or(Value::Missing, Value::Float));
         Row {
@@ -293,11 +294,14 @@ pub fn machine_rows(report: &Report) -> Vec<Row> {
             values,
         }
     };
-    let mut rows: Vec<Row> = report
-        .rows
-        .iter()
-        .map(|r| row(format!("cpu{}", r.cpu), &r.dispatches))
-        .collect();
+    let mut rows: Vec<Row> = Vec::with_capacity(report.rows.len() + 1);
+    for r in &report.rows {
+        let mut label = Vec::with_capacity(10);
+        label.extend_from_slice(b"cpu");
+        push_uint(&mut label, u64::from(r.cpu), 0);
+        let label = String::from_utf8(label).unwrap_or_default();
+        rows.push(row(label, &r.dispatches));
+    }
     if !report.rows.is_empty() || report.all.total() > 0 {
         rows.push(row("all".to_string(), &report.all));
     }

@@ -17,8 +17,6 @@
 //!   switches the statistics off, or off and on again; a CPU goes offline or
 //!   comes online).
 
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -30,15 +28,6 @@ use fuser::{
     MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen,
     ReplyWrite, Request, WriteFlags,
 };
-
-/// Counter order, as in the kernel's struct.
-pub const TOTAL: usize = 0;
-/// numa_home_disp.
-pub const HOME: usize = 5;
-/// numa_remote_disp.
-pub const ADJ: usize = 6;
-/// numa_far_disp.
-pub const FAR: usize = 7;
 
 /// Something that happens just before the N-th read of the statistics file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -98,7 +98,7 @@ pub fn run(
         out.flush()?;
     }
     match options.mode {
-        Mode::Control => Ok(()),
+        Mode::Control => Ok(source.finish()?),
         Mode::Once => once(options, source, &mut out),
         Mode::Interval { .. } => {
             if !now.on {

@@ -148,3 +148,39 @@ fn t_prints_the_time_of_each_report() {
         .collect();
     assert_eq!(shape, "99/99/99 99:99:99", "{first}");
 }
+
+#[test]
+fn a_malformed_file_is_named_with_its_line() {
+    let root = std::env::temp_dir().join(format!("vcpustat-bad-{}", std::process::id()));
+    let dir = root.join("proc/powerpc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("vcpudispatch_stats"),
+        "cpu0 1 2 3 4 5 6 7 8\ncpu1 1 2 x\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("vcpudispatch_stats_freq"), "50\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--sysroot")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "vcpustat: /proc/powerpc/vcpudispatch_stats: line 2: expected \"cpu<N>\" followed by 8 \
+         unsigned counters\n"
+    );
+    std::fs::write(dir.join("vcpudispatch_stats"), "off\n").unwrap();
+    std::fs::write(dir.join("vcpudispatch_stats_freq"), "fast\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--sysroot")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "vcpustat: /proc/powerpc/vcpudispatch_stats_freq: line 1: expected a decimal frequency\n"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}

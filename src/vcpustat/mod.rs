@@ -1,3 +1,20 @@
 //! vcpustat: POWER shared-processor dispatch statistics.
+//!
+//! * [`counters`]: the statistics file parsed into snapshots;
+//! * [`report`]: per-interval deltas, the `all` row, selection and notes;
+//! * [`render`]: aligned text and the machine-readable schema;
+//! * [`kernel`]: reading the state and writing the control files;
+//! * [`restore`]: the plan of undo writes applied at exit;
+//! * [`cli`] and [`app`]: the command line and the run;
+//! * [`trace`]: the `vcpustat trace` subcommand (Dispatch Trace Log).
 
+pub mod app;
+pub mod cli;
+pub mod counters;
+pub mod cpulist;
+pub mod error;
+pub mod kernel;
+pub mod render;
+pub mod report;
+pub mod restore;
 pub mod trace;

@@ -1,5 +1,6 @@
 //! JSON: one document per run (`json`) or one object per sample (`ndjson`).
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
@@ -7,34 +8,40 @@ use super::{Frame, FrameWriter, Schema, Value, rfc3339};
 /// Renders one frame as a JSON object:
 /// `{"timestamp":..,"index":..,"rows":[{label..,column..}],"notes":[..]}`.
 /// Keys follow schema order; missing and non-finite values are `null`.
-fn frame_object(schema: &Schema, frame: &Frame) -> String {
-    let mut s = String::with_capacity(64 + frame.rows.len() * 64);
+/// Everything is appended to `s`, which the writer reuses from frame to
+/// frame (no allocation per value, no fresh megabyte per frame): a frame of
+/// thousands of rows stays cheap.
+fn frame_object(schema: &Schema, frame: &Frame, s: &mut String) {
+    s.clear();
     s.push_str("{\"timestamp\":");
-    s.push_str(&quote(&rfc3339(frame.time)));
-    s.push_str(&format!(",\"index\":{},\"rows\":[", frame.index));
+    push_quoted(s, &rfc3339(frame.time));
+    let _ = write!(s, ",\"index\":{},\"rows\":[", frame.index);
+    // Keys are escaped once per frame, not once per row.
+    let label_keys: Vec<String> = schema.labels.iter().map(|(name, _)| quote(name)).collect();
+    let column_keys: Vec<String> = schema.columns.iter().map(|c| quote(&c.key)).collect();
     for (i, row) in frame.rows.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
         s.push('{');
         let mut first = true;
-        for ((name, _), value) in schema.labels.iter().zip(&row.labels) {
+        for (key, value) in label_keys.iter().zip(&row.labels) {
             if !first {
                 s.push(',');
             }
             first = false;
-            s.push_str(&quote(name));
+            s.push_str(key);
             s.push(':');
-            s.push_str(&quote(value));
+            push_quoted(s, value);
         }
-        for (column, value) in schema.columns.iter().zip(&row.values) {
+        for ((key, column), value) in column_keys.iter().zip(&schema.columns).zip(&row.values) {
             if !first {
                 s.push(',');
             }
             first = false;
-            s.push_str(&quote(&column.key));
+            s.push_str(key);
             s.push(':');
-            s.push_str(&json_value(value, column.precision));
+            push_value(s, value, column.precision);
         }
         s.push('}');
     }
@@ -43,23 +50,80 @@ fn frame_object(schema: &Schema, frame: &Frame) -> String {
         if i > 0 {
             s.push(',');
         }
-        s.push_str(&quote(note));
+        push_quoted(s, note);
     }
     s.push_str("]}");
-    s
 }
 
 fn quote(text: &str) -> String {
-    serde_json::to_string(text).expect("strings always serialize")
+    let mut s = String::with_capacity(text.len() + 2);
+    push_quoted(&mut s, text);
+    s
 }
 
-fn json_value(value: &Value, precision: usize) -> String {
-    match value {
-        Value::Float(v) if v.is_finite() => format!("{v:.precision$}"),
-        Value::Int(v) => v.to_string(),
-        Value::Text(t) => quote(t),
-        Value::Float(_) | Value::Missing => "null".to_string(),
+/// Appends `text` as a JSON string: `"` and `\` escaped, control characters
+/// as `\n`, `\t`, ... or `\u00XX`, everything else as is (JSON is UTF-8).
+fn push_quoted(s: &mut String, text: &str) {
+    s.push('"');
+    let mut plain = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        s.push_str(&text[plain..i]);
+        if escape.is_empty() {
+            let _ = write!(s, "\\u{b:04x}");
+        } else {
+            s.push_str(escape);
+        }
+        plain = i + 1;
     }
+    s.push_str(&text[plain..]);
+    s.push('"');
+}
+
+/// Appends a decimal integer without the formatting machinery (the bulk of
+/// a large frame is integers).
+fn push_u64(s: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &d in &digits[start..] {
+        s.push(d as char);
+    }
+}
+
+fn push_value(s: &mut String, value: &Value, precision: usize) {
+    let _ = match value {
+        Value::Float(v) if v.is_finite() => write!(s, "{v:.precision$}"),
+        Value::Int(v) => {
+            push_u64(s, *v);
+            Ok(())
+        }
+        Value::Text(t) => {
+            push_quoted(s, t);
+            Ok(())
+        }
+        Value::Float(_) | Value::Missing => {
+            s.push_str("null");
+            Ok(())
+        }
+    };
 }
 
 /// One JSON document `{"tool":..,"samples":[..]}`, closed by `end`, which
@@ -67,12 +131,17 @@ fn json_value(value: &Value, precision: usize) -> String {
 pub struct JsonWriter {
     schema: Schema,
     frames: u64,
+    buf: String,
 }
 
 impl JsonWriter {
     /// A JSON writer for `schema`.
     pub fn new(schema: Schema) -> JsonWriter {
-        JsonWriter { schema, frames: 0 }
+        JsonWriter {
+            schema,
+            frames: 0,
+            buf: String::new(),
+        }
     }
 }
 
@@ -84,7 +153,8 @@ impl FrameWriter for JsonWriter {
     fn frame(&mut self, out: &mut dyn Write, frame: &Frame) -> io::Result<()> {
         let sep = if self.frames > 0 { "," } else { "" };
         self.frames += 1;
-        writeln!(out, "{sep}{}", frame_object(&self.schema, frame))?;
+        frame_object(&self.schema, frame, &mut self.buf);
+        writeln!(out, "{sep}{}", self.buf)?;
         out.flush()
     }
 
@@ -98,12 +168,16 @@ impl FrameWriter for JsonWriter {
 /// so an interrupted stream is still valid line by line.
 pub struct NdjsonWriter {
     schema: Schema,
+    buf: String,
 }
 
 impl NdjsonWriter {
     /// An NDJSON writer for `schema`.
     pub fn new(schema: Schema) -> NdjsonWriter {
-        NdjsonWriter { schema }
+        NdjsonWriter {
+            schema,
+            buf: String::new(),
+        }
     }
 }
 
@@ -113,7 +187,8 @@ impl FrameWriter for NdjsonWriter {
     }
 
     fn frame(&mut self, out: &mut dyn Write, frame: &Frame) -> io::Result<()> {
-        writeln!(out, "{}", frame_object(&self.schema, frame))?;
+        frame_object(&self.schema, frame, &mut self.buf);
+        writeln!(out, "{}", self.buf)?;
         out.flush()
     }
 
@@ -140,6 +215,33 @@ mod tests {
         assert!(samples[0]["rows"][1]["reads_per_second"].is_null());
         assert_eq!(samples[0]["notes"][0], "sdb vanished");
         assert!(text.contains("{\"device\":\"sda\",\"reads_per_second\":1.50,\"reads\":42}"));
+    }
+
+    #[test]
+    fn integers_print_in_full() {
+        for v in [0, 7, 10, 12_345, u64::MAX] {
+            let mut s = String::new();
+            push_u64(&mut s, v);
+            assert_eq!(s, v.to_string());
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped_like_serde_json() {
+        for text in [
+            "plain",
+            "a\"b\\c",
+            "tab\tnew\nline\r",
+            "\u{1}\u{1f}\u{8}\u{c}",
+            "é ✓",
+            "",
+        ] {
+            assert_eq!(
+                quote(text),
+                serde_json::to_string(text).unwrap(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,330 @@
+//! The run: read the state, apply what was asked, report, and undo what
+//! vcpustat changed on its own, on every way out.
+
+use std::io::{self, BufWriter, Write};
+use std::time::SystemTime;
+
+use clap::Parser;
+
+use crate::common::cli::{output_error_status, report_error};
+use crate::common::output::{Format, Frame, FrameWriter, writer_for};
+use crate::common::run::run_samples;
+use crate::common::signals::StopSignal;
+use crate::common::source::Source;
+
+use super::cli::{Cli, Mode, Options, Switch};
+use super::counters::Snapshot;
+use super::error::VcpuError;
+use super::kernel::{self, State};
+use super::render::{TextRenderer, View, machine_rows, schema};
+use super::report::{self, Report, Selection, Step, Tracker};
+use super::restore::{RestorePlan, Undo, run_then_restore};
+
+/// The program name in messages.
+pub const TOOL: &str = "vcpustat";
+
+/// Runs vcpustat with the process arguments and returns the exit status.
+///
+/// The restore plan is applied here, after the run, whatever the run's
+/// outcome (a panic included), before the status is chosen.
+pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return err.exit_code();
+        }
+    };
+    if let Some(tool) = cli.command {
+        match tool {}
+    }
+    let options = match Options::from_args(cli.report) {
+        Ok(options) => options,
+        Err(err) => return report_error(TOOL, &err, err.exit_status()),
+    };
+    let stop = match StopSignal::install() {
+        Ok(stop) => stop,
+        Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
+    };
+    let mut source = match options.source.open(TOOL, &args) {
+        Ok(source) => source,
+        Err(message) => return report_error(TOOL, message, 1),
+    };
+    let mut plan = RestorePlan::new();
+    let (outcome, failures) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
+        run(&options, source, &stop, plan)
+    });
+    let mut status = match outcome {
+        Ok(Ok(())) => 0,
+        Ok(Err(VcpuError::Output(err))) => output_error_status(TOOL, &err),
+        Ok(Err(err)) => report_error(TOOL, &err, err.exit_status()),
+        // The panic hook has printed the message; the state is restored.
+        Err(_) => 101,
+    };
+    for failure in failures {
+        status = report_error(
+            TOOL,
+            format_args!("could not restore the dispatch statistics: {failure}"),
+            1,
+        );
+    }
+    status
+}
+
+/// Prints a control message on standard error (standard output carries
+/// only reports, so JSON stays valid).
+fn tell(message: impl std::fmt::Display) {
+    eprintln!("{TOOL}: {message}");
+}
+
+/// One run, recording in `plan` every change to undo at exit.
+pub fn run(
+    options: &Options,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    plan: &mut RestorePlan,
+) -> Result<(), VcpuError> {
+    let before = kernel::read_state(source)?;
+    let now = apply_changes(options, source, before, plan)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    if options.status {
+        writeln!(
+            out,
+            "dispatch statistics: {}\nfrequency: {} per second",
+            if now.on { "on" } else { "off" },
+            now.freq
+        )?;
+        out.flush()?;
+    }
+    match options.mode {
+        Mode::Control => Ok(source.finish()?),
+        Mode::Once => once(options, source, &mut out),
+        Mode::Interval { .. } => {
+            if !now.on {
+                if !source.is_live() {
+                    return Err(VcpuError::Replay(
+                        "the recording starts with the dispatch statistics off: nothing to report"
+                            .into(),
+                    ));
+                }
+                kernel::switch(source, true)?;
+                plan.push(Undo::SwitchOff);
+                tell(
+                    "switched the dispatch statistics on for this run; they are switched off again when it ends",
+                );
+            }
+            intervals(options, source, stop, plan, &mut out)
+        }
+    }
+}
+
+/// Applies --freq, then --enable/--disable; returns the state afterwards.
+fn apply_changes(
+    options: &Options,
+    source: &dyn Source,
+    before: State,
+    plan: &mut RestorePlan,
+) -> Result<State, VcpuError> {
+    let mut now = before;
+    let until = if options.temporary {
+        " until the run ends"
+    } else {
+        ""
+    };
+    if let Some(freq) = options.freq {
+        if freq == before.freq {
+            tell(format_args!("the frequency is already {freq} per second"));
+        } else {
+            kernel::set_freq(source, freq)?;
+            now.freq = freq;
+            if options.temporary {
+                plan.push(Undo::SetFreq(before.freq));
+            }
+            tell(format_args!(
+                "frequency set to {freq} per second (was {}){until}",
+                before.freq
+            ));
+        }
+    }
+    match (options.switch, before.on) {
+        (Some(Switch::On), true) => tell("dispatch statistics are already on (counters kept)"),
+        (Some(Switch::Off), false) => tell("dispatch statistics are already off"),
+        (Some(Switch::On), false) => {
+            kernel::switch(source, true)?;
+            now.on = true;
+            if options.temporary {
+                plan.push(Undo::SwitchOff);
+            }
+            tell(format_args!("dispatch statistics switched on{until}"));
+        }
+        (Some(Switch::Off), true) => {
+            kernel::switch(source, false)?;
+            now.on = false;
+            if options.temporary {
+                plan.push(Undo::SwitchOn);
+            }
+            tell(format_args!("dispatch statistics switched off{until}"));
+        }
+        (None, _) => {}
+    }
+    Ok(now)
+}
+
+fn selection(options: &Options) -> Selection<'_> {
+    Selection {
+        cpus: options.cpus.as_ref(),
+        sort: options.sort,
+        top: options.top,
+    }
+}
+
+/// No interval: the cumulative counts once.
+fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Result<(), VcpuError> {
+    let mut output = Output::new(options);
+    let report = match kernel::read_snapshot(source, &mut Vec::new())? {
+        Snapshot::Off => Report {
+            notes: vec![
+                "dispatch statistics are off: give an interval (vcpustat 5) to switch them on \
+                 for a run, or --enable to switch them on"
+                    .into(),
+            ],
+            ..Report::default()
+        },
+        Snapshot::On(cpus) => report::cumulative(&cpus, &selection(options)),
+    };
+    output.begin(out)?;
+    output.emit(out, source.now(), 0, &report)?;
+    output.end(out)?;
+    source.finish()?;
+    Ok(())
+}
+
+/// Reports every interval until the count, a stop signal or an error.
+fn intervals(
+    options: &Options,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    plan: &mut RestorePlan,
+    out: &mut dyn Write,
+) -> Result<(), VcpuError> {
+    let selection = selection(options);
+    let mut output = Output::new(options);
+    let mut tracker = Tracker::new();
+    let mut buf = Vec::new();
+    let mut reports = 0u64;
+    output.begin(out)?;
+    let result = run_samples(&options.schedule(), source, stop, |source, index| {
+        let snapshot = kernel::read_snapshot(source, &mut buf)?;
+        let time = source.now();
+        let mut handover = None;
+        // `-r` shows the cumulative counts; the tracker still notices resets,
+        // the statistics going off and CPUs coming and going.
+        let cumulative = match (options.view, &snapshot) {
+            (View::Raw, Snapshot::On(cpus)) => Some(report::cumulative(cpus, &selection)),
+            _ => None,
+        };
+        let with_notes = |report: Option<Report>, notes: Vec<String>| Report {
+            notes,
+            ..report.unwrap_or_default()
+        };
+        let mut report = match tracker.step(snapshot, &selection) {
+            Step::Report(report) => {
+                if report.reset {
+                    handover = Some("switched off and on again");
+                }
+                match cumulative {
+                    Some(rows) => with_notes(Some(rows), report.notes),
+                    None => report,
+                }
+            }
+            Step::Off(notes) => {
+                handover = Some("switched off");
+                with_notes(None, notes)
+            }
+            Step::Baseline(notes) if cumulative.is_some() => with_notes(cumulative, notes),
+            Step::Baseline(notes) if index == 0 || notes.is_empty() => {
+                if !notes.is_empty() {
+                    tell(notes.join("; "));
+                }
+                return Ok(());
+            }
+            Step::Baseline(notes) => with_notes(None, notes),
+        };
+        if let Some(what) = handover
+            && plan.pending().contains(&Undo::SwitchOff)
+        {
+            plan.forget_switch();
+            report.notes.push(format!(
+                "someone else {what} the dispatch statistics: vcpustat leaves the on/off \
+                 state to them at exit"
+            ));
+        }
+        output.emit(out, time, reports, &report)?;
+        reports += 1;
+        Ok::<(), VcpuError>(())
+    });
+    let ended = output.end(out).map_err(VcpuError::Output);
+    result?;
+    ended
+}
+
+/// The chosen output: vcpustat's text, or one of the core's writers.
+enum Output {
+    Text(TextRenderer, Vec<u8>),
+    Machine(Box<dyn FrameWriter>),
+}
+
+impl Output {
+    fn new(options: &Options) -> Output {
+        match options.format {
+            Format::Text => Output::Text(
+                TextRenderer::new(options.view, options.timestamp),
+                Vec::new(),
+            ),
+            format => Output::Machine(writer_for(format, schema(options.view == View::Raw), ",")),
+        }
+    }
+
+    fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Output::Text(..) => Ok(()),
+            Output::Machine(writer) => writer.begin(out),
+        }
+    }
+
+    fn emit(
+        &mut self,
+        out: &mut dyn Write,
+        time: SystemTime,
+        index: u64,
+        report: &Report,
+    ) -> io::Result<()> {
+        match self {
+            Output::Text(renderer, buf) => {
+                buf.clear();
+                renderer.render(buf, time, report);
+                out.write_all(buf)?;
+            }
+            Output::Machine(writer) => {
+                let rows = machine_rows(report);
+                let frame = Frame {
+                    time,
+                    index,
+                    rows: &rows,
+                    notes: &report.notes,
+                };
+                writer.frame(out, &frame)?;
+            }
+        }
+        out.flush()
+    }
+
+    fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Output::Text(..) => Ok(()),
+            Output::Machine(writer) => writer.end(out),
+        }?;
+        out.flush()
+    }
+}

@@ -1,0 +1,362 @@
+//! The command line: clap definitions and the typed [`Options`] built from
+//! them before anything is read or written.
+
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::common::cli::SourceArgs;
+use crate::common::interval::{Schedule, parse_interval};
+use crate::common::output::Format;
+
+use super::cpulist::CpuList;
+use super::error::VcpuError;
+use super::render::View;
+use super::report::SortKey;
+
+const ABOUT: &str = "POWER shared-processor LPAR dispatch statistics: control \
+/proc/powerpc/vcpudispatch_stats and report per-interval home-node hit ratios";
+
+const AFTER_HELP: &str = "\
+Workflow:
+  vcpustat --status            show whether the statistics are on, and the frequency
+  vcpustat 5                   every 5 s, per-vCPU shares of the interval's dispatches
+  vcpustat -n --top 10 2 30    the 10 vCPUs with the worst home ratio, as counts
+  vcpustat --enable --freq 100 5
+                               switch on (stays on), drain the log 100 times/s,
+                               report every 5 s
+  vcpustat --freq 100 --temporary 5
+                               the same for this run only: restored at exit
+  vcpustat                     cumulative counts once (the statistics must be on)
+
+Safety: vcpustat reads the state first. What it changes on its own to report
+(switching the statistics on for an interval run) is undone on every way out:
+count reached, Ctrl-C, SIGTERM, SIGHUP, a closed output pipe, an error. What you
+ask for (--enable, --disable, --freq) stays, unless --temporary is given.
+Switching the statistics on resets every counter. The files are root-only.
+
+Columns (dispatches in the interval; shares of total in the default view):
+  total   dispatches counted (the first after enabling is not counted)
+  core    on the same core as the previous dispatch
+  chip    another core of the same chip
+  socket  another chip in the same socket (multi-chip modules)
+  cec     outside the socket (next NUMA boundary)
+  home    on the vCPU's home node
+  adj     on a node next to the home node
+  far     on a node further away
+  unatt   dispatches with no home distance (total - home - adj - far), shown
+          when some occur
+  home%   home-node hit ratio, home / total; `-` when there were no dispatches
+The `all` row is the ratio of the summed counts over the selected vCPUs.";
+
+/// `vcpustat [OPTIONS] [INTERVAL [COUNT]]`, or a subcommand.
+#[derive(Debug, Parser)]
+#[command(
+    name = "vcpustat",
+    version,
+    about = ABOUT,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    /// A subcommand instead of a report.
+    #[command(subcommand)]
+    pub command: Option<Tool>,
+    /// The report and control options.
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// vcpustat's subcommands. The trace tool (`vcpustat trace record|report`,
+/// in `crate::vcpustat::trace`) adds its variant here and its arm in
+/// `app::main`.
+#[derive(Debug, Subcommand)]
+pub enum Tool {}
+
+/// Options of the report (no subcommand).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Switch the statistics on (this resets the counters). Stays on at exit
+    /// unless --temporary.
+    #[arg(short, long, conflicts_with = "disable")]
+    pub enable: bool,
+    /// Switch the statistics off. Stays off at exit unless --temporary.
+    #[arg(short, long)]
+    pub disable: bool,
+    /// Drain the dispatch trace log N times per second (1 to the kernel's HZ;
+    /// the kernel default is 50).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    pub freq: Option<i32>,
+    /// Print whether the statistics are on and the current frequency.
+    #[arg(long)]
+    pub status: bool,
+    /// Undo --enable, --disable and --freq too when the run ends.
+    #[arg(long, requires = "interval")]
+    pub temporary: bool,
+    /// Show counts instead of percentages.
+    #[arg(short, long, conflicts_with = "raw")]
+    pub numeric: bool,
+    /// Show cumulative counts since the statistics were enabled.
+    #[arg(short, long)]
+    pub raw: bool,
+    /// Print the time of each report.
+    #[arg(short = 't')]
+    pub timestamp: bool,
+    /// Only these vCPUs, e.g. 0-7,16.
+    #[arg(long, value_name = "LIST", value_parser = CpuList::parse)]
+    pub cpus: Option<CpuList>,
+    /// Order of the vCPU rows (home: worst home ratio first).
+    #[arg(long, value_name = "KEY", value_enum)]
+    pub sort: Option<SortKey>,
+    /// Show only the first N vCPUs after sorting (sorts by home unless --sort).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub top: Option<u64>,
+    /// Output format.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub format: Format,
+    /// Seconds between reports (2, 0.5) or a duration (250ms).
+    #[arg(value_name = "INTERVAL", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
+    /// Number of reports (default: until stopped).
+    #[arg(value_name = "COUNT", requires = "interval",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Where the kernel files come from.
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// The clap command (for `--help`, man pages and completions).
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Switching the statistics on or off, as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    /// `--enable`.
+    On,
+    /// `--disable`.
+    Off,
+}
+
+/// What kind of run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Only --enable/--disable/--freq/--status: change, maybe show, and exit.
+    Control,
+    /// No interval: the cumulative counts once.
+    Once,
+    /// Reports every interval.
+    Interval {
+        /// Time between reports.
+        interval: Duration,
+        /// Number of reports; `None` runs until stopped.
+        count: Option<u64>,
+    },
+}
+
+/// Everything a run needs, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--enable` / `--disable`.
+    pub switch: Option<Switch>,
+    /// `--freq`.
+    pub freq: Option<i32>,
+    /// `--status`.
+    pub status: bool,
+    /// `--temporary`.
+    pub temporary: bool,
+    /// Text view.
+    pub view: View,
+    /// `-t`.
+    pub timestamp: bool,
+    /// `--cpus`.
+    pub cpus: Option<CpuList>,
+    /// Row order.
+    pub sort: SortKey,
+    /// `--top`.
+    pub top: Option<usize>,
+    /// Output format.
+    pub format: Format,
+    /// The kind of run.
+    pub mode: Mode,
+    /// Where kernel files come from.
+    pub source: SourceArgs,
+}
+
+impl Options {
+    /// Checks the combinations clap cannot express.
+    pub fn from_args(args: ReportArgs) -> Result<Options, VcpuError> {
+        let switch = match (args.enable, args.disable) {
+            (true, _) => Some(Switch::On),
+            (_, true) => Some(Switch::Off),
+            _ => None,
+        };
+        let changes = switch.is_some() || args.freq.is_some();
+        if changes && args.source.replay.is_some() {
+            return Err(VcpuError::Usage(
+                "--enable, --disable and --freq change the live system: they cannot be used \
+                 with --replay"
+                    .into(),
+            ));
+        }
+        let mode = match args.interval {
+            Some(interval) => Mode::Interval {
+                interval,
+                count: args.count,
+            },
+            None if changes || args.status => Mode::Control,
+            None => Mode::Once,
+        };
+        if switch == Some(Switch::Off) && matches!(mode, Mode::Interval { .. }) {
+            return Err(VcpuError::Usage(
+                "--disable cannot be combined with an interval: reports need the statistics on"
+                    .into(),
+            ));
+        }
+        // Without an interval there is nothing to take a delta of.
+        let view = if args.raw || mode == Mode::Once {
+            View::Raw
+        } else if args.numeric {
+            View::Numeric
+        } else {
+            View::Percent
+        };
+        let sort = match (args.sort, args.top) {
+            (Some(key), _) => key,
+            (None, Some(_)) => SortKey::Home,
+            (None, None) => SortKey::Cpu,
+        };
+        Ok(Options {
+            switch,
+            freq: args.freq,
+            status: args.status,
+            temporary: args.temporary,
+            view,
+            timestamp: args.timestamp,
+            cpus: args.cpus,
+            sort,
+            top: args.top.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            format: args.format,
+            mode,
+            source: args.source,
+        })
+    }
+
+    /// The sampling schedule of an interval run: one extra first sample as
+    /// the baseline of the first delta, except for cumulative reports.
+    pub fn schedule(&self) -> Schedule {
+        match self.mode {
+            Mode::Interval { interval, count } => Schedule {
+                interval: Some(interval),
+                count: match self.view {
+                    View::Raw => count,
+                    View::Percent | View::Numeric => count.map(|c| c.saturating_add(1)),
+                },
+            },
+            Mode::Control | Mode::Once => Schedule::once(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> Result<Options, String> {
+        let cli = Cli::try_parse_from(std::iter::once("vcpustat").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Options::from_args(cli.report).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn interval_and_count_accept_the_core_grammar() {
+        let o = options(&["0.5", "3"]).unwrap();
+        assert_eq!(
+            o.mode,
+            Mode::Interval {
+                interval: Duration::from_millis(500),
+                count: Some(3)
+            }
+        );
+        assert_eq!(o.schedule().count, Some(4));
+        let o = options(&["-r", "250ms"]).unwrap();
+        assert_eq!(o.schedule().count, None);
+        assert_eq!(options(&[]).unwrap().mode, Mode::Once);
+        assert_eq!(options(&["--status"]).unwrap().mode, Mode::Control);
+        assert_eq!(
+            options(&["--enable", "--freq", "100"]).unwrap().mode,
+            Mode::Control
+        );
+        assert!(options(&["x"]).unwrap_err().contains("invalid interval"));
+        assert!(options(&["1", "0"]).is_err());
+    }
+
+    #[test]
+    fn combinations_are_checked() {
+        assert!(options(&["-e", "-d"]).is_err());
+        assert!(options(&["-n", "-r"]).is_err());
+        assert!(options(&["--temporary", "-e"]).is_err());
+        assert!(options(&["--freq", "0"]).is_err());
+        let err = options(&["-d", "1"]).unwrap_err();
+        assert!(
+            err.contains("--disable cannot be combined with an interval"),
+            "{err}"
+        );
+        let err = options(&["-e", "--replay", "x.rec"]).unwrap_err();
+        assert!(err.contains("cannot be used with --replay"), "{err}");
+        let err = options(&["--cpus", "1-x"]).unwrap_err();
+        assert!(err.contains("expected CPU numbers"), "{err}");
+    }
+
+    #[test]
+    fn a_subcommand_can_join_without_breaking_the_interval_grammar() {
+        // What the trace tool will do: add `trace` next to the report options.
+        let with_trace = command()
+            .subcommand(clap::Command::new("trace").subcommand(clap::Command::new("record")));
+        let m = with_trace
+            .clone()
+            .try_get_matches_from(["vcpustat", "-n", "1", "2"])
+            .unwrap();
+        assert_eq!(
+            m.get_one::<Duration>("interval"),
+            Some(&Duration::from_secs(1))
+        );
+        assert_eq!(m.get_one::<u64>("count"), Some(&2));
+        let m = with_trace
+            .clone()
+            .try_get_matches_from(["vcpustat", "trace", "record"])
+            .unwrap();
+        assert_eq!(m.subcommand_name(), Some("trace"));
+        assert!(
+            with_trace
+                .try_get_matches_from(["vcpustat", "-n", "trace", "record"])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn top_sorts_by_home_unless_told_otherwise() {
+        assert_eq!(options(&["--top", "5", "1"]).unwrap().sort, SortKey::Home);
+        assert_eq!(
+            options(&["--top", "5", "--sort", "total", "1"])
+                .unwrap()
+                .sort,
+            SortKey::Total
+        );
+        assert_eq!(options(&["1"]).unwrap().sort, SortKey::Cpu);
+    }
+}

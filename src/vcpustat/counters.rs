@@ -1,0 +1,184 @@
+//! Parsing `/proc/powerpc/vcpudispatch_stats`.
+//!
+//! The file is `off\n` while the statistics are disabled. Otherwise it has one
+//! line per online CPU, in ascending order:
+//! `cpu<N> <total> <same_cpu> <same_chip> <diff_chip> <far_chip> <numa_home>
+//! <numa_remote> <numa_far>`. The kernel keeps the counters as C `int`s and
+//! prints them with `seq_put_decimal_ull`, so a counter past 2^31 shows as a
+//! sign-extended 64-bit number; values are kept as printed here and reduced
+//! modulo 2^32 where they are compared.
+
+use std::fmt;
+
+/// Kernel path of the statistics file.
+pub const STATS_PATH: &str = "/proc/powerpc/vcpudispatch_stats";
+/// Kernel path of the drain frequency file.
+pub const FREQ_PATH: &str = "/proc/powerpc/vcpudispatch_stats_freq";
+/// Number of counters per CPU line.
+pub const FIELDS: usize = 8;
+
+/// Index of each counter in a CPU line, in the kernel's order.
+pub mod field {
+    /// `total_disp`: dispatches counted.
+    pub const TOTAL: usize = 0;
+    /// `same_cpu_disp`: on the same core as the previous dispatch (`core`).
+    pub const CORE: usize = 1;
+    /// `same_chip_disp`: another core of the same chip (`chip`).
+    pub const CHIP: usize = 2;
+    /// `diff_chip_disp`: another chip (`socket`).
+    pub const SOCKET: usize = 3;
+    /// `far_chip_disp`: beyond the next NUMA boundary (`cec`).
+    pub const CEC: usize = 4;
+    /// `numa_home_disp`: on the vCPU's home node (`home`).
+    pub const HOME: usize = 5;
+    /// `numa_remote_disp`: on a neighbouring node (`adj`).
+    pub const ADJ: usize = 6;
+    /// `numa_far_disp`: on a node further away (`far`).
+    pub const FAR: usize = 7;
+}
+
+/// One CPU line: the CPU number and its 8 counters as printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuCounters {
+    /// Logical CPU number.
+    pub cpu: u32,
+    /// The counters, in [`field`] order.
+    pub counts: [u64; FIELDS],
+}
+
+/// What the statistics file said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Snapshot {
+    /// The statistics are disabled (`off`).
+    Off,
+    /// The statistics are enabled: one entry per online CPU, ascending.
+    On(Vec<CpuCounters>),
+}
+
+/// A line the parser could not understand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was expected.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: expected {}", self.line, self.expected)
+    }
+}
+
+/// Parses the whole statistics file.
+pub fn parse(text: &[u8]) -> Result<Snapshot, ParseError> {
+    if text == b"off\n" || text == b"off" {
+        return Ok(Snapshot::Off);
+    }
+    let mut cpus = Vec::with_capacity(text.len() / 48 + 1);
+    parse_into(text, &mut cpus)?;
+    Ok(Snapshot::On(cpus))
+}
+
+/// Parses CPU lines into `cpus` (cleared first), reusing its allocation.
+pub fn parse_into(text: &[u8], cpus: &mut Vec<CpuCounters>) -> Result<(), ParseError> {
+    cpus.clear();
+    for (index, line) in text.split(|&b| b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        cpus.push(parse_line(line).map_err(|expected| ParseError {
+            line: index + 1,
+            expected,
+        })?);
+    }
+    Ok(())
+}
+
+fn parse_line(line: &[u8]) -> Result<CpuCounters, &'static str> {
+    const SHAPE: &str = "\"cpu<N>\" followed by 8 unsigned counters";
+    let rest = line.strip_prefix(b"cpu").ok_or(SHAPE)?;
+    let mut pos = 0;
+    let cpu = next_number(rest, &mut pos, false).ok_or(SHAPE)?;
+    let cpu = u32::try_from(cpu).map_err(|_| "a CPU number below 2^32")?;
+    let mut counts = [0u64; FIELDS];
+    for slot in &mut counts {
+        *slot = next_number(rest, &mut pos, true).ok_or(SHAPE)?;
+    }
+    if rest[pos..].iter().any(|b| !b.is_ascii_whitespace()) {
+        return Err(SHAPE);
+    }
+    Ok(CpuCounters { cpu, counts })
+}
+
+/// Reads the decimal number at `*pos` (after whitespace when `spaced`, which
+/// is then required), moving `*pos` past it. `None` on anything else or on
+/// overflow.
+fn next_number(text: &[u8], pos: &mut usize, spaced: bool) -> Option<u64> {
+    let start = *pos;
+    while *pos < text.len() && text[*pos].is_ascii_whitespace() {
+        *pos += 1;
+    }
+    if spaced == (*pos == start) {
+        return None;
+    }
+    let digits = *pos;
+    let mut value: u64 = 0;
+    while let Some(&b) = text.get(*pos) {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+        *pos += 1;
+    }
+    if *pos == digits || text.get(*pos).is_some_and(|b| !b.is_ascii_whitespace()) {
+        return None;
+    }
+    Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_is_its_own_state() {
+        assert_eq!(parse(b"off\n"), Ok(Snapshot::Off));
+    }
+
+    #[test]
+    fn parses_the_documented_example() {
+        let snap =
+            parse(b"cpu0 6839 4126 2683 30 0 6821 18 0\ncpu1 2515 1274 1229 12 0 2509 6 0\n")
+                .unwrap();
+        let Snapshot::On(cpus) = snap else {
+            panic!("expected counters")
+        };
+        assert_eq!(cpus.len(), 2);
+        assert_eq!(cpus[0].cpu, 0);
+        assert_eq!(cpus[0].counts, [6839, 4126, 2683, 30, 0, 6821, 18, 0]);
+        assert_eq!(cpus[1].cpu, 1);
+        assert_eq!(cpus[1].counts[field::HOME], 2509);
+    }
+
+    #[test]
+    fn keeps_sign_extended_values_and_gaps() {
+        let text = b"cpu0 18446744071562067968 1 2 3 4 5 6 7\ncpu8 1 1 0 0 0 1 0 0\n";
+        let Snapshot::On(cpus) = parse(text).unwrap() else {
+            panic!("expected counters")
+        };
+        assert_eq!(cpus[0].counts[0], 18_446_744_071_562_067_968);
+        assert_eq!(cpus[1].cpu, 8);
+    }
+
+    #[test]
+    fn names_the_bad_line() {
+        let err = parse(b"cpu0 1 2 3 4 5 6 7 8\ncpu1 1 2 3\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(parse(b"cpu0 1 2 3 4 5 6 7 8 9\n").is_err());
+        assert!(parse(b"cpu0 1 2 3 4 5 6 7 -8\n").is_err());
+        assert!(parse(b"cpu0 1 2 3 4 5 6 7 99999999999999999999\n").is_err());
+        assert!(parse(b"of\n").is_err());
+        assert_eq!(parse(b"").unwrap(), Snapshot::On(vec![]));
+    }
+}

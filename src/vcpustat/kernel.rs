@@ -1,0 +1,153 @@
+//! The kernel interface: reading the state, switching the statistics and
+//! setting the drain frequency, all through a [`Source`], with each errno
+//! turned into its explanation.
+
+use std::io;
+
+use crate::common::source::Source;
+
+use super::counters::{self, FREQ_PATH, STATS_PATH, Snapshot};
+use super::error::{Access, VcpuError, errno_text};
+
+/// Where `lparcfg` lives (both names exist on pseries).
+pub const LPARCFG_PATHS: [&str; 2] = ["/proc/powerpc/lparcfg", "/proc/ppc64/lparcfg"];
+
+/// The state of the statistics before vcpustat changes anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct State {
+    /// Whether the statistics are on.
+    pub on: bool,
+    /// The drain frequency (per second).
+    pub freq: i32,
+}
+
+/// Reads and parses the statistics file into `buf`'s allocation.
+pub fn read_snapshot(source: &dyn Source, buf: &mut Vec<u8>) -> Result<Snapshot, VcpuError> {
+    source
+        .read_into(STATS_PATH, buf)
+        .map_err(|e| read_error(source, STATS_PATH, e))?;
+    counters::parse(buf).map_err(|error| VcpuError::Parse {
+        path: STATS_PATH,
+        error,
+    })
+}
+
+/// Reads the drain frequency.
+pub fn read_freq(source: &dyn Source) -> Result<i32, VcpuError> {
+    let text = source
+        .read_string(FREQ_PATH)
+        .map_err(|e| read_error(source, FREQ_PATH, e))?;
+    text.trim().parse().map_err(|_| VcpuError::Parse {
+        path: FREQ_PATH,
+        error: counters::ParseError {
+            line: 1,
+            expected: "a decimal frequency",
+        },
+    })
+}
+
+/// Reads the current state: on or off, and the frequency.
+pub fn read_state(source: &dyn Source) -> Result<State, VcpuError> {
+    let on = read_snapshot(source, &mut Vec::new())? != Snapshot::Off;
+    let freq = read_freq(source)?;
+    Ok(State { on, freq })
+}
+
+/// Switches the statistics on or off with one write of `"1\n"` or `"0\n"`.
+/// Switching on resets every counter; writing the current state is a no-op.
+pub fn switch(source: &dyn Source, on: bool) -> Result<(), VcpuError> {
+    let data: &[u8] = if on { b"1\n" } else { b"0\n" };
+    source
+        .write_file(STATS_PATH, data)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EBUSY) if on => VcpuError::Busy,
+            _ => write_error(source, STATS_PATH, e),
+        })
+}
+
+/// Sets the drain frequency with one write of `"N\n"`.
+pub fn set_freq(source: &dyn Source, freq: i32) -> Result<(), VcpuError> {
+    source
+        .write_file(FREQ_PATH, format!("{freq}\n").as_bytes())
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EINVAL | libc::ERANGE) => VcpuError::FreqRejected {
+                freq,
+                errno: errno_text(&e),
+            },
+            _ => write_error(source, FREQ_PATH, e),
+        })
+}
+
+fn read_error(source: &dyn Source, path: &'static str, err: io::Error) -> VcpuError {
+    common_error(source, Access::Read, path, err)
+}
+
+fn write_error(source: &dyn Source, path: &'static str, err: io::Error) -> VcpuError {
+    if err.kind() == io::ErrorKind::ReadOnlyFilesystem && !source.is_live() {
+        return VcpuError::Replay(format!(
+            "cannot write to {path}: a replay never changes the system"
+        ));
+    }
+    common_error(source, Access::Write, path, err)
+}
+
+fn common_error(
+    source: &dyn Source,
+    access: Access,
+    path: &'static str,
+    err: io::Error,
+) -> VcpuError {
+    match err.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => VcpuError::NeedsRoot {
+            access,
+            path,
+            errno: errno_text(&err),
+        },
+        _ if err.kind() == io::ErrorKind::NotFound => missing_files(source),
+        _ => VcpuError::Io {
+            access,
+            path,
+            source: err,
+        },
+    }
+}
+
+/// Explains why the statistics files are missing, from `lparcfg`.
+pub fn missing_files(source: &dyn Source) -> VcpuError {
+    for path in LPARCFG_PATHS {
+        if let Ok(text) = source.read_string(path) {
+            if shared_processor_mode(&text) == Some(false) {
+                return VcpuError::Dedicated;
+            }
+            break;
+        }
+    }
+    VcpuError::Unsupported
+}
+
+/// The `shared_processor_mode=` line of `lparcfg`, if present.
+pub fn shared_processor_mode(lparcfg: &str) -> Option<bool> {
+    lparcfg.lines().find_map(
+        |line| match line.trim().strip_prefix("shared_processor_mode=")? {
+            "0" => Some(false),
+            "1" => Some(true),
+            _ => None,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_shared_processor_mode() {
+        let text = "lparcfg 1.9\npartition_id=3\nshared_processor_mode=0\n";
+        assert_eq!(shared_processor_mode(text), Some(false));
+        assert_eq!(
+            shared_processor_mode("shared_processor_mode=1\n"),
+            Some(true)
+        );
+        assert_eq!(shared_processor_mode("partition_id=3\n"), None);
+    }
+}

@@ -1,0 +1,480 @@
+//! From snapshots to reports: per-interval deltas of the 8 counters, the
+//! `all` row, the selection (`--cpus`, `--sort`, `--top`) and the notes about
+//! anything unusual between two samples.
+
+use crate::common::counter::{self, Width};
+
+use super::counters::{CpuCounters, FIELDS, Snapshot, field};
+use super::cpulist::CpuList;
+
+/// Dispatch counts of one vCPU (or of all of them) over an interval, or
+/// since the statistics were enabled. Values are 32-bit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dispatches(pub [u64; FIELDS]);
+
+impl Dispatches {
+    /// Cumulative counts as the kernel keeps them: C `int`s, taken modulo 2^32.
+    pub fn cumulative(counts: &[u64; FIELDS]) -> Dispatches {
+        Dispatches(counts.map(|v| v & Width::Bits32.max()))
+    }
+
+    /// The counts between two samples, modulo 2^32.
+    pub fn delta(previous: &[u64; FIELDS], current: &[u64; FIELDS]) -> Dispatches {
+        let mut out = [0u64; FIELDS];
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = counter::delta(previous[i], current[i], Width::Bits32);
+        }
+        Dispatches(out)
+    }
+
+    /// Adds another vCPU's counts.
+    pub fn add(&mut self, other: &Dispatches) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    /// Dispatches counted (`total`).
+    pub fn total(&self) -> u64 {
+        self.0[field::TOTAL]
+    }
+
+    /// Dispatches no home-node distance could be attributed to:
+    /// `total - (home + adj + far)`.
+    pub fn unattributed(&self) -> u64 {
+        let numa = self.0[field::HOME] + self.0[field::ADJ] + self.0[field::FAR];
+        self.total().saturating_sub(numa)
+    }
+
+    /// `100 * count / total`, or `None` without dispatches.
+    pub fn percent_of_total(&self, count: u64) -> Option<f64> {
+        match self.total() {
+            0 => None,
+            total => Some(100.0 * count as f64 / total as f64),
+        }
+    }
+
+    /// The share of counter `index` in percent, or `None` without dispatches.
+    pub fn percent(&self, index: usize) -> Option<f64> {
+        self.percent_of_total(self.0[index])
+    }
+
+    /// The home-node hit ratio in percent: `100 * home / total`.
+    pub fn home_pct(&self) -> Option<f64> {
+        self.percent(field::HOME)
+    }
+}
+
+/// One vCPU's row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuRow {
+    /// Logical CPU number.
+    pub cpu: u32,
+    /// Its dispatches.
+    pub dispatches: Dispatches,
+}
+
+/// What to show and in which order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SortKey {
+    /// By CPU number.
+    #[default]
+    Cpu,
+    /// Worst home-node hit ratio first.
+    Home,
+    /// Most dispatches first.
+    Total,
+    /// Highest share on an adjacent node first.
+    Adj,
+    /// Highest share on a far node first.
+    Far,
+}
+
+/// The vCPUs a report shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selection<'a> {
+    /// Only these vCPUs (`--cpus`); all when `None`.
+    pub cpus: Option<&'a CpuList>,
+    /// Row order.
+    pub sort: SortKey,
+    /// At most this many rows (`--top`).
+    pub top: Option<usize>,
+}
+
+impl Selection<'_> {
+    fn wants(&self, cpu: u32) -> bool {
+        self.cpus.is_none_or(|list| list.contains(cpu))
+    }
+}
+
+/// One report: rows in display order, the `all` row and notes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// vCPU rows, selected, sorted and cut to `--top`.
+    pub rows: Vec<CpuRow>,
+    /// The sum over every selected vCPU (before `--top`).
+    pub all: Dispatches,
+    /// Remarks about this interval.
+    pub notes: Vec<String>,
+    /// The counters were reset during the interval (someone else switched
+    /// the statistics off and on again).
+    pub reset: bool,
+}
+
+impl Report {
+    /// Builds a report from rows: selection, the `all` row, sorting, `--top`.
+    pub fn build(mut rows: Vec<CpuRow>, selection: &Selection, notes: Vec<String>) -> Report {
+        rows.retain(|row| selection.wants(row.cpu));
+        let mut all = Dispatches::default();
+        for row in &rows {
+            all.add(&row.dispatches);
+        }
+        sort_rows(&mut rows, selection.sort);
+        if let Some(top) = selection.top {
+            rows.truncate(top);
+        }
+        Report {
+            rows,
+            all,
+            notes,
+            reset: false,
+        }
+    }
+}
+
+fn sort_rows(rows: &mut [CpuRow], key: SortKey) {
+    // Each key is computed once per row. Percentages are non-negative, so
+    // their bit patterns order like the values; rows without dispatches have
+    // no ratio and go last for the ratio keys.
+    let ratio = |pct: Option<f64>, highest_first: bool| match pct {
+        None => (1, 0),
+        Some(p) if highest_first => (0, u64::MAX - p.to_bits()),
+        Some(p) => (0, p.to_bits()),
+    };
+    match key {
+        SortKey::Cpu => rows.sort_by_key(|r| r.cpu),
+        SortKey::Total => rows.sort_by_key(|r| (std::cmp::Reverse(r.dispatches.total()), r.cpu)),
+        SortKey::Home => {
+            rows.sort_by_cached_key(|r| (ratio(r.dispatches.home_pct(), false), r.cpu))
+        }
+        SortKey::Adj => {
+            rows.sort_by_cached_key(|r| (ratio(r.dispatches.percent(field::ADJ), true), r.cpu))
+        }
+        SortKey::Far => {
+            rows.sort_by_cached_key(|r| (ratio(r.dispatches.percent(field::FAR), true), r.cpu))
+        }
+    }
+}
+
+/// The cumulative report of one snapshot's CPU lines (`-r`, or no interval).
+pub fn cumulative(cpus: &[CpuCounters], selection: &Selection) -> Report {
+    let rows = cpus
+        .iter()
+        .map(|c| CpuRow {
+            cpu: c.cpu,
+            dispatches: Dispatches::cumulative(&c.counts),
+        })
+        .collect();
+    Report::build(rows, selection, Vec::new())
+}
+
+/// What one sample gave in interval mode.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// A new starting point: nothing to report yet, maybe notes.
+    Baseline(Vec<String>),
+    /// The statistics are off.
+    Off(Vec<String>),
+    /// The interval's report.
+    Report(Report),
+}
+
+/// Keeps the previous sample and turns each new one into a [`Step`].
+#[derive(Debug, Default)]
+pub struct Tracker {
+    previous: Option<Vec<CpuCounters>>,
+    seen_off: bool,
+}
+
+/// True when a counter that went backwards was reset rather than wrapped: a
+/// C `int` only wraps around 2^32 after it has gone negative (2^31 and up in
+/// the 32-bit view), while a reset (the statistics re-enabled) zeroes it.
+fn was_reset(previous: u64, current: u64) -> bool {
+    counter::went_backwards(previous, current, Width::Bits32)
+        && (previous & Width::Bits32.max()) < 1 << 31
+}
+
+impl Tracker {
+    /// A tracker with no previous sample.
+    pub fn new() -> Tracker {
+        Tracker::default()
+    }
+
+    /// Turns a snapshot into a step, keeping it for the next one.
+    pub fn step(&mut self, snapshot: Snapshot, selection: &Selection) -> Step {
+        let current = match snapshot {
+            Snapshot::Off => {
+                self.previous = None;
+                self.seen_off = true;
+                return Step::Off(vec![
+                    "dispatch statistics are off (switched off by someone else?); \
+                     reports resume when they are switched on again"
+                        .to_string(),
+                ]);
+            }
+            Snapshot::On(cpus) => cpus,
+        };
+        let Some(previous) = self.previous.replace(current) else {
+            let mut notes = Vec::new();
+            if std::mem::take(&mut self.seen_off) {
+                notes.push(
+                    "dispatch statistics are on again (their counters restarted): \
+                     the next report covers the next interval"
+                        .to_string(),
+                );
+            }
+            let current = self.previous.as_deref().unwrap_or_default();
+            if let Some(list) = selection.cpus {
+                for &cpu in list.cpus() {
+                    if current.binary_search_by_key(&cpu, |c| c.cpu).is_err() {
+                        notes.push(format!("cpu{cpu} (from --cpus) is not online"));
+                    }
+                }
+            }
+            return Step::Baseline(notes);
+        };
+        let current = self.previous.as_deref().unwrap_or_default();
+        Step::Report(interval_report(&previous, current, selection))
+    }
+}
+
+/// The report of the interval between two snapshots of CPU lines.
+pub fn interval_report(
+    previous: &[CpuCounters],
+    current: &[CpuCounters],
+    selection: &Selection,
+) -> Report {
+    let mut notes = Vec::new();
+    // Usually the same CPUs in the same order: pair them by position.
+    let aligned = previous.len() == current.len()
+        && previous.iter().zip(current).all(|(p, c)| p.cpu == c.cpu);
+    let pairs: Vec<(&CpuCounters, Option<&CpuCounters>)> = current
+        .iter()
+        .enumerate()
+        .map(|(i, cur)| {
+            let prev = if aligned {
+                Some(&previous[i])
+            } else {
+                find(previous, cur.cpu)
+            };
+            (cur, prev)
+        })
+        .collect();
+    let reset = pairs.iter().any(|(cur, prev)| {
+        prev.is_some_and(|prev| {
+            prev.counts
+                .iter()
+                .zip(&cur.counts)
+                .any(|(&p, &c)| was_reset(p, c))
+        })
+    });
+    if reset {
+        notes.push(
+            "counters were reset during this interval (the statistics were switched off \
+             and on again): counts since the reset only"
+                .to_string(),
+        );
+    }
+    let mut rows = Vec::with_capacity(current.len());
+    for (cur, prev) in pairs {
+        match prev {
+            Some(prev) => {
+                let dispatches = if reset {
+                    Dispatches::cumulative(&cur.counts)
+                } else {
+                    Dispatches::delta(&prev.counts, &cur.counts)
+                };
+                rows.push(CpuRow {
+                    cpu: cur.cpu,
+                    dispatches,
+                });
+            }
+            None if selection.wants(cur.cpu) => notes.push(format!(
+                "cpu{} came online: it is reported from the next interval",
+                cur.cpu
+            )),
+            None => {}
+        }
+    }
+    if !aligned {
+        for prev in previous {
+            if selection.wants(prev.cpu) && find(current, prev.cpu).is_none() {
+                notes.push(format!("cpu{} went offline", prev.cpu));
+            }
+        }
+    }
+    let mut report = Report::build(rows, selection, notes);
+    report.reset = reset;
+    report
+}
+
+/// Finds a CPU in a list sorted by CPU number (the kernel's order), falling
+/// back to a scan if the list is not sorted.
+fn find(cpus: &[CpuCounters], cpu: u32) -> Option<&CpuCounters> {
+    match cpus.binary_search_by_key(&cpu, |c| c.cpu) {
+        Ok(i) => Some(&cpus[i]),
+        Err(_) => cpus.iter().find(|c| c.cpu == cpu),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(cpu: u32, counts: [u64; FIELDS]) -> CpuCounters {
+        CpuCounters { cpu, counts }
+    }
+
+    #[test]
+    fn the_seed_example_gives_99_7_percent_home() {
+        let d = Dispatches::cumulative(&[6839, 4126, 2683, 30, 0, 6821, 18, 0]);
+        let pct = d.home_pct().unwrap();
+        assert!((pct - 99.736_803).abs() < 1e-5, "{pct}");
+        assert_eq!(d.unattributed(), 0);
+    }
+
+    #[test]
+    fn no_dispatches_means_no_ratio() {
+        let d = Dispatches::default();
+        assert_eq!(d.home_pct(), None);
+        assert_eq!(d.percent(field::CORE), None);
+    }
+
+    #[test]
+    fn deltas_are_taken_modulo_2_to_the_32() {
+        // A C int that went negative prints sign-extended; it then wraps to 0.
+        let prev = [
+            18_446_744_073_709_551_610u64,
+            0,
+            0,
+            0,
+            0,
+            18_446_744_073_709_551_610,
+            0,
+            0,
+        ];
+        let cur = [4, 0, 0, 0, 0, 2, 0, 0];
+        let d = Dispatches::delta(&prev, &cur);
+        assert_eq!(d.total(), 10);
+        assert_eq!(d.0[field::HOME], 8);
+        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
+        assert!(report.notes.is_empty(), "{:?}", report.notes);
+    }
+
+    #[test]
+    fn int_overflow_into_negative_is_not_a_reset() {
+        let prev = [2_147_483_640, 0, 0, 0, 0, 2_147_483_640, 0, 0];
+        let cur = [
+            18_446_744_071_562_067_976u64,
+            0,
+            0,
+            0,
+            0,
+            18_446_744_071_562_067_976,
+            0,
+            0,
+        ];
+        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
+        assert_eq!(report.rows[0].dispatches.total(), 16);
+        assert!(report.notes.is_empty());
+    }
+
+    #[test]
+    fn a_reset_counts_from_zero_and_says_so() {
+        let prev = [1000, 0, 0, 0, 0, 900, 100, 0];
+        let cur = [40, 0, 0, 0, 0, 30, 10, 0];
+        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
+        assert_eq!(report.rows[0].dispatches.total(), 40);
+        assert_eq!(report.rows[0].dispatches.home_pct(), Some(75.0));
+        assert!(report.notes[0].contains("counters were reset"));
+        assert!(report.reset);
+    }
+
+    #[test]
+    fn all_is_the_ratio_of_sums_and_unattributed_shows() {
+        let prev = [cpu(0, [0; 8]), cpu(1, [0; 8])];
+        let cur = [
+            cpu(0, [100, 0, 0, 0, 0, 100, 0, 0]),
+            cpu(1, [10, 0, 0, 0, 0, 0, 5, 0]),
+        ];
+        let report = interval_report(&prev, &cur, &Selection::default());
+        // Mean of ratios would be 50 %; the ratio of sums is 100/110.
+        let all = report.all.home_pct().unwrap();
+        assert!((all - 100.0 * 100.0 / 110.0).abs() < 1e-9);
+        assert_eq!(report.rows[1].dispatches.unattributed(), 5);
+        assert_eq!(report.all.unattributed(), 5);
+    }
+
+    #[test]
+    fn online_and_offline_cpus_are_noted() {
+        let prev = [cpu(0, [1; 8]), cpu(1, [1; 8])];
+        let cur = [cpu(0, [2; 8]), cpu(2, [5; 8])];
+        let report = interval_report(&prev, &cur, &Selection::default());
+        assert_eq!(report.rows.len(), 1);
+        assert_eq!(
+            report.notes,
+            vec![
+                "cpu2 came online: it is reported from the next interval".to_string(),
+                "cpu1 went offline".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn selection_sorts_cuts_and_keeps_all_over_every_selected_cpu() {
+        let prev: Vec<_> = (0..4).map(|c| cpu(c, [0; 8])).collect();
+        let cur = vec![
+            cpu(0, [10, 0, 0, 0, 0, 9, 1, 0]),
+            cpu(1, [10, 0, 0, 0, 0, 5, 5, 0]),
+            cpu(2, [0; 8]),
+            cpu(3, [10, 0, 0, 0, 0, 7, 0, 3]),
+        ];
+        let list = CpuList::parse("0-2").unwrap();
+        let sel = Selection {
+            cpus: Some(&list),
+            sort: SortKey::Home,
+            top: Some(2),
+        };
+        let report = interval_report(&prev, &cur, &sel);
+        let order: Vec<u32> = report.rows.iter().map(|r| r.cpu).collect();
+        assert_eq!(order, vec![1, 0]);
+        assert_eq!(report.all.total(), 20);
+        let far = Selection {
+            sort: SortKey::Far,
+            ..Selection::default()
+        };
+        let order: Vec<u32> = interval_report(&prev, &cur, &far)
+            .rows
+            .iter()
+            .map(|r| r.cpu)
+            .collect();
+        assert_eq!(order, vec![3, 0, 1, 2]);
+    }
+
+    #[test]
+    fn tracker_baselines_reports_and_survives_off() {
+        let sel = Selection::default();
+        let mut t = Tracker::new();
+        let on = |n: u64| Snapshot::On(vec![cpu(0, [n, 0, 0, 0, 0, n, 0, 0])]);
+        assert_eq!(t.step(on(10), &sel), Step::Baseline(vec![]));
+        let Step::Report(r) = t.step(on(30), &sel) else {
+            panic!("expected a report")
+        };
+        assert_eq!(r.rows[0].dispatches.total(), 20);
+        assert!(matches!(t.step(Snapshot::Off, &sel), Step::Off(_)));
+        let Step::Baseline(notes) = t.step(on(3), &sel) else {
+            panic!("expected a baseline")
+        };
+        assert!(notes[0].contains("on again"));
+    }
+}

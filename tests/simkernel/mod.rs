@@ -1,0 +1,603 @@
+//! A simulated POWER kernel interface for the vcpustat tests: a FUSE file
+//! system that behaves like `/proc/powerpc/vcpudispatch_stats`,
+//! `vcpudispatch_stats_freq` and `lparcfg` (arch/powerpc/platforms/pseries/
+//! lpar.c), mounted in the test process and used as the binary's `--sysroot`.
+//!
+//! * Reads give `off\n` until `1` is written, then one line per online CPU
+//!   with 8 counters kept as C `int`s and printed sign-extended.
+//! * Each read of the statistics file while they are on first advances every
+//!   online CPU by its scenario step, so the delta between two consecutive
+//!   reads is exactly one step and the home ratios are known in advance.
+//! * Writes are parsed like the kernel: more than 15 bytes is EINVAL, then
+//!   `kstrtoint(buf, 0)` (base prefixes, one trailing newline, ERANGE), 0/1
+//!   only, a write of the current state is a successful no-op, enabling
+//!   zeroes every counter; the frequency must be in 1..=HZ.
+//! * On demand: EBUSY on enable (the DTL in use), EACCES on open (not root),
+//!   EIO on a given read, and scripted events at a given read (someone
+//!   switches the statistics off, or off and on again; a CPU goes offline or
+//!   comes online).
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, UNIX_EPOCH};
+
+use fuser::{
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner,
+    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen,
+    ReplyWrite, Request, WriteFlags,
+};
+
+/// Something that happens just before the N-th read of the statistics file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Someone writes 0.
+    SwitchOff,
+    /// Someone writes 0 then 1 (the counters restart from zero).
+    Reenable,
+    /// The CPU goes offline (keeps its counters, is no longer printed).
+    Offline(u32),
+    /// The CPU comes online.
+    Online(u32),
+    /// This read fails with EIO.
+    FailRead,
+    /// From now on, opening the statistics files fails with EACCES.
+    Deny,
+}
+
+/// One write that reached the simulated kernel and what it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// `stats` or `freq`.
+    pub file: &'static str,
+    /// The bytes of the single write(2).
+    pub data: Vec<u8>,
+    /// Bytes accepted, or the errno.
+    pub result: Result<usize, i32>,
+}
+
+/// The simulated kernel's state.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    /// vcpudispatch_stats_on.
+    pub on: bool,
+    /// vcpudispatch_stats_freq.
+    pub freq: i32,
+    /// The kernel's HZ.
+    pub hz: i32,
+    /// Per possible CPU: counters (C ints), step per read, online.
+    pub cpus: BTreeMap<u32, Cpu>,
+    /// Whether the files exist (a shared-processor LPAR).
+    pub files: bool,
+    /// `lparcfg` contents, if the file exists.
+    pub lparcfg: Option<String>,
+    /// The DTL is held by another consumer: enabling fails with EBUSY.
+    pub busy: bool,
+    /// Opening the statistics files fails with EACCES.
+    pub deny: bool,
+    /// Events before the N-th read of the statistics file (1-based).
+    pub events: BTreeMap<u64, Vec<Event>>,
+    /// Reads of the statistics file so far.
+    pub reads: u64,
+    /// Every write, in order.
+    pub writes: Vec<Write>,
+}
+
+/// One simulated CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Cpu {
+    /// The 8 counters as the kernel keeps them.
+    pub counts: [i32; 8],
+    /// What one read adds.
+    pub step: [i32; 8],
+    /// Printed or not.
+    pub online: bool,
+}
+
+impl Kernel {
+    /// A shared-processor LPAR with these CPUs and steps, statistics off,
+    /// frequency 50, HZ 100.
+    pub fn new(steps: &[(u32, [i32; 8])]) -> Kernel {
+        Kernel {
+            on: false,
+            freq: 50,
+            hz: 100,
+            cpus: steps
+                .iter()
+                .map(|&(cpu, step)| {
+                    (
+                        cpu,
+                        Cpu {
+                            counts: [0; 8],
+                            step,
+                            online: true,
+                        },
+                    )
+                })
+                .collect(),
+            files: true,
+            lparcfg: Some("lparcfg 1.9\nshared_processor_mode=1\n".into()),
+            busy: false,
+            deny: false,
+            events: BTreeMap::new(),
+            reads: 0,
+            writes: Vec::new(),
+        }
+    }
+
+    /// Schedules an event before read `n` of the statistics file.
+    pub fn at_read(mut self, n: u64, event: Event) -> Kernel {
+        self.events.entry(n).or_default().push(event);
+        self
+    }
+
+    fn enable(&mut self) {
+        for cpu in self.cpus.values_mut() {
+            cpu.counts = [0; 8];
+        }
+        self.on = true;
+    }
+
+    /// The statistics file as the kernel prints it, after this read's events
+    /// and one step; `Err(errno)` for a failing read.
+    fn render_stats(&mut self) -> Result<Vec<u8>, i32> {
+        self.reads += 1;
+        for event in self.events.remove(&self.reads).unwrap_or_default() {
+            match event {
+                Event::SwitchOff => self.on = false,
+                Event::Reenable => self.enable(),
+                Event::Offline(c) => self.cpus.get_mut(&c).expect("cpu").online = false,
+                Event::Online(c) => self.cpus.get_mut(&c).expect("cpu").online = true,
+                Event::FailRead => return Err(libc::EIO),
+                Event::Deny => self.deny = true,
+            }
+        }
+        if !self.on {
+            return Ok(b"off\n".to_vec());
+        }
+        let mut out = String::new();
+        for (n, cpu) in &mut self.cpus {
+            if !cpu.online {
+                continue;
+            }
+            for (c, s) in cpu.counts.iter_mut().zip(cpu.step) {
+                *c = c.wrapping_add(s);
+            }
+            out.push_str(&format!("cpu{n}"));
+            for c in cpu.counts {
+                // seq_put_decimal_ull of an int: sign-extended.
+                out.push_str(&format!(" {}", c as i64 as u64));
+            }
+            out.push('\n');
+        }
+        Ok(out.into_bytes())
+    }
+
+    /// vcpudispatch_stats_write.
+    fn write_stats(&mut self, data: &[u8]) -> Result<usize, i32> {
+        if data.len() > 15 {
+            return Err(libc::EINVAL);
+        }
+        let cmd = kstrtoint(data)?;
+        if !(0..=1).contains(&cmd) {
+            return Err(libc::EINVAL);
+        }
+        if (cmd == 1) == self.on {
+            return Ok(data.len());
+        }
+        if cmd == 1 {
+            if self.busy {
+                return Err(libc::EBUSY);
+            }
+            self.enable();
+        } else {
+            self.on = false;
+        }
+        Ok(data.len())
+    }
+
+    /// vcpudispatch_stats_freq_write.
+    fn write_freq(&mut self, data: &[u8]) -> Result<usize, i32> {
+        if data.len() > 15 {
+            return Err(libc::EINVAL);
+        }
+        let freq = kstrtoint(data)?;
+        if freq < 1 || freq > self.hz {
+            return Err(libc::EINVAL);
+        }
+        self.freq = freq;
+        Ok(data.len())
+    }
+}
+
+/// The kernel's `kstrtoint(s, 0, &v)`: optional sign, base from the prefix
+/// (`0x` hex, `0` octal, else decimal), one trailing newline, nothing else;
+/// EINVAL for malformed text, ERANGE outside `int`.
+pub fn kstrtoint(data: &[u8]) -> Result<i32, i32> {
+    let mut s = data;
+    let negative = match s.first() {
+        Some(b'-') => {
+            s = &s[1..];
+            true
+        }
+        Some(b'+') => {
+            s = &s[1..];
+            false
+        }
+        _ => false,
+    };
+    let (base, digits) =
+        if s.len() > 2 && s[0] == b'0' && (s[1] | 0x20) == b'x' && s[2].is_ascii_hexdigit() {
+            (16u64, &s[2..])
+        } else if s.first() == Some(&b'0') {
+            (8, s)
+        } else {
+            (10, s)
+        };
+    let mut value: u64 = 0;
+    let mut count = 0;
+    let mut overflow = false;
+    let mut rest = digits;
+    while let Some(&b) = rest.first() {
+        let d = match b {
+            b'0'..=b'9' => u64::from(b - b'0'),
+            b'a'..=b'f' => u64::from(b - b'a' + 10),
+            b'A'..=b'F' => u64::from(b - b'A' + 10),
+            _ => break,
+        };
+        if d >= base {
+            break;
+        }
+        match value.checked_mul(base).and_then(|v| v.checked_add(d)) {
+            Some(v) => value = v,
+            None => overflow = true,
+        }
+        count += 1;
+        rest = &rest[1..];
+    }
+    if count == 0 {
+        return Err(libc::EINVAL);
+    }
+    if rest.first() == Some(&b'\n') {
+        rest = &rest[1..];
+    }
+    if !rest.is_empty() {
+        return Err(libc::EINVAL);
+    }
+    if overflow {
+        return Err(libc::ERANGE);
+    }
+    let signed = if negative {
+        -(i128::from(value))
+    } else {
+        i128::from(value)
+    };
+    i32::try_from(signed).map_err(|_| libc::ERANGE)
+}
+
+const ROOT: u64 = 1;
+const PROC: u64 = 2;
+const POWERPC: u64 = 3;
+const STATS: u64 = 4;
+const FREQ: u64 = 5;
+const LPARCFG: u64 = 6;
+
+struct SimFs {
+    kernel: Arc<Mutex<Kernel>>,
+    /// Contents generated at the first read of each open file (seq_file).
+    opened: Mutex<BTreeMap<u64, Vec<u8>>>,
+    next_fh: Mutex<u64>,
+}
+
+fn attr(ino: u64) -> FileAttr {
+    let dir = matches!(ino, ROOT | PROC | POWERPC);
+    FileAttr {
+        ino: INodeNo(ino),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: if dir {
+            FileType::Directory
+        } else {
+            FileType::RegularFile
+        },
+        perm: if dir {
+            0o555
+        } else if ino == LPARCFG {
+            0o444
+        } else {
+            0o600
+        },
+        nlink: if dir { 2 } else { 1 },
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        flags: 0,
+        blksize: 4096,
+    }
+}
+
+impl SimFs {
+    fn kernel(&self) -> MutexGuard<'_, Kernel> {
+        self.kernel.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn exists(&self, ino: u64) -> bool {
+        let k = self.kernel();
+        match ino {
+            ROOT | PROC | POWERPC => true,
+            STATS | FREQ => k.files,
+            LPARCFG => k.lparcfg.is_some(),
+            _ => false,
+        }
+    }
+}
+
+impl Filesystem for SimFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let ino = match (u64::from(parent), name.to_str()) {
+            (ROOT, Some("proc")) => PROC,
+            (PROC, Some("powerpc")) => POWERPC,
+            (POWERPC, Some("vcpudispatch_stats")) => STATS,
+            (POWERPC, Some("vcpudispatch_stats_freq")) => FREQ,
+            (POWERPC, Some("lparcfg")) => LPARCFG,
+            _ => 0,
+        };
+        if ino != 0 && self.exists(ino) {
+            reply.entry(&Duration::ZERO, &attr(ino), fuser::Generation(0));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if self.exists(u64::from(ino)) {
+            reply.attr(&Duration::ZERO, &attr(u64::from(ino)));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        // procfs ignores O_TRUNC: accept the truncation and change nothing.
+        reply.attr(&Duration::ZERO, &attr(u64::from(ino)));
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let ino = u64::from(ino);
+        if matches!(ino, STATS | FREQ) && self.kernel().deny {
+            reply.error(Errno::EACCES);
+            return;
+        }
+        let mut next = self.next_fh.lock().unwrap_or_else(|e| e.into_inner());
+        *next += 1;
+        reply.opened(FileHandle(*next), FopenFlags::FOPEN_DIRECT_IO);
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let fh = u64::from(fh);
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if offset == 0 || !opened.contains_key(&fh) {
+            let mut k = self.kernel();
+            let content = match u64::from(ino) {
+                STATS => k.render_stats(),
+                FREQ => Ok(format!("{}\n", k.freq).into_bytes()),
+                LPARCFG => Ok(k.lparcfg.clone().unwrap_or_default().into_bytes()),
+                _ => Err(libc::EISDIR),
+            };
+            match content {
+                Ok(c) => {
+                    opened.insert(fh, c);
+                }
+                Err(errno) => {
+                    reply.error(Errno::from_i32(errno));
+                    return;
+                }
+            }
+        }
+        let content = &opened[&fh];
+        let start = (offset as usize).min(content.len());
+        let end = (start + size as usize).min(content.len());
+        reply.data(&content[start..end]);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let mut k = self.kernel();
+        let (file, result) = match u64::from(ino) {
+            STATS => ("stats", k.write_stats(data)),
+            FREQ => ("freq", k.write_freq(data)),
+            _ => ("other", Err(libc::EIO)),
+        };
+        k.writes.push(Write {
+            file,
+            data: data.to_vec(),
+            result,
+        });
+        match result {
+            Ok(n) => reply.written(n as u32),
+            Err(errno) => reply.error(Errno::from_i32(errno)),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: fuser::ReplyEmpty,
+    ) {
+        self.opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&u64::from(fh));
+        reply.ok();
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: fuser::ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let ino = u64::from(ino);
+        let mut entries = vec![
+            (ino, FileType::Directory, "."),
+            (ROOT, FileType::Directory, ".."),
+        ];
+        match ino {
+            ROOT => entries.push((PROC, FileType::Directory, "proc")),
+            PROC => entries.push((POWERPC, FileType::Directory, "powerpc")),
+            POWERPC => {
+                for (i, name) in [
+                    (STATS, "vcpudispatch_stats"),
+                    (FREQ, "vcpudispatch_stats_freq"),
+                    (LPARCFG, "lparcfg"),
+                ] {
+                    if self.exists(i) {
+                        entries.push((i, FileType::RegularFile, name));
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (i, (e_ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(e_ino), (i + 1) as u64, kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}
+
+/// A mounted simulation; unmounted when dropped.
+pub struct Mounted {
+    /// The mount point, to pass as `--sysroot`.
+    pub root: PathBuf,
+    /// The simulated kernel, to script and inspect.
+    pub kernel: Arc<Mutex<Kernel>>,
+    session: Option<fuser::BackgroundSession>,
+}
+
+impl Mounted {
+    /// The kernel state (locked).
+    pub fn kernel(&self) -> MutexGuard<'_, Kernel> {
+        self.kernel.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            let _ = session.umount_and_join();
+        }
+        let _ = std::fs::remove_dir(&self.root);
+    }
+}
+
+/// Why FUSE cannot run here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse does not exist".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("mounting FUSE without fusermount needs root".into());
+    }
+    None
+}
+
+/// Mounts `kernel` on a fresh directory. Under `CI=true` a missing FUSE is
+/// a failure; elsewhere the caller skips with the printed reason.
+pub fn mount(name: &str, kernel: Kernel) -> Option<Mounted> {
+    if let Some(reason) = unavailable() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "FUSE tests must run under CI=true: {reason}"
+        );
+        eprintln!("skipping FUSE test {name}: {reason}");
+        return None;
+    }
+    let root = std::env::temp_dir().join(format!("vcpustat-sim-{}-{name}", std::process::id()));
+    let _ = std::fs::create_dir_all(&root);
+    let kernel = Arc::new(Mutex::new(kernel));
+    let fs = SimFs {
+        kernel: Arc::clone(&kernel),
+        opened: Mutex::new(BTreeMap::new()),
+        next_fh: Mutex::new(0),
+    };
+    let mut config = Config::default();
+    config
+        .mount_options
+        .extend([MountOption::FSName("vcpustat-sim".into()), MountOption::RW]);
+    let session = fuser::spawn_mount(fs, &root, &config).unwrap_or_else(|e| {
+        panic!(
+            "cannot mount the simulated kernel on {}: {e}",
+            root.display()
+        )
+    });
+    Some(Mounted {
+        root,
+        kernel,
+        session: Some(session),
+    })
+}

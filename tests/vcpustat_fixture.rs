@@ -1,0 +1,186 @@
+//! vcpustat on fixture trees (`--sysroot`): the seed document's example data
+//! (cpu0 6839 dispatches, 6821 at home: 99.7 %), and the statistics off.
+
+use std::process::{Command, Output};
+
+fn vcpustat(fixture: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--sysroot")
+        .arg(format!(
+            "{}/tests/fixtures/vcpustat/{fixture}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(args)
+        .output()
+        .expect("vcpustat runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn the_seed_example_is_99_7_percent_home() {
+    let text = stdout(&vcpustat("seed", &[]));
+    let cpu0 = text.lines().find(|l| l.starts_with("cpu0 ")).unwrap();
+    assert_eq!(
+        cpu0.split_whitespace().collect::<Vec<_>>(),
+        [
+            "cpu0", "6839", "|", "4126", "2683", "30", "0", "|", "6821", "18", "0", "|", "99.74"
+        ]
+    );
+    // all: 40,328 dispatches of which 40,206 at home (summed with awk from the seed).
+    let all = text.lines().find(|l| l.starts_with("all ")).unwrap();
+    assert!(all.starts_with("all          40328 |"), "{all}");
+    assert!(all.ends_with("|   99.70"), "{all}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("cpu")).count(), 17);
+}
+
+#[test]
+fn the_seed_as_json_and_prometheus() {
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&vcpustat("seed", &["-o", "json"]))).unwrap();
+    let rows = json["samples"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["cpu"], "cpu0");
+    assert_eq!(rows[0]["home_pct"], 99.74);
+    assert_eq!(rows[0]["numa_remote_disp"], 18);
+    assert_eq!(rows[16]["cpu"], "all");
+    assert_eq!(rows[16]["total_disp"], 40328);
+    let prom = stdout(&vcpustat("seed", &["-o", "prometheus", "--cpus", "0"]));
+    assert!(
+        prom.contains("# TYPE vcpustat_numa_home_disp_total counter\n"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("vcpustat_numa_home_disp_total{cpu=\"cpu0\"} 6821 "),
+        "{prom}"
+    );
+}
+
+#[test]
+fn cpus_top_and_sort_choose_the_rows() {
+    // Worst home ratios of the seed: cpu11 2260/2273 = 99.43 %, cpu10
+    // 2187/2197 = 99.545 %, cpu14 2196/2206 = 99.547 %.
+    let text = stdout(&vcpustat("seed", &["--top", "3"]));
+    let cpus: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(cpus, ["cpu11", "cpu10", "cpu14"]);
+    // all still covers every vCPU.
+    assert!(text.contains("all          40328 |"));
+    let text = stdout(&vcpustat("seed", &["--cpus", "0-1", "--sort", "total"]));
+    let all = text.lines().find(|l| l.starts_with("all ")).unwrap();
+    assert!(all.starts_with("all           9354 |"), "{all}");
+}
+
+#[test]
+fn statistics_off_says_how_to_start_them() {
+    let text = stdout(&vcpustat("off", &[]));
+    assert_eq!(
+        text,
+        "note: dispatch statistics are off: give an interval (vcpustat 5) to switch them on \
+         for a run, or --enable to switch them on\n\n"
+    );
+    let status = stdout(&vcpustat("off", &["--status"]));
+    assert_eq!(
+        status,
+        "dispatch statistics: off\nfrequency: 50 per second\n"
+    );
+}
+
+#[test]
+fn bad_arguments_name_what_was_expected() {
+    let out = vcpustat("seed", &["--cpus", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid CPU list \"x\""), "{err}");
+    let out = vcpustat("seed", &["-d", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "vcpustat: --disable cannot be combined with an interval: reports need the statistics on\n"
+    );
+    let out = vcpustat("seed", &["--freq", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
+    let help = stdout(&vcpustat("seed", &["--help"]));
+    for needle in [
+        "Workflow:",
+        "Safety:",
+        "unless --temporary is given",
+        "home%   home-node hit ratio",
+        "unatt",
+        "socket",
+        "cec",
+        "[INTERVAL] [COUNT]",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle:?}");
+    }
+}
+
+#[test]
+fn t_prints_the_time_of_each_report() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .env("TZ", "UTC")
+        .arg("--sysroot")
+        .arg(format!(
+            "{}/tests/fixtures/vcpustat/seed",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("-t")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap();
+    let shape: String = first
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    assert_eq!(shape, "99/99/99 99:99:99", "{first}");
+}
+
+#[test]
+fn a_malformed_file_is_named_with_its_line() {
+    let root = std::env::temp_dir().join(format!("vcpustat-bad-{}", std::process::id()));
+    let dir = root.join("proc/powerpc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("vcpudispatch_stats"),
+        "cpu0 1 2 3 4 5 6 7 8\ncpu1 1 2 x\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("vcpudispatch_stats_freq"), "50\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--sysroot")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "vcpustat: /proc/powerpc/vcpudispatch_stats: line 2: expected \"cpu<N>\" followed by 8 \
+         unsigned counters\n"
+    );
+    std::fs::write(dir.join("vcpudispatch_stats"), "off\n").unwrap();
+    std::fs::write(dir.join("vcpudispatch_stats_freq"), "fast\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--sysroot")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "vcpustat: /proc/powerpc/vcpudispatch_stats_freq: line 1: expected a decimal frequency\n"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}

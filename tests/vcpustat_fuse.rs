@@ -1,0 +1,606 @@
+//! vcpustat against a simulated kernel interface (a FUSE file system that
+//! behaves like the POWER procfs files, see `simkernel`): printed ratios,
+//! the restore rule on every way out, and every kernel error's message.
+//!
+//! These tests need root and /dev/fuse; they skip with a reason elsewhere,
+//! and fail instead under `CI=true`.
+
+mod simkernel;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use simkernel::{Event, Kernel, Mounted, mount};
+
+/// The scenario: per read, cpu0 100 dispatches 97 at home (97.00 %), cpu1
+/// 200 with 150 home, 40 adjacent, 10 far (75.00 %), cpu2 none (`-`), cpu3
+/// 50 with 40 home, 5 adjacent and 5 unattributed (80.00 %). All: 287 of
+/// 350 at home (82.00 %).
+fn scenario() -> Kernel {
+    Kernel::new(&[
+        (0, [100, 60, 40, 0, 0, 97, 3, 0]),
+        (1, [200, 100, 80, 20, 0, 150, 40, 10]),
+        (2, [0; 8]),
+        (3, [50, 25, 25, 0, 0, 40, 5, 0]),
+    ])
+}
+
+fn vcpustat(sim: &Mounted, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
+    cmd.arg("--sysroot").arg(&sim.root).args(args);
+    cmd
+}
+
+fn run(sim: &Mounted, args: &[&str]) -> Output {
+    vcpustat(sim, args).output().expect("vcpustat runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The last column (`home%`) of every line starting with `label`.
+fn home_column(stdout: &str, label: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(label))
+        .map(|l| l.split_whitespace().last().unwrap().to_string())
+        .collect()
+}
+
+fn stats_writes(sim: &Mounted) -> Vec<(&'static str, String, Result<usize, i32>)> {
+    sim.kernel()
+        .writes
+        .iter()
+        .map(|w| (w.file, text(&w.data), w.result))
+        .collect()
+}
+
+fn wait_for_reads(sim: &Mounted, reads: u64) {
+    let start = Instant::now();
+    while sim.kernel().reads < reads {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "vcpustat did not read"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn wait_with_timeout(child: &mut Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "vcpustat did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn printed_ratios_equal_the_scenario_and_the_state_is_restored_at_count() {
+    let Some(sim) = mount("ratios", scenario()) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.1", "3"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(home_column(&stdout, "cpu0"), vec!["97.00"; 3]);
+    assert_eq!(home_column(&stdout, "cpu1"), vec!["75.00"; 3]);
+    assert_eq!(home_column(&stdout, "cpu2"), vec!["-"; 3]);
+    assert_eq!(home_column(&stdout, "cpu3"), vec!["80.00"; 3]);
+    assert_eq!(home_column(&stdout, "all"), vec!["82.00"; 3]);
+    // cpu3 has 5 unattributed dispatches per interval: the column appears.
+    let cpu3: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cpu3 ")).collect();
+    let cells: Vec<&str> = cpu3[0].split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "cpu3", "50", "|", "25", "25", "0", "0", "|", "40", "5", "0", "5", "|", "80.00"
+        ]
+    );
+    assert!(stdout.contains("unatt"));
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: switched the dispatch statistics on for this run; they are switched off \
+         again when it ends\n"
+    );
+    assert!(!sim.kernel().on, "the statistics must be off again");
+    assert_eq!(
+        stats_writes(&sim),
+        vec![
+            ("stats", "1\n".into(), Ok(2)),
+            ("stats", "0\n".into(), Ok(2))
+        ]
+    );
+}
+
+#[test]
+fn the_default_view_shows_shares_of_total() {
+    let Some(sim) = mount("percent", scenario()) else {
+        return;
+    };
+    let out = run(&sim, &["0.05", "1"]);
+    let stdout = text(&out.stdout);
+    let cpu1: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.starts_with("cpu1 "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    // core 100/200, chip 80/200, socket 20/200, cec 0 | home, adj, far | home%
+    assert_eq!(
+        cpu1,
+        [
+            "cpu1", "200", "|", "50.00", "40.00", "10.00", "0.00", "|", "75.00", "20.00", "5.00",
+            "0.00", "|", "75.00"
+        ]
+    );
+}
+
+#[test]
+fn json_reports_the_scenario_and_stays_valid_when_interrupted() {
+    let Some(sim) = mount("json", scenario()) else {
+        return;
+    };
+    let mut child = vcpustat(&sim, &["-o", "json", "0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_reads(&sim, 4);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_timeout(&mut child);
+    assert!(status.success());
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("a closed JSON document");
+    let samples = doc["samples"].as_array().unwrap();
+    assert!(samples.len() >= 2, "{stdout}");
+    for sample in samples {
+        let rows = sample["rows"].as_array().unwrap();
+        let by = |cpu: &str| rows.iter().find(|r| r["cpu"] == cpu).unwrap().clone();
+        assert_eq!(by("cpu0")["home_pct"], 97.0);
+        assert_eq!(by("cpu1")["numa_far_disp"], 10);
+        assert!(by("cpu2")["home_pct"].is_null());
+        assert_eq!(by("cpu3")["unattributed_disp"], 5);
+        assert_eq!(by("all")["home_pct"], 82.0);
+    }
+    assert!(!sim.kernel().on);
+}
+
+#[test]
+fn every_stop_signal_restores_the_state() {
+    let Some(sim) = mount("signals", scenario()) else {
+        return;
+    };
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let reads = sim.kernel().reads;
+        sim.kernel().writes.clear();
+        let mut child = vcpustat(&sim, &["-n", "0.1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Off read, baseline, and one report.
+        wait_for_reads(&sim, reads + 3);
+        assert!(sim.kernel().on);
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = wait_with_timeout(&mut child);
+        assert!(status.success(), "signal {signal}: {status}");
+        assert!(!sim.kernel().on, "signal {signal} left the statistics on");
+        assert_eq!(
+            stats_writes(&sim),
+            vec![
+                ("stats", "1\n".into(), Ok(2)),
+                ("stats", "0\n".into(), Ok(2))
+            ],
+            "signal {signal}"
+        );
+    }
+}
+
+#[test]
+fn a_closed_output_pipe_restores_the_state() {
+    let Some(sim) = mount("pipe", scenario()) else {
+        return;
+    };
+    let mut child = vcpustat(&sim, &["-n", "0.05"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 && !line.starts_with("all") {
+            line.clear();
+        }
+        // The reader goes away, like `vcpustat 1 | head`.
+    }
+    let status = wait_with_timeout(&mut child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(!stderr.contains("cannot write output"), "{stderr}");
+    assert!(!sim.kernel().on);
+    assert_eq!(stats_writes(&sim).last().unwrap().1, "0\n");
+}
+
+#[test]
+fn an_error_mid_run_restores_the_state() {
+    let Some(sim) = mount("error", scenario().at_read(4, Event::FailRead)) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "10"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr
+            .contains("vcpustat: cannot read /proc/powerpc/vcpudispatch_stats: Input/output error"),
+        "{stderr}"
+    );
+    assert!(!sim.kernel().on);
+}
+
+#[test]
+fn explicit_changes_stay_unless_temporary() {
+    let Some(sim) = mount("explicit", scenario()) else {
+        return;
+    };
+    let out = run(&sim, &["--enable", "--freq", "80", "--status"]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        "dispatch statistics: on\nfrequency: 80 per second\n"
+    );
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: frequency set to 80 per second (was 50)\n\
+         vcpustat: dispatch statistics switched on\n"
+    );
+    assert!(sim.kernel().on);
+    assert_eq!(sim.kernel().freq, 80);
+
+    let out = run(&sim, &["--enable"]);
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: dispatch statistics are already on (counters kept)\n"
+    );
+    let out = run(&sim, &["--disable"]);
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: dispatch statistics switched off\n"
+    );
+    assert!(!sim.kernel().on);
+
+    sim.kernel().writes.clear();
+    let out = run(
+        &sim,
+        &["--enable", "--freq", "20", "--temporary", "-n", "0.05", "1"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: frequency set to 20 per second (was 80) until the run ends\n\
+         vcpustat: dispatch statistics switched on until the run ends\n"
+    );
+    assert!(!sim.kernel().on);
+    assert_eq!(sim.kernel().freq, 80);
+    assert_eq!(
+        stats_writes(&sim),
+        vec![
+            ("freq", "20\n".into(), Ok(3)),
+            ("stats", "1\n".into(), Ok(2)),
+            ("stats", "0\n".into(), Ok(2)),
+            ("freq", "80\n".into(), Ok(3)),
+        ]
+    );
+
+    // --enable without --temporary stays on after an interval run.
+    let out = run(&sim, &["--enable", "-n", "0.05", "1"]);
+    assert!(out.status.success());
+    assert!(sim.kernel().on);
+}
+
+#[test]
+fn statistics_already_on_are_left_alone() {
+    let mut kernel = scenario();
+    kernel.on = true;
+    let Some(sim) = mount("already-on", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "2"]);
+    assert!(out.status.success());
+    assert_eq!(home_column(&text(&out.stdout), "all"), vec!["82.00"; 2]);
+    assert!(sim.kernel().writes.is_empty());
+    assert!(sim.kernel().on);
+}
+
+#[test]
+fn einval_on_freq_is_explained() {
+    let Some(sim) = mount("einval", scenario()) else {
+        return;
+    };
+    let out = run(&sim, &["--freq", "500"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: the kernel rejected --freq 500 (invalid argument (EINVAL)): the frequency \
+         must be between 1 and the kernel's HZ (often 100 or 250 on POWER)\n"
+    );
+    assert_eq!(sim.kernel().freq, 50);
+    assert_eq!(
+        stats_writes(&sim),
+        vec![("freq", "500\n".into(), Err(libc::EINVAL))]
+    );
+}
+
+#[test]
+fn ebusy_on_enable_is_explained_and_earlier_changes_are_undone() {
+    let mut kernel = scenario();
+    kernel.busy = true;
+    let Some(sim) = mount("ebusy", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["--freq", "80", "--temporary", "0.05", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.ends_with(
+            "vcpustat: cannot enable dispatch statistics: /proc/powerpc/vcpudispatch_stats \
+             answered EBUSY: the dispatch trace log is in use by another consumer (a reader of \
+             /sys/kernel/debug/powerpc/dtl/cpu-N or a perf vpa_dtl event); stop it and retry\n"
+        ),
+        "{stderr}"
+    );
+    assert!(!sim.kernel().on);
+    assert_eq!(sim.kernel().freq, 50, "the temporary frequency is undone");
+    assert_eq!(
+        stats_writes(&sim),
+        vec![
+            ("freq", "80\n".into(), Ok(3)),
+            ("stats", "1\n".into(), Err(libc::EBUSY)),
+            ("freq", "50\n".into(), Ok(3)),
+        ]
+    );
+}
+
+#[test]
+fn eacces_is_explained() {
+    let mut kernel = scenario();
+    kernel.deny = true;
+    let Some(sim) = mount("eacces", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["1", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: cannot read /proc/powerpc/vcpudispatch_stats: permission denied (EACCES): \
+         the dispatch statistics files are mode 0600, owned by root; run vcpustat as root\n"
+    );
+}
+
+#[test]
+fn missing_files_are_explained() {
+    let mut kernel = scenario();
+    kernel.files = false;
+    kernel.lparcfg = Some("lparcfg 1.9\nshared_processor_mode=0\n".into());
+    let Some(sim) = mount("dedicated", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["--status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: /proc/powerpc/vcpudispatch_stats does not exist: /proc/powerpc/lparcfg \
+         says shared_processor_mode=0, so this LPAR has dedicated processors; dispatch \
+         statistics exist only on shared-processor LPARs\n"
+    );
+    sim.kernel().lparcfg = None;
+    let out = run(&sim, &["1"]);
+    assert_eq!(
+        text(&out.stderr),
+        "vcpustat: /proc/powerpc/vcpudispatch_stats does not exist: dispatch statistics need \
+         a pseries shared-processor LPAR running Linux 5.3 or later built with \
+         CONFIG_PPC_SPLPAR\n"
+    );
+}
+
+#[test]
+fn someone_else_switching_off_is_noted_and_their_state_is_kept() {
+    // Reads: 1 state (off), 2 baseline, 3 report, 4-5 off, 6 on again
+    // (counters restarted), 7 report.
+    let kernel = scenario()
+        .at_read(4, Event::SwitchOff)
+        .at_read(6, Event::Reenable);
+    let Some(sim) = mount("switched-off", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "5"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(home_column(&stdout, "all"), vec!["82.00"; 2]);
+    assert!(stdout.contains(
+        "note: dispatch statistics are off (switched off by someone else?); reports resume \
+         when they are switched on again\n"
+    ));
+    assert!(stdout.contains(
+        "note: someone else switched off the dispatch statistics: vcpustat leaves the on/off \
+         state to them at exit\n"
+    ));
+    assert!(stdout.contains(
+        "note: dispatch statistics are on again (their counters restarted): the next report \
+         covers the next interval\n"
+    ));
+    assert!(
+        sim.kernel().on,
+        "vcpustat must not switch off someone else's session"
+    );
+    assert_eq!(stats_writes(&sim), vec![("stats", "1\n".into(), Ok(2))]);
+}
+
+#[test]
+fn resets_and_hotplug_are_noted_and_the_run_goes_on() {
+    let mut kernel = scenario()
+        .at_read(4, Event::Reenable)
+        .at_read(5, Event::Offline(2))
+        .at_read(6, Event::Online(2));
+    kernel.on = true;
+    let Some(sim) = mount("hotplug", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "5"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // One step since the reset equals one interval's step: same ratios.
+    assert_eq!(home_column(&stdout, "cpu0"), vec!["97.00"; 5]);
+    assert_eq!(home_column(&stdout, "all"), vec!["82.00"; 5]);
+    assert!(stdout.contains(
+        "note: counters were reset during this interval (the statistics were switched off and \
+         on again): counts since the reset only\n"
+    ));
+    assert!(stdout.contains("note: cpu2 went offline\n"));
+    assert!(stdout.contains("note: cpu2 came online: it is reported from the next interval\n"));
+    assert_eq!(home_column(&stdout, "cpu2").len(), 3);
+    assert!(sim.kernel().writes.is_empty());
+}
+
+#[test]
+fn wrapping_int_counters_give_the_same_ratios() {
+    let mut kernel = scenario();
+    kernel.on = true;
+    for (cpu, start) in [(0u32, i32::MAX - 150), (1, -250)] {
+        let c = kernel.cpus.get_mut(&cpu).unwrap();
+        c.counts = [start; 8];
+    }
+    let Some(sim) = mount("wrap", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "4"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    assert_eq!(home_column(&stdout, "cpu0"), vec!["97.00"; 4]);
+    assert_eq!(home_column(&stdout, "cpu1"), vec!["75.00"; 4]);
+    assert!(!stdout.contains("note:"), "{stdout}");
+}
+
+#[test]
+fn the_simulated_kernel_parses_writes_like_lpar_c() {
+    use simkernel::kstrtoint;
+    assert_eq!(kstrtoint(b"1\n"), Ok(1));
+    assert_eq!(kstrtoint(b"0x1"), Ok(1));
+    assert_eq!(kstrtoint(b"01"), Ok(1));
+    assert_eq!(kstrtoint(b"-1"), Ok(-1));
+    assert_eq!(kstrtoint(b"1 "), Err(libc::EINVAL));
+    assert_eq!(kstrtoint(b""), Err(libc::EINVAL));
+    assert_eq!(kstrtoint(b"abc"), Err(libc::EINVAL));
+    assert_eq!(kstrtoint(b"1\n\n"), Err(libc::EINVAL));
+    assert_eq!(kstrtoint(b"99999999999"), Err(libc::ERANGE));
+    let Some(sim) = mount("writes", scenario()) else {
+        return;
+    };
+    let path = sim.root.join("proc/powerpc/vcpudispatch_stats");
+    let freq = sim.root.join("proc/powerpc/vcpudispatch_stats_freq");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "off\n");
+    let errno = |p: &std::path::Path, data: &str| {
+        std::fs::write(p, data).err().and_then(|e| e.raw_os_error())
+    };
+    assert_eq!(errno(&path, "2\n"), Some(libc::EINVAL));
+    assert_eq!(errno(&path, "0000000000000001"), Some(libc::EINVAL));
+    assert_eq!(errno(&path, "0x1\n"), None);
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("cpu0 100 60 40 0 0 97 3 0\n")
+    );
+    assert_eq!(errno(&freq, "0\n"), Some(libc::EINVAL));
+    assert_eq!(errno(&freq, "101\n"), Some(libc::EINVAL));
+    assert_eq!(errno(&freq, "100\n"), None);
+    assert_eq!(std::fs::read_to_string(&freq).unwrap(), "100\n");
+}
+
+#[test]
+fn a_recorded_run_replays_to_the_same_report() {
+    let Some(sim) = mount("record", scenario()) else {
+        return;
+    };
+    let recording = std::env::temp_dir().join(format!("vcpustat-{}.rec", std::process::id()));
+    let rec = recording.to_str().unwrap();
+    let live = run(&sim, &["-n", "--record", rec, "0.05", "2"]);
+    assert!(live.status.success(), "{}", text(&live.stderr));
+    assert!(!sim.kernel().on);
+    let replay = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["-n", "--replay", rec, "0.05", "2"])
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{}", text(&replay.stderr));
+    assert_eq!(text(&replay.stdout), text(&live.stdout));
+    assert_eq!(home_column(&text(&replay.stdout), "all"), vec!["82.00"; 2]);
+    let refused = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--enable", "--replay", rec])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let _ = std::fs::remove_file(&recording);
+}
+
+#[test]
+fn a_failed_restore_is_reported_after_the_error() {
+    // Read 3 (the first report) succeeds, then every open is refused.
+    let Some(sim) = mount("restore-fails", scenario().at_read(3, Event::Deny)) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines[1..],
+        [
+            "vcpustat: cannot read /proc/powerpc/vcpudispatch_stats: permission denied (EACCES): \
+             the dispatch statistics files are mode 0600, owned by root; run vcpustat as root",
+            "vcpustat: could not restore the dispatch statistics: cannot write to \
+             /proc/powerpc/vcpudispatch_stats: permission denied (EACCES): the dispatch \
+             statistics files are mode 0600, owned by root; run vcpustat as root",
+        ]
+    );
+    assert!(sim.kernel().on, "the simulated kernel refused the restore");
+}
+
+#[test]
+fn raw_view_shows_cumulative_counts_and_still_notes_resets() {
+    let mut kernel = scenario().at_read(4, Event::Reenable);
+    kernel.on = true;
+    let Some(sim) = mount("raw", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-r", "0.05", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // Reads 2, 3, 4: cumulative totals of cpu0 are 2, 3 steps, then 1 step after the reset.
+    let totals: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("cpu0 "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(totals, ["200", "300", "100"]);
+    assert_eq!(home_column(&stdout, "all"), vec!["82.00"; 3]);
+    assert!(stdout.contains("note: counters were reset during this interval"));
+}

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use hwstat::common::source::RootFs;
-use hwstat::vcpustat::trace::analysis::{self, PhysRecord, VcpuKey};
+use hwstat::vcpustat::trace::analysis::{self, VcpuKey};
 use hwstat::vcpustat::trace::record::{Event, RecordOptions, record_with};
 use hwstat::vcpustat::trace::recording::Recording;
 use hwstat::vcpustat::trace::report::{ReportFormat, sections, write_sections};
@@ -174,7 +174,10 @@ fn simulate(processors: &[u16], partitions: &[(u32, u32)], horizon: u64, seed: u
 }
 
 /// What the report must reconstruct, from the schedule alone.
-fn expected_timeline(model: &Model) -> Vec<PhysRecord> {
+/// (processor, start, vCPU, virtual processing time, delay) per record.
+type Expected = (u16, u64, VcpuKey, Option<u64>, Option<u64>);
+
+fn expected_timeline(model: &Model) -> Vec<Expected> {
     let mut last_of_vcpu: BTreeMap<VcpuKey, u64> = BTreeMap::new();
     for r in &model.runs {
         let e = last_of_vcpu.entry(r.vcpu).or_insert(0);
@@ -193,13 +196,7 @@ fn expected_timeline(model: &Model) -> Vec<PhysRecord> {
                 (Some(next), Some(_)) => Some(next.start - r.end),
                 _ => None,
             };
-            out.push(PhysRecord {
-                processor: r.processor,
-                start: r.start,
-                vcpu: r.vcpu,
-                virtual_time,
-                delay,
-            });
+            out.push((r.processor, r.start, r.vcpu, virtual_time, delay));
         }
     }
     out
@@ -394,7 +391,7 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         recordings.push((out.display().to_string(), rec));
     }
     let machine = analysis::load(&recordings).unwrap();
-    let total: usize = machine.vcpus.iter().map(|v| v.entries.len()).sum();
+    let total: usize = machine.vcpus.iter().map(|v| v.len()).sum();
     assert_eq!(
         total,
         model.runs.len(),
@@ -402,7 +399,15 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
     );
 
     // The physical timeline, record for record.
-    let got = analysis::timeline(&machine);
+    let got: Vec<Expected> = analysis::timeline(&machine)
+        .iter()
+        .flat_map(|p| {
+            p.records.iter().map(|r| {
+                let key = machine.vcpus[r.vcpu as usize].key;
+                (p.processor, r.start, key, r.virtual_time(), r.delay())
+            })
+        })
+        .collect();
     let want = expected_timeline(&model);
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
@@ -503,7 +508,8 @@ fn a_slow_reader_is_reported_as_having_possibly_lost_entries() {
         "the ring overflowed, so records are missing"
     );
     let name = "slow.dtl".to_string();
-    let machine = analysis::load(&[(name, rec)]).unwrap();
+    let recordings = [(name, rec)];
+    let machine = analysis::load(&recordings).unwrap();
     let mut out = Vec::new();
     write_sections(
         &mut out,

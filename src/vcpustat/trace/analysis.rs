@@ -15,9 +15,10 @@
 //! record of a processor no delay. Recordings of several partitions of one
 //! machine share the time base, so their records merge into one view.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::entry::DtlEntry;
+use super::entry::{DtlEntry, ENTRY_BYTES};
 use super::recording::Recording;
 use super::stats::{Distribution, summarize};
 use super::topology::Topology;
@@ -31,28 +32,65 @@ pub struct VcpuKey {
     pub cpu: u32,
 }
 
-/// One vCPU's records, in dispatch order.
+/// One vCPU's records, in dispatch order, as raw 48-byte records (borrowed
+/// from the recording when it is already in order, which is the rule).
 #[derive(Debug, Clone)]
-pub struct VcpuTrace {
+pub struct VcpuTrace<'a> {
     /// Which vCPU.
     pub key: VcpuKey,
-    /// The decoded records, sorted by dispatch time.
-    pub entries: Vec<DtlEntry>,
+    records: Cow<'a, [u8]>,
     /// Reads that returned a full ring (records may be missing).
     pub possibly_lost_reads: u64,
 }
 
+impl VcpuTrace<'_> {
+    /// The decoded records, in dispatch order.
+    pub fn entries(&self) -> impl Iterator<Item = DtlEntry> + '_ {
+        DtlEntry::decode_all(&self.records)
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        self.records.len() / ENTRY_BYTES
+    }
+
+    /// Whether there is no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
 /// Every recorded vCPU of one machine.
 #[derive(Debug, Clone)]
-pub struct Machine {
+pub struct Machine<'a> {
     /// Time-base ticks per second, common to all recordings.
     pub timebase_hz: u64,
     /// The vCPUs, sorted by key.
-    pub vcpus: Vec<VcpuTrace>,
+    pub vcpus: Vec<VcpuTrace<'a>>,
+}
+
+fn dispatch_time(raw: &[u8]) -> u64 {
+    let mut tb = [0u8; 8];
+    tb.copy_from_slice(&raw[16..24]);
+    u64::from_be_bytes(tb)
+}
+
+/// The records in dispatch order: borrowed as they are when already sorted.
+fn in_dispatch_order(raw: &[u8]) -> Cow<'_, [u8]> {
+    let sorted = raw
+        .chunks_exact(ENTRY_BYTES)
+        .zip(raw.chunks_exact(ENTRY_BYTES).skip(1))
+        .all(|(a, b)| dispatch_time(a) <= dispatch_time(b));
+    if sorted {
+        return Cow::Borrowed(raw);
+    }
+    let mut chunks: Vec<&[u8]> = raw.chunks_exact(ENTRY_BYTES).collect();
+    chunks.sort_by_key(|c| dispatch_time(c));
+    Cow::Owned(chunks.concat())
 }
 
 /// Merges recordings (named for errors) into one machine view.
-pub fn load(recordings: &[(String, Recording)]) -> Result<Machine, String> {
+pub fn load(recordings: &[(String, Recording)]) -> Result<Machine<'_>, String> {
     let Some((_, first)) = recordings.first() else {
         return Err("no recording given".into());
     };
@@ -77,13 +115,9 @@ pub fn load(recordings: &[(String, Recording)]) -> Result<Machine, String> {
                     key.partition, key.cpu
                 ));
             }
-            let mut entries: Vec<DtlEntry> = DtlEntry::decode_all(rec.records(index)).collect();
-            if !entries.is_sorted_by_key(DtlEntry::dispatched_at) {
-                entries.sort_by_key(DtlEntry::dispatched_at);
-            }
             vcpus.push(VcpuTrace {
                 key,
-                entries,
+                records: in_dispatch_order(rec.records(index)),
                 possibly_lost_reads: c.possibly_lost_reads,
             });
         }
@@ -130,25 +164,23 @@ pub fn vcpu_reports(machine: &Machine, topology: &Topology) -> Vec<VcpuReport> {
         .iter()
         .map(|v| {
             waits.clear();
-            waits.extend(v.entries.iter().map(DtlEntry::wait_ticks));
             let mut dispatch = [0u64; 256];
             let mut preempt = [0u64; 256];
             let (mut processor_changes, mut chip_changes, mut node_changes) = (0, 0, 0);
             let mut placed = !topology.is_empty();
-            for (i, e) in v.entries.iter().enumerate() {
+            let mut previous: Option<u16> = None;
+            for e in v.entries() {
+                waits.push(e.wait_ticks());
                 dispatch[usize::from(e.dispatch_reason)] += 1;
                 preempt[usize::from(e.preempt_reason)] += 1;
-                let Some(prev) = i.checked_sub(1).map(|p| &v.entries[p]) else {
+                let Some(prev) = previous.replace(e.processor_id) else {
                     continue;
                 };
-                if prev.processor_id == e.processor_id {
+                if prev == e.processor_id {
                     continue;
                 }
                 processor_changes += 1;
-                match (
-                    topology.place(prev.processor_id),
-                    topology.place(e.processor_id),
-                ) {
+                match (topology.place(prev), topology.place(e.processor_id)) {
                     (Some(a), Some(b)) => {
                         chip_changes += u64::from(a.chip != b.chip);
                         node_changes += u64::from(a.node != b.node);
@@ -158,7 +190,7 @@ pub fn vcpu_reports(machine: &Machine, topology: &Topology) -> Vec<VcpuReport> {
             }
             VcpuReport {
                 key: v.key,
-                dispatches: v.entries.len() as u64,
+                dispatches: v.len() as u64,
                 latency: summarize(&mut waits),
                 dispatch_reasons: counted(&dispatch),
                 preempt_reasons: counted(&preempt),
@@ -174,59 +206,94 @@ pub fn vcpu_reports(machine: &Machine, topology: &Topology) -> Vec<VcpuReport> {
 /// One dispatch on a physical processor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhysRecord {
-    /// The physical processor.
-    pub processor: u16,
     /// When the vCPU started running (ticks).
     pub start: u64,
-    /// The vCPU that ran.
-    pub vcpu: VcpuKey,
-    /// How long it ran before it next waited (ticks); unknown for a vCPU's last record.
-    pub virtual_time: Option<u64>,
-    /// Untraced time on the processor after it (ticks); unknown for a processor's last record.
-    pub delay: Option<u64>,
+    virtual_time: u64,
+    delay: u64,
+    /// The vCPU that ran: its index in [`Machine::vcpus`].
+    pub vcpu: u32,
 }
 
-/// The physical records, per processor in time order (processors ascending).
-pub fn timeline(machine: &Machine) -> Vec<PhysRecord> {
-    let mut slot = vec![u32::MAX; 1 << 16];
-    let mut buckets: Vec<(u16, Vec<PhysRecord>)> = Vec::new();
+/// Marks an unknown time in [`PhysRecord`] (kept compact: the timeline of
+/// millions of records is sorted in memory).
+const UNKNOWN: u64 = u64::MAX;
+
+impl PhysRecord {
+    /// How long it ran before it next waited (ticks); unknown for a vCPU's last record.
+    pub fn virtual_time(&self) -> Option<u64> {
+        (self.virtual_time != UNKNOWN).then_some(self.virtual_time)
+    }
+
+    /// Untraced time on the processor after it (ticks); unknown for a
+    /// processor's last record and when the virtual time is unknown.
+    pub fn delay(&self) -> Option<u64> {
+        (self.delay != UNKNOWN).then_some(self.delay)
+    }
+}
+
+/// One physical processor's records, in time order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessorTimeline {
+    /// The processor.
+    pub processor: u16,
+    /// Its records.
+    pub records: Vec<PhysRecord>,
+}
+
+/// The physical records per processor (ascending), each in time order.
+pub fn timeline(machine: &Machine) -> Vec<ProcessorTimeline> {
+    // Count per processor first, so every processor's records go into one
+    // allocation of the right size.
+    let mut count = vec![0usize; 1 << 16];
     for v in &machine.vcpus {
-        for (i, e) in v.entries.iter().enumerate() {
-            let start = e.dispatched_at();
-            let virtual_time = v
-                .entries
-                .get(i + 1)
-                .and_then(|next| next.wait_started_at().checked_sub(start));
-            let s = &mut slot[usize::from(e.processor_id)];
-            if *s == u32::MAX {
-                *s = buckets.len() as u32;
-                buckets.push((e.processor_id, Vec::new()));
-            }
-            buckets[*s as usize].1.push(PhysRecord {
-                processor: e.processor_id,
-                start,
-                vcpu: v.key,
-                virtual_time,
-                delay: None,
+        for raw in v.records.chunks_exact(ENTRY_BYTES) {
+            count[usize::from(u16::from_be_bytes([raw[2], raw[3]]))] += 1;
+        }
+    }
+    let mut slot = vec![u32::MAX; 1 << 16];
+    let mut out = Vec::new();
+    for (processor, &n) in count.iter().enumerate() {
+        if n > 0 {
+            slot[processor] = out.len() as u32;
+            out.push(ProcessorTimeline {
+                processor: processor as u16,
+                records: Vec::with_capacity(n),
             });
         }
     }
-    buckets.sort_unstable_by_key(|(p, _)| *p);
-    let total = buckets.iter().map(|(_, b)| b.len()).sum();
-    let mut out = Vec::with_capacity(total);
-    for (_, mut bucket) in buckets {
-        // Each bucket is a concatenation of per-vCPU runs already in time
-        // order; the stable sort merges such runs cheaply.
-        bucket.sort_by_key(|r| r.start);
-        for j in 0..bucket.len() {
-            let next = bucket.get(j + 1).map(|r| r.start);
-            let r = &mut bucket[j];
-            r.delay = match (next, r.virtual_time) {
-                (Some(next), Some(vt)) => next.checked_sub(r.start).and_then(|d| d.checked_sub(vt)),
-                _ => None,
-            };
+    for (index, v) in machine.vcpus.iter().enumerate() {
+        let mut entries = v.entries().peekable();
+        while let Some(e) = entries.next() {
+            let start = e.dispatched_at();
+            let virtual_time = entries
+                .peek()
+                .and_then(|next| next.wait_started_at().checked_sub(start))
+                .unwrap_or(UNKNOWN);
+            out[slot[usize::from(e.processor_id)] as usize]
+                .records
+                .push(PhysRecord {
+                    start,
+                    virtual_time,
+                    delay: UNKNOWN,
+                    vcpu: index as u32,
+                });
         }
-        out.append(&mut bucket);
+    }
+    for p in &mut out {
+        let records = &mut p.records;
+        // The records are a concatenation of per-vCPU runs already in time
+        // order; the stable sort merges such runs cheaply.
+        records.sort_by_key(|r| r.start);
+        for j in 1..records.len() {
+            let next = records[j].start;
+            let r = &mut records[j - 1];
+            if r.virtual_time != UNKNOWN {
+                r.delay = next
+                    .checked_sub(r.start)
+                    .and_then(|d| d.checked_sub(r.virtual_time))
+                    .unwrap_or(UNKNOWN);
+            }
+        }
     }
     out
 }
@@ -259,36 +326,47 @@ pub struct ProcessorSummary {
     pub shares: Vec<Share>,
 }
 
-/// Summarises a timeline (as [`timeline`] returns it) per processor.
-pub fn processor_summaries(records: &[PhysRecord]) -> Vec<ProcessorSummary> {
+/// Summarises the timeline of `machine` (as [`timeline`] returns it) per processor.
+pub fn processor_summaries(
+    machine: &Machine,
+    timeline: &[ProcessorTimeline],
+) -> Vec<ProcessorSummary> {
     let mut out = Vec::new();
     let mut delays = Vec::new();
-    for group in records.chunk_by(|a, b| a.processor == b.processor) {
-        let mut shares: BTreeMap<VcpuKey, Share> = BTreeMap::new();
+    let mut per_vcpu = vec![(0u64, 0u64); machine.vcpus.len()];
+    for p in timeline.iter().filter(|p| !p.records.is_empty()) {
+        let group = &p.records;
+        per_vcpu.iter_mut().for_each(|s| *s = (0, 0));
         delays.clear();
         let first = group[0].start;
         let mut end = first;
         let mut run_ticks = 0;
         for r in group {
-            let vt = r.virtual_time.unwrap_or(0);
+            let vt = r.virtual_time().unwrap_or(0);
             end = end.max(r.start + vt);
             run_ticks += vt;
-            let share = shares.entry(r.vcpu).or_insert(Share {
-                vcpu: r.vcpu,
-                dispatches: 0,
-                run_ticks: 0,
-            });
-            share.dispatches += 1;
-            share.run_ticks += vt;
-            delays.extend(r.delay);
+            let s = &mut per_vcpu[r.vcpu as usize];
+            s.0 += 1;
+            s.1 += vt;
+            delays.extend(r.delay());
         }
+        let shares = per_vcpu
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.0 > 0)
+            .map(|(i, s)| Share {
+                vcpu: machine.vcpus[i].key,
+                dispatches: s.0,
+                run_ticks: s.1,
+            })
+            .collect();
         out.push(ProcessorSummary {
-            processor: group[0].processor,
+            processor: p.processor,
             dispatches: group.len() as u64,
             window_ticks: end - first,
             run_ticks,
             delay: summarize(&mut delays),
-            shares: shares.into_values().collect(),
+            shares,
         });
     }
     out

@@ -83,7 +83,8 @@ pub struct Header {
 pub struct Recording {
     /// The header and index.
     pub header: Header,
-    data: Vec<u8>,
+    bytes: Vec<u8>,
+    data_start: usize,
 }
 
 /// Why a recording could not be written or loaded.
@@ -154,7 +155,7 @@ impl Recording {
     }
 
     /// Parses a recording held in memory; `name` appears in errors.
-    pub fn from_bytes(name: &str, mut bytes: Vec<u8>) -> Result<Recording, RecordingError> {
+    pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Recording, RecordingError> {
         let bad = |what: String| RecordingError::Format {
             path: name.to_string(),
             what,
@@ -180,8 +181,8 @@ impl Recording {
         if header.timebase_hz == 0 {
             return Err(bad("timebase_hz is 0".into()));
         }
-        bytes.drain(..=newline);
-        let len = bytes.len() as u64;
+        let data_start = newline + 1;
+        let len = (bytes.len() - data_start) as u64;
         let mut seen = std::collections::BTreeSet::new();
         for c in &header.cpus {
             let end = c
@@ -200,15 +201,16 @@ impl Recording {
         }
         Ok(Recording {
             header,
-            data: bytes,
+            bytes,
+            data_start,
         })
     }
 
     /// The raw records of the vCPU at `index` in `header.cpus`.
     pub fn records(&self, index: usize) -> &[u8] {
         let c = &self.header.cpus[index];
-        let start = c.offset as usize;
-        &self.data[start..start + c.entries as usize * ENTRY_BYTES]
+        let start = self.data_start + c.offset as usize;
+        &self.bytes[start..start + c.entries as usize * ENTRY_BYTES]
     }
 }
 

@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::analysis::{Machine, PhysRecord, ProcessorSummary, VcpuReport};
+use super::analysis::{Machine, ProcessorSummary, ProcessorTimeline, VcpuReport};
 use super::entry::{dispatch_reason_name, preempt_reason_name};
 use super::stats::Distribution;
 use crate::common::output::{Column, Format, Frame, Row, Schema, Value, writer_for};
@@ -78,8 +78,7 @@ fn dist_values(d: Option<&Distribution>, hz: u64) -> Vec<Value> {
     }
 }
 
-fn dist_columns(what: &'static str) -> Vec<Column> {
-    let _ = what;
+fn dist_columns() -> Vec<Column> {
     vec![
         Column::counter("count", "count", "Number of values.", 7),
         Column::gauge("mean_us", "mean_us", "Mean, microseconds.", 9, 1),
@@ -120,7 +119,7 @@ pub fn latency_section(reports: &[VcpuReport], hz: u64) -> Section {
         "Dispatches recorded.",
         7,
     )];
-    columns.extend(dist_columns("wait"));
+    columns.extend(dist_columns());
     columns.extend([
         Column::counter(
             "cpu_changes",
@@ -244,7 +243,7 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
             2,
         ),
     ];
-    columns.extend(dist_columns("delay").into_iter().map(|mut c| {
+    columns.extend(dist_columns().into_iter().map(|mut c| {
         c.key = format!("delay_{}", c.key).into();
         c.header = format!("d_{}", c.header).into();
         c.width = c.width.max(c.header.len());
@@ -333,19 +332,24 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
 }
 
 /// Every physical record, per processor in time order.
-pub fn timeline_section(records: &[PhysRecord], hz: u64) -> Section {
-    let origin = records.iter().map(|r| r.start).min().unwrap_or(0);
-    let rows = records
+pub fn timeline_section(machine: &Machine, timeline: &[ProcessorTimeline], hz: u64) -> Section {
+    let origin = timeline
         .iter()
-        .map(|r| Row {
-            labels: vec![r.processor.to_string()],
+        .filter_map(|p| p.records.first().map(|r| r.start))
+        .min()
+        .unwrap_or(0);
+    let rows = timeline
+        .iter()
+        .flat_map(|p| p.records.iter().map(move |r| (p.processor, r)))
+        .map(|(processor, r)| Row {
+            labels: vec![processor.to_string()],
             values: vec![
                 Value::Int(r.start),
                 Value::Float(ticks_to_us((r.start - origin) as f64, hz)),
-                Value::Int(u64::from(r.vcpu.partition)),
-                Value::Int(u64::from(r.vcpu.cpu)),
-                r.virtual_time.map_or(Value::Missing, |t| us(t, hz)),
-                r.delay.map_or(Value::Missing, |t| us(t, hz)),
+                Value::Int(u64::from(machine.vcpus[r.vcpu as usize].key.partition)),
+                Value::Int(u64::from(machine.vcpus[r.vcpu as usize].key.cpu)),
+                r.virtual_time().map_or(Value::Missing, |t| us(t, hz)),
+                r.delay().map_or(Value::Missing, |t| us(t, hz)),
             ],
         })
         .collect();
@@ -401,9 +405,9 @@ pub fn sections(
     let records = super::analysis::timeline(machine);
     let mut out = vec![latency_section(&reports, hz), reasons_section(&reports)];
     if with_timeline {
-        out.push(timeline_section(&records, hz));
+        out.push(timeline_section(machine, &records, hz));
     } else {
-        let summaries = super::analysis::processor_summaries(&records);
+        let summaries = super::analysis::processor_summaries(machine, &records);
         out.push(processors_section(&summaries, hz));
         out.push(shares_section(&summaries, hz));
     }

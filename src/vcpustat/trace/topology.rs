@@ -6,8 +6,6 @@
 //! group of processors: `PROCESSORS chip=C node=N`, where PROCESSORS is a
 //! list such as `0-31` or `0-7,64-71`; `#` starts a comment.
 
-use std::collections::HashMap;
-
 use super::cpulist::parse_cpu_list;
 
 /// Where a physical processor sits.
@@ -22,13 +20,14 @@ pub struct Place {
 /// The layout of the machine's physical processors.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Topology {
-    places: HashMap<u16, Place>,
+    /// Indexed by processor number (a lookup per dispatch must be cheap).
+    places: Vec<Option<Place>>,
 }
 
 impl Topology {
     /// Parses the topology text; `name` appears in errors.
     pub fn parse(name: &str, text: &str) -> Result<Topology, String> {
-        let mut places = HashMap::new();
+        let mut places: Vec<Option<Place>> = Vec::new();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
@@ -59,7 +58,11 @@ impl Topology {
             for p in procs {
                 let p =
                     u16::try_from(p).map_err(|_| bad(&format!("processor {p} is above 65535")))?;
-                if places.insert(p, place).is_some() {
+                let p = usize::from(p);
+                if places.len() <= p {
+                    places.resize(p + 1, None);
+                }
+                if places[p].replace(place).is_some() {
                     return Err(bad(&format!("processor {p} is listed twice")));
                 }
             }
@@ -69,12 +72,12 @@ impl Topology {
 
     /// Whether no processor is described.
     pub fn is_empty(&self) -> bool {
-        self.places.is_empty()
+        self.places.iter().all(Option::is_none)
     }
 
     /// The place of a processor, if the topology names it.
     pub fn place(&self, processor: u16) -> Option<Place> {
-        self.places.get(&processor).copied()
+        self.places.get(usize::from(processor)).copied().flatten()
     }
 }
 

@@ -113,16 +113,10 @@ fn opt_int(v: Option<u64>) -> Value {
 
 /// The per-vCPU latency and migration table.
 pub fn latency_section(reports: &[VcpuReport], hz: u64) -> Section {
-    let mut columns = vec![Column::counter(
-        "dispatches",
-        "disp",
-        "Dispatches recorded.",
-        7,
-    )];
-    columns.extend(dist_columns());
+    let mut columns = dist_columns();
     columns.extend([
         Column::counter(
-            "cpu_changes",
+            "processor_changes",
             "procchg",
             "Dispatches on another physical processor than the previous one.",
             7,
@@ -156,8 +150,7 @@ pub fn latency_section(reports: &[VcpuReport], hz: u64) -> Section {
                     r.key.partition, r.key.cpu, r.possibly_lost_reads
                 ));
             }
-            let mut values = vec![Value::Int(r.dispatches)];
-            values.extend(dist_values(r.latency.as_ref(), hz));
+            let mut values = dist_values(r.latency.as_ref(), hz);
             values.extend([
                 Value::Int(r.processor_changes),
                 opt_int(r.chip_changes),

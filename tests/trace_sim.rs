@@ -402,9 +402,9 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
     let got: Vec<Expected> = analysis::timeline(&machine)
         .iter()
         .flat_map(|p| {
-            p.records.iter().map(|r| {
+            p.records.iter().enumerate().map(|(i, r)| {
                 let key = machine.vcpus[r.vcpu as usize].key;
-                (p.processor, r.start, key, r.virtual_time(), r.delay())
+                (p.processor, r.start, key, r.virtual_time(), p.delay(i))
             })
         })
         .collect();

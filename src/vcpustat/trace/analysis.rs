@@ -209,7 +209,6 @@ pub struct PhysRecord {
     /// When the vCPU started running (ticks).
     pub start: u64,
     virtual_time: u64,
-    delay: u64,
     /// The vCPU that ran: its index in [`Machine::vcpus`].
     pub vcpu: u32,
 }
@@ -224,10 +223,12 @@ impl PhysRecord {
         (self.virtual_time != UNKNOWN).then_some(self.virtual_time)
     }
 
-    /// Untraced time on the processor after it (ticks); unknown for a
-    /// processor's last record and when the virtual time is unknown.
-    pub fn delay(&self) -> Option<u64> {
-        (self.delay != UNKNOWN).then_some(self.delay)
+    /// The delay before `next`, the following record on the same processor:
+    /// its start minus this start minus this virtual processing time.
+    fn delay_before(&self, next: &PhysRecord) -> Option<u64> {
+        next.start
+            .checked_sub(self.start)?
+            .checked_sub(self.virtual_time()?)
     }
 }
 
@@ -238,6 +239,16 @@ pub struct ProcessorTimeline {
     pub processor: u16,
     /// Its records.
     pub records: Vec<PhysRecord>,
+}
+
+impl ProcessorTimeline {
+    /// The delay time of record `index`: untraced time on the processor
+    /// after it (ticks); unknown for the last record and when its virtual
+    /// processing time is unknown.
+    pub fn delay(&self, index: usize) -> Option<u64> {
+        let next = self.records.get(index + 1)?;
+        self.records[index].delay_before(next)
+    }
 }
 
 /// The physical records per processor (ascending), each in time order.
@@ -274,26 +285,14 @@ pub fn timeline(machine: &Machine) -> Vec<ProcessorTimeline> {
                 .push(PhysRecord {
                     start,
                     virtual_time,
-                    delay: UNKNOWN,
                     vcpu: index as u32,
                 });
         }
     }
     for p in &mut out {
-        let records = &mut p.records;
         // The records are a concatenation of per-vCPU runs already in time
         // order; the stable sort merges such runs cheaply.
-        records.sort_by_key(|r| r.start);
-        for j in 1..records.len() {
-            let next = records[j].start;
-            let r = &mut records[j - 1];
-            if r.virtual_time != UNKNOWN {
-                r.delay = next
-                    .checked_sub(r.start)
-                    .and_then(|d| d.checked_sub(r.virtual_time))
-                    .unwrap_or(UNKNOWN);
-            }
-        }
+        p.records.sort_by_key(|r| r.start);
     }
     out
 }
@@ -348,8 +347,8 @@ pub fn processor_summaries(
             let s = &mut per_vcpu[r.vcpu as usize];
             s.0 += 1;
             s.1 += vt;
-            delays.extend(r.delay());
         }
+        delays.extend(group.windows(2).filter_map(|w| w[0].delay_before(&w[1])));
         let shares = per_vcpu
             .iter()
             .enumerate()

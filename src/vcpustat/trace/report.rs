@@ -333,16 +333,16 @@ pub fn timeline_section(machine: &Machine, timeline: &[ProcessorTimeline], hz: u
         .unwrap_or(0);
     let rows = timeline
         .iter()
-        .flat_map(|p| p.records.iter().map(move |r| (p.processor, r)))
-        .map(|(processor, r)| Row {
-            labels: vec![processor.to_string()],
+        .flat_map(|p| p.records.iter().enumerate().map(move |(i, r)| (p, i, r)))
+        .map(|(p, i, r)| Row {
+            labels: vec![p.processor.to_string()],
             values: vec![
                 Value::Int(r.start),
                 Value::Float(ticks_to_us((r.start - origin) as f64, hz)),
                 Value::Int(u64::from(machine.vcpus[r.vcpu as usize].key.partition)),
                 Value::Int(u64::from(machine.vcpus[r.vcpu as usize].key.cpu)),
                 r.virtual_time().map_or(Value::Missing, |t| us(t, hz)),
-                r.delay().map_or(Value::Missing, |t| us(t, hz)),
+                p.delay(i).map_or(Value::Missing, |t| us(t, hz)),
             ],
         })
         .collect();

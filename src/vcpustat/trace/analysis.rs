@@ -342,11 +342,11 @@ pub fn processor_summaries(
         let mut run_ticks = 0;
         for r in group {
             let vt = r.virtual_time().unwrap_or(0);
-            end = end.max(r.start + vt);
-            run_ticks += vt;
+            end = end.max(r.start.saturating_add(vt));
+            run_ticks = vt.saturating_add(run_ticks);
             let s = &mut per_vcpu[r.vcpu as usize];
             s.0 += 1;
-            s.1 += vt;
+            s.1 = s.1.saturating_add(vt);
         }
         delays.extend(group.windows(2).filter_map(|w| w[0].delay_before(&w[1])));
         let shares = per_vcpu
@@ -369,4 +369,129 @@ pub fn processor_summaries(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::source::Uname;
+    use crate::vcpustat::trace::recording::{CpuIndex, FORMAT_NAME, FORMAT_VERSION, Header};
+
+    fn raw(processor: u16, waits: [u32; 3], timebase: u64) -> [u8; ENTRY_BYTES] {
+        let mut r = [0u8; ENTRY_BYTES];
+        r[0] = 7;
+        r[1] = 200;
+        r[2..4].copy_from_slice(&processor.to_be_bytes());
+        r[4..8].copy_from_slice(&waits[0].to_be_bytes());
+        r[8..12].copy_from_slice(&waits[1].to_be_bytes());
+        r[12..16].copy_from_slice(&waits[2].to_be_bytes());
+        r[16..24].copy_from_slice(&timebase.to_be_bytes());
+        r
+    }
+
+    fn recording(partition: u32, cpus: &[&[[u8; ENTRY_BYTES]]]) -> Recording {
+        let mut data: Vec<u8> = Vec::new();
+        let mut index = Vec::new();
+        for (cpu, records) in cpus.iter().enumerate() {
+            index.push(CpuIndex {
+                cpu: cpu as u32,
+                offset: data.len() as u64,
+                entries: records.len() as u64,
+                reads: 1,
+                possibly_lost_reads: 0,
+            });
+            data.extend(records.iter().flatten());
+        }
+        let header = Header {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            host: Uname {
+                sysname: "Linux".into(),
+                nodename: "n".into(),
+                release: "6.12".into(),
+                version: String::new(),
+                machine: "ppc64le".into(),
+            },
+            partition_id: partition,
+            partition_name: None,
+            timebase_hz: 1_000_000,
+            start_unix_ns: 0,
+            duration_ns: 0,
+            event_mask: None,
+            ring_entries: 85,
+            cpus: index,
+        };
+        let mut bytes = serde_json::to_vec(&header).unwrap();
+        bytes.push(b'\n');
+        bytes.extend(data);
+        Recording::from_bytes("t", bytes).unwrap()
+    }
+
+    #[test]
+    fn a_hand_computed_timeline_of_two_partitions() {
+        // Partition 1 cpu 0: waits 10, runs 100..150 on processor 3, waits
+        // 20 (150..170), runs 170.. on processor 3 again.
+        // Partition 2 cpu 0: runs 155..165 on processor 3 (waited 5).
+        let p1 = recording(1, &[&[raw(3, [4, 1, 5], 100), raw(3, [20, 0, 0], 170)]]);
+        let p2 = recording(2, &[&[raw(3, [5, 0, 0], 155)]]);
+        let recs = [("a".to_string(), p1), ("b".to_string(), p2)];
+        let machine = load(&recs).unwrap();
+        let t = timeline(&machine);
+        assert_eq!(t.len(), 1);
+        let p = &t[0];
+        let starts: Vec<u64> = p.records.iter().map(|r| r.start).collect();
+        assert_eq!(starts, vec![100, 155, 170]);
+        assert_eq!(p.records[0].virtual_time(), Some(50));
+        assert_eq!(p.delay(0), Some(5)); // 155 - 100 - 50
+        assert_eq!(p.records[1].virtual_time(), None); // partition 2's last record
+        assert_eq!(p.delay(1), None);
+        assert_eq!(p.delay(2), None);
+        let reports = vcpu_reports(&machine, &Topology::default());
+        let lat = reports[0].latency.unwrap();
+        assert_eq!((lat.count, lat.p50, lat.max), (2, 10, 20));
+        assert_eq!(reports[0].preempt_reasons, vec![(200, 2)]);
+        assert_eq!(reports[0].chip_changes, None);
+        let s = processor_summaries(&machine, &t);
+        assert_eq!(
+            (s[0].dispatches, s[0].window_ticks, s[0].run_ticks),
+            (3, 70, 50)
+        );
+    }
+
+    #[test]
+    fn garbage_records_never_panic() {
+        let mut seed = 5u64;
+        let mut records = Vec::new();
+        for _ in 0..500 {
+            let mut r = [0u8; ENTRY_BYTES];
+            for b in r.iter_mut() {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                *b = (seed >> 56) as u8;
+            }
+            records.push(r);
+        }
+        records.push(raw(1, [u32::MAX; 3], u64::MAX));
+        records.push(raw(1, [u32::MAX; 3], 0));
+        let rec = recording(9, &[&records, &records[..10]]);
+        let recs = [("g".to_string(), rec)];
+        let machine = load(&recs).unwrap();
+        let t = timeline(&machine);
+        let topo = Topology::parse("t", "0-65535 chip=0 node=0").unwrap();
+        let reports = vcpu_reports(&machine, &topo);
+        let summaries = processor_summaries(&machine, &t);
+        assert_eq!(reports.len(), 2);
+        assert_eq!(summaries.iter().map(|s| s.dispatches).sum::<u64>(), 512);
+        let mut out = Vec::new();
+        let tables = crate::vcpustat::trace::report::sections(&machine, &topo, true);
+        crate::vcpustat::trace::report::write_sections(
+            &mut out,
+            &tables,
+            crate::vcpustat::trace::report::ReportFormat::Json,
+            0,
+        )
+        .unwrap();
+        assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+    }
 }

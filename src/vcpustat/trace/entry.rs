@@ -79,17 +79,24 @@ impl DtlEntry {
     /// The moment the vCPU started running: the `timebase` field itself.
     ///
     /// This is the one place where the meaning of `timebase` is decided.
-    /// LoPAPR (the Dispatch Trace Log entry of the Virtual Processor Area
-    /// chapter) defines it as the time base value at the time of the
-    /// dispatch, with the three wait phases measured back from it. The
-    /// implementations agree: KVM's `kvmppc_create_dtl_entry()`
-    /// (arch/powerpc/kvm/book3s_hv.c) stores `mftb()` taken at dispatch in
-    /// `timebase` and the wait in `enqueue_to_dispatch_time`, and the
-    /// kernel's stolen-time scan (`scan_dispatch_log()`,
-    /// arch/powerpc/kernel/time.c) stops at records whose `timebase` lies
-    /// after "now", i.e. treats it as the event time. So the patent's
-    /// execution timestamp is `timebase` and its wait timestamp is
-    /// `timebase - wait` ([`DtlEntry::wait_started_at`]).
+    /// PAPR (LoPAPR, "Dispatch Trace Log" of the Virtual Processor Area
+    /// chapter) gives the entry's time base as the value at the dispatch,
+    /// the three wait phases leading up to it. The PAPR text itself was not
+    /// at hand when this was written; the two implementations that write
+    /// and read the log agree with that reading:
+    ///
+    /// * KVM's hypervisor side, `kvmppc_create_dtl_entry()`
+    ///   (arch/powerpc/kvm/book3s_hv.c), takes `now = mftb()` when it
+    ///   dispatches the vCPU and stores `timebase = now + tb_offset` with the
+    ///   stolen (waiting) time in `enqueue_to_dispatch_time`;
+    /// * the guest's stolen-time scan, `scan_dispatch_log(stop_tb)`
+    ///   (arch/powerpc/kernel/time.c, later pseries code), stops at the
+    ///   first record whose `timebase` lies after the accounting period it
+    ///   charges, i.e. treats `timebase` as the time of the dispatch event.
+    ///
+    /// So the patent's execution timestamp is `timebase`, and its wait
+    /// timestamp is `timebase` minus the wait ([`DtlEntry::wait_started_at`]).
+    /// The simulated-hypervisor test fails if this choice is flipped.
     pub fn dispatched_at(&self) -> u64 {
         self.timebase
     }

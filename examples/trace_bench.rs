@@ -69,6 +69,7 @@ fn recording(partition: u32, per_vcpu: u64, seed: &mut u64) -> Vec<u8> {
         },
         partition_id: partition,
         partition_name: None,
+        system_serial: None,
         timebase_hz: 512_000_000,
         start_unix_ns: 0,
         duration_ns: 0,

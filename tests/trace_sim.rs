@@ -308,7 +308,7 @@ fn sysroot(dir: &Path, partition: u32, cpus: u32) -> PathBuf {
     std::fs::create_dir_all(root.join("proc/powerpc")).unwrap();
     std::fs::write(
         root.join("proc/powerpc/lparcfg"),
-        format!("lparcfg 1.9\npartition_id={partition}\nshared_processor_mode=1\n"),
+        format!("lparcfg 1.9\nserial_number=IBM,0212345\npartition_id={partition}\nshared_processor_mode=1\n"),
     )
     .unwrap();
     std::fs::write(
@@ -387,6 +387,7 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         let rec = record_partition(&hv, &root, partition, 2_000, HORIZON, out.clone());
         assert_eq!(rec.header.partition_id, partition);
         assert_eq!(rec.header.timebase_hz, 512_000_000);
+        assert_eq!(rec.header.system_serial.as_deref(), Some("IBM,0212345"));
         assert!(rec.header.cpus.iter().all(|c| c.possibly_lost_reads == 0));
         recordings.push((out.display().to_string(), rec));
     }

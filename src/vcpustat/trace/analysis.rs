@@ -95,6 +95,9 @@ pub fn load(recordings: &[(String, Recording)]) -> Result<Machine<'_>, String> {
         return Err("no recording given".into());
     };
     let timebase_hz = first.header.timebase_hz;
+    let serial = recordings
+        .iter()
+        .find_map(|(name, r)| Some((name, r.header.system_serial.as_deref()?)));
     let mut seen: BTreeMap<VcpuKey, &str> = BTreeMap::new();
     let mut vcpus = Vec::new();
     for (name, rec) in recordings {
@@ -102,6 +105,15 @@ pub fn load(recordings: &[(String, Recording)]) -> Result<Machine<'_>, String> {
             return Err(format!(
                 "{name}: time base {} Hz differs from {} Hz of {}: recordings must come from one machine",
                 rec.header.timebase_hz, timebase_hz, recordings[0].0
+            ));
+        }
+        if let (Some((first_name, first_serial)), Some(this)) =
+            (serial, rec.header.system_serial.as_deref())
+            && this != first_serial
+        {
+            return Err(format!(
+                "{name}: machine serial number {this} differs from {first_serial} of {first_name}: \
+                 recordings must come from one machine"
             ));
         }
         for (index, c) in rec.header.cpus.iter().enumerate() {
@@ -414,6 +426,7 @@ mod tests {
             },
             partition_id: partition,
             partition_name: None,
+            system_serial: None,
             timebase_hz: 1_000_000,
             start_unix_ns: 0,
             duration_ns: 0,
@@ -456,6 +469,27 @@ mod tests {
             (s[0].dispatches, s[0].window_ticks, s[0].run_ticks),
             (3, 70, 50)
         );
+    }
+
+    #[test]
+    fn recordings_of_different_machines_or_clocks_are_refused() {
+        let mut a = recording(1, &[&[raw(0, [0; 3], 10)]]);
+        let mut b = recording(2, &[&[raw(0, [0; 3], 20)]]);
+        a.header.system_serial = Some("IBM,02AAAAA".into());
+        b.header.system_serial = Some("IBM,02BBBBB".into());
+        let recs = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
+        let err = load(&recs).unwrap_err();
+        assert!(
+            err.starts_with("b: machine serial number IBM,02BBBBB differs"),
+            "{err}"
+        );
+        b.header.system_serial = a.header.system_serial.clone();
+        b.header.timebase_hz = 2;
+        let recs = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
+        assert!(load(&recs).unwrap_err().contains("time base 2 Hz differs"));
+        b.header.timebase_hz = a.header.timebase_hz;
+        let recs = [("a".to_string(), a), ("b".to_string(), b)];
+        assert_eq!(load(&recs).unwrap().vcpus.len(), 2);
     }
 
     #[test]

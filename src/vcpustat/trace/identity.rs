@@ -14,8 +14,23 @@ pub fn lparcfg_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
-/// Reads `partition_id` (and the partition name, if lparcfg has one).
-pub fn partition(source: &dyn Source) -> Result<(u32, Option<String>), String> {
+/// Where the partition's name is (lparstat reads it there too).
+pub const PARTITION_NAME: &str = "/proc/device-tree/ibm,partition-name";
+
+/// Which partition of which machine this is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// `partition_id=` of lparcfg.
+    pub id: u32,
+    /// The partition's name from the device tree, if present.
+    pub name: Option<String>,
+    /// `serial_number=` of lparcfg: the machine's serial number, if present.
+    pub system_serial: Option<String>,
+}
+
+/// Reads the partition identity: `partition_id` and `serial_number` of
+/// lparcfg, and the partition name of the device tree.
+pub fn partition(source: &dyn Source) -> Result<Partition, String> {
     let mut last_error = String::new();
     for path in LPARCFG {
         match source.read_string(path) {
@@ -26,8 +41,17 @@ pub fn partition(source: &dyn Source) -> Result<(u32, Option<String>), String> {
                 let id = id
                     .parse::<u32>()
                     .map_err(|_| format!("{path}: partition_id={id:?} is not a number"))?;
-                let name = lparcfg_value(&text, "partition_name").map(str::to_string);
-                return Ok((id, name));
+                let name = source.read(PARTITION_NAME).ok().and_then(|raw| {
+                    let text = String::from_utf8_lossy(&raw);
+                    let name = text.trim_end_matches('\0').trim();
+                    (!name.is_empty()).then(|| name.to_string())
+                });
+                let system_serial = lparcfg_value(&text, "serial_number").map(str::to_string);
+                return Ok(Partition {
+                    id,
+                    name,
+                    system_serial,
+                });
             }
             Err(e) => last_error = format!("{path}: {e}"),
         }
@@ -77,7 +101,14 @@ mod tests {
         )
         .unwrap();
         let src = RootFs::new(&dir);
-        assert_eq!(partition(&src).unwrap(), (12, None));
+        let p = partition(&src).unwrap();
+        assert_eq!(
+            (p.id, p.name, p.system_serial.as_deref()),
+            (12, None, Some("IBM,02ABC"))
+        );
+        std::fs::create_dir_all(dir.join("proc/device-tree")).unwrap();
+        std::fs::write(dir.join("proc/device-tree/ibm,partition-name"), "db-lpar\0").unwrap();
+        assert_eq!(partition(&src).unwrap().name.as_deref(), Some("db-lpar"));
         assert_eq!(timebase_hz(&src).unwrap(), 512_000_000);
         std::fs::write(dir.join("proc/cpuinfo"), "processor : 0\n").unwrap();
         assert!(timebase_hz(&src).unwrap_err().contains("no timebase"));

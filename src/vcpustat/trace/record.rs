@@ -183,7 +183,7 @@ pub fn record_with(
     pace: &mut dyn FnMut() -> bool,
 ) -> Result<RecordSummary, TraceError> {
     check_kernel(source, options.force)?;
-    let (partition_id, partition_name) = identity::partition(source).map_err(TraceError::Input)?;
+    let partition = identity::partition(source).map_err(TraceError::Input)?;
     let timebase_hz = identity::timebase_hz(source).map_err(TraceError::Input)?;
     let host = source
         .uname()
@@ -236,8 +236,9 @@ pub fn record_with(
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION,
         host,
-        partition_id,
-        partition_name,
+        partition_id: partition.id,
+        partition_name: partition.name,
+        system_serial: partition.system_serial,
         timebase_hz,
         start_unix_ns,
         duration_ns,

@@ -4,7 +4,8 @@
 //!
 //! * Line 1 is a JSON object, the header and index:
 //!   `{"format":"vcpustat-dtl","version":1,"host":{uname fields},
-//!   "partition_id":N,"partition_name":"..","timebase_hz":512000000,
+//!   "partition_id":N,"partition_name":"..","system_serial":"IBM,02..",
+//!   "timebase_hz":512000000,
 //!   "start_unix_ns":N,"duration_ns":N,"event_mask":7,"ring_entries":85,
 //!   "cpus":[{"cpu":0,"offset":0,"entries":N,"reads":N,"possibly_lost_reads":N},..]}`
 //!   followed by one `\n`. `event_mask` is absent when the recorder left
@@ -63,6 +64,9 @@ pub struct Header {
     /// The partition's name, when the device tree gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_name: Option<String>,
+    /// The machine's serial number (`serial_number=` of lparcfg), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_serial: Option<String>,
     /// Time-base frequency (`timebase` of /proc/cpuinfo), ticks per second.
     pub timebase_hz: u64,
     /// Wall-clock start of the recording, nanoseconds since the Unix epoch.
@@ -231,6 +235,7 @@ mod tests {
             },
             partition_id: 3,
             partition_name: None,
+            system_serial: None,
             timebase_hz: 512_000_000,
             start_unix_ns: 1,
             duration_ns: 2,

@@ -195,3 +195,37 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_stop_signal_ends_an_open_ended_recording_cleanly() {
+    // A handler is in place before the signal can arrive, so the test
+    // process is never killed by it.
+    let _guard = hwstat::common::signals::StopSignal::install().unwrap();
+    let dir = tempdir("signal");
+    let root = fixture(&dir, 5, &[3, 3]);
+    let out = dir.join("sig.dtl");
+    let raiser = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        signal_hook::low_level::raise(libc::SIGTERM).unwrap();
+    });
+    let started = std::time::Instant::now();
+    let status = trace(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--events",
+        "preempt",
+        "-w",
+        out.to_str().unwrap(),
+    ]);
+    raiser.join().unwrap();
+    assert_eq!(status, 0);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let rec = Recording::open(&out).unwrap();
+    assert_eq!(rec.header.cpus.iter().map(|c| c.entries).sum::<u64>(), 6);
+    assert_eq!(
+        std::fs::read_to_string(root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
+        "0x07\n"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

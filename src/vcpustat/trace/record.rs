@@ -124,12 +124,14 @@ fn discover_cpus(source: &dyn Source) -> Result<Vec<u32>, TraceError> {
     Ok(cpus)
 }
 
+/// The ring size from `dtl_buf_entries`; the kernel default when it is
+/// unreadable or implausible.
 fn ring_entries(source: &dyn Source) -> u32 {
     source
         .read_string(BUF_ENTRIES_PATH)
         .ok()
         .and_then(|t| t.trim().parse().ok())
-        .filter(|&n| n > 1)
+        .filter(|&n| (2..=65_536).contains(&n))
         .unwrap_or(DEFAULT_RING_ENTRIES)
 }
 
@@ -147,7 +149,7 @@ pub fn check_kernel(source: &dyn Source, force: bool) -> Result<(), TraceError> 
     }
 }
 
-/// Polls every ring once; returns false if a read failed.
+/// Polls every ring once, appending what each returns to its buffer.
 fn poll_all(buffers: &mut [CpuBuffer], scratch: &mut [u8], full: usize) -> Result<(), TraceError> {
     for b in buffers.iter_mut() {
         let n = b
@@ -157,7 +159,7 @@ fn poll_all(buffers: &mut [CpuBuffer], scratch: &mut [u8], full: usize) -> Resul
         if n == 0 {
             continue;
         }
-        if n % ENTRY_BYTES != 0 {
+        if !n.is_multiple_of(ENTRY_BYTES) {
             return Err(TraceError::Input(format!(
                 "{}: read returned {n} bytes, not whole 48-byte records",
                 ring_path(b.cpu)

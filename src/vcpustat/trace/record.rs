@@ -306,3 +306,68 @@ pub fn explain_open_error(path: &str, err: &io::Error) -> String {
         _ => format!("{path}: {err}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::record::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, Replay};
+    use crate::common::source::Uname;
+
+    fn kernel(release: &str, config: Option<&str>) -> Replay {
+        let header = Header {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            tool: "vcpustat".into(),
+            args: Vec::new(),
+            uname: Uname {
+                sysname: "Linux".into(),
+                nodename: "lpar".into(),
+                release: release.into(),
+                version: String::new(),
+                machine: "ppc64le".into(),
+            },
+            start_unix_ns: 0,
+        };
+        let mut frame = Frame::default();
+        if let Some(config) = config {
+            frame.entries.insert(
+                format!("read /boot/config-{release}"),
+                Entry::Text(config.into()),
+            );
+        }
+        Replay::from_parts(header, vec![frame])
+    }
+
+    #[test]
+    fn crashing_kernels_are_refused_unless_forced_or_not_hardened() {
+        let err = check_kernel(&kernel("6.6.41-ppc64le", None), false).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("refusing to read the DTL: kernel 6.6.41-ppc64le"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().ends_with("use --force to read it anyway"),
+            "{err}"
+        );
+        assert!(check_kernel(&kernel("6.6.41-ppc64le", None), true).is_ok());
+        let plain = "CONFIG_PPC_SPLPAR=y\n# CONFIG_HARDENED_USERCOPY is not set\n";
+        assert!(check_kernel(&kernel("6.6.41-ppc64le", Some(plain)), false).is_ok());
+        let hardened = "CONFIG_HARDENED_USERCOPY=y\n";
+        assert!(check_kernel(&kernel("6.6.41-ppc64le", Some(hardened)), false).is_err());
+        assert!(check_kernel(&kernel("6.12.0", Some(hardened)), false).is_ok());
+    }
+
+    #[test]
+    fn event_masks_and_open_errors_are_explained() {
+        assert_eq!(event_mask(&[Event::Cede, Event::Fault]), 0x05);
+        assert_eq!(event_mask(&[Event::Preempt, Event::Preempt]), 0x02);
+        let busy = explain_open_error("/x/cpu-1", &io::Error::from_raw_os_error(libc::EBUSY));
+        assert!(busy.contains("vpa_dtl perf event"), "{busy}");
+        let denied = explain_open_error("/x/cpu-1", &io::Error::from_raw_os_error(libc::EACCES));
+        assert!(
+            denied.starts_with("/x/cpu-1: permission denied"),
+            "{denied}"
+        );
+    }
+}

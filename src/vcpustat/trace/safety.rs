@@ -5,8 +5,9 @@
 //! whitelisted for copies to user space. Commit 1a14150e1656
 //! ("powerpc/pseries: Whitelist dtl slub object for copying to userspace")
 //! fixed it in v6.10-rc7; the stable backports went into 6.9.11, 6.6.42,
-//! 6.1.101, 5.15.164, 5.10.223 and 5.4.281 (stable review series of July
-//! 2024). The whitelist requirement itself came with v4.16 ("usercopy:
+//! 6.1.101, 5.15.164, 5.10.223 and 5.4.281 (each checked in the stable
+//! review series of 23 and 25 July 2024; the project's reference notes
+//! said 6.1.99 and 5.10.221, which predate the backport). The whitelist requirement itself came with v4.16 ("usercopy:
 //! Restrict non-usercopy caches to size 0"), so older kernels are not
 //! affected.
 

@@ -483,10 +483,20 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
     let runs_on_16 = model.runs.iter().filter(|r| r.processor == 16).count() as u64;
     let disp_16: u64 = shares
         .iter()
-        .filter(|s| s["processor"] == "16")
+        .filter(|s| s["processor"] == "16" && s["cpu"] != "all")
         .map(|s| s["dispatches"].as_u64().unwrap())
         .sum();
     assert_eq!(disp_16, runs_on_16);
+    let p2_on_16 = model
+        .runs
+        .iter()
+        .filter(|r| r.processor == 16 && r.vcpu.partition == 2)
+        .count() as u64;
+    let all = shares
+        .iter()
+        .find(|s| s["processor"] == "16" && s["partition"] == "2" && s["cpu"] == "all")
+        .unwrap();
+    assert_eq!(all["dispatches"].as_u64().unwrap(), p2_on_16);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

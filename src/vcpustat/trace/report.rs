@@ -2,7 +2,8 @@
 //!
 //! Sections, in order: `latency` (per vCPU), `reasons` (per vCPU and
 //! reason), then either `processors` and `shares` (the per-processor
-//! summary, the default) or `timeline` (every physical record). Text prints
+//! summary, the default; `shares` has one row per vCPU and one per
+//! partition, with cpu `all`) or `timeline` (every physical record). Text prints
 //! each section under a title; JSON is one object
 //! `{"tool":"vcpustat trace","sections":{NAME: document, ..}}` whose
 //! documents are those of the JSON writer; CSV prints each section as its
@@ -276,20 +277,36 @@ fn pct(part: u64, whole: u64) -> Value {
 /// The share of each processor's window per partition and vCPU.
 pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
     let mut rows = Vec::new();
+    let row = |s: &ProcessorSummary, partition: u32, cpu: String, dispatches: u64, run: u64| Row {
+        labels: vec![s.processor.to_string(), partition.to_string(), cpu],
+        values: vec![
+            Value::Int(dispatches),
+            Value::Float(ticks_to_us(run as f64, hz) / 1000.0),
+            pct(run, s.window_ticks),
+        ],
+    };
     for s in summaries {
-        for sh in &s.shares {
-            rows.push(Row {
-                labels: vec![
-                    s.processor.to_string(),
-                    sh.vcpu.partition.to_string(),
+        // Shares come sorted by (partition, cpu): each partition's vCPUs,
+        // then the partition's total as cpu "all".
+        for group in s
+            .shares
+            .chunk_by(|a, b| a.vcpu.partition == b.vcpu.partition)
+        {
+            let partition = group[0].vcpu.partition;
+            for sh in group {
+                rows.push(row(
+                    s,
+                    partition,
                     sh.vcpu.cpu.to_string(),
-                ],
-                values: vec![
-                    Value::Int(sh.dispatches),
-                    Value::Float(ticks_to_us(sh.run_ticks as f64, hz) / 1000.0),
-                    pct(sh.run_ticks, s.window_ticks),
-                ],
-            });
+                    sh.dispatches,
+                    sh.run_ticks,
+                ));
+            }
+            let dispatches = group.iter().map(|sh| sh.dispatches).sum();
+            let run = group
+                .iter()
+                .fold(0u64, |acc, sh| acc.saturating_add(sh.run_ticks));
+            rows.push(row(s, partition, "all".to_string(), dispatches, run));
         }
     }
     Section {
@@ -300,7 +317,7 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
                 Column::counter(
                     "dispatches",
                     "disp",
-                    "Dispatches of this vCPU on the processor.",
+                    "Dispatches of this vCPU (or, for cpu \"all\", partition) on the processor.",
                     7,
                 ),
                 Column::gauge(

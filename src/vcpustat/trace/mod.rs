@@ -1,2 +1,29 @@
 //! vcpustat trace: the Dispatch Trace Log turned into latency and a
 //! physical-processor timeline.
+//!
+//! * [`entry`]: the 48-byte record, reason names, the meaning of `timebase`;
+//! * [`ring`]: opening and reading the per-vCPU rings (live and simulated);
+//! * [`record`] and [`recording`]: the recorder and its file format;
+//! * [`safety`] and [`identity`]: kernel crash check, partition and clock;
+//! * [`analysis`], [`stats`], [`topology`]: latency, reasons, migrations and
+//!   the physical timeline of the method;
+//! * [`report`] and [`cli`]: tables and the command line.
+//!
+//! The vcpustat binary mounts [`cli::command`] as `vcpustat trace` and calls
+//! [`cli::run`] with its matches.
+
+pub mod analysis;
+pub mod cli;
+pub mod cpulist;
+pub mod entry;
+pub mod error;
+pub mod identity;
+pub mod record;
+pub mod recording;
+pub mod report;
+pub mod ring;
+pub mod safety;
+pub mod stats;
+pub mod topology;
+
+pub use cli::{command, run};

@@ -1,0 +1,250 @@
+//! The `vcpustat trace` command line and its entry point.
+//!
+//! The vcpustat binary mounts [`command`] as its `trace` subcommand and
+//! hands the subcommand's matches to [`run`], which returns the exit status.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgMatches, Args, Command, FromArgMatches, Subcommand};
+
+use super::analysis;
+use super::cpulist::CpuList;
+use super::error::TraceError;
+use super::record::{Event, RecordOptions, live_pace, record_with};
+use super::recording::Recording;
+use super::report::{ReportFormat, sections, write_sections};
+use super::ring::DebugfsRings;
+use super::topology::Topology;
+use crate::common::cli::{SourceArgs, output_error_status, report_error};
+use crate::common::interval::parse_interval;
+use crate::common::signals::StopSignal;
+
+const TOOL: &str = "vcpustat";
+
+/// `vcpustat trace`: the Dispatch Trace Log.
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+/// The trace subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TraceCommand {
+    /// Record the DTL of some vCPUs of this partition into a file.
+    Record(RecordArgs),
+    /// Report dispatch latency and the physical-processor view of recordings.
+    Report(ReportArgs),
+}
+
+/// Arguments of `trace record`.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// vCPUs to record, e.g. 0-3,8 (default: every cpu-N of the DTL).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+    /// How long to record (2, 0.5, 250ms, 1m); default until interrupted.
+    #[arg(long, value_name = "D", value_parser = parse_interval)]
+    pub duration: Option<Duration>,
+    /// Time between two polls of each ring (85 records each).
+    #[arg(long, value_name = "D", value_parser = parse_interval, default_value = "10ms")]
+    pub poll: Duration,
+    /// Events to log (sets dtl_event_mask while recording, then restores it).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    pub events: Option<Vec<Event>>,
+    /// The recording to write.
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Read the DTL even on kernels known to crash when it is read.
+    #[arg(long)]
+    pub force: bool,
+    /// Where kernel files come from.
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// Arguments of `trace report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Recordings, from one or several partitions of one machine.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub format: ReportFormat,
+    /// List every physical record instead of the per-processor summary.
+    #[arg(long)]
+    pub timeline: bool,
+    /// Chip and node of each physical processor ("0-7 chip=0 node=0" lines).
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+}
+
+impl RecordArgs {
+    /// The typed options of a recording.
+    pub fn options(&self) -> Result<RecordOptions, TraceError> {
+        if self.poll.is_zero() {
+            return Err(TraceError::Input("--poll must be greater than 0".into()));
+        }
+        if self.source.replay.is_some() {
+            return Err(TraceError::Input(
+                "--replay: a DTL cannot be replayed; record it and use `vcpustat trace report`"
+                    .into(),
+            ));
+        }
+        Ok(RecordOptions {
+            cpus: self.cpus.clone().map(|c| c.0),
+            duration: self.duration,
+            poll: self.poll,
+            events: self.events.clone(),
+            output: self.output.clone(),
+            force: self.force,
+        })
+    }
+}
+
+/// The `trace` subcommand, for the vcpustat binary, man pages and completions.
+pub fn command() -> Command {
+    TraceArgs::augment_args(
+        Command::new("trace")
+            .about("Dispatch Trace Log: dispatch latency and a physical-processor timeline"),
+    )
+}
+
+/// Runs `vcpustat trace` from the matches of [`command`]; returns the exit status.
+pub fn run(matches: &ArgMatches) -> i32 {
+    match TraceArgs::from_arg_matches(matches) {
+        Ok(args) => run_args(&args),
+        Err(e) => report_error(TOOL, e.to_string().trim_end(), 2),
+    }
+}
+
+/// Runs parsed `trace` arguments; returns the exit status.
+pub fn run_args(args: &TraceArgs) -> i32 {
+    match &args.command {
+        TraceCommand::Record(a) => match run_record(a) {
+            Ok(()) => 0,
+            Err(e) => report_error(TOOL, e, 1),
+        },
+        TraceCommand::Report(a) => run_report(a),
+    }
+}
+
+fn run_record(args: &RecordArgs) -> Result<(), TraceError> {
+    let options = args.options()?;
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut source = args.source.open(TOOL, &argv).map_err(TraceError::Input)?;
+    let root = args
+        .source
+        .sysroot
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let rings = DebugfsRings::new(root);
+    let stop = StopSignal::install()
+        .map_err(|e| TraceError::io("installing signal handlers".into(), e))?;
+    let mut pace = live_pace(&options, &stop);
+    let result = record_with(&options, source.as_ref(), &rings, &mut pace);
+    let finished = source.finish();
+    let summary = result?;
+    finished.map_err(|e| TraceError::io("finishing the kernel-file recording".into(), e))?;
+    let total: u64 = summary.header.cpus.iter().map(|c| c.entries).sum();
+    let lost: u64 = summary
+        .header
+        .cpus
+        .iter()
+        .map(|c| c.possibly_lost_reads)
+        .sum();
+    eprintln!(
+        "{TOOL}: recorded {total} DTL entries of {} vCPU(s) of partition {} into {}",
+        summary.header.cpus.len(),
+        summary.header.partition_id,
+        options.output.display()
+    );
+    if lost > 0 {
+        eprintln!(
+            "{TOOL}: {lost} read(s) returned a full ring: entries may be missing (use a shorter --poll)"
+        );
+    }
+    Ok(())
+}
+
+fn run_report(args: &ReportArgs) -> i32 {
+    let topology = match &args.topology {
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|t| Topology::parse(&path.display().to_string(), &t))
+        {
+            Ok(t) => t,
+            Err(e) => return report_error(TOOL, e, 1),
+        },
+        None => Topology::default(),
+    };
+    let mut recordings = Vec::new();
+    for path in &args.files {
+        match Recording::open(path) {
+            Ok(r) => recordings.push((path.display().to_string(), r)),
+            Err(e) => return report_error(TOOL, e, 1),
+        }
+    }
+    let machine = match analysis::load(&recordings) {
+        Ok(m) => m,
+        Err(e) => return report_error(TOOL, e, 1),
+    };
+    let start = recordings
+        .iter()
+        .map(|(_, r)| r.header.start_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let tables = sections(&machine, &topology, args.timeline);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match write_sections(&mut out, &tables, args.format, start) {
+        Ok(()) => 0,
+        Err(e) => output_error_status(TOOL, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_is_consistent_and_parses_options() {
+        command().debug_assert();
+        let m = command()
+            .try_get_matches_from([
+                "trace",
+                "record",
+                "--cpus",
+                "0-2",
+                "--duration",
+                "250ms",
+                "--events",
+                "cede,preempt",
+                "-w",
+                "x.dtl",
+            ])
+            .unwrap();
+        let args = TraceArgs::from_arg_matches(&m).unwrap();
+        let TraceCommand::Record(r) = args.command else {
+            panic!("not record")
+        };
+        let o = r.options().unwrap();
+        assert_eq!(o.cpus, Some(vec![0, 1, 2]));
+        assert_eq!(o.duration, Some(Duration::from_millis(250)));
+        assert_eq!(o.events, Some(vec![Event::Cede, Event::Preempt]));
+        assert!(
+            command()
+                .try_get_matches_from(["trace", "record", "--cpus", "3-1", "-w", "x"])
+                .is_err()
+        );
+        assert!(
+            command()
+                .try_get_matches_from(["trace", "record", "--events", "nap", "-w", "x"])
+                .is_err()
+        );
+        assert!(command().try_get_matches_from(["trace", "report"]).is_err());
+    }
+}

@@ -1,0 +1,117 @@
+//! The partition and clock identity a recording carries: `partition_id`
+//! from lparcfg, the time-base frequency from /proc/cpuinfo.
+
+use crate::common::source::Source;
+
+/// The lparcfg paths, newest first.
+pub const LPARCFG: [&str; 2] = ["/proc/powerpc/lparcfg", "/proc/ppc64/lparcfg"];
+
+/// Finds `key=value` in lparcfg text.
+pub fn lparcfg_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then_some(v.trim())
+    })
+}
+
+/// Where the partition's name is (lparstat reads it there too).
+pub const PARTITION_NAME: &str = "/proc/device-tree/ibm,partition-name";
+
+/// Which partition of which machine this is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// `partition_id=` of lparcfg.
+    pub id: u32,
+    /// The partition's name from the device tree, if present.
+    pub name: Option<String>,
+    /// `serial_number=` of lparcfg: the machine's serial number, if present.
+    pub system_serial: Option<String>,
+}
+
+/// Reads the partition identity: `partition_id` and `serial_number` of
+/// lparcfg, and the partition name of the device tree.
+pub fn partition(source: &dyn Source) -> Result<Partition, String> {
+    let mut last_error = String::new();
+    for path in LPARCFG {
+        match source.read_string(path) {
+            Ok(text) => {
+                let id = lparcfg_value(&text, "partition_id").ok_or_else(|| {
+                    format!("{path}: no partition_id= line (is this a pseries LPAR?)")
+                })?;
+                let id = id
+                    .parse::<u32>()
+                    .map_err(|_| format!("{path}: partition_id={id:?} is not a number"))?;
+                let name = source.read(PARTITION_NAME).ok().and_then(|raw| {
+                    let text = String::from_utf8_lossy(&raw);
+                    let name = text.trim_end_matches('\0').trim();
+                    (!name.is_empty()).then(|| name.to_string())
+                });
+                let system_serial = lparcfg_value(&text, "serial_number").map(str::to_string);
+                return Ok(Partition {
+                    id,
+                    name,
+                    system_serial,
+                });
+            }
+            Err(e) => last_error = format!("{path}: {e}"),
+        }
+    }
+    Err(format!(
+        "cannot read the partition identity ({last_error}); trace needs a pseries LPAR"
+    ))
+}
+
+/// Reads the `timebase` line of /proc/cpuinfo (ticks per second).
+pub fn timebase_hz(source: &dyn Source) -> Result<u64, String> {
+    let text = source
+        .read_string("/proc/cpuinfo")
+        .map_err(|e| format!("/proc/cpuinfo: {e}"))?;
+    let value = text
+        .lines()
+        .find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == "timebase").then_some(value.trim())
+        })
+        .ok_or("/proc/cpuinfo: no timebase line (not a POWER system?)")?;
+    match value.parse::<u64>() {
+        Ok(hz) if hz > 0 => Ok(hz),
+        _ => Err(format!(
+            "/proc/cpuinfo: timebase {value:?} is not a frequency in Hz"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::source::RootFs;
+
+    #[test]
+    fn reads_partition_and_timebase_through_the_source() {
+        let dir = std::env::temp_dir().join(format!("hwstat-ident-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("proc/ppc64")).unwrap();
+        std::fs::write(
+            dir.join("proc/ppc64/lparcfg"),
+            "lparcfg 1.9\nserial_number=IBM,02ABC\npartition_id=12\nshared_processor_mode=1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("proc/cpuinfo"),
+            "processor\t: 0\ncpu\t\t: POWER9\n\ntimebase\t: 512000000\nplatform\t: pSeries\n",
+        )
+        .unwrap();
+        let src = RootFs::new(&dir);
+        let p = partition(&src).unwrap();
+        assert_eq!(
+            (p.id, p.name, p.system_serial.as_deref()),
+            (12, None, Some("IBM,02ABC"))
+        );
+        std::fs::create_dir_all(dir.join("proc/device-tree")).unwrap();
+        std::fs::write(dir.join("proc/device-tree/ibm,partition-name"), "db-lpar\0").unwrap();
+        assert_eq!(partition(&src).unwrap().name.as_deref(), Some("db-lpar"));
+        assert_eq!(timebase_hz(&src).unwrap(), 512_000_000);
+        std::fs::write(dir.join("proc/cpuinfo"), "processor : 0\n").unwrap();
+        assert!(timebase_hz(&src).unwrap_err().contains("no timebase"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,92 @@
+//! Access to the per-vCPU DTL rings (`/sys/kernel/debug/powerpc/dtl/cpu-N`).
+//!
+//! The core's [`Source`](crate::common::source::Source) reads whole files,
+//! which is right for `lparcfg` or `dtl_event_mask` but wrong for `cpu-N`:
+//! opening it starts logging, only one opener is allowed, every read
+//! *consumes* entries, and closing it stops logging. A recording of such
+//! reads could not be replayed faithfully, so the rings have this narrow
+//! trait of their own instead: open a ring, read 48-byte records from it.
+//! [`DebugfsRings`] is the live implementation; the test suite has a
+//! simulated hypervisor that implements the same trait with the kernel's
+//! ring semantics.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+/// The kernel path of the DTL directory.
+pub const DTL_DIR: &str = "/sys/kernel/debug/powerpc/dtl";
+
+/// The kernel path of one vCPU's ring.
+pub fn ring_path(cpu: u32) -> String {
+    format!("{DTL_DIR}/cpu-{cpu}")
+}
+
+/// One open ring. Reads never block: they return the number of bytes of
+/// whole new records (a multiple of 48), or 0 when nothing is new.
+pub trait DtlRing {
+    /// Reads new records into `buf`, whose length must be a multiple of 48.
+    fn read_records(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+/// Opens rings by vCPU number.
+pub trait DtlRings {
+    /// Opens the ring of `cpu`. A second opener gets `EBUSY`.
+    fn open(&self, cpu: u32) -> io::Result<Box<dyn DtlRing>>;
+}
+
+/// The live rings under a root directory (`/` or `--sysroot`).
+pub struct DebugfsRings {
+    root: PathBuf,
+}
+
+impl DebugfsRings {
+    /// Rings under `root` (the kernel's `/` is `root`).
+    pub fn new(root: impl Into<PathBuf>) -> DebugfsRings {
+        DebugfsRings { root: root.into() }
+    }
+}
+
+struct DebugfsRing {
+    file: File,
+}
+
+impl DtlRing for DebugfsRing {
+    fn read_records(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.file.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+impl DtlRings for DebugfsRings {
+    fn open(&self, cpu: u32) -> io::Result<Box<dyn DtlRing>> {
+        let path = self.root.join(ring_path(cpu).trim_start_matches('/'));
+        let file = File::open(path)?;
+        Ok(Box::new(DebugfsRing { file }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_rings_open_under_the_root_and_read_whole_files() {
+        let dir = std::env::temp_dir().join(format!("hwstat-ring-{}", std::process::id()));
+        let dtl = dir.join("sys/kernel/debug/powerpc/dtl");
+        std::fs::create_dir_all(&dtl).unwrap();
+        std::fs::write(dtl.join("cpu-3"), [1u8; 96]).unwrap();
+        let rings = DebugfsRings::new(&dir);
+        let mut ring = rings.open(3).unwrap();
+        let mut buf = [0u8; 4080];
+        assert_eq!(ring.read_records(&mut buf).unwrap(), 96);
+        assert_eq!(ring.read_records(&mut buf).unwrap(), 0);
+        let err = rings.open(4).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

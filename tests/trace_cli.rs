@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use hwstat::vcpustat::trace::recording::Recording;
-use hwstat::vcpustat::trace::{command, run};
 
 fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hwstat-trace-cli-{name}-{}", std::process::id()));
@@ -13,9 +12,15 @@ fn tempdir(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs `vcpustat trace ARGS...` and returns its exit status.
 fn trace(args: &[&str]) -> i32 {
-    let argv = std::iter::once("trace").chain(args.iter().copied());
-    run(&command().try_get_matches_from(argv).unwrap())
+    std::process::Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("trace")
+        .args(args)
+        .status()
+        .expect("vcpustat runs")
+        .code()
+        .expect("vcpustat exits by itself")
 }
 
 /// A 48-byte big-endian DTL record.
@@ -198,28 +203,22 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
 
 #[test]
 fn a_stop_signal_ends_an_open_ended_recording_cleanly() {
-    // A handler is in place before the signal can arrive, so the test
-    // process is never killed by it.
-    let _guard = hwstat::common::signals::StopSignal::install().unwrap();
     let dir = tempdir("signal");
     let root = fixture(&dir, 5, &[3, 3]);
     let out = dir.join("sig.dtl");
-    let raiser = std::thread::spawn(|| {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        signal_hook::low_level::raise(libc::SIGTERM).unwrap();
-    });
     let started = std::time::Instant::now();
-    let status = trace(&[
-        "record",
-        "--sysroot",
-        root.to_str().unwrap(),
-        "--events",
-        "preempt",
-        "-w",
-        out.to_str().unwrap(),
-    ]);
-    raiser.join().unwrap();
-    assert_eq!(status, 0);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["trace", "record", "--sysroot"])
+        .arg(&root)
+        .args(["--events", "preempt", "-w"])
+        .arg(&out)
+        .spawn()
+        .expect("vcpustat runs");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap().code();
+    assert_eq!(status, Some(0));
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let rec = Recording::open(&out).unwrap();
     assert_eq!(rec.header.cpus.iter().map(|c| c.entries).sum::<u64>(), 6);

@@ -12,7 +12,7 @@ use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 
-use super::cli::{Cli, Mode, Options, Switch};
+use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
 use super::kernel::{self, State};
@@ -37,7 +37,9 @@ pub fn main() -> i32 {
         }
     };
     if let Some(tool) = cli.command {
-        match tool {}
+        return match tool {
+            Tool::Trace(trace) => crate::vcpustat::trace::cli::run_args(&trace),
+        };
     }
     let options = match Options::from_args(cli.report) {
         Ok(options) => options,

@@ -68,11 +68,13 @@ pub struct Cli {
     pub report: ReportArgs,
 }
 
-/// vcpustat's subcommands. The trace tool (`vcpustat trace record|report`,
-/// in `crate::vcpustat::trace`) adds its variant here and its arm in
-/// `app::main`.
+/// vcpustat's subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Tool {}
+pub enum Tool {
+    /// Record the Dispatch Trace Log, or report dispatch latency and the
+    /// physical-processor timeline from recordings.
+    Trace(crate::vcpustat::trace::cli::TraceArgs),
+}
 
 /// Options of the report (no subcommand).
 #[derive(Debug, Args)]
@@ -324,9 +326,8 @@ mod tests {
 
     #[test]
     fn a_subcommand_can_join_without_breaking_the_interval_grammar() {
-        // What the trace tool will do: add `trace` next to the report options.
-        let with_trace = command()
-            .subcommand(clap::Command::new("trace").subcommand(clap::Command::new("record")));
+        // The `trace` subcommand sits next to the report options.
+        let with_trace = command();
         let m = with_trace
             .clone()
             .try_get_matches_from(["vcpustat", "-n", "1", "2"])
@@ -338,12 +339,12 @@ mod tests {
         assert_eq!(m.get_one::<u64>("count"), Some(&2));
         let m = with_trace
             .clone()
-            .try_get_matches_from(["vcpustat", "trace", "record"])
+            .try_get_matches_from(["vcpustat", "trace", "report", "x.dtl"])
             .unwrap();
         assert_eq!(m.subcommand_name(), Some("trace"));
         assert!(
             with_trace
-                .try_get_matches_from(["vcpustat", "-n", "trace", "record"])
+                .try_get_matches_from(["vcpustat", "-n", "trace", "report", "x.dtl"])
                 .is_err()
         );
     }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgMatches, Args, Command, FromArgMatches, Subcommand};
+use clap::{Args, Subcommand};
 
 use super::analysis;
 use super::cpulist::CpuList;
@@ -105,22 +105,6 @@ impl RecordArgs {
     }
 }
 
-/// The `trace` subcommand, for the vcpustat binary, man pages and completions.
-pub fn command() -> Command {
-    TraceArgs::augment_args(
-        Command::new("trace")
-            .about("Dispatch Trace Log: dispatch latency and a physical-processor timeline"),
-    )
-}
-
-/// Runs `vcpustat trace` from the matches of [`command`]; returns the exit status.
-pub fn run(matches: &ArgMatches) -> i32 {
-    match TraceArgs::from_arg_matches(matches) {
-        Ok(args) => run_args(&args),
-        Err(e) => report_error(TOOL, e.to_string().trim_end(), 2),
-    }
-}
-
 /// Runs parsed `trace` arguments; returns the exit status.
 pub fn run_args(args: &TraceArgs) -> i32 {
     match &args.command {
@@ -209,6 +193,12 @@ fn run_report(args: &ReportArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::{Command, FromArgMatches};
+
+    /// `vcpustat trace` as the binary mounts it.
+    fn command() -> Command {
+        TraceArgs::augment_args(Command::new("trace"))
+    }
 
     #[test]
     fn the_command_is_consistent_and_parses_options() {

@@ -9,8 +9,8 @@
 //!   the physical timeline of the method;
 //! * [`report`] and [`cli`]: tables and the command line.
 //!
-//! The vcpustat binary mounts [`cli::command`] as `vcpustat trace` and calls
-//! [`cli::run`] with its matches.
+//! The vcpustat binary embeds [`cli::TraceArgs`] as its `trace` subcommand
+//! and calls [`cli::run_args`].
 
 pub mod analysis;
 pub mod cli;
@@ -25,5 +25,3 @@ pub mod ring;
 pub mod safety;
 pub mod stats;
 pub mod topology;
-
-pub use cli::{command, run};

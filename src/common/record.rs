@@ -558,6 +558,37 @@ mod tests {
     }
 
     #[test]
+    fn values_into_is_recorded_and_replayed_like_values() {
+        let dir = std::env::temp_dir().join(format!("hwstat-recinto-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("root")).unwrap();
+        let file = dir.join("run.rec");
+        let live = RootFs::new(dir.join("root"));
+        let mut rec = Recorder::create(&file, Box::new(live), "test", &[]).unwrap();
+        let mut buf = vec![99];
+        rec.values_into("perf:y", &mut buf, &mut |b: &mut Vec<u64>| {
+            b.extend_from_slice(&[4, 5, 6]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(buf, [4, 5, 6]);
+        rec.finish().unwrap();
+
+        let replay = Replay::open(&file).unwrap();
+        let mut out = vec![1, 2];
+        replay
+            .values_into("perf:y", &mut out, &mut |_: &mut Vec<u64>| unreachable!())
+            .unwrap();
+        assert_eq!(out, [4, 5, 6]);
+        assert!(
+            replay
+                .values_into("perf:z", &mut out, &mut |_: &mut Vec<u64>| unreachable!())
+                .is_err()
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn bad_recordings_are_refused_with_the_line() {
         let dir = std::env::temp_dir().join(format!("hwstat-badrec-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

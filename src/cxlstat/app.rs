@@ -1,0 +1,270 @@
+//! Runs cxlstat: discovery, then listing, a dry run, or counting until
+//! stopped, for a command's lifetime, or every interval.
+
+use std::io::{self, Write};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use crate::common::cli::{output_error_status, report_error};
+use crate::common::output::{Format, writer_for};
+use crate::common::run::run_samples;
+use crate::common::signals::{StopSignal, is_broken_pipe};
+use crate::common::source::Source;
+
+use super::cli::{Action, Args, CountOptions, Options, Timing};
+use super::counting::Counters;
+use super::error::CxlError;
+use super::render::{self, CountOutput, CountView};
+use super::resolve::{resolve, select_pmus};
+use super::spec::parse_event_args;
+use super::stats::Reading;
+use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
+
+const TOOL: &str = "cxlstat";
+
+/// The program: parses `std::env::args`, runs, and gives the exit status.
+pub fn main() -> i32 {
+    let raw: Vec<String> = std::env::args().collect();
+    let args = match Args::try_parse_from(&raw) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let options = match Options::from_args(args) {
+        Ok(o) => o,
+        Err(e) => return report_error(TOOL, e, 2),
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    match run(&options, &raw[1..], &mut out) {
+        Ok(status) => match out.flush() {
+            Ok(()) => status,
+            Err(e) => output_error_status(TOOL, &e),
+        },
+        Err(CxlError::Output(e)) => output_error_status(TOOL, &e),
+        Err(e) => {
+            let _ = out.flush();
+            report_error(TOOL, e, 1)
+        }
+    }
+}
+
+/// Runs `options`, writing to `out`; gives the exit status on success.
+pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Result<i32, CxlError> {
+    let mut source = options
+        .source
+        .open(TOOL, raw_args)
+        .map_err(CxlError::Setup)?;
+    let result = run_on(options, source.as_mut(), out);
+    // Counting finishes the source itself; this covers listings and errors.
+    let _ = source.finish();
+    result
+}
+
+fn run_on(
+    options: &Options,
+    source: &mut dyn Source,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let pmus = sysfs::discover(source)?;
+    if pmus.is_empty() {
+        return Err(CxlError::NoCxlPmu {
+            dir: EVENT_SOURCE_DIR.to_string(),
+        });
+    }
+    match &options.action {
+        Action::List => render::list_pmus(&pmus, out)?,
+        Action::ListEvents(which) => {
+            let chosen: Vec<&Pmu> = match which {
+                Some(name) => select_pmus(&pmus, std::slice::from_ref(name))?
+                    .into_iter()
+                    .map(|i| &pmus[i])
+                    .collect(),
+                None => pmus.iter().collect(),
+            };
+            render::list_events(&chosen, out)?;
+        }
+        Action::Count(count) => return run_count(count, &pmus, source, out),
+    }
+    Ok(0)
+}
+
+fn paranoid(source: &dyn Source) -> Option<i64> {
+    source
+        .read_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// How a counting loop ended early (not an error).
+enum Halt {
+    /// The command being run exited.
+    CommandDone(ExitStatus),
+    /// A real error.
+    Failed(CxlError),
+}
+
+impl From<io::Error> for Halt {
+    fn from(e: io::Error) -> Halt {
+        Halt::Failed(CxlError::Output(e))
+    }
+}
+
+impl From<CxlError> for Halt {
+    fn from(e: CxlError) -> Halt {
+        Halt::Failed(e)
+    }
+}
+
+fn spawn(command: &[String]) -> Result<Child, CxlError> {
+    Command::new(&command[0])
+        .args(&command[1..])
+        .spawn()
+        .map_err(|e| CxlError::Command {
+            program: command[0].clone(),
+            reason: e.to_string(),
+        })
+}
+
+/// The exit status a shell would show for the command.
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+fn run_count(
+    options: &CountOptions,
+    pmus: &[Pmu],
+    source: &mut dyn Source,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let specs = parse_event_args(&options.events).map_err(CxlError::Spec)?;
+    let selected = select_pmus(pmus, &options.pmus)?;
+    let plan = resolve(pmus, &specs, &selected)?;
+    if options.dry_run {
+        render::dry_run(&plan, pmus, out)?;
+        return Ok(0);
+    }
+    let output = match options.format {
+        Format::Text => CountOutput::Text {
+            intervals: options.timing != Timing::AtEnd,
+        },
+        format => CountOutput::Frames(writer_for(format, render::schema(), &options.separator)),
+    };
+    let mut view = CountView::new(&plan, pmus, options.aggregate, output);
+    let stop = StopSignal::install()
+        .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
+    let live = source.is_live();
+    let mut counters = Counters::open(&plan, pmus, live, paranoid(source))?;
+    counters.enable()?;
+    let mut notes: Vec<String> = Vec::new();
+    let mut previous: Vec<Reading> = Vec::new();
+    let mut last_elapsed = Duration::ZERO;
+    let mut child = None;
+    view.begin(out)?;
+
+    let status = match options.timing.schedule() {
+        None => {
+            counters.read(source, &mut notes);
+            previous.extend_from_slice(counters.readings());
+            last_elapsed = source.elapsed();
+            let mut status = 0;
+            if live {
+                if options.command.is_empty() {
+                    while stop.caught().is_none() {
+                        stop.sleep_until(Instant::now() + Duration::from_secs(3600));
+                    }
+                } else {
+                    status = exit_code(spawn(&options.command)?.wait().map_err(|e| {
+                        CxlError::Command {
+                            program: options.command[0].clone(),
+                            reason: e.to_string(),
+                        }
+                    })?);
+                }
+            }
+            let more = source.next_sample()?;
+            if more || live {
+                counters.read(source, &mut notes);
+                let elapsed = source.elapsed();
+                view.report(
+                    out,
+                    &previous,
+                    counters.readings(),
+                    elapsed.saturating_sub(last_elapsed),
+                    elapsed,
+                    source.now(),
+                    1,
+                    &notes,
+                )?;
+            }
+            source.finish()?;
+            status
+        }
+        Some(schedule) => {
+            if live && !options.command.is_empty() {
+                child = Some(spawn(&options.command)?);
+            }
+            let result = run_samples(
+                &schedule,
+                source,
+                &stop,
+                |source, index| -> Result<(), Halt> {
+                    counters.read(source, &mut notes);
+                    let elapsed = source.elapsed();
+                    if index == 0 {
+                        previous.extend_from_slice(counters.readings());
+                    } else {
+                        view.report(
+                            out,
+                            &previous,
+                            counters.readings(),
+                            elapsed.saturating_sub(last_elapsed),
+                            elapsed,
+                            source.now(),
+                            index,
+                            &notes,
+                        )?;
+                        previous.copy_from_slice(counters.readings());
+                        notes.clear();
+                    }
+                    last_elapsed = elapsed;
+                    if let Some(child) = child.as_mut()
+                        && let Some(status) = child.try_wait().map_err(|e| CxlError::Command {
+                            program: options.command[0].clone(),
+                            reason: e.to_string(),
+                        })?
+                    {
+                        return Err(Halt::CommandDone(status));
+                    }
+                    Ok(())
+                },
+            );
+            match result {
+                Ok(_) => match child.take() {
+                    // Stopped before the command ended: wait for it as perf does.
+                    Some(mut c) => exit_code(c.wait().map_err(|e| CxlError::Command {
+                        program: options.command[0].clone(),
+                        reason: e.to_string(),
+                    })?),
+                    None => 0,
+                },
+                Err(Halt::CommandDone(status)) => exit_code(status),
+                Err(Halt::Failed(e)) => return Err(e),
+            }
+        }
+    };
+    match view.end(out) {
+        Err(e) if is_broken_pipe(&e) => Ok(0),
+        Err(e) => Err(CxlError::Output(e)),
+        Ok(()) => Ok(status),
+    }
+}

@@ -1,0 +1,252 @@
+//! Opening and reading the counters with perf-event2.
+//!
+//! Every event is opened system-wide (`pid = -1`) on its PMU's `cpumask` CPU,
+//! with no exclude bits (cxl_pmu has `PERF_PMU_CAP_NO_EXCLUDE`) and no
+//! sampling, reading `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`. A group has a
+//! real event as leader, opened disabled, and members opened *enabled*, then
+//! the whole group is enabled: members opened disabled would read 0.
+//!
+//! Reads go through [`Source::values_into`] under a stable key per unit, so
+//! recordings keep them and replays serve them; the live path reads with one
+//! `read(2)` per single event or group into a buffer sized at open time.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+use perf_event::events::Event;
+use perf_event::{Builder, Counter, ReadFormat};
+use perf_event_open_sys::bindings::perf_event_attr;
+
+use crate::common::source::Source;
+
+use super::error::{CxlError, explain_open_errno};
+use super::format::{ConfigWord, EventAttr};
+use super::resolve::{Plan, Unit};
+use super::stats::{Reading, SINGLE_WORDS, group_words, parse_group, parse_single};
+use super::sysfs::Pmu;
+
+/// An event for a dynamic PMU given by its type and config words.
+#[derive(Debug, Clone, Copy)]
+pub struct PmuEvent(pub EventAttr);
+
+impl Event for PmuEvent {
+    fn update_attrs(self, attr: &mut perf_event_attr) {
+        attr.type_ = self.0.perf_type;
+        attr.config = self.0.word(ConfigWord::Config);
+        attr.config1 = self.0.word(ConfigWord::Config1);
+        attr.config2 = self.0.word(ConfigWord::Config2);
+        attr.config3 = self.0.word(ConfigWord::Config3);
+    }
+}
+
+/// The builder every cxlstat event uses: system-wide on `cpu`, nothing excluded.
+pub fn builder(attr: EventAttr, cpu: u32, enabled: bool, group_leader: bool) -> Builder<'static> {
+    let mut b = Builder::new(PmuEvent(attr));
+    b.any_pid()
+        .one_cpu(cpu as usize)
+        .include_kernel()
+        .include_hv()
+        .enabled(enabled);
+    let times = ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING;
+    b.read_format(if group_leader {
+        ReadFormat::GROUP | times
+    } else {
+        times
+    });
+    b
+}
+
+/// One opened unit: a single event or one group on one PMU.
+struct OpenUnit {
+    /// The key its reads are recorded under.
+    key: String,
+    /// The counters (leader first); empty when replaying.
+    counters: Vec<Counter>,
+    grouped: bool,
+    /// Its events' positions in the reading arrays.
+    first: usize,
+    len: usize,
+    /// The PMU name and CPU, and the events' labels, for messages.
+    pmu: String,
+    cpu: u32,
+    label: String,
+    /// Set when a read failed: the PMU went away.
+    gone: bool,
+}
+
+/// Every counter of a run and its latest readings.
+pub struct Counters {
+    units: Vec<OpenUnit>,
+    readings: Vec<Reading>,
+    buf: Vec<u64>,
+}
+
+impl Counters {
+    /// Opens every unit of `plan` (nothing when `live` is false: a replay
+    /// supplies the values). Nothing is enabled yet.
+    pub fn open(
+        plan: &Plan,
+        pmus: &[Pmu],
+        live: bool,
+        paranoid: Option<i64>,
+    ) -> Result<Counters, CxlError> {
+        let mut units = Vec::with_capacity(plan.units.len());
+        let mut first = 0;
+        let mut widest = SINGLE_WORDS;
+        for (index, unit) in plan.units.iter().enumerate() {
+            let pmu = &pmus[unit.pmu];
+            let labels: Vec<&str> = unit.events.iter().map(|e| e.label.as_str()).collect();
+            let label = labels.join(",");
+            let key = format!("perf:{index}:{}/{label}/", pmu.name);
+            let counters = if live {
+                open_unit(unit, pmu, paranoid)?
+            } else {
+                Vec::new()
+            };
+            if unit.grouped {
+                widest = widest.max(group_words(unit.events.len()));
+            }
+            units.push(OpenUnit {
+                key,
+                counters,
+                grouped: unit.grouped,
+                first,
+                len: unit.events.len(),
+                pmu: pmu.name.clone(),
+                cpu: pmu.cpu,
+                label,
+                gone: false,
+            });
+            first += unit.events.len();
+        }
+        Ok(Counters {
+            units,
+            readings: vec![Reading::default(); first],
+            buf: Vec::with_capacity(widest),
+        })
+    }
+
+    /// Starts counting: single events one by one, groups through their leader.
+    pub fn enable(&mut self) -> Result<(), CxlError> {
+        for unit in &mut self.units {
+            let result = if unit.grouped {
+                unit.counters.first_mut().map(|c| c.enable_group())
+            } else {
+                unit.counters.first_mut().map(|c| c.enable())
+            };
+            if let Some(Err(e)) = result {
+                return Err(CxlError::Open {
+                    pmu: unit.pmu.clone(),
+                    label: unit.label.clone(),
+                    cpu: unit.cpu,
+                    explanation: format!("cannot enable: {e}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every unit once. A unit whose read fails is marked gone (its
+    /// readings stay frozen, so it shows as not counted) and a note is added;
+    /// the others go on. Allocates nothing unless a note is written.
+    pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) {
+        for unit in &mut self.units {
+            if unit.gone {
+                continue;
+            }
+            let fd = unit.counters.first().map(|c| c.as_raw_fd());
+            let words = if unit.grouped {
+                group_words(unit.len)
+            } else {
+                SINGLE_WORDS
+            };
+            let result = source.values_into(&unit.key, &mut self.buf, &mut |buf: &mut Vec<u64>| {
+                read_words(fd, words, buf)
+            });
+            let out = &mut self.readings[unit.first..unit.first + unit.len];
+            let parsed = result.and_then(|()| {
+                let ok = if unit.grouped {
+                    parse_group(&self.buf, out)
+                } else {
+                    parse_single(&self.buf).map(|r| out[0] = r).is_some()
+                };
+                if ok {
+                    Ok(())
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{} values read, expected {words}", self.buf.len()),
+                    ))
+                }
+            });
+            if let Err(e) = parsed {
+                unit.gone = true;
+                notes.push(format!(
+                    "{}: counter read failed ({e}); the PMU may have been removed, \
+                     its events are no longer counted, the others go on",
+                    unit.pmu
+                ));
+            }
+        }
+    }
+
+    /// The latest reading of every event, in plan order.
+    pub fn readings(&self) -> &[Reading] {
+        &self.readings
+    }
+}
+
+/// One `read(2)` of `words` u64 values into `buf` (whose capacity is reserved).
+fn read_words(fd: Option<RawFd>, words: usize, buf: &mut Vec<u64>) -> io::Result<()> {
+    let fd = fd.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "counter not open"))?;
+    buf.clear();
+    buf.resize(words, 0);
+    // SAFETY: buf holds `words` initialised u64s, so the kernel may write that many bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), words * 8) };
+    if n < 0 {
+        buf.clear();
+        return Err(io::Error::last_os_error());
+    }
+    if n == 0 {
+        buf.clear();
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the kernel could not schedule the counter",
+        ));
+    }
+    buf.truncate(n as usize / 8);
+    Ok(())
+}
+
+fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<Counter>, CxlError> {
+    let fail = |label: &str, attr: &EventAttr, e: io::Error| CxlError::Open {
+        pmu: pmu.name.clone(),
+        label: label.to_string(),
+        cpu: pmu.cpu,
+        explanation: explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
+    };
+    let mut counters = Vec::with_capacity(unit.events.len());
+    for (i, event) in unit.events.iter().enumerate() {
+        let counter = if unit.grouped && i > 0 {
+            builder(event.attr, pmu.cpu, true, false).build_with_group(&mut counters[0])
+        } else {
+            builder(event.attr, pmu.cpu, false, unit.grouped).build()
+        };
+        counters.push(counter.map_err(|e| fail(&event.label, &event.attr, e))?);
+    }
+    Ok(counters)
+}
+
+/// `vid=0x..,gid=0x..,mask=0x..` (the PMU's `config` fields) for messages.
+pub fn describe_attr(pmu: &Pmu, attr: &EventAttr) -> String {
+    let fields: Vec<String> = ["vid", "gid", "mask"]
+        .iter()
+        .filter_map(|name| pmu.format.field(name))
+        .map(|f| format!("{}={:#x}", f.name, f.extract(attr)))
+        .collect();
+    if fields.is_empty() {
+        format!("config={:#x}", attr.word(ConfigWord::Config))
+    } else {
+        fields.join(",")
+    }
+}

@@ -48,6 +48,20 @@ pub enum CxlError {
         /// Closest known names.
         suggestions: Vec<String>,
     },
+    /// A CXL-defined event that the chosen PMUs do not offer.
+    #[error(
+        "event {name:?} is a CXL event but {place} does not offer it (no counter of the device \
+         supports it){}",
+        hint(offered_by, "offered by")
+    )]
+    NotOffered {
+        /// The event name.
+        name: String,
+        /// The PMUs searched.
+        place: String,
+        /// The PMUs that do offer it.
+        offered_by: Vec<String>,
+    },
     /// A term that the PMU's `format/` does not define.
     #[error("unknown term {term:?} for {pmu}; valid terms: {}", valid.join(", "))]
     UnknownTerm {

@@ -62,14 +62,11 @@ fn decode(format: &Format, attr: &EventAttr) -> Option<(u64, u64, u64)> {
     Some((get("vid")?, get("gid")?, get("mask")?))
 }
 
-/// The name and description of the group an event belongs to.
-fn group_of(vid: u64, gid: u64) -> (String, String) {
+/// The name of the group an event belongs to.
+fn group_of(vid: u64, gid: u64) -> String {
     match catalogue::group(gid as u16).filter(|_| vid == CXL_VENDOR_ID as u64 && gid <= 0xffff) {
-        Some(g) => (g.name.to_string(), g.description.to_string()),
-        None => (
-            format!("vendor {vid:#06x}/{gid:#06x}"),
-            "vendor-defined group".to_string(),
-        ),
+        Some(g) => g.name.to_string(),
+        None => format!("vendor {vid:#06x}"),
     }
 }
 
@@ -104,11 +101,10 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
         let mut t = table(vec!["group", "event", "vid", "gid", "mask", "description"]);
         let mut last_group = None;
         for (vid, gid, mask, name) in rows {
-            let (group, group_help) = group_of(vid, gid);
             let shown = if last_group == Some((vid, gid)) {
                 String::new()
             } else {
-                format!("{group}: {group_help}")
+                group_of(vid, gid)
             };
             last_group = Some((vid, gid));
             let description = catalogue::event(name)

@@ -97,9 +97,7 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 .unwrap_or_else(|| selected.to_vec());
             let before = resolved.len();
             for &pmu in &targets {
-                if let Some(attr) =
-                    resolve_on(&pmus[pmu], &member.terms, &member.label, explicit.is_some())?
-                {
+                if let Some(attr) = resolve_on(&pmus[pmu], &member.terms, &member.label)? {
                     resolved.push(ResolvedEvent {
                         pmu,
                         label: member.label.clone(),
@@ -154,36 +152,41 @@ fn event_name<'a>(pmu: &Pmu, terms: &'a [Term]) -> Option<&'a str> {
 }
 
 fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
-    let on_pmus: Vec<&str> = targets
+    let place = match targets {
+        [one] => pmus[*one].name.clone(),
+        _ => format!("any of the {} CXL PMUs", targets.len()),
+    };
+    if catalogue::event(name).is_some() {
+        return CxlError::NotOffered {
+            name: name.to_string(),
+            place,
+            offered_by: pmus
+                .iter()
+                .filter(|p| p.event(name).is_some())
+                .map(|p| p.name.clone())
+                .collect(),
+        };
+    }
+    let on_pmus = targets
         .iter()
-        .flat_map(|&i| pmus[i].events.iter().map(|e| e.name.as_str()))
-        .collect();
-    let mut suggestions = closest(name, on_pmus.iter().copied());
+        .flat_map(|&i| pmus[i].events.iter().map(|e| e.name.as_str()));
+    let mut suggestions = closest(name, on_pmus);
     if suggestions.is_empty() {
         suggestions = closest(name, catalogue::EVENTS.iter().map(|e| e.name))
             .into_iter()
-            .map(|n| format!("{n} (not offered by these PMUs)"))
+            .map(|n| format!("{n} (not offered here)"))
             .collect();
     }
-    let place = match targets {
-        [one] => format!("on {}", pmus[*one].name),
-        _ => format!("on any of {} CXL PMUs", targets.len()),
-    };
     CxlError::UnknownEvent {
         name: name.to_string(),
-        place,
+        place: format!("on {place}"),
         suggestions,
     }
 }
 
 /// Resolves one specification on one PMU. `Ok(None)` when a named event is
-/// not offered by this PMU and the PMU was not named explicitly.
-pub fn resolve_on(
-    pmu: &Pmu,
-    terms: &[Term],
-    label: &str,
-    explicit: bool,
-) -> Result<Option<EventAttr>, CxlError> {
+/// not offered by this PMU.
+pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<EventAttr>, CxlError> {
     let mut attr = EventAttr {
         perf_type: pmu.perf_type,
         words: [0; 4],
@@ -211,7 +214,6 @@ pub fn resolve_on(
                 }
                 selects_event = true;
             }
-            None if explicit => return Err(unknown_event(std::slice::from_ref(pmu), &[0], name)),
             None => return Ok(None),
         }
     }

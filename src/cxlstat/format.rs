@@ -83,7 +83,7 @@ pub struct Field {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
     /// The file's text is not `configN:lo-hi[,lo-hi...]`.
-    #[error("expected configN:LOW-HIGH[,LOW-HIGH...] (bits 0-63), found {0:?}")]
+    #[error("configN:LOW-HIGH[,LOW-HIGH...] with bits 0-63, found {0:?}")]
     Syntax(String),
     /// A value does not fit the field's bits.
     #[error("value {value:#x} is too wide for {name} ({bits} bits, at most {max:#x})")]

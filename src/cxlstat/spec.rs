@@ -16,7 +16,7 @@ pub struct EventSpec {
     pub pmu: Option<String>,
     /// The terms: a bare name is an event name (or a flag), others set fields.
     pub terms: Vec<Term>,
-    /// How the event is shown in output (the terms as written, without the PMU).
+    /// How the event is shown in output: the terms as written, without the PMU.
     pub label: String,
 }
 
@@ -128,7 +128,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
             let terms = parse_terms(inner).map_err(|e| format!("{item:?}: {e}"))?;
             members.push(EventSpec {
                 pmu: Some(pmu.to_string()),
-                label: join_terms(&terms),
+                label: inner.trim().to_string(),
                 terms,
             });
             raw_run = false;
@@ -137,11 +137,11 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
             match members.last_mut() {
                 Some(last) if raw_run => {
                     last.terms.push(term);
-                    last.label = join_terms(&last.terms);
+                    last.label = format!("{},{item}", last.label);
                 }
                 _ => members.push(EventSpec {
                     pmu: None,
-                    label: term.to_string(),
+                    label: item.to_string(),
                     terms: vec![term],
                 }),
             }
@@ -173,20 +173,12 @@ fn merge_raw_runs(groups: Vec<SpecGroup>) -> Result<Vec<SpecGroup>, String> {
         if joins {
             let last = &mut merged.last_mut().expect("checked").members[0];
             last.terms.extend(group.members[0].terms.iter().cloned());
-            last.label = join_terms(&last.terms);
+            last.label = format!("{},{}", last.label, group.members[0].label);
         } else {
             merged.push(group);
         }
     }
     Ok(merged)
-}
-
-fn join_terms(terms: &[Term]) -> String {
-    terms
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[cfg(test)]

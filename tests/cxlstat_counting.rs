@@ -1,0 +1,217 @@
+//! Real counting through perf_event_open: "CXL" PMUs in a sysfs tree whose
+//! type is the kernel's software PMU (1), with events pointing at cpu-clock
+//! (config 0) and context-switches (config 3). Skips (with the reason) only
+//! on EACCES/EPERM and only when CI is not `true`.
+
+mod cxlstat_support;
+
+use std::time::{Duration, Instant};
+
+use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout, test_cpus};
+use hwstat::common::source::RootFs;
+use hwstat::cxlstat::counting::Counters;
+use hwstat::cxlstat::resolve::{Plan, resolve, select_pmus};
+use hwstat::cxlstat::spec::parse_event_args;
+use hwstat::cxlstat::stats::{Reading, measure};
+use hwstat::cxlstat::sysfs::{Pmu, discover};
+
+/// A tree with one PMU per test CPU.
+fn tree(name: &str) -> (std::path::PathBuf, Vec<usize>) {
+    let root = scratch(name);
+    let cpus = test_cpus();
+    let names: Vec<String> = cpus.iter().map(|c| format!("cxl_pmu_mem{c}.0")).collect();
+    let pmus: Vec<(&str, usize)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(cpus.iter().copied())
+        .collect();
+    software_tree(&root, &pmus);
+    (root, cpus)
+}
+
+fn plan_for(pmus: &[Pmu], spec: &str) -> Plan {
+    let specs = parse_event_args(&[spec.to_string()]).unwrap();
+    resolve(pmus, &specs, &select_pmus(pmus, &[]).unwrap()).unwrap()
+}
+
+/// Causes context switches on `cpu` by sleeping there a few times.
+fn switch_on(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t with one bit set, applied to this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(3));
+    }
+}
+
+/// Opens `spec`, reads a baseline, runs `work`, reads again; gives the plan,
+/// the wall time between the reads, and both readings.
+fn count(
+    root: &std::path::Path,
+    spec: &str,
+    work: impl FnOnce(),
+) -> (Vec<Pmu>, Plan, Duration, Vec<Reading>, Vec<Reading>) {
+    let source = RootFs::new(root);
+    let pmus = discover(&source).unwrap();
+    let plan = plan_for(&pmus, spec);
+    let mut counters = Counters::open(&plan, &pmus, true, None).unwrap();
+    counters.enable().unwrap();
+    let mut notes = Vec::new();
+    counters.read(&source, &mut notes);
+    let before = counters.readings().to_vec();
+    let start = Instant::now();
+    work();
+    counters.read(&source, &mut notes);
+    let elapsed = start.elapsed();
+    assert!(notes.is_empty(), "{notes:?}");
+    (pmus, plan, elapsed, before, counters.readings().to_vec())
+}
+
+fn assert_clock_matches(counted: u64, elapsed: Duration, what: &str) {
+    let expected = elapsed.as_nanos() as f64;
+    let error = (counted as f64 - expected).abs() / expected;
+    assert!(
+        error < 0.05,
+        "{what}: cpu-clock {counted} ns vs {expected} ns elapsed ({:.1}% off)",
+        error * 100.0
+    );
+}
+
+#[test]
+fn independent_events_count_and_cpu_clock_matches_elapsed_time_per_cpu() {
+    if !perf_usable("independent_events_count") {
+        return;
+    }
+    let (root, cpus) = tree("count");
+    let (pmus, plan, elapsed, before, after) = count(&root, "cpu_clock,context_switches", || {
+        let start = Instant::now();
+        for &cpu in &cpus {
+            switch_on(cpu);
+        }
+        std::thread::sleep(Duration::from_millis(400).saturating_sub(start.elapsed()));
+    });
+    assert_eq!(plan.units.len(), 2 * cpus.len());
+    assert!(plan.units.iter().all(|u| !u.grouped));
+    for (slot, event) in plan.events().enumerate() {
+        let m = measure(before[slot], after[slot]);
+        let what = format!("{}/{}/", pmus[event.pmu].name, event.label);
+        let counted = m.count.unwrap_or_else(|| panic!("{what} not counted"));
+        assert!(counted > 0, "{what}");
+        assert_eq!(m.running, Some(1.0), "{what}");
+        if event.label == "cpu_clock" {
+            assert_clock_matches(counted, elapsed, &what);
+        }
+    }
+}
+
+#[test]
+fn a_group_reads_all_members_with_one_read() {
+    if !perf_usable("a_group_reads") {
+        return;
+    }
+    let (root, cpus) = tree("group");
+    let (pmus, plan, elapsed, before, after) = count(&root, "{cpu_clock,context_switches}", || {
+        for &cpu in &cpus {
+            switch_on(cpu);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    });
+    assert_eq!(plan.units.len(), cpus.len());
+    assert!(plan.units.iter().all(|u| u.grouped && u.events.len() == 2));
+    let mut slot = 0;
+    for unit in &plan.units {
+        let clock = measure(before[slot], after[slot]);
+        let switches = measure(before[slot + 1], after[slot + 1]);
+        // Members of one group share the enabled and running times.
+        assert_eq!(after[slot].enabled, after[slot + 1].enabled);
+        assert_eq!(after[slot].running, after[slot + 1].running);
+        assert_clock_matches(clock.count.unwrap(), elapsed, &pmus[unit.pmu].name);
+        // Members opened enabled count; opened disabled they would read 0.
+        assert!(
+            switches.count.unwrap() > 0,
+            "{}: group member read 0",
+            pmus[unit.pmu].name
+        );
+        slot += 2;
+    }
+}
+
+#[test]
+fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
+    if !perf_usable("intervals_through_the_binary") {
+        return;
+    }
+    let (root, cpus) = tree("binary");
+    let root = root.to_str().unwrap().to_string();
+
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "-I",
+        "100",
+        "--interval-count",
+        "3",
+        "-x",
+        ";",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "timestamp;index;pmu;event;count;rate_per_second;running_percent"
+    );
+    assert_eq!(lines.len(), 1 + 3 * cpus.len(), "{text}");
+    for line in &lines[1..] {
+        let fields: Vec<&str> = line.split(';').collect();
+        let counted: f64 = fields[4].parse().unwrap();
+        // About 100 ms of cpu-clock per interval and PMU (wide margin: a loaded CI box).
+        assert!((70e6..130e6).contains(&counted), "{line}");
+        assert_eq!(fields[6], "100.00", "{line}");
+    }
+
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock,context_switches",
+        "--aggregate",
+        "-o",
+        "json",
+        "0.1",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = doc["samples"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["pmu"], "all");
+    let summed = rows[0]["count"].as_u64().unwrap() as f64;
+    let want = 100e6 * cpus.len() as f64;
+    assert!((summed - want).abs() < 0.3 * want, "{summed} vs {want}");
+
+    let started = Instant::now();
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; exit 3",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Performance counter stats for 'system wide'"),
+        "{text}"
+    );
+    assert!(text.contains("seconds time elapsed"), "{text}");
+}

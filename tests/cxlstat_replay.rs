@@ -53,7 +53,14 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
     let broken = root.join("broken.rec");
     std::fs::write(&broken, lines.join("\n") + "\n").unwrap();
 
-    let out = cxlstat(&["--replay", broken.to_str().unwrap(), "-e", "cpu_clock", "0.1", "3"]);
+    let out = cxlstat(&[
+        "--replay",
+        broken.to_str().unwrap(),
+        "-e",
+        "cpu_clock",
+        "0.1",
+        "3",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(

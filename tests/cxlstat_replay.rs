@@ -38,8 +38,8 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
     assert_eq!(stdout(&live).lines().count(), 1 + 3 * 2);
 
     // Make cxl_pmu_mem1.0's reads fail from the third sample on (ENODEV).
-    let text = std::fs::read_to_string(&rec).unwrap();
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let recorded = std::fs::read_to_string(&rec).unwrap();
+    let mut lines: Vec<String> = recorded.lines().map(String::from).collect();
     let mut frame: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
     let key = frame["entries"]
         .as_object()
@@ -85,4 +85,40 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
         .filter(|l| l.contains("cxl_pmu_mem0.0"))
         .collect();
     assert!(mem0.iter().all(|l| !l.contains("<not counted>")), "{text}");
+
+    // Reads that still work but stop advancing, while the PMU's directory is
+    // gone from sysfs, give the same note.
+    let mut lines: Vec<String> = recorded.lines().map(String::from).collect();
+    let frame2: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    let mut frame3: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    frame3["entries"][key.as_str()] = frame2["entries"][key.as_str()].clone();
+    frame3["entries"]["isdir /sys/bus/event_source/devices/cxl_pmu_mem1.0"] =
+        serde_json::json!({"is_dir": false});
+    lines[3] = frame3.to_string();
+    let stalled = root.join("stalled.rec");
+    std::fs::write(&stalled, lines.join("\n") + "\n").unwrap();
+    let out = cxlstat(&[
+        "--replay",
+        stalled.to_str().unwrap(),
+        "-e",
+        "cpu_clock",
+        "0.1",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cxl_pmu_mem1.0 is gone from sysfs") && err.contains("the others go on"),
+        "{err}"
+    );
+    let text = stdout(&out);
+    let mem1: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("cxl_pmu_mem1.0"))
+        .collect();
+    assert!(
+        !mem1[1].contains("<not counted>") || mem1[2].contains("<not counted>"),
+        "{text}"
+    );
+    assert!(mem1[2].contains("<not counted>"), "{text}");
 }

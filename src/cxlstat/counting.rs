@@ -70,7 +70,11 @@ struct OpenUnit {
     pmu: String,
     cpu: u32,
     label: String,
-    /// Set when a read failed: the PMU went away.
+    /// The PMU's sysfs directory, checked when its events stop running.
+    pmu_dir: String,
+    /// Running time of the first event at the last read.
+    last_running: Option<u64>,
+    /// Set when a read failed or the PMU left sysfs: the PMU went away.
     gone: bool,
 }
 
@@ -115,6 +119,8 @@ impl Counters {
                 pmu: pmu.name.clone(),
                 cpu: pmu.cpu,
                 label,
+                pmu_dir: format!("{}/{}", super::sysfs::EVENT_SOURCE_DIR, pmu.name),
+                last_running: None,
                 gone: false,
             });
             first += unit.events.len();
@@ -146,48 +152,66 @@ impl Counters {
         Ok(())
     }
 
-    /// Reads every unit once. A unit whose read fails is marked gone (its
-    /// readings stay frozen, so it shows as not counted) and a note is added;
-    /// the others go on. Allocates nothing unless a note is written.
+    /// Reads every unit once. A unit whose read fails, or whose events stop
+    /// running while its PMU has left sysfs, is marked gone (its readings
+    /// stay frozen, so it shows as not counted) and one note per PMU is
+    /// added; the others go on. Allocates nothing unless something is wrong.
     pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) {
-        for unit in &mut self.units {
-            if unit.gone {
+        for index in 0..self.units.len() {
+            if self.units[index].gone {
                 continue;
             }
-            let fd = unit.counters.first().map(|c| c.as_raw_fd());
-            let words = if unit.grouped {
-                group_words(unit.len)
-            } else {
-                SINGLE_WORDS
-            };
-            let result = source.values_into(&unit.key, &mut self.buf, &mut |buf: &mut Vec<u64>| {
-                read_words(fd, words, buf)
-            });
-            let out = &mut self.readings[unit.first..unit.first + unit.len];
-            let parsed = result.and_then(|()| {
-                let ok = if unit.grouped {
-                    parse_group(&self.buf, out)
-                } else {
-                    parse_single(&self.buf).map(|r| out[0] = r).is_some()
-                };
-                if ok {
-                    Ok(())
-                } else {
-                    Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{} values read, expected {words}", self.buf.len()),
-                    ))
+            let problem = self.read_unit(index, source);
+            if let Some(problem) = problem {
+                let unit = &self.units[index];
+                let first_for_pmu = !self.units.iter().any(|u| u.gone && u.pmu == unit.pmu);
+                if first_for_pmu {
+                    notes.push(format!(
+                        "{}: {problem}; the PMU may have been removed, its events are no \
+                         longer counted, the others go on",
+                        unit.pmu
+                    ));
                 }
-            });
-            if let Err(e) = parsed {
-                unit.gone = true;
-                notes.push(format!(
-                    "{}: counter read failed ({e}); the PMU may have been removed, \
-                     its events are no longer counted, the others go on",
-                    unit.pmu
-                ));
+                self.units[index].gone = true;
             }
         }
+    }
+
+    /// Reads one unit; says what went wrong, if anything.
+    fn read_unit(&mut self, index: usize, source: &dyn Source) -> Option<String> {
+        let unit = &mut self.units[index];
+        let fd = unit.counters.first().map(|c| c.as_raw_fd());
+        let words = if unit.grouped {
+            group_words(unit.len)
+        } else {
+            SINGLE_WORDS
+        };
+        let result = source.values_into(&unit.key, &mut self.buf, &mut |buf: &mut Vec<u64>| {
+            read_words(fd, words, buf)
+        });
+        if let Err(e) = result {
+            return Some(format!("counter read failed ({e})"));
+        }
+        let out = &mut self.readings[unit.first..unit.first + unit.len];
+        let ok = if unit.grouped {
+            parse_group(&self.buf, out)
+        } else {
+            parse_single(&self.buf).map(|r| out[0] = r).is_some()
+        };
+        if !ok {
+            return Some(format!(
+                "counter read gave {} values, expected {words}",
+                self.buf.len()
+            ));
+        }
+        let running = out[0].running;
+        let stalled = unit.last_running == Some(running);
+        unit.last_running = Some(running);
+        // Multiplexed events may not run for a while; a PMU that left sysfs never will.
+        if stalled && !source.is_dir(&unit.pmu_dir) {
+            return Some(format!("{} is gone from sysfs", unit.pmu_dir));
+        }
+        None
     }
 
     /// The latest reading of every event, in plan order.

@@ -180,3 +180,38 @@ pub fn explain_open_errno(
         _ => err.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn explain(errno: i32) -> String {
+        explain_open_errno(
+            &io::Error::from_raw_os_error(errno),
+            "vid=0x19e5,gid=0x0,mask=0xff",
+            "cxl_pmu_mem0.0",
+            Some(2),
+        )
+    }
+
+    #[test]
+    fn open_errors_say_what_they_mean_for_a_cxl_pmu() {
+        let e = explain(libc::EACCES);
+        assert!(
+            e.contains("CAP_PERFMON")
+                && e.contains("perf_event_paranoid is 2")
+                && e.contains("setcap cap_perfmon+ep"),
+            "{e}"
+        );
+        let e = explain(libc::EINVAL);
+        assert!(
+            e.contains("does not support vid=0x19e5,gid=0x0,mask=0xff (EINVAL)"),
+            "{e}"
+        );
+        assert!(e.contains("cxlstat --list-events cxl_pmu_mem0.0"), "{e}");
+        let e = explain(libc::EOPNOTSUPP);
+        assert!(e.contains("sampling") && e.contains("per-task"), "{e}");
+        assert!(explain(libc::ENODEV).contains("removed"));
+        assert!(explain(libc::EMFILE).contains("ulimit -n"));
+    }
+}

@@ -99,11 +99,20 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
         }
         rows.sort();
         let mut t = table(vec!["group", "event", "vid", "gid", "mask", "description"]);
+        let mut legend: Vec<String> = Vec::new();
         let mut last_group = None;
         for (vid, gid, mask, name) in rows {
             let shown = if last_group == Some((vid, gid)) {
                 String::new()
             } else {
+                if let Some(g) =
+                    catalogue::group(gid as u16).filter(|_| vid == CXL_VENDOR_ID as u64)
+                {
+                    legend.push(format!(
+                        "  {:<12} gid {:#06x}: {}",
+                        g.name, g.gid, g.description
+                    ));
+                }
                 group_of(vid, gid)
             };
             last_group = Some((vid, gid));
@@ -121,6 +130,9 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
             ]);
         }
         writeln!(out, "{t}")?;
+        if !legend.is_empty() {
+            writeln!(out, "Groups:\n{}", legend.join("\n"))?;
+        }
     }
     Ok(())
 }

@@ -60,7 +60,14 @@ pub fn select_pmus(pmus: &[Pmu], chosen: &[String]) -> Result<Vec<usize>, CxlErr
     if chosen.is_empty() {
         return Ok((0..pmus.len()).collect());
     }
-    chosen.iter().map(|name| pmu_index(pmus, name)).collect()
+    let mut selected: Vec<usize> = Vec::new();
+    for name in chosen {
+        let index = pmu_index(pmus, name)?;
+        if !selected.contains(&index) {
+            selected.push(index);
+        }
+    }
+    Ok(selected)
 }
 
 fn pmu_index(pmus: &[Pmu], name: &str) -> Result<usize, CxlError> {

@@ -215,3 +215,37 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     );
     assert!(text.contains("seconds time elapsed"), "{text}");
 }
+
+#[test]
+fn until_ctrl_c_prints_totals_and_exits_cleanly() {
+    if !perf_usable("until_ctrl_c") {
+        return;
+    }
+    let (root, cpus) = tree("ctrlc");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+        .args(["--sysroot", root.to_str().unwrap(), "-a", "-e", "cpu_clock"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("cpu_clock")).collect();
+    assert_eq!(rows.len(), cpus.len(), "{text}");
+    let elapsed: f64 = text
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(elapsed >= 0.3, "{text}");
+    for row in rows {
+        let counted: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+        let error = (counted / 1e9 - elapsed).abs() / elapsed;
+        assert!(error < 0.05, "{row} vs {elapsed} s");
+    }
+}

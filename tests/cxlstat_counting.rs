@@ -195,6 +195,30 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     let want = 100e6 * cpus.len() as f64;
     assert!((summed - want).abs() < 0.3 * want, "{summed} vs {want}");
 
+    // Intervals while a command runs: stops when it ends, with its status.
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "-I",
+        "50",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; exit 4",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let reports = stdout(&out)
+        .lines()
+        .filter(|l| l.contains("cpu_clock"))
+        .count()
+        / cpus.len();
+    assert!(
+        (4..=9).contains(&reports),
+        "{reports} reports of 50 ms for a 300 ms command"
+    );
+
     let started = Instant::now();
     let out = cxlstat(&[
         "--sysroot",

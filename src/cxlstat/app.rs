@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{output_error_status, report_error};
+use crate::common::interval::Schedule;
 use crate::common::output::{Format, writer_for};
 use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
@@ -122,14 +123,29 @@ impl From<CxlError> for Halt {
     }
 }
 
-fn spawn(command: &[String]) -> Result<Child, CxlError> {
-    Command::new(&command[0])
-        .args(&command[1..])
-        .spawn()
-        .map_err(|e| CxlError::Command {
-            program: command[0].clone(),
+/// The command given after `--`, and how it is started and waited for.
+struct Workload<'a> {
+    command: &'a [String],
+}
+
+impl Workload<'_> {
+    fn error(&self, e: io::Error) -> CxlError {
+        CxlError::Command {
+            program: self.command[0].clone(),
             reason: e.to_string(),
-        })
+        }
+    }
+
+    fn spawn(&self) -> Result<Child, CxlError> {
+        Command::new(&self.command[0])
+            .args(&self.command[1..])
+            .spawn()
+            .map_err(|e| self.error(e))
+    }
+
+    fn wait(&self, child: &mut Child) -> Result<i32, CxlError> {
+        child.wait().map(exit_code).map_err(|e| self.error(e))
+    }
 }
 
 /// The exit status a shell would show for the command.
@@ -138,6 +154,49 @@ fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// The counters of a run, the readings of the previous sample and the view
+/// that reports the difference.
+struct Session {
+    counters: Counters,
+    view: CountView,
+    notes: Vec<String>,
+    previous: Vec<Reading>,
+    last_elapsed: Duration,
+}
+
+impl Session {
+    /// Reads every counter. The first sample is the baseline; later ones
+    /// report the change since the previous sample.
+    fn sample(
+        &mut self,
+        source: &mut dyn Source,
+        index: u64,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        self.counters.read(source, &mut self.notes);
+        let elapsed = source.elapsed();
+        if index == 0 {
+            self.previous.clear();
+            self.previous.extend_from_slice(self.counters.readings());
+        } else {
+            self.view.report(
+                out,
+                &self.previous,
+                self.counters.readings(),
+                elapsed.saturating_sub(self.last_elapsed),
+                elapsed,
+                source.now(),
+                index,
+                &self.notes,
+            )?;
+            self.previous.copy_from_slice(self.counters.readings());
+            self.notes.clear();
+        }
+        self.last_elapsed = elapsed;
+        Ok(())
+    }
 }
 
 fn run_count(
@@ -159,112 +218,96 @@ fn run_count(
         },
         format => CountOutput::Frames(writer_for(format, render::schema(), &options.separator)),
     };
-    let mut view = CountView::new(&plan, pmus, options.aggregate, output);
     let stop = StopSignal::install()
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
-    let live = source.is_live();
-    let mut counters = Counters::open(&plan, pmus, live, paranoid(source))?;
+    let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
     counters.enable()?;
-    let mut notes: Vec<String> = Vec::new();
-    let mut previous: Vec<Reading> = Vec::new();
-    let mut last_elapsed = Duration::ZERO;
-    let mut child = None;
-    view.begin(out)?;
-
-    let status = match options.timing.schedule() {
-        None => {
-            counters.read(source, &mut notes);
-            previous.extend_from_slice(counters.readings());
-            last_elapsed = source.elapsed();
-            let mut status = 0;
-            if live {
-                if options.command.is_empty() {
-                    while stop.caught().is_none() {
-                        stop.sleep_until(Instant::now() + Duration::from_secs(3600));
-                    }
-                } else {
-                    status = exit_code(spawn(&options.command)?.wait().map_err(|e| {
-                        CxlError::Command {
-                            program: options.command[0].clone(),
-                            reason: e.to_string(),
-                        }
-                    })?);
-                }
-            }
-            let more = source.next_sample()?;
-            if more || live {
-                counters.read(source, &mut notes);
-                let elapsed = source.elapsed();
-                view.report(
-                    out,
-                    &previous,
-                    counters.readings(),
-                    elapsed.saturating_sub(last_elapsed),
-                    elapsed,
-                    source.now(),
-                    1,
-                    &notes,
-                )?;
-            }
-            source.finish()?;
-            status
-        }
-        Some(schedule) => {
-            if live && !options.command.is_empty() {
-                child = Some(spawn(&options.command)?);
-            }
-            let result = run_samples(
-                &schedule,
-                source,
-                &stop,
-                |source, index| -> Result<(), Halt> {
-                    counters.read(source, &mut notes);
-                    let elapsed = source.elapsed();
-                    if index == 0 {
-                        previous.extend_from_slice(counters.readings());
-                    } else {
-                        view.report(
-                            out,
-                            &previous,
-                            counters.readings(),
-                            elapsed.saturating_sub(last_elapsed),
-                            elapsed,
-                            source.now(),
-                            index,
-                            &notes,
-                        )?;
-                        previous.copy_from_slice(counters.readings());
-                        notes.clear();
-                    }
-                    last_elapsed = elapsed;
-                    if let Some(child) = child.as_mut()
-                        && let Some(status) = child.try_wait().map_err(|e| CxlError::Command {
-                            program: options.command[0].clone(),
-                            reason: e.to_string(),
-                        })?
-                    {
-                        return Err(Halt::CommandDone(status));
-                    }
-                    Ok(())
-                },
-            );
-            match result {
-                Ok(_) => match child.take() {
-                    // Stopped before the command ended: wait for it as perf does.
-                    Some(mut c) => exit_code(c.wait().map_err(|e| CxlError::Command {
-                        program: options.command[0].clone(),
-                        reason: e.to_string(),
-                    })?),
-                    None => 0,
-                },
-                Err(Halt::CommandDone(status)) => exit_code(status),
-                Err(Halt::Failed(e)) => return Err(e),
-            }
-        }
+    let mut session = Session {
+        counters,
+        view: CountView::new(&plan, pmus, options.aggregate, output),
+        notes: Vec::new(),
+        previous: Vec::new(),
+        last_elapsed: Duration::ZERO,
     };
-    match view.end(out) {
+    let workload = (!options.command.is_empty()).then_some(Workload {
+        command: &options.command,
+    });
+    session.view.begin(out)?;
+    let status = match options.timing.schedule() {
+        None => count_until_end(&mut session, workload, source, &stop, out)?,
+        Some(schedule) => count_every(&mut session, workload, &schedule, source, &stop, out)?,
+    };
+    match session.view.end(out) {
         Err(e) if is_broken_pipe(&e) => Ok(0),
         Err(e) => Err(CxlError::Output(e)),
         Ok(()) => Ok(status),
+    }
+}
+
+/// Counts until a stop signal or the end of the command, then reports once.
+fn count_until_end(
+    session: &mut Session,
+    workload: Option<Workload>,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let live = source.is_live();
+    session.sample(source, 0, out)?;
+    let mut status = 0;
+    if live {
+        match &workload {
+            Some(w) => status = w.wait(&mut w.spawn()?)?,
+            None => {
+                while stop.caught().is_none() {
+                    stop.sleep_until(Instant::now() + Duration::from_secs(3600));
+                }
+            }
+        }
+    }
+    // A replay reports its second frame; a live source always goes on.
+    if source.next_sample()? || live {
+        session.sample(source, 1, out)?;
+    }
+    source.finish()?;
+    Ok(status)
+}
+
+/// Reports every interval through the shared loop until the count is
+/// reached, a stop signal arrives or the command ends.
+fn count_every(
+    session: &mut Session,
+    workload: Option<Workload>,
+    schedule: &Schedule,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let mut child = match &workload {
+        Some(w) if source.is_live() => Some(w.spawn()?),
+        _ => None,
+    };
+    let result = run_samples(
+        schedule,
+        source,
+        stop,
+        |source, index| -> Result<(), Halt> {
+            session.sample(source, index, out)?;
+            if let (Some(child), Some(w)) = (child.as_mut(), &workload)
+                && let Some(status) = child.try_wait().map_err(|e| w.error(e))?
+            {
+                return Err(Halt::CommandDone(status));
+            }
+            Ok(())
+        },
+    );
+    match result {
+        // Stopped before the command ended: wait for it, as perf does.
+        Ok(_) => match (child.as_mut(), &workload) {
+            (Some(c), Some(w)) => w.wait(c),
+            _ => Ok(0),
+        },
+        Err(Halt::CommandDone(status)) => Ok(exit_code(status)),
+        Err(Halt::Failed(e)) => Err(e),
     }
 }

@@ -156,3 +156,54 @@ fn a_broken_format_file_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn two_cpmus_on_one_memdev_and_vendor_raw_events() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cxl/qemu-two-cpmus");
+    let root = root.to_str().unwrap();
+    let list = stdout(&cxlstat(&["--sysroot", root, "--list"]));
+    let rows: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains("cxl_pmu_mem0."))
+        .collect();
+    assert_eq!(rows.len(), 2, "{list}");
+    // Both CPMUs belong to mem0 on 0000:0d:00.0, which has no NUMA node.
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("| mem0 ") && r.contains("0000:0d:00.0") && r.contains("| -    |")),
+        "{list}"
+    );
+
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "--pmu",
+        "cxl_pmu_mem0.1",
+        "-e",
+        "vid=0x19e5,gid=0,mask=0x3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.matches("sys_perf_event_open").count(), 1, "{text}");
+    assert!(text.contains("type                             11\n"));
+    assert!(text.contains("config                           0x19e5000000000003\n"));
+
+    // The perf list example of Documentation/admin-guide/perf/cxl.rst.
+    let events = stdout(&cxlstat(&[
+        "--sysroot",
+        root,
+        "--list-events",
+        "cxl_pmu_mem0.0",
+    ]));
+    for name in [
+        "clock_ticks",
+        "d2h_req_rdshared",
+        "h2d_req_snpcur",
+        "h2d_req_snpdata",
+        "h2d_req_snpinv",
+    ] {
+        assert!(events.contains(&format!("| {name} ")), "{name}: {events}");
+    }
+}

@@ -273,3 +273,37 @@ fn until_ctrl_c_prints_totals_and_exits_cleanly() {
         assert!(error < 0.05, "{row} vs {elapsed} s");
     }
 }
+
+#[test]
+fn open_errors_from_the_kernel_are_explained() {
+    if !perf_usable("open_errors_from_the_kernel") {
+        return;
+    }
+    let root = scratch("openerr");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let type_file = root.join("sys/devices/virtual/cxl_pmu_mem0.0/type");
+    let run = || {
+        cxlstat(&[
+            "--sysroot",
+            root.to_str().unwrap(),
+            "-e",
+            "vid=0x19e5,gid=0,mask=0xff",
+            "0.05",
+            "1",
+        ])
+    };
+    // The breakpoint PMU (5) refuses an empty breakpoint with EINVAL, as
+    // cxl_pmu refuses a vid/gid/mask no counter supports.
+    std::fs::write(&type_file, "5\n").unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("does not support vid=0x19e5,gid=0x0,mask=0xff (EINVAL)"),
+        "{err}"
+    );
+    // No PMU has this type: ENOENT, as for a removed device.
+    std::fs::write(&type_file, "987654\n").unwrap();
+    let err = stderr(&run());
+    assert!(err.contains("the PMU is gone or its type changed"), "{err}");
+}

@@ -17,7 +17,7 @@ use crate::common::source::Source;
 use super::cli::{Action, Args, CountOptions, Options, Timing};
 use super::counting::Counters;
 use super::error::CxlError;
-use super::render::{self, CountOutput, CountView};
+use super::render::{self, CountOutput, CountView, Span};
 use super::resolve::{resolve, select_pmus};
 use super::spec::parse_event_args;
 use super::stats::Reading;
@@ -181,16 +181,16 @@ impl Session {
             self.previous.clear();
             self.previous.extend_from_slice(self.counters.readings());
         } else {
-            self.view.report(
-                out,
-                &self.previous,
-                self.counters.readings(),
-                elapsed.saturating_sub(self.last_elapsed),
-                elapsed,
-                source.now(),
+            let span = Span {
+                previous: &self.previous,
+                current: self.counters.readings(),
+                elapsed: elapsed.saturating_sub(self.last_elapsed),
+                since_start: elapsed,
+                time: source.now(),
                 index,
-                &self.notes,
-            )?;
+                notes: &self.notes,
+            };
+            self.view.report(out, &span)?;
             self.previous.copy_from_slice(self.counters.readings());
             self.notes.clear();
         }

@@ -202,6 +202,25 @@ struct RowSpec {
     slots: Vec<usize>,
 }
 
+/// One report's inputs: two consecutive samples and when they were taken.
+#[derive(Debug, Clone, Copy)]
+pub struct Span<'a> {
+    /// Readings of the previous sample.
+    pub previous: &'a [Reading],
+    /// Readings of this sample.
+    pub current: &'a [Reading],
+    /// Time between the two samples (for rates).
+    pub elapsed: Duration,
+    /// Time since the run started (the time column).
+    pub since_start: Duration,
+    /// Wall-clock time of this sample.
+    pub time: SystemTime,
+    /// Sample number.
+    pub index: u64,
+    /// Remarks about this sample.
+    pub notes: &'a [String],
+}
+
 /// How counts are shown.
 pub enum CountOutput {
     /// Aligned text; `intervals` adds the time column.
@@ -321,20 +340,17 @@ impl CountView {
         }
     }
 
-    /// Writes one report: the change from `previous` to `current` over
-    /// `elapsed` (for rates); `since_start` is the time column.
-    #[allow(clippy::too_many_arguments)]
-    pub fn report(
-        &mut self,
-        out: &mut dyn Write,
-        previous: &[Reading],
-        current: &[Reading],
-        elapsed: Duration,
-        since_start: Duration,
-        time: SystemTime,
-        index: u64,
-        notes: &[String],
-    ) -> io::Result<()> {
+    /// Writes one report: the change from `span.previous` to `span.current`.
+    pub fn report(&mut self, out: &mut dyn Write, span: &Span) -> io::Result<()> {
+        let Span {
+            previous,
+            current,
+            elapsed,
+            since_start,
+            time,
+            index,
+            notes,
+        } = *span;
         let seconds = elapsed.as_secs_f64();
         let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
         match &mut self.output {

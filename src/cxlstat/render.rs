@@ -419,3 +419,139 @@ impl CountView {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cxlstat::format::Format;
+    use crate::cxlstat::resolve::{ResolvedEvent, Unit};
+
+    fn pmu(name: &str) -> Pmu {
+        Pmu {
+            name: name.to_string(),
+            perf_type: 20,
+            cpu: 0,
+            format: Format::default(),
+            events: Vec::new(),
+            memdev: None,
+        }
+    }
+
+    fn plan() -> Plan {
+        let event = |pmu, spec: usize, label: &str| ResolvedEvent {
+            pmu,
+            label: label.to_string(),
+            spec,
+            attr: EventAttr::default(),
+        };
+        Plan {
+            units: vec![
+                Unit {
+                    pmu: 0,
+                    grouped: false,
+                    events: vec![event(0, 0, "ddr_act")],
+                },
+                Unit {
+                    pmu: 1,
+                    grouped: false,
+                    events: vec![event(1, 0, "ddr_act")],
+                },
+                Unit {
+                    pmu: 0,
+                    grouped: false,
+                    events: vec![event(0, 1, "clock_ticks")],
+                },
+            ],
+            spec_labels: vec!["ddr_act".into(), "clock_ticks".into()],
+        }
+    }
+
+    fn render(aggregate: bool) -> String {
+        let pmus = [pmu("cxl_pmu_mem0.0"), pmu("cxl_pmu_mem1.0")];
+        let mut view = CountView::new(
+            &plan(),
+            &pmus,
+            aggregate,
+            CountOutput::Text { intervals: true },
+        );
+        let r = |count, enabled, running| Reading {
+            count,
+            enabled,
+            running,
+        };
+        let previous = [r(0, 0, 0); 3];
+        // ddr_act on mem0 ran a quarter of the time; on mem1 all of it;
+        // clock_ticks never got a counter.
+        let current = [r(250, 2_000, 500), r(300, 2_000, 2_000), r(0, 2_000, 0)];
+        let span = Span {
+            previous: &previous,
+            current: &current,
+            elapsed: Duration::from_secs(2),
+            since_start: Duration::from_secs(2),
+            time: SystemTime::UNIX_EPOCH,
+            index: 1,
+            notes: &[],
+        };
+        let mut out = Vec::new();
+        view.report(&mut out, &span).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text_rows_scale_show_running_share_and_not_counted() {
+        let text = render(false);
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows[0],
+            [
+                "2.000000000",
+                "cxl_pmu_mem0.0",
+                "ddr_act",
+                "1000",
+                "500.00",
+                "25.00%"
+            ]
+        );
+        assert_eq!(
+            rows[1],
+            [
+                "2.000000000",
+                "cxl_pmu_mem1.0",
+                "ddr_act",
+                "300",
+                "150.00",
+                "100.00%"
+            ]
+        );
+        assert_eq!(
+            rows[2],
+            [
+                "2.000000000",
+                "cxl_pmu_mem0.0",
+                "clock_ticks",
+                "<not",
+                "counted>",
+                "-",
+                "-"
+            ]
+        );
+    }
+
+    #[test]
+    fn aggregate_sums_scaled_counts_over_pmus() {
+        let text = render(true);
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            rows[0],
+            ["2.000000000", "all", "ddr_act", "1300", "650.00", "62.50%"]
+        );
+        assert_eq!(rows[1][2..4], ["clock_ticks", "<not"]);
+    }
+}

@@ -1,7 +1,7 @@
 //! cxlstat: CXL PMU discovery and counting.
 //!
 //! * [`sysfs`] finds the `cxl_pmu_*` PMUs and their memory devices;
-//! * [`format`] parses `format/` files and writes fields into config words;
+//! * [`format`](mod@format) parses `format/` files and writes fields into config words;
 //! * [`events`] parses terms and `events/` files, [`spec`] the `-e` grammar;
 //! * [`resolve`] turns specifications into `perf_event_attr` values per PMU;
 //! * [`counting`] opens and reads the counters, [`stats`] turns readings

@@ -274,3 +274,83 @@ pub fn describe_attr(pmu: &Pmu, attr: &EventAttr) -> String {
         fields.join(",")
     }
 }
+
+/// The CPU that hosts the most units of `plan` (the lowest on a tie): the
+/// place to read from, since reading a counter that lives on another CPU
+/// costs an inter-processor interrupt. cxl_pmu puts every PMU on the first
+/// online CPU, so usually every read becomes local.
+pub fn busiest_cpu(plan: &Plan, pmus: &[Pmu]) -> Option<u32> {
+    let mut cpus: Vec<(u32, usize)> = Vec::new();
+    for unit in &plan.units {
+        let cpu = pmus[unit.pmu].cpu;
+        match cpus.iter_mut().find(|(c, _)| *c == cpu) {
+            Some((_, n)) => *n += 1,
+            None => cpus.push((cpu, 1)),
+        }
+    }
+    cpus.sort_by_key(|&(cpu, n)| (std::cmp::Reverse(n), cpu));
+    cpus.first().map(|&(cpu, _)| cpu)
+}
+
+/// Runs the calling thread on `cpu` only (processes started later inherit it).
+pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
+    let cpu = cpu as usize;
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: a zeroed cpu_set_t with one valid bit set, applied to this thread.
+    let result = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cxlstat::format::Format;
+    use crate::cxlstat::resolve::ResolvedEvent;
+
+    #[test]
+    fn reads_go_to_the_cpu_with_most_units_lowest_on_a_tie() {
+        let pmu = |cpu| Pmu {
+            name: format!("cxl_pmu_mem{cpu}.0"),
+            perf_type: 1,
+            cpu,
+            format: Format::default(),
+            events: Vec::new(),
+            memdev: None,
+        };
+        let pmus = [pmu(3), pmu(1), pmu(2)];
+        let unit = |pmu| Unit {
+            pmu,
+            grouped: false,
+            events: vec![ResolvedEvent {
+                pmu,
+                label: "x".into(),
+                spec: 0,
+                attr: EventAttr::default(),
+            }],
+        };
+        let plan = |units: Vec<Unit>| Plan {
+            units,
+            spec_labels: vec!["x".into()],
+        };
+        assert_eq!(
+            busiest_cpu(&plan(vec![unit(0), unit(1), unit(0)]), &pmus),
+            Some(3)
+        );
+        assert_eq!(
+            busiest_cpu(&plan(vec![unit(0), unit(1), unit(2)]), &pmus),
+            Some(1)
+        );
+        assert_eq!(busiest_cpu(&plan(Vec::new()), &pmus), None);
+        assert!(pin_current_thread(libc::CPU_SETSIZE as u32).is_err());
+    }
+}

@@ -15,7 +15,7 @@ use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 
 use super::cli::{Action, Args, CountOptions, Options, Timing};
-use super::counting::{Counters, busiest_cpu, pin_current_thread};
+use super::counting::Counters;
 use super::error::CxlError;
 use super::render::{self, CountOutput, CountView, Span};
 use super::resolve::{resolve, select_pmus};
@@ -164,8 +164,6 @@ struct Session {
     notes: Vec<String>,
     previous: Vec<Reading>,
     last_elapsed: Duration,
-    /// The CPU to read from in interval mode (live runs only).
-    read_cpu: Option<u32>,
 }
 
 impl Session {
@@ -230,7 +228,6 @@ fn run_count(
         notes: Vec::new(),
         previous: Vec::new(),
         last_elapsed: Duration::ZERO,
-        read_cpu: busiest_cpu(&plan, pmus).filter(|_| source.is_live()),
     };
     let workload = (!options.command.is_empty()).then_some(Workload {
         command: &options.command,
@@ -290,11 +287,9 @@ fn count_every(
         Some(w) if source.is_live() => Some(w.spawn()?),
         _ => None,
     };
-    // Read where the counters live (after the command started, so that it
-    // keeps the CPUs it was given). Only an optimisation: failure is harmless.
-    if let Some(cpu) = session.read_cpu {
-        let _ = pin_current_thread(cpu);
-    }
+    // Read where the counters live, after the command started so that it
+    // keeps the CPUs it was given.
+    session.counters.read_locally();
     let result = run_samples(
         schedule,
         source,

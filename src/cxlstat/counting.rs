@@ -83,6 +83,10 @@ pub struct Counters {
     units: Vec<OpenUnit>,
     readings: Vec<Reading>,
     buf: Vec<u64>,
+    /// Unit indexes by the CPU their counters live on, CPUs ascending.
+    by_cpu: Vec<(u32, Vec<usize>)>,
+    /// Whether reads move the thread to each CPU first (see [`Counters::read_locally`]).
+    local_reads: bool,
 }
 
 impl Counters {
@@ -125,10 +129,20 @@ impl Counters {
             });
             first += unit.events.len();
         }
+        let mut by_cpu: Vec<(u32, Vec<usize>)> = Vec::new();
+        for (index, unit) in units.iter().enumerate() {
+            match by_cpu.iter_mut().find(|(cpu, _)| *cpu == unit.cpu) {
+                Some((_, list)) => list.push(index),
+                None => by_cpu.push((unit.cpu, vec![index])),
+            }
+        }
+        by_cpu.sort_by_key(|(cpu, _)| *cpu);
         Ok(Counters {
             units,
             readings: vec![Reading::default(); first],
             buf: Vec::with_capacity(widest),
+            by_cpu,
+            local_reads: false,
         })
     }
 
@@ -157,23 +171,46 @@ impl Counters {
     /// stay frozen, so it shows as not counted) and one note per PMU is
     /// added; the others go on. Allocates nothing unless something is wrong.
     pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) {
-        for index in 0..self.units.len() {
-            if self.units[index].gone {
-                continue;
+        for group in 0..self.by_cpu.len() {
+            if self.local_reads {
+                // Only an optimisation: if the move fails, reads still work.
+                let _ = pin_current_thread(self.by_cpu[group].0);
             }
-            let problem = self.read_unit(index, source);
-            if let Some(problem) = problem {
-                let unit = &self.units[index];
-                let first_for_pmu = !self.units.iter().any(|u| u.gone && u.pmu == unit.pmu);
-                if first_for_pmu {
-                    notes.push(format!(
-                        "{}: {problem}; the PMU may have been removed, its events are no \
-                         longer counted, the others go on",
-                        unit.pmu
-                    ));
+            for i in 0..self.by_cpu[group].1.len() {
+                let index = self.by_cpu[group].1[i];
+                if self.units[index].gone {
+                    continue;
                 }
-                self.units[index].gone = true;
+                if let Some(problem) = self.read_unit(index, source) {
+                    let unit = &self.units[index];
+                    let first_for_pmu = !self.units.iter().any(|u| u.gone && u.pmu == unit.pmu);
+                    if first_for_pmu {
+                        notes.push(format!(
+                            "{}: {problem}; the PMU may have been removed, its events are no \
+                             longer counted, the others go on",
+                            unit.pmu
+                        ));
+                    }
+                    self.units[index].gone = true;
+                }
             }
+        }
+    }
+
+    /// From now on, reads run on the CPU each counter lives on: the thread
+    /// moves to each CPU in turn (when the counters span several) or stays
+    /// on the one CPU. Reading a counter of another CPU costs an
+    /// inter-processor interrupt that the reader spins on; perf stat moves
+    /// between CPUs the same way. The thread's CPU affinity changes, so start
+    /// any command before calling this. Does nothing when replaying.
+    pub fn read_locally(&mut self) {
+        let live = self.units.iter().any(|u| !u.counters.is_empty());
+        match self.by_cpu.as_slice() {
+            [(cpu, _)] if live => {
+                let _ = pin_current_thread(*cpu);
+            }
+            [_, _, ..] if live => self.local_reads = true,
+            _ => {}
         }
     }
 
@@ -275,25 +312,8 @@ pub fn describe_attr(pmu: &Pmu, attr: &EventAttr) -> String {
     }
 }
 
-/// The CPU that hosts the most units of `plan` (the lowest on a tie): the
-/// place to read from, since reading a counter that lives on another CPU
-/// costs an inter-processor interrupt. cxl_pmu puts every PMU on the first
-/// online CPU, so usually every read becomes local.
-pub fn busiest_cpu(plan: &Plan, pmus: &[Pmu]) -> Option<u32> {
-    let mut cpus: Vec<(u32, usize)> = Vec::new();
-    for unit in &plan.units {
-        let cpu = pmus[unit.pmu].cpu;
-        match cpus.iter_mut().find(|(c, _)| *c == cpu) {
-            Some((_, n)) => *n += 1,
-            None => cpus.push((cpu, 1)),
-        }
-    }
-    cpus.sort_by_key(|&(cpu, n)| (std::cmp::Reverse(n), cpu));
-    cpus.first().map(|&(cpu, _)| cpu)
-}
-
 /// Runs the calling thread on `cpu` only (processes started later inherit it).
-pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
+fn pin_current_thread(cpu: u32) -> io::Result<()> {
     let cpu = cpu as usize;
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
@@ -314,43 +334,9 @@ pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cxlstat::format::Format;
-    use crate::cxlstat::resolve::ResolvedEvent;
 
     #[test]
-    fn reads_go_to_the_cpu_with_most_units_lowest_on_a_tie() {
-        let pmu = |cpu| Pmu {
-            name: format!("cxl_pmu_mem{cpu}.0"),
-            perf_type: 1,
-            cpu,
-            format: Format::default(),
-            events: Vec::new(),
-            memdev: None,
-        };
-        let pmus = [pmu(3), pmu(1), pmu(2)];
-        let unit = |pmu| Unit {
-            pmu,
-            grouped: false,
-            events: vec![ResolvedEvent {
-                pmu,
-                label: "x".into(),
-                spec: 0,
-                attr: EventAttr::default(),
-            }],
-        };
-        let plan = |units: Vec<Unit>| Plan {
-            units,
-            spec_labels: vec!["x".into()],
-        };
-        assert_eq!(
-            busiest_cpu(&plan(vec![unit(0), unit(1), unit(0)]), &pmus),
-            Some(3)
-        );
-        assert_eq!(
-            busiest_cpu(&plan(vec![unit(0), unit(1), unit(2)]), &pmus),
-            Some(1)
-        );
-        assert_eq!(busiest_cpu(&plan(Vec::new()), &pmus), None);
+    fn pinning_refuses_impossible_cpus() {
         assert!(pin_current_thread(libc::CPU_SETSIZE as u32).is_err());
     }
 }

@@ -36,6 +36,10 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
     assert!(replayed.status.success(), "{}", stderr(&replayed));
     assert_eq!(stdout(&replayed), stdout(&live));
     assert_eq!(stdout(&live).lines().count(), 1 + 3 * 2);
+    // Without a count, a replay runs until the recording ends: the same 3 reports.
+    let exhausted = cxlstat(&["--replay", rec_s, "-e", "cpu_clock", "-x", ",", "-I", "100"]);
+    assert!(exhausted.status.success(), "{}", stderr(&exhausted));
+    assert_eq!(stdout(&exhausted), stdout(&live));
 
     // Make cxl_pmu_mem1.0's reads fail from the third sample on (ENODEV).
     let recorded = std::fs::read_to_string(&rec).unwrap();

@@ -61,9 +61,13 @@ pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Resul
         .open(TOOL, raw_args)
         .map_err(CxlError::Setup)?;
     let result = run_on(options, source.as_mut(), out);
-    // Counting finishes the source itself; this covers listings and errors.
-    let _ = source.finish();
-    result
+    // On every path (the interval loop has already finished it: a no-op then).
+    let finished = source
+        .finish()
+        .map_err(|e| CxlError::Setup(format!("cannot finish the recording: {e}")));
+    let status = result?;
+    finished?;
+    Ok(status)
 }
 
 fn run_on(
@@ -269,7 +273,6 @@ fn count_until_end(
     if source.next_sample()? || live {
         session.sample(source, 1, out)?;
     }
-    source.finish()?;
     Ok(status)
 }
 

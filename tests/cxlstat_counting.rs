@@ -16,7 +16,7 @@ use hwstat::cxlstat::stats::{Reading, measure};
 use hwstat::cxlstat::sysfs::{Pmu, discover};
 
 /// A tree with one PMU per test CPU.
-fn tree(name: &str) -> (std::path::PathBuf, Vec<usize>) {
+fn tree(name: &str) -> (cxlstat_support::Scratch, Vec<usize>) {
     let root = scratch(name);
     let cpus = test_cpus();
     let names: Vec<String> = cpus.iter().map(|c| format!("cxl_pmu_mem{c}.0")).collect();

@@ -145,7 +145,7 @@ fn multi_range_formats_from_sysfs() {
     let dir = root.join("sys/devices/virtual/cxl_pmu_mem0.0");
     std::fs::write(dir.join("format/split"), "config2:0-3,60-63\n").unwrap();
     std::fs::write(dir.join("events/split_event"), "config=0x5,split=0x9c\n").unwrap();
-    let pmus = discover(&RootFs::new(&root)).unwrap();
+    let pmus = discover(&RootFs::new(root.to_path_buf())).unwrap();
     let p = plan(
         &pmus,
         &["split_event", "cxl_pmu_mem0.0/split_event,split=0xff/"],

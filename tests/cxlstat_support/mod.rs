@@ -51,12 +51,28 @@ pub const CXL_FORMAT: [(&str, &str); 8] = [
     ("hdm", "config2:0-15"),
 ];
 
-/// A fresh empty directory for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh empty directory for one test, removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Creates the scratch directory `name` for this test process.
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("cxlstat-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// Builds a sysfs tree under `root` with one PMU per `(name, cpu)`, each of

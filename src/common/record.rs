@@ -137,6 +137,8 @@ pub struct Recorder {
     inner: Box<dyn Source>,
     out: RefCell<BufWriter<File>>,
     frame: RefCell<Frame>,
+    /// Set once the last frame was written: finishing again does nothing.
+    finished: bool,
 }
 
 impl Recorder {
@@ -164,6 +166,7 @@ impl Recorder {
             inner,
             out: RefCell::new(out),
             frame: RefCell::new(Frame::default()),
+            finished: false,
         })
     }
 
@@ -280,9 +283,16 @@ impl Source for Recorder {
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        // The interval loop finishes the source and so may the tool on its
+        // way out: the last frame must be written once, not twice.
+        if self.finished {
+            return Ok(());
+        }
         self.flush_frame()?;
         self.frame.borrow_mut().entries.clear();
-        self.inner.finish()
+        self.inner.finish()?;
+        self.finished = true;
+        Ok(())
     }
 }
 
@@ -554,6 +564,58 @@ mod tests {
         assert!(replay.read("/proc/absent").is_err());
         assert!(!replay.next_sample().unwrap());
         assert!(replay.write_file("/proc/uptime", b"1\n").is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn finishing_twice_writes_the_last_frame_once() {
+        let dir = std::env::temp_dir().join(format!("hwstat-fin2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("root")).unwrap();
+        let file = dir.join("run.rec");
+        let live = RootFs::new(dir.join("root"));
+        let mut rec = Recorder::create(&file, Box::new(live), "test", &[]).unwrap();
+        rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
+        assert!(rec.next_sample().unwrap());
+        rec.values("perf:x", &mut || Ok(vec![2])).unwrap();
+        rec.finish().unwrap();
+        rec.finish().unwrap();
+        let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+        assert_eq!(lines, 3, "a header and two frames");
+        let mut replay = Replay::open(&file).unwrap();
+        assert!(replay.next_sample().unwrap());
+        assert!(!replay.next_sample().unwrap());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn values_into_is_recorded_and_replayed_like_values() {
+        let dir = std::env::temp_dir().join(format!("hwstat-recinto-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("root")).unwrap();
+        let file = dir.join("run.rec");
+        let live = RootFs::new(dir.join("root"));
+        let mut rec = Recorder::create(&file, Box::new(live), "test", &[]).unwrap();
+        let mut buf = vec![99];
+        rec.values_into("perf:y", &mut buf, &mut |b: &mut Vec<u64>| {
+            b.extend_from_slice(&[4, 5, 6]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(buf, [4, 5, 6]);
+        rec.finish().unwrap();
+
+        let replay = Replay::open(&file).unwrap();
+        let mut out = vec![1, 2];
+        replay
+            .values_into("perf:y", &mut out, &mut |_: &mut Vec<u64>| unreachable!())
+            .unwrap();
+        assert_eq!(out, [4, 5, 6]);
+        assert!(
+            replay
+                .values_into("perf:z", &mut out, &mut |_: &mut Vec<u64>| unreachable!())
+                .is_err()
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

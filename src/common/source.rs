@@ -89,6 +89,26 @@ pub trait Source {
         key: &str,
         read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
     ) -> io::Result<Vec<u64>>;
+    /// Like [`Source::values`], but fills the caller's `buf` so that a live
+    /// hot path reads counters without allocating. `read` fills the buffer it
+    /// is given (cleared first). The default goes through [`Source::values`],
+    /// so recordings and replays behave exactly as there.
+    fn values_into(
+        &self,
+        key: &str,
+        buf: &mut Vec<u64>,
+        read: &mut dyn FnMut(&mut Vec<u64>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut fill = || {
+            let mut values = Vec::new();
+            read(&mut values)?;
+            Ok(values)
+        };
+        let values = self.values(key, &mut fill)?;
+        buf.clear();
+        buf.extend_from_slice(&values);
+        Ok(())
+    }
     /// The host identity.
     fn uname(&self) -> io::Result<Uname>;
     /// The wall-clock time of the current sample.
@@ -261,6 +281,16 @@ impl Source for RootFs {
         read()
     }
 
+    fn values_into(
+        &self,
+        _key: &str,
+        buf: &mut Vec<u64>,
+        read: &mut dyn FnMut(&mut Vec<u64>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        buf.clear();
+        read(buf)
+    }
+
     fn uname(&self) -> io::Result<Uname> {
         Uname::live()
     }
@@ -325,6 +355,25 @@ mod tests {
         assert_eq!(src.read_string("/proc/uptime").unwrap(), big);
         fs::write(dir.join("proc/uptime"), "1.00 2.00\n").unwrap();
         assert_eq!(src.read_string("/proc/uptime").unwrap(), "1.00 2.00\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn values_into_fills_the_callers_buffer_without_replacing_it() {
+        let (dir, src) = tree();
+        let mut buf = Vec::with_capacity(8);
+        let before = buf.as_ptr();
+        src.values_into("perf:x", &mut buf, &mut |b: &mut Vec<u64>| {
+            b.extend_from_slice(&[1, 2, 3]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(buf, [1, 2, 3]);
+        assert_eq!(
+            buf.as_ptr(),
+            before,
+            "the live source must reuse the buffer"
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 

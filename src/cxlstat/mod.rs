@@ -1,1 +1,24 @@
 //! cxlstat: CXL PMU discovery and counting.
+//!
+//! * [`sysfs`] finds the `cxl_pmu_*` PMUs and their memory devices;
+//! * [`format`](mod@format) parses `format/` files and writes fields into config words;
+//! * [`events`] parses terms and `events/` files, [`spec`] the `-e` grammar;
+//! * [`resolve`] turns specifications into `perf_event_attr` values per PMU;
+//! * [`counting`] opens and reads the counters, [`stats`] turns readings
+//!   into scaled per-interval values;
+//! * [`render`] prints listings, dry runs and counts; [`cli`] holds the
+//!   options and [`app`] runs them.
+
+pub mod app;
+pub mod catalogue;
+pub mod cli;
+pub mod counting;
+pub mod error;
+pub mod events;
+pub mod format;
+pub mod render;
+pub mod resolve;
+pub mod spec;
+pub mod stats;
+pub mod suggest;
+pub mod sysfs;

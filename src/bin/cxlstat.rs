@@ -1,0 +1,5 @@
+//! `cxlstat`: count CXL PMU events. See `docs/cxlstat.md`.
+
+fn main() {
+    std::process::exit(hwstat::cxlstat::app::main());
+}

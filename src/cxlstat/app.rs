@@ -1,0 +1,319 @@
+//! Runs cxlstat: discovery, then listing, a dry run, or counting until
+//! stopped, for a command's lifetime, or every interval.
+
+use std::io::{self, Write};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use crate::common::cli::{output_error_status, report_error};
+use crate::common::interval::Schedule;
+use crate::common::output::{Format, writer_for};
+use crate::common::run::run_samples;
+use crate::common::signals::{StopSignal, is_broken_pipe};
+use crate::common::source::Source;
+
+use super::cli::{Action, Args, CountOptions, Options, Timing};
+use super::counting::Counters;
+use super::error::CxlError;
+use super::render::{self, CountOutput, CountView, Span};
+use super::resolve::{resolve, select_pmus};
+use super::spec::parse_event_args;
+use super::stats::Reading;
+use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
+
+const TOOL: &str = "cxlstat";
+
+/// The program: parses `std::env::args`, runs, and gives the exit status.
+pub fn main() -> i32 {
+    let raw: Vec<String> = std::env::args().collect();
+    let args = match Args::try_parse_from(&raw) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let options = match Options::from_args(args) {
+        Ok(o) => o,
+        Err(e) => return report_error(TOOL, e, 2),
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    match run(&options, &raw[1..], &mut out) {
+        Ok(status) => match out.flush() {
+            Ok(()) => status,
+            Err(e) => output_error_status(TOOL, &e),
+        },
+        Err(CxlError::Output(e)) => output_error_status(TOOL, &e),
+        Err(e) => {
+            let _ = out.flush();
+            report_error(TOOL, e, 1)
+        }
+    }
+}
+
+/// Runs `options`, writing to `out`; gives the exit status on success.
+pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Result<i32, CxlError> {
+    let mut source = options
+        .source
+        .open(TOOL, raw_args)
+        .map_err(CxlError::Setup)?;
+    let result = run_on(options, source.as_mut(), out);
+    // On every path (the interval loop has already finished it: a no-op then).
+    let finished = source
+        .finish()
+        .map_err(|e| CxlError::Setup(format!("cannot finish the recording: {e}")));
+    let status = result?;
+    finished?;
+    Ok(status)
+}
+
+fn run_on(
+    options: &Options,
+    source: &mut dyn Source,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let pmus = sysfs::discover(source)?;
+    if pmus.is_empty() {
+        return Err(CxlError::NoCxlPmu {
+            dir: EVENT_SOURCE_DIR.to_string(),
+        });
+    }
+    match &options.action {
+        Action::List => render::list_pmus(&pmus, out)?,
+        Action::ListEvents(which) => {
+            let chosen: Vec<&Pmu> = match which {
+                Some(name) => select_pmus(&pmus, std::slice::from_ref(name))?
+                    .into_iter()
+                    .map(|i| &pmus[i])
+                    .collect(),
+                None => pmus.iter().collect(),
+            };
+            render::list_events(&chosen, out)?;
+        }
+        Action::Count(count) => return run_count(count, &pmus, source, out),
+    }
+    Ok(0)
+}
+
+fn paranoid(source: &dyn Source) -> Option<i64> {
+    source
+        .read_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// How a counting loop ended early (not an error).
+enum Halt {
+    /// The command being run exited.
+    CommandDone(ExitStatus),
+    /// A real error.
+    Failed(CxlError),
+}
+
+impl From<io::Error> for Halt {
+    fn from(e: io::Error) -> Halt {
+        Halt::Failed(CxlError::Output(e))
+    }
+}
+
+impl From<CxlError> for Halt {
+    fn from(e: CxlError) -> Halt {
+        Halt::Failed(e)
+    }
+}
+
+/// The command given after `--`, and how it is started and waited for.
+struct Workload<'a> {
+    command: &'a [String],
+}
+
+impl Workload<'_> {
+    fn error(&self, e: io::Error) -> CxlError {
+        CxlError::Command {
+            program: self.command[0].clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn spawn(&self) -> Result<Child, CxlError> {
+        Command::new(&self.command[0])
+            .args(&self.command[1..])
+            .spawn()
+            .map_err(|e| self.error(e))
+    }
+
+    fn wait(&self, child: &mut Child) -> Result<i32, CxlError> {
+        child.wait().map(exit_code).map_err(|e| self.error(e))
+    }
+}
+
+/// The exit status a shell would show for the command.
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// The counters of a run, the readings of the previous sample and the view
+/// that reports the difference.
+struct Session {
+    counters: Counters,
+    view: CountView,
+    notes: Vec<String>,
+    previous: Vec<Reading>,
+    last_elapsed: Duration,
+}
+
+impl Session {
+    /// Reads every counter. The first sample is the baseline; later ones
+    /// report the change since the previous sample.
+    fn sample(
+        &mut self,
+        source: &mut dyn Source,
+        index: u64,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        self.counters.read(source, &mut self.notes);
+        let elapsed = source.elapsed();
+        if index == 0 {
+            self.previous.clear();
+            self.previous.extend_from_slice(self.counters.readings());
+        } else {
+            let span = Span {
+                previous: &self.previous,
+                current: self.counters.readings(),
+                elapsed: elapsed.saturating_sub(self.last_elapsed),
+                since_start: elapsed,
+                time: source.now(),
+                index,
+                notes: &self.notes,
+            };
+            self.view.report(out, &span)?;
+            self.previous.copy_from_slice(self.counters.readings());
+            self.notes.clear();
+        }
+        self.last_elapsed = elapsed;
+        Ok(())
+    }
+}
+
+fn run_count(
+    options: &CountOptions,
+    pmus: &[Pmu],
+    source: &mut dyn Source,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let specs = parse_event_args(&options.events).map_err(CxlError::Spec)?;
+    let selected = select_pmus(pmus, &options.pmus)?;
+    let plan = resolve(pmus, &specs, &selected)?;
+    if options.dry_run {
+        render::dry_run(&plan, pmus, out)?;
+        return Ok(0);
+    }
+    let output = match options.format {
+        Format::Text => CountOutput::Text {
+            intervals: options.timing != Timing::AtEnd,
+        },
+        format => CountOutput::Frames(writer_for(format, render::schema(), &options.separator)),
+    };
+    let stop = StopSignal::install()
+        .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
+    let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
+    counters.enable()?;
+    let mut session = Session {
+        counters,
+        view: CountView::new(&plan, pmus, options.aggregate, output),
+        notes: Vec::new(),
+        previous: Vec::new(),
+        last_elapsed: Duration::ZERO,
+    };
+    let workload = (!options.command.is_empty()).then_some(Workload {
+        command: &options.command,
+    });
+    session.view.begin(out)?;
+    let status = match options.timing.schedule() {
+        None => count_until_end(&mut session, workload, source, &stop, out)?,
+        Some(schedule) => count_every(&mut session, workload, &schedule, source, &stop, out)?,
+    };
+    match session.view.end(out) {
+        Err(e) if is_broken_pipe(&e) => Ok(0),
+        Err(e) => Err(CxlError::Output(e)),
+        Ok(()) => Ok(status),
+    }
+}
+
+/// Counts until a stop signal or the end of the command, then reports once.
+fn count_until_end(
+    session: &mut Session,
+    workload: Option<Workload>,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let live = source.is_live();
+    session.sample(source, 0, out)?;
+    let mut status = 0;
+    if live {
+        match &workload {
+            Some(w) => status = w.wait(&mut w.spawn()?)?,
+            None => {
+                while stop.caught().is_none() {
+                    stop.sleep_until(Instant::now() + Duration::from_secs(3600));
+                }
+            }
+        }
+    }
+    // A replay reports its second frame; a live source always goes on.
+    if source.next_sample()? || live {
+        session.sample(source, 1, out)?;
+    }
+    Ok(status)
+}
+
+/// Reports every interval through the shared loop until the count is
+/// reached, a stop signal arrives or the command ends.
+fn count_every(
+    session: &mut Session,
+    workload: Option<Workload>,
+    schedule: &Schedule,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    out: &mut dyn Write,
+) -> Result<i32, CxlError> {
+    let mut child = match &workload {
+        Some(w) if source.is_live() => Some(w.spawn()?),
+        _ => None,
+    };
+    // Read where the counters live, after the command started so that it
+    // keeps the CPUs it was given.
+    session.counters.read_locally();
+    let result = run_samples(
+        schedule,
+        source,
+        stop,
+        |source, index| -> Result<(), Halt> {
+            session.sample(source, index, out)?;
+            if let (Some(child), Some(w)) = (child.as_mut(), &workload)
+                && let Some(status) = child.try_wait().map_err(|e| w.error(e))?
+            {
+                return Err(Halt::CommandDone(status));
+            }
+            Ok(())
+        },
+    );
+    match result {
+        // Stopped before the command ended: wait for it, as perf does.
+        Ok(_) => match (child.as_mut(), &workload) {
+            (Some(c), Some(w)) => w.wait(c),
+            _ => Ok(0),
+        },
+        Err(Halt::CommandDone(status)) => Ok(exit_code(status)),
+        Err(Halt::Failed(e)) => Err(e),
+    }
+}

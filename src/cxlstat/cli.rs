@@ -1,0 +1,320 @@
+//! cxlstat's command line and the typed options built from it before any
+//! counting starts.
+
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+
+use crate::common::cli::SourceArgs;
+use crate::common::interval::{Schedule, parse_interval};
+use crate::common::output::Format;
+
+use super::error::CxlError;
+
+/// Count CXL PMU events (CXL memory devices' performance monitoring units).
+#[derive(Debug, Parser)]
+#[command(
+    name = "cxlstat",
+    version,
+    about = "Discover CXL PMUs and count their named and raw vid/gid/mask events",
+    after_help = "Examples:\n  cxlstat --list\n  cxlstat --list-events cxl_pmu_mem0.0\n  \
+                  cxlstat -e d2h_req_rdshared,clock_ticks -a\n  \
+                  cxlstat -e cxl_pmu_mem0.0/vid=0x19e5,gid=0,mask=0xff/ -I 1000\n  \
+                  cxlstat -e '{clock_ticks,m2s_req_memrd}' -- ./workload\n  cxlstat -e clock_ticks 1 5"
+)]
+pub struct Args {
+    /// List the CXL PMUs: perf type, CPU, memory device, filters, events.
+    #[arg(long, conflicts_with_all = ["list_events", "events"])]
+    pub list: bool,
+    /// List the events of every CXL PMU (or of PMU), grouped by event group.
+    #[arg(long, value_name = "PMU", num_args = 0..=1, default_missing_value = "", conflicts_with = "events")]
+    pub list_events: Option<String>,
+    /// Events to count: NAME, PMU/NAME/, PMU/term=value,.../, vid=..,gid=..,mask=..,
+    /// {a,b} groups; comma lists and repeated -e.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Count unqualified events only on these PMUs (comma list or repeated).
+    #[arg(long = "pmu", value_name = "PMU", value_delimiter = ',')]
+    pub pmus: Vec<String>,
+    /// System-wide counting (always the case for CXL PMUs; accepted for perf compatibility).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Refused: CXL PMUs cannot count per task.
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<String>,
+    /// Refused: CXL PMUs cannot count per thread.
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    pub tid: Option<String>,
+    /// Print counts every MS milliseconds, as perf stat -I.
+    #[arg(
+        short = 'I',
+        long = "interval-print",
+        value_name = "MS",
+        conflicts_with = "interval"
+    )]
+    pub interval_ms: Option<u64>,
+    /// With -I: stop after COUNT reports.
+    #[arg(
+        long = "interval-count",
+        value_name = "COUNT",
+        requires = "interval_ms"
+    )]
+    pub interval_count: Option<u64>,
+    /// Sum each event over all PMUs instead of one row per PMU and event.
+    #[arg(long)]
+    pub aggregate: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<Format>,
+    /// CSV output with this field separator (as perf stat -x).
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        conflicts_with = "output"
+    )]
+    pub separator: Option<String>,
+    /// Print each event's PMU, perf_event_attr fields and CPU without opening anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Report every INTERVAL (2, 0.5, 250ms)...
+    #[arg(value_name = "INTERVAL")]
+    pub interval: Option<String>,
+    /// ...COUNT times.
+    #[arg(value_name = "COUNT", requires = "interval")]
+    pub count: Option<u64>,
+    /// Where kernel files come from (--sysroot, --record, --replay).
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// The clap command, for man pages and completions.
+pub fn command() -> clap::Command {
+    Args::command()
+}
+
+/// When reports are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// Once, when stopped (Ctrl-C) or when the command ends.
+    AtEnd,
+    /// Every interval; `count` reports (or until stopped).
+    Every {
+        /// Time between reports.
+        interval: Duration,
+        /// Number of reports.
+        count: Option<u64>,
+    },
+}
+
+impl Timing {
+    /// The sampling schedule: a baseline sample, then one per report.
+    pub fn schedule(self) -> Option<Schedule> {
+        match self {
+            Timing::AtEnd => None,
+            Timing::Every { interval, count } => Some(Schedule {
+                interval: Some(interval),
+                count: count.map(|c| c.saturating_add(1)),
+            }),
+        }
+    }
+}
+
+/// What to count and how to show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountOptions {
+    /// The `-e` arguments.
+    pub events: Vec<String>,
+    /// `--pmu` names.
+    pub pmus: Vec<String>,
+    /// When to report.
+    pub timing: Timing,
+    /// Sum over PMUs.
+    pub aggregate: bool,
+    /// Output format.
+    pub format: Format,
+    /// CSV separator.
+    pub separator: String,
+    /// Only print the attrs.
+    pub dry_run: bool,
+    /// Command to run while counting.
+    pub command: Vec<String>,
+}
+
+/// What cxlstat was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `--list`.
+    List,
+    /// `--list-events [PMU]`.
+    ListEvents(Option<String>),
+    /// Counting.
+    Count(CountOptions),
+}
+
+/// Everything from the command line, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where kernel files come from.
+    pub source: SourceArgs,
+    /// What to do.
+    pub action: Action,
+}
+
+impl Options {
+    /// Checks the parsed arguments and builds the options.
+    pub fn from_args(args: Args) -> Result<Options, CxlError> {
+        if let Some(pid) = &args.pid {
+            return Err(CxlError::PerTask(format!("-p {pid}")));
+        }
+        if let Some(tid) = &args.tid {
+            return Err(CxlError::PerTask(format!("-t {tid}")));
+        }
+        let action = if args.list {
+            Action::List
+        } else if let Some(pmu) = args.list_events {
+            Action::ListEvents(Some(pmu).filter(|p| !p.is_empty()))
+        } else {
+            if args.events.is_empty() {
+                return Err(CxlError::Spec(
+                    "nothing to do: give -e EVENTS (see --list-events), --list or --list-events"
+                        .to_string(),
+                ));
+            }
+            let timing = match (args.interval_ms, &args.interval) {
+                (Some(ms), _) if ms < 10 => {
+                    return Err(CxlError::Spec(format!(
+                        "-I {ms}: expected an interval of at least 10 ms"
+                    )));
+                }
+                (Some(ms), _) => Timing::Every {
+                    interval: Duration::from_millis(ms),
+                    count: args.interval_count,
+                },
+                (None, Some(text)) => {
+                    let interval = parse_interval(text).map_err(CxlError::Spec)?;
+                    if interval < Duration::from_millis(10) {
+                        return Err(CxlError::Spec(format!(
+                            "interval {text:?}: expected at least 10 ms"
+                        )));
+                    }
+                    Timing::Every {
+                        interval,
+                        count: args.count,
+                    }
+                }
+                (None, None) => Timing::AtEnd,
+            };
+            if matches!(timing, Timing::Every { count: Some(0), .. }) {
+                return Err(CxlError::Spec(
+                    "a count of 0 reports: expected at least 1".to_string(),
+                ));
+            }
+            let (format, separator) = match (&args.separator, args.output) {
+                (Some(sep), _) => (Format::Csv, sep.clone()),
+                (None, Some(format)) => (format, ",".to_string()),
+                (None, None) => (Format::Text, ",".to_string()),
+            };
+            Action::Count(CountOptions {
+                events: args.events,
+                pmus: args.pmus,
+                timing,
+                aggregate: args.aggregate,
+                format,
+                separator,
+                dry_run: args.dry_run,
+                command: args.command,
+            })
+        };
+        Ok(Options {
+            source: args.source,
+            action,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> Result<Options, String> {
+        let args = Args::try_parse_from(std::iter::once("cxlstat").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Options::from_args(args).map_err(|e| e.to_string())
+    }
+
+    fn count(args: &[&str]) -> CountOptions {
+        match options(args).unwrap().action {
+            Action::Count(c) => c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn timing_comes_from_i_or_positional_interval_and_count() {
+        assert_eq!(count(&["-e", "x"]).timing, Timing::AtEnd);
+        assert_eq!(
+            count(&["-e", "x", "-I", "250", "--interval-count", "3"]).timing,
+            Timing::Every {
+                interval: Duration::from_millis(250),
+                count: Some(3)
+            }
+        );
+        assert_eq!(
+            count(&["-e", "x", "0.5", "4"]).timing,
+            Timing::Every {
+                interval: Duration::from_millis(500),
+                count: Some(4)
+            }
+        );
+        assert_eq!(
+            Timing::Every {
+                interval: Duration::from_secs(1),
+                count: Some(4)
+            }
+            .schedule()
+            .unwrap()
+            .count,
+            Some(5)
+        );
+        assert!(
+            options(&["-e", "x", "-I", "5"])
+                .unwrap_err()
+                .contains("at least 10 ms")
+        );
+        assert!(options(&["-e", "x", "-I", "100", "1"]).is_err());
+        assert!(
+            options(&["-e", "x", "soon"])
+                .unwrap_err()
+                .contains("invalid interval")
+        );
+    }
+
+    #[test]
+    fn formats_commands_and_refusals() {
+        let c = count(&["-e", "a", "-e", "b", "-x", ";", "-a", "--", "sleep", "1"]);
+        assert_eq!((c.format, c.separator.as_str()), (Format::Csv, ";"));
+        assert_eq!(c.events, ["a", "b"]);
+        assert_eq!(c.command, ["sleep", "1"]);
+        assert_eq!(count(&["-e", "a", "-o", "json"]).format, Format::Json);
+        let err = options(&["-e", "a", "-p", "1"]).unwrap_err();
+        assert!(
+            err.contains("-p 1 is not possible") && err.contains("system-wide"),
+            "{err}"
+        );
+        assert!(options(&[]).unwrap_err().contains("nothing to do"));
+        assert_eq!(
+            options(&["--list-events"]).unwrap().action,
+            Action::ListEvents(None)
+        );
+        assert_eq!(
+            options(&["--list-events", "cxl_pmu_mem0.0"])
+                .unwrap()
+                .action,
+            Action::ListEvents(Some("cxl_pmu_mem0.0".into()))
+        );
+    }
+}

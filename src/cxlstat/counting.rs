@@ -1,0 +1,342 @@
+//! Opening and reading the counters with perf-event2.
+//!
+//! Every event is opened system-wide (`pid = -1`) on its PMU's `cpumask` CPU,
+//! with no exclude bits (cxl_pmu has `PERF_PMU_CAP_NO_EXCLUDE`) and no
+//! sampling, reading `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`. A group has a
+//! real event as leader, opened disabled, and members opened *enabled*, then
+//! the whole group is enabled: members opened disabled would read 0.
+//!
+//! Reads go through [`Source::values_into`] under a stable key per unit, so
+//! recordings keep them and replays serve them; the live path reads with one
+//! `read(2)` per single event or group into a buffer sized at open time.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+use perf_event::events::Event;
+use perf_event::{Builder, Counter, ReadFormat};
+use perf_event_open_sys::bindings::perf_event_attr;
+
+use crate::common::source::Source;
+
+use super::error::{CxlError, explain_open_errno};
+use super::format::{ConfigWord, EventAttr};
+use super::resolve::{Plan, Unit};
+use super::stats::{Reading, SINGLE_WORDS, group_words, parse_group, parse_single};
+use super::sysfs::Pmu;
+
+/// An event for a dynamic PMU given by its type and config words.
+#[derive(Debug, Clone, Copy)]
+pub struct PmuEvent(pub EventAttr);
+
+impl Event for PmuEvent {
+    fn update_attrs(self, attr: &mut perf_event_attr) {
+        attr.type_ = self.0.perf_type;
+        attr.config = self.0.word(ConfigWord::Config);
+        attr.config1 = self.0.word(ConfigWord::Config1);
+        attr.config2 = self.0.word(ConfigWord::Config2);
+        attr.config3 = self.0.word(ConfigWord::Config3);
+    }
+}
+
+/// The builder every cxlstat event uses: system-wide on `cpu`, nothing excluded.
+pub fn builder(attr: EventAttr, cpu: u32, enabled: bool, group_leader: bool) -> Builder<'static> {
+    let mut b = Builder::new(PmuEvent(attr));
+    b.any_pid()
+        .one_cpu(cpu as usize)
+        .include_kernel()
+        .include_hv()
+        .enabled(enabled);
+    let times = ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING;
+    b.read_format(if group_leader {
+        ReadFormat::GROUP | times
+    } else {
+        times
+    });
+    b
+}
+
+/// One opened unit: a single event or one group on one PMU.
+struct OpenUnit {
+    /// The key its reads are recorded under.
+    key: String,
+    /// The counters (leader first); empty when replaying.
+    counters: Vec<Counter>,
+    grouped: bool,
+    /// Its events' positions in the reading arrays.
+    first: usize,
+    len: usize,
+    /// The PMU name and CPU, and the events' labels, for messages.
+    pmu: String,
+    cpu: u32,
+    label: String,
+    /// The PMU's sysfs directory, checked when its events stop running.
+    pmu_dir: String,
+    /// Running time of the first event at the last read.
+    last_running: Option<u64>,
+    /// Set when a read failed or the PMU left sysfs: the PMU went away.
+    gone: bool,
+}
+
+/// Every counter of a run and its latest readings.
+pub struct Counters {
+    units: Vec<OpenUnit>,
+    readings: Vec<Reading>,
+    buf: Vec<u64>,
+    /// Unit indexes by the CPU their counters live on, CPUs ascending.
+    by_cpu: Vec<(u32, Vec<usize>)>,
+    /// Whether reads move the thread to each CPU first (see [`Counters::read_locally`]).
+    local_reads: bool,
+}
+
+impl Counters {
+    /// Opens every unit of `plan` (nothing when `live` is false: a replay
+    /// supplies the values). Nothing is enabled yet.
+    pub fn open(
+        plan: &Plan,
+        pmus: &[Pmu],
+        live: bool,
+        paranoid: Option<i64>,
+    ) -> Result<Counters, CxlError> {
+        let mut units = Vec::with_capacity(plan.units.len());
+        let mut first = 0;
+        let mut widest = SINGLE_WORDS;
+        for (index, unit) in plan.units.iter().enumerate() {
+            let pmu = &pmus[unit.pmu];
+            let labels: Vec<&str> = unit.events.iter().map(|e| e.label.as_str()).collect();
+            let label = labels.join(",");
+            let key = format!("perf:{index}:{}/{label}/", pmu.name);
+            let counters = if live {
+                open_unit(unit, pmu, paranoid)?
+            } else {
+                Vec::new()
+            };
+            if unit.grouped {
+                widest = widest.max(group_words(unit.events.len()));
+            }
+            units.push(OpenUnit {
+                key,
+                counters,
+                grouped: unit.grouped,
+                first,
+                len: unit.events.len(),
+                pmu: pmu.name.clone(),
+                cpu: pmu.cpu,
+                label,
+                pmu_dir: format!("{}/{}", super::sysfs::EVENT_SOURCE_DIR, pmu.name),
+                last_running: None,
+                gone: false,
+            });
+            first += unit.events.len();
+        }
+        let mut by_cpu: Vec<(u32, Vec<usize>)> = Vec::new();
+        for (index, unit) in units.iter().enumerate() {
+            match by_cpu.iter_mut().find(|(cpu, _)| *cpu == unit.cpu) {
+                Some((_, list)) => list.push(index),
+                None => by_cpu.push((unit.cpu, vec![index])),
+            }
+        }
+        by_cpu.sort_by_key(|(cpu, _)| *cpu);
+        Ok(Counters {
+            units,
+            readings: vec![Reading::default(); first],
+            buf: Vec::with_capacity(widest),
+            by_cpu,
+            local_reads: false,
+        })
+    }
+
+    /// Starts counting: single events one by one, groups through their leader.
+    pub fn enable(&mut self) -> Result<(), CxlError> {
+        for unit in &mut self.units {
+            let result = if unit.grouped {
+                unit.counters.first_mut().map(|c| c.enable_group())
+            } else {
+                unit.counters.first_mut().map(|c| c.enable())
+            };
+            if let Some(Err(e)) = result {
+                return Err(CxlError::Open {
+                    pmu: unit.pmu.clone(),
+                    label: unit.label.clone(),
+                    cpu: unit.cpu,
+                    explanation: format!("cannot enable: {e}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every unit once. A unit whose read fails, or whose events stop
+    /// running while its PMU has left sysfs, is marked gone (its readings
+    /// stay frozen, so it shows as not counted) and one note per PMU is
+    /// added; the others go on. Allocates nothing unless something is wrong.
+    pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) {
+        for group in 0..self.by_cpu.len() {
+            if self.local_reads {
+                // Only an optimisation: if the move fails, reads still work.
+                let _ = pin_current_thread(self.by_cpu[group].0);
+            }
+            for i in 0..self.by_cpu[group].1.len() {
+                let index = self.by_cpu[group].1[i];
+                if self.units[index].gone {
+                    continue;
+                }
+                if let Some(problem) = self.read_unit(index, source) {
+                    let unit = &self.units[index];
+                    let first_for_pmu = !self.units.iter().any(|u| u.gone && u.pmu == unit.pmu);
+                    if first_for_pmu {
+                        notes.push(format!(
+                            "{}: {problem}; the PMU may have been removed, its events are no \
+                             longer counted, the others go on",
+                            unit.pmu
+                        ));
+                    }
+                    self.units[index].gone = true;
+                }
+            }
+        }
+    }
+
+    /// From now on, reads run on the CPU each counter lives on: the thread
+    /// moves to each CPU in turn (when the counters span several) or stays
+    /// on the one CPU. Reading a counter of another CPU costs an
+    /// inter-processor interrupt that the reader spins on; perf stat moves
+    /// between CPUs the same way. The thread's CPU affinity changes, so start
+    /// any command before calling this. Does nothing when replaying.
+    pub fn read_locally(&mut self) {
+        let live = self.units.iter().any(|u| !u.counters.is_empty());
+        match self.by_cpu.as_slice() {
+            [(cpu, _)] if live => {
+                let _ = pin_current_thread(*cpu);
+            }
+            [_, _, ..] if live => self.local_reads = true,
+            _ => {}
+        }
+    }
+
+    /// Reads one unit; says what went wrong, if anything.
+    fn read_unit(&mut self, index: usize, source: &dyn Source) -> Option<String> {
+        let unit = &mut self.units[index];
+        let fd = unit.counters.first().map(|c| c.as_raw_fd());
+        let words = if unit.grouped {
+            group_words(unit.len)
+        } else {
+            SINGLE_WORDS
+        };
+        let result = source.values_into(&unit.key, &mut self.buf, &mut |buf: &mut Vec<u64>| {
+            read_words(fd, words, buf)
+        });
+        if let Err(e) = result {
+            return Some(format!("counter read failed ({e})"));
+        }
+        let out = &mut self.readings[unit.first..unit.first + unit.len];
+        let ok = if unit.grouped {
+            parse_group(&self.buf, out)
+        } else {
+            parse_single(&self.buf).map(|r| out[0] = r).is_some()
+        };
+        if !ok {
+            return Some(format!(
+                "counter read gave {} values, expected {words}",
+                self.buf.len()
+            ));
+        }
+        let running = out[0].running;
+        let stalled = unit.last_running == Some(running);
+        unit.last_running = Some(running);
+        // Multiplexed events may not run for a while; a PMU that left sysfs never will.
+        if stalled && !source.is_dir(&unit.pmu_dir) {
+            return Some(format!("{} is gone from sysfs", unit.pmu_dir));
+        }
+        None
+    }
+
+    /// The latest reading of every event, in plan order.
+    pub fn readings(&self) -> &[Reading] {
+        &self.readings
+    }
+}
+
+/// One `read(2)` of `words` u64 values into `buf` (whose capacity is reserved).
+fn read_words(fd: Option<RawFd>, words: usize, buf: &mut Vec<u64>) -> io::Result<()> {
+    let fd = fd.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "counter not open"))?;
+    buf.clear();
+    buf.resize(words, 0);
+    // SAFETY: buf holds `words` initialised u64s, so the kernel may write that many bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), words * 8) };
+    if n < 0 {
+        buf.clear();
+        return Err(io::Error::last_os_error());
+    }
+    if n == 0 {
+        buf.clear();
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the kernel could not schedule the counter",
+        ));
+    }
+    buf.truncate(n as usize / 8);
+    Ok(())
+}
+
+fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<Counter>, CxlError> {
+    let fail = |label: &str, attr: &EventAttr, e: io::Error| CxlError::Open {
+        pmu: pmu.name.clone(),
+        label: label.to_string(),
+        cpu: pmu.cpu,
+        explanation: explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
+    };
+    let mut counters = Vec::with_capacity(unit.events.len());
+    for (i, event) in unit.events.iter().enumerate() {
+        let counter = if unit.grouped && i > 0 {
+            builder(event.attr, pmu.cpu, true, false).build_with_group(&mut counters[0])
+        } else {
+            builder(event.attr, pmu.cpu, false, unit.grouped).build()
+        };
+        counters.push(counter.map_err(|e| fail(&event.label, &event.attr, e))?);
+    }
+    Ok(counters)
+}
+
+/// `vid=0x..,gid=0x..,mask=0x..` (the PMU's `config` fields) for messages.
+pub fn describe_attr(pmu: &Pmu, attr: &EventAttr) -> String {
+    let fields: Vec<String> = ["vid", "gid", "mask"]
+        .iter()
+        .filter_map(|name| pmu.format.field(name))
+        .map(|f| format!("{}={:#x}", f.name, f.extract(attr)))
+        .collect();
+    if fields.is_empty() {
+        format!("config={:#x}", attr.word(ConfigWord::Config))
+    } else {
+        fields.join(",")
+    }
+}
+
+/// Runs the calling thread on `cpu` only (processes started later inherit it).
+fn pin_current_thread(cpu: u32) -> io::Result<()> {
+    let cpu = cpu as usize;
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: a zeroed cpu_set_t with one valid bit set, applied to this thread.
+    let result = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_refuses_impossible_cpus() {
+        assert!(pin_current_thread(libc::CPU_SETSIZE as u32).is_err());
+    }
+}

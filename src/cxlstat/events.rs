@@ -1,0 +1,121 @@
+//! Terms (`name=value`, `name`) as they appear in `events/` files and in
+//! event specifications, and the parser of `events/` file text.
+
+/// One term: `name=value`, or a bare `name` (an event name, or a flag meaning 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The term name.
+    pub name: String,
+    /// The value, when one was given.
+    pub value: Option<u64>,
+}
+
+/// Parses a number as perf does: `0x` hexadecimal, otherwise decimal.
+pub fn parse_number(text: &str) -> Option<u64> {
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() => u64::from_str_radix(hex, 16).ok(),
+        Some(_) => None,
+        None if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => text.parse().ok(),
+        None => None,
+    }
+}
+
+/// Parses one comma-separated term list (`config=0x1,threshold=1`, `edge`).
+///
+/// Names are lower-case letters, digits and `_`; a value is a number.
+pub fn parse_terms(text: &str) -> Result<Vec<Term>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("empty term list".to_string());
+    }
+    text.split(',').map(parse_term).collect()
+}
+
+/// Parses one term.
+pub fn parse_term(text: &str) -> Result<Term, String> {
+    let text = text.trim();
+    let (name, value) = match text.split_once('=') {
+        Some((name, value)) => {
+            let number = parse_number(value).ok_or_else(|| {
+                format!("{text:?}: expected a number after '=' (decimal or 0x hex)")
+            })?;
+            (name.trim(), Some(number))
+        }
+        None => (text, None),
+    };
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+    {
+        return Err(format!("{text:?}: expected NAME or NAME=VALUE"));
+    }
+    Ok(Term {
+        name: name.to_string(),
+        value,
+    })
+}
+
+/// Parses the text of an `events/<name>` file: terms that each carry a value
+/// (`config=0x1e98000000000001` for cxl_pmu; `event=0x3c,umask=1` elsewhere).
+pub fn parse_event_file(text: &str) -> Result<Vec<Term>, String> {
+    let terms = parse_terms(text)?;
+    if let Some(bare) = terms.iter().find(|t| t.value.is_none()) {
+        return Err(format!("term {:?} has no value", bare.name));
+    }
+    Ok(terms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_hex_with_0x_and_decimal_otherwise() {
+        assert_eq!(parse_number("0x1e98"), Some(0x1e98));
+        assert_eq!(parse_number("10"), Some(10));
+        assert_eq!(parse_number("0x"), None);
+        assert_eq!(parse_number("-1"), None);
+        assert_eq!(parse_number("1e3"), None);
+        assert_eq!(parse_number("0x1_0000_0000_0000_0000"), None);
+    }
+
+    #[test]
+    fn event_files_hold_valued_terms() {
+        let terms = parse_event_file("config=0x1e98000000000001\n").unwrap();
+        assert_eq!(
+            terms,
+            vec![Term {
+                name: "config".into(),
+                value: Some(0x1e98_0000_0000_0001)
+            }]
+        );
+        let terms = parse_event_file("event=0x3c,umask=1").unwrap();
+        assert_eq!(terms.len(), 2);
+        assert!(parse_event_file("config").is_err());
+        assert!(parse_event_file("").is_err());
+        assert!(parse_event_file("config=zz").is_err());
+    }
+
+    #[test]
+    fn term_lists_take_flags_and_refuse_junk() {
+        let terms = parse_terms("vid=0x19e5,gid=0,mask=0xff,edge").unwrap();
+        assert_eq!(
+            terms[0],
+            Term {
+                name: "vid".into(),
+                value: Some(0x19e5)
+            }
+        );
+        assert_eq!(
+            terms[3],
+            Term {
+                name: "edge".into(),
+                value: None
+            }
+        );
+        assert!(parse_terms("a=1,,b=2").is_err());
+        assert!(parse_terms("a b=1").is_err());
+    }
+}

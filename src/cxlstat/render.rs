@@ -1,0 +1,557 @@
+//! What cxlstat prints: the PMU and event listings, dry runs, and counts
+//! (text tables written without allocating, or frames for the core writers).
+
+use std::io::{self, Write};
+use std::time::{Duration, SystemTime};
+
+use comfy_table::{Table, presets};
+
+use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
+
+use super::catalogue::{self, CXL_VENDOR_ID};
+use super::counting::describe_attr;
+use super::format::{ConfigWord, EventAttr, Format};
+use super::resolve::Plan;
+use super::stats::{Measurement, Reading, measure, sum};
+use super::sysfs::Pmu;
+
+fn table(header: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::ASCII_MARKDOWN);
+    t.set_header(header);
+    t
+}
+
+fn or_dash(value: Option<String>) -> String {
+    value.unwrap_or_else(|| "-".to_string())
+}
+
+/// `--list`: one line per CXL PMU.
+pub fn list_pmus(pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()> {
+    let mut t = table(vec![
+        "PMU",
+        "type",
+        "CPU",
+        "memdev",
+        "PCI address",
+        "NUMA",
+        "serial",
+        "HDM filter",
+        "events",
+    ]);
+    for pmu in pmus {
+        let dev = pmu.memdev.clone().unwrap_or_default();
+        t.add_row(vec![
+            pmu.name.clone(),
+            pmu.perf_type.to_string(),
+            pmu.cpu.to_string(),
+            or_dash(dev.name),
+            or_dash(dev.pci_address),
+            or_dash(dev.numa_node.map(|n| n.to_string())),
+            or_dash(dev.serial),
+            if pmu.has_hdm_filter() { "yes" } else { "no" }.to_string(),
+            pmu.events.len().to_string(),
+        ]);
+    }
+    writeln!(out, "{t}")
+}
+
+/// The vid, gid and mask an attr holds, read through the PMU's format.
+fn decode(format: &Format, attr: &EventAttr) -> Option<(u64, u64, u64)> {
+    let get = |name: &str| format.field(name).map(|f| f.extract(attr));
+    Some((get("vid")?, get("gid")?, get("mask")?))
+}
+
+/// The name of the group an event belongs to.
+fn group_of(vid: u64, gid: u64) -> String {
+    match catalogue::group(gid as u16).filter(|_| vid == CXL_VENDOR_ID as u64 && gid <= 0xffff) {
+        Some(g) => g.name.to_string(),
+        None => format!("vendor {vid:#06x}"),
+    }
+}
+
+/// `--list-events`: the events of each PMU, grouped by CXL event group.
+pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
+    for (i, pmu) in pmus.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{} ({} events):", pmu.name, pmu.events.len())?;
+        let mut rows: Vec<(u64, u64, u64, &str)> = Vec::new();
+        for event in &pmu.events {
+            let mut attr = EventAttr::default();
+            for term in &event.terms {
+                let value = term.value.unwrap_or(1);
+                match (
+                    ConfigWord::from_name(&term.name),
+                    pmu.format.field(&term.name),
+                ) {
+                    (Some(word), _) => attr.set_word(word, value),
+                    (None, Some(field)) => {
+                        // Event files are the kernel's own: a too-wide value is shown as read.
+                        let _ = field.insert(&mut attr, value);
+                    }
+                    (None, None) => {}
+                }
+            }
+            let (vid, gid, mask) = decode(&pmu.format, &attr).unwrap_or((0, 0, attr.words[0]));
+            rows.push((vid, gid, mask, &event.name));
+        }
+        rows.sort();
+        let mut t = table(vec!["group", "event", "vid", "gid", "mask", "description"]);
+        let mut legend: Vec<String> = Vec::new();
+        let mut last_group = None;
+        for (vid, gid, mask, name) in rows {
+            let shown = if last_group == Some((vid, gid)) {
+                String::new()
+            } else {
+                if let Some(g) =
+                    catalogue::group(gid as u16).filter(|_| vid == CXL_VENDOR_ID as u64)
+                {
+                    legend.push(format!(
+                        "  {:<12} gid {:#06x}: {}",
+                        g.name, g.gid, g.description
+                    ));
+                }
+                group_of(vid, gid)
+            };
+            last_group = Some((vid, gid));
+            let description = catalogue::event(name)
+                .filter(|e| e.gid as u64 == gid && e.mask as u64 == mask)
+                .map(|e| e.description)
+                .unwrap_or("-");
+            t.add_row(vec![
+                shown,
+                name.to_string(),
+                format!("{vid:#06x}"),
+                format!("{gid:#06x}"),
+                format!("{mask:#010x}"),
+                description.to_string(),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+        if !legend.is_empty() {
+            writeln!(out, "Groups:\n{}", legend.join("\n"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A config word as perf prints it (`%#llx`: `0` for zero).
+fn hex(value: u64) -> String {
+    if value == 0 {
+        "0".to_string()
+    } else {
+        format!("{value:#x}")
+    }
+}
+
+/// `--dry-run`: every event's attr, as `perf stat -vv` shows it, and its CPU.
+pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()> {
+    const RULE: &str = "------------------------------------------------------------";
+    for unit in &plan.units {
+        let pmu = &pmus[unit.pmu];
+        for (i, event) in unit.events.iter().enumerate() {
+            let member = unit.grouped && i > 0;
+            writeln!(
+                out,
+                "{}/{}/  ({})",
+                pmu.name,
+                event.label,
+                describe_attr(pmu, &event.attr)
+            )?;
+            writeln!(out, "{RULE}\nperf_event_attr:")?;
+            writeln!(out, "  {:<32} {}", "type", event.attr.perf_type)?;
+            for word in [ConfigWord::Config, ConfigWord::Config1, ConfigWord::Config2] {
+                writeln!(out, "  {:<32} {}", word.name(), hex(event.attr.word(word)))?;
+            }
+            let config3 = event.attr.word(ConfigWord::Config3);
+            if config3 != 0 {
+                writeln!(out, "  {:<32} {}", "config3", hex(config3))?;
+            }
+            let read_format = if unit.grouped && !member {
+                "TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING|ID|GROUP"
+            } else {
+                "TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING"
+            };
+            writeln!(out, "  {:<32} {read_format}", "read_format")?;
+            if !member {
+                writeln!(out, "  {:<32} 1", "disabled")?;
+            }
+            writeln!(out, "{RULE}")?;
+            let group = if member {
+                format!("leader {}/{}/", pmu.name, unit.events[0].label)
+            } else {
+                "-1".to_string()
+            };
+            writeln!(
+                out,
+                "sys_perf_event_open: pid -1  cpu {}  group_fd {group}  flags 0x8\n",
+                pmu.cpu
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// One output row of a count: a PMU (or `all`) and an event, and the
+/// reading slots it sums.
+struct RowSpec {
+    pmu: String,
+    event: String,
+    slots: Vec<usize>,
+}
+
+/// One report's inputs: two consecutive samples and when they were taken.
+#[derive(Debug, Clone, Copy)]
+pub struct Span<'a> {
+    /// Readings of the previous sample.
+    pub previous: &'a [Reading],
+    /// Readings of this sample.
+    pub current: &'a [Reading],
+    /// Time between the two samples (for rates).
+    pub elapsed: Duration,
+    /// Time since the run started (the time column).
+    pub since_start: Duration,
+    /// Wall-clock time of this sample.
+    pub time: SystemTime,
+    /// Sample number.
+    pub index: u64,
+    /// Remarks about this sample.
+    pub notes: &'a [String],
+}
+
+/// How counts are shown.
+pub enum CountOutput {
+    /// Aligned text; `intervals` adds the time column.
+    Text {
+        /// Whether rows carry the interval's time.
+        intervals: bool,
+    },
+    /// A core writer (JSON, CSV...).
+    Frames(Box<dyn FrameWriter>),
+}
+
+/// Turns readings into rows, per PMU and event or summed over PMUs.
+pub struct CountView {
+    rows: Vec<RowSpec>,
+    frame_rows: Vec<Row>,
+    output: CountOutput,
+    pmu_width: usize,
+    event_width: usize,
+}
+
+/// The columns of a count, for the core writers.
+pub fn schema() -> Schema {
+    Schema {
+        tool: "cxlstat",
+        metric_prefix: "cxlstat",
+        labels: vec![("pmu", 16), ("event", 24)],
+        columns: vec![
+            Column::gauge(
+                "count",
+                "counts",
+                "Events counted in the interval, scaled for multiplexing.",
+                14,
+                0,
+            ),
+            Column::gauge("rate_per_second", "rate/s", "Events per second.", 14, 2),
+            Column::gauge(
+                "running_percent",
+                "running",
+                "Share of the interval the event was on a counter.",
+                8,
+                2,
+            ),
+        ],
+    }
+}
+
+impl CountView {
+    /// Rows for `plan`: one per PMU and event, or one per event with `aggregate`.
+    pub fn new(plan: &Plan, pmus: &[Pmu], aggregate: bool, output: CountOutput) -> CountView {
+        let mut rows: Vec<RowSpec> = Vec::new();
+        for (slot, event) in plan.events().enumerate() {
+            if aggregate {
+                match rows
+                    .iter_mut()
+                    .find(|r| r.event == plan.spec_labels[event.spec])
+                {
+                    Some(row) => row.slots.push(slot),
+                    None => rows.push(RowSpec {
+                        pmu: "all".to_string(),
+                        event: plan.spec_labels[event.spec].clone(),
+                        slots: vec![slot],
+                    }),
+                }
+            } else {
+                rows.push(RowSpec {
+                    pmu: pmus[event.pmu].name.clone(),
+                    event: event.label.clone(),
+                    slots: vec![slot],
+                });
+            }
+        }
+        let frame_rows = rows
+            .iter()
+            .map(|r| Row {
+                labels: vec![r.pmu.clone(), r.event.clone()],
+                values: vec![Value::Missing, Value::Missing, Value::Missing],
+            })
+            .collect();
+        CountView {
+            pmu_width: rows.iter().map(|r| r.pmu.len()).max().unwrap_or(3).max(3),
+            event_width: rows.iter().map(|r| r.event.len()).max().unwrap_or(5).max(5),
+            rows,
+            frame_rows,
+            output,
+        }
+    }
+
+    /// Writes what comes before the first report.
+    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        match &mut self.output {
+            CountOutput::Frames(w) => w.begin(out),
+            CountOutput::Text { intervals: true } => {
+                writeln!(
+                    out,
+                    "#{:>14} {:<pw$} {:<ew$} {:>16} {:>16} {:>8}",
+                    "time",
+                    "pmu",
+                    "event",
+                    "counts",
+                    "rate/s",
+                    "running",
+                    pw = self.pmu_width,
+                    ew = self.event_width
+                )
+            }
+            CountOutput::Text { intervals: false } => writeln!(
+                out,
+                "\n Performance counter stats for 'system wide' on CXL PMUs:\n"
+            ),
+        }
+    }
+
+    fn measurement(row: &RowSpec, previous: &[Reading], current: &[Reading]) -> Measurement {
+        match row.slots.as_slice() {
+            [one] => measure(previous[*one], current[*one]),
+            many => sum(many.iter().map(|&s| measure(previous[s], current[s]))),
+        }
+    }
+
+    /// Writes one report: the change from `span.previous` to `span.current`.
+    pub fn report(&mut self, out: &mut dyn Write, span: &Span) -> io::Result<()> {
+        let Span {
+            previous,
+            current,
+            elapsed,
+            since_start,
+            time,
+            index,
+            notes,
+        } = *span;
+        let seconds = elapsed.as_secs_f64();
+        let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
+        match &mut self.output {
+            CountOutput::Frames(writer) => {
+                for (spec, row) in self.rows.iter().zip(self.frame_rows.iter_mut()) {
+                    let m = Self::measurement(spec, previous, current);
+                    row.values[0] = m.count.map_or(Value::Missing, Value::Int);
+                    row.values[1] = m.count.and_then(rate).map_or(Value::Missing, Value::Float);
+                    row.values[2] = m
+                        .running
+                        .map_or(Value::Missing, |r| Value::Float(r * 100.0));
+                }
+                let frame = Frame {
+                    time,
+                    index,
+                    rows: &self.frame_rows,
+                    notes,
+                };
+                writer.frame(out, &frame)
+            }
+            CountOutput::Text { intervals } => {
+                let intervals = *intervals;
+                for row in &self.rows {
+                    let m = Self::measurement(row, previous, current);
+                    if intervals {
+                        write!(out, "{:>15.9} ", since_start.as_secs_f64())?;
+                    } else {
+                        write!(out, " ")?;
+                    }
+                    write!(
+                        out,
+                        "{:<pw$} {:<ew$} ",
+                        row.pmu,
+                        row.event,
+                        pw = self.pmu_width,
+                        ew = self.event_width
+                    )?;
+                    match (m.count, m.running) {
+                        (Some(count), Some(running)) => {
+                            write!(out, "{count:>16} ")?;
+                            match rate(count) {
+                                Some(r) => write!(out, "{r:>16.2} ")?,
+                                None => write!(out, "{:>16} ", "-")?,
+                            }
+                            writeln!(out, "{:>7.2}%", running * 100.0)?;
+                        }
+                        _ => writeln!(out, "{:>16} {:>16} {:>8}", "<not counted>", "-", "-")?,
+                    }
+                }
+                if !intervals {
+                    writeln!(out, "\n {:>15.9} seconds time elapsed\n", seconds)?;
+                }
+                for note in notes {
+                    eprintln!("cxlstat: note: {note}");
+                }
+                out.flush()
+            }
+        }
+    }
+
+    /// Writes what closes the output.
+    pub fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        match &mut self.output {
+            CountOutput::Frames(w) => w.end(out),
+            CountOutput::Text { .. } => out.flush(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cxlstat::format::Format;
+    use crate::cxlstat::resolve::{ResolvedEvent, Unit};
+
+    fn pmu(name: &str) -> Pmu {
+        Pmu {
+            name: name.to_string(),
+            perf_type: 20,
+            cpu: 0,
+            format: Format::default(),
+            events: Vec::new(),
+            memdev: None,
+        }
+    }
+
+    fn plan() -> Plan {
+        let event = |pmu, spec: usize, label: &str| ResolvedEvent {
+            pmu,
+            label: label.to_string(),
+            spec,
+            attr: EventAttr::default(),
+        };
+        Plan {
+            units: vec![
+                Unit {
+                    pmu: 0,
+                    grouped: false,
+                    events: vec![event(0, 0, "ddr_act")],
+                },
+                Unit {
+                    pmu: 1,
+                    grouped: false,
+                    events: vec![event(1, 0, "ddr_act")],
+                },
+                Unit {
+                    pmu: 0,
+                    grouped: false,
+                    events: vec![event(0, 1, "clock_ticks")],
+                },
+            ],
+            spec_labels: vec!["ddr_act".into(), "clock_ticks".into()],
+        }
+    }
+
+    fn render(aggregate: bool) -> String {
+        let pmus = [pmu("cxl_pmu_mem0.0"), pmu("cxl_pmu_mem1.0")];
+        let mut view = CountView::new(
+            &plan(),
+            &pmus,
+            aggregate,
+            CountOutput::Text { intervals: true },
+        );
+        let r = |count, enabled, running| Reading {
+            count,
+            enabled,
+            running,
+        };
+        let previous = [r(0, 0, 0); 3];
+        // ddr_act on mem0 ran a quarter of the time; on mem1 all of it;
+        // clock_ticks never got a counter.
+        let current = [r(250, 2_000, 500), r(300, 2_000, 2_000), r(0, 2_000, 0)];
+        let span = Span {
+            previous: &previous,
+            current: &current,
+            elapsed: Duration::from_secs(2),
+            since_start: Duration::from_secs(2),
+            time: SystemTime::UNIX_EPOCH,
+            index: 1,
+            notes: &[],
+        };
+        let mut out = Vec::new();
+        view.report(&mut out, &span).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text_rows_scale_show_running_share_and_not_counted() {
+        let text = render(false);
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows[0],
+            [
+                "2.000000000",
+                "cxl_pmu_mem0.0",
+                "ddr_act",
+                "1000",
+                "500.00",
+                "25.00%"
+            ]
+        );
+        assert_eq!(
+            rows[1],
+            [
+                "2.000000000",
+                "cxl_pmu_mem1.0",
+                "ddr_act",
+                "300",
+                "150.00",
+                "100.00%"
+            ]
+        );
+        assert_eq!(
+            rows[2],
+            [
+                "2.000000000",
+                "cxl_pmu_mem0.0",
+                "clock_ticks",
+                "<not",
+                "counted>",
+                "-",
+                "-"
+            ]
+        );
+    }
+
+    #[test]
+    fn aggregate_sums_scaled_counts_over_pmus() {
+        let text = render(true);
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            rows[0],
+            ["2.000000000", "all", "ddr_act", "1300", "650.00", "62.50%"]
+        );
+        assert_eq!(rows[1][2..4], ["clock_ticks", "<not"]);
+    }
+}

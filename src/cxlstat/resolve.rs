@@ -1,0 +1,268 @@
+//! Resolution of event specifications against the PMUs found: which PMUs
+//! each event runs on and the `perf_event_attr` config words it gets.
+//!
+//! A named event starts from the terms of its `events/` file; the user's
+//! terms are then applied in order, each replacing the bits of its field.
+//! Unset fields are 0.
+
+use super::catalogue;
+use super::error::CxlError;
+use super::events::Term;
+use super::format::{ConfigWord, EventAttr};
+use super::spec::SpecGroup;
+use super::suggest::closest;
+use super::sysfs::Pmu;
+
+/// One event on one PMU, ready to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedEvent {
+    /// Index of the PMU in the discovered list.
+    pub pmu: usize,
+    /// How the event is shown (the terms as written).
+    pub label: String,
+    /// Index of the specification it came from (rows of the same index are
+    /// summed by `--aggregate`).
+    pub spec: usize,
+    /// Type and config words.
+    pub attr: EventAttr,
+}
+
+/// What is opened and read as one: a single event, or a group on one PMU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// Index of the PMU.
+    pub pmu: usize,
+    /// True for a perf group (read with one `read()`).
+    pub grouped: bool,
+    /// The events; the first leads a group.
+    pub events: Vec<ResolvedEvent>,
+}
+
+/// Every unit to open, in specification order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The units.
+    pub units: Vec<Unit>,
+    /// The label of each specification, by index.
+    pub spec_labels: Vec<String>,
+}
+
+impl Plan {
+    /// Every event, in unit order.
+    pub fn events(&self) -> impl Iterator<Item = &ResolvedEvent> {
+        self.units.iter().flat_map(|u| u.events.iter())
+    }
+}
+
+/// Checks `--pmu` names and gives the indexes of the PMUs that unqualified
+/// events go to (every CXL PMU when none was chosen).
+pub fn select_pmus(pmus: &[Pmu], chosen: &[String]) -> Result<Vec<usize>, CxlError> {
+    if chosen.is_empty() {
+        return Ok((0..pmus.len()).collect());
+    }
+    let mut selected: Vec<usize> = Vec::new();
+    for name in chosen {
+        let index = pmu_index(pmus, name)?;
+        if !selected.contains(&index) {
+            selected.push(index);
+        }
+    }
+    Ok(selected)
+}
+
+fn pmu_index(pmus: &[Pmu], name: &str) -> Result<usize, CxlError> {
+    pmus.iter()
+        .position(|p| p.name == name)
+        .ok_or_else(|| CxlError::UnknownPmu {
+            name: name.to_string(),
+            suggestions: {
+                let near = closest(name, pmus.iter().map(|p| p.name.as_str()));
+                if near.is_empty() {
+                    pmus.iter().map(|p| p.name.clone()).collect()
+                } else {
+                    near
+                }
+            },
+        })
+}
+
+/// Resolves every specification. `selected` are the PMUs unqualified events go to.
+pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result<Plan, CxlError> {
+    let mut plan = Plan::default();
+    for group in groups {
+        let mut resolved = Vec::new();
+        for member in &group.members {
+            let spec = plan.spec_labels.len();
+            plan.spec_labels.push(member.label.clone());
+            let explicit = member
+                .pmu
+                .as_deref()
+                .map(|p| pmu_index(pmus, p))
+                .transpose()?;
+            let targets = explicit
+                .map(|i| vec![i])
+                .unwrap_or_else(|| selected.to_vec());
+            let before = resolved.len();
+            for &pmu in &targets {
+                if let Some(attr) = resolve_on(&pmus[pmu], &member.terms, &member.label)? {
+                    resolved.push(ResolvedEvent {
+                        pmu,
+                        label: member.label.clone(),
+                        spec,
+                        attr,
+                    });
+                }
+            }
+            if resolved.len() == before {
+                let name = event_name(&pmus[targets[0]], &member.terms).unwrap_or(&member.label);
+                return Err(unknown_event(pmus, &targets, name));
+            }
+        }
+        if group.grouped {
+            let mut order: Vec<usize> = Vec::new();
+            for event in &resolved {
+                if !order.contains(&event.pmu) {
+                    order.push(event.pmu);
+                }
+            }
+            for pmu in order {
+                plan.units.push(Unit {
+                    pmu,
+                    grouped: true,
+                    events: resolved.iter().filter(|e| e.pmu == pmu).cloned().collect(),
+                });
+            }
+        } else {
+            plan.units.extend(resolved.into_iter().map(|event| Unit {
+                pmu: event.pmu,
+                grouped: false,
+                events: vec![event],
+            }));
+        }
+    }
+    Ok(plan)
+}
+
+/// True for a bare term that names an event (not a format field or config word).
+fn names_event(pmu: &Pmu, term: &Term) -> bool {
+    term.value.is_none()
+        && pmu.format.field(&term.name).is_none()
+        && ConfigWord::from_name(&term.name).is_none()
+}
+
+/// The event name among the terms, if any.
+fn event_name<'a>(pmu: &Pmu, terms: &'a [Term]) -> Option<&'a str> {
+    terms
+        .iter()
+        .find(|t| names_event(pmu, t))
+        .map(|t| t.name.as_str())
+}
+
+fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
+    let place = match targets {
+        [one] => pmus[*one].name.clone(),
+        _ => format!("any of the {} CXL PMUs", targets.len()),
+    };
+    if catalogue::event(name).is_some() {
+        return CxlError::NotOffered {
+            name: name.to_string(),
+            place,
+            offered_by: pmus
+                .iter()
+                .filter(|p| p.event(name).is_some())
+                .map(|p| p.name.clone())
+                .collect(),
+        };
+    }
+    let on_pmus = targets
+        .iter()
+        .flat_map(|&i| pmus[i].events.iter().map(|e| e.name.as_str()));
+    let mut suggestions = closest(name, on_pmus);
+    if suggestions.is_empty() {
+        suggestions = closest(name, catalogue::EVENTS.iter().map(|e| e.name))
+            .into_iter()
+            .map(|n| format!("{n} (not offered here)"))
+            .collect();
+    }
+    CxlError::UnknownEvent {
+        name: name.to_string(),
+        place: format!("on {place}"),
+        suggestions,
+    }
+}
+
+/// Resolves one specification on one PMU. `Ok(None)` when a named event is
+/// not offered by this PMU.
+pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<EventAttr>, CxlError> {
+    let mut attr = EventAttr {
+        perf_type: pmu.perf_type,
+        words: [0; 4],
+    };
+    if terms.iter().filter(|t| names_event(pmu, t)).count() > 1 {
+        return Err(CxlError::Spec(format!(
+            "{}/{label}/: more than one event name",
+            pmu.name
+        )));
+    }
+    let name = event_name(pmu, terms);
+    let mut selects_event = false;
+    if let Some(name) = name {
+        match pmu.event(name) {
+            Some(event) => {
+                let path = format!(
+                    "{}/{}/events/{name}",
+                    super::sysfs::EVENT_SOURCE_DIR,
+                    pmu.name
+                );
+                for term in &event.terms {
+                    apply(pmu, &mut attr, term, label).map_err(|e| {
+                        CxlError::bad_file(&path, &format!("terms of this PMU's format ({e})"))
+                    })?;
+                }
+                selects_event = true;
+            }
+            None => return Ok(None),
+        }
+    }
+    for term in terms {
+        if names_event(pmu, term) {
+            continue;
+        }
+        apply(pmu, &mut attr, term, label)?;
+        selects_event |= lands_in_config(pmu, &term.name);
+    }
+    if !selects_event {
+        return Err(CxlError::Spec(format!(
+            "{label}: no event selected; give an event name, or vid=,gid=,mask= (or config=)"
+        )));
+    }
+    Ok(Some(attr))
+}
+
+fn lands_in_config(pmu: &Pmu, name: &str) -> bool {
+    ConfigWord::from_name(name) == Some(ConfigWord::Config)
+        || pmu
+            .format
+            .field(name)
+            .is_some_and(|f| f.word == ConfigWord::Config)
+}
+
+fn apply(pmu: &Pmu, attr: &mut EventAttr, term: &Term, label: &str) -> Result<(), CxlError> {
+    let value = term.value.unwrap_or(1);
+    if let Some(word) = ConfigWord::from_name(&term.name) {
+        attr.set_word(word, value);
+        return Ok(());
+    }
+    match pmu.format.field(&term.name) {
+        Some(field) => field.insert(attr, value).map_err(|e| CxlError::BadValue {
+            pmu: pmu.name.clone(),
+            label: label.to_string(),
+            reason: e.to_string(),
+        }),
+        None => Err(CxlError::UnknownTerm {
+            pmu: pmu.name.clone(),
+            term: term.name.clone(),
+            valid: pmu.format.term_names(),
+        }),
+    }
+}

@@ -1,0 +1,264 @@
+//! The event-specification grammar of `-e`, compatible with perf:
+//!
+//! * `NAME`: a named event, on every CXL PMU (or those chosen with `--pmu`);
+//! * `PMU/TERMS/`: on one PMU, where TERMS is a comma list of an event name
+//!   and `term=value` (or bare flag) terms from that PMU's `format/`;
+//! * `vid=..,gid=..,mask=..`: raw terms without a PMU, on every CXL PMU;
+//! * `{a,b,...}`: a group, counted together (one group per PMU);
+//! * comma lists of all of these in one `-e`, and repeated `-e`.
+
+use super::events::{Term, parse_term, parse_terms};
+
+/// One event as written by the user, not yet resolved against a PMU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSpec {
+    /// The PMU named in `PMU/.../`, or `None` for every selected CXL PMU.
+    pub pmu: Option<String>,
+    /// The terms: a bare name is an event name (or a flag), others set fields.
+    pub terms: Vec<Term>,
+    /// How the event is shown in output: the terms as written, without the PMU.
+    pub label: String,
+}
+
+/// A comma-list item: one event alone, or a `{...}` group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecGroup {
+    /// The events.
+    pub members: Vec<EventSpec>,
+    /// True for `{...}`: the members are read together in one perf group.
+    pub grouped: bool,
+}
+
+/// Parses every `-e` argument, in order.
+pub fn parse_event_args(args: &[String]) -> Result<Vec<SpecGroup>, String> {
+    let mut groups = Vec::new();
+    for arg in args {
+        groups.extend(parse_event_list(arg).map_err(|e| format!("-e {arg:?}: {e}"))?);
+    }
+    if groups.is_empty() {
+        return Err("no event given: use -e NAME (see --list-events)".to_string());
+    }
+    Ok(groups)
+}
+
+/// Parses one `-e` argument.
+pub fn parse_event_list(text: &str) -> Result<Vec<SpecGroup>, String> {
+    let mut groups = Vec::new();
+    for item in split_top_level(text)? {
+        if let Some(inner) = item.strip_prefix('{') {
+            let inner = inner.strip_suffix('}').ok_or_else(|| {
+                format!(
+                    "group {item:?} must end with '}}' (modifiers after a group are not supported)"
+                )
+            })?;
+            let members = parse_members(&split_top_level(inner)?)?;
+            if members.is_empty() {
+                return Err("empty group {}".to_string());
+            }
+            groups.push(SpecGroup {
+                members,
+                grouped: true,
+            });
+        } else {
+            groups.extend(parse_members(&[item])?.into_iter().map(|m| SpecGroup {
+                members: vec![m],
+                grouped: false,
+            }));
+        }
+    }
+    merge_raw_runs(groups)
+}
+
+/// Items of a comma list: commas inside `PMU/.../` or `{...}` do not split.
+fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
+    let mut items = Vec::new();
+    let (mut depth, mut in_pmu, mut start) = (0usize, false, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '/' => in_pmu = !in_pmu,
+            '{' if !in_pmu => depth += 1,
+            '}' if !in_pmu => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| "unbalanced '}'".to_string())?
+            }
+            ',' if depth == 0 && !in_pmu => {
+                items.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err("unbalanced '{'".to_string());
+    }
+    if in_pmu {
+        return Err("a PMU/.../ event is missing its closing '/'".to_string());
+    }
+    items.push(&text[start..]);
+    items
+        .into_iter()
+        .map(|item| {
+            let item = item.trim();
+            if item.is_empty() {
+                Err("empty event in the list".to_string())
+            } else {
+                Ok(item)
+            }
+        })
+        .collect()
+}
+
+/// Parses items that are not groups (a group nested in a group is refused).
+/// Consecutive bare `term=value` items form one raw event.
+fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
+    let mut members: Vec<EventSpec> = Vec::new();
+    let mut raw_run = false;
+    for item in items {
+        if item.starts_with('{') {
+            return Err(format!("{item:?}: groups cannot be nested"));
+        }
+        if let Some((pmu, rest)) = item.split_once('/') {
+            let inner = rest
+                .strip_suffix('/')
+                .ok_or_else(|| format!("{item:?}: expected PMU/TERMS/"))?;
+            if pmu.is_empty() {
+                return Err(format!("{item:?}: expected a PMU name before '/'"));
+            }
+            let terms = parse_terms(inner).map_err(|e| format!("{item:?}: {e}"))?;
+            members.push(EventSpec {
+                pmu: Some(pmu.to_string()),
+                label: inner.trim().to_string(),
+                terms,
+            });
+            raw_run = false;
+        } else if item.contains('=') {
+            let term = parse_term(item)?;
+            match members.last_mut() {
+                Some(last) if raw_run => {
+                    last.terms.push(term);
+                    last.label = format!("{},{item}", last.label);
+                }
+                _ => members.push(EventSpec {
+                    pmu: None,
+                    label: item.to_string(),
+                    terms: vec![term],
+                }),
+            }
+            raw_run = true;
+        } else {
+            let term = parse_term(item)?;
+            members.push(EventSpec {
+                pmu: None,
+                label: term.name.clone(),
+                terms: vec![term],
+            });
+            raw_run = false;
+        }
+    }
+    Ok(members)
+}
+
+/// Joins single raw-term events that the top-level split cut apart
+/// (`-e vid=1,gid=2,mask=4` is one event, not three).
+fn merge_raw_runs(groups: Vec<SpecGroup>) -> Result<Vec<SpecGroup>, String> {
+    let mut merged: Vec<SpecGroup> = Vec::new();
+    for group in groups {
+        let is_raw_piece = |g: &SpecGroup| {
+            !g.grouped
+                && g.members[0].pmu.is_none()
+                && g.members[0].terms.iter().all(|t| t.value.is_some())
+        };
+        let joins = is_raw_piece(&group) && merged.last().is_some_and(is_raw_piece);
+        if joins {
+            let last = &mut merged.last_mut().expect("checked").members[0];
+            last.terms.extend(group.members[0].terms.iter().cloned());
+            last.label = format!("{},{}", last.label, group.members[0].label);
+        } else {
+            merged.push(group);
+        }
+    }
+    Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(groups: &[SpecGroup]) -> Vec<(Option<String>, String, bool)> {
+        groups
+            .iter()
+            .flat_map(|g| {
+                g.members
+                    .iter()
+                    .map(move |m| (m.pmu.clone(), m.label.clone(), g.grouped))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_pmu_events_raw_terms_and_groups() {
+        let groups = parse_event_args(&[
+            "d2h_req_rdshared,clock_ticks".into(),
+            "cxl_pmu_mem0.0/d2h_req_rdshared,threshold=1/".into(),
+            "vid=0x19e5,gid=0,mask=0xff".into(),
+            "{clock_ticks,cxl_pmu_mem0.0/vid=0x1e98,gid=0x10,mask=0x3e/}".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            labels(&groups),
+            vec![
+                (None, "d2h_req_rdshared".into(), false),
+                (None, "clock_ticks".into(), false),
+                (
+                    Some("cxl_pmu_mem0.0".into()),
+                    "d2h_req_rdshared,threshold=1".into(),
+                    false
+                ),
+                (None, "vid=0x19e5,gid=0,mask=0xff".into(), false),
+                (None, "clock_ticks".into(), true),
+                (
+                    Some("cxl_pmu_mem0.0".into()),
+                    "vid=0x1e98,gid=0x10,mask=0x3e".into(),
+                    true
+                ),
+            ]
+        );
+        assert_eq!(groups.len(), 5);
+        assert_eq!(groups[4].members.len(), 2);
+    }
+
+    #[test]
+    fn raw_runs_stop_at_names_and_groups_keep_their_own_raw_runs() {
+        let groups = parse_event_list("vid=1,gid=2,clock_ticks,mask=4,{vid=1,mask=2,x}").unwrap();
+        assert_eq!(
+            labels(&groups),
+            vec![
+                (None, "vid=1,gid=2".into(), false),
+                (None, "clock_ticks".into(), false),
+                (None, "mask=4".into(), false),
+                (None, "vid=1,mask=2".into(), true),
+                (None, "x".into(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lists_are_refused_with_the_reason() {
+        for (bad, why) in [
+            ("{a,b", "unbalanced '{'"),
+            ("a}", "unbalanced '}'"),
+            ("cxl_pmu_mem0.0/clock_ticks", "closing '/'"),
+            ("a,,b", "empty event"),
+            ("{a,{b}}", "nested"),
+            ("{}", "empty"),
+            ("/x/", "PMU name"),
+            ("mask=zz", "expected a number"),
+            ("{a}:u", "modifiers"),
+        ] {
+            let err = parse_event_list(bad).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+        assert!(parse_event_args(&[]).unwrap_err().contains("no event"));
+    }
+}

@@ -1,0 +1,180 @@
+//! Counter readings and what an interval makes of them: deltas, scaling of
+//! multiplexed counts as perf does (count × enabled / running), the running
+//! percentage, and "not counted" for an event that never ran.
+
+use crate::common::counter::{Width, delta};
+
+/// One cumulative reading of an event: its count and times in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// Event count.
+    pub count: u64,
+    /// Time the event was enabled.
+    pub enabled: u64,
+    /// Time the event was actually counting on the hardware.
+    pub running: u64,
+}
+
+/// Words of a single event's `read()` (`value, time_enabled, time_running`).
+pub const SINGLE_WORDS: usize = 3;
+
+/// Words of a group's `read()` with `GROUP | ID | TIMES` for `members` events:
+/// `nr, time_enabled, time_running`, then `value, id` per member.
+pub fn group_words(members: usize) -> usize {
+    3 + 2 * members
+}
+
+/// Parses a single event's read words.
+pub fn parse_single(words: &[u64]) -> Option<Reading> {
+    match *words {
+        [count, enabled, running] => Some(Reading {
+            count,
+            enabled,
+            running,
+        }),
+        _ => None,
+    }
+}
+
+/// Parses a group's read words into `out` (one reading per member, in order).
+/// Returns false when the layout does not match.
+pub fn parse_group(words: &[u64], out: &mut [Reading]) -> bool {
+    if words.len() != group_words(out.len()) || words[0] != out.len() as u64 {
+        return false;
+    }
+    let (enabled, running) = (words[1], words[2]);
+    for (reading, pair) in out.iter_mut().zip(words[3..].chunks_exact(2)) {
+        *reading = Reading {
+            count: pair[0],
+            enabled,
+            running,
+        };
+    }
+    true
+}
+
+/// One event over one interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    /// The count scaled to the enabled time; `None` when the event never ran.
+    pub count: Option<u64>,
+    /// Fraction of the enabled time the event was running (0 to 1).
+    pub running: Option<f64>,
+}
+
+/// What happened between two readings.
+pub fn measure(previous: Reading, current: Reading) -> Measurement {
+    let count = delta(previous.count, current.count, Width::Bits64);
+    let enabled = delta(previous.enabled, current.enabled, Width::Bits64);
+    let running = delta(previous.running, current.running, Width::Bits64);
+    if running == 0 || enabled == 0 {
+        return Measurement {
+            count: None,
+            running: None,
+        };
+    }
+    let scaled = if running >= enabled {
+        count
+    } else {
+        // Rounded as perf does it: count * enabled / running + 0.5.
+        let wide = (count as u128 * enabled as u128 + running as u128 / 2) / running as u128;
+        wide.min(u64::MAX as u128) as u64
+    };
+    Measurement {
+        count: Some(scaled),
+        running: Some((running as f64 / enabled as f64).min(1.0)),
+    }
+}
+
+/// Sums measurements of one event over several PMUs: counts add up, the
+/// running fraction is the mean over those that ran; `None` when none ran.
+pub fn sum(parts: impl IntoIterator<Item = Measurement>) -> Measurement {
+    let (mut count, mut running, mut ran) = (0u64, 0f64, 0u32);
+    for part in parts {
+        if let (Some(c), Some(r)) = (part.count, part.running) {
+            count = count.saturating_add(c);
+            running += r;
+            ran += 1;
+        }
+    }
+    if ran == 0 {
+        Measurement {
+            count: None,
+            running: None,
+        }
+    } else {
+        Measurement {
+            count: Some(count),
+            running: Some(running / ran as f64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(count: u64, enabled: u64, running: u64) -> Reading {
+        Reading {
+            count,
+            enabled,
+            running,
+        }
+    }
+
+    #[test]
+    fn full_time_counts_are_not_scaled() {
+        let m = measure(r(100, 1_000, 1_000), r(600, 2_000, 2_000));
+        assert_eq!(m.count, Some(500));
+        assert_eq!(m.running, Some(1.0));
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled_to_the_enabled_time() {
+        // Ran a quarter of the interval and counted 250: perf shows 1000 (25.00%).
+        let m = measure(r(0, 0, 0), r(250, 4_000, 1_000));
+        assert_eq!(m.count, Some(1_000));
+        assert_eq!(m.running, Some(0.25));
+        // Rounded to nearest: 1 * 3 / 2 = 1.5 -> 2.
+        assert_eq!(measure(r(0, 0, 0), r(1, 3, 2)).count, Some(2));
+    }
+
+    #[test]
+    fn an_event_that_never_ran_is_not_counted() {
+        let m = measure(r(5, 100, 0), r(5, 900, 0));
+        assert_eq!(m.count, None);
+        assert_eq!(m.running, None);
+        assert_eq!(measure(r(0, 0, 0), r(0, 0, 0)).count, None);
+    }
+
+    #[test]
+    fn group_reads_share_times_and_check_their_layout() {
+        let mut out = [Reading::default(); 2];
+        assert!(parse_group(&[2, 50, 40, 7, 100, 9, 101], &mut out));
+        assert_eq!(out, [r(7, 50, 40), r(9, 50, 40)]);
+        assert!(!parse_group(&[3, 50, 40, 7, 100, 9, 101], &mut out));
+        assert!(!parse_group(&[2, 50, 40, 7, 100], &mut out));
+        assert_eq!(parse_single(&[1, 2, 3]), Some(r(1, 2, 3)));
+        assert_eq!(parse_single(&[1, 2]), None);
+    }
+
+    #[test]
+    fn sums_skip_events_that_did_not_run() {
+        let ran = Measurement {
+            count: Some(10),
+            running: Some(0.5),
+        };
+        let idle = Measurement {
+            count: None,
+            running: None,
+        };
+        assert_eq!(
+            sum([ran, idle, ran]),
+            Measurement {
+                count: Some(20),
+                running: Some(0.5)
+            }
+        );
+        assert_eq!(sum([idle]).count, None);
+    }
+}

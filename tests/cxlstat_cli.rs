@@ -1,0 +1,209 @@
+//! cxlstat against the two-memdev fixture: golden listings and dry runs,
+//! and the errors that explain.
+
+mod cxlstat_support;
+
+use cxlstat_support::{cxlstat, golden, stderr, stdout, two_memdevs};
+
+fn with_fixture(args: &[&str]) -> std::process::Output {
+    let root = two_memdevs();
+    let mut all = vec!["--sysroot", root.to_str().unwrap()];
+    all.extend_from_slice(args);
+    cxlstat(&all)
+}
+
+#[test]
+fn list_matches_the_golden_output() {
+    let out = with_fixture(&["--list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), golden("list.txt"));
+    // The facts, independently of the layout.
+    let text = stdout(&out);
+    let mem0 = text.lines().find(|l| l.contains("cxl_pmu_mem0.0")).unwrap();
+    for cell in [
+        "| 14 ",
+        "| 0 ",
+        "mem0",
+        "0000:35:00.0",
+        "0x4d2a00001",
+        "| yes ",
+        "| 12 ",
+    ] {
+        assert!(mem0.contains(cell), "{cell:?} in {mem0}");
+    }
+    let mem1 = text.lines().find(|l| l.contains("cxl_pmu_mem1.0")).unwrap();
+    for cell in ["| 15 ", "| 1 ", "mem1", "0000:b5:00.0", "| no ", "| 14 "] {
+        assert!(mem1.contains(cell), "{cell:?} in {mem1}");
+    }
+    assert!(!text.contains("software"));
+}
+
+#[test]
+fn list_events_groups_and_decodes() {
+    let out = with_fixture(&["--list-events"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), golden("list-events.txt"));
+    let one = stdout(&with_fixture(&["--list-events", "cxl_pmu_mem1.0"]));
+    assert!(one.starts_with("cxl_pmu_mem1.0 (14 events):"));
+    assert!(!one.contains("cxl_pmu_mem0.0"));
+    let line = one
+        .lines()
+        .find(|l| l.contains("s2m_ndr_biconflictack"))
+        .unwrap();
+    assert!(
+        line.contains("0x0024") && line.contains("0x00000010"),
+        "{line}"
+    );
+    let bad = with_fixture(&["--list-events", "cxl_pmu_mem0.1"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("did you mean") || stderr(&bad).contains("cxl_pmu_mem0.0"));
+}
+
+#[test]
+fn dry_run_shows_attrs_like_perf_and_opens_nothing() {
+    let out = with_fixture(&[
+        "--dry-run",
+        "-e",
+        "clock_ticks",
+        "-e",
+        "cxl_pmu_mem0.0/d2h_req_rdshared,threshold=1,hdm_filter_en,hdm=0x3/",
+        "-e",
+        "vid=0x19e5,gid=0,mask=0xff",
+        "-e",
+        "{m2s_req_memrd,cxl_pmu_mem1.0/vid=0x1e98,gid=0x20,mask=0x7/}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), golden("dry-run.txt"));
+    let text = stdout(&out);
+    // threshold=1 in bit 0 and hdm_filter_en in bit 18 of config1; hdm in config2.
+    assert!(text.contains("config1                          0x40001\n"));
+    assert!(text.contains("config2                          0x3\n"));
+    assert!(text.contains("config                           0x19e50000000000ff\n"));
+}
+
+#[test]
+fn unknown_names_terms_and_wide_values_explain_themselves() {
+    let cases: [(&str, &str); 6] = [
+        ("clock_tick", "did you mean: clock_ticks"),
+        (
+            "cxl_pmu_mem1.0/d2h_req_rdshared/",
+            "offered by: cxl_pmu_mem0.0",
+        ),
+        (
+            "cxl_pmu_mem1.0/clock_ticks,hdm=1/",
+            "valid terms: edge, gid, invert, mask, threshold, vid",
+        ),
+        (
+            "cxl_pmu_mem0.0/clock_ticks,threshold=0x10000/",
+            "too wide for threshold (16 bits",
+        ),
+        ("vid=0x10000,gid=0,mask=1", "too wide for vid"),
+        (
+            "cxl_pmu_mem7.0/clock_ticks/",
+            "CXL PMUs here: cxl_pmu_mem0.0, cxl_pmu_mem1.0",
+        ),
+    ];
+    for (spec, want) in cases {
+        let out = with_fixture(&["--dry-run", "-e", spec]);
+        assert_eq!(out.status.code(), Some(1), "{spec}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("cxlstat: ") && err.contains(want),
+            "{spec}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn no_cxl_pmu_says_what_is_needed() {
+    let empty = cxlstat_support::scratch("nopmu");
+    let out = cxlstat(&["--sysroot", empty.to_str().unwrap(), "--list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("Linux 6.5") && err.contains("CONFIG_CXL_PMU") && err.contains("CPMU"),
+        "{err}"
+    );
+}
+
+#[test]
+fn per_task_counting_is_refused_with_the_reason() {
+    let out = with_fixture(&["-e", "clock_ticks", "-p", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("-p 1") && err.contains("system-wide") && err.contains("EOPNOTSUPP"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_broken_format_file_is_named() {
+    let root = cxlstat_support::scratch("badformat");
+    cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    std::fs::write(
+        root.join("sys/devices/virtual/cxl_pmu_mem0.0/format/mask"),
+        "config:0-99\n",
+    )
+    .unwrap();
+    let out = cxlstat(&["--sysroot", root.to_str().unwrap(), "--list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("/sys/bus/event_source/devices/cxl_pmu_mem0.0/format/mask: expected configN:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_cpmus_on_one_memdev_and_vendor_raw_events() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cxl/qemu-two-cpmus");
+    let root = root.to_str().unwrap();
+    let list = stdout(&cxlstat(&["--sysroot", root, "--list"]));
+    let rows: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains("cxl_pmu_mem0."))
+        .collect();
+    assert_eq!(rows.len(), 2, "{list}");
+    // Both CPMUs belong to mem0 on 0000:0d:00.0, which has no NUMA node.
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("| mem0 ") && r.contains("0000:0d:00.0") && r.contains("| -    |")),
+        "{list}"
+    );
+
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "--pmu",
+        "cxl_pmu_mem0.1",
+        "-e",
+        "vid=0x19e5,gid=0,mask=0x3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.matches("sys_perf_event_open").count(), 1, "{text}");
+    assert!(text.contains("type                             11\n"));
+    assert!(text.contains("config                           0x19e5000000000003\n"));
+
+    // The perf list example of Documentation/admin-guide/perf/cxl.rst.
+    let events = stdout(&cxlstat(&[
+        "--sysroot",
+        root,
+        "--list-events",
+        "cxl_pmu_mem0.0",
+    ]));
+    for name in [
+        "clock_ticks",
+        "d2h_req_rdshared",
+        "h2d_req_snpcur",
+        "h2d_req_snpdata",
+        "h2d_req_snpinv",
+    ] {
+        assert!(events.contains(&format!("| {name} ")), "{name}: {events}");
+    }
+}

@@ -1,0 +1,309 @@
+//! Real counting through perf_event_open: "CXL" PMUs in a sysfs tree whose
+//! type is the kernel's software PMU (1), with events pointing at cpu-clock
+//! (config 0) and context-switches (config 3). Skips (with the reason) only
+//! on EACCES/EPERM and only when CI is not `true`.
+
+mod cxlstat_support;
+
+use std::time::{Duration, Instant};
+
+use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout, test_cpus};
+use hwstat::common::source::RootFs;
+use hwstat::cxlstat::counting::Counters;
+use hwstat::cxlstat::resolve::{Plan, resolve, select_pmus};
+use hwstat::cxlstat::spec::parse_event_args;
+use hwstat::cxlstat::stats::{Reading, measure};
+use hwstat::cxlstat::sysfs::{Pmu, discover};
+
+/// A tree with one PMU per test CPU.
+fn tree(name: &str) -> (cxlstat_support::Scratch, Vec<usize>) {
+    let root = scratch(name);
+    let cpus = test_cpus();
+    let names: Vec<String> = cpus.iter().map(|c| format!("cxl_pmu_mem{c}.0")).collect();
+    let pmus: Vec<(&str, usize)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(cpus.iter().copied())
+        .collect();
+    software_tree(&root, &pmus);
+    (root, cpus)
+}
+
+fn plan_for(pmus: &[Pmu], spec: &str) -> Plan {
+    let specs = parse_event_args(&[spec.to_string()]).unwrap();
+    resolve(pmus, &specs, &select_pmus(pmus, &[]).unwrap()).unwrap()
+}
+
+/// Causes context switches on `cpu` by sleeping there a few times.
+fn switch_on(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t with one bit set, applied to this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(3));
+    }
+}
+
+/// Opens `spec`, reads a baseline, runs `work`, reads again; gives the plan,
+/// the wall time between the reads, and both readings.
+fn count(
+    root: &std::path::Path,
+    spec: &str,
+    work: impl FnOnce(),
+) -> (Vec<Pmu>, Plan, Duration, Vec<Reading>, Vec<Reading>) {
+    let source = RootFs::new(root);
+    let pmus = discover(&source).unwrap();
+    let plan = plan_for(&pmus, spec);
+    let mut counters = Counters::open(&plan, &pmus, true, None).unwrap();
+    counters.enable().unwrap();
+    let mut notes = Vec::new();
+    counters.read(&source, &mut notes);
+    let before = counters.readings().to_vec();
+    let start = Instant::now();
+    work();
+    counters.read(&source, &mut notes);
+    let elapsed = start.elapsed();
+    assert!(notes.is_empty(), "{notes:?}");
+    (pmus, plan, elapsed, before, counters.readings().to_vec())
+}
+
+fn assert_clock_matches(counted: u64, elapsed: Duration, what: &str) {
+    let expected = elapsed.as_nanos() as f64;
+    let error = (counted as f64 - expected).abs() / expected;
+    assert!(
+        error < 0.05,
+        "{what}: cpu-clock {counted} ns vs {expected} ns elapsed ({:.1}% off)",
+        error * 100.0
+    );
+}
+
+#[test]
+fn independent_events_count_and_cpu_clock_matches_elapsed_time_per_cpu() {
+    if !perf_usable("independent_events_count") {
+        return;
+    }
+    let (root, cpus) = tree("count");
+    let (pmus, plan, elapsed, before, after) = count(&root, "cpu_clock,context_switches", || {
+        let start = Instant::now();
+        for &cpu in &cpus {
+            switch_on(cpu);
+        }
+        std::thread::sleep(Duration::from_millis(400).saturating_sub(start.elapsed()));
+    });
+    assert_eq!(plan.units.len(), 2 * cpus.len());
+    assert!(plan.units.iter().all(|u| !u.grouped));
+    for (slot, event) in plan.events().enumerate() {
+        let m = measure(before[slot], after[slot]);
+        let what = format!("{}/{}/", pmus[event.pmu].name, event.label);
+        let counted = m.count.unwrap_or_else(|| panic!("{what} not counted"));
+        assert!(counted > 0, "{what}");
+        assert_eq!(m.running, Some(1.0), "{what}");
+        if event.label == "cpu_clock" {
+            assert_clock_matches(counted, elapsed, &what);
+        }
+    }
+}
+
+#[test]
+fn a_group_reads_all_members_with_one_read() {
+    if !perf_usable("a_group_reads") {
+        return;
+    }
+    let (root, cpus) = tree("group");
+    let (pmus, plan, elapsed, before, after) = count(&root, "{cpu_clock,context_switches}", || {
+        for &cpu in &cpus {
+            switch_on(cpu);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    });
+    assert_eq!(plan.units.len(), cpus.len());
+    assert!(plan.units.iter().all(|u| u.grouped && u.events.len() == 2));
+    let mut slot = 0;
+    for unit in &plan.units {
+        let clock = measure(before[slot], after[slot]);
+        let switches = measure(before[slot + 1], after[slot + 1]);
+        // Members of one group share the enabled and running times.
+        assert_eq!(after[slot].enabled, after[slot + 1].enabled);
+        assert_eq!(after[slot].running, after[slot + 1].running);
+        assert_clock_matches(clock.count.unwrap(), elapsed, &pmus[unit.pmu].name);
+        // Members opened enabled count; opened disabled they would read 0.
+        assert!(
+            switches.count.unwrap() > 0,
+            "{}: group member read 0",
+            pmus[unit.pmu].name
+        );
+        slot += 2;
+    }
+}
+
+#[test]
+fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
+    if !perf_usable("intervals_through_the_binary") {
+        return;
+    }
+    let (root, cpus) = tree("binary");
+    let root = root.to_str().unwrap().to_string();
+
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "-I",
+        "100",
+        "--interval-count",
+        "3",
+        "-x",
+        ";",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "timestamp;index;pmu;event;count;rate_per_second;running_percent"
+    );
+    assert_eq!(lines.len(), 1 + 3 * cpus.len(), "{text}");
+    for line in &lines[1..] {
+        let fields: Vec<&str> = line.split(';').collect();
+        let counted: f64 = fields[4].parse().unwrap();
+        // About 100 ms of cpu-clock per interval and PMU (wide margin: a loaded CI box).
+        assert!((70e6..130e6).contains(&counted), "{line}");
+        assert_eq!(fields[6], "100.00", "{line}");
+    }
+
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock,context_switches",
+        "--aggregate",
+        "-o",
+        "json",
+        "0.1",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = doc["samples"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["pmu"], "all");
+    let summed = rows[0]["count"].as_u64().unwrap() as f64;
+    let want = 100e6 * cpus.len() as f64;
+    assert!((summed - want).abs() < 0.3 * want, "{summed} vs {want}");
+
+    // Intervals while a command runs: stops when it ends, with its status.
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "-I",
+        "50",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; exit 4",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let reports = stdout(&out)
+        .lines()
+        .filter(|l| l.contains("cpu_clock"))
+        .count()
+        / cpus.len();
+    assert!(
+        (4..=9).contains(&reports),
+        "{reports} reports of 50 ms for a 300 ms command"
+    );
+
+    let started = Instant::now();
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; exit 3",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Performance counter stats for 'system wide'"),
+        "{text}"
+    );
+    assert!(text.contains("seconds time elapsed"), "{text}");
+}
+
+#[test]
+fn until_ctrl_c_prints_totals_and_exits_cleanly() {
+    if !perf_usable("until_ctrl_c") {
+        return;
+    }
+    let (root, cpus) = tree("ctrlc");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+        .args(["--sysroot", root.to_str().unwrap(), "-a", "-e", "cpu_clock"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("cpu_clock")).collect();
+    assert_eq!(rows.len(), cpus.len(), "{text}");
+    let elapsed: f64 = text
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(elapsed >= 0.3, "{text}");
+    for row in rows {
+        let counted: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+        let error = (counted / 1e9 - elapsed).abs() / elapsed;
+        assert!(error < 0.05, "{row} vs {elapsed} s");
+    }
+}
+
+#[test]
+fn open_errors_from_the_kernel_are_explained() {
+    if !perf_usable("open_errors_from_the_kernel") {
+        return;
+    }
+    let root = scratch("openerr");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let type_file = root.join("sys/devices/virtual/cxl_pmu_mem0.0/type");
+    let run = || {
+        cxlstat(&[
+            "--sysroot",
+            root.to_str().unwrap(),
+            "-e",
+            "vid=0x19e5,gid=0,mask=0xff",
+            "0.05",
+            "1",
+        ])
+    };
+    // The breakpoint PMU (5) refuses an empty breakpoint with EINVAL, as
+    // cxl_pmu refuses a vid/gid/mask no counter supports.
+    std::fs::write(&type_file, "5\n").unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("does not support vid=0x19e5,gid=0x0,mask=0xff (EINVAL)"),
+        "{err}"
+    );
+    // No PMU has this type: ENOENT, as for a removed device.
+    std::fs::write(&type_file, "987654\n").unwrap();
+    let err = stderr(&run());
+    assert!(err.contains("the PMU is gone or its type changed"), "{err}");
+}

@@ -1,0 +1,160 @@
+//! Resolution against the fixture tree through the library: named events and
+//! their raw vid/gid/mask agree, terms override, several ranges work.
+
+mod cxlstat_support;
+
+use hwstat::common::source::RootFs;
+use hwstat::cxlstat::format::ConfigWord;
+use hwstat::cxlstat::resolve::{Plan, resolve, select_pmus};
+use hwstat::cxlstat::spec::parse_event_args;
+use hwstat::cxlstat::sysfs::{Pmu, discover};
+
+fn fixture() -> Vec<Pmu> {
+    discover(&RootFs::new(cxlstat_support::two_memdevs())).unwrap()
+}
+
+fn plan(pmus: &[Pmu], specs: &[&str]) -> Plan {
+    let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    let all = select_pmus(pmus, &[]).unwrap();
+    resolve(pmus, &parse_event_args(&specs).unwrap(), &all).unwrap()
+}
+
+fn configs(plan: &Plan) -> Vec<(String, u64, u64, u64)> {
+    plan.events()
+        .map(|e| {
+            (
+                e.label.clone(),
+                e.attr.word(ConfigWord::Config),
+                e.attr.word(ConfigWord::Config1),
+                e.attr.word(ConfigWord::Config2),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn discovery_reads_types_cpus_formats_and_memdevs() {
+    let pmus = fixture();
+    let names: Vec<&str> = pmus.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"]);
+    assert_eq!((pmus[0].perf_type, pmus[0].cpu), (14, 0));
+    assert_eq!((pmus[1].perf_type, pmus[1].cpu), (15, 1));
+    assert!(pmus[0].has_hdm_filter());
+    assert!(!pmus[1].has_hdm_filter());
+    let dev = pmus[1].memdev.clone().unwrap();
+    assert_eq!(dev.name.as_deref(), Some("mem1"));
+    assert_eq!(dev.pci_address.as_deref(), Some("0000:b5:00.0"));
+    assert_eq!(dev.numa_node, Some(1));
+    assert_eq!(dev.serial.as_deref(), Some("0x4d2a00002"));
+}
+
+#[test]
+fn a_named_event_and_its_raw_terms_resolve_to_the_same_config() {
+    let pmus = fixture();
+    // d2h_req_rdshared: vid 0x1e98, gid 0x10, mask bit 3 (drivers/perf/cxl_pmu.c).
+    let p = plan(
+        &pmus,
+        &[
+            "cxl_pmu_mem0.0/d2h_req_rdshared/",
+            "cxl_pmu_mem0.0/vid=0x1e98,gid=0x10,mask=0x8/",
+            "cxl_pmu_mem0.0/config=0x1e98001000000008/",
+        ],
+    );
+    let c = configs(&p);
+    assert_eq!(c[0].1, 0x1e98_0010_0000_0008);
+    assert_eq!(c[1].1, c[0].1);
+    assert_eq!(c[2].1, c[0].1);
+    // Unqualified raw terms go to every CXL PMU with that PMU's type.
+    let p = plan(&pmus, &["vid=0x1e98,gid=0x0,mask=1", "clock_ticks"]);
+    let attrs: Vec<(u32, u64)> = p
+        .events()
+        .map(|e| (e.attr.perf_type, e.attr.word(ConfigWord::Config)))
+        .collect();
+    assert_eq!(
+        attrs,
+        [
+            (14, 0x1e98_0000_0000_0001),
+            (15, 0x1e98_0000_0000_0001),
+            (14, 0x1e98_0000_0000_0001),
+            (15, 0x1e98_0000_0000_0001)
+        ]
+    );
+}
+
+#[test]
+fn terms_override_the_event_file_and_set_modifiers() {
+    let pmus = fixture();
+    let p = plan(
+        &pmus,
+        &[
+            "cxl_pmu_mem0.0/d2h_req_rdshared,mask=0x3e/",
+            "cxl_pmu_mem0.0/d2h_req_rdshared,threshold=1,edge,invert=1/",
+            "cxl_pmu_mem0.0/m2s_req_memrd,hdm_filter_en=1,hdm=0xffff/",
+        ],
+    );
+    let c = configs(&p);
+    // All D2H reads: mask bits 1-5 replace the single bit 3.
+    assert_eq!(c[0].1, 0x1e98_0010_0000_003e);
+    // threshold in bits 0-15, invert bit 16, edge bit 17.
+    assert_eq!(c[1].2, 0x3_0001);
+    assert_eq!((c[2].2, c[2].3), (1 << 18, 0xffff));
+}
+
+#[test]
+fn a_named_event_goes_only_where_it_is_offered_and_pmu_narrows() {
+    let pmus = fixture();
+    let p = plan(&pmus, &["d2h_req_rdshared,ddr_refresh"]);
+    let on: Vec<(&str, &str)> = p
+        .events()
+        .map(|e| (pmus[e.pmu].name.as_str(), e.label.as_str()))
+        .collect();
+    assert_eq!(
+        on,
+        [
+            ("cxl_pmu_mem0.0", "d2h_req_rdshared"),
+            ("cxl_pmu_mem1.0", "ddr_refresh")
+        ]
+    );
+    let only1 = select_pmus(&pmus, &["cxl_pmu_mem1.0".to_string()]).unwrap();
+    let specs = parse_event_args(&["clock_ticks".to_string()]).unwrap();
+    let p = resolve(&pmus, &specs, &only1).unwrap();
+    assert_eq!(p.units.len(), 1);
+    assert_eq!(p.units[0].pmu, 1);
+}
+
+#[test]
+fn groups_become_one_perf_group_per_pmu() {
+    let pmus = fixture();
+    let p = plan(&pmus, &["{clock_ticks,m2s_req_memrd}", "ddr_act"]);
+    let units: Vec<(usize, bool, usize)> = p
+        .units
+        .iter()
+        .map(|u| (u.pmu, u.grouped, u.events.len()))
+        .collect();
+    assert_eq!(
+        units,
+        [(0, true, 2), (1, true, 2), (0, false, 1), (1, false, 1)]
+    );
+    assert_eq!(p.spec_labels, ["clock_ticks", "m2s_req_memrd", "ddr_act"]);
+}
+
+#[test]
+fn multi_range_formats_from_sysfs() {
+    let root = cxlstat_support::scratch("multirange");
+    cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let dir = root.join("sys/devices/virtual/cxl_pmu_mem0.0");
+    std::fs::write(dir.join("format/split"), "config2:0-3,60-63\n").unwrap();
+    std::fs::write(dir.join("events/split_event"), "config=0x5,split=0x9c\n").unwrap();
+    let pmus = discover(&RootFs::new(root.to_path_buf())).unwrap();
+    let p = plan(
+        &pmus,
+        &["split_event", "cxl_pmu_mem0.0/split_event,split=0xff/"],
+    );
+    let c = configs(&p);
+    // 0x9c: low nibble 0xc in bits 0-3, high nibble 0x9 in bits 60-63.
+    assert_eq!((c[0].1, c[0].3), (5, 0x9000_0000_0000_000c));
+    assert_eq!(c[1].3, 0xf000_0000_0000_000f);
+    let specs = parse_event_args(&["cxl_pmu_mem0.0/split_event,split=0x100/".to_string()]).unwrap();
+    let err = resolve(&pmus, &specs, &[0]).unwrap_err().to_string();
+    assert!(err.contains("too wide for split (8 bits"), "{err}");
+}

@@ -529,6 +529,10 @@ impl DeviceList {
                 EntryKind::Group => {
                     e.slots[curr] = acc;
                     e.members = members;
+                    // A group whose members vanished looks "re-added" too.
+                    if looks_readded(&e.slots[curr ^ 1], &acc) {
+                        e.slots[curr ^ 1] = DiskCounters::default();
+                    }
                     acc = DiskCounters::default();
                     members = 0;
                 }

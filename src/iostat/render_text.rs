@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use super::cli::{ColorMode, Options, Unit};
 use super::devices::DeviceRow;
+use super::fmt::{push_fixed, push_left};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
 
@@ -122,7 +123,8 @@ impl TextRenderer {
                 let _ = write!(self.buf, "{sgr} {v:width$.d$}{}", c.normal);
             }
             None => {
-                let _ = write!(self.buf, " {v:width$.d$}");
+                self.buf.push(' ');
+                push_fixed(&mut self.buf, v, width, d);
             }
         }
     }
@@ -151,7 +153,9 @@ impl TextRenderer {
                 let _ = write!(self.buf, "{sgr} {v:wi$.d$}{suffix}{}", c.normal);
             }
             None => {
-                let _ = write!(self.buf, " {v:wi$.d$}{suffix}");
+                self.buf.push(' ');
+                push_fixed(&mut self.buf, v, wi, d);
+                self.buf.push_str(suffix);
             }
         }
     }
@@ -220,9 +224,7 @@ impl TextRenderer {
             Some(c) => {
                 let _ = write!(self.buf, "{}{name:<13}{}", c.name, c.normal);
             }
-            None => {
-                let _ = write!(self.buf, "{name:<13}");
-            }
+            None => push_left(&mut self.buf, name, 13),
         }
     }
 

@@ -61,8 +61,6 @@ enum Pct {
     High,
     /// Low values are bad (%idle).
     Low,
-    /// No thresholds.
-    Plain,
 }
 
 /// The text renderer.
@@ -150,7 +148,7 @@ impl TextRenderer {
                     _ if v == 0.0 => &c.zero,
                     _ => &c.nonzero,
                 };
-                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{suffix}{}", c.normal);
+                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{suffix}", c.normal);
             }
             None => {
                 self.buf.push(' ');
@@ -190,7 +188,7 @@ impl TextRenderer {
         match &self.colors {
             Some(c) => {
                 let sgr = if v == 0.0 { &c.zero } else { &c.nonzero };
-                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{}", UNITS[unit], c.normal);
+                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{}", c.normal, UNITS[unit]);
             }
             None => {
                 let _ = write!(self.buf, " {v:wi$.d$}{}", UNITS[unit]);
@@ -232,7 +230,7 @@ impl TextRenderer {
         if self.pretty {
             match &self.colors {
                 Some(c) => {
-                    let _ = write!(self.buf, " {}{name}{}", c.name, c.normal);
+                    let _ = write!(self.buf, "{} {name}{}", c.name, c.normal);
                 }
                 None => {
                     let _ = write!(self.buf, " {name}");
@@ -356,7 +354,7 @@ impl TextRenderer {
                 self.f(7, 2, s.ios[part]);
                 self.size(9, s.sectors[part]);
                 self.f(8, 2, s.merges[part]);
-                self.pct(6, 2, s.merge_pct[part], Pct::Plain);
+                self.pct(6, 2, s.merge_pct[part], Pct::High);
                 self.f(7, 2, s.await_ms[part]);
                 self.kb(8, s.req_kb[part]);
             }

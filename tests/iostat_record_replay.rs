@@ -281,3 +281,40 @@ fn usage_errors_print_usage_and_exit_1() {
         "Invalid type of persistent device name\n"
     );
 }
+
+#[test]
+fn sigint_and_sigterm_end_the_run_with_the_json_document_closed() {
+    let dir = fixture("signals");
+    let root = dir.to_str().unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = Command::new(BIN)
+            .args(["--sysroot", root, "-o", "JSON", "-x", "0.05"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        // Wait for the first report, then interrupt.
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("\"disk\"") {
+            let n = stdout.read(&mut chunk).unwrap();
+            assert!(n > 0, "iostat-rs ended before its first report");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        // SAFETY: signalling the child we started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        stdout.read_to_end(&mut seen).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "signal {signal}");
+        let doc: serde_json::Value = serde_json::from_slice(&seen)
+            .unwrap_or_else(|e| panic!("signal {signal}: {e}: {}", String::from_utf8_lossy(&seen)));
+        assert!(
+            !doc["sysstat"]["hosts"][0]["statistics"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        );
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -714,3 +714,134 @@ fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
         .filter(|n| !n.starts_with('.'))
         .find(|n| src.device_number(&format!("/dev/mapper/{n}")).ok() == Some((major, minor)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::common::record::{Entry, Frame, Header, Replay};
+    use crate::common::source::Uname;
+    use crate::iostat::cli::{Env, parse_args};
+
+    /// A replay whose frames hold `/proc/diskstats` and the `/sys/block` list.
+    fn replay(samples: &[&[(&str, u64)]]) -> Replay {
+        let frames = samples
+            .iter()
+            .enumerate()
+            .map(|(k, devs)| {
+                let mut entries = BTreeMap::new();
+                let mut text = String::new();
+                for (minor, (name, ios)) in devs.iter().enumerate() {
+                    text.push_str(&format!(
+                        "8 {minor} {name} {ios} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                        ios * 8
+                    ));
+                }
+                entries.insert("read /proc/diskstats".into(), Entry::Text(text));
+                entries.insert(
+                    "list /sys/block".into(),
+                    Entry::List(devs.iter().map(|(n, _)| n.to_string()).collect()),
+                );
+                Frame {
+                    index: k as u64,
+                    entries,
+                    ..Frame::default()
+                }
+            })
+            .collect();
+        let header = Header {
+            format: "hwstat-recording".into(),
+            version: 1,
+            tool: "test".into(),
+            args: vec![],
+            uname: Uname {
+                sysname: "Linux".into(),
+                nodename: "t".into(),
+                release: "1".into(),
+                version: String::new(),
+                machine: "x86_64".into(),
+            },
+            start_unix_ns: 0,
+        };
+        Replay::from_parts(header, frames)
+    }
+
+    fn opts(args: &[&str]) -> Options {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse_args(&v, Env::default()).unwrap()
+    }
+
+    fn shown(list: &DeviceList, curr: usize) -> Vec<(String, u64, u64)> {
+        list.rows(curr)
+            .map(|r| (r.name.to_string(), r.prev.rd_ios, r.cur.rd_ios))
+            .collect()
+    }
+
+    #[test]
+    fn default_mode_sorts_filters_unused_and_uses_two_alternating_slots() {
+        let mut src = replay(&[
+            &[("sdb", 5), ("sda", 1), ("loop0", 0)],
+            &[("sda", 2)],
+            &[("sdb", 9), ("sda", 3), ("sdc", 4)],
+        ]);
+        let o = opts(&[]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        assert_eq!(
+            shown(&list, 0),
+            [("sda".into(), 0, 1), ("sdb".into(), 0, 5)]
+        );
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        // sdb vanished: not shown.
+        assert_eq!(shown(&list, 1), [("sda".into(), 1, 2)]);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 0);
+        // sdb is back: its other slot was never written (sysstat keeps two
+        // slots and alternates), so it is compared with zeros; so is the
+        // new sdc.
+        assert_eq!(
+            shown(&list, 0),
+            [
+                ("sda".into(), 2, 3),
+                ("sdb".into(), 0, 9),
+                ("sdc".into(), 0, 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn everything_mode_keeps_file_order_and_groups_sum_their_members() {
+        let src = replay(&[&[("sdb", 5), ("sda", 1), ("sdz", 0)]]);
+        let o = opts(&["-p", "ALL", "-g", "first", "sdz", "-g", "rest"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        list.compute_groups(0);
+        let rows: Vec<(String, u64, u32)> = list
+            .rows(0)
+            .map(|r| (r.name.to_string(), r.cur.rd_ios, r.devices))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("sdz".into(), 0, 1),
+                (" first".into(), 0, 1),
+                ("sdb".into(), 5, 1),
+                ("sda".into(), 1, 1),
+                (" rest".into(), 6, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn counters_that_fall_to_a_fresh_device_are_compared_with_zeros() {
+        let mut src = replay(&[&[("sda", 100)], &[("sda", 3)]]);
+        let o = opts(&["-x"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        assert_eq!(shown(&list, 1), [("sda".into(), 0, 3)]);
+    }
+}

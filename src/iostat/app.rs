@@ -154,7 +154,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
     let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let mut out = BufWriter::new(stdout.lock());
     let stop = StopSignal::install().map_err(IostatError::Output)?;
     let schedule = Schedule {
         interval: opts.interval,
@@ -165,7 +165,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         uptime: [0; 2],
         cpu: [CpuTicks::default(); 2],
         curr: 0,
-        buf: Vec::with_capacity(8192),
+        buf: Vec::with_capacity(4096),
     };
     let result = run_samples(&schedule, src, &stop, |src, index| {
         let curr = carry.curr;

@@ -41,6 +41,12 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
+    if let Some(root) = &opts.source.sysroot
+        && !root.is_dir()
+    {
+        let msg = format!("--sysroot {}: not a directory", root.display());
+        return report(&progname, IostatError::Source(msg));
+    }
     let mut source = match opts.source.open(TOOL, rest) {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),

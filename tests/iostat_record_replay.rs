@@ -191,7 +191,7 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
 }
 
 #[test]
-fn missing_proc_files_give_sysstat_messages_and_status_2() {
+fn missing_proc_files_give_the_c_messages_and_status_2() {
     let dir = fixture("missing");
     let root = dir.to_str().unwrap();
     fs::remove_file(dir.join("proc/stat")).unwrap();

@@ -118,8 +118,6 @@ pub struct DeviceRow<'a> {
     pub prev: &'a DiskCounters,
     /// 1 for a device, the number of members summed for a group.
     pub devices: u32,
-    /// True for a group row.
-    pub is_group: bool,
 }
 
 /// The selection rules that apply while reading and displaying.
@@ -700,7 +698,6 @@ impl DeviceList {
                     cur,
                     prev: old,
                     devices: e.members,
-                    is_group: true,
                 }),
                 EntryKind::Device(_) => {
                     if !e.exists
@@ -719,7 +716,6 @@ impl DeviceList {
                         cur,
                         prev: old,
                         devices: 1,
-                        is_group: false,
                     })
                 }
             }

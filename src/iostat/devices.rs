@@ -6,16 +6,16 @@
 //! listing of `/sys/block` (as sysstat does), but the *counters* of every
 //! device come from one read of `/proc/diskstats`, kept open between samples;
 //! the per-device sysfs `stat` file is read only for devices that
-//! `/proc/diskstats` does not list. In steady state a sample allocates no
-//! memory per device and makes no per-device system call.
-
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+//! `/proc/diskstats` does not list. In steady state a sample makes no per-device system call and,
+//! apart from the directory listing the source returns, allocates nothing
+//! per device.
 
 use crate::common::source::Source;
 
-use super::cli::{AltMode, DeviceKind, ListArg, MAX_NAME_LEN, Options};
+use super::cli::{AltMode, DeviceKind, ListArg, Options};
+use super::lookup::{NameMap, PositionHints};
 use super::model::looks_readded;
+use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
 use super::parse::{
     DiskCounters, StatFormat, diskstats_lines, line_name, parse_diskstats_line, parse_sysfs_stat,
 };
@@ -49,51 +49,6 @@ struct Entry {
     members: u32,
     /// The sample whose `/proc/diskstats` line was stored in the current slot.
     staged: u64,
-}
-
-/// FNV-1a: device names are short, and SipHash costs more than the rest of
-/// a lookup. (No untrusted input chooses the keys' hashes adversarially:
-/// they are kernel device names.)
-#[derive(Clone, Copy)]
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type NameMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
-
-/// Where each line or listed name was found last time: kernel files keep
-/// their order, so most lookups are one string comparison, not a hash.
-#[derive(Debug, Default)]
-struct PositionHints(Vec<usize>);
-
-impl PositionHints {
-    fn get(&self, pos: usize) -> Option<usize> {
-        self.0.get(pos).copied()
-    }
-
-    fn set(&mut self, pos: usize, slot: usize) {
-        if pos >= self.0.len() {
-            self.0.resize(pos + 1, usize::MAX);
-        }
-        self.0[pos] = slot;
-    }
 }
 
 /// One row to display.
@@ -142,34 +97,7 @@ pub struct DeviceList {
     generation: u64,
     buf: Vec<u8>,
     dm_major: Option<u32>,
-    persistent_names: Option<HashMap<String, String>>,
-}
-
-/// sysstat's `device_name()`: the real path of a name given as a path, with
-/// `/dev/` stripped and `/` turned into `!`.
-fn canonical_name(src: &dyn Source, raw: &str) -> String {
-    let real = if raw.starts_with('/') {
-        src.canonicalize(raw).unwrap_or_else(|_| raw.to_string())
-    } else {
-        raw.to_string()
-    };
-    let short = real.strip_prefix("/dev/").unwrap_or(&real);
-    short.replace('/', "!")
-}
-
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-fn truncate_name(mut name: String) -> String {
-    if name.len() > MAX_NAME_LEN - 1 {
-        let mut cut = MAX_NAME_LEN - 1;
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name.truncate(cut);
-    }
-    name
+    persistent_names: PersistentNames,
 }
 
 impl DeviceList {
@@ -212,7 +140,7 @@ impl DeviceList {
             generation: 0,
             buf: Vec::with_capacity(4096),
             dm_major,
-            persistent_names: None,
+            persistent_names: PersistentNames::default(),
         };
         let mut pending_group: Option<&str> = None;
         for arg in &opts.list {
@@ -349,9 +277,8 @@ impl DeviceList {
     /// The name shown for a device: its persistent name (`-j`), its
     /// device-mapper name (`-N`), or its kernel name, with `!` back to `/`.
     fn display_name(&mut self, src: &dyn Source, name: &str, devnum: Option<(u32, u32)>) -> String {
-        if let Some(kind) = self.rules.persistent.clone() {
-            let found = self.persistent_name(src, &kind, name);
-            if let Some(p) = found {
+        if let Some(kind) = &self.rules.persistent {
+            if let Some(p) = self.persistent_names.lookup(src, kind, name) {
                 return p;
             }
         } else if self.rules.mapper
@@ -362,22 +289,6 @@ impl DeviceList {
             return mapped;
         }
         name.replace('!', "/")
-    }
-
-    fn persistent_name(&mut self, src: &dyn Source, kind: &str, name: &str) -> Option<String> {
-        let map = self.persistent_names.get_or_insert_with(|| {
-            let dir = format!("/dev/disk/by-{kind}");
-            let mut links = src.list_dir(&dir).unwrap_or_default();
-            links.sort();
-            let mut map = HashMap::new();
-            for link in links {
-                if let Ok(target) = src.read_link(&format!("{dir}/{link}")) {
-                    map.entry(basename(&target).to_string()).or_insert(link);
-                }
-            }
-            map
-        });
-        map.get(name).cloned()
     }
 
     /// Reads one sample's counters into slot `curr`.
@@ -720,15 +631,6 @@ impl DeviceList {
             }
         })
     }
-}
-
-/// The `/dev/mapper` entry whose device number is `major:minor`.
-fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
-    let names = src.list_dir("/dev/mapper").ok()?;
-    names
-        .into_iter()
-        .filter(|n| !n.starts_with('.'))
-        .find(|n| src.device_number(&format!("/dev/mapper/{n}")).ok() == Some((major, minor)))
 }
 
 #[cfg(test)]

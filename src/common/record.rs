@@ -282,6 +282,10 @@ impl Source for Recorder {
         self.inner.is_live()
     }
 
+    fn keep_open(&self, path: &str) {
+        self.inner.keep_open(path);
+    }
+
     fn finish(&mut self) -> io::Result<()> {
         // The interval loop finishes the source and so may the tool on its
         // way out: the last frame must be written once, not twice.

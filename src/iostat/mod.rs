@@ -1,1 +1,24 @@
 //! iostat-rs: sysstat's `iostat`, byte for byte, and beyond.
+//!
+//! * [`cli`]: the order-dependent command line into typed [`cli::Options`];
+//! * [`parse`]: the kernel file parsers;
+//! * [`devices`]: discovery, selection, order, groups, reading samples;
+//! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
+//! * [`model`]: the formulas, from two samples;
+//! * [`fmt`]: fast fixed-width number formatting, identical to printf;
+//! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
+//! * [`app`]: one run, and the exit status.
+
+pub mod app;
+pub mod cli;
+pub mod devices;
+pub mod error;
+pub mod fmt;
+pub mod lookup;
+pub mod model;
+pub mod names;
+pub mod parse;
+pub mod render_json;
+pub mod render_machine;
+pub mod render_text;
+pub mod report;

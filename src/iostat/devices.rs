@@ -1,0 +1,765 @@
+//! The device list: discovery, command-line selection, sysstat's ordering,
+//! groups, persistent (`-j`) and device-mapper (`-N`) names, and reading each
+//! sample's counters.
+//!
+//! Read path: in the default and `ALL` modes the device *set* comes from the
+//! listing of `/sys/block` (as sysstat does), but the *counters* of every
+//! device come from one read of `/proc/diskstats`, kept open between samples;
+//! the per-device sysfs `stat` file is read only for devices that
+//! `/proc/diskstats` does not list. In steady state a sample makes no per-device system call and,
+//! apart from the directory listing the source returns, allocates nothing
+//! per device.
+
+use crate::common::source::Source;
+
+use super::cli::{AltMode, DeviceKind, ListArg, Options};
+use super::lookup::{NameMap, PositionHints};
+use super::model::looks_readded;
+use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
+use super::parse::{
+    DiskCounters, StatFormat, diskstats_lines, line_name, parse_diskstats_line, parse_sysfs_stat,
+};
+
+const PROC_DISKSTATS: &str = "/proc/diskstats";
+const SYS_BLOCK: &str = "/sys/block";
+const SYS_DEV_BLOCK: &str = "/sys/dev/block";
+
+/// What a list entry stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntryKind {
+    /// A device found by discovery or named on the command line.
+    Device(DeviceKind),
+    /// A `-g` group.
+    Group,
+}
+
+/// One device or group and its two alternating sample slots.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Stored name (`!` for `/`; groups start with a space).
+    name: Box<str>,
+    /// What is shown, when it differs from the name.
+    display: Option<Box<str>>,
+    kind: EntryKind,
+    from_cmdline: bool,
+    exists: bool,
+    devnum: Option<(u32, u32)>,
+    slots: [DiskCounters; 2],
+    /// For groups: members summed in the current sample.
+    members: u32,
+    /// The sample whose `/proc/diskstats` line was stored in the current slot.
+    staged: u64,
+}
+
+/// One row to display.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceRow<'a> {
+    /// The name to display (persistent, mapper or kernel name; `/` restored).
+    pub name: &'a str,
+    /// The current sample's counters.
+    pub cur: &'a DiskCounters,
+    /// The previous sample's counters (zeros on the first report).
+    pub prev: &'a DiskCounters,
+    /// 1 for a device, the number of members summed for a group.
+    pub devices: u32,
+}
+
+/// The selection rules that apply while reading and displaying.
+#[derive(Debug, Clone)]
+struct Rules {
+    everything: bool,
+    all_devices: bool,
+    unfiltered: bool,
+    extended: bool,
+    sorted: bool,
+    omit_inactive: bool,
+    groups_only: bool,
+    alt: Option<(String, AltMode)>,
+    persistent: Option<String>,
+    mapper: bool,
+}
+
+/// The devices of a run and their counters.
+pub struct DeviceList {
+    entries: Vec<Entry>,
+    order: Vec<usize>,
+    /// Entries added during this sample, not yet placed in `order`.
+    fresh: Vec<usize>,
+    index: NameMap<Box<str>, usize>,
+    tail_group: bool,
+    rules: Rules,
+    /// The latest `/proc/diskstats` (default and `ALL` modes).
+    diskstats: Vec<u8>,
+    /// Byte ranges of its lines whose device has no entry yet.
+    unlisted: Vec<(u32, u32)>,
+    line_hints: PositionHints,
+    dir_hints: PositionHints,
+    generation: u64,
+    buf: Vec<u8>,
+    dm_major: Option<u32>,
+    persistent_names: PersistentNames,
+}
+
+impl DeviceList {
+    /// Builds the list from the command line: named devices and groups, in
+    /// sysstat's order. Reads `/proc/devices` when `-N` is given.
+    pub fn new(opts: &Options, src: &dyn Source) -> DeviceList {
+        let rules = Rules {
+            everything: opts.everything,
+            all_devices: opts.all_devices,
+            unfiltered: opts.unfiltered,
+            extended: opts.extended,
+            sorted: !opts.groups_defined && !opts.everything,
+            omit_inactive: opts.omit_inactive,
+            groups_only: opts.groups_only,
+            alt: opts.alt_dir.as_ref().map(|a| (a.path.clone(), a.mode)),
+            persistent: opts.persistent.clone(),
+            mapper: opts.mapper_names,
+        };
+        let dm_major = if opts.mapper_names {
+            src.read("/proc/devices").ok().and_then(|text| {
+                String::from_utf8_lossy(&text)
+                    .lines()
+                    .find(|l| l.contains("device-mapper"))
+                    .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            })
+        } else {
+            None
+        };
+        let mut list = DeviceList {
+            entries: Vec::new(),
+            order: Vec::new(),
+            fresh: Vec::new(),
+            index: NameMap::default(),
+            tail_group: false,
+            rules,
+            diskstats: Vec::new(),
+            unlisted: Vec::new(),
+            line_hints: PositionHints::default(),
+            dir_hints: PositionHints::default(),
+            generation: 0,
+            buf: Vec::with_capacity(4096),
+            dm_major,
+            persistent_names: PersistentNames::default(),
+        };
+        let mut pending_group: Option<&str> = None;
+        for arg in &opts.list {
+            match arg {
+                ListArg::Group(name) => {
+                    if let Some(prev) = pending_group.replace(name) {
+                        list.push_group(prev);
+                    }
+                }
+                ListArg::Device {
+                    name,
+                    kind,
+                    persistent,
+                    mapper,
+                } => {
+                    let mut stored = canonical_name(src, name);
+                    if *mapper && let Ok(target) = src.read_link(&format!("/dev/mapper/{stored}")) {
+                        stored = basename(&target).to_string();
+                    }
+                    if let Some(kind_dir) = persistent
+                        && let Ok(target) =
+                            src.read_link(&format!("/dev/disk/by-{kind_dir}/{stored}"))
+                    {
+                        stored = basename(&target).to_string();
+                    }
+                    let stored = truncate_name(stored);
+                    let devnum = src
+                        .device_number(&format!("/dev/{}", stored.replace('!', "/")))
+                        .ok();
+                    let idx = list.add(src, &stored, devnum, *kind);
+                    list.entries[idx].from_cmdline = true;
+                }
+            }
+        }
+        if let Some(last) = pending_group {
+            list.push_group(last);
+            list.tail_group = true;
+        }
+        list.place_fresh();
+        list
+    }
+
+    /// Places the entries added since the last call: merged in `strcmp`
+    /// order (sorted mode), else appended before the last group, as
+    /// `add_list_device` would have placed them one by one.
+    fn place_fresh(&mut self) {
+        if self.fresh.is_empty() {
+            return;
+        }
+        let mut fresh = std::mem::take(&mut self.fresh);
+        if self.rules.sorted {
+            let entries = &self.entries;
+            fresh.sort_unstable_by(|&a, &b| entries[a].name.cmp(&entries[b].name));
+            let mut merged = Vec::with_capacity(self.order.len() + fresh.len());
+            let (mut i, mut j) = (0, 0);
+            while i < self.order.len() && j < fresh.len() {
+                if entries[self.order[i]].name <= entries[fresh[j]].name {
+                    merged.push(self.order[i]);
+                    i += 1;
+                } else {
+                    merged.push(fresh[j]);
+                    j += 1;
+                }
+            }
+            merged.extend_from_slice(&self.order[i..]);
+            merged.extend_from_slice(&fresh[j..]);
+            self.order = merged;
+        } else if self.tail_group {
+            let tail = self.order.pop().expect("the tail group is in the order");
+            self.order.extend_from_slice(&fresh);
+            self.order.push(tail);
+        } else {
+            self.order.extend_from_slice(&fresh);
+        }
+        fresh.clear();
+        self.fresh = fresh;
+    }
+
+    fn push_group(&mut self, name: &str) {
+        self.place_fresh();
+        self.entries.push(Entry {
+            name: name.into(),
+            display: None,
+            kind: EntryKind::Group,
+            from_cmdline: true,
+            exists: true,
+            devnum: None,
+            slots: [DiskCounters::default(); 2],
+            members: 0,
+            staged: 0,
+        });
+        self.order.push(self.entries.len() - 1);
+    }
+
+    /// sysstat's `add_list_device`: finds `name` or inserts it (sorted by
+    /// `strcmp` unless `-g` or `-p ALL`; otherwise appended before the last
+    /// group). Marks it present in this sample.
+    fn add(
+        &mut self,
+        src: &dyn Source,
+        name: &str,
+        devnum: Option<(u32, u32)>,
+        kind: DeviceKind,
+    ) -> usize {
+        if let Some(&idx) = self.index.get(name) {
+            let e = &mut self.entries[idx];
+            if kind == DeviceKind::WithPartitions {
+                e.kind = EntryKind::Device(kind);
+            }
+            if e.devnum.is_none() {
+                e.devnum = devnum;
+            }
+            e.exists = true;
+            return idx;
+        }
+        let display = self.display_name(src, name, devnum);
+        let idx = self.entries.len();
+        self.entries.push(Entry {
+            name: name.into(),
+            display: (*display != *name).then(|| display.into()),
+            kind: EntryKind::Device(kind),
+            from_cmdline: false,
+            exists: true,
+            devnum,
+            slots: [DiskCounters::default(); 2],
+            members: 0,
+            staged: 0,
+        });
+        self.index.insert(name.into(), idx);
+        self.fresh.push(idx);
+        idx
+    }
+
+    /// The name shown for a device: its persistent name (`-j`), its
+    /// device-mapper name (`-N`), or its kernel name, with `!` back to `/`.
+    fn display_name(&mut self, src: &dyn Source, name: &str, devnum: Option<(u32, u32)>) -> String {
+        if let Some(kind) = &self.rules.persistent {
+            if let Some(p) = self.persistent_names.lookup(src, kind, name) {
+                return p;
+            }
+        } else if self.rules.mapper
+            && let (Some(dm), Some((major, minor))) = (self.dm_major, devnum)
+            && major == dm
+            && let Some(mapped) = mapper_name(src, major, minor)
+        {
+            return mapped;
+        }
+        name.replace('!', "/")
+    }
+
+    /// Reads one sample's counters into slot `curr`.
+    pub fn read_sample(&mut self, src: &dyn Source, curr: usize) {
+        self.generation += 1;
+        for e in &mut self.entries {
+            if e.kind != EntryKind::Group {
+                e.exists = false;
+            }
+        }
+        let alt = self.rules.alt.clone();
+        let sys_and_alt = |sys: &str, alt_sub: &str| -> Vec<String> {
+            match &alt {
+                None => vec![sys.to_string()],
+                Some((dir, AltMode::Only)) => vec![format!("{dir}/{alt_sub}")],
+                Some((dir, AltMode::Also)) => vec![sys.to_string(), format!("{dir}/{alt_sub}")],
+            }
+        };
+        if self.rules.everything {
+            for file in sys_and_alt(PROC_DISKSTATS, "diskstats") {
+                self.read_diskstats_file(src, &file, curr);
+            }
+        } else if self.rules.all_devices {
+            for dir in sys_and_alt(SYS_BLOCK, "block") {
+                self.read_block_dir(src, &dir, curr);
+            }
+        }
+        let pending: Vec<usize> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let e = &self.entries[i];
+                e.from_cmdline && !e.exists && e.kind != EntryKind::Group
+            })
+            .collect();
+        if !pending.is_empty() {
+            let dirs: Vec<(String, String)> = match &alt {
+                None => vec![(SYS_BLOCK.into(), SYS_DEV_BLOCK.into())],
+                Some((dir, AltMode::Only)) => {
+                    vec![(format!("{dir}/block"), format!("{dir}/dev/block"))]
+                }
+                Some((dir, AltMode::Also)) => vec![
+                    (SYS_BLOCK.into(), SYS_DEV_BLOCK.into()),
+                    (format!("{dir}/block"), format!("{dir}/dev/block")),
+                ],
+            };
+            for idx in pending {
+                self.read_listed(src, idx, &dirs, curr);
+            }
+        }
+        self.place_fresh();
+        let prev = curr ^ 1;
+        for e in &mut self.entries {
+            if e.exists
+                && e.kind != EntryKind::Group
+                && looks_readded(&e.slots[prev], &e.slots[curr])
+            {
+                e.slots[prev] = DiskCounters::default();
+            }
+        }
+    }
+
+    fn save(&mut self, idx: usize, curr: usize, counters: DiskCounters) {
+        let e = &mut self.entries[idx];
+        e.slots[curr] = counters;
+        e.exists = true;
+    }
+
+    fn read_diskstats_file(&mut self, src: &dyn Source, path: &str, curr: usize) {
+        let mut buf = std::mem::take(&mut self.buf);
+        if src.read_into(path, &mut buf).is_ok() {
+            for line in diskstats_lines(&buf) {
+                if line.format == StatFormat::OldPartition && self.rules.extended {
+                    continue;
+                }
+                let idx = self.add(
+                    src,
+                    line.name,
+                    Some((line.major, line.minor)),
+                    DeviceKind::Single,
+                );
+                self.save(idx, curr, line.counters);
+            }
+        }
+        self.buf = buf;
+    }
+
+    /// The entry of a name found at `pos` of a file read at every sample:
+    /// where the name was last time, or a hash lookup.
+    fn entry_at(
+        hints: &PositionHints,
+        entries: &[Entry],
+        index: &NameMap<Box<str>, usize>,
+        pos: usize,
+        name: &str,
+    ) -> Option<usize> {
+        match hints.get(pos) {
+            Some(idx) if entries.get(idx).is_some_and(|e| *e.name == *name) => Some(idx),
+            _ => index.get(name).copied(),
+        }
+    }
+
+    /// Reads `/proc/diskstats` once per sample (default and `ALL` modes):
+    /// the counters of devices that have an entry go straight into its
+    /// current slot (marked staged); lines of other devices are noted for
+    /// devices that `/sys/block` lists for the first time.
+    fn stage_diskstats(&mut self, src: &dyn Source, curr: usize) {
+        self.unlisted.clear();
+        let mut buf = std::mem::take(&mut self.diskstats);
+        if src.read_into(PROC_DISKSTATS, &mut buf).is_err() {
+            buf.clear();
+        }
+        let mut start = 0;
+        let mut pos = 0;
+        while start < buf.len() {
+            let end = buf[start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(buf.len(), |n| start + n);
+            let line = &buf[start..end];
+            if let Some(name) = line_name(line) {
+                match Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, name) {
+                    Some(idx) => {
+                        self.line_hints.set(pos, idx);
+                        if let Some(l) = parse_diskstats_line(line)
+                            && !(l.format == StatFormat::OldPartition && self.rules.extended)
+                        {
+                            let e = &mut self.entries[idx];
+                            e.slots[curr] = l.counters;
+                            e.staged = self.generation;
+                            e.devnum.get_or_insert((l.major, l.minor));
+                        }
+                    }
+                    None => self.unlisted.push((start as u32, end as u32)),
+                }
+                pos += 1;
+            }
+            start = end + 1;
+        }
+        self.diskstats = buf;
+    }
+
+    fn read_block_dir(&mut self, src: &dyn Source, dir: &str, curr: usize) {
+        let Ok(names) = src.list_dir(dir) else {
+            return;
+        };
+        self.entries
+            .reserve(names.len().saturating_sub(self.entries.len()));
+        let use_diskstats = dir == SYS_BLOCK;
+        if use_diskstats {
+            self.stage_diskstats(src, curr);
+        }
+        // Lines of devices met for the first time, by name (built on demand).
+        let diskstats = std::mem::take(&mut self.diskstats);
+        let mut unlisted: Option<NameMap<&str, (u32, u32)>> = None;
+        for (pos, name) in names.iter().enumerate() {
+            let known = Self::entry_at(&self.dir_hints, &self.entries, &self.index, pos, name);
+            if let Some(idx) = known {
+                self.dir_hints.set(pos, idx);
+                if use_diskstats && self.entries[idx].staged == self.generation {
+                    self.entries[idx].exists = true;
+                    continue;
+                }
+            }
+            let from_diskstats = if use_diskstats && known.is_none() {
+                let map = unlisted.get_or_insert_with(|| {
+                    self.unlisted
+                        .iter()
+                        .filter_map(|&(a, b)| {
+                            let n = line_name(&diskstats[a as usize..b as usize])?;
+                            Some((n, (a, b)))
+                        })
+                        .collect()
+                });
+                map.get(name.as_str())
+                    .and_then(|&(a, b)| parse_diskstats_line(&diskstats[a as usize..b as usize]))
+                    .map(|l| (l.counters, l.format, Some((l.major, l.minor))))
+            } else {
+                None
+            };
+            let (counters, format, devnum) = match from_diskstats {
+                Some(found) => found,
+                None => match self.read_stat_file(src, &format!("{dir}/{name}/stat")) {
+                    Some((c, f)) => (c, f, None),
+                    None => continue,
+                },
+            };
+            if format == StatFormat::OldPartition && self.rules.extended {
+                continue;
+            }
+            let devnum = devnum.or_else(|| {
+                self.rules
+                    .mapper
+                    .then(|| {
+                        src.device_number(&format!("/dev/{}", name.replace('!', "/")))
+                            .ok()
+                    })
+                    .flatten()
+            });
+            let idx = self.add(src, name, devnum, DeviceKind::Single);
+            self.dir_hints.set(pos, idx);
+            self.save(idx, curr, counters);
+        }
+        drop(unlisted);
+        self.diskstats = diskstats;
+    }
+
+    fn read_stat_file(
+        &mut self,
+        src: &dyn Source,
+        path: &str,
+    ) -> Option<(DiskCounters, StatFormat)> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let parsed = match src.read_into(path, &mut buf) {
+            Ok(()) => parse_sysfs_stat(&buf),
+            Err(_) => None,
+        };
+        self.buf = buf;
+        parsed
+    }
+
+    /// Reads a device named on the command line: a whole device from
+    /// `<block>/<name>/stat` (plus its partitions with `-p dev`), a partition
+    /// from `<dev/block>/<major>:<minor>/stat`. With `+f`, the system first.
+    fn read_listed(
+        &mut self,
+        src: &dyn Source,
+        idx: usize,
+        dirs: &[(String, String)],
+        curr: usize,
+    ) {
+        let name = self.entries[idx].name.to_string();
+        let kind = self.entries[idx].kind;
+        for (block, dev_block) in dirs {
+            let dev_dir = format!("{block}/{name}");
+            if src.is_dir(&dev_dir) {
+                let found = match self.read_stat_file(src, &format!("{dev_dir}/stat")) {
+                    Some((c, f)) if !(f == StatFormat::OldPartition && self.rules.extended) => {
+                        self.save(idx, curr, c);
+                        true
+                    }
+                    _ => false,
+                };
+                if kind == EntryKind::Device(DeviceKind::WithPartitions)
+                    && let Ok(subs) = src.list_dir(&dev_dir)
+                {
+                    for sub in subs {
+                        if let Some((c, f)) =
+                            self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
+                        {
+                            if f == StatFormat::OldPartition && self.rules.extended {
+                                continue;
+                            }
+                            let devnum = src
+                                .device_number(&format!("/dev/{}", sub.replace('!', "/")))
+                                .ok();
+                            let p = self.add(src, &sub, devnum, DeviceKind::Single);
+                            self.save(p, curr, c);
+                        }
+                    }
+                }
+                if found {
+                    return;
+                }
+            } else if let Some((major, minor)) = self.entries[idx].devnum {
+                let path = format!("{dev_block}/{major}:{minor}/stat");
+                if let Some((c, f)) = self.read_stat_file(src, &path)
+                    && !(f == StatFormat::OldPartition && self.rules.extended)
+                {
+                    self.save(idx, curr, c);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Sums group members into each group's slot `curr` (every sample,
+    /// skipped ones included, as sysstat does).
+    pub fn compute_groups(&mut self, curr: usize) {
+        let mut acc = DiskCounters::default();
+        let mut members = 0;
+        for &idx in &self.order {
+            let e = &mut self.entries[idx];
+            match e.kind {
+                EntryKind::Group => {
+                    e.slots[curr] = acc;
+                    e.members = members;
+                    // A group whose members vanished looks "re-added" too.
+                    if looks_readded(&e.slots[curr ^ 1], &acc) {
+                        e.slots[curr ^ 1] = DiskCounters::default();
+                    }
+                    acc = DiskCounters::default();
+                    members = 0;
+                }
+                EntryKind::Device(_) => {
+                    if !e.exists || (!self.rules.unfiltered && e.slots[curr].all_ios() == 0) {
+                        continue;
+                    }
+                    acc.accumulate(&e.slots[curr]);
+                    members += 1;
+                }
+            }
+        }
+    }
+
+    /// The rows to display for the sample in slot `curr`, in order, after
+    /// sysstat's filters (absent, never used, `-z`, `-H`).
+    pub fn rows(&self, curr: usize) -> impl Iterator<Item = DeviceRow<'_>> + '_ {
+        let prev = curr ^ 1;
+        self.order.iter().filter_map(move |&idx| {
+            let e = &self.entries[idx];
+            let (cur, old) = (&e.slots[curr], &e.slots[prev]);
+            match e.kind {
+                EntryKind::Group => Some(DeviceRow {
+                    name: e.display.as_deref().unwrap_or(&e.name),
+                    cur,
+                    prev: old,
+                    devices: e.members,
+                }),
+                EntryKind::Device(_) => {
+                    if !e.exists
+                        || (!self.rules.unfiltered && cur.all_ios() == 0)
+                        || self.rules.groups_only
+                        || (self.rules.omit_inactive
+                            && cur.rd_ios == old.rd_ios
+                            && cur.wr_ios == old.wr_ios
+                            && cur.dc_ios == old.dc_ios
+                            && cur.fl_ios == old.fl_ios)
+                    {
+                        return None;
+                    }
+                    Some(DeviceRow {
+                        name: e.display.as_deref().unwrap_or(&e.name),
+                        cur,
+                        prev: old,
+                        devices: 1,
+                    })
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::common::record::{Entry, Frame, Header, Replay};
+    use crate::common::source::Uname;
+    use crate::iostat::cli::{Env, parse_args};
+
+    /// A replay whose frames hold `/proc/diskstats` and the `/sys/block` list.
+    fn replay(samples: &[&[(&str, u64)]]) -> Replay {
+        let frames = samples
+            .iter()
+            .enumerate()
+            .map(|(k, devs)| {
+                let mut entries = BTreeMap::new();
+                let mut text = String::new();
+                for (minor, (name, ios)) in devs.iter().enumerate() {
+                    text.push_str(&format!(
+                        "8 {minor} {name} {ios} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                        ios * 8
+                    ));
+                }
+                entries.insert("read /proc/diskstats".into(), Entry::Text(text));
+                entries.insert(
+                    "list /sys/block".into(),
+                    Entry::List(devs.iter().map(|(n, _)| n.to_string()).collect()),
+                );
+                Frame {
+                    index: k as u64,
+                    entries,
+                    ..Frame::default()
+                }
+            })
+            .collect();
+        let header = Header {
+            format: "hwstat-recording".into(),
+            version: 1,
+            tool: "test".into(),
+            args: vec![],
+            uname: Uname {
+                sysname: "Linux".into(),
+                nodename: "t".into(),
+                release: "1".into(),
+                version: String::new(),
+                machine: "x86_64".into(),
+            },
+            start_unix_ns: 0,
+        };
+        Replay::from_parts(header, frames)
+    }
+
+    fn opts(args: &[&str]) -> Options {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse_args(&v, Env::default()).unwrap()
+    }
+
+    fn shown(list: &DeviceList, curr: usize) -> Vec<(String, u64, u64)> {
+        list.rows(curr)
+            .map(|r| (r.name.to_string(), r.prev.rd_ios, r.cur.rd_ios))
+            .collect()
+    }
+
+    #[test]
+    fn default_mode_sorts_filters_unused_and_uses_two_alternating_slots() {
+        let mut src = replay(&[
+            &[("sdb", 5), ("sda", 1), ("loop0", 0)],
+            &[("sda", 2)],
+            &[("sdb", 9), ("sda", 3), ("sdc", 4)],
+        ]);
+        let o = opts(&[]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        assert_eq!(
+            shown(&list, 0),
+            [("sda".into(), 0, 1), ("sdb".into(), 0, 5)]
+        );
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        // sdb vanished: not shown.
+        assert_eq!(shown(&list, 1), [("sda".into(), 1, 2)]);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 0);
+        // sdb is back: its other slot was never written (sysstat keeps two
+        // slots and alternates), so it is compared with zeros; so is the
+        // new sdc.
+        assert_eq!(
+            shown(&list, 0),
+            [
+                ("sda".into(), 2, 3),
+                ("sdb".into(), 0, 9),
+                ("sdc".into(), 0, 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn everything_mode_keeps_file_order_and_groups_sum_their_members() {
+        let src = replay(&[&[("sdb", 5), ("sda", 1), ("sdz", 0)]]);
+        let o = opts(&["-p", "ALL", "-g", "first", "sdz", "-g", "rest"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        list.compute_groups(0);
+        let rows: Vec<(String, u64, u32)> = list
+            .rows(0)
+            .map(|r| (r.name.to_string(), r.cur.rd_ios, r.devices))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("sdz".into(), 0, 1),
+                (" first".into(), 0, 1),
+                ("sdb".into(), 5, 1),
+                ("sda".into(), 1, 1),
+                (" rest".into(), 6, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn counters_that_fall_to_a_fresh_device_are_compared_with_zeros() {
+        let mut src = replay(&[&[("sda", 100)], &[("sda", 3)]]);
+        let o = opts(&["-x"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        assert_eq!(shown(&list, 1), [("sda".into(), 0, 3)]);
+    }
+}

@@ -12,6 +12,7 @@ use clap_complete::Shell;
 /// Every binary and the function that builds its command line.
 fn tools() -> Vec<Command> {
     vec![
+        hwstat::iostat::cli::command(),
         hwstat::vcpustat::cli::command(),
         hwstat::cxlstat::cli::command(),
     ]
@@ -25,11 +26,12 @@ fn man_pages(cmd: &Command, prefix: &str, pages: &mut Vec<(PathBuf, Vec<u8>)>) {
         format!("{prefix}-{}", cmd.get_name())
     };
     let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone().name(name.clone()))
+    clap_mangen::Man::new(cmd.clone())
+        .title(name.clone())
         .render(&mut page)
         .expect("rendering into memory cannot fail");
     pages.push((PathBuf::from(format!("man/{name}.1")), page));
-    for sub in cmd.get_subcommands() {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         man_pages(sub, &name, pages);
     }
 }

@@ -5,6 +5,7 @@
 //! * [`record`]: the recording format, its writer and its replayer;
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
+//! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
@@ -47,6 +48,7 @@
 pub mod cli;
 pub mod clock;
 pub mod counter;
+pub mod cpulist;
 pub mod interval;
 pub mod output;
 pub mod record;

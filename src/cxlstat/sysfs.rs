@@ -5,6 +5,7 @@
 //! Every read goes through a [`Source`], so `--sysroot`, `--record` and
 //! `--replay` work.
 
+use crate::common::cpulist::CpuList;
 use crate::common::source::Source;
 
 use super::error::CxlError;
@@ -120,8 +121,7 @@ fn read_trimmed(source: &dyn Source, path: &str) -> Result<String, CxlError> {
 
 /// The first CPU of a kernel CPU list (`0`, `2-3`, `1,4`).
 pub fn first_cpu(list: &str) -> Option<u32> {
-    let first = list.trim().split(',').next()?;
-    first.split('-').next()?.trim().parse().ok()
+    CpuList::parse(list.trim()).ok()?.cpus().first().copied()
 }
 
 fn sorted_listing(source: &dyn Source, dir: &str) -> Result<Vec<String>, CxlError> {

@@ -9,10 +9,10 @@ use crate::common::cli::SourceArgs;
 use crate::common::interval::{Schedule, parse_interval};
 use crate::common::output::Format;
 
-use super::cpulist::CpuList;
 use super::error::VcpuError;
 use super::render::View;
 use super::report::SortKey;
+use crate::common::cpulist::CpuList;
 
 const ABOUT: &str = "POWER shared-processor LPAR dispatch statistics: control \
 /proc/powerpc/vcpudispatch_stats and report per-interval home-node hit ratios";

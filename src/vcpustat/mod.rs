@@ -11,7 +11,6 @@
 pub mod app;
 pub mod cli;
 pub mod counters;
-pub mod cpulist;
 pub mod error;
 pub mod kernel;
 pub mod render;

@@ -5,7 +5,7 @@
 use crate::common::counter::{self, Width};
 
 use super::counters::{CpuCounters, FIELDS, Snapshot, field};
-use super::cpulist::CpuList;
+use crate::common::cpulist::CpuList;
 
 /// Dispatch counts of one vCPU (or of all of them) over an interval, or
 /// since the statistics were enabled. Values are 32-bit counts.

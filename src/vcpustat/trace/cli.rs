@@ -9,7 +9,6 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::analysis;
-use super::cpulist::CpuList;
 use super::error::TraceError;
 use super::record::{Event, RecordOptions, live_pace, record_with};
 use super::recording::Recording;
@@ -17,6 +16,7 @@ use super::report::{ReportFormat, sections, write_sections};
 use super::ring::DebugfsRings;
 use super::topology::Topology;
 use crate::common::cli::{SourceArgs, output_error_status, report_error};
+use crate::common::cpulist::CpuList;
 use crate::common::interval::parse_interval;
 use crate::common::signals::StopSignal;
 
@@ -95,7 +95,7 @@ impl RecordArgs {
             ));
         }
         Ok(RecordOptions {
-            cpus: self.cpus.clone().map(|c| c.0),
+            cpus: self.cpus.clone().map(CpuList::into_vec),
             duration: self.duration,
             poll: self.poll,
             events: self.events.clone(),

@@ -14,7 +14,6 @@
 
 pub mod analysis;
 pub mod cli;
-pub mod cpulist;
 pub mod entry;
 pub mod error;
 pub mod identity;

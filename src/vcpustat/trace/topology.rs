@@ -6,7 +6,7 @@
 //! group of processors: `PROCESSORS chip=C node=N`, where PROCESSORS is a
 //! list such as `0-31` or `0-7,64-71`; `#` starts a comment.
 
-use super::cpulist::parse_cpu_list;
+use crate::common::cpulist::CpuList;
 
 /// Where a physical processor sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,9 @@ impl Topology {
             let bad =
                 |what: &str| format!("{name}:{}: {what} (expected \"0-7 chip=0 node=0\")", n + 1);
             let mut words = line.split_whitespace();
-            let procs = parse_cpu_list(words.next().unwrap_or("")).map_err(|e| bad(&e))?;
+            let procs = CpuList::parse(words.next().unwrap_or(""))
+                .map_err(|e| bad(&e))?
+                .into_vec();
             let (mut chip, mut node) = (None, None);
             for word in words {
                 let (key, value) = word

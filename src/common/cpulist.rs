@@ -1,4 +1,5 @@
-//! CPU lists as the kernel writes them (`0-3,8,10-11`), for `--cpus`.
+//! CPU lists as the kernel writes them (`0-3,8,10-11`): `cpumask` and
+//! `online` files, topology files and `--cpus` arguments.
 
 /// A set of CPU numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +42,19 @@ impl CpuList {
     /// The CPUs, ascending.
     pub fn cpus(&self) -> &[u32] {
         &self.cpus
+    }
+
+    /// The CPUs, ascending, as an owned vector.
+    pub fn into_vec(self) -> Vec<u32> {
+        self.cpus
+    }
+}
+
+impl std::str::FromStr for CpuList {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<CpuList, String> {
+        CpuList::parse(text)
     }
 }
 

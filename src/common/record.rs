@@ -1,34 +1,9 @@
 //! Recordings: the raw kernel inputs of a run, written by `--record FILE` and
 //! rendered again by `--replay FILE`.
 //!
-//! # Format (version 1)
+//! The format is specified in `docs/recording.md`, included here:
 //!
-//! A recording is a text file of JSON lines (NDJSON), so a run that is killed
-//! keeps every finished sample and the file can be inspected with `jq`.
-//!
-//! * Line 1, the header:
-//!   `{"format":"hwstat-recording","version":1,"tool":"iostat-rs","args":[...],
-//!   "uname":{"sysname":..,"nodename":..,"release":..,"version":..,"machine":..},
-//!   "start_unix_ns":N}`.
-//! * Every further line is one sample (a *frame*):
-//!   `{"index":K,"time_unix_ns":N,"elapsed_ns":N,"entries":{KEY: ENTRY, ...}}`.
-//!   `time_unix_ns` is the wall clock the tool used for the sample and
-//!   `elapsed_ns` the monotonic time since the start; either may be absent.
-//! * A `KEY` is an operation and its argument separated by one space:
-//!   `read /proc/diskstats`, `list /sys/block`, `link /sys/dev/block/8:0`,
-//!   `devnum /dev/sda`, `realpath /dev/disk/by-id/x`, `isdir /sys/block`,
-//!   `values perf:cxl_pmu_mem0.0/clock_ticks`.
-//! * An `ENTRY` is one of `{"text":"..."}` (UTF-8 file contents),
-//!   `{"hex":"0a1b.."}` (other file contents), `{"list":["sda","sdb"]}`,
-//!   `{"link":"../x"}`, `{"device":[8,0]}`, `{"path":"/dev/sda"}`,
-//!   `{"is_dir":true}`, `{"values":[1,2,3]}` or `{"errno":2}` (the operation
-//!   failed with that `errno`).
-//!
-//! A frame holds what the tool read while taking that sample; reads made
-//! before the first sample (discovery, CPU count) belong to frame 0. On
-//! replay, a key missing from frame K is looked up in frames K-1, K-2, ... 0,
-//! so a writer may leave out entries that did not change, and a recording can
-//! be written by hand or by a test harness from a directory of fixture files.
+#![doc = include_str!("../../docs/recording.md")]
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -25,6 +25,9 @@
 // Shared with tests/iostat_faults.rs; each test crate uses a part of it.
 #[allow(dead_code)]
 mod fakekernel;
+// Shared with tests/iostat_faults.rs.
+#[allow(dead_code)]
+mod sysstat_compare;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -35,6 +38,7 @@ use std::time::{Duration, Instant};
 use std::{env, fs, thread};
 
 use fakekernel::{Counters, Scenario, Shape, field};
+use sysstat_compare::{normalise, seconds, shaped};
 
 const SYSSTAT: &str = "/usr/bin/iostat";
 const SAMPLES: usize = 3;
@@ -243,81 +247,6 @@ fn run_case(case: &Case, work: &Path, rs: &Path) -> Result<Outputs, String> {
     };
     let _ = fs::remove_dir_all(&dir);
     Ok(outputs)
-}
-
-// ---------------------------------------------------------------------------
-// Normalisation of dates and times.
-
-/// Matches `text` against `shape`, where `9` stands for any ASCII digit.
-fn shaped(text: &str, shape: &str) -> bool {
-    text.len() == shape.len()
-        && text.bytes().zip(shape.bytes()).all(|(t, s)| {
-            if s == b'9' {
-                t.is_ascii_digit()
-            } else {
-                t == s
-            }
-        })
-}
-
-/// Replaces the banner date, `-t` lines and JSON `date`/`timestamp` values by
-/// placeholders; returns the text and the replaced values in order.
-fn normalise(text: &str) -> (String, Vec<String>) {
-    let mut out = String::with_capacity(text.len());
-    let mut stamps = Vec::new();
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let body = line.trim_end_matches('\n');
-        let nl = &line[body.len()..];
-        if i == 0 && body.contains(" \t") {
-            let parts: Vec<&str> = body.split(" \t").collect();
-            if parts.len() == 3 && shaped(parts[1], "99/99/99") {
-                stamps.push(parts[1].to_string());
-                out.push_str(&format!("{} \t<DATE> \t{}{nl}", parts[0], parts[2]));
-                continue;
-            }
-        }
-        if shaped(body, "99/99/99 99:99:99") {
-            stamps.push(body.to_string());
-            out.push_str("<TIMESTAMP>");
-            out.push_str(nl);
-            continue;
-        }
-        let mut replaced = false;
-        for (key, shape) in [
-            ("\"date\": \"", "99/99/99"),
-            ("\"timestamp\": \"", "99/99/99 99:99:99"),
-        ] {
-            if let Some(at) = body.find(key) {
-                let start = at + key.len();
-                let value = &body[start..(start + shape.len()).min(body.len())];
-                if shaped(value, shape) {
-                    stamps.push(value.to_string());
-                    out.push_str(&body[..start]);
-                    out.push_str("<STAMP>");
-                    out.push_str(&body[start + shape.len()..]);
-                    out.push_str(nl);
-                    replaced = true;
-                }
-            }
-        }
-        if !replaced {
-            out.push_str(line);
-        }
-    }
-    (out, stamps)
-}
-
-/// Seconds since an arbitrary origin for `MM/DD/YY HH:MM:SS` (same century).
-fn seconds(stamp: &str) -> Option<i64> {
-    let n = |s: &str| s.parse::<i64>().ok();
-    let (date, time) = stamp.split_once(' ').unwrap_or((stamp, "00:00:00"));
-    let d: Vec<i64> = date.split('/').filter_map(n).collect();
-    let t: Vec<i64> = time.split(':').filter_map(n).collect();
-    if d.len() != 3 || t.len() != 3 {
-        return None;
-    }
-    let days = d[2] * 366 + d[0] * 31 + d[1];
-    Some(days * 86400 + t[0] * 3600 + t[1] * 60 + t[2])
 }
 
 // ---------------------------------------------------------------------------

@@ -130,7 +130,7 @@ printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
 for n in "${sizes[@]}"; do
     make_devices "$n"
-    check_setup "$n"; [ -z "${BENCH_DEBUG:-}" ] || { head -3 "$work/diskstats"; "$SYSSTAT" -d -p ALL; }
+    check_setup "$n"
     reps=$REPS
     [ "$n" -ge 10000 ] && reps=$(( REPS < 10 ? REPS : 10 ))
     for mode in "-x" "-x -p ALL"; do

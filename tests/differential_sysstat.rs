@@ -38,9 +38,8 @@ use std::time::{Duration, Instant};
 use std::{env, fs, thread};
 
 use fakekernel::{Counters, Scenario, Shape, field};
-use sysstat_compare::{normalise, seconds, shaped};
+use sysstat_compare::{SYSSTAT, namespace_unavailable, normalise, seconds, shaped};
 
-const SYSSTAT: &str = "/usr/bin/iostat";
 const SAMPLES: usize = 3;
 const PARALLEL: usize = 6;
 
@@ -117,24 +116,10 @@ fn cases() -> Vec<Case> {
 
 /// Why the test cannot run here, if it cannot.
 fn cannot_run(rs: &Option<PathBuf>) -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root for mount namespaces".into());
-    }
-    if !Path::new(SYSSTAT).exists() {
-        return Some(format!("{SYSSTAT} is missing (apt-get install sysstat)"));
-    }
     match rs {
-        None => return Some("the iostat-rs binary is not part of this build".into()),
-        Some(p) if !p.exists() => return Some(format!("{} does not exist", p.display())),
-        _ => {}
-    }
-    let probe = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "true"])
-        .status();
-    match probe {
-        Ok(s) if s.success() => None,
-        Ok(s) => Some(format!("unshare -m failed ({s})")),
-        Err(e) => Some(format!("cannot run unshare: {e}")),
+        None => Some("the iostat-rs binary is not part of this build".into()),
+        Some(p) if !p.exists() => Some(format!("{} does not exist", p.display())),
+        _ => namespace_unavailable(),
     }
 }
 

@@ -279,6 +279,10 @@ impl Source for Recorder {
         self.inner.is_live()
     }
 
+    fn keep_open(&self, path: &str) {
+        self.inner.keep_open(path);
+    }
+
     fn finish(&mut self) -> io::Result<()> {
         self.flush_frame()?;
         self.frame.borrow_mut().entries.clear();

@@ -1,0 +1,6 @@
+//! `iostat-rs`: report CPU and block device I/O statistics like sysstat's iostat.
+
+fn main() {
+    let status = hwstat::iostat::app::main_with_args(std::env::args().collect());
+    std::process::exit(status);
+}

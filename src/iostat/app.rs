@@ -1,0 +1,207 @@
+//! One run: options in, reports out. Opens the source, reads each sample
+//! (uptime, CPU, devices) on the core's interval loop and hands it to the
+//! renderer; maps every failure to sysstat's message and exit status.
+
+use std::io::{self, BufWriter, IsTerminal, Write};
+
+use crate::common::cli::output_error_status;
+use crate::common::interval::Schedule;
+use crate::common::run::run_samples;
+use crate::common::signals::StopSignal;
+use crate::common::source::Source;
+
+use super::cli::{Action, Env, Options, OutputFormat, command, parse_args, usage_text};
+use super::devices::DeviceList;
+use super::error::{IostatError, strerror};
+use super::model::{cpu_percent, interval_cs};
+use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
+use super::render_json::JsonRenderer;
+use super::render_machine::MachineRenderer;
+use super::render_text::TextRenderer;
+use super::report::{Banner, Renderer, Sample, banner_date};
+
+const TOOL: &str = "iostat-rs";
+
+/// Runs iostat-rs with `args` (program name first) and returns the exit status.
+pub fn main_with_args(args: Vec<String>) -> i32 {
+    let progname = args.first().cloned().unwrap_or_else(|| TOOL.to_string());
+    let rest = args.get(1..).unwrap_or(&[]);
+    let opts = match parse_args(rest, Env::from_process()) {
+        Ok(o) => o,
+        Err(e) => return report(&progname, e),
+    };
+    match opts.action {
+        Action::Help => {
+            let help = command().render_long_help().to_string();
+            return match io::stdout().write_all(help.as_bytes()) {
+                Ok(()) => 0,
+                Err(e) => output_error_status(TOOL, &e),
+            };
+        }
+        Action::Version => return print_version(&opts.env),
+        Action::Run => {}
+    }
+    let mut source = match opts.source.open(TOOL, rest) {
+        Ok(s) => s,
+        Err(msg) => return report(&progname, IostatError::Source(msg)),
+    };
+    let result = run(&opts, source.as_mut());
+    match result {
+        Ok(()) => 0,
+        Err(e) => report(&progname, e),
+    }
+}
+
+fn report(progname: &str, err: IostatError) -> i32 {
+    match &err {
+        IostatError::Usage => eprint!("{}", usage_text(progname)),
+        IostatError::Output(e) => return output_error_status(TOOL, e),
+        e if e.is_sysstat_message() => eprintln!("{e}"),
+        e => eprintln!("{TOOL}: {e}"),
+    }
+    err.exit_status()
+}
+
+/// `-V`: the environment variables iostat reads, then the version. The
+/// version line names iostat-rs, not sysstat.
+fn print_version(env: &Env) -> i32 {
+    let mut text = String::new();
+    for (name, value) in [
+        ("POSIXLY_CORRECT", &env.posixly_correct),
+        ("S_COLORS", &env.s_colors),
+        ("S_COLORS_SGR", &env.s_colors_sgr),
+        ("S_TIME_FORMAT", &env.s_time_format),
+    ] {
+        if let Some(v) = value {
+            text.push_str(&format!("{name}={v}\n"));
+        }
+    }
+    text.push_str(&format!(
+        "{TOOL} version {}\n(sysstat-compatible iostat in Rust; not sysstat)\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    match io::stdout().write_all(text.as_bytes()) {
+        Ok(()) => 0,
+        Err(e) => output_error_status(TOOL, &e),
+    }
+}
+
+/// sysstat's CPU count: `cpuN` entries of `/sys/devices/system/cpu` (online
+/// and offline), else the highest `cpuN` of `/proc/stat` plus one.
+fn cpu_count(src: &dyn Source) -> u32 {
+    let listed = src
+        .list_dir("/sys/devices/system/cpu")
+        .map(|names| {
+            names
+                .iter()
+                .filter(|n| {
+                    n.strip_prefix("cpu")
+                        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                })
+                .count() as u32
+        })
+        .unwrap_or(0);
+    if listed > 0 {
+        return listed;
+    }
+    src.read("/proc/stat")
+        .map(|t| proc_stat_cpu_count(&t))
+        .unwrap_or(0)
+}
+
+fn renderer_for(opts: &Options) -> Box<dyn Renderer> {
+    match opts.format {
+        OutputFormat::Text => Box::new(TextRenderer::new(opts, io::stdout().is_terminal())),
+        OutputFormat::SysstatJson => Box::new(JsonRenderer::new(opts)),
+        f => Box::new(MachineRenderer::new(f)),
+    }
+}
+
+/// The state carried from one sample to the next.
+struct Carry {
+    uptime: [u64; 2],
+    cpu: [CpuTicks; 2],
+    curr: usize,
+    buf: Vec<u8>,
+}
+
+fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
+    if let Some(alt) = &opts.alt_dir
+        && !src.is_dir(&alt.path)
+    {
+        return Err(IostatError::Usage);
+    }
+    if let Some(kind) = &opts.persistent
+        && !src.is_dir(&format!("/dev/disk/by-{kind}"))
+    {
+        return Err(IostatError::InvalidPersistentType);
+    }
+    for hot in ["/proc/uptime", "/proc/stat", "/proc/diskstats"] {
+        src.keep_open(hot);
+    }
+    let uname = src.uname().map_err(|err| IostatError::Read {
+        path: "uname".into(),
+        err,
+    })?;
+    let banner = Banner {
+        uname,
+        date: banner_date(opts, src.now()),
+        cpus: cpu_count(src),
+    };
+    let mut devices = DeviceList::new(opts, src);
+    let mut renderer = renderer_for(opts);
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let schedule = Schedule {
+        interval: opts.interval,
+        count: opts.count.map(|c| c + u64::from(opts.skip_first)),
+    };
+    renderer.begin(&mut out, &banner)?;
+    let mut carry = Carry {
+        uptime: [0; 2],
+        cpu: [CpuTicks::default(); 2],
+        curr: 0,
+        buf: Vec::with_capacity(8192),
+    };
+    let result = run_samples(&schedule, src, &stop, |src, index| {
+        let curr = carry.curr;
+        carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
+        carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
+        devices.read_sample(src, curr);
+        devices.compute_groups(curr);
+        let sample = Sample {
+            time: src.now(),
+            index,
+            itv: interval_cs(carry.uptime[curr ^ 1], carry.uptime[curr]),
+            cpu: cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]),
+            devices: &devices,
+            curr,
+        };
+        let skipped = index == 0 && opts.skip_first;
+        renderer.sample(&mut out, &sample, skipped)?;
+        carry.curr ^= 1;
+        Ok::<(), IostatError>(())
+    });
+    // Close the document on every end, errors included, unless output broke.
+    let closed = match &result {
+        Err(IostatError::Output(_)) => Ok(()),
+        _ => renderer.end(&mut out),
+    };
+    result?;
+    closed?;
+    Ok(())
+}
+
+fn read_uptime(src: &dyn Source, buf: &mut Vec<u8>) -> Result<u64, IostatError> {
+    src.read_into("/proc/uptime", buf)
+        .ok()
+        .and_then(|()| parse_uptime(buf))
+        .ok_or(IostatError::CannotReadUptime)
+}
+
+fn read_cpu(src: &dyn Source, buf: &mut Vec<u8>) -> Result<CpuTicks, IostatError> {
+    src.read_into("/proc/stat", buf)
+        .map_err(|e| IostatError::CannotOpenStat(strerror(&e)))?;
+    Ok(parse_proc_stat_cpu(buf).unwrap_or_default())
+}

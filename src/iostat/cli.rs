@@ -1,0 +1,820 @@
+//! The command line: sysstat's order-dependent, left-to-right grammar,
+//! scanned into a typed [`Options`], plus a clap [`command`] describing the
+//! same options for `--help`, man pages and shell completions.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common::cli::SourceArgs;
+use crate::common::interval::{looks_like_interval, parse_interval};
+
+use super::error::IostatError;
+
+/// sysstat's `MAX_NAME_LEN`: names are cut to this length minus one.
+pub const MAX_NAME_LEN: usize = 128;
+
+/// The long options the scanner accepts (besides `--dec=N`).
+pub const LONG_OPTIONS: &[&str] = &[
+    "--human",
+    "--pretty",
+    "--compact",
+    "--dec",
+    "--sysroot",
+    "--record",
+    "--replay",
+    "--help",
+];
+
+/// The single-letter flags the scanner accepts in a `-xyz` group.
+pub const LETTER_FLAGS: &str = "cdHhkmGNpstUxyzV";
+
+/// What the run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Take samples and report.
+    Run,
+    /// Print the environment and version (`-V`).
+    Version,
+    /// Print the long help (`--help`, an extension).
+    Help,
+}
+
+/// Unit of sizes and byte rates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// 512-byte sectors (`POSIXLY_CORRECT` without -k/-m/-G).
+    Sectors,
+    /// Kilobytes (default, `-k`).
+    Kilobytes,
+    /// Megabytes (`-m`).
+    Megabytes,
+    /// Gigabytes (`-G`).
+    Gigabytes,
+}
+
+impl Unit {
+    /// sysstat's `fctr`: sectors per unit.
+    pub fn sectors_per_unit(self) -> u64 {
+        match self {
+            Unit::Sectors => 1,
+            Unit::Kilobytes => 2,
+            Unit::Megabytes => 2048,
+            Unit::Gigabytes => 2 * 1024 * 1024,
+        }
+    }
+
+    /// The unit's name in headers (`kB`, `MB`, `GB`, `sec`/`Blk`).
+    pub fn label(self, basic: bool) -> &'static str {
+        match self {
+            Unit::Sectors if basic => "Blk",
+            Unit::Sectors => "sec",
+            Unit::Kilobytes => "kB",
+            Unit::Megabytes => "MB",
+            Unit::Gigabytes => "GB",
+        }
+    }
+}
+
+/// The `-t`/`-U` timestamp line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timestamp {
+    /// No timestamp.
+    None,
+    /// Local time (`%x %X`, or ISO 8601 with `S_TIME_FORMAT=ISO`).
+    Local,
+    /// Seconds since the epoch (`-U`).
+    Epoch,
+}
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// sysstat's text layout.
+    Text,
+    /// sysstat's JSON document (`-o JSON`).
+    SysstatJson,
+    /// CSV (`-o csv`, extension).
+    Csv,
+    /// One JSON object per sample (`-o ndjson`, extension).
+    Ndjson,
+    /// Prometheus text exposition (`-o prometheus`, extension).
+    Prometheus,
+}
+
+/// How `-f`/`+f` use the alternate directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AltMode {
+    /// `-f DIR`: only DIR.
+    Only,
+    /// `+f DIR`: the system's files, then DIR.
+    Also,
+}
+
+/// An alternate statistics directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AltDir {
+    /// The directory (a kernel path: inside `--sysroot` if given).
+    pub path: String,
+    /// Only or also.
+    pub mode: AltMode,
+}
+
+/// When colours are used (`S_COLORS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorMode {
+    /// `never`
+    Never,
+    /// `always`
+    Always,
+    /// unset or `auto`: only on a terminal.
+    Auto,
+}
+
+/// How a device named on the command line is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// A device or partition.
+    Single,
+    /// A device and all its partitions (`-p dev`).
+    WithPartitions,
+}
+
+/// One device-list argument, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListArg {
+    /// A device as typed, with the name translations active where it appeared.
+    Device {
+        /// The name as typed.
+        name: String,
+        /// Single device or device with partitions.
+        kind: DeviceKind,
+        /// `-j TYPE` given before it: the name is a persistent name.
+        persistent: Option<String>,
+        /// `-N` given before it: the name may be a device-mapper name.
+        mapper: bool,
+    },
+    /// `-g NAME`: the devices after it (until the next `-g`) form a group.
+    Group(String),
+}
+
+/// The environment variables iostat reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    /// `POSIXLY_CORRECT` (its presence counts).
+    pub posixly_correct: Option<String>,
+    /// `S_COLORS`
+    pub s_colors: Option<String>,
+    /// `S_COLORS_SGR`
+    pub s_colors_sgr: Option<String>,
+    /// `S_TIME_FORMAT`
+    pub s_time_format: Option<String>,
+}
+
+impl Env {
+    /// Reads the variables from the process environment.
+    pub fn from_process() -> Env {
+        let get = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+        Env {
+            posixly_correct: get("POSIXLY_CORRECT"),
+            s_colors: get("S_COLORS"),
+            s_colors_sgr: get("S_COLORS_SGR"),
+            s_time_format: get("S_TIME_FORMAT"),
+        }
+    }
+}
+
+/// Every option of a run, typed, built before any sampling.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Run, version or help.
+    pub action: Action,
+    /// Show the CPU report.
+    pub show_cpu: bool,
+    /// Show the device report.
+    pub show_disk: bool,
+    /// `-x`
+    pub extended: bool,
+    /// `-s`
+    pub short: bool,
+    /// Size unit.
+    pub unit: Unit,
+    /// `--pretty` (also set by `-h` and `-j`).
+    pub pretty: bool,
+    /// `--compact`
+    pub compact: bool,
+    /// `--human` (also set by `-h`).
+    pub human: bool,
+    /// `--dec=N`
+    pub decimals: Option<usize>,
+    /// `-t` / `-U`
+    pub timestamp: Timestamp,
+    /// `S_TIME_FORMAT=ISO`
+    pub iso_time: bool,
+    /// `-y` (only with an interval)
+    pub skip_first: bool,
+    /// `-z`
+    pub omit_inactive: bool,
+    /// `-H`
+    pub groups_only: bool,
+    /// `-N`
+    pub mapper_names: bool,
+    /// `-j TYPE` (lower-cased)
+    pub persistent: Option<String>,
+    /// `-f`/`+f`
+    pub alt_dir: Option<AltDir>,
+    /// `-p` or `-p ALL`: every line of diskstats, partitions included.
+    pub everything: bool,
+    /// All whole devices of /sys/block (no list, or `ALL`).
+    pub all_devices: bool,
+    /// Show devices that never did I/O (a list or `ALL` was given).
+    pub unfiltered: bool,
+    /// `-g` was used.
+    pub groups_defined: bool,
+    /// Devices and groups, in command-line order.
+    pub list: Vec<ListArg>,
+    /// Interval; `None` for a single report since boot.
+    pub interval: Option<Duration>,
+    /// Number of reports; `None` runs until stopped.
+    pub count: Option<u64>,
+    /// Output format.
+    pub format: OutputFormat,
+    /// Colours.
+    pub colors: ColorMode,
+    /// Where samples come from.
+    pub source: SourceArgs,
+    /// The environment.
+    pub env: Env,
+}
+
+fn all_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Scans the arguments (without the program name) left to right, as sysstat
+/// does. Errors are usage errors, except where noted.
+pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
+    let usage = || IostatError::Usage;
+    let mut o = Options {
+        action: Action::Run,
+        show_cpu: false,
+        show_disk: false,
+        extended: false,
+        short: false,
+        unit: Unit::Kilobytes,
+        pretty: false,
+        compact: false,
+        human: false,
+        decimals: None,
+        timestamp: Timestamp::None,
+        iso_time: env.s_time_format.as_deref() == Some("ISO"),
+        skip_first: false,
+        omit_inactive: false,
+        groups_only: false,
+        mapper_names: false,
+        persistent: None,
+        alt_dir: None,
+        everything: false,
+        all_devices: false,
+        unfiltered: false,
+        groups_defined: false,
+        list: Vec::new(),
+        interval: None,
+        count: None,
+        format: OutputFormat::Text,
+        colors: match env.s_colors.as_deref() {
+            Some("never") => ColorMode::Never,
+            Some("always") => ColorMode::Always,
+            _ => ColorMode::Auto,
+        },
+        source: SourceArgs::default(),
+        env,
+    };
+    let mut unit: Option<Unit> = None;
+    let mut numbers = 0;
+    let mut i = 0;
+    let add_device = |o: &mut Options, name: &str, kind: DeviceKind| {
+        o.list.push(ListArg::Device {
+            name: name.to_string(),
+            kind,
+            persistent: o.persistent.clone(),
+            mapper: o.mapper_names,
+        });
+    };
+    while i < args.len() {
+        let arg = args[i].as_str();
+        let next = args.get(i + 1).map(String::as_str);
+        // Long options may carry their value after '='.
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v)),
+            _ => (arg, None),
+        };
+        let take_value = |i: &mut usize| -> Result<String, IostatError> {
+            if let Some(v) = inline {
+                *i += 1;
+                return Ok(v.to_string());
+            }
+            let v = next.ok_or(IostatError::Usage)?;
+            *i += 2;
+            Ok(v.to_string())
+        };
+        match key {
+            "-p" => {
+                match next {
+                    Some(list)
+                        if !all_digits(list)
+                            && !list.starts_with('-')
+                            && !looks_like_interval(list) =>
+                    {
+                        for dev in list.split(',').filter(|d| !d.is_empty()) {
+                            if dev == "ALL" {
+                                o.everything = true;
+                            } else {
+                                add_device(&mut o, dev, DeviceKind::WithPartitions);
+                            }
+                        }
+                        o.unfiltered = true;
+                        i += 2;
+                    }
+                    _ => {
+                        o.everything = true;
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            "-g" => {
+                let name = take_value(&mut i)?;
+                let cut: String = name.chars().take(MAX_NAME_LEN - 2).collect();
+                o.list.push(ListArg::Group(format!(" {cut}")));
+                o.groups_defined = true;
+                continue;
+            }
+            "--human" if inline.is_none() => o.human = true,
+            "--pretty" if inline.is_none() => o.pretty = true,
+            "--compact" if inline.is_none() => o.compact = true,
+            "--help" if inline.is_none() => {
+                o.action = Action::Help;
+                return Ok(o);
+            }
+            "--dec" => {
+                let v = inline.ok_or_else(usage)?;
+                if v.len() != 1 || !all_digits(v) || v > "2" {
+                    return Err(usage());
+                }
+                o.decimals = Some(usize::from(v.as_bytes()[0] - b'0'));
+            }
+            "-f" | "+f" => {
+                if o.alt_dir.is_some() {
+                    return Err(usage());
+                }
+                let dir = take_value(&mut i)?;
+                o.alt_dir = Some(AltDir {
+                    path: absolute(&dir),
+                    mode: if key == "-f" {
+                        AltMode::Only
+                    } else {
+                        AltMode::Also
+                    },
+                });
+                continue;
+            }
+            "-j" => {
+                let t = take_value(&mut i)?;
+                o.persistent = Some(t.to_ascii_lowercase());
+                o.pretty = true;
+                continue;
+            }
+            "-o" => {
+                let f = take_value(&mut i)?;
+                o.format = match f.as_str() {
+                    "JSON" => OutputFormat::SysstatJson,
+                    "csv" => OutputFormat::Csv,
+                    "ndjson" => OutputFormat::Ndjson,
+                    "prometheus" => OutputFormat::Prometheus,
+                    _ => return Err(usage()),
+                };
+                continue;
+            }
+            "--sysroot" => {
+                o.source.sysroot = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            "--record" => {
+                o.source.record = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            "--replay" => {
+                o.source.replay = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            _ if arg.starts_with('-') => {
+                for letter in arg[1..].chars() {
+                    match letter {
+                        'c' => o.show_cpu = true,
+                        'd' => o.show_disk = true,
+                        'H' => o.groups_only = true,
+                        'h' => {
+                            o.pretty = true;
+                            o.human = true;
+                        }
+                        'k' | 'm' | 'G' => {
+                            if unit.is_some() {
+                                return Err(usage());
+                            }
+                            unit = Some(match letter {
+                                'k' => Unit::Kilobytes,
+                                'm' => Unit::Megabytes,
+                                _ => Unit::Gigabytes,
+                            });
+                        }
+                        'N' => o.mapper_names = true,
+                        'p' => o.everything = true,
+                        's' => o.short = true,
+                        't' => {
+                            if o.timestamp == Timestamp::None {
+                                o.timestamp = Timestamp::Local;
+                            }
+                        }
+                        'U' => o.timestamp = Timestamp::Epoch,
+                        'x' => o.extended = true,
+                        'y' => o.skip_first = true,
+                        'z' => o.omit_inactive = true,
+                        'V' => {
+                            o.action = Action::Version;
+                            return Ok(o);
+                        }
+                        _ => return Err(usage()),
+                    }
+                }
+            }
+            _ if !looks_like_interval(arg) => {
+                o.unfiltered = true;
+                if arg == "ALL" {
+                    o.all_devices = true;
+                } else {
+                    add_device(&mut o, arg, DeviceKind::Single);
+                }
+            }
+            _ => {
+                numbers += 1;
+                match numbers {
+                    1 => {
+                        let d = parse_interval(arg).map_err(|_| usage())?;
+                        o.interval = Some(d);
+                        o.count = None;
+                    }
+                    2 => {
+                        if !all_digits(arg) {
+                            return Err(usage());
+                        }
+                        let n: u64 = arg.parse().map_err(|_| usage())?;
+                        if n < 1 || o.interval.is_none_or(|d| d.is_zero()) {
+                            return Err(usage());
+                        }
+                        o.count = Some(n);
+                    }
+                    _ => return Err(usage()),
+                }
+            }
+        }
+        i += 1;
+    }
+    if o.interval.is_some_and(|d| d.is_zero()) {
+        o.interval = None;
+    }
+    if o.interval.is_none() {
+        o.count = Some(1);
+        o.skip_first = false;
+    }
+    if !o.show_cpu && !o.show_disk {
+        o.show_cpu = true;
+        o.show_disk = true;
+    }
+    if o.everything || o.extended || o.unfiltered {
+        o.show_disk = true;
+    }
+    if !o.unfiltered {
+        o.all_devices = true;
+    }
+    if o.groups_only && !o.groups_defined {
+        return Err(usage());
+    }
+    o.unit = match unit {
+        Some(u) => u,
+        None if o.env.posixly_correct.is_some() => Unit::Sectors,
+        None => Unit::Kilobytes,
+    };
+    Ok(o)
+}
+
+fn absolute(dir: &str) -> String {
+    if dir.starts_with('/') {
+        return dir.to_string();
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => cwd.join(dir).to_string_lossy().into_owned(),
+        Err(_) => dir.to_string(),
+    }
+}
+
+/// sysstat's usage text (plus one line for the extensions), for stderr.
+pub fn usage_text(progname: &str) -> String {
+    format!(
+        "Usage: {progname} [ options ] [ <interval> [ <count> ] ]\n\
+Options are:\n\
+[ -c ] [ -d ] [ -h ] [ -k | -m | -G ] [ -N ] [ -s ] [ -t ] [ -U ] [ -V ] [ -x ] [ -y ] [ -z ]\n\
+[ {{ -f | +f }} <directory> ] [ -j {{ ID | LABEL | PATH | UUID | ... }} ]\n\
+[ --compact ] [ --dec={{ 0 | 1 | 2 }} ] [ --human ] [ --pretty ] [ -o JSON ]\n\
+[ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
+[ <device> [...] | ALL ]\n\
+Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --help ]\n"
+    )
+}
+
+/// The same options as a clap [`clap::Command`], for `--help`, man pages and
+/// shell completions. The scanner above, not clap, parses the command line:
+/// sysstat's grammar is order-dependent.
+pub fn command() -> clap::Command {
+    use clap::{Arg, ArgAction, Command};
+    let flag = |id: &'static str, short: char, help: &'static str| {
+        Arg::new(id)
+            .short(short)
+            .help(help)
+            .action(ArgAction::SetTrue)
+    };
+    let long_flag = |id: &'static str, help: &'static str| {
+        Arg::new(id).long(id).help(help).action(ArgAction::SetTrue)
+    };
+    Command::new("iostat-rs")
+        .about("Report CPU and block device I/O statistics, as sysstat's iostat does")
+        .long_about(
+            "Report CPU and block device I/O statistics. Output is byte for byte the \
+             output of sysstat's iostat (12.7/12.8); intervals may be fractional or \
+             durations (0.5, 250ms); recordings can be written and replayed.",
+        )
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .override_usage("iostat-rs [ options ] [ <device> [...] | ALL ] [ <interval> [ <count> ] ]")
+        .after_help(
+            "+f DIR works like -f DIR but reads the system's statistics too, and DIR only \
+             for what the system lacks.\n-N, -j and -f apply to the device names that follow \
+             them; -g NAME groups the devices that follow it.",
+        )
+        .arg(flag("cpu", 'c', "Display the CPU utilization report"))
+        .arg(flag("device", 'd', "Display the device utilization report"))
+        .arg(flag(
+            "group-only",
+            'H',
+            "With -g, display only the group totals",
+        ))
+        .arg(flag("human-pretty", 'h', "Same as --human --pretty"))
+        .arg(flag("kilobytes", 'k', "Display statistics in kilobytes"))
+        .arg(flag("megabytes", 'm', "Display statistics in megabytes"))
+        .arg(flag("gigabytes", 'G', "Display statistics in gigabytes"))
+        .arg(flag(
+            "mapper",
+            'N',
+            "Display registered device-mapper names",
+        ))
+        .arg(
+            Arg::new("partitions")
+                .short('p')
+                .value_name("DEVICE[,...]|ALL")
+                .num_args(0..=1)
+                .help("Display devices and their partitions (all with ALL or no argument)"),
+        )
+        .arg(flag("short", 's', "Display a short (narrower) report"))
+        .arg(flag("time", 't', "Print the time of each report"))
+        .arg(flag(
+            "epoch",
+            'U',
+            "Print the time of each report in seconds since the epoch",
+        ))
+        .arg(flag(
+            "version",
+            'V',
+            "Print the version and the environment, then exit",
+        ))
+        .arg(flag("extended", 'x', "Display extended statistics"))
+        .arg(flag(
+            "skip-first",
+            'y',
+            "Omit the first report (statistics since boot)",
+        ))
+        .arg(flag(
+            "omit-idle",
+            'z',
+            "Omit devices with no activity during the interval",
+        ))
+        .arg(
+            Arg::new("alt-dir")
+                .short('f')
+                .value_name("DIR")
+                .help("Read statistics from DIR (diskstats, block/, dev/block/); +f DIR: also"),
+        )
+        .arg(
+            Arg::new("persistent")
+                .short('j')
+                .value_name("ID|LABEL|PATH|UUID|PARTUUID")
+                .help("Display persistent device names of this type (implies --pretty)"),
+        )
+        .arg(
+            Arg::new("group")
+                .short('g')
+                .value_name("NAME")
+                .action(ArgAction::Append)
+                .help("Group the devices that follow and display their totals"),
+        )
+        .arg(
+            Arg::new("output")
+                .short('o')
+                .value_name("JSON|csv|ndjson|prometheus")
+                .help("Output format: sysstat's JSON, or (extensions) csv, ndjson, prometheus"),
+        )
+        .arg(long_flag(
+            "human",
+            "Print sizes with units (k, M, G) and percentages with %",
+        ))
+        .arg(long_flag(
+            "pretty",
+            "Put the device name at the end of the line",
+        ))
+        .arg(long_flag("compact", "Do not split the --pretty -x report"))
+        .arg(
+            Arg::new("dec")
+                .long("dec")
+                .value_name("0|1|2")
+                .require_equals(true)
+                .help("Number of decimal places"),
+        )
+        .arg(
+            Arg::new("sysroot")
+                .long("sysroot")
+                .value_name("DIR")
+                .help("Read every kernel file under DIR instead of /"),
+        )
+        .arg(
+            Arg::new("record")
+                .long("record")
+                .value_name("FILE")
+                .help("Write every kernel input read, with the sample times, to FILE"),
+        )
+        .arg(
+            Arg::new("replay")
+                .long("replay")
+                .value_name("FILE")
+                .help("Take the samples from a recording"),
+        )
+        .arg(long_flag("help", "Print this help"))
+        .arg(
+            Arg::new("args")
+                .value_name("DEVICE|ALL|INTERVAL|COUNT")
+                .num_args(0..)
+                .help("Devices (or ALL), then the interval (2, 0.5, 250ms) and the count"),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, IostatError> {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse_args(&v, Env::default())
+    }
+
+    fn is_usage(r: Result<Options, IostatError>) -> bool {
+        matches!(r, Err(IostatError::Usage))
+    }
+
+    #[test]
+    fn sysstat_usage_errors() {
+        assert!(is_usage(parse(&["2", "0"])));
+        assert!(is_usage(parse(&["-2", "1"])));
+        assert!(is_usage(parse(&["2", "-1"])));
+        assert!(is_usage(parse(&["-H"])));
+        assert!(is_usage(parse(&["--dec=A"])));
+        assert!(is_usage(parse(&["--dec=3"])));
+        assert!(is_usage(parse(&["-k", "-m"])));
+        assert!(is_usage(parse(&["0", "3"])));
+        assert!(is_usage(parse(&["1", "2", "3"])));
+        assert!(is_usage(parse(&["-o", "XML"])));
+        assert!(is_usage(parse(&["-g"])));
+        assert!(is_usage(parse(&["-f", "/a", "+f", "/b"])));
+    }
+
+    #[test]
+    fn p_takes_the_next_word_only_when_it_is_a_list() {
+        let o = parse(&["-p", "sda,sdb", "1"]).unwrap();
+        assert!(!o.everything && o.unfiltered);
+        assert_eq!(o.list.len(), 2);
+        let o = parse(&["-p", "1", "2"]).unwrap();
+        assert!(o.everything);
+        assert_eq!(o.count, Some(2));
+        let o = parse(&["-p", "-x"]).unwrap();
+        assert!(o.everything && o.extended && o.all_devices);
+        let o = parse(&["-p", "ALL"]).unwrap();
+        assert!(o.everything && o.unfiltered);
+    }
+
+    #[test]
+    fn defaults_and_forced_disk_report() {
+        let o = parse(&[]).unwrap();
+        assert!(o.show_cpu && o.show_disk && o.all_devices && !o.unfiltered);
+        assert_eq!((o.interval, o.count), (None, Some(1)));
+        let o = parse(&["-x", "-c"]).unwrap();
+        assert!(o.show_cpu && o.show_disk);
+        let o = parse(&["-c"]).unwrap();
+        assert!(!o.show_disk);
+        let o = parse_args(
+            &["-d".to_string()],
+            Env {
+                posixly_correct: Some(String::new()),
+                ..Env::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(o.unit, Unit::Sectors);
+    }
+
+    #[test]
+    fn intervals_may_be_fractional_and_count_must_be_whole() {
+        let o = parse(&["-d", "0.5", "3"]).unwrap();
+        assert_eq!(o.interval, Some(Duration::from_millis(500)));
+        assert_eq!(o.count, Some(3));
+        assert!(o.list.is_empty());
+        let o = parse(&["250ms"]).unwrap();
+        assert_eq!(o.interval, Some(Duration::from_millis(250)));
+        assert_eq!(o.count, None);
+        assert!(is_usage(parse(&["1", "2.5"])));
+        let o = parse(&["-y", "0"]).unwrap();
+        assert!(!o.skip_first);
+    }
+
+    #[test]
+    fn order_dependent_names_and_groups() {
+        let o = parse(&["sda", "-j", "ID", "x", "-g", "g1", "sdb"]).unwrap();
+        assert!(o.pretty);
+        match (&o.list[0], &o.list[1], &o.list[2]) {
+            (
+                ListArg::Device {
+                    persistent: None, ..
+                },
+                ListArg::Device {
+                    persistent: Some(t),
+                    ..
+                },
+                ListArg::Group(g),
+            ) => {
+                assert_eq!(t, "id");
+                assert_eq!(g, " g1");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(o.groups_defined);
+    }
+
+    #[test]
+    fn clap_command_describes_exactly_the_scanned_options() {
+        let cmd = command();
+        cmd.clone().debug_assert();
+        let shorts: String = cmd.get_arguments().filter_map(|a| a.get_short()).collect();
+        for letter in ('a'..='z').chain('A'..='Z') {
+            let takes_value = "fjgo".contains(letter);
+            let scanner_accepts = if takes_value {
+                let arg = format!("-{letter}");
+                let value = if letter == 'o' { "JSON" } else { "x" };
+                parse(&[&arg, value]).is_ok()
+            } else {
+                parse(&[&format!("-{letter}")]).is_ok() || letter == 'H'
+            };
+            assert_eq!(
+                scanner_accepts,
+                shorts.contains(letter),
+                "option -{letter}: scanner and clap disagree"
+            );
+        }
+        let mut longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+        longs.sort();
+        let mut ours: Vec<&str> = LONG_OPTIONS.iter().map(|l| &l[2..]).collect();
+        ours.sort();
+        assert_eq!(longs, ours);
+        for long in LONG_OPTIONS {
+            let args: Vec<&str> = match *long {
+                "--dec" => vec!["--dec=1"],
+                "--sysroot" | "--record" | "--replay" => vec![long, "/x"],
+                other => vec![other],
+            };
+            assert!(parse(&args).is_ok(), "{long} refused by the scanner");
+        }
+        assert!(parse(&["+f", "/x"]).is_ok());
+        let f_help = cmd
+            .get_arguments()
+            .find(|a| a.get_short() == Some('f'))
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap();
+        assert!(f_help.contains("+f"));
+        assert!(is_usage(parse(&["--bogus"])));
+    }
+}

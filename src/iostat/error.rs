@@ -1,0 +1,65 @@
+//! The ways a run can fail, each with sysstat's message and exit status.
+
+use std::io;
+
+/// An error that ends iostat-rs.
+#[derive(Debug, thiserror::Error)]
+pub enum IostatError {
+    /// A malformed command line: sysstat prints its usage text, status 1.
+    #[error("usage")]
+    Usage,
+    /// `-j TYPE` with no `/dev/disk/by-TYPE` directory.
+    #[error("Invalid type of persistent device name")]
+    InvalidPersistentType,
+    /// `/proc/stat` cannot be opened (sysstat's message, status 2).
+    #[error("Cannot open /proc/stat: {0}")]
+    CannotOpenStat(String),
+    /// `/proc/uptime` cannot be read or parsed (sysstat's message, status 2).
+    #[error("Cannot read /proc/uptime")]
+    CannotReadUptime,
+    /// The source (sysroot, recording) could not be opened.
+    #[error("{0}")]
+    Source(String),
+    /// Reading the source failed in a way that is not sysstat's business
+    /// (for example a recording that ends in the middle).
+    #[error("{path}: {err}")]
+    Read {
+        /// The kernel path.
+        path: String,
+        /// What went wrong.
+        err: io::Error,
+    },
+    /// Writing the report failed.
+    #[error("cannot write output: {0}")]
+    Output(#[from] io::Error),
+}
+
+impl IostatError {
+    /// The exit status sysstat uses for this error.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            IostatError::Usage | IostatError::InvalidPersistentType => 1,
+            IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
+            IostatError::Source(_) | IostatError::Read { .. } | IostatError::Output(_) => 1,
+        }
+    }
+
+    /// Whether the message is sysstat's own, printed without a program prefix.
+    pub fn is_sysstat_message(&self) -> bool {
+        matches!(
+            self,
+            IostatError::InvalidPersistentType
+                | IostatError::CannotOpenStat(_)
+                | IostatError::CannotReadUptime
+        )
+    }
+}
+
+/// `strerror(3)` text of an I/O error, without Rust's " (os error N)" suffix.
+pub fn strerror(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error ") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}

@@ -1,0 +1,435 @@
+//! Hand-written parsers for the kernel files iostat reads: `/proc/diskstats`,
+//! `/sys/block/<dev>/stat`, the `cpu ` line of `/proc/stat` and
+//! `/proc/uptime`. They follow sysstat's `sscanf` rules (how many fields make
+//! a valid line) and allocate nothing.
+
+/// The cumulative counters of one block device, in the C types sysstat keeps
+/// them in: I/O, merge and sector counts are 64-bit, tick fields 32-bit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskCounters {
+    /// Reads completed.
+    pub rd_ios: u64,
+    /// Reads merged.
+    pub rd_merges: u64,
+    /// Sectors read.
+    pub rd_sectors: u64,
+    /// Milliseconds spent reading.
+    pub rd_ticks: u32,
+    /// Writes completed.
+    pub wr_ios: u64,
+    /// Writes merged.
+    pub wr_merges: u64,
+    /// Sectors written.
+    pub wr_sectors: u64,
+    /// Milliseconds spent writing.
+    pub wr_ticks: u32,
+    /// I/Os in flight (a gauge, never displayed).
+    pub ios_pgr: u32,
+    /// Milliseconds the device was busy (`io_ticks`).
+    pub tot_ticks: u32,
+    /// Weighted milliseconds of queued I/O (`time_in_queue`).
+    pub rq_ticks: u32,
+    /// Discards completed.
+    pub dc_ios: u64,
+    /// Discards merged.
+    pub dc_merges: u64,
+    /// Sectors discarded.
+    pub dc_sectors: u64,
+    /// Milliseconds spent discarding.
+    pub dc_ticks: u32,
+    /// Flush requests completed.
+    pub fl_ios: u64,
+    /// Milliseconds spent flushing.
+    pub fl_ticks: u32,
+}
+
+impl DiskCounters {
+    /// `rd + wr + dc + fl` I/Os with 64-bit wrap: sysstat's "ever used" test.
+    pub fn all_ios(&self) -> u64 {
+        self.rd_ios
+            .wrapping_add(self.wr_ios)
+            .wrapping_add(self.dc_ios)
+            .wrapping_add(self.fl_ios)
+    }
+
+    /// Adds another device's counters (for device groups), wrapping as C does.
+    pub fn accumulate(&mut self, o: &DiskCounters) {
+        self.rd_ios = self.rd_ios.wrapping_add(o.rd_ios);
+        self.rd_merges = self.rd_merges.wrapping_add(o.rd_merges);
+        self.rd_sectors = self.rd_sectors.wrapping_add(o.rd_sectors);
+        self.rd_ticks = self.rd_ticks.wrapping_add(o.rd_ticks);
+        self.wr_ios = self.wr_ios.wrapping_add(o.wr_ios);
+        self.wr_merges = self.wr_merges.wrapping_add(o.wr_merges);
+        self.wr_sectors = self.wr_sectors.wrapping_add(o.wr_sectors);
+        self.wr_ticks = self.wr_ticks.wrapping_add(o.wr_ticks);
+        self.ios_pgr = self.ios_pgr.wrapping_add(o.ios_pgr);
+        self.tot_ticks = self.tot_ticks.wrapping_add(o.tot_ticks);
+        self.rq_ticks = self.rq_ticks.wrapping_add(o.rq_ticks);
+        self.dc_ios = self.dc_ios.wrapping_add(o.dc_ios);
+        self.dc_merges = self.dc_merges.wrapping_add(o.dc_merges);
+        self.dc_sectors = self.dc_sectors.wrapping_add(o.dc_sectors);
+        self.dc_ticks = self.dc_ticks.wrapping_add(o.dc_ticks);
+        self.fl_ios = self.fl_ios.wrapping_add(o.fl_ios);
+        self.fl_ticks = self.fl_ticks.wrapping_add(o.fl_ticks);
+    }
+}
+
+/// What a stat line holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatFormat {
+    /// 11, 15 or 17 statistics (2.6.25+): everything `-x` needs.
+    Extended,
+    /// The pre-2.6.25 partition format: reads, read sectors, writes, written
+    /// sectors. sysstat drops such devices from extended reports.
+    OldPartition,
+}
+
+/// Scans up to `N` unsigned numbers separated by whitespace, as a run of
+/// `sscanf("%lu")` conversions: stops at the first token that does not start
+/// with a digit; a number too big for 64 bits saturates as `strtoul` does.
+/// Returns how many numbers were read.
+fn scan_numbers<const N: usize>(text: &[u8], out: &mut [u64; N]) -> usize {
+    let mut pos = 0;
+    let mut count = 0;
+    while count < N {
+        while pos < text.len() && text[pos].is_ascii_whitespace() {
+            pos += 1;
+        }
+        if pos >= text.len() || !text[pos].is_ascii_digit() {
+            break;
+        }
+        let mut value: u64 = 0;
+        while pos < text.len() && text[pos].is_ascii_digit() {
+            value = value
+                .saturating_mul(10)
+                .saturating_add(u64::from(text[pos] - b'0'));
+            pos += 1;
+        }
+        out[count] = value;
+        count += 1;
+        // "12abc": sscanf stored 12; the next conversion fails on "abc".
+        if pos < text.len() && !text[pos].is_ascii_whitespace() {
+            break;
+        }
+    }
+    count
+}
+
+/// Fills counters from the statistics fields in kernel order; `n` is how many
+/// were present (at least 11).
+fn counters_from_fields(f: &[u64; 17], n: usize) -> DiskCounters {
+    let mut c = DiskCounters {
+        rd_ios: f[0],
+        rd_merges: f[1],
+        rd_sectors: f[2],
+        rd_ticks: f[3] as u32,
+        wr_ios: f[4],
+        wr_merges: f[5],
+        wr_sectors: f[6],
+        wr_ticks: f[7] as u32,
+        ios_pgr: f[8] as u32,
+        tot_ticks: f[9] as u32,
+        rq_ticks: f[10] as u32,
+        ..DiskCounters::default()
+    };
+    if n >= 15 {
+        c.dc_ios = f[11];
+        c.dc_merges = f[12];
+        c.dc_sectors = f[13];
+        c.dc_ticks = f[14] as u32;
+    }
+    if n >= 17 {
+        c.fl_ios = f[15];
+        c.fl_ticks = f[16] as u32;
+    }
+    c
+}
+
+fn old_partition(f: &[u64; 17]) -> DiskCounters {
+    DiskCounters {
+        rd_ios: f[0],
+        rd_sectors: f[1],
+        wr_ios: f[2],
+        wr_sectors: f[3],
+        ..DiskCounters::default()
+    }
+}
+
+/// Parses a `/sys/block/<dev>/stat` file: at least 11 numbers (extended), or
+/// exactly 4 (old partition format). Anything else is `None`.
+pub fn parse_sysfs_stat(text: &[u8]) -> Option<(DiskCounters, StatFormat)> {
+    let mut f = [0u64; 17];
+    match scan_numbers(text, &mut f) {
+        n if n >= 11 => Some((counters_from_fields(&f, n), StatFormat::Extended)),
+        4 => Some((old_partition(&f), StatFormat::OldPartition)),
+        _ => None,
+    }
+}
+
+/// One usable line of `/proc/diskstats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskstatsLine<'a> {
+    /// Major device number.
+    pub major: u32,
+    /// Minor device number.
+    pub minor: u32,
+    /// Kernel name (`sda`, `nvme0n1p1`, `cciss!c0d0`).
+    pub name: &'a str,
+    /// The counters.
+    pub counters: DiskCounters,
+    /// Extended or old partition format.
+    pub format: StatFormat,
+}
+
+/// Parses one `/proc/diskstats` line the way sysstat's `sscanf` does: major,
+/// minor, name, then at least 11 statistics (14 fields in all; 18 add
+/// discards, 20 add flushes) or exactly 4 (7 fields, the old partition
+/// format). Other lines are `None` and are skipped by the caller.
+pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
+    let mut head = [0u64; 2];
+    let mut pos = 0;
+    // major and minor
+    for slot in head.iter_mut() {
+        while pos < line.len() && line[pos].is_ascii_whitespace() {
+            pos += 1;
+        }
+        let start = pos;
+        while pos < line.len() && line[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        if start == pos || pos - start > 10 {
+            return None;
+        }
+        *slot = std::str::from_utf8(&line[start..pos]).ok()?.parse().ok()?;
+    }
+    while pos < line.len() && line[pos].is_ascii_whitespace() {
+        pos += 1;
+    }
+    let start = pos;
+    while pos < line.len() && !line[pos].is_ascii_whitespace() {
+        pos += 1;
+    }
+    if start == pos {
+        return None;
+    }
+    let name = std::str::from_utf8(&line[start..pos]).ok()?;
+    let mut f = [0u64; 17];
+    let (counters, format) = match scan_numbers(&line[pos..], &mut f) {
+        n if n >= 11 => (counters_from_fields(&f, n), StatFormat::Extended),
+        4 => (old_partition(&f), StatFormat::OldPartition),
+        _ => return None,
+    };
+    Some(DiskstatsLine {
+        major: u32::try_from(head[0]).ok()?,
+        minor: u32::try_from(head[1]).ok()?,
+        name,
+        counters,
+        format,
+    })
+}
+
+/// Iterates over the usable lines of a `/proc/diskstats` buffer, skipping
+/// malformed ones.
+pub fn diskstats_lines(buf: &[u8]) -> impl Iterator<Item = DiskstatsLine<'_>> {
+    buf.split(|&b| b == b'\n').filter_map(parse_diskstats_line)
+}
+
+/// Parses `/proc/uptime` into hundredths of a second the way sysstat does
+/// (`"%lu.%lu"`, `sec * 100 + frac`, the fraction read as an integer).
+pub fn parse_uptime(text: &[u8]) -> Option<u64> {
+    let text = text.trim_ascii_start();
+    let dot = text.iter().position(|&b| !b.is_ascii_digit())?;
+    if dot == 0 || text[dot] != b'.' {
+        return None;
+    }
+    let secs = digits_value(&text[..dot])?;
+    let rest = &text[dot + 1..];
+    let end = rest
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(rest.len());
+    if end == 0 {
+        return None;
+    }
+    let frac = digits_value(&rest[..end])?;
+    Some(secs.wrapping_mul(100).wrapping_add(frac))
+}
+
+fn digits_value(d: &[u8]) -> Option<u64> {
+    d.iter().try_fold(0u64, |acc, &b| {
+        acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
+}
+
+/// The aggregate CPU times of the `cpu ` line of `/proc/stat`, in ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// User time (includes guest).
+    pub user: u64,
+    /// Niced user time (includes guest_nice).
+    pub nice: u64,
+    /// System time.
+    pub system: u64,
+    /// Idle time.
+    pub idle: u64,
+    /// I/O wait.
+    pub iowait: u64,
+    /// Hard interrupts.
+    pub hardirq: u64,
+    /// Soft interrupts.
+    pub softirq: u64,
+    /// Stolen time.
+    pub steal: u64,
+    /// Guest time.
+    pub guest: u64,
+    /// Niced guest time.
+    pub guest_nice: u64,
+}
+
+impl CpuTicks {
+    /// sysstat's total: everything except the guest fields, which user and
+    /// nice already include.
+    pub fn total(&self) -> u64 {
+        self.user
+            .wrapping_add(self.nice)
+            .wrapping_add(self.system)
+            .wrapping_add(self.idle)
+            .wrapping_add(self.iowait)
+            .wrapping_add(self.hardirq)
+            .wrapping_add(self.steal)
+            .wrapping_add(self.softirq)
+    }
+}
+
+/// Finds the `cpu ` line of `/proc/stat` and reads up to ten fields; missing
+/// fields are 0, as with sysstat. `None` when there is no such line.
+pub fn parse_proc_stat_cpu(text: &[u8]) -> Option<CpuTicks> {
+    let line = text
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"cpu "))?;
+    let mut f = [0u64; 10];
+    scan_numbers(&line[4..], &mut f);
+    Some(CpuTicks {
+        user: f[0],
+        nice: f[1],
+        system: f[2],
+        idle: f[3],
+        iowait: f[4],
+        hardirq: f[5],
+        softirq: f[6],
+        steal: f[7],
+        guest: f[8],
+        guest_nice: f[9],
+    })
+}
+
+/// The highest `cpuN` of `/proc/stat` plus one (sysstat's fallback CPU count).
+pub fn proc_stat_cpu_count(text: &[u8]) -> u32 {
+    text.split(|&b| b == b'\n')
+        .filter_map(|l| l.strip_prefix(b"cpu"))
+        .filter_map(|rest| {
+            let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+            if end == 0 {
+                return None;
+            }
+            digits_value(&rest[..end]).map(|n| n as u32 + 1)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DISKSTATS: &str = "   8       0 sda 49601 2822 3195498 623970 12180 9784 821088 117109 0 32862 714408 0 0 0 0\n\
+  65      32 sds 386 416 8554 100 727 820 8746 3902 0 762 7902 0 0 0\n\
+ 259       0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n\
+   3       1 hda1 10 20 30 40\n\
+ garbage line\n\
+   8       1 sdz1 1 2 3\n";
+
+    #[test]
+    fn diskstats_matches_procfs_core() {
+        let ours: Vec<_> = diskstats_lines(DISKSTATS.as_bytes()).collect();
+        assert_eq!(ours.len(), 4);
+        let oracle = "   8       0 sda 49601 2822 3195498 623970 12180 9784 821088 117109 0 32862 714408 0 0 0 0\n 259       0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n";
+        use procfs_core::FromRead;
+        let theirs = procfs_core::DiskStats::from_read(oracle.as_bytes()).unwrap();
+        let ours: Vec<_> = diskstats_lines(oracle.as_bytes()).collect();
+        for (o, t) in ours.iter().zip(theirs.0.iter()) {
+            assert_eq!(o.name, t.name);
+            assert_eq!(o.major as i32, t.major);
+            assert_eq!(o.minor as i32, t.minor);
+            assert_eq!(o.counters.rd_ios, t.reads);
+            assert_eq!(o.counters.rd_merges, t.merged);
+            assert_eq!(o.counters.rd_sectors, t.sectors_read);
+            assert_eq!(u64::from(o.counters.rd_ticks), t.time_reading);
+            assert_eq!(o.counters.wr_ios, t.writes);
+            assert_eq!(o.counters.wr_sectors, t.sectors_written);
+            assert_eq!(u64::from(o.counters.tot_ticks), t.time_in_progress);
+            assert_eq!(u64::from(o.counters.rq_ticks), t.weighted_time_in_progress);
+            assert_eq!(o.counters.dc_ios, t.discards.unwrap_or(0));
+            assert_eq!(o.counters.fl_ios, t.flushes.unwrap_or(0));
+            assert_eq!(u64::from(o.counters.fl_ticks), t.time_flushing.unwrap_or(0));
+        }
+    }
+
+    #[test]
+    fn field_counts_follow_sysstat() {
+        let l: Vec<_> = diskstats_lines(DISKSTATS.as_bytes()).collect();
+        // 14 statistics: discard fields kept, flush absent.
+        assert_eq!(l[1].name, "sds");
+        assert_eq!(l[1].counters.dc_ios, 0);
+        assert_eq!(l[2].counters.fl_ticks, 17);
+        assert_eq!(l[3].format, StatFormat::OldPartition);
+        assert_eq!(l[3].counters.wr_ios, 30);
+        assert_eq!(l[3].counters.wr_sectors, 40);
+        assert!(parse_diskstats_line(b"8 1 sdz1 1 2 3").is_none());
+        assert!(parse_diskstats_line(b"").is_none());
+        assert!(parse_diskstats_line(b"x y z 1 2 3 4 5 6 7 8 9 10 11").is_none());
+    }
+
+    #[test]
+    fn sysfs_stat_with_padding_truncation_and_garbage() {
+        let (c, f) = parse_sysfs_stat(
+            b"     386      416     8554 4294967396      727      820     8746     3902        0      762     7902\n",
+        )
+        .unwrap();
+        assert_eq!(f, StatFormat::Extended);
+        assert_eq!(c.rd_ticks, 100, "u32 fields wrap like sscanf %u");
+        assert_eq!(c.rq_ticks, 7902);
+        assert!(parse_sysfs_stat(b"1 2 3 4 5").is_none());
+        assert!(parse_sysfs_stat(b"").is_none());
+        assert!(parse_sysfs_stat(b"1 2 3 x4 5 6 7 8 9 10 11").is_none());
+        assert_eq!(
+            parse_sysfs_stat(b"1 2 3 4").unwrap().1,
+            StatFormat::OldPartition
+        );
+        let huge = parse_sysfs_stat(b"99999999999999999999999 0 0 0 0 0 0 0 0 0 0").unwrap();
+        assert_eq!(huge.0.rd_ios, u64::MAX);
+    }
+
+    #[test]
+    fn uptime_is_centiseconds_with_integer_fraction() {
+        assert_eq!(parse_uptime(b"7192.55 29212.05\n"), Some(719_255));
+        assert_eq!(parse_uptime(b"123.4 1.0"), Some(12_304));
+        assert_eq!(parse_uptime(b"abc"), None);
+        assert_eq!(parse_uptime(b"12"), None);
+        assert_eq!(parse_uptime(b""), None);
+    }
+
+    #[test]
+    fn cpu_line_reads_ten_fields_and_tolerates_short_lines() {
+        let text = b"cpu  96005 2578701 53845 3617879 60648 27891 25853 7 8 9\ncpu0 1 2 3 4\ncpu8 1 1 1 1\nintr 5\n";
+        let c = parse_proc_stat_cpu(text).unwrap();
+        assert_eq!(c.user, 96005);
+        assert_eq!(c.idle, 3617879);
+        assert_eq!(c.steal, 7);
+        assert_eq!(c.guest_nice, 9);
+        assert_eq!(proc_stat_cpu_count(text), 9);
+        let short = parse_proc_stat_cpu(b"cpu  1 2 3 4\n").unwrap();
+        assert_eq!(short.iowait, 0);
+        assert!(parse_proc_stat_cpu(b"intr 1\n").is_none());
+    }
+}

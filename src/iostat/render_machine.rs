@@ -1,0 +1,258 @@
+//! The machine-readable extensions (`-o csv`, `-o ndjson`, `-o prometheus`):
+//! the extended statistics of every displayed device, in base units, through
+//! the core's writers. Names follow node_exporter where one exists
+//! (`reads_completed`, `read_bytes`, `io_time_seconds`).
+
+use std::io::{self, Write};
+
+use crate::common::output::{Column, Format, Frame, FrameWriter, Row, Schema, Value, writer_for};
+
+use super::cli::OutputFormat;
+use super::model::ext_stats;
+use super::report::{Banner, Renderer, Sample};
+
+/// The columns, described once for every machine format.
+pub fn schema() -> Schema {
+    let g = Column::gauge;
+    let c = Column::counter;
+    Schema {
+        tool: "iostat-rs",
+        metric_prefix: "iostat",
+        labels: vec![("device", 16)],
+        columns: vec![
+            g(
+                "reads_completed_per_second",
+                "r/s",
+                "Reads completed per second.",
+                9,
+                2,
+            ),
+            g(
+                "writes_completed_per_second",
+                "w/s",
+                "Writes completed per second.",
+                9,
+                2,
+            ),
+            g(
+                "discards_completed_per_second",
+                "d/s",
+                "Discards completed per second.",
+                9,
+                2,
+            ),
+            g(
+                "flush_requests_per_second",
+                "f/s",
+                "Flush requests completed per second.",
+                9,
+                2,
+            ),
+            g(
+                "read_bytes_per_second",
+                "rB/s",
+                "Bytes read per second.",
+                12,
+                0,
+            ),
+            g(
+                "written_bytes_per_second",
+                "wB/s",
+                "Bytes written per second.",
+                12,
+                0,
+            ),
+            g(
+                "discarded_bytes_per_second",
+                "dB/s",
+                "Bytes discarded per second.",
+                12,
+                0,
+            ),
+            g(
+                "reads_merged_per_second",
+                "rrqm/s",
+                "Read requests merged per second.",
+                9,
+                2,
+            ),
+            g(
+                "writes_merged_per_second",
+                "wrqm/s",
+                "Write requests merged per second.",
+                9,
+                2,
+            ),
+            g(
+                "discards_merged_per_second",
+                "drqm/s",
+                "Discard requests merged per second.",
+                9,
+                2,
+            ),
+            g(
+                "read_await_seconds",
+                "r_await",
+                "Average time of a read, queueing included.",
+                9,
+                6,
+            ),
+            g(
+                "write_await_seconds",
+                "w_await",
+                "Average time of a write, queueing included.",
+                9,
+                6,
+            ),
+            g(
+                "discard_await_seconds",
+                "d_await",
+                "Average time of a discard.",
+                9,
+                6,
+            ),
+            g(
+                "flush_await_seconds",
+                "f_await",
+                "Average time of a flush.",
+                9,
+                6,
+            ),
+            g(
+                "read_request_bytes",
+                "rareq-sz",
+                "Average size of a read request.",
+                10,
+                0,
+            ),
+            g(
+                "write_request_bytes",
+                "wareq-sz",
+                "Average size of a write request.",
+                10,
+                0,
+            ),
+            g(
+                "discard_request_bytes",
+                "dareq-sz",
+                "Average size of a discard request.",
+                10,
+                0,
+            ),
+            g(
+                "queue_length",
+                "aqu-sz",
+                "Average number of requests queued or in service.",
+                8,
+                2,
+            ),
+            g(
+                "utilization_ratio",
+                "util",
+                "Fraction of time the device had I/O in flight (not saturation on SSD/NVMe).",
+                8,
+                4,
+            ),
+            c(
+                "reads_completed",
+                "reads",
+                "Reads completed since boot.",
+                12,
+            ),
+            c(
+                "writes_completed",
+                "writes",
+                "Writes completed since boot.",
+                12,
+            ),
+            c("read_bytes", "rbytes", "Bytes read since boot.", 16),
+            c("written_bytes", "wbytes", "Bytes written since boot.", 16),
+            c(
+                "io_time_milliseconds",
+                "io_ms",
+                "Milliseconds with I/O in flight since boot (32-bit, wraps).",
+                12,
+            ),
+        ],
+    }
+}
+
+/// A renderer over one of the core's writers.
+pub struct MachineRenderer {
+    writer: Box<dyn FrameWriter>,
+    rows: Vec<Row>,
+}
+
+impl MachineRenderer {
+    /// The renderer for a machine format (`Text` and `SysstatJson` are not).
+    pub fn new(format: OutputFormat) -> MachineRenderer {
+        let f = match format {
+            OutputFormat::Csv => Format::Csv,
+            OutputFormat::Prometheus => Format::Prometheus,
+            _ => Format::Ndjson,
+        };
+        MachineRenderer {
+            writer: writer_for(f, schema(), ","),
+            rows: Vec::new(),
+        }
+    }
+}
+
+impl Renderer for MachineRenderer {
+    fn begin(&mut self, out: &mut dyn Write, _banner: &Banner) -> io::Result<()> {
+        self.writer.begin(out)
+    }
+
+    fn sample(&mut self, out: &mut dyn Write, s: &Sample, skipped: bool) -> io::Result<()> {
+        if skipped {
+            return Ok(());
+        }
+        self.rows.clear();
+        for row in s.devices.rows(s.curr) {
+            let x = ext_stats(row.prev, row.cur, s.itv, row.devices);
+            let bytes = |sectors_per_s: f64| Value::Float(sectors_per_s * 512.0);
+            let secs = |ms: f64| Value::Float(ms / 1000.0);
+            let req = |kb: f64| Value::Float(kb * 1024.0);
+            self.rows.push(Row {
+                labels: vec![row.name.to_string()],
+                values: vec![
+                    Value::Float(x.ios[0]),
+                    Value::Float(x.ios[1]),
+                    Value::Float(x.ios[2]),
+                    Value::Float(x.fl_ios),
+                    bytes(x.sectors[0]),
+                    bytes(x.sectors[1]),
+                    bytes(x.sectors[2]),
+                    Value::Float(x.merges[0]),
+                    Value::Float(x.merges[1]),
+                    Value::Float(x.merges[2]),
+                    secs(x.await_ms[0]),
+                    secs(x.await_ms[1]),
+                    secs(x.await_ms[2]),
+                    secs(x.fl_await),
+                    req(x.req_kb[0]),
+                    req(x.req_kb[1]),
+                    req(x.req_kb[2]),
+                    Value::Float(x.aqu_sz),
+                    Value::Float(x.util / 100.0),
+                    Value::Int(row.cur.rd_ios),
+                    Value::Int(row.cur.wr_ios),
+                    Value::Int(row.cur.rd_sectors.saturating_mul(512)),
+                    Value::Int(row.cur.wr_sectors.saturating_mul(512)),
+                    Value::Int(u64::from(row.cur.tot_ticks)),
+                ],
+            });
+        }
+        let frame = Frame {
+            time: s.time,
+            index: s.index,
+            rows: &self.rows,
+            notes: &[],
+        };
+        self.writer.frame(out, &frame)
+    }
+
+    fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        self.writer.end(out)
+    }
+}

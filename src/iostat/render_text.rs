@@ -1,0 +1,469 @@
+//! sysstat's text layout, byte for byte: banner, `avg-cpu`, the basic,
+//! `-x`, `-x -s` and `--pretty` device reports, `--human` units and colours.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use super::cli::{ColorMode, Options, Unit};
+use super::devices::DeviceRow;
+use super::model::{basic_stats, ext_short_stats, ext_stats};
+use super::report::{Banner, Renderer, Sample, timestamp_text};
+
+/// SGR sequences, when colours are on.
+#[derive(Debug, Clone)]
+struct Colors {
+    name: String,
+    nonzero: String,
+    zero: String,
+    warn: String,
+    extreme: String,
+    normal: &'static str,
+}
+
+impl Colors {
+    /// sysstat's defaults, overridden by `S_COLORS_SGR` (`I=`, `N=`, `Z=`,
+    /// `W=`/`M=`, `X=`/`H=`).
+    fn new(sgr: Option<&str>) -> Colors {
+        let mut c = Colors {
+            name: "\x1b[32;22m".into(),
+            nonzero: "\x1b[34;1m".into(),
+            zero: "\x1b[34;22m".into(),
+            warn: "\x1b[35;1m".into(),
+            extreme: "\x1b[31;1m".into(),
+            normal: "\x1b[0m",
+        };
+        for item in sgr.unwrap_or("").split(':') {
+            let Some((key, value)) = item.split_once('=') else {
+                continue;
+            };
+            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit() || b == b';') {
+                continue;
+            }
+            let seq = format!("\x1b[{value}m");
+            match key {
+                "I" => c.name = seq,
+                "N" => c.nonzero = seq,
+                "Z" => c.zero = seq,
+                "W" | "M" => c.warn = seq,
+                "X" | "H" => c.extreme = seq,
+                _ => {}
+            }
+        }
+        c
+    }
+}
+
+/// Which threshold scheme a percentage uses for colours.
+#[derive(Clone, Copy)]
+enum Pct {
+    /// High values are bad (%util, %system...).
+    High,
+    /// Low values are bad (%idle).
+    Low,
+    /// No thresholds.
+    Plain,
+}
+
+/// The text renderer.
+pub struct TextRenderer {
+    show_cpu: bool,
+    show_disk: bool,
+    extended: bool,
+    short: bool,
+    unit: Unit,
+    pretty: bool,
+    split: bool,
+    human: bool,
+    decimals: Option<usize>,
+    banner_blank: bool,
+    colors: Option<Colors>,
+    opts: Options,
+    buf: String,
+}
+
+impl TextRenderer {
+    /// A renderer for these options; `tty` tells whether stdout is a terminal.
+    pub fn new(opts: &Options, tty: bool) -> TextRenderer {
+        let colors_on = match opts.colors {
+            ColorMode::Always => true,
+            ColorMode::Never => false,
+            ColorMode::Auto => tty,
+        };
+        TextRenderer {
+            show_cpu: opts.show_cpu,
+            show_disk: opts.show_disk,
+            extended: opts.extended,
+            short: opts.short,
+            unit: opts.unit,
+            pretty: opts.pretty,
+            split: opts.pretty && opts.extended && !opts.short && !opts.compact,
+            human: opts.human,
+            decimals: opts.decimals,
+            banner_blank: !(opts.skip_first && opts.interval.is_some()),
+            colors: colors_on.then(|| Colors::new(opts.env.s_colors_sgr.as_deref())),
+            opts: opts.clone(),
+            buf: String::with_capacity(64 * 1024),
+        }
+    }
+
+    fn decimals_for(&self, wd: usize) -> usize {
+        match self.decimals {
+            Some(d) if wd > 0 => d,
+            _ => wd,
+        }
+    }
+
+    /// `cprintf_f`: `" %*.*f"`.
+    fn f(&mut self, width: usize, wd: usize, v: f64) {
+        let d = self.decimals_for(wd);
+        match &self.colors {
+            Some(c) => {
+                let sgr = if v == 0.0 { &c.zero } else { &c.nonzero };
+                let _ = write!(self.buf, "{sgr} {v:width$.d$}{}", c.normal);
+            }
+            None => {
+                let _ = write!(self.buf, " {v:width$.d$}");
+            }
+        }
+    }
+
+    /// `cprintf_xpc`: a percentage, with `%` under `--human`.
+    fn pct(&mut self, width: usize, wd: usize, v: f64, scheme: Pct) {
+        let mut wi = width;
+        let mut d = self.decimals_for(wd);
+        if self.human {
+            wi = wi.saturating_sub(1).max(4);
+            if d > 1 {
+                d -= 1;
+            }
+        }
+        let suffix = if self.human { "%" } else { "" };
+        match &self.colors {
+            Some(c) => {
+                let sgr = match scheme {
+                    Pct::High if v >= 90.0 => &c.extreme,
+                    Pct::High if v >= 75.0 => &c.warn,
+                    Pct::Low if (0.005..=10.0).contains(&v) => &c.extreme,
+                    Pct::Low if (0.005..=25.0).contains(&v) => &c.warn,
+                    _ if v == 0.0 => &c.zero,
+                    _ => &c.nonzero,
+                };
+                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{suffix}{}", c.normal);
+            }
+            None => {
+                let _ = write!(self.buf, " {v:wi$.d$}{suffix}");
+            }
+        }
+    }
+
+    /// A size or byte rate: `value` in sectors; divided by the unit factor,
+    /// or with `--human` printed with a unit letter (`cprintf_unit`).
+    fn size(&mut self, width: usize, sectors: f64) {
+        if self.human {
+            self.human_unit(width, sectors / 2.0, 2);
+        } else {
+            self.f(width, 2, sectors / self.unit.sectors_per_unit() as f64);
+        }
+    }
+
+    /// A size already in kB (request sizes).
+    fn kb(&mut self, width: usize, kb: f64) {
+        if self.human {
+            self.human_unit(width, kb, 2);
+        } else {
+            self.f(width, 2, kb);
+        }
+    }
+
+    fn human_unit(&mut self, width: usize, mut v: f64, mut unit: usize) {
+        const UNITS: [&str; 8] = ["s", "B", "k", "M", "G", "T", "P", "?"];
+        while v >= 1024.0 && unit < UNITS.len() - 1 {
+            v /= 1024.0;
+            unit += 1;
+        }
+        let d = if self.decimals == Some(0) { 0 } else { 1 };
+        let wi = width.max(1) - 1;
+        match &self.colors {
+            Some(c) => {
+                let sgr = if v == 0.0 { &c.zero } else { &c.nonzero };
+                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{}", UNITS[unit], c.normal);
+            }
+            None => {
+                let _ = write!(self.buf, " {v:wi$.d$}{}", UNITS[unit]);
+            }
+        }
+    }
+
+    /// An integer total (`cprintf_u64`), in sectors before the unit factor.
+    fn total(&mut self, width: usize, sectors: u64) {
+        if self.human {
+            self.human_unit(width, sectors as f64 / 2.0, 2);
+            return;
+        }
+        let v = sectors / self.unit.sectors_per_unit();
+        match &self.colors {
+            Some(c) => {
+                let sgr = if v == 0 { &c.zero } else { &c.nonzero };
+                let _ = write!(self.buf, "{sgr} {v:width$}{}", c.normal);
+            }
+            None => {
+                let _ = write!(self.buf, " {v:width$}");
+            }
+        }
+    }
+
+    fn name_start(&mut self, name: &str) {
+        if self.pretty {
+            return;
+        }
+        match &self.colors {
+            Some(c) => {
+                let _ = write!(self.buf, "{}{name:<13}{}", c.name, c.normal);
+            }
+            None => {
+                let _ = write!(self.buf, "{name:<13}");
+            }
+        }
+    }
+
+    fn name_end(&mut self, name: &str) {
+        if self.pretty {
+            match &self.colors {
+                Some(c) => {
+                    let _ = write!(self.buf, " {}{name}{}", c.name, c.normal);
+                }
+                None => {
+                    let _ = write!(self.buf, " {name}");
+                }
+            }
+        }
+        self.buf.push('\n');
+    }
+
+    fn header(&mut self, cells: &[(&str, usize)]) {
+        if !self.pretty {
+            self.buf.push_str("Device       ");
+        }
+        for (label, width) in cells {
+            let _ = write!(self.buf, "{label:>w$}", w = width + 1);
+        }
+        if self.pretty {
+            self.buf.push_str(" Device");
+        }
+        self.buf.push('\n');
+    }
+
+    fn cpu(&mut self, s: &Sample) {
+        self.buf
+            .push_str("avg-cpu:  %user   %nice %system %iowait  %steal   %idle\n       ");
+        let c = s.cpu;
+        self.pct(7, 2, c.user, Pct::High);
+        self.pct(7, 2, c.nice, Pct::High);
+        self.pct(7, 2, c.system, Pct::High);
+        self.pct(7, 2, c.iowait, Pct::High);
+        self.pct(7, 2, c.steal, Pct::High);
+        self.pct(7, 2, c.idle, Pct::Low);
+        self.buf.push_str("\n\n");
+    }
+
+    fn basic_header(&mut self) {
+        let u = self.unit.label(true);
+        if self.short {
+            let (r, wd, rt, wdt) = (
+                format!("{u}_read/s"),
+                format!("{u}_w+d/s"),
+                format!("{u}_read"),
+                format!("{u}_w+d"),
+            );
+            self.header(&[("tps", 8), (&r, 12), (&wd, 12), (&rt, 10), (&wdt, 10)]);
+        } else {
+            let l = [
+                format!("{u}_read/s"),
+                format!("{u}_wrtn/s"),
+                format!("{u}_dscd/s"),
+                format!("{u}_read"),
+                format!("{u}_wrtn"),
+                format!("{u}_dscd"),
+            ];
+            self.header(&[
+                ("tps", 8),
+                (&l[0], 12),
+                (&l[1], 12),
+                (&l[2], 12),
+                (&l[3], 10),
+                (&l[4], 10),
+                (&l[5], 10),
+            ]);
+        }
+    }
+
+    fn basic_row(&mut self, row: &DeviceRow, itv: u64) {
+        let b = basic_stats(row.prev, row.cur, itv);
+        self.name_start(row.name);
+        self.f(8, 2, b.tps);
+        if self.short {
+            self.size(12, b.rates[0]);
+            if self.human {
+                self.size(12, b.rates[1] + b.rates[2]);
+            } else {
+                let f = self.unit.sectors_per_unit() as f64;
+                self.f(12, 2, b.rates[1] / f + b.rates[2] / f);
+            }
+            self.total(10, b.totals[0]);
+            self.total(10, b.totals[1].wrapping_add(b.totals[2]));
+        } else {
+            for r in b.rates {
+                self.size(12, r);
+            }
+            for t in b.totals {
+                self.total(10, t);
+            }
+        }
+        self.name_end(row.name);
+    }
+
+    fn ext_header(&mut self, part: usize) {
+        let u = self.unit.label(false);
+        let cells: Vec<(String, usize)> = match part {
+            0..=2 => {
+                let p = ["r", "w", "d"][part];
+                vec![
+                    (format!("{p}/s"), 7),
+                    (format!("{p}{u}/s"), 9),
+                    (format!("{p}rqm/s"), 8),
+                    (format!("%{p}rqm"), 6),
+                    (format!("{p}_await"), 7),
+                    (format!("{p}areq-sz"), 8),
+                ]
+            }
+            _ => vec![
+                ("f/s".into(), 7),
+                ("f_await".into(), 7),
+                ("aqu-sz".into(), 7),
+                ("%util".into(), 6),
+            ],
+        };
+        for (label, width) in cells {
+            let _ = write!(self.buf, "{label:>w$}", w = width + 1);
+        }
+    }
+
+    fn ext_row_part(&mut self, s: &super::model::ExtStats, part: usize) {
+        match part {
+            0..=2 => {
+                self.f(7, 2, s.ios[part]);
+                self.size(9, s.sectors[part]);
+                self.f(8, 2, s.merges[part]);
+                self.pct(6, 2, s.merge_pct[part], Pct::Plain);
+                self.f(7, 2, s.await_ms[part]);
+                self.kb(8, s.req_kb[part]);
+            }
+            _ => {
+                self.f(7, 2, s.fl_ios);
+                self.f(7, 2, s.fl_await);
+                self.f(7, 2, s.aqu_sz);
+                self.pct(6, 2, s.util, Pct::High);
+            }
+        }
+    }
+
+    fn disk_report(&mut self, s: &Sample) {
+        if !self.extended {
+            self.basic_header();
+            for row in s.devices.rows(s.curr) {
+                self.basic_row(&row, s.itv);
+            }
+        } else if self.short {
+            let u = format!("{}/s", self.unit.label(false));
+            self.header(&[
+                ("tps", 8),
+                (&u, 9),
+                ("rqm/s", 8),
+                ("await", 7),
+                ("areq-sz", 8),
+                ("aqu-sz", 7),
+                ("%util", 6),
+            ]);
+            for row in s.devices.rows(s.curr) {
+                let x = ext_short_stats(row.prev, row.cur, s.itv, row.devices);
+                self.name_start(row.name);
+                self.f(8, 2, x.tps);
+                self.size(9, x.sectors);
+                self.f(8, 2, x.merges);
+                self.f(7, 2, x.await_ms);
+                self.kb(8, x.req_kb);
+                self.f(7, 2, x.aqu_sz);
+                self.pct(6, 2, x.util, Pct::High);
+                self.name_end(row.name);
+            }
+        } else {
+            let parts: Vec<Vec<usize>> = if self.split {
+                (0..4).map(|p| vec![p]).collect()
+            } else {
+                vec![vec![0, 1, 2, 3]]
+            };
+            for (n, part) in parts.iter().enumerate() {
+                if !self.pretty {
+                    self.buf.push_str("Device       ");
+                }
+                for &p in part {
+                    self.ext_header(p);
+                }
+                if self.pretty {
+                    self.buf.push_str(" Device");
+                }
+                self.buf.push('\n');
+                for row in s.devices.rows(s.curr) {
+                    let x = ext_stats(row.prev, row.cur, s.itv, row.devices);
+                    self.name_start(row.name);
+                    for &p in part {
+                        self.ext_row_part(&x, p);
+                    }
+                    self.name_end(row.name);
+                }
+                if n + 1 < parts.len() {
+                    self.buf.push('\n');
+                }
+            }
+        }
+    }
+}
+
+impl Renderer for TextRenderer {
+    fn begin(&mut self, out: &mut dyn Write, banner: &Banner) -> io::Result<()> {
+        let u = &banner.uname;
+        writeln!(
+            out,
+            "{} {} ({}) \t{} \t_{}_\t({} CPU)",
+            u.sysname, u.release, u.nodename, banner.date, u.machine, banner.cpus
+        )?;
+        if self.banner_blank {
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, out: &mut dyn Write, s: &Sample, skipped: bool) -> io::Result<()> {
+        self.buf.clear();
+        if !skipped {
+            if let Some(ts) = timestamp_text(&self.opts, s.time) {
+                self.buf.push_str(&ts);
+                self.buf.push('\n');
+            }
+            if self.show_cpu {
+                self.cpu(s);
+            }
+            if self.show_disk {
+                self.disk_report(s);
+            }
+            self.buf.push('\n');
+        }
+        self.buf.push('\n');
+        out.write_all(self.buf.as_bytes())?;
+        out.flush()
+    }
+
+    fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        out.flush()
+    }
+}

@@ -1,0 +1,67 @@
+//! What every renderer receives: the banner once, then one [`Sample`] per
+//! report; and the trait each output format implements.
+
+use std::io::{self, Write};
+use std::time::SystemTime;
+
+use crate::common::clock::{strftime_local, unix_seconds};
+use crate::common::source::Uname;
+
+use super::cli::{Options, Timestamp};
+use super::devices::DeviceList;
+use super::model::CpuPercent;
+
+/// The host identity and date printed once at the top.
+#[derive(Debug, Clone)]
+pub struct Banner {
+    /// uname fields.
+    pub uname: Uname,
+    /// The start date (`%x`, or `%Y-%m-%d` with `S_TIME_FORMAT=ISO`).
+    pub date: String,
+    /// CPU count as sysstat counts it.
+    pub cpus: u32,
+}
+
+/// One sample, ready to render.
+pub struct Sample<'a> {
+    /// Wall-clock time of the sample.
+    pub time: SystemTime,
+    /// Sample number from 0.
+    pub index: u64,
+    /// Interval in hundredths of a second.
+    pub itv: u64,
+    /// CPU percentages.
+    pub cpu: CpuPercent,
+    /// The devices.
+    pub devices: &'a DeviceList,
+    /// The slot holding this sample.
+    pub curr: usize,
+}
+
+/// An output format.
+pub trait Renderer {
+    /// Writes what comes before the first report.
+    fn begin(&mut self, out: &mut dyn Write, banner: &Banner) -> io::Result<()>;
+    /// Writes one report; `skipped` is the first report under `-y`.
+    fn sample(&mut self, out: &mut dyn Write, sample: &Sample, skipped: bool) -> io::Result<()>;
+    /// Closes the document (every end, interrupted runs included).
+    fn end(&mut self, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The banner date as sysstat prints it.
+pub fn banner_date(opts: &Options, time: SystemTime) -> String {
+    let format = if opts.iso_time { "%Y-%m-%d" } else { "%x" };
+    strftime_local(format, time).unwrap_or_else(|| "?/?/?".to_string())
+}
+
+/// The `-t`/`-U` timestamp text, or `None` without them.
+pub fn timestamp_text(opts: &Options, time: SystemTime) -> Option<String> {
+    match opts.timestamp {
+        Timestamp::None => None,
+        Timestamp::Epoch => Some(unix_seconds(time).to_string()),
+        Timestamp::Local => {
+            let format = if opts.iso_time { "%FT%T%z" } else { "%x %X" };
+            Some(strftime_local(format, time).unwrap_or_default())
+        }
+    }
+}

@@ -143,9 +143,12 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         path: "uname".into(),
         err,
     })?;
+    // The clock is read once per sample; the banner's reading is sample 0's,
+    // so a replay sees exactly the times the live run used.
+    let start_time = src.now();
     let banner = Banner {
         uname,
-        date: banner_date(opts, src.now()),
+        date: banner_date(opts, start_time),
         cpus: cpu_count(src),
     };
     let mut devices = DeviceList::new(opts, src);
@@ -170,8 +173,9 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
         devices.read_sample(src, curr);
         devices.compute_groups(curr);
+        let time = if index == 0 { start_time } else { src.now() };
         let sample = Sample {
-            time: src.now(),
+            time,
             index,
             itv: interval_cs(carry.uptime[curr ^ 1], carry.uptime[curr]),
             cpu: cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]),

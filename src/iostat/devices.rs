@@ -10,6 +10,7 @@
 //! memory per device and makes no per-device system call.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::common::source::Source;
 
@@ -46,13 +47,61 @@ struct Entry {
     members: u32,
 }
 
+/// FNV-1a: device names are short, and SipHash costs more than the rest of
+/// a lookup. (No untrusted input chooses the keys' hashes adversarially:
+/// they are kernel device names.)
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type NameMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
 /// A `/proc/diskstats` line remembered from the latest read.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Cached {
+    name: Box<str>,
     generation: u64,
     devnum: (u32, u32),
     counters: DiskCounters,
     format: StatFormat,
+    /// The list entry of this name, once it has one.
+    entry: Option<usize>,
+}
+
+/// Where each line or listed name was found last time: kernel files keep
+/// their order, so most lookups are one string comparison, not a hash.
+#[derive(Debug, Default)]
+struct PositionHints(Vec<usize>);
+
+impl PositionHints {
+    fn get(&self, pos: usize) -> Option<usize> {
+        self.0.get(pos).copied()
+    }
+
+    fn set(&mut self, pos: usize, slot: usize) {
+        if pos >= self.0.len() {
+            self.0.resize(pos + 1, usize::MAX);
+        }
+        self.0[pos] = slot;
+    }
 }
 
 /// One row to display.
@@ -89,10 +138,15 @@ struct Rules {
 pub struct DeviceList {
     entries: Vec<Entry>,
     order: Vec<usize>,
-    index: HashMap<String, usize>,
+    /// Entries added during this sample, not yet placed in `order`.
+    fresh: Vec<usize>,
+    index: NameMap<String, usize>,
     tail_group: bool,
     rules: Rules,
-    cache: HashMap<Box<str>, Cached>,
+    cache: Vec<Cached>,
+    cache_index: NameMap<Box<str>, usize>,
+    line_hints: PositionHints,
+    dir_hints: PositionHints,
     generation: u64,
     buf: Vec<u8>,
     dm_major: Option<u32>,
@@ -155,10 +209,14 @@ impl DeviceList {
         let mut list = DeviceList {
             entries: Vec::new(),
             order: Vec::new(),
-            index: HashMap::new(),
+            fresh: Vec::new(),
+            index: NameMap::default(),
             tail_group: false,
             rules,
-            cache: HashMap::new(),
+            cache: Vec::new(),
+            cache_index: NameMap::default(),
+            line_hints: PositionHints::default(),
+            dir_hints: PositionHints::default(),
             generation: 0,
             buf: Vec::with_capacity(64 * 1024),
             dm_major,
@@ -201,10 +259,48 @@ impl DeviceList {
             list.push_group(last);
             list.tail_group = true;
         }
+        list.place_fresh();
         list
     }
 
+    /// Places the entries added since the last call: merged in `strcmp`
+    /// order (sorted mode), else appended before the last group, as
+    /// `add_list_device` would have placed them one by one.
+    fn place_fresh(&mut self) {
+        if self.fresh.is_empty() {
+            return;
+        }
+        let mut fresh = std::mem::take(&mut self.fresh);
+        if self.rules.sorted {
+            let entries = &self.entries;
+            fresh.sort_unstable_by(|&a, &b| entries[a].name.cmp(&entries[b].name));
+            let mut merged = Vec::with_capacity(self.order.len() + fresh.len());
+            let (mut i, mut j) = (0, 0);
+            while i < self.order.len() && j < fresh.len() {
+                if entries[self.order[i]].name <= entries[fresh[j]].name {
+                    merged.push(self.order[i]);
+                    i += 1;
+                } else {
+                    merged.push(fresh[j]);
+                    j += 1;
+                }
+            }
+            merged.extend_from_slice(&self.order[i..]);
+            merged.extend_from_slice(&fresh[j..]);
+            self.order = merged;
+        } else if self.tail_group {
+            let tail = self.order.pop().expect("the tail group is in the order");
+            self.order.extend_from_slice(&fresh);
+            self.order.push(tail);
+        } else {
+            self.order.extend_from_slice(&fresh);
+        }
+        fresh.clear();
+        self.fresh = fresh;
+    }
+
     fn push_group(&mut self, name: &str) {
+        self.place_fresh();
         self.entries.push(Entry {
             name: name.to_string(),
             display: name.to_string(),
@@ -252,18 +348,7 @@ impl DeviceList {
             members: 0,
         });
         self.index.insert(name.to_string(), idx);
-        if self.rules.sorted {
-            let entries = &self.entries;
-            let pos = self
-                .order
-                .partition_point(|&j| entries[j].name.as_str() < name);
-            self.order.insert(pos, idx);
-        } else if self.tail_group {
-            let at = self.order.len() - 1;
-            self.order.insert(at, idx);
-        } else {
-            self.order.push(idx);
-        }
+        self.fresh.push(idx);
         idx
     }
 
@@ -350,6 +435,7 @@ impl DeviceList {
                 self.read_listed(src, idx, &dirs, curr);
             }
         }
+        self.place_fresh();
         let prev = curr ^ 1;
         for e in &mut self.entries {
             if e.exists
@@ -390,22 +476,45 @@ impl DeviceList {
     fn refresh_cache(&mut self, src: &dyn Source) {
         let mut buf = std::mem::take(&mut self.buf);
         if src.read_into(PROC_DISKSTATS, &mut buf).is_ok() {
-            for line in diskstats_lines(&buf) {
-                let fresh = Cached {
-                    generation: self.generation,
-                    devnum: (line.major, line.minor),
-                    counters: line.counters,
-                    format: line.format,
+            for (pos, line) in diskstats_lines(&buf).enumerate() {
+                let slot = match self.line_hints.get(pos) {
+                    Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *line.name) => s,
+                    _ => match self.cache_index.get(line.name) {
+                        Some(&s) => s,
+                        None => {
+                            self.cache.push(Cached {
+                                name: line.name.into(),
+                                generation: 0,
+                                devnum: (0, 0),
+                                counters: DiskCounters::default(),
+                                format: StatFormat::Extended,
+                                entry: None,
+                            });
+                            self.cache_index
+                                .insert(line.name.into(), self.cache.len() - 1);
+                            self.cache.len() - 1
+                        }
+                    },
                 };
-                match self.cache.get_mut(line.name) {
-                    Some(slot) => *slot = fresh,
-                    None => {
-                        self.cache.insert(line.name.into(), fresh);
-                    }
-                }
+                self.line_hints.set(pos, slot);
+                let c = &mut self.cache[slot];
+                c.generation = self.generation;
+                c.devnum = (line.major, line.minor);
+                c.counters = line.counters;
+                c.format = line.format;
             }
         }
         self.buf = buf;
+    }
+
+    /// The cache slot of a name listed at `pos` in `/sys/block`.
+    fn cached_slot(&mut self, pos: usize, name: &str) -> Option<usize> {
+        let slot = match self.dir_hints.get(pos) {
+            Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *name) => s,
+            _ => *self.cache_index.get(name)?,
+        };
+        self.dir_hints.set(pos, slot);
+        (self.cache[slot].generation == self.generation).then_some(slot)
     }
 
     fn read_block_dir(&mut self, src: &dyn Source, dir: &str, curr: usize) {
@@ -416,17 +525,24 @@ impl DeviceList {
         if use_cache {
             self.refresh_cache(src);
         }
-        for name in &names {
-            let cached = if use_cache {
-                self.cache
-                    .get(name.as_str())
-                    .filter(|c| c.generation == self.generation)
-                    .copied()
+        for (pos, name) in names.iter().enumerate() {
+            let slot = if use_cache {
+                self.cached_slot(pos, name)
             } else {
                 None
             };
-            let (counters, format, devnum) = match cached {
-                Some(c) => (c.counters, c.format, Some(c.devnum)),
+            let (counters, format, devnum) = match slot {
+                Some(s) => {
+                    let c = &self.cache[s];
+                    if let Some(idx) = c.entry {
+                        if !(c.format == StatFormat::OldPartition && self.rules.extended) {
+                            let counters = c.counters;
+                            self.save(idx, curr, counters);
+                        }
+                        continue;
+                    }
+                    (c.counters, c.format, Some(c.devnum))
+                }
                 None => match self.read_stat_file(src, &format!("{dir}/{name}/stat")) {
                     Some((c, f)) => (c, f, None),
                     None => continue,
@@ -445,6 +561,9 @@ impl DeviceList {
                     .flatten()
             });
             let idx = self.add(src, name, devnum, DeviceKind::Single);
+            if let Some(s) = slot {
+                self.cache[s].entry = Some(idx);
+            }
             self.save(idx, curr, counters);
         }
     }
@@ -594,4 +713,135 @@ fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
         .into_iter()
         .filter(|n| !n.starts_with('.'))
         .find(|n| src.device_number(&format!("/dev/mapper/{n}")).ok() == Some((major, minor)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::common::record::{Entry, Frame, Header, Replay};
+    use crate::common::source::Uname;
+    use crate::iostat::cli::{Env, parse_args};
+
+    /// A replay whose frames hold `/proc/diskstats` and the `/sys/block` list.
+    fn replay(samples: &[&[(&str, u64)]]) -> Replay {
+        let frames = samples
+            .iter()
+            .enumerate()
+            .map(|(k, devs)| {
+                let mut entries = BTreeMap::new();
+                let mut text = String::new();
+                for (minor, (name, ios)) in devs.iter().enumerate() {
+                    text.push_str(&format!(
+                        "8 {minor} {name} {ios} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                        ios * 8
+                    ));
+                }
+                entries.insert("read /proc/diskstats".into(), Entry::Text(text));
+                entries.insert(
+                    "list /sys/block".into(),
+                    Entry::List(devs.iter().map(|(n, _)| n.to_string()).collect()),
+                );
+                Frame {
+                    index: k as u64,
+                    entries,
+                    ..Frame::default()
+                }
+            })
+            .collect();
+        let header = Header {
+            format: "hwstat-recording".into(),
+            version: 1,
+            tool: "test".into(),
+            args: vec![],
+            uname: Uname {
+                sysname: "Linux".into(),
+                nodename: "t".into(),
+                release: "1".into(),
+                version: String::new(),
+                machine: "x86_64".into(),
+            },
+            start_unix_ns: 0,
+        };
+        Replay::from_parts(header, frames)
+    }
+
+    fn opts(args: &[&str]) -> Options {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse_args(&v, Env::default()).unwrap()
+    }
+
+    fn shown(list: &DeviceList, curr: usize) -> Vec<(String, u64, u64)> {
+        list.rows(curr)
+            .map(|r| (r.name.to_string(), r.prev.rd_ios, r.cur.rd_ios))
+            .collect()
+    }
+
+    #[test]
+    fn default_mode_sorts_filters_unused_and_uses_two_alternating_slots() {
+        let mut src = replay(&[
+            &[("sdb", 5), ("sda", 1), ("loop0", 0)],
+            &[("sda", 2)],
+            &[("sdb", 9), ("sda", 3), ("sdc", 4)],
+        ]);
+        let o = opts(&[]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        assert_eq!(
+            shown(&list, 0),
+            [("sda".into(), 0, 1), ("sdb".into(), 0, 5)]
+        );
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        // sdb vanished: not shown.
+        assert_eq!(shown(&list, 1), [("sda".into(), 1, 2)]);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 0);
+        // sdb is back: its other slot was never written (sysstat keeps two
+        // slots and alternates), so it is compared with zeros; so is the
+        // new sdc.
+        assert_eq!(
+            shown(&list, 0),
+            [
+                ("sda".into(), 2, 3),
+                ("sdb".into(), 0, 9),
+                ("sdc".into(), 0, 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn everything_mode_keeps_file_order_and_groups_sum_their_members() {
+        let src = replay(&[&[("sdb", 5), ("sda", 1), ("sdz", 0)]]);
+        let o = opts(&["-p", "ALL", "-g", "first", "sdz", "-g", "rest"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        list.compute_groups(0);
+        let rows: Vec<(String, u64, u32)> = list
+            .rows(0)
+            .map(|r| (r.name.to_string(), r.cur.rd_ios, r.devices))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("sdz".into(), 0, 1),
+                (" first".into(), 0, 1),
+                ("sdb".into(), 5, 1),
+                ("sda".into(), 1, 1),
+                (" rest".into(), 6, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn counters_that_fall_to_a_fresh_device_are_compared_with_zeros() {
+        let mut src = replay(&[&[("sda", 100)], &[("sda", 3)]]);
+        let o = opts(&["-x"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        assert_eq!(shown(&list, 1), [("sda".into(), 0, 3)]);
+    }
 }

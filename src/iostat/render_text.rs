@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use super::cli::{ColorMode, Options, Unit};
 use super::devices::DeviceRow;
+use super::fmt::{push_fixed, push_left};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
 
@@ -60,8 +61,6 @@ enum Pct {
     High,
     /// Low values are bad (%idle).
     Low,
-    /// No thresholds.
-    Plain,
 }
 
 /// The text renderer.
@@ -122,7 +121,8 @@ impl TextRenderer {
                 let _ = write!(self.buf, "{sgr} {v:width$.d$}{}", c.normal);
             }
             None => {
-                let _ = write!(self.buf, " {v:width$.d$}");
+                self.buf.push(' ');
+                push_fixed(&mut self.buf, v, width, d);
             }
         }
     }
@@ -148,10 +148,12 @@ impl TextRenderer {
                     _ if v == 0.0 => &c.zero,
                     _ => &c.nonzero,
                 };
-                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{suffix}{}", c.normal);
+                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{suffix}", c.normal);
             }
             None => {
-                let _ = write!(self.buf, " {v:wi$.d$}{suffix}");
+                self.buf.push(' ');
+                push_fixed(&mut self.buf, v, wi, d);
+                self.buf.push_str(suffix);
             }
         }
     }
@@ -186,7 +188,7 @@ impl TextRenderer {
         match &self.colors {
             Some(c) => {
                 let sgr = if v == 0.0 { &c.zero } else { &c.nonzero };
-                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{}", UNITS[unit], c.normal);
+                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{}", c.normal, UNITS[unit]);
             }
             None => {
                 let _ = write!(self.buf, " {v:wi$.d$}{}", UNITS[unit]);
@@ -220,9 +222,7 @@ impl TextRenderer {
             Some(c) => {
                 let _ = write!(self.buf, "{}{name:<13}{}", c.name, c.normal);
             }
-            None => {
-                let _ = write!(self.buf, "{name:<13}");
-            }
+            None => push_left(&mut self.buf, name, 13),
         }
     }
 
@@ -230,7 +230,7 @@ impl TextRenderer {
         if self.pretty {
             match &self.colors {
                 Some(c) => {
-                    let _ = write!(self.buf, " {}{name}{}", c.name, c.normal);
+                    let _ = write!(self.buf, "{} {name}{}", c.name, c.normal);
                 }
                 None => {
                     let _ = write!(self.buf, " {name}");
@@ -354,7 +354,7 @@ impl TextRenderer {
                 self.f(7, 2, s.ios[part]);
                 self.size(9, s.sectors[part]);
                 self.f(8, 2, s.merges[part]);
-                self.pct(6, 2, s.merge_pct[part], Pct::Plain);
+                self.pct(6, 2, s.merge_pct[part], Pct::High);
                 self.f(7, 2, s.await_ms[part]);
                 self.kb(8, s.req_kb[part]);
             }

@@ -1,0 +1,320 @@
+//! End-to-end checks of iostat-rs over a fake `--sysroot`: a recording
+//! replayed with the options it was recorded with reproduces the live output
+//! byte for byte; sysstat's error messages and statuses; quiet broken pipes.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_iostat-rs");
+
+fn diskstats(step: u64) -> String {
+    let s = step;
+    format!(
+        "   8       0 sda {} 10 {} 500 {} 20 {} 700 0 {} {} 0 0 0 0 {} 3\n\
+            8       1 sda1 {} 0 {} 100 {} 0 {} 90 0 {} {} 0 0 0 0 0 0\n\
+          259       0 nvme0n1 {} 4 {} 50 {} 2 {} 60 1 {} {} 7 1 800 4 0 0\n",
+        1000 + 17 * s,
+        80000 + 900 * s,
+        300 + 5 * s,
+        9000 + 333 * s,
+        1200 + 9 * s,
+        2000 + 31 * s,
+        2 * s,
+        500 + 3 * s,
+        4000 + 64 * s,
+        10 + s,
+        88 + s,
+        300 + 2 * s,
+        400 + 4 * s,
+        42 + 11 * s,
+        11000 + 888 * s,
+        77 + 3 * s,
+        1024 + 4096 * s,
+        90 + 5 * s,
+        130 + 7 * s,
+    )
+}
+
+fn fixture(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("iostat-rr-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    for d in [
+        "proc",
+        "sys/block/sda/sda1",
+        "sys/block/nvme0n1",
+        "sys/devices/system/cpu/cpu0",
+        "sys/devices/system/cpu/cpu1",
+        "dev/disk/by-id",
+    ] {
+        fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    write_sample(&dir, 0);
+    dir
+}
+
+/// Rewrites a file in place without truncating it first, so a concurrent
+/// reader never sees it empty (counters only grow, so it never shrinks).
+fn put(path: PathBuf, text: impl AsRef<[u8]>) {
+    use std::io::Write;
+    let text = text.as_ref();
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(path)
+        .unwrap();
+    f.write_all(text).unwrap();
+    f.set_len(text.len() as u64).unwrap();
+}
+
+fn write_sample(dir: &Path, step: u64) {
+    let ds = diskstats(step);
+    put(dir.join("proc/diskstats"), &ds);
+    put(
+        dir.join("proc/uptime"),
+        format!("{}.{:02} 100.00\n", 5000 + step / 100, step % 100),
+    );
+    put(
+        dir.join("proc/stat"),
+        format!(
+            "cpu  {} 20 {} {} 40 5 6 0 0 0\ncpu0 1 1 1 1\ncpu1 1 1 1 1\n",
+            1000 + 7 * step,
+            500 + 3 * step,
+            90000 + 50 * step
+        ),
+    );
+    for (line, path) in ds.lines().zip(["sda", "sda/sda1", "nvme0n1"]) {
+        let stats: Vec<&str> = line.split_whitespace().skip(3).collect();
+        put(
+            dir.join("sys/block").join(path).join("stat"),
+            stats.join(" ") + "\n",
+        );
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn replay_reproduces_the_live_output_byte_for_byte() {
+    let dir = fixture("live");
+    let root = dir.to_str().unwrap().to_string();
+    let option_sets: [&[&str]; 7] = [
+        &["-x"],
+        &["-p", "ALL"],
+        &["-o", "JSON", "-x", "-t"],
+        &["-xs", "-p", "sda"],
+        &["-d", "ALL", "-z", "-m"],
+        &["-o", "ndjson"],
+        &["-y", "-g", "all", "sda", "nvme0n1", "-H"],
+    ];
+    // Rewrite the counters in place while the live runs sample them.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = Arc::clone(&stop);
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            let mut step = 1;
+            while !stop.load(Ordering::Relaxed) {
+                write_sample(&dir, step);
+                step += 1;
+                std::thread::sleep(Duration::from_millis(7));
+            }
+        })
+    };
+    for (n, opts) in option_sets.iter().enumerate() {
+        let rec = dir.join(format!("run{n}.rec"));
+        let rec_s = rec.to_str().unwrap().to_string();
+        let mut live_args = vec!["--sysroot", &root, "--record", &rec_s];
+        live_args.extend_from_slice(opts);
+        live_args.extend_from_slice(&["0.05", "4"]);
+        let live = run(&live_args);
+        assert_eq!(
+            live.status.code(),
+            Some(0),
+            "{opts:?}: {}",
+            String::from_utf8_lossy(&live.stderr)
+        );
+        let mut replay_args = vec!["--replay", &rec_s];
+        replay_args.extend_from_slice(opts);
+        replay_args.extend_from_slice(&["0.05", "4"]);
+        let replay = run(&replay_args);
+        assert_eq!(replay.status.code(), Some(0));
+        assert!(!live.stdout.is_empty());
+        assert_eq!(
+            String::from_utf8_lossy(&live.stdout),
+            String::from_utf8_lossy(&replay.stdout),
+            "options {opts:?}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
+    let dir = fixture("exhaust");
+    let root = dir.to_str().unwrap();
+    let rec = dir.join("r.rec");
+    let rec = rec.to_str().unwrap();
+    let live = run(&[
+        "--sysroot",
+        root,
+        "--record",
+        rec,
+        "-o",
+        "JSON",
+        "0.01",
+        "2",
+    ]);
+    assert_eq!(live.status.code(), Some(0));
+    let replay = run(&["--replay", rec, "-o", "JSON", "1"]);
+    assert_eq!(replay.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let stats = &doc["sysstat"]["hosts"][0]["statistics"];
+    assert_eq!(stats.as_array().unwrap().len(), 2);
+    assert_eq!(stats[0]["disk"][0]["disk_device"], "nvme0n1");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn missing_proc_files_give_sysstat_messages_and_status_2() {
+    let dir = fixture("missing");
+    let root = dir.to_str().unwrap();
+    fs::remove_file(dir.join("proc/stat")).unwrap();
+    let out = run(&["--sysroot", root]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Cannot open /proc/stat: No such file or directory\n"
+    );
+    write_sample(&dir, 0);
+    fs::write(dir.join("proc/uptime"), "garbage\n").unwrap();
+    let out = run(&["--sysroot", root, "-d"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Cannot read /proc/uptime\n"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn garbled_and_vanishing_devices_do_not_panic() {
+    let dir = fixture("garbled");
+    let root = dir.to_str().unwrap();
+    fs::write(
+        dir.join("proc/diskstats"),
+        "   8 0 sda 1 2 x\nnonsense\n\n 259 0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21\n",
+    )
+    .unwrap();
+    fs::write(dir.join("sys/block/sda/stat"), "1 2 3\n").unwrap();
+    let out = run(&["--sysroot", root, "-x", "-p", "ALL"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("nvme0n1"), "{text}");
+    assert!(!text.contains("sda "), "{text}");
+    fs::remove_dir_all(dir.join("sys/block/nvme0n1")).unwrap();
+    let out = run(&["--sysroot", root, "-x", "ALL"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let dir = fixture("pipe");
+    let root = dir.to_str().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--sysroot", root, "-x", "0.01"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(err, "");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn usage_errors_print_usage_and_exit_1() {
+    for args in [
+        &["2", "0"][..],
+        &["-H"],
+        &["--dec=7"],
+        &["-k", "-G"],
+        &["1", "2", "3"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("Usage: "));
+    }
+    let out = run(&["--sysroot", "/nonexistent-root", "-j", "FOO"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Invalid type of persistent device name\n"
+    );
+}
+
+#[test]
+fn sigint_and_sigterm_end_the_run_with_the_json_document_closed() {
+    let dir = fixture("signals");
+    let root = dir.to_str().unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = Command::new(BIN)
+            .args(["--sysroot", root, "-o", "JSON", "-x", "0.05"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        // Wait for the first report, then interrupt.
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("\"disk\"") {
+            let n = stdout.read(&mut chunk).unwrap();
+            assert!(n > 0, "iostat-rs ended before its first report");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        // SAFETY: signalling the child we started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        stdout.read_to_end(&mut seen).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "signal {signal}");
+        let doc: serde_json::Value = serde_json::from_slice(&seen)
+            .unwrap_or_else(|e| panic!("signal {signal}: {e}: {}", String::from_utf8_lossy(&seen)));
+        assert!(
+            !doc["sysstat"]["hosts"][0]["statistics"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        );
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -9,8 +9,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -126,7 +126,7 @@ pub trait Source {
 /// for offline analysis and tests).
 ///
 /// Hot-path files registered with [`RootFs::keep_open`] stay open and are
-/// re-read with `pread(2)` from offset 0, which saves an `open`/`close` pair
+/// re-read from offset 0, which saves an `open`/`close` pair
 /// per sample; they must then be rewritten in place, as the kernel does.
 pub struct RootFs {
     root: PathBuf,
@@ -176,32 +176,16 @@ impl RootFs {
     }
 }
 
-/// Reads a whole file from offset 0 with `pread(2)`.
+/// Reads a whole file from offset 0 into `buf` (cleared first).
+///
+/// `read_to_end` fills the buffer's spare capacity without zeroing it first,
+/// so a large file (a `/proc/diskstats` of 10,000 devices) costs its size in
+/// memory, not the doubled capacity.
 fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
-    if buf.capacity() < 4096 {
-        buf.reserve(4096);
-    }
-    loop {
-        let len = buf.len();
-        if len == buf.capacity() {
-            buf.reserve(len);
-        }
-        let cap = buf.capacity();
-        buf.resize(cap, 0);
-        match file.read_at(&mut buf[len..], len as u64) {
-            Ok(0) => {
-                buf.truncate(len);
-                return Ok(());
-            }
-            Ok(n) => buf.truncate(len + n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-            Err(e) => {
-                buf.truncate(len);
-                return Err(e);
-            }
-        }
-    }
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(0))?;
+    reader.read_to_end(buf).map(|_| ())
 }
 
 impl Source for RootFs {

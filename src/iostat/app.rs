@@ -41,6 +41,12 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
+    if let Some(root) = &opts.source.sysroot
+        && !root.is_dir()
+    {
+        let msg = format!("--sysroot {}: not a directory", root.display());
+        return report(&progname, IostatError::Source(msg));
+    }
     let mut source = match opts.source.open(TOOL, rest) {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
@@ -154,7 +160,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
     let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let mut out = BufWriter::new(stdout.lock());
     let stop = StopSignal::install().map_err(IostatError::Output)?;
     let schedule = Schedule {
         interval: opts.interval,
@@ -165,7 +171,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         uptime: [0; 2],
         cpu: [CpuTicks::default(); 2],
         curr: 0,
-        buf: Vec::with_capacity(8192),
+        buf: Vec::with_capacity(4096),
     };
     let result = run_samples(&schedule, src, &stop, |src, index| {
         let curr = carry.curr;

@@ -447,7 +447,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                     }
                 }
             }
-            _ if !looks_like_interval(arg) => {
+            _ if !all_digits(arg) && !looks_like_interval(arg) => {
                 o.unfiltered = true;
                 if arg == "ALL" {
                     o.all_devices = true;
@@ -467,7 +467,8 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                         if !all_digits(arg) {
                             return Err(usage());
                         }
-                        let n: u64 = arg.parse().map_err(|_| usage())?;
+                        // atol() saturates; so does the count.
+                        let n: u64 = arg.parse().unwrap_or(i64::MAX as u64);
                         if n < 1 || o.interval.is_none_or(|d| d.is_zero()) {
                             return Err(usage());
                         }
@@ -747,6 +748,9 @@ mod tests {
         assert_eq!(o.interval, Some(Duration::from_millis(250)));
         assert_eq!(o.count, None);
         assert!(is_usage(parse(&["1", "2.5"])));
+        let o = parse(&["1", "99999999999999999999"]).unwrap();
+        assert_eq!(o.count, Some(i64::MAX as u64));
+        assert!(is_usage(parse(&["99999999999999999999"])));
         let o = parse(&["-y", "0"]).unwrap();
         assert!(!o.skip_first);
     }

@@ -16,7 +16,9 @@ use crate::common::source::Source;
 
 use super::cli::{AltMode, DeviceKind, ListArg, MAX_NAME_LEN, Options};
 use super::model::looks_readded;
-use super::parse::{DiskCounters, StatFormat, diskstats_lines, parse_sysfs_stat};
+use super::parse::{
+    DiskCounters, StatFormat, diskstats_lines, line_name, parse_diskstats_line, parse_sysfs_stat,
+};
 
 const PROC_DISKSTATS: &str = "/proc/diskstats";
 const SYS_BLOCK: &str = "/sys/block";
@@ -35,9 +37,9 @@ enum EntryKind {
 #[derive(Debug, Clone)]
 struct Entry {
     /// Stored name (`!` for `/`; groups start with a space).
-    name: String,
-    /// What is shown.
-    display: String,
+    name: Box<str>,
+    /// What is shown, when it differs from the name.
+    display: Option<Box<str>>,
     kind: EntryKind,
     from_cmdline: bool,
     exists: bool,
@@ -74,16 +76,17 @@ impl Hasher for Fnv {
 
 type NameMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
-/// A `/proc/diskstats` line remembered from the latest read.
+/// Where a device's line is in the latest read of `/proc/diskstats`.
 #[derive(Debug, Clone)]
 struct Cached {
     name: Box<str>,
+    /// The sample in which the line was last seen.
     generation: u64,
-    devnum: (u32, u32),
-    counters: DiskCounters,
-    format: StatFormat,
+    /// The line's bytes in the diskstats buffer.
+    start: u32,
+    end: u32,
     /// The list entry of this name, once it has one.
-    entry: Option<usize>,
+    entry: Option<u32>,
 }
 
 /// Where each line or listed name was found last time: kernel files keep
@@ -140,11 +143,13 @@ pub struct DeviceList {
     order: Vec<usize>,
     /// Entries added during this sample, not yet placed in `order`.
     fresh: Vec<usize>,
-    index: NameMap<String, usize>,
+    index: NameMap<Box<str>, usize>,
     tail_group: bool,
     rules: Rules,
     cache: Vec<Cached>,
     cache_index: NameMap<Box<str>, usize>,
+    /// Holds the latest `/proc/diskstats` (the cache points into it).
+    diskstats: Vec<u8>,
     line_hints: PositionHints,
     dir_hints: PositionHints,
     generation: u64,
@@ -215,10 +220,11 @@ impl DeviceList {
             rules,
             cache: Vec::new(),
             cache_index: NameMap::default(),
+            diskstats: Vec::new(),
             line_hints: PositionHints::default(),
             dir_hints: PositionHints::default(),
             generation: 0,
-            buf: Vec::with_capacity(64 * 1024),
+            buf: Vec::with_capacity(4096),
             dm_major,
             persistent_names: None,
         };
@@ -302,8 +308,8 @@ impl DeviceList {
     fn push_group(&mut self, name: &str) {
         self.place_fresh();
         self.entries.push(Entry {
-            name: name.to_string(),
-            display: name.to_string(),
+            name: name.into(),
+            display: None,
             kind: EntryKind::Group,
             from_cmdline: true,
             exists: true,
@@ -338,8 +344,8 @@ impl DeviceList {
         let display = self.display_name(src, name, devnum);
         let idx = self.entries.len();
         self.entries.push(Entry {
-            name: name.to_string(),
-            display,
+            name: name.into(),
+            display: (*display != *name).then(|| display.into()),
             kind: EntryKind::Device(kind),
             from_cmdline: false,
             exists: true,
@@ -347,7 +353,7 @@ impl DeviceList {
             slots: [DiskCounters::default(); 2],
             members: 0,
         });
-        self.index.insert(name.to_string(), idx);
+        self.index.insert(name.into(), idx);
         self.fresh.push(idx);
         idx
     }
@@ -472,42 +478,56 @@ impl DeviceList {
         self.buf = buf;
     }
 
-    /// Refreshes the cache of `/proc/diskstats` lines (once per sample).
+    /// Reads `/proc/diskstats` and notes where each device's line is (once
+    /// per sample). Numbers are parsed later, for the devices listed.
     fn refresh_cache(&mut self, src: &dyn Source) {
-        let mut buf = std::mem::take(&mut self.buf);
+        let mut buf = std::mem::take(&mut self.diskstats);
         if src.read_into(PROC_DISKSTATS, &mut buf).is_ok() {
-            for (pos, line) in diskstats_lines(&buf).enumerate() {
-                let slot = match self.line_hints.get(pos) {
-                    Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *line.name) => s,
-                    _ => match self.cache_index.get(line.name) {
-                        Some(&s) => s,
-                        None => {
-                            self.cache.push(Cached {
-                                name: line.name.into(),
-                                generation: 0,
-                                devnum: (0, 0),
-                                counters: DiskCounters::default(),
-                                format: StatFormat::Extended,
-                                entry: None,
-                            });
-                            self.cache_index
-                                .insert(line.name.into(), self.cache.len() - 1);
-                            self.cache.len() - 1
-                        }
-                    },
-                };
-                self.line_hints.set(pos, slot);
-                let c = &mut self.cache[slot];
-                c.generation = self.generation;
-                c.devnum = (line.major, line.minor);
-                c.counters = line.counters;
-                c.format = line.format;
+            let mut start = 0;
+            let mut pos = 0;
+            while start < buf.len() {
+                let end = buf[start..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(buf.len(), |n| start + n);
+                if let Some(name) = line_name(&buf[start..end]) {
+                    let slot = self.cache_slot_for_line(pos, name);
+                    let c = &mut self.cache[slot];
+                    c.generation = self.generation;
+                    c.start = start as u32;
+                    c.end = end as u32;
+                    pos += 1;
+                }
+                start = end + 1;
             }
         }
-        self.buf = buf;
+        self.diskstats = buf;
     }
 
-    /// The cache slot of a name listed at `pos` in `/sys/block`.
+    fn cache_slot_for_line(&mut self, pos: usize, name: &str) -> usize {
+        let slot = match self.line_hints.get(pos) {
+            Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *name) => s,
+            _ => match self.cache_index.get(name) {
+                Some(&s) => s,
+                None => {
+                    self.cache.push(Cached {
+                        name: name.into(),
+                        generation: 0,
+                        start: 0,
+                        end: 0,
+                        entry: None,
+                    });
+                    self.cache_index.insert(name.into(), self.cache.len() - 1);
+                    self.cache.len() - 1
+                }
+            },
+        };
+        self.line_hints.set(pos, slot);
+        slot
+    }
+
+    /// The cache slot of a name listed at `pos` in `/sys/block`, if the
+    /// latest `/proc/diskstats` has a line for it.
     fn cached_slot(&mut self, pos: usize, name: &str) -> Option<usize> {
         let slot = match self.dir_hints.get(pos) {
             Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *name) => s,
@@ -521,34 +541,35 @@ impl DeviceList {
         let Ok(names) = src.list_dir(dir) else {
             return;
         };
+        self.entries
+            .reserve(names.len().saturating_sub(self.entries.len()));
         let use_cache = dir == SYS_BLOCK;
         if use_cache {
             self.refresh_cache(src);
         }
         for (pos, name) in names.iter().enumerate() {
-            let slot = if use_cache {
-                self.cached_slot(pos, name)
+            let cached = if use_cache {
+                self.cached_slot(pos, name).and_then(|slot| {
+                    let c = &self.cache[slot];
+                    let line = &self.diskstats[c.start as usize..c.end as usize];
+                    parse_diskstats_line(line)
+                        .map(|l| (slot, l.counters, l.format, (l.major, l.minor)))
+                })
             } else {
                 None
             };
-            let (counters, format, devnum) = match slot {
-                Some(s) => {
-                    let c = &self.cache[s];
-                    if let Some(idx) = c.entry {
-                        if !(c.format == StatFormat::OldPartition && self.rules.extended) {
-                            let counters = c.counters;
-                            self.save(idx, curr, counters);
-                        }
-                        continue;
-                    }
-                    (c.counters, c.format, Some(c.devnum))
-                }
+            let (slot, counters, format, devnum) = match cached {
+                Some((slot, c, f, d)) => (Some(slot), c, f, Some(d)),
                 None => match self.read_stat_file(src, &format!("{dir}/{name}/stat")) {
-                    Some((c, f)) => (c, f, None),
+                    Some((c, f)) => (None, c, f, None),
                     None => continue,
                 },
             };
             if format == StatFormat::OldPartition && self.rules.extended {
+                continue;
+            }
+            if let Some(idx) = slot.and_then(|s| self.cache[s].entry) {
+                self.save(idx as usize, curr, counters);
                 continue;
             }
             let devnum = devnum.or_else(|| {
@@ -562,7 +583,7 @@ impl DeviceList {
             });
             let idx = self.add(src, name, devnum, DeviceKind::Single);
             if let Some(s) = slot {
-                self.cache[s].entry = Some(idx);
+                self.cache[s].entry = Some(idx as u32);
             }
             self.save(idx, curr, counters);
         }
@@ -592,7 +613,7 @@ impl DeviceList {
         dirs: &[(String, String)],
         curr: usize,
     ) {
-        let name = self.entries[idx].name.clone();
+        let name = self.entries[idx].name.to_string();
         let kind = self.entries[idx].kind;
         for (block, dev_block) in dirs {
             let dev_dir = format!("{block}/{name}");
@@ -675,7 +696,7 @@ impl DeviceList {
             let (cur, old) = (&e.slots[curr], &e.slots[prev]);
             match e.kind {
                 EntryKind::Group => Some(DeviceRow {
-                    name: &e.display,
+                    name: e.display.as_deref().unwrap_or(&e.name),
                     cur,
                     prev: old,
                     devices: e.members,
@@ -694,7 +715,7 @@ impl DeviceList {
                         return None;
                     }
                     Some(DeviceRow {
-                        name: &e.display,
+                        name: e.display.as_deref().unwrap_or(&e.name),
                         cur,
                         prev: old,
                         devices: 1,

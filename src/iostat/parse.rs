@@ -228,6 +228,21 @@ pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
     })
 }
 
+/// The device name of a `/proc/diskstats` line (third field), without
+/// parsing the statistics; `None` when the line does not start with two
+/// numbers and a name.
+pub fn line_name(line: &[u8]) -> Option<&str> {
+    let mut fields = line
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty());
+    let major = fields.next()?;
+    let minor = fields.next()?;
+    if !major.iter().chain(minor).all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(fields.next()?).ok()
+}
+
 /// Iterates over the usable lines of a `/proc/diskstats` buffer, skipping
 /// malformed ones.
 pub fn diskstats_lines(buf: &[u8]) -> impl Iterator<Item = DiskstatsLine<'_>> {
@@ -387,6 +402,9 @@ mod tests {
         assert_eq!(l[3].counters.wr_sectors, 40);
         assert!(parse_diskstats_line(b"8 1 sdz1 1 2 3").is_none());
         assert!(parse_diskstats_line(b"").is_none());
+        assert_eq!(line_name(b"   8       1 sdz1 1 2 3"), Some("sdz1"));
+        assert_eq!(line_name(b"x 1 sdz1 1"), None);
+        assert_eq!(line_name(b"8 1"), None);
         assert!(parse_diskstats_line(b"x y z 1 2 3 4 5 6 7 8 9 10 11").is_none());
     }
 

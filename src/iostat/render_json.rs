@@ -23,17 +23,21 @@ impl JsonRenderer {
         JsonRenderer {
             opts: opts.clone(),
             open_sample: false,
-            buf: String::with_capacity(64 * 1024),
+            buf: String::with_capacity(4096),
         }
     }
 
-    fn disk(&mut self, s: &Sample) {
+    fn disk(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
         let unit = self.opts.unit;
         let fctr = unit.sectors_per_unit() as f64;
         let u = unit.label(false);
         self.buf.push_str("\t\t\t\t\t\"disk\": [\n");
         let mut first = true;
         for row in s.devices.rows(s.curr) {
+            if self.buf.len() >= 32 * 1024 {
+                out.write_all(self.buf.as_bytes())?;
+                self.buf.clear();
+            }
             if !first {
                 self.buf.push_str(",\n");
             }
@@ -99,6 +103,7 @@ impl JsonRenderer {
             }
         }
         self.buf.push_str("\n\t\t\t\t\t]\n");
+        Ok(())
     }
 }
 
@@ -138,7 +143,7 @@ impl Renderer for JsonRenderer {
                 self.buf.push('\n');
             }
             if self.opts.show_disk {
-                self.disk(s);
+                self.disk(out, s)?;
             }
             self.buf.push_str("\t\t\t\t}");
             self.open_sample = true;

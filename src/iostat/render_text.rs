@@ -101,7 +101,7 @@ impl TextRenderer {
             banner_blank: !(opts.skip_first && opts.interval.is_some()),
             colors: colors_on.then(|| Colors::new(opts.env.s_colors_sgr.as_deref())),
             opts: opts.clone(),
-            buf: String::with_capacity(64 * 1024),
+            buf: String::with_capacity(4096),
         }
     }
 
@@ -367,11 +367,12 @@ impl TextRenderer {
         }
     }
 
-    fn disk_report(&mut self, s: &Sample) {
+    fn disk_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
         if !self.extended {
             self.basic_header();
             for row in s.devices.rows(s.curr) {
                 self.basic_row(&row, s.itv);
+                self.spill(out)?;
             }
         } else if self.short {
             let u = format!("{}/s", self.unit.label(false));
@@ -395,6 +396,7 @@ impl TextRenderer {
                 self.f(7, 2, x.aqu_sz);
                 self.pct(6, 2, x.util, Pct::High);
                 self.name_end(row.name);
+                self.spill(out)?;
             }
         } else {
             let parts: Vec<Vec<usize>> = if self.split {
@@ -420,14 +422,29 @@ impl TextRenderer {
                         self.ext_row_part(&x, p);
                     }
                     self.name_end(row.name);
+                    self.spill(out)?;
                 }
                 if n + 1 < parts.len() {
                     self.buf.push('\n');
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Writes out what is buffered once it is large, so that a report of
+    /// 10,000 devices never sits whole in memory.
+    fn spill(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if self.buf.len() >= SPILL_BYTES {
+            out.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 }
+
+/// Buffered output size that triggers a write.
+const SPILL_BYTES: usize = 32 * 1024;
 
 impl Renderer for TextRenderer {
     fn begin(&mut self, out: &mut dyn Write, banner: &Banner) -> io::Result<()> {
@@ -454,7 +471,7 @@ impl Renderer for TextRenderer {
                 self.cpu(s);
             }
             if self.show_disk {
-                self.disk_report(s);
+                self.disk_report(out, s)?;
             }
             self.buf.push('\n');
         }

@@ -18,10 +18,10 @@
 #
 # Measured per tool, size and mode:
 #   CPU per report = task-clock (user+sys) from `perf stat`: for one report
-#                    the mean over REPS runs of `iostat -x` (whole process:
+#                    the median of REPS runs of `iostat -x` (whole process:
 #                    start-up, discovery, one read, one report); for an
 #                    interval run the total of `iostat -x 1 COUNT` / COUNT
-#                    (mean over IREPS runs).
+#                    (median of IREPS runs).
 #   peak memory    = max RSS from /usr/bin/time -f %M.
 # Modes: `-x` (whole devices from /sys/block/*/stat, one file per device)
 # and `-x -p ALL` (every device from one /proc/diskstats read).
@@ -98,11 +98,15 @@ make_devices() {
     } >"$work/stat"
 }
 
-# CPU milliseconds (task-clock) of "$@", averaged over $reps runs.
+# CPU milliseconds (task-clock) of "$@": the median of $reps runs (the
+# median, not the mean, because other users' load on a shared machine
+# adds outliers).
 cpu_ms() {
-    local reps=$1; shift
-    perf stat -x, -e task-clock -r "$reps" -o "$work/perf" "$@" >/dev/null
-    awk -F, '/task-clock/ { print $1; exit }' "$work/perf"
+    local reps=$1 i; shift
+    for ((i = 0; i < reps; i++)); do
+        perf stat -x, -e task-clock -o "$work/perf" "$@" >/dev/null
+        awk -F, '/task-clock/ { print $1; exit }' "$work/perf"
+    done | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # Peak RSS in kB of "$@".

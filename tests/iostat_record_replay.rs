@@ -191,7 +191,7 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
 }
 
 #[test]
-fn missing_proc_files_give_sysstat_messages_and_status_2() {
+fn missing_proc_files_give_the_c_messages_and_status_2() {
     let dir = fixture("missing");
     let root = dir.to_str().unwrap();
     fs::remove_file(dir.join("proc/stat")).unwrap();
@@ -274,12 +274,20 @@ fn usage_errors_print_usage_and_exit_1() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("Usage: "));
     }
-    let out = run(&["--sysroot", "/nonexistent-root", "-j", "FOO"]);
+    let dir = fixture("invalid-j");
+    let out = run(&["--sysroot", dir.to_str().unwrap(), "-j", "FOO"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "Invalid type of persistent device name\n"
     );
+    let out = run(&["--sysroot", "/nonexistent-root"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "iostat-rs: --sysroot /nonexistent-root: not a directory\n"
+    );
+    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -689,7 +689,7 @@ mod tests {
     }
 
     #[test]
-    fn sysstat_usage_errors() {
+    fn usage_errors_as_in_the_c_tool() {
         assert!(is_usage(parse(&["2", "0"])));
         assert!(is_usage(parse(&["-2", "1"])));
         assert!(is_usage(parse(&["2", "-1"])));

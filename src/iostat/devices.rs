@@ -6,16 +6,16 @@
 //! listing of `/sys/block` (as sysstat does), but the *counters* of every
 //! device come from one read of `/proc/diskstats`, kept open between samples;
 //! the per-device sysfs `stat` file is read only for devices that
-//! `/proc/diskstats` does not list. In steady state a sample allocates no
-//! memory per device and makes no per-device system call.
-
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+//! `/proc/diskstats` does not list. In steady state a sample makes no per-device system call and,
+//! apart from the directory listing the source returns, allocates nothing
+//! per device.
 
 use crate::common::source::Source;
 
-use super::cli::{AltMode, DeviceKind, ListArg, MAX_NAME_LEN, Options};
+use super::cli::{AltMode, DeviceKind, ListArg, Options};
+use super::lookup::{NameMap, PositionHints};
 use super::model::looks_readded;
+use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
 use super::parse::{
     DiskCounters, StatFormat, diskstats_lines, line_name, parse_diskstats_line, parse_sysfs_stat,
 };
@@ -47,64 +47,8 @@ struct Entry {
     slots: [DiskCounters; 2],
     /// For groups: members summed in the current sample.
     members: u32,
-}
-
-/// FNV-1a: device names are short, and SipHash costs more than the rest of
-/// a lookup. (No untrusted input chooses the keys' hashes adversarially:
-/// they are kernel device names.)
-#[derive(Clone, Copy)]
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type NameMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
-
-/// Where a device's line is in the latest read of `/proc/diskstats`.
-#[derive(Debug, Clone)]
-struct Cached {
-    name: Box<str>,
-    /// The sample in which the line was last seen.
-    generation: u64,
-    /// The line's bytes in the diskstats buffer.
-    start: u32,
-    end: u32,
-    /// The list entry of this name, once it has one.
-    entry: Option<u32>,
-}
-
-/// Where each line or listed name was found last time: kernel files keep
-/// their order, so most lookups are one string comparison, not a hash.
-#[derive(Debug, Default)]
-struct PositionHints(Vec<usize>);
-
-impl PositionHints {
-    fn get(&self, pos: usize) -> Option<usize> {
-        self.0.get(pos).copied()
-    }
-
-    fn set(&mut self, pos: usize, slot: usize) {
-        if pos >= self.0.len() {
-            self.0.resize(pos + 1, usize::MAX);
-        }
-        self.0[pos] = slot;
-    }
+    /// The sample whose `/proc/diskstats` line was stored in the current slot.
+    staged: u64,
 }
 
 /// One row to display.
@@ -118,8 +62,6 @@ pub struct DeviceRow<'a> {
     pub prev: &'a DiskCounters,
     /// 1 for a device, the number of members summed for a group.
     pub devices: u32,
-    /// True for a group row.
-    pub is_group: bool,
 }
 
 /// The selection rules that apply while reading and displaying.
@@ -146,43 +88,16 @@ pub struct DeviceList {
     index: NameMap<Box<str>, usize>,
     tail_group: bool,
     rules: Rules,
-    cache: Vec<Cached>,
-    cache_index: NameMap<Box<str>, usize>,
-    /// Holds the latest `/proc/diskstats` (the cache points into it).
+    /// The latest `/proc/diskstats` (default and `ALL` modes).
     diskstats: Vec<u8>,
+    /// Byte ranges of its lines whose device has no entry yet.
+    unlisted: Vec<(u32, u32)>,
     line_hints: PositionHints,
     dir_hints: PositionHints,
     generation: u64,
     buf: Vec<u8>,
     dm_major: Option<u32>,
-    persistent_names: Option<HashMap<String, String>>,
-}
-
-/// sysstat's `device_name()`: the real path of a name given as a path, with
-/// `/dev/` stripped and `/` turned into `!`.
-fn canonical_name(src: &dyn Source, raw: &str) -> String {
-    let real = if raw.starts_with('/') {
-        src.canonicalize(raw).unwrap_or_else(|_| raw.to_string())
-    } else {
-        raw.to_string()
-    };
-    let short = real.strip_prefix("/dev/").unwrap_or(&real);
-    short.replace('/', "!")
-}
-
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-fn truncate_name(mut name: String) -> String {
-    if name.len() > MAX_NAME_LEN - 1 {
-        let mut cut = MAX_NAME_LEN - 1;
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name.truncate(cut);
-    }
-    name
+    persistent_names: PersistentNames,
 }
 
 impl DeviceList {
@@ -218,15 +133,14 @@ impl DeviceList {
             index: NameMap::default(),
             tail_group: false,
             rules,
-            cache: Vec::new(),
-            cache_index: NameMap::default(),
             diskstats: Vec::new(),
+            unlisted: Vec::new(),
             line_hints: PositionHints::default(),
             dir_hints: PositionHints::default(),
             generation: 0,
             buf: Vec::with_capacity(4096),
             dm_major,
-            persistent_names: None,
+            persistent_names: PersistentNames::default(),
         };
         let mut pending_group: Option<&str> = None;
         for arg in &opts.list {
@@ -316,6 +230,7 @@ impl DeviceList {
             devnum: None,
             slots: [DiskCounters::default(); 2],
             members: 0,
+            staged: 0,
         });
         self.order.push(self.entries.len() - 1);
     }
@@ -352,6 +267,7 @@ impl DeviceList {
             devnum,
             slots: [DiskCounters::default(); 2],
             members: 0,
+            staged: 0,
         });
         self.index.insert(name.into(), idx);
         self.fresh.push(idx);
@@ -361,9 +277,8 @@ impl DeviceList {
     /// The name shown for a device: its persistent name (`-j`), its
     /// device-mapper name (`-N`), or its kernel name, with `!` back to `/`.
     fn display_name(&mut self, src: &dyn Source, name: &str, devnum: Option<(u32, u32)>) -> String {
-        if let Some(kind) = self.rules.persistent.clone() {
-            let found = self.persistent_name(src, &kind, name);
-            if let Some(p) = found {
+        if let Some(kind) = &self.rules.persistent {
+            if let Some(p) = self.persistent_names.lookup(src, kind, name) {
                 return p;
             }
         } else if self.rules.mapper
@@ -374,22 +289,6 @@ impl DeviceList {
             return mapped;
         }
         name.replace('!', "/")
-    }
-
-    fn persistent_name(&mut self, src: &dyn Source, kind: &str, name: &str) -> Option<String> {
-        let map = self.persistent_names.get_or_insert_with(|| {
-            let dir = format!("/dev/disk/by-{kind}");
-            let mut links = src.list_dir(&dir).unwrap_or_default();
-            links.sort();
-            let mut map = HashMap::new();
-            for link in links {
-                if let Ok(target) = src.read_link(&format!("{dir}/{link}")) {
-                    map.entry(basename(&target).to_string()).or_insert(link);
-                }
-            }
-            map
-        });
-        map.get(name).cloned()
     }
 
     /// Reads one sample's counters into slot `curr`.
@@ -478,63 +377,59 @@ impl DeviceList {
         self.buf = buf;
     }
 
-    /// Reads `/proc/diskstats` and notes where each device's line is (once
-    /// per sample). Numbers are parsed later, for the devices listed.
-    fn refresh_cache(&mut self, src: &dyn Source) {
+    /// The entry of a name found at `pos` of a file read at every sample:
+    /// where the name was last time, or a hash lookup.
+    fn entry_at(
+        hints: &PositionHints,
+        entries: &[Entry],
+        index: &NameMap<Box<str>, usize>,
+        pos: usize,
+        name: &str,
+    ) -> Option<usize> {
+        match hints.get(pos) {
+            Some(idx) if entries.get(idx).is_some_and(|e| *e.name == *name) => Some(idx),
+            _ => index.get(name).copied(),
+        }
+    }
+
+    /// Reads `/proc/diskstats` once per sample (default and `ALL` modes):
+    /// the counters of devices that have an entry go straight into its
+    /// current slot (marked staged); lines of other devices are noted for
+    /// devices that `/sys/block` lists for the first time.
+    fn stage_diskstats(&mut self, src: &dyn Source, curr: usize) {
+        self.unlisted.clear();
         let mut buf = std::mem::take(&mut self.diskstats);
-        if src.read_into(PROC_DISKSTATS, &mut buf).is_ok() {
-            let mut start = 0;
-            let mut pos = 0;
-            while start < buf.len() {
-                let end = buf[start..]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(buf.len(), |n| start + n);
-                if let Some(name) = line_name(&buf[start..end]) {
-                    let slot = self.cache_slot_for_line(pos, name);
-                    let c = &mut self.cache[slot];
-                    c.generation = self.generation;
-                    c.start = start as u32;
-                    c.end = end as u32;
-                    pos += 1;
+        if src.read_into(PROC_DISKSTATS, &mut buf).is_err() {
+            buf.clear();
+        }
+        let mut start = 0;
+        let mut pos = 0;
+        while start < buf.len() {
+            let end = buf[start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(buf.len(), |n| start + n);
+            let line = &buf[start..end];
+            if let Some(name) = line_name(line) {
+                match Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, name) {
+                    Some(idx) => {
+                        self.line_hints.set(pos, idx);
+                        if let Some(l) = parse_diskstats_line(line)
+                            && !(l.format == StatFormat::OldPartition && self.rules.extended)
+                        {
+                            let e = &mut self.entries[idx];
+                            e.slots[curr] = l.counters;
+                            e.staged = self.generation;
+                            e.devnum.get_or_insert((l.major, l.minor));
+                        }
+                    }
+                    None => self.unlisted.push((start as u32, end as u32)),
                 }
-                start = end + 1;
+                pos += 1;
             }
+            start = end + 1;
         }
         self.diskstats = buf;
-    }
-
-    fn cache_slot_for_line(&mut self, pos: usize, name: &str) -> usize {
-        let slot = match self.line_hints.get(pos) {
-            Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *name) => s,
-            _ => match self.cache_index.get(name) {
-                Some(&s) => s,
-                None => {
-                    self.cache.push(Cached {
-                        name: name.into(),
-                        generation: 0,
-                        start: 0,
-                        end: 0,
-                        entry: None,
-                    });
-                    self.cache_index.insert(name.into(), self.cache.len() - 1);
-                    self.cache.len() - 1
-                }
-            },
-        };
-        self.line_hints.set(pos, slot);
-        slot
-    }
-
-    /// The cache slot of a name listed at `pos` in `/sys/block`, if the
-    /// latest `/proc/diskstats` has a line for it.
-    fn cached_slot(&mut self, pos: usize, name: &str) -> Option<usize> {
-        let slot = match self.dir_hints.get(pos) {
-            Some(s) if self.cache.get(s).is_some_and(|c| *c.name == *name) => s,
-            _ => *self.cache_index.get(name)?,
-        };
-        self.dir_hints.set(pos, slot);
-        (self.cache[slot].generation == self.generation).then_some(slot)
     }
 
     fn read_block_dir(&mut self, src: &dyn Source, dir: &str, curr: usize) {
@@ -543,33 +438,46 @@ impl DeviceList {
         };
         self.entries
             .reserve(names.len().saturating_sub(self.entries.len()));
-        let use_cache = dir == SYS_BLOCK;
-        if use_cache {
-            self.refresh_cache(src);
+        let use_diskstats = dir == SYS_BLOCK;
+        if use_diskstats {
+            self.stage_diskstats(src, curr);
         }
+        // Lines of devices met for the first time, by name (built on demand).
+        let diskstats = std::mem::take(&mut self.diskstats);
+        let mut unlisted: Option<NameMap<&str, (u32, u32)>> = None;
         for (pos, name) in names.iter().enumerate() {
-            let cached = if use_cache {
-                self.cached_slot(pos, name).and_then(|slot| {
-                    let c = &self.cache[slot];
-                    let line = &self.diskstats[c.start as usize..c.end as usize];
-                    parse_diskstats_line(line)
-                        .map(|l| (slot, l.counters, l.format, (l.major, l.minor)))
-                })
+            let known = Self::entry_at(&self.dir_hints, &self.entries, &self.index, pos, name);
+            if let Some(idx) = known {
+                self.dir_hints.set(pos, idx);
+                if use_diskstats && self.entries[idx].staged == self.generation {
+                    self.entries[idx].exists = true;
+                    continue;
+                }
+            }
+            let from_diskstats = if use_diskstats && known.is_none() {
+                let map = unlisted.get_or_insert_with(|| {
+                    self.unlisted
+                        .iter()
+                        .filter_map(|&(a, b)| {
+                            let n = line_name(&diskstats[a as usize..b as usize])?;
+                            Some((n, (a, b)))
+                        })
+                        .collect()
+                });
+                map.get(name.as_str())
+                    .and_then(|&(a, b)| parse_diskstats_line(&diskstats[a as usize..b as usize]))
+                    .map(|l| (l.counters, l.format, Some((l.major, l.minor))))
             } else {
                 None
             };
-            let (slot, counters, format, devnum) = match cached {
-                Some((slot, c, f, d)) => (Some(slot), c, f, Some(d)),
+            let (counters, format, devnum) = match from_diskstats {
+                Some(found) => found,
                 None => match self.read_stat_file(src, &format!("{dir}/{name}/stat")) {
-                    Some((c, f)) => (None, c, f, None),
+                    Some((c, f)) => (c, f, None),
                     None => continue,
                 },
             };
             if format == StatFormat::OldPartition && self.rules.extended {
-                continue;
-            }
-            if let Some(idx) = slot.and_then(|s| self.cache[s].entry) {
-                self.save(idx as usize, curr, counters);
                 continue;
             }
             let devnum = devnum.or_else(|| {
@@ -582,11 +490,11 @@ impl DeviceList {
                     .flatten()
             });
             let idx = self.add(src, name, devnum, DeviceKind::Single);
-            if let Some(s) = slot {
-                self.cache[s].entry = Some(idx as u32);
-            }
+            self.dir_hints.set(pos, idx);
             self.save(idx, curr, counters);
         }
+        drop(unlisted);
+        self.diskstats = diskstats;
     }
 
     fn read_stat_file(
@@ -700,7 +608,6 @@ impl DeviceList {
                     cur,
                     prev: old,
                     devices: e.members,
-                    is_group: true,
                 }),
                 EntryKind::Device(_) => {
                     if !e.exists
@@ -719,21 +626,11 @@ impl DeviceList {
                         cur,
                         prev: old,
                         devices: 1,
-                        is_group: false,
                     })
                 }
             }
         })
     }
-}
-
-/// The `/dev/mapper` entry whose device number is `major:minor`.
-fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
-    let names = src.list_dir("/dev/mapper").ok()?;
-    names
-        .into_iter()
-        .filter(|n| !n.starts_with('.'))
-        .find(|n| src.device_number(&format!("/dev/mapper/{n}")).ok() == Some((major, minor)))
 }
 
 #[cfg(test)]

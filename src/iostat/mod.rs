@@ -2,7 +2,8 @@
 //!
 //! * [`cli`]: the order-dependent command line into typed [`cli::Options`];
 //! * [`parse`]: the kernel file parsers;
-//! * [`devices`]: discovery, selection, order, groups and names;
+//! * [`devices`]: discovery, selection, order, groups, reading samples;
+//! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
 //! * [`model`]: the formulas, from two samples;
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
 //! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
@@ -13,7 +14,9 @@ pub mod cli;
 pub mod devices;
 pub mod error;
 pub mod fmt;
+pub mod lookup;
 pub mod model;
+pub mod names;
 pub mod parse;
 pub mod render_json;
 pub mod render_machine;

@@ -321,7 +321,7 @@ mod tests {
     }
 
     #[test]
-    fn first_report_matches_sysstat_golden_values() {
+    fn first_report_matches_the_golden_x_values() {
         // sysstat's expected.iostat-x, sda line (uptime 7192.55 s).
         let s = ext_stats(&DiskCounters::default(), &sda_root1(), 719_255, 1);
         assert_eq!(format!("{:7.2}", s.ios[0]), "   6.90");

@@ -391,7 +391,7 @@ mod tests {
     }
 
     #[test]
-    fn field_counts_follow_sysstat() {
+    fn field_counts_follow_the_sscanf_rules() {
         let l: Vec<_> = diskstats_lines(DISKSTATS.as_bytes()).collect();
         // 14 statistics: discard fields kept, flush absent.
         assert_eq!(l[1].name, "sds");

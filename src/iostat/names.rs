@@ -1,0 +1,85 @@
+//! Device names: sysstat's canonical form of a name given on the command
+//! line, persistent names (`-j`) and device-mapper names (`-N`).
+
+use std::collections::HashMap;
+
+use crate::common::source::Source;
+
+use super::cli::MAX_NAME_LEN;
+
+/// sysstat's `device_name()`: the real path of a name given as a path, with
+/// `/dev/` stripped and `/` turned into `!`.
+pub fn canonical_name(src: &dyn Source, raw: &str) -> String {
+    let real = if raw.starts_with('/') {
+        src.canonicalize(raw).unwrap_or_else(|_| raw.to_string())
+    } else {
+        raw.to_string()
+    };
+    let short = real.strip_prefix("/dev/").unwrap_or(&real);
+    short.replace('/', "!")
+}
+
+/// The last component of a path.
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Cuts a name to sysstat's `MAX_NAME_LEN - 1` bytes.
+pub fn truncate_name(mut name: String) -> String {
+    if name.len() > MAX_NAME_LEN - 1 {
+        let mut cut = MAX_NAME_LEN - 1;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
+    name
+}
+
+/// The `/dev/mapper` entry whose device number is `major:minor`.
+pub fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
+    let names = src.list_dir("/dev/mapper").ok()?;
+    names
+        .into_iter()
+        .filter(|n| !n.starts_with('.'))
+        .find(|n| src.device_number(&format!("/dev/mapper/{n}")).ok() == Some((major, minor)))
+}
+
+/// Persistent names of one type (`/dev/disk/by-<type>`), read once: for
+/// each kernel name, the first link (in `strcmp` order) that points to it.
+#[derive(Debug, Default)]
+pub struct PersistentNames(Option<HashMap<String, String>>);
+
+impl PersistentNames {
+    /// The persistent name of kernel device `name`, if any.
+    pub fn lookup(&mut self, src: &dyn Source, kind: &str, name: &str) -> Option<String> {
+        let map = self.0.get_or_insert_with(|| {
+            let dir = format!("/dev/disk/by-{kind}");
+            let mut links = src.list_dir(&dir).unwrap_or_default();
+            links.sort();
+            let mut map = HashMap::new();
+            for link in links {
+                if let Ok(target) = src.read_link(&format!("{dir}/{link}")) {
+                    map.entry(basename(&target).to_string()).or_insert(link);
+                }
+            }
+            map
+        });
+        map.get(name).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_cut_and_split_like_sysstat() {
+        assert_eq!(basename("../../sda1"), "sda1");
+        assert_eq!(basename("sda"), "sda");
+        let long = "x".repeat(200);
+        assert_eq!(truncate_name(long).len(), MAX_NAME_LEN - 1);
+        let multibyte = "é".repeat(100);
+        assert!(truncate_name(multibyte).len() < MAX_NAME_LEN);
+    }
+}

@@ -17,14 +17,18 @@
 # comparable). Nothing outside the namespace changes.
 #
 # Measured per tool, size and mode:
-#   CPU per report = task-clock (user+sys) from `perf stat`: for one report
-#                    the median of REPS runs of `iostat -x` (whole process:
-#                    start-up, discovery, one read, one report); for an
+#   CPU per report = task-clock (user+sys) from `perf stat`, sysstat and
+#                    iostat-rs run back to back in pairs; the table shows the
+#                    medians and the median of the per-pair ratios. One
+#                    report: REPS pairs (15 at most at 10,000 devices) of
+#                    `iostat -x` (whole process: start-up, discovery, one
+#                    read, one report); for an
 #                    interval run the total of `iostat -x 1 COUNT` / COUNT
-#                    (median of IREPS runs).
+#                    (IREPS pairs).
 #   peak memory    = max RSS from /usr/bin/time -f %M.
-# Modes: `-x` (whole devices from /sys/block/*/stat, one file per device)
-# and `-x -p ALL` (every device from one /proc/diskstats read).
+# Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
+# iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
+# and `-x -p ALL` (both read every device from /proc/diskstats).
 set -euo pipefail
 
 sizes=("$@")
@@ -98,15 +102,32 @@ make_devices() {
     } >"$work/stat"
 }
 
-# CPU milliseconds (task-clock) of "$@": the median of $reps runs (the
-# median, not the mean, because other users' load on a shared machine
-# adds outliers).
-cpu_ms() {
-    local reps=$1 i; shift
+# CPU milliseconds (task-clock, user+sys) of one run of "$@".
+one_ms() {
+    perf stat -x, -e task-clock -o "$work/perf" "$@" >/dev/null
+    awk -F, '/task-clock/ { print $1; exit }' "$work/perf"
+}
+
+median() {
+    sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# Runs sysstat and iostat-rs back to back $reps times with the same
+# arguments and prints "sysstat-ms iostat-rs-ms ratio": the two medians and
+# the median of the per-pair ratios. Pairs and medians keep the load of
+# other users on a shared machine (which moves single runs by +-30%) out of
+# the ratio as far as possible.
+paired_ms() {
+    local reps=$1 i s r; shift
+    : >"$work/s"; : >"$work/r"; : >"$work/q"
     for ((i = 0; i < reps; i++)); do
-        perf stat -x, -e task-clock -o "$work/perf" "$@" >/dev/null
-        awk -F, '/task-clock/ { print $1; exit }' "$work/perf"
-    done | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+        s=$(one_ms "$SYSSTAT" "$@")
+        r=$(one_ms "$IOSTAT_RS" "$@")
+        echo "$s" >>"$work/s"
+        echo "$r" >>"$work/r"
+        awk -v a="$r" -v b="$s" 'BEGIN { print a / b }' >>"$work/q"
+    done
+    echo "$(median <"$work/s") $(median <"$work/r") $(median <"$work/q")"
 }
 
 # Peak RSS in kB of "$@".
@@ -130,30 +151,27 @@ echo "iostat-rs: $IOSTAT_RS"
 echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
 echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS; files on tmpfs"
 echo
-printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio |\n'
+printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio |\n'
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
 for n in "${sizes[@]}"; do
     make_devices "$n"
     check_setup "$n"
     reps=$REPS
-    [ "$n" -ge 10000 ] && reps=$(( REPS < 10 ? REPS : 10 ))
+    [ "$n" -ge 10000 ] && reps=$(( REPS < 15 ? REPS : 15 ))
     for mode in "-x" "-x -p ALL"; do
         # shellcheck disable=SC2086 # $mode is a list of options
         {
-            s1=$(cpu_ms "$reps" "$SYSSTAT" $mode)
-            r1=$(cpu_ms "$reps" "$IOSTAT_RS" $mode)
+            read -r s1 r1 q1 < <(paired_ms "$reps" $mode)
             sm=$(max_rss_kb "$SYSSTAT" $mode)
             rm_=$(max_rss_kb "$IOSTAT_RS" $mode)
-            printf '| %s | `%s` | one report | %.3f | %.3f | %s | %s | %s | %s |\n' \
-                "$n" "$mode" "$s1" "$r1" "$(ratio "$r1" "$s1")" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
-            si=$(cpu_ms "$IREPS" "$SYSSTAT" $mode 1 "$COUNT")
-            ri=$(cpu_ms "$IREPS" "$IOSTAT_RS" $mode 1 "$COUNT")
-            si=$(awk -v t="$si" -v c="$COUNT" 'BEGIN { print t / c }')
-            ri=$(awk -v t="$ri" -v c="$COUNT" 'BEGIN { print t / c }')
+            printf '| %s | `%s` | one report | %.3f | %.3f | %.3f | %s | %s | %s |\n' \
+                "$n" "$mode" "$s1" "$r1" "$q1" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
+            read -r si ri qi < <(paired_ms "$IREPS" $mode 1 "$COUNT")
             sm=$(max_rss_kb "$SYSSTAT" $mode 1 2)
             rm_=$(max_rss_kb "$IOSTAT_RS" $mode 1 2)
-            printf '| %s | `%s` | `1 %s`, per report | %.3f | %.3f | %s | %s | %s | %s |\n' \
-                "$n" "$mode" "$COUNT" "$si" "$ri" "$(ratio "$ri" "$si")" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
+            printf '| %s | `%s` | `1 %s`, per report | %.3f | %.3f | %.3f | %s | %s | %s |\n' \
+                "$n" "$mode" "$COUNT" "$(awk -v t="$si" -v c="$COUNT" 'BEGIN { print t / c }')" \
+                "$(awk -v t="$ri" -v c="$COUNT" 'BEGIN { print t / c }')" "$qi" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
         }
     done
 done

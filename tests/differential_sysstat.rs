@@ -69,9 +69,13 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-x", "ALL"],
     &["-xy"],
     &["-xm", "-z", "-p", "ALL"],
+    &["-dk", "-p", "ALL", "-z"],
+    &["-xs", "-k"],
+    &["-x", "-o", "JSON", "-p", "ALL", "-t", "-z"],
+    &["-dm", "-o", "JSON"],
 ];
 
-const SEEDS_PER_SET: u64 = 2;
+const SEEDS_PER_SET: u64 = 3;
 
 struct Case {
     id: usize,

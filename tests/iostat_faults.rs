@@ -284,6 +284,40 @@ const FAULTS: &[Fault] = &[
         expect: Expect::Sysstat,
     },
     Fault {
+        name: "proc-stat-long-cpu-line",
+        apply: |r, _| {
+            edit_line(
+                r,
+                "proc/stat",
+                0,
+                "cpu  100 20 30 400 50 6 7 8 9 10 11 12 13 14 15",
+            )
+        },
+        args: &["-c"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-long-line",
+        apply: |r, _| {
+            write(
+                r,
+                "proc/uptime",
+                b"12345.67 2345.67 and some trailing words\n",
+            )
+        },
+        args: &["-d"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-three-decimals",
+        apply: |r, _| write(r, "proc/uptime", b"12345.678 2345.67\n"),
+        args: &["-x"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
         name: "uptime-missing",
         apply: |r, _| fs::remove_file(r.join("proc/uptime")).unwrap(),
         args: &["-x"],

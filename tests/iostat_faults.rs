@@ -185,7 +185,7 @@ enum Expect {
     /// the counters of `/sys/block` devices from `/proc/diskstats` (one read
     /// instead of one file per device; on a real kernel both carry the same
     /// numbers), so a fault confined to a sysfs `stat` file that a kernel
-    /// cannot produce does not reach it. See docs/iostat-rs.md.
+    /// cannot produce does not reach it (docs/sysstat-compat.md, "Counter source").
     Healthy,
 }
 

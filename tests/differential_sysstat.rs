@@ -622,7 +622,7 @@ fn binary_or_skip(what: &str, rs: Option<PathBuf>) -> Option<PathBuf> {
 }
 
 #[test]
-fn differential_against_sysstat_12_6_1() {
+fn differential_against_debian_iostat_12_6_1() {
     let Some(rs) = binary_or_skip("differential", iostat_rs()) else {
         return;
     };

@@ -560,7 +560,7 @@ const FAULTS: &[Fault] = &[
 
 /// Every fault through `--sysroot`, compared with sysstat on the same tree.
 #[test]
-fn faulty_kernel_files_behave_like_sysstat() {
+fn faulty_kernel_files_behave_like_the_c_iostat() {
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
@@ -703,7 +703,7 @@ enum ReplayExpect {
 }
 
 #[test]
-fn unreadable_files_in_a_replay_behave_like_sysstat() {
+fn unreadable_files_in_a_replay_behave_like_the_c_iostat() {
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Speed and memory of iostat-rs against Debian's sysstat iostat on the same
+# fake kernel files, with 10, 1,000 and 10,000 block devices.
+#
+# Usage: bench/iostat.sh [SIZE...]        (default sizes: 10 1000 10000)
+# Environment:
+#   IOSTAT_RS   binary under test (default: release build of this checkout)
+#   SYSSTAT     reference binary (default: /usr/bin/iostat)
+#   REPS        repetitions of each one-report run (default: 20)
+#   COUNT       reports in each interval run (default: 5)
+#   IREPS       repetitions of each interval run (default: 3)
+#
+# Needs root: everything runs in a private mount namespace where a tmpfs is
+# mounted over /sys/block and the generated /proc/{diskstats,uptime,stat}
+# are bind-mounted over the real ones, so both programs read the very same
+# files through their normal paths (no -f/--sysroot, which would not be
+# comparable). Nothing outside the namespace changes.
+#
+# Measured per tool, size and mode:
+#   CPU per report = task-clock (user+sys) from `perf stat`, sysstat and
+#                    iostat-rs run back to back in pairs; the table shows the
+#                    medians and the median of the per-pair ratios. One
+#                    report: REPS pairs (15 at most at 10,000 devices) of
+#                    `iostat -x` (whole process: start-up, discovery, one
+#                    read, one report); for an
+#                    interval run the total of `iostat -x 1 COUNT` / COUNT
+#                    (IREPS pairs).
+#   peak memory    = max RSS from /usr/bin/time -f %M.
+# Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
+# iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
+# and `-x -p ALL` (both read every device from /proc/diskstats).
+set -euo pipefail
+
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(10 1000 10000)
+REPS=${REPS:-20}
+COUNT=${COUNT:-5}
+IREPS=${IREPS:-3}
+SYSSTAT=${SYSSTAT:-/usr/bin/iostat}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+if [ "$(id -u)" != 0 ]; then
+    echo "bench/iostat.sh: needs root (mount namespace)" >&2
+    exit 2
+fi
+for tool in perf /usr/bin/time unshare; do
+    command -v "$tool" >/dev/null || { echo "bench/iostat.sh: $tool is missing" >&2; exit 2; }
+done
+
+if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
+    if [ -z "${IOSTAT_RS:-}" ]; then
+        (cd "$here" && cargo build --release --quiet --bin iostat-rs)
+        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/release/iostat-rs
+    fi
+    [ -x "$IOSTAT_RS" ] || { echo "bench/iostat.sh: no binary at $IOSTAT_RS" >&2; exit 2; }
+    export IOSTAT_RS SYSSTAT REPS COUNT IREPS HWSTAT_BENCH_IN_NAMESPACE=1
+    exec unshare -m --propagation private "$0" "${sizes[@]}"
+fi
+
+# ---- inside the namespace ----------------------------------------------
+export LC_ALL=C TZ=UTC S_COLORS=never
+unset POSIXLY_CORRECT S_TIME_FORMAT S_COLORS_SGR
+work=$(mktemp -d /tmp/hwstat-bench.XXXXXX)
+trap 'umount "$work" 2>/dev/null; rm -rf "$work"' EXIT
+mount -t tmpfs hwstat-bench-files "$work"
+mount -t tmpfs hwstat-bench-block /sys/block
+for f in diskstats uptime stat; do
+    : >"$work/$f"
+    mount --bind "$work/$f" "/proc/$f"
+done
+cpus=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
+
+# Writes N devices (nvme<i>n1, 20-field lines) to /proc/diskstats and
+# /sys/block/<dev>/stat with the same counters, plus uptime and stat.
+make_devices() {
+    local n=$1
+    find /sys/block -mindepth 1 -delete
+    seq 0 $((n - 1)) | sed 's/^/\/sys\/block\/nvme/; s/$/n1/' | xargs mkdir
+    awk -v n="$n" -v work="$work" 'BEGIN {
+        srand(42)
+        for (i = 0; i < n; i++) {
+            rd = int(rand() * 1e7) + 1; wr = int(rand() * 1e7)
+            split(rd " " int(rd/3) " " rd*8 " " int(rand()*2e9) " " \
+                  wr " " int(wr/2) " " wr*16 " " int(rand()*2e9) " " \
+                  int(rand()*4) " " int(rand()*2e9) " " int(rand()*2e9) " " \
+                  int(rand()*1e5) " 0 " int(rand()*1e8) " " int(rand()*1e6) " " \
+                  int(rand()*1e5) " " int(rand()*1e6), v, " ")
+            line = ""; sys = ""
+            for (k = 1; k <= 17; k++) { line = line " " v[k]; sys = sys sprintf("%s%8d", k > 1 ? " " : "", v[k]) }
+            printf "%4d %7d nvme%dn1%s\n", 259, i, i, line > (work "/diskstats")
+            f = "/sys/block/nvme" i "n1/stat"
+            print sys > f
+            close(f)
+        }
+    }'
+    # `>` in awk truncated the bind-mounted files in place (same inode).
+    echo "123456.78 234567.89" >"$work/uptime"
+    {
+        echo "cpu  4705 150 1120 16250 520 0 30 0 0 0"
+        for c in $(seq 0 $((cpus - 1))); do echo "cpu$c 2352 75 560 8125 260 0 15 0 0 0"; done
+        echo "intr 0"; echo "ctxt 1000"; echo "btime 1591000000"; echo "processes 100"
+    } >"$work/stat"
+}
+
+# CPU milliseconds (task-clock, user+sys) of one run of "$@".
+one_ms() {
+    perf stat -x, -e task-clock -o "$work/perf" "$@" >/dev/null
+    awk -F, '/task-clock/ { print $1; exit }' "$work/perf"
+}
+
+median() {
+    sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# Runs sysstat and iostat-rs back to back $reps times with the same
+# arguments and prints "sysstat-ms iostat-rs-ms ratio": the two medians and
+# the median of the per-pair ratios. Pairs and medians keep the load of
+# other users on a shared machine (which moves single runs by +-30%) out of
+# the ratio as far as possible.
+paired_ms() {
+    local reps=$1 i s r; shift
+    : >"$work/s"; : >"$work/r"; : >"$work/q"
+    for ((i = 0; i < reps; i++)); do
+        s=$(one_ms "$SYSSTAT" "$@")
+        r=$(one_ms "$IOSTAT_RS" "$@")
+        echo "$s" >>"$work/s"
+        echo "$r" >>"$work/r"
+        awk -v a="$r" -v b="$s" 'BEGIN { print a / b }' >>"$work/q"
+    done
+    echo "$(median <"$work/s") $(median <"$work/r") $(median <"$work/q")"
+}
+
+# Peak RSS in kB of "$@".
+max_rss_kb() {
+    /usr/bin/time -f %M -o "$work/rss" "$@" >/dev/null
+    tail -1 "$work/rss"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
+
+# Sanity: both programs see the generated devices.
+check_setup() {
+    local n=$1 seen
+    seen=$("$SYSSTAT" -d -p ALL | grep -c '^nvme' || true)
+    [ "$seen" = "$n" ] || { "$SYSSTAT" -d -p ALL >&2; cat "$work/diskstats" >&2; echo "bench: sysstat sees $seen of $n devices" >&2; exit 1; }
+    seen=$("$IOSTAT_RS" -d -p ALL | grep -c '^nvme' || true)
+    [ "$seen" = "$n" ] || { echo "bench: iostat-rs sees $seen of $n devices" >&2; exit 1; }
+}
+
+echo "iostat-rs: $IOSTAT_RS"
+echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
+echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS; files on tmpfs"
+echo
+printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio |\n'
+printf '|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
+for n in "${sizes[@]}"; do
+    make_devices "$n"
+    check_setup "$n"
+    reps=$REPS
+    [ "$n" -ge 10000 ] && reps=$(( REPS < 15 ? REPS : 15 ))
+    for mode in "-x" "-x -p ALL"; do
+        # shellcheck disable=SC2086 # $mode is a list of options
+        {
+            read -r s1 r1 q1 < <(paired_ms "$reps" $mode)
+            sm=$(max_rss_kb "$SYSSTAT" $mode)
+            rm_=$(max_rss_kb "$IOSTAT_RS" $mode)
+            printf '| %s | `%s` | one report | %.3f | %.3f | %.3f | %s | %s | %s |\n' \
+                "$n" "$mode" "$s1" "$r1" "$q1" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
+            read -r si ri qi < <(paired_ms "$IREPS" $mode 1 "$COUNT")
+            sm=$(max_rss_kb "$SYSSTAT" $mode 1 2)
+            rm_=$(max_rss_kb "$IOSTAT_RS" $mode 1 2)
+            printf '| %s | `%s` | `1 %s`, per report | %.3f | %.3f | %.3f | %s | %s | %s |\n' \
+                "$n" "$mode" "$COUNT" "$(awk -v t="$si" -v c="$COUNT" 'BEGIN { print t / c }')" \
+                "$(awk -v t="$ri" -v c="$COUNT" 'BEGIN { print t / c }')" "$qi" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
+        }
+    done
+done
+echo
+echo "Targets: at 10000 devices CPU ratio <= 0.100; at 10 devices CPU ratio <= 1; RSS ratio <= 1."

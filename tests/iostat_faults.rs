@@ -1,0 +1,1064 @@
+//! End-to-end fault tests for `iostat-rs`: bad kernel files, files that are
+//! missing or unreadable, devices coming and going, counters going
+//! backwards, a closed output pipe, and stop signals during a JSON run.
+//!
+//! Every run must end without a panic (exit status not 101, no "panicked"
+//! on stderr). Where sysstat has a behaviour for the fault, iostat-rs must
+//! have the same: the test runs Debian's `/usr/bin/iostat` on the same
+//! fixture tree in a private mount namespace and compares exit status,
+//! the error message and (when sysstat succeeds) the output, dates
+//! normalised. Two documented exceptions: a directory where a file is
+//! expected may also give sysstat's open error (exit 2, one line naming the
+//! file), and a fault confined to the sysfs `stat` file of a device that
+//! `/proc/diskstats` lists must not reach iostat-rs at all (it takes those
+//! counters from `/proc/diskstats`; a kernel always prints the same numbers
+//! in both), so the output is compared with sysstat's on the healthy tree.
+//! Where sysstat has no behaviour (a damaged recording), iostat-rs must print
+//! one line naming the file and exit non-zero.
+//!
+//! "Unreadable" cannot be made with `chmod 000`, because root ignores file
+//! modes. The tests use a directory where a file is expected (reading gives
+//! EISDIR), and, through a recording, an `EACCES` result replayed for the
+//! file (`{"errno":13}` in the frame), which is exactly what a non-root user
+//! would meet.
+//!
+//! The sysstat comparison needs root and `unshare`; without them it is
+//! skipped with a printed reason, unless `CI=true`.
+
+// Shared with tests/differential_sysstat.rs; each test crate uses a part of it.
+#[allow(dead_code)]
+mod fakekernel;
+#[allow(dead_code)]
+mod sysstat_compare;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use std::{env, fs, thread};
+
+use fakekernel::{Scenario, Shape};
+use sysstat_compare::{Run, namespace_unavailable, normalise, pinned, sysstat_on_tree};
+
+fn binary() -> Option<PathBuf> {
+    if let Ok(p) = env::var("IOSTAT_RS") {
+        return Some(PathBuf::from(p));
+    }
+    option_env!("CARGO_BIN_EXE_iostat-rs").map(PathBuf::from)
+}
+
+/// The binary, or `None` after printing why not (a panic under CI=true).
+fn binary_or_skip(test: &str) -> Option<PathBuf> {
+    match binary() {
+        Some(p) if p.exists() => Some(p),
+        other => {
+            let reason = match other {
+                Some(p) => format!("{} does not exist", p.display()),
+                None => "the iostat-rs binary is not part of this build".into(),
+            };
+            if env::var("CI").as_deref() == Ok("true") {
+                panic!("{test}: cannot run under CI=true: {reason}");
+            }
+            eprintln!("{test}: skipped: {reason}");
+            None
+        }
+    }
+}
+
+/// True when the sysstat comparison can run; prints why not otherwise.
+fn can_compare(test: &str) -> bool {
+    match namespace_unavailable() {
+        None => true,
+        Some(reason) => {
+            if env::var("CI").as_deref() == Ok("true") {
+                panic!("{test}: cannot compare with sysstat under CI=true: {reason}");
+            }
+            eprintln!("{test}: sysstat comparison skipped: {reason}");
+            false
+        }
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = env::temp_dir().join(format!("hwstat-faults-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn run_rs(bin: &Path, args: &[&str]) -> Run {
+    let out = pinned(&mut Command::new(bin))
+        .args(args)
+        .output()
+        .expect("run iostat-rs");
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code(),
+    }
+}
+
+fn assert_no_panic(what: &str, run: &Run) {
+    assert!(
+        run.code.is_some() && run.code != Some(101) && !run.stderr.contains("panicked"),
+        "{what}: iostat-rs crashed (status {:?}):\n{}",
+        run.code,
+        run.stderr
+    );
+}
+
+/// A non-zero exit with exactly one line on stderr that names `file`.
+fn assert_one_line_error(what: &str, run: &Run, file: &str) {
+    assert_no_panic(what, run);
+    assert_ne!(
+        run.code,
+        Some(0),
+        "{what}: expected a failure, got success:\n{}",
+        run.stdout
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{what}: expected one error line, got {:?}",
+        run.stderr
+    );
+    assert!(
+        lines[0].contains(file),
+        "{what}: the error {:?} does not name {file}",
+        lines[0]
+    );
+}
+
+/// A small healthy machine: 6 disks with partitions, 20-field diskstats.
+fn healthy_tree(name: &str) -> (PathBuf, Scenario) {
+    let sc = loop_seed(|seed| {
+        let sc = Scenario::generate(
+            seed,
+            &Shape {
+                disks: 6,
+                max_parts: 2,
+                samples: 2,
+                backwards: false,
+                hotplug: false,
+            },
+        );
+        // Want partitions and at least two used disks.
+        let used = sc.samples[0]
+            .devices
+            .iter()
+            .filter(|d| d.parent.is_none() && d.counters.0[0] + d.counters.0[4] > 0)
+            .count();
+        (used >= 2 && sc.samples[0].devices.iter().any(|d| d.parent.is_some())).then_some(sc)
+    });
+    let root = temp_dir(name).join("root");
+    sc.write_root(0, &root).expect("write tree");
+    (root, sc)
+}
+
+fn loop_seed(mut pick: impl FnMut(u64) -> Option<Scenario>) -> Scenario {
+    (7..1000).find_map(&mut pick).expect("some seed fits")
+}
+
+/// A fault applied to a healthy tree.
+struct Fault {
+    name: &'static str,
+    apply: fn(&Path, &Scenario),
+    args: &'static [&'static str],
+    /// Name the first five disks on the command line (sysstat and iostat-rs
+    /// then both read `/sys/block/<dev>/stat` for them).
+    named: bool,
+    expect: Expect,
+}
+
+/// What iostat-rs must do with a fault.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// Exactly what sysstat does on the same tree.
+    Sysstat,
+    /// What sysstat does, or sysstat's own reaction to a file it cannot
+    /// open (exit 2, one line naming the file). For a directory where a
+    /// file is expected, where sysstat's silence is an accident of
+    /// `fopen(3)` succeeding on a directory.
+    SysstatOrOpenError(&'static str),
+    /// What sysstat prints for the tree *without* the fault: iostat-rs takes
+    /// the counters of `/sys/block` devices from `/proc/diskstats` (one read
+    /// instead of one file per device; on a real kernel both carry the same
+    /// numbers), so a fault confined to a sysfs `stat` file that a kernel
+    /// cannot produce does not reach it (docs/sysstat-compat.md, "Counter source").
+    Healthy,
+}
+
+fn first_disk(sc: &Scenario) -> String {
+    sc.samples[0]
+        .devices
+        .iter()
+        .find(|d| d.parent.is_none())
+        .expect("a disk")
+        .name
+        .clone()
+}
+
+fn write(root: &Path, rel: &str, text: &[u8]) {
+    let path = root.join(rel);
+    let _ = fs::remove_file(&path);
+    let _ = fs::remove_dir_all(&path);
+    fs::write(path, text).expect("write fault");
+}
+
+/// Replaces line `n` (0-based) of a file.
+fn edit_line(root: &Path, rel: &str, n: usize, line: &str) {
+    let text = fs::read_to_string(root.join(rel)).expect("read");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[n] = line.to_string();
+    write(root, rel, format!("{}\n", lines.join("\n")).as_bytes());
+}
+
+fn dir_instead_of_file(root: &Path, rel: &str) {
+    let path = root.join(rel);
+    let _ = fs::remove_file(&path);
+    fs::create_dir_all(path).expect("mkdir");
+}
+
+/// Short, long, garbled, 4-field and empty `stat` files for five disks.
+fn garble_five_sysfs_files(r: &Path, sc: &Scenario) {
+    let disks: Vec<String> = sc.samples[0]
+        .devices
+        .iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.clone())
+        .collect();
+    write(
+        r,
+        &format!("sys/block/{}/stat", disks[0]),
+        b"       1        2        3 garbage\n",
+    );
+    write(
+        r,
+        &format!("sys/block/{}/stat", disks[1]),
+        b"1 2 3 4 5 6 7 8 0 10 11 12 13 14 15 16 17 18 19 20\n",
+    );
+    write(
+        r,
+        &format!("sys/block/{}/stat", disks[2]),
+        b"1 2 3 4 5 6 7 8 0 10\n",
+    );
+    write(r, &format!("sys/block/{}/stat", disks[3]), b"5 6 7 8\n");
+    write(r, &format!("sys/block/{}/stat", disks[4]), b"");
+}
+
+const FAULTS: &[Fault] = &[
+    Fault {
+        name: "proc-stat-missing",
+        apply: |r, _| fs::remove_file(r.join("proc/stat")).unwrap(),
+        args: &["-x"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "proc-stat-is-a-directory",
+        apply: |r, _| dir_instead_of_file(r, "proc/stat"),
+        args: &["-x"],
+        named: false,
+        expect: Expect::SysstatOrOpenError("/proc/stat"),
+    },
+    Fault {
+        name: "proc-stat-garbled",
+        apply: |r, _| edit_line(r, "proc/stat", 0, "cpu  12 x 9 y"),
+        args: &["-c"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "proc-stat-short-cpu-line",
+        apply: |r, _| edit_line(r, "proc/stat", 0, "cpu  100 20 30"),
+        args: &["-c"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "proc-stat-empty",
+        apply: |r, _| write(r, "proc/stat", b""),
+        args: &["-c"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "proc-stat-long-cpu-line",
+        apply: |r, _| {
+            edit_line(
+                r,
+                "proc/stat",
+                0,
+                "cpu  100 20 30 400 50 6 7 8 9 10 11 12 13 14 15",
+            )
+        },
+        args: &["-c"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-long-line",
+        apply: |r, _| {
+            write(
+                r,
+                "proc/uptime",
+                b"12345.67 2345.67 and some trailing words\n",
+            )
+        },
+        args: &["-d"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-three-decimals",
+        apply: |r, _| write(r, "proc/uptime", b"12345.678 2345.67\n"),
+        args: &["-x"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-missing",
+        apply: |r, _| fs::remove_file(r.join("proc/uptime")).unwrap(),
+        args: &["-x"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-garbled",
+        apply: |r, _| write(r, "proc/uptime", b"up a while\n"),
+        args: &["-x"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-no-decimals",
+        apply: |r, _| write(r, "proc/uptime", b"12345 6789\n"),
+        args: &["-d"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-empty",
+        apply: |r, _| write(r, "proc/uptime", b""),
+        args: &["-d"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "uptime-is-a-directory",
+        apply: |r, _| dir_instead_of_file(r, "proc/uptime"),
+        args: &["-d"],
+        named: false,
+        expect: Expect::SysstatOrOpenError("/proc/uptime"),
+    },
+    Fault {
+        name: "diskstats-missing",
+        apply: |r, _| fs::remove_file(r.join("proc/diskstats")).unwrap(),
+        args: &["-x", "-p", "ALL"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "diskstats-is-a-directory",
+        apply: |r, _| dir_instead_of_file(r, "proc/diskstats"),
+        args: &["-d", "-p", "ALL"],
+        named: false,
+        expect: Expect::SysstatOrOpenError("/proc/diskstats"),
+    },
+    Fault {
+        name: "diskstats-short-long-garbled-lines",
+        apply: |r, _| {
+            edit_line(r, "proc/diskstats", 0, "   8       0 sda 1 2 3");
+            edit_line(
+                r,
+                "proc/diskstats",
+                1,
+                "   8       1 sdzz1 1 2 3 4 5 6 7 8 0 10 11 12 13 14 15 16 17 18 19 20 21 22",
+            );
+            edit_line(r, "proc/diskstats", 2, "garbage line with words only");
+        },
+        args: &["-x", "-p", "ALL"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "diskstats-16-and-7-field-lines",
+        apply: |r, _| {
+            edit_line(
+                r,
+                "proc/diskstats",
+                0,
+                "   8       0 sdq 10 20 30 40 50 60 70 80 0 100 110 120 130",
+            );
+            edit_line(r, "proc/diskstats", 1, "   8       1 sdq1 5 6 7 8");
+        },
+        args: &["-d", "-p", "ALL"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "diskstats-binary-bytes-and-empty-lines",
+        apply: |r, _| {
+            let mut text = fs::read(r.join("proc/diskstats")).unwrap();
+            text.extend_from_slice(
+                b"\n\n   8  99 sdy 1 2 \xff\xfe 4 5 6 7 8 0 10 11\n\x00\x01\x02\n",
+            );
+            write(r, "proc/diskstats", &text);
+        },
+        args: &["-d", "-p", "ALL"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "diskstats-value-overflow",
+        apply: |r, _| {
+            edit_line(
+                r,
+                "proc/diskstats",
+                0,
+                "   8       0 sdo 99999999999999999999999 2 3 4 5 6 7 8 0 10 11",
+            )
+        },
+        args: &["-d", "-p", "ALL"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-short-long-garbled",
+        apply: garble_five_sysfs_files,
+        args: &["-x", "ALL"],
+        named: false,
+        expect: Expect::Healthy,
+    },
+    Fault {
+        name: "sysfs-stat-short-long-garbled-basic",
+        apply: |r, sc| {
+            let disk = first_disk(sc);
+            write(
+                r,
+                &format!("sys/block/{disk}/stat"),
+                b"       1        2        3 garbage\n",
+            );
+        },
+        args: &["-d"],
+        named: false,
+        expect: Expect::Healthy,
+    },
+    Fault {
+        name: "sysfs-stat-is-a-directory",
+        apply: |r, sc| dir_instead_of_file(r, &format!("sys/block/{}/stat", first_disk(sc))),
+        args: &["-x", "ALL"],
+        named: false,
+        expect: Expect::Healthy,
+    },
+    Fault {
+        name: "sysfs-stat-missing",
+        apply: |r, sc| {
+            fs::remove_file(r.join(format!("sys/block/{}/stat", first_disk(sc)))).unwrap()
+        },
+        args: &["-d", "ALL"],
+        named: false,
+        expect: Expect::Healthy,
+    },
+    Fault {
+        name: "sysfs-stray-file-in-block",
+        apply: |r, _| write(r, "sys/block/not-a-device", b"hello\n"),
+        args: &["-x", "ALL"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-3-fields-garbled-named",
+        apply: |r, sc| {
+            write(
+                r,
+                &format!("sys/block/{}/stat", first_disk(sc)),
+                b"       1        2        3 garbage\n",
+            )
+        },
+        args: &["-x"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-10-fields-named",
+        apply: |r, sc| {
+            write(
+                r,
+                &format!("sys/block/{}/stat", first_disk(sc)),
+                b"1 2 3 4 5 6 7 8 0 10\n",
+            )
+        },
+        args: &["-x"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-20-fields-named",
+        apply: |r, sc| {
+            write(
+                r,
+                &format!("sys/block/{}/stat", first_disk(sc)),
+                b"1 2 3 4 5 6 7 8 0 10 11 12 13 14 15 16 17 18 19 20\n",
+            )
+        },
+        args: &["-x"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-4-field-old-partition-format-named-x",
+        apply: |r, sc| {
+            write(
+                r,
+                &format!("sys/block/{}/stat", first_disk(sc)),
+                b"5 6 7 8\n",
+            )
+        },
+        args: &["-x"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-4-field-old-partition-format-named-d",
+        apply: |r, sc| {
+            write(
+                r,
+                &format!("sys/block/{}/stat", first_disk(sc)),
+                b"5 6 7 8\n",
+            )
+        },
+        args: &["-d"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-empty-named",
+        apply: |r, sc| write(r, &format!("sys/block/{}/stat", first_disk(sc)), b""),
+        args: &["-d"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "sysfs-stat-is-a-directory-named",
+        apply: |r, sc| dir_instead_of_file(r, &format!("sys/block/{}/stat", first_disk(sc))),
+        args: &["-d"],
+        named: true,
+        expect: Expect::SysstatOrOpenError("/sys/block/"),
+    },
+    Fault {
+        name: "sysfs-stat-missing-named",
+        apply: |r, sc| {
+            fs::remove_file(r.join(format!("sys/block/{}/stat", first_disk(sc)))).unwrap()
+        },
+        args: &["-x"],
+        named: true,
+        expect: Expect::Sysstat,
+    },
+];
+
+/// Every fault through `--sysroot`, compared with sysstat on the same tree.
+#[test]
+fn faulty_kernel_files_behave_like_the_c_iostat() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let compare = can_compare("faults");
+    let mut failures = Vec::new();
+    for fault in FAULTS {
+        let (root, sc) = healthy_tree(fault.name);
+        (fault.apply)(&root, &sc);
+        let mut args: Vec<String> = fault.args.iter().map(|a| a.to_string()).collect();
+        if fault.named {
+            let disks = sc.samples[0].devices.iter().filter(|d| d.parent.is_none());
+            args.extend(disks.take(5).map(|d| d.name.clone()));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut rs_args = vec!["--sysroot", root.to_str().expect("utf-8 temp path")];
+        rs_args.extend_from_slice(&args);
+        let rs = run_rs(&bin, &rs_args);
+        assert_no_panic(fault.name, &rs);
+        if compare {
+            let verdict = match fault.expect {
+                Expect::Sysstat => same_behaviour(&sysstat_on_tree(&root, &args).unwrap(), &rs),
+                Expect::SysstatOrOpenError(file) => {
+                    let sys = sysstat_on_tree(&root, &args).unwrap();
+                    same_behaviour(&sys, &rs).or_else(|e| {
+                        let one_line = rs.stderr.lines().count() == 1;
+                        if rs.code == Some(2) && one_line && rs.stderr.contains(file) {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "{e}\n(nor the open error: exit 2, one line naming {file})"
+                            ))
+                        }
+                    })
+                }
+                Expect::Healthy => {
+                    let (healthy, _) = healthy_tree(&format!("{}-healthy", fault.name));
+                    let sys = sysstat_on_tree(&healthy, &args).unwrap();
+                    let _ = fs::remove_dir_all(healthy.parent().expect("temp dir"));
+                    same_behaviour(&sys, &rs)
+                        .map_err(|e| format!("(compared with sysstat on the healthy tree) {e}"))
+                }
+            };
+            if let Err(e) = verdict {
+                failures.push(format!("{} (iostat {}): {e}", fault.name, args.join(" ")));
+            }
+        }
+        let _ = fs::remove_dir_all(root.parent().expect("temp dir"));
+    }
+    assert!(
+        failures.is_empty(),
+        "faults differing from sysstat:\n{}",
+        failures.join("\n\n")
+    );
+}
+
+/// Same exit status; sysstat's error text inside iostat-rs's one error line;
+/// and, when sysstat succeeds, the same output (dates normalised).
+fn same_behaviour(sys: &Run, rs: &Run) -> Result<(), String> {
+    if sys.code != rs.code {
+        return Err(format!(
+            "exit status: sysstat {:?}, iostat-rs {:?} (stderr {:?})",
+            sys.code, rs.code, rs.stderr
+        ));
+    }
+    let sys_err = sys.stderr.trim();
+    if sys_err.is_empty() {
+        if !rs.stderr.is_empty() {
+            return Err(format!(
+                "sysstat is silent, iostat-rs printed {:?}",
+                rs.stderr
+            ));
+        }
+    } else if rs.stderr.lines().count() != 1 || !rs.stderr.contains(sys_err) {
+        return Err(format!(
+            "sysstat says {sys_err:?}, iostat-rs {:?}",
+            rs.stderr
+        ));
+    }
+    if sys.code == Some(0) && normalise(&sys.stdout).0 != normalise(&rs.stdout).0 {
+        return Err(format!(
+            "output differs\n--- sysstat\n{}\n--- iostat-rs\n{}",
+            sys.stdout, rs.stdout
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Recordings: read errors sysstat cannot meet as root, damaged recordings,
+// and devices coming and going between samples.
+
+/// Records one sample of `root` with iostat-rs; returns the recording's lines.
+fn record(bin: &Path, root: &Path, dir: &Path, args: &[&str]) -> Vec<serde_json::Value> {
+    let rec = dir.join(format!("rec-{}.ndjson", fs::read_dir(dir).unwrap().count()));
+    let mut all = vec![
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--record",
+        rec.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let run = run_rs(bin, &all);
+    assert_eq!(run.code, Some(0), "recording failed: {}", run.stderr);
+    fs::read_to_string(&rec)
+        .expect("recording")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("recording line is JSON"))
+        .collect()
+}
+
+fn write_recording(path: &Path, lines: &[serde_json::Value]) {
+    let text: Vec<String> = lines.iter().map(|v| v.to_string()).collect();
+    fs::write(path, text.join("\n") + "\n").expect("write recording");
+}
+
+/// Replaces every entry for `key` in every frame.
+fn set_entry(lines: &mut [serde_json::Value], key: &str, entry: serde_json::Value) {
+    let mut found = false;
+    for frame in lines.iter_mut().skip(1) {
+        if let Some(e) = frame["entries"].get_mut(key) {
+            *e = entry.clone();
+            found = true;
+        }
+    }
+    assert!(found, "the recording never read {key}");
+}
+
+/// What iostat-rs must do with a replayed read fault: sysstat's behaviour
+/// for the same failure of `fopen(3)`/`read(2)` (from its source: `/proc/stat`
+/// and `/proc/uptime` are fatal, exit 2; an unreadable `/proc/diskstats` is
+/// silently an empty device list; a device whose `stat` cannot be opened is
+/// left out of the report).
+enum ReplayExpect {
+    /// Exit 2 with this message (after `iostat-rs: `) on one line.
+    Fatal(&'static str),
+    /// Exit 0, nothing on stderr, a device header and no device rows.
+    NoDevices,
+    /// Exit 0, nothing on stderr; this device is left out, the others shown.
+    Omitted(String),
+}
+
+#[test]
+fn unreadable_files_in_a_replay_behave_like_the_c_iostat() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, sc) = healthy_tree("replay-errors");
+    let dir = root.parent().unwrap().to_path_buf();
+    let disks: Vec<String> = sc.samples[0]
+        .devices
+        .iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.clone())
+        .take(3)
+        .collect();
+    let named: Vec<&str> = ["-x"]
+        .into_iter()
+        .chain(disks.iter().map(String::as_str))
+        .collect();
+    let eacces = serde_json::json!({"errno": 13});
+    let cases: Vec<(&str, Vec<&str>, String, serde_json::Value, ReplayExpect)> = vec![
+        (
+            "/proc/stat EACCES",
+            vec!["-x"],
+            "read /proc/stat".into(),
+            eacces.clone(),
+            ReplayExpect::Fatal("Cannot open /proc/stat: Permission denied"),
+        ),
+        (
+            "/proc/uptime EACCES",
+            vec!["-x"],
+            "read /proc/uptime".into(),
+            eacces.clone(),
+            ReplayExpect::Fatal("Cannot read /proc/uptime"),
+        ),
+        (
+            "/proc/diskstats EACCES",
+            vec!["-x", "-p", "ALL"],
+            "read /proc/diskstats".into(),
+            eacces.clone(),
+            ReplayExpect::NoDevices,
+        ),
+        (
+            "/proc/diskstats EIO",
+            vec!["-d", "-p", "ALL"],
+            "read /proc/diskstats".into(),
+            serde_json::json!({"errno": 5}),
+            ReplayExpect::NoDevices,
+        ),
+        (
+            "/proc/diskstats binary garbage",
+            vec!["-x", "-p", "ALL"],
+            "read /proc/diskstats".into(),
+            serde_json::json!({"hex": "00ff10fe0a0a"}),
+            ReplayExpect::NoDevices,
+        ),
+        (
+            "named device's sysfs stat EACCES",
+            named.clone(),
+            format!("read /sys/block/{}/stat", disks[0]),
+            eacces.clone(),
+            ReplayExpect::Omitted(disks[0].clone()),
+        ),
+    ];
+    for (what, args, key, entry, expect) in cases {
+        let mut lines = record(&bin, &root, &dir, &args);
+        set_entry(&mut lines, &key, entry);
+        let rec = dir.join("edited.ndjson");
+        write_recording(&rec, &lines);
+        let mut all = vec!["--replay", rec.to_str().unwrap()];
+        all.extend_from_slice(&args);
+        let run = run_rs(&bin, &all);
+        assert_no_panic(what, &run);
+        match expect {
+            ReplayExpect::Fatal(msg) => {
+                assert_eq!(run.code, Some(2), "{what}: {}", run.stderr);
+                assert!(
+                    run.stderr.contains(msg),
+                    "{what}: expected {msg:?}, got {:?}",
+                    run.stderr
+                );
+                assert_eq!(run.stderr.lines().count(), 1, "{what}: {:?}", run.stderr);
+            }
+            ReplayExpect::NoDevices => {
+                assert_eq!((run.code, run.stderr.as_str()), (Some(0), ""), "{what}");
+                assert_eq!(
+                    device_columns(&run.stdout),
+                    vec![Vec::<String>::new()],
+                    "{what}:\n{}",
+                    run.stdout
+                );
+            }
+            ReplayExpect::Omitted(name) => {
+                assert_eq!((run.code, run.stderr.as_str()), (Some(0), ""), "{what}");
+                let mut want: Vec<String> = disks.iter().filter(|d| **d != name).cloned().collect();
+                want.sort();
+                assert_eq!(
+                    device_columns(&run.stdout),
+                    vec![want],
+                    "{what}:\n{}",
+                    run.stdout
+                );
+            }
+        }
+    }
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn damaged_recordings_are_refused_with_one_line() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let dir = temp_dir("damaged");
+    let rec = dir.join("bad.ndjson");
+    let (root, _) = healthy_tree("damaged-src");
+    let good = record(&bin, &root, &dir, &["-x"]);
+    let header = good[0].to_string();
+    let damaged: Vec<(&str, String)> = vec![
+        ("empty file", String::new()),
+        ("not JSON", "this is not a recording\n".into()),
+        ("header only, no frames", format!("{header}\n")),
+        (
+            "truncated frame",
+            format!("{header}\n{{\"index\":0,\"entries\":{{\"read /proc/stat\":{{\"te"),
+        ),
+        (
+            "wrong format name",
+            header.replace("hwstat-recording", "something-else") + "\n",
+        ),
+        (
+            "future version",
+            header.replace("\"version\":1", "\"version\":99") + "\n",
+        ),
+    ];
+    for (what, text) in damaged {
+        fs::write(&rec, text).unwrap();
+        let run = run_rs(&bin, &["--replay", rec.to_str().unwrap(), "-x"]);
+        assert_one_line_error(what, &run, rec.to_str().unwrap());
+    }
+    let missing = dir.join("missing.ndjson");
+    let run = run_rs(&bin, &["--replay", missing.to_str().unwrap(), "-x"]);
+    assert_one_line_error("missing recording", &run, missing.to_str().unwrap());
+    let _ = fs::remove_dir_all(dir);
+    let _ = fs::remove_dir_all(root.parent().unwrap());
+}
+
+/// Devices that appear and disappear between samples and counters that go
+/// backwards, spliced into one recording from per-sample recordings: every
+/// report lists exactly the devices of its sample (`ALL` shows unused ones
+/// too), and nothing panics.
+#[test]
+fn devices_coming_and_going_and_counters_going_backwards() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let dir = temp_dir("hotplug");
+    for (seed, args) in [
+        (11u64, &["-x", "ALL"][..]),
+        (12, &["-d", "-p", "ALL"][..]),
+        (13, &["-xs", "ALL"][..]),
+    ] {
+        let sc = loop_seed(|s| {
+            let sc = Scenario::generate(
+                seed * 1000 + s,
+                &Shape {
+                    disks: 12,
+                    max_parts: 2,
+                    samples: 4,
+                    backwards: true,
+                    hotplug: true,
+                },
+            );
+            let names = |k: usize| {
+                sc.samples[k]
+                    .devices
+                    .iter()
+                    .map(|d| d.name.clone())
+                    .collect::<Vec<_>>()
+            };
+            (names(0) != names(1) || names(1) != names(2) || names(2) != names(3)).then_some(sc)
+        });
+        let mut frames = Vec::new();
+        let mut header = None;
+        for k in 0..sc.samples.len() {
+            let root = dir.join(format!("s{seed}-{k}"));
+            sc.write_root(k, &root).unwrap();
+            let mut lines = record(&bin, &root, &dir, args);
+            header.get_or_insert(lines[0].clone());
+            let mut frame = lines.remove(1);
+            frame["index"] = serde_json::json!(k);
+            frames.push(frame);
+        }
+        let mut lines = vec![header.unwrap()];
+        lines.extend(frames);
+        let rec = dir.join(format!("spliced-{seed}.ndjson"));
+        write_recording(&rec, &lines);
+        let mut all = vec!["--replay", rec.to_str().unwrap()];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["1", "4"]);
+        let run = run_rs(&bin, &all);
+        assert_no_panic("hotplug replay", &run);
+        assert_eq!(run.code, Some(0), "hotplug replay: {}", run.stderr);
+        let reports = device_columns(&run.stdout);
+        assert_eq!(reports.len(), 4, "four reports expected:\n{}", run.stdout);
+        for (k, shown) in reports.iter().enumerate() {
+            let mut expected: Vec<String> = sc.samples[k]
+                .devices
+                .iter()
+                .filter(|d| args.contains(&"-p") || d.parent.is_none())
+                // `ALL` and `-p ALL` show unused devices too.
+                .filter(|d| args.contains(&"ALL") || d.counters.0.iter().any(|&v| v != 0))
+                .map(|d| d.name.clone())
+                .collect();
+            let mut shown = shown.clone();
+            expected.sort();
+            shown.sort();
+            assert_eq!(
+                shown,
+                expected,
+                "report {k} of iostat {}:\n{}",
+                args.join(" "),
+                run.stdout
+            );
+        }
+    }
+    let _ = fs::remove_dir_all(dir);
+}
+
+/// The device names of each report of a plain-text run.
+fn device_columns(stdout: &str) -> Vec<Vec<String>> {
+    let mut reports: Vec<Vec<String>> = Vec::new();
+    let mut in_devices = false;
+    for line in stdout.lines() {
+        if line.starts_with("Device ") {
+            reports.push(Vec::new());
+            in_devices = true;
+        } else if line.is_empty() {
+            in_devices = false;
+        } else if in_devices {
+            reports
+                .last_mut()
+                .unwrap()
+                .push(line.split(' ').next().unwrap().to_string());
+        }
+    }
+    reports
+}
+
+// ---------------------------------------------------------------------------
+// Output pipe closed, stop signals.
+
+#[test]
+fn closed_output_pipe_ends_quietly() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, _) = healthy_tree("pipe");
+    let mut child = pinned(&mut Command::new(&bin))
+        .args(["--sysroot", root.to_str().unwrap(), "-x", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).expect("some output");
+    drop(stdout); // like `| head -c 64`
+    let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = status.expect("iostat-rs kept running after its reader went away");
+    assert!(
+        stderr.is_empty(),
+        "expected a quiet end, stderr: {stderr:?}"
+    );
+    assert_eq!(status.code(), Some(0), "status {status:?}");
+    let _ = fs::remove_dir_all(root.parent().unwrap());
+}
+
+fn wait_with_timeout(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Some(status);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn stop_signals_close_the_json_document() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, _) = healthy_tree("signals");
+    for (name, signal) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
+        let mut child = pinned(&mut Command::new(&bin))
+            .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // Let reports 0, 1 and 2 be due (at 0, 1 and 2 s), then signal in the
+        // middle of an interval; two of them are printed even on a loaded
+        // machine.
+        thread::sleep(Duration::from_millis(2500));
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = status.unwrap_or_else(|| panic!("{name}: iostat-rs did not stop"));
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "{name}: status {status:?}, stderr {err:?}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| {
+            panic!("{name}: output is not one closed JSON document ({e}):\n{out}")
+        });
+        let stats = doc["sysstat"]["hosts"][0]["statistics"]
+            .as_array()
+            .expect("statistics array");
+        assert!(
+            stats.len() >= 2,
+            "{name}: expected the reports before the signal:\n{out}"
+        );
+        assert!(
+            stats.iter().all(|s| s["disk"].is_array()),
+            "{name}: every report has its disks"
+        );
+    }
+    let _ = fs::remove_dir_all(root.parent().unwrap());
+}

@@ -1,7 +1,7 @@
 //! The `vcpustat trace` command line and its entry point.
 //!
-//! The vcpustat binary mounts [`command`] as its `trace` subcommand and
-//! hands the subcommand's matches to [`run`], which returns the exit status.
+//! The vcpustat binary embeds [`TraceArgs`] as its `trace` subcommand and
+//! calls [`run_args`], which returns the exit status.
 
 use std::path::PathBuf;
 use std::time::Duration;

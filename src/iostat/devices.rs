@@ -414,9 +414,10 @@ impl DeviceList {
                 match Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, name) {
                     Some(idx) => {
                         self.line_hints.set(pos, idx);
-                        if let Some(l) = parse_diskstats_line(line)
-                            && !(l.format == StatFormat::OldPartition && self.rules.extended)
-                        {
+                        // These counters stand for the device's sysfs `stat`
+                        // file, which sysstat keeps under `-x` even in the
+                        // old 4-field format.
+                        if let Some(l) = parse_diskstats_line(line) {
                             let e = &mut self.entries[idx];
                             e.slots[curr] = l.counters;
                             e.staged = self.generation;
@@ -466,20 +467,17 @@ impl DeviceList {
                 });
                 map.get(name.as_str())
                     .and_then(|&(a, b)| parse_diskstats_line(&diskstats[a as usize..b as usize]))
-                    .map(|l| (l.counters, l.format, Some((l.major, l.minor))))
+                    .map(|l| (l.counters, Some((l.major, l.minor))))
             } else {
                 None
             };
-            let (counters, format, devnum) = match from_diskstats {
+            let (counters, devnum) = match from_diskstats {
                 Some(found) => found,
                 None => match self.read_stat_file(src, &format!("{dir}/{name}/stat")) {
-                    Some((c, f)) => (c, f, None),
+                    Some(c) => (c, None),
                     None => continue,
                 },
             };
-            if format == StatFormat::OldPartition && self.rules.extended {
-                continue;
-            }
             let devnum = devnum.or_else(|| {
                 self.rules
                     .mapper
@@ -497,15 +495,15 @@ impl DeviceList {
         self.diskstats = diskstats;
     }
 
-    fn read_stat_file(
-        &mut self,
-        src: &dyn Source,
-        path: &str,
-    ) -> Option<(DiskCounters, StatFormat)> {
+    /// Reads a sysfs `stat` file as sysstat does: `None` (device absent)
+    /// only when the file cannot be opened; a file that opens but cannot be
+    /// read (a directory) or parsed gives zeros.
+    fn read_stat_file(&mut self, src: &dyn Source, path: &str) -> Option<DiskCounters> {
         let mut buf = std::mem::take(&mut self.buf);
         let parsed = match src.read_into(path, &mut buf) {
-            Ok(()) => parse_sysfs_stat(&buf),
-            Err(_) => None,
+            Ok(()) => Some(parse_sysfs_stat(&buf)),
+            Err(e) if failed_to_open(&e) => None,
+            Err(_) => Some(DiskCounters::default()),
         };
         self.buf = buf;
         parsed
@@ -527,22 +525,18 @@ impl DeviceList {
             let dev_dir = format!("{block}/{name}");
             if src.is_dir(&dev_dir) {
                 let found = match self.read_stat_file(src, &format!("{dev_dir}/stat")) {
-                    Some((c, f)) if !(f == StatFormat::OldPartition && self.rules.extended) => {
+                    Some(c) => {
                         self.save(idx, curr, c);
                         true
                     }
-                    _ => false,
+                    None => false,
                 };
                 if kind == EntryKind::Device(DeviceKind::WithPartitions)
                     && let Ok(subs) = src.list_dir(&dev_dir)
                 {
                     for sub in subs {
-                        if let Some((c, f)) =
-                            self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
+                        if let Some(c) = self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
                         {
-                            if f == StatFormat::OldPartition && self.rules.extended {
-                                continue;
-                            }
                             let devnum = src
                                 .device_number(&format!("/dev/{}", sub.replace('!', "/")))
                                 .ok();
@@ -556,9 +550,7 @@ impl DeviceList {
                 }
             } else if let Some((major, minor)) = self.entries[idx].devnum {
                 let path = format!("{dev_block}/{major}:{minor}/stat");
-                if let Some((c, f)) = self.read_stat_file(src, &path)
-                    && !(f == StatFormat::OldPartition && self.rules.extended)
-                {
+                if let Some(c) = self.read_stat_file(src, &path) {
                     self.save(idx, curr, c);
                     return;
                 }
@@ -633,6 +625,30 @@ impl DeviceList {
     }
 }
 
+/// Tells whether a failed read of a kernel file failed at `open(2)` (sysstat
+/// then treats the device as absent) rather than after it (sysstat's
+/// `fopen` succeeded, its `fscanf` read nothing). An error that carries no
+/// `errno` (an entry missing from a recording) counts as not opened.
+fn failed_to_open(err: &std::io::Error) -> bool {
+    match err.raw_os_error() {
+        Some(errno) => matches!(
+            errno,
+            libc::ENOENT
+                | libc::ENOTDIR
+                | libc::EACCES
+                | libc::EPERM
+                | libc::ELOOP
+                | libc::ENAMETOOLONG
+                | libc::EMFILE
+                | libc::ENFILE
+                | libc::ENXIO
+                | libc::ENODEV
+                | libc::ENOMEM
+        ),
+        None => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -694,6 +710,17 @@ mod tests {
         list.rows(curr)
             .map(|r| (r.name.to_string(), r.prev.rd_ios, r.cur.rd_ios))
             .collect()
+    }
+
+    #[test]
+    fn only_open_errors_make_a_stat_file_absent() {
+        let errno = std::io::Error::from_raw_os_error;
+        assert!(failed_to_open(&errno(libc::ENOENT)));
+        assert!(failed_to_open(&errno(libc::EACCES)));
+        assert!(!failed_to_open(&errno(libc::EISDIR)));
+        assert!(!failed_to_open(&errno(libc::EIO)));
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "not recorded");
+        assert!(failed_to_open(&missing));
     }
 
     #[test]

@@ -50,7 +50,8 @@ done
 if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
     if [ -z "${IOSTAT_RS:-}" ]; then
         (cd "$here" && cargo build --release --quiet --bin iostat-rs)
-        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/release/iostat-rs
+        # .cargo/config.toml builds for the host triple as an explicit target.
+        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/$(rustc -vV | sed -n 's/^host: //p')/release/iostat-rs
     fi
     [ -x "$IOSTAT_RS" ] || { echo "bench/iostat.sh: no binary at $IOSTAT_RS" >&2; exit 2; }
     export IOSTAT_RS SYSSTAT REPS COUNT IREPS HWSTAT_BENCH_IN_NAMESPACE=1

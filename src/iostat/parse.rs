@@ -247,12 +247,6 @@ pub fn line_name(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(fields.next()?).ok()
 }
 
-/// Iterates over the usable lines of a `/proc/diskstats` buffer, skipping
-/// malformed ones.
-pub fn diskstats_lines(buf: &[u8]) -> impl Iterator<Item = DiskstatsLine<'_>> {
-    buf.split(|&b| b == b'\n').filter_map(parse_diskstats_line)
-}
-
 /// Parses `/proc/uptime` into hundredths of a second the way sysstat does
 /// (`"%lu.%lu"`, `sec * 100 + frac`, the fraction read as an integer).
 pub fn parse_uptime(text: &[u8]) -> Option<u64> {
@@ -360,6 +354,12 @@ pub fn proc_stat_cpu_count(text: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The usable lines of a `/proc/diskstats` text, as the device list
+    /// reads them line by line.
+    fn diskstats_lines(buf: &[u8]) -> impl Iterator<Item = DiskstatsLine<'_>> {
+        buf.split(|&b| b == b'\n').filter_map(parse_diskstats_line)
+    }
 
     const DISKSTATS: &str = "   8       0 sda 49601 2822 3195498 623970 12180 9784 821088 117109 0 32862 714408 0 0 0 0\n\
   65      32 sds 386 416 8554 100 727 820 8746 3902 0 762 7902 0 0 0\n\

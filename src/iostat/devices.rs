@@ -12,6 +12,8 @@
 //! by line through a fixed-size piece (`Source::for_each_dir_entry`,
 //! `Source::for_each_line`), so neither is ever held whole.
 
+use std::rc::Rc;
+
 use crate::common::source::Source;
 
 use super::cli::{AltMode, DeviceKind, ListArg, Options};
@@ -36,10 +38,9 @@ enum EntryKind {
 /// One device or group and its two alternating sample slots.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// Stored name (`!` for `/`; groups start with a space).
-    name: Box<str>,
-    /// What is shown, when it differs from the name.
-    display: Option<Box<str>>,
+    /// Stored name (`!` for `/`; groups start with a space), shared with
+    /// the name index.
+    name: Rc<str>,
     kind: EntryKind,
     from_cmdline: bool,
     exists: bool,
@@ -88,7 +89,10 @@ pub struct DeviceList {
     order: Vec<usize>,
     /// Entries added during this sample, not yet placed in `order`.
     fresh: Vec<usize>,
-    index: NameMap<Box<str>, usize>,
+    index: NameMap<Rc<str>, usize>,
+    /// What is shown for an entry, where it differs from its name (`-j`,
+    /// `-N`, `/` restored): rare, so kept out of the entries.
+    displays: NameMap<usize, Box<str>>,
     tail_group: bool,
     rules: Rules,
     /// The entries of the names a `/sys/block` listing gave, in its order.
@@ -132,6 +136,7 @@ impl DeviceList {
             order: Vec::new(),
             fresh: Vec::new(),
             index: NameMap::default(),
+            displays: NameMap::default(),
             tail_group: false,
             rules,
             listed: Vec::new(),
@@ -223,7 +228,6 @@ impl DeviceList {
         self.place_fresh();
         self.entries.push(Entry {
             name: name.into(),
-            display: None,
             kind: EntryKind::Group,
             from_cmdline: true,
             exists: true,
@@ -265,9 +269,10 @@ impl DeviceList {
             return idx;
         }
         let idx = self.entries.len();
+        let name: Rc<str> = name.into();
+        self.index.insert(Rc::clone(&name), idx);
         self.entries.push(Entry {
-            name: name.into(),
-            display: None,
+            name,
             kind: EntryKind::Device(DeviceKind::Single),
             from_cmdline: false,
             exists: false,
@@ -277,7 +282,6 @@ impl DeviceList {
             staged: 0,
             placed: false,
         });
-        self.index.insert(name.into(), idx);
         idx
     }
 
@@ -287,12 +291,12 @@ impl DeviceList {
         if self.entries[idx].placed {
             return;
         }
-        let name = std::mem::take(&mut self.entries[idx].name);
+        let name = Rc::clone(&self.entries[idx].name);
         let display = self.display_name(src, &name, self.entries[idx].devnum);
-        let e = &mut self.entries[idx];
-        e.display = (*display != *name).then(|| display.into());
-        e.name = name;
-        e.placed = true;
+        if *display != *name {
+            self.displays.insert(idx, display.into());
+        }
+        self.entries[idx].placed = true;
         self.fresh.push(idx);
     }
 
@@ -406,7 +410,7 @@ impl DeviceList {
     fn entry_at(
         hints: &PositionHints,
         entries: &[Entry],
-        index: &NameMap<Box<str>, usize>,
+        index: &NameMap<Rc<str>, usize>,
         pos: usize,
         name: &str,
     ) -> Option<usize> {
@@ -477,7 +481,7 @@ impl DeviceList {
                 self.place(src, idx);
                 continue;
             }
-            let name = std::mem::take(&mut self.entries[idx].name);
+            let name = Rc::clone(&self.entries[idx].name);
             let counters = self.read_stat_file(src, &format!("{dir}/{name}/stat"));
             let devnum = match counters {
                 Some(_) if self.entries[idx].devnum.is_none() && self.rules.mapper => src
@@ -485,7 +489,6 @@ impl DeviceList {
                     .ok(),
                 _ => None,
             };
-            self.entries[idx].name = name;
             if let Some(c) = counters {
                 let e = &mut self.entries[idx];
                 e.devnum = e.devnum.or(devnum);
@@ -597,7 +600,7 @@ impl DeviceList {
             let (cur, old) = (&e.slots[curr], &e.slots[prev]);
             match e.kind {
                 EntryKind::Group => Some(DeviceRow {
-                    name: e.display.as_deref().unwrap_or(&e.name),
+                    name: self.displays.get(&idx).map_or(&*e.name, |d| d),
                     cur,
                     prev: old,
                     devices: e.members,
@@ -615,7 +618,7 @@ impl DeviceList {
                         return None;
                     }
                     Some(DeviceRow {
-                        name: e.display.as_deref().unwrap_or(&e.name),
+                        name: self.displays.get(&idx).map_or(&*e.name, |d| d),
                         cur,
                         prev: old,
                         devices: 1,

@@ -171,8 +171,11 @@ pub trait Source {
     }
 }
 
-/// How many bytes [`RootFs`] reads at a time in [`Source::for_each_line`].
-pub const LINE_CHUNK: usize = 64 * 1024;
+/// How many bytes [`RootFs`] reads at a time in [`Source::for_each_line`]:
+/// small, because every byte of it is resident for the whole run (measured:
+/// 64 kB cost iostat-rs 56 kB of peak RSS at 10 devices and saved no CPU at
+/// 10,000, where `/proc/diskstats` is 1.5 MB).
+pub const LINE_CHUNK: usize = 8 * 1024;
 
 /// Passes every complete line of `text` to `each`; returns how many bytes
 /// that consumed (the start of an unfinished last line).

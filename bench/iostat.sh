@@ -9,6 +9,7 @@
 #   REPS        repetitions of each one-report run (default: 20)
 #   COUNT       reports in each interval run (default: 5)
 #   IREPS       repetitions of each interval run (default: 3)
+#   RSS_REPS    runs per peak-memory figure (default: 5)
 #
 # Needs root: everything runs in a private mount namespace where a tmpfs is
 # mounted over /sys/block and the generated /proc/{diskstats,uptime,stat}
@@ -25,7 +26,8 @@
 #                    read, one report); for an
 #                    interval run the total of `iostat -x 1 COUNT` / COUNT
 #                    (IREPS pairs).
-#   peak memory    = max RSS from /usr/bin/time -f %M.
+#   peak memory    = max RSS from /usr/bin/time -f %M, the median of RSS_REPS
+#                    runs (sysstat's varies by up to +-130 kB from run to run).
 # Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
 # iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
 # and `-x -p ALL` (both read every device from /proc/diskstats).
@@ -36,6 +38,7 @@ sizes=("$@")
 REPS=${REPS:-20}
 COUNT=${COUNT:-5}
 IREPS=${IREPS:-3}
+RSS_REPS=${RSS_REPS:-5}
 SYSSTAT=${SYSSTAT:-/usr/bin/iostat}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -50,10 +53,11 @@ done
 if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
     if [ -z "${IOSTAT_RS:-}" ]; then
         (cd "$here" && cargo build --release --quiet --bin iostat-rs)
-        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/release/iostat-rs
+        # .cargo/config.toml builds for the host triple as an explicit target.
+        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/$(rustc -vV | sed -n 's/^host: //p')/release/iostat-rs
     fi
     [ -x "$IOSTAT_RS" ] || { echo "bench/iostat.sh: no binary at $IOSTAT_RS" >&2; exit 2; }
-    export IOSTAT_RS SYSSTAT REPS COUNT IREPS HWSTAT_BENCH_IN_NAMESPACE=1
+    export IOSTAT_RS SYSSTAT REPS COUNT IREPS RSS_REPS HWSTAT_BENCH_IN_NAMESPACE=1
     exec unshare -m --propagation private "$0" "${sizes[@]}"
 fi
 
@@ -130,10 +134,13 @@ paired_ms() {
     echo "$(median <"$work/s") $(median <"$work/r") $(median <"$work/q")"
 }
 
-# Peak RSS in kB of "$@".
+# Peak RSS in kB of "$@": the median of RSS_REPS runs.
 max_rss_kb() {
-    /usr/bin/time -f %M -o "$work/rss" "$@" >/dev/null
-    tail -1 "$work/rss"
+    local i
+    for ((i = 0; i < RSS_REPS; i++)); do
+        /usr/bin/time -f %M -o "$work/rss" "$@" >/dev/null
+        tail -1 "$work/rss"
+    done | median
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
@@ -149,7 +156,7 @@ check_setup() {
 
 echo "iostat-rs: $IOSTAT_RS"
 echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
-echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS; files on tmpfs"
+echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS RSS_REPS=$RSS_REPS; files on tmpfs"
 echo
 printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio |\n'
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|\n'

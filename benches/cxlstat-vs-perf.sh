@@ -31,7 +31,8 @@ PERF=${PERF:-perf}
 target=${CARGO_TARGET_DIR:-target}
 
 cargo build --release --quiet --bin cxlstat
-bin="$target/release/cxlstat"
+# .cargo/config.toml builds for the host triple as an explicit target.
+bin="$target/$(rustc -vV | sed -n 's/^host: //p')/release/cxlstat"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -128,6 +128,35 @@ pub trait Source {
     /// hint: sources that have nothing to keep open ignore it).
     fn keep_open(&self, _path: &str) {}
 
+    /// Calls `each` with every line of the file at `path`, without its
+    /// newline (a last line without one included), using `buf` as scratch
+    /// space. The default reads the whole file into `buf` (what a recording
+    /// stores and a replay holds anyway); the live source reads it in pieces
+    /// of [`LINE_CHUNK`] bytes, so a large file (a `/proc/diskstats` of
+    /// 10,000 devices) never sits in memory whole. On an error, the lines
+    /// before it have been passed on.
+    fn for_each_line(
+        &self,
+        path: &str,
+        buf: &mut Vec<u8>,
+        each: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<()> {
+        self.read_into(path, buf)?;
+        split_lines(buf, each);
+        Ok(())
+    }
+
+    /// Calls `each` with the entry names of a directory, as
+    /// [`Source::list_dir`] lists them. The default goes through `list_dir`
+    /// (so recordings and replays behave exactly as there); the live source
+    /// reads the directory as it goes, without collecting the names.
+    fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {
+        for name in self.list_dir(path)? {
+            each(&name);
+        }
+        Ok(())
+    }
+
     /// Reads a whole file into a new buffer.
     fn read(&self, path: &str) -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();
@@ -139,6 +168,65 @@ pub trait Source {
     fn read_string(&self, path: &str) -> io::Result<String> {
         String::from_utf8(self.read(path)?)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+    }
+}
+
+/// How many bytes [`RootFs`] reads at a time in [`Source::for_each_line`]:
+/// small, because every byte of it is resident for the whole run (measured:
+/// 64 kB cost iostat-rs 56 kB of peak RSS at 10 devices and saved no CPU at
+/// 10,000, where `/proc/diskstats` is 1.5 MB).
+pub const LINE_CHUNK: usize = 8 * 1024;
+
+/// Passes every complete line of `text` to `each`; returns how many bytes
+/// that consumed (the start of an unfinished last line).
+fn complete_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
+    let mut start = 0;
+    while let Some(n) = text[start..].iter().position(|&b| b == b'\n') {
+        each(&text[start..start + n]);
+        start += n + 1;
+    }
+    start
+}
+
+/// Passes every line of `text` to `each`, a last line without a newline
+/// included.
+fn split_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) {
+    let done = complete_lines(text, each);
+    if done < text.len() {
+        each(&text[done..]);
+    }
+}
+
+/// Reads `file` from offset 0 in pieces of [`LINE_CHUNK`] bytes and passes
+/// its lines to `each`; `buf` holds one piece plus an unfinished line.
+fn read_lines(file: &File, buf: &mut Vec<u8>, each: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    buf.clear();
+    let mut offset = 0u64;
+    loop {
+        let filled = buf.len();
+        // `filled` is an unfinished line carried over: read a whole piece after it.
+        buf.resize(filled + LINE_CHUNK, 0);
+        let n = match file.read_at(&mut buf[filled..], offset) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                buf.truncate(filled);
+                continue;
+            }
+            Err(e) => {
+                buf.truncate(filled);
+                return Err(e);
+            }
+        };
+        buf.truncate(filled + n);
+        if n == 0 {
+            split_lines(buf, each);
+            buf.clear();
+            return Ok(());
+        }
+        offset += n as u64;
+        let done = complete_lines(buf, each);
+        buf.drain(..done);
     }
 }
 
@@ -221,6 +309,36 @@ impl Source for RootFs {
         fs::read_dir(self.host_path(path))?
             .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
             .collect()
+    }
+
+    fn for_each_line(
+        &self,
+        path: &str,
+        buf: &mut Vec<u8>,
+        each: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<()> {
+        let mut kept = self.kept.borrow_mut();
+        if let Some(slot) = kept.get_mut(path) {
+            if slot.is_none() {
+                *slot = Some(File::open(self.host_path(path))?);
+            }
+            let file = slot.as_ref().expect("opened above");
+            let result = read_lines(file, buf, each);
+            if result.is_err() {
+                // The file may have gone away: reopen next time.
+                *slot = None;
+            }
+            return result;
+        }
+        drop(kept);
+        read_lines(&File::open(self.host_path(path))?, buf, each)
+    }
+
+    fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {
+        for entry in fs::read_dir(self.host_path(path))? {
+            each(&entry?.file_name().to_string_lossy());
+        }
+        Ok(())
     }
 
     fn read_link(&self, path: &str) -> io::Result<String> {
@@ -349,6 +467,52 @@ mod tests {
         assert_eq!(src.read_string("/proc/uptime").unwrap(), big);
         fs::write(dir.join("proc/uptime"), "1.00 2.00\n").unwrap();
         assert_eq!(src.read_string("/proc/uptime").unwrap(), "1.00 2.00\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn lines_of(src: &dyn Source, path: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut buf = Vec::new();
+        src.for_each_line(path, &mut buf, &mut |l| {
+            lines.push(String::from_utf8_lossy(l).into_owned())
+        })
+        .unwrap();
+        lines
+    }
+
+    #[test]
+    fn lines_are_read_in_chunks_across_piece_boundaries() {
+        let (dir, src) = tree();
+        // Lines of varied lengths so that pieces end mid-line, one line longer
+        // than a piece, and a last line without a newline.
+        let mut expected: Vec<String> = (0..20_000)
+            .map(|i| format!("line {i} {}", "y".repeat(i % 37)))
+            .collect();
+        expected.insert(5_000, "z".repeat(LINE_CHUNK * 2 + 3));
+        expected.push(String::new());
+        expected.push("tail".into());
+        let text = expected.join("\n");
+        fs::write(dir.join("proc/diskstats"), &text).unwrap();
+        assert_eq!(lines_of(&src, "/proc/diskstats"), expected);
+        src.keep_open("/proc/diskstats");
+        assert_eq!(lines_of(&src, "/proc/diskstats"), expected);
+        fs::write(dir.join("proc/diskstats"), "a\nb\n").unwrap();
+        assert_eq!(lines_of(&src, "/proc/diskstats"), ["a", "b"]);
+        let mut buf = Vec::new();
+        let err = src
+            .for_each_line("/proc/missing", &mut buf, &mut |_| {})
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        // The trait's default (recordings, replays) splits the same way.
+        let mut default_lines = Vec::new();
+        split_lines(text.as_bytes(), &mut |l| {
+            default_lines.push(String::from_utf8_lossy(l).into_owned())
+        });
+        assert_eq!(default_lines, expected);
+        let mut names = Vec::new();
+        src.for_each_dir_entry("/sys/block", &mut |n| names.push(n.to_string()))
+            .unwrap();
+        assert_eq!(names, src.list_dir("/sys/block").unwrap());
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -6,9 +6,13 @@
 //! listing of `/sys/block` (as sysstat does), but the *counters* of every
 //! device come from one read of `/proc/diskstats`, kept open between samples;
 //! the per-device sysfs `stat` file is read only for devices that
-//! `/proc/diskstats` does not list. In steady state a sample makes no per-device system call and,
-//! apart from the directory listing the source returns, allocates nothing
-//! per device.
+//! `/proc/diskstats` does not list. In steady state a sample makes no
+//! per-device system call. Memory stays close to the device table itself:
+//! the listing is walked as the directory is read and `/proc/diskstats` line
+//! by line through a fixed-size piece (`Source::for_each_dir_entry`,
+//! `Source::for_each_line`), so neither is ever held whole.
+
+use std::rc::Rc;
 
 use crate::common::source::Source;
 
@@ -16,9 +20,7 @@ use super::cli::{AltMode, DeviceKind, ListArg, Options};
 use super::lookup::{NameMap, PositionHints};
 use super::model::looks_readded;
 use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
-use super::parse::{
-    DiskCounters, StatFormat, diskstats_lines, line_name, parse_diskstats_line, parse_sysfs_stat,
-};
+use super::parse::{DiskCounters, StatFormat, line_name, parse_diskstats_line, parse_sysfs_stat};
 
 const PROC_DISKSTATS: &str = "/proc/diskstats";
 const SYS_BLOCK: &str = "/sys/block";
@@ -36,10 +38,9 @@ enum EntryKind {
 /// One device or group and its two alternating sample slots.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// Stored name (`!` for `/`; groups start with a space).
-    name: Box<str>,
-    /// What is shown, when it differs from the name.
-    display: Option<Box<str>>,
+    /// Stored name (`!` for `/`; groups start with a space), shared with
+    /// the name index.
+    name: Rc<str>,
     kind: EntryKind,
     from_cmdline: bool,
     exists: bool,
@@ -49,6 +50,9 @@ struct Entry {
     members: u32,
     /// The sample whose `/proc/diskstats` line was stored in the current slot.
     staged: u64,
+    /// In the display order. An entry made for a `/sys/block` name is placed
+    /// only once its counters are found (sysstat adds a device only then).
+    placed: bool,
 }
 
 /// One row to display.
@@ -85,13 +89,14 @@ pub struct DeviceList {
     order: Vec<usize>,
     /// Entries added during this sample, not yet placed in `order`.
     fresh: Vec<usize>,
-    index: NameMap<Box<str>, usize>,
+    index: NameMap<Rc<str>, usize>,
+    /// What is shown for an entry, where it differs from its name (`-j`,
+    /// `-N`, `/` restored): rare, so kept out of the entries.
+    displays: NameMap<usize, Box<str>>,
     tail_group: bool,
     rules: Rules,
-    /// The latest `/proc/diskstats` (default and `ALL` modes).
-    diskstats: Vec<u8>,
-    /// Byte ranges of its lines whose device has no entry yet.
-    unlisted: Vec<(u32, u32)>,
+    /// The entries of the names a `/sys/block` listing gave, in its order.
+    listed: Vec<usize>,
     line_hints: PositionHints,
     dir_hints: PositionHints,
     generation: u64,
@@ -131,10 +136,10 @@ impl DeviceList {
             order: Vec::new(),
             fresh: Vec::new(),
             index: NameMap::default(),
+            displays: NameMap::default(),
             tail_group: false,
             rules,
-            diskstats: Vec::new(),
-            unlisted: Vec::new(),
+            listed: Vec::new(),
             line_hints: PositionHints::default(),
             dir_hints: PositionHints::default(),
             generation: 0,
@@ -223,7 +228,6 @@ impl DeviceList {
         self.place_fresh();
         self.entries.push(Entry {
             name: name.into(),
-            display: None,
             kind: EntryKind::Group,
             from_cmdline: true,
             exists: true,
@@ -231,6 +235,7 @@ impl DeviceList {
             slots: [DiskCounters::default(); 2],
             members: 0,
             staged: 0,
+            placed: true,
         });
         self.order.push(self.entries.len() - 1);
     }
@@ -245,33 +250,54 @@ impl DeviceList {
         devnum: Option<(u32, u32)>,
         kind: DeviceKind,
     ) -> usize {
+        let idx = self.find_or_make(name);
+        let e = &mut self.entries[idx];
+        if kind == DeviceKind::WithPartitions {
+            e.kind = EntryKind::Device(kind);
+        }
+        if e.devnum.is_none() {
+            e.devnum = devnum;
+        }
+        e.exists = true;
+        self.place(src, idx);
+        idx
+    }
+
+    /// The entry of `name`, made (not yet placed) when there is none.
+    fn find_or_make(&mut self, name: &str) -> usize {
         if let Some(&idx) = self.index.get(name) {
-            let e = &mut self.entries[idx];
-            if kind == DeviceKind::WithPartitions {
-                e.kind = EntryKind::Device(kind);
-            }
-            if e.devnum.is_none() {
-                e.devnum = devnum;
-            }
-            e.exists = true;
             return idx;
         }
-        let display = self.display_name(src, name, devnum);
         let idx = self.entries.len();
+        let name: Rc<str> = name.into();
+        self.index.insert(Rc::clone(&name), idx);
         self.entries.push(Entry {
-            name: name.into(),
-            display: (*display != *name).then(|| display.into()),
-            kind: EntryKind::Device(kind),
+            name,
+            kind: EntryKind::Device(DeviceKind::Single),
             from_cmdline: false,
-            exists: true,
-            devnum,
+            exists: false,
+            devnum: None,
             slots: [DiskCounters::default(); 2],
             members: 0,
             staged: 0,
+            placed: false,
         });
-        self.index.insert(name.into(), idx);
-        self.fresh.push(idx);
         idx
+    }
+
+    /// Gives an entry not yet placed its display name and queues it for the
+    /// display order.
+    fn place(&mut self, src: &dyn Source, idx: usize) {
+        if self.entries[idx].placed {
+            return;
+        }
+        let name = Rc::clone(&self.entries[idx].name);
+        let display = self.display_name(src, &name, self.entries[idx].devnum);
+        if *display != *name {
+            self.displays.insert(idx, display.into());
+        }
+        self.entries[idx].placed = true;
+        self.fresh.push(idx);
     }
 
     /// The name shown for a device: its persistent name (`-j`), its
@@ -360,20 +386,22 @@ impl DeviceList {
 
     fn read_diskstats_file(&mut self, src: &dyn Source, path: &str, curr: usize) {
         let mut buf = std::mem::take(&mut self.buf);
-        if src.read_into(path, &mut buf).is_ok() {
-            for line in diskstats_lines(&buf) {
-                if line.format == StatFormat::OldPartition && self.rules.extended {
-                    continue;
-                }
-                let idx = self.add(
-                    src,
-                    line.name,
-                    Some((line.major, line.minor)),
-                    DeviceKind::Single,
-                );
-                self.save(idx, curr, line.counters);
+        // A read error ends the file: the lines before it count, as with fgets.
+        let _ = src.for_each_line(path, &mut buf, &mut |line| {
+            let Some(line) = parse_diskstats_line(line) else {
+                return;
+            };
+            if line.format == StatFormat::OldPartition && self.rules.extended {
+                return;
             }
-        }
+            let idx = self.add(
+                src,
+                line.name,
+                Some((line.major, line.minor)),
+                DeviceKind::Single,
+            );
+            self.save(idx, curr, line.counters);
+        });
         self.buf = buf;
     }
 
@@ -382,7 +410,7 @@ impl DeviceList {
     fn entry_at(
         hints: &PositionHints,
         entries: &[Entry],
-        index: &NameMap<Box<str>, usize>,
+        index: &NameMap<Rc<str>, usize>,
         pos: usize,
         name: &str,
     ) -> Option<usize> {
@@ -392,120 +420,94 @@ impl DeviceList {
         }
     }
 
-    /// Reads `/proc/diskstats` once per sample (default and `ALL` modes):
-    /// the counters of devices that have an entry go straight into its
-    /// current slot (marked staged); lines of other devices are noted for
-    /// devices that `/sys/block` lists for the first time.
+    /// Reads `/proc/diskstats` once per sample (default and `ALL` modes),
+    /// line by line: the counters of devices that have an entry (those of
+    /// this sample's `/sys/block` listing among them) go straight into its
+    /// current slot, marked staged.
     fn stage_diskstats(&mut self, src: &dyn Source, curr: usize) {
-        self.unlisted.clear();
-        let mut buf = std::mem::take(&mut self.diskstats);
-        if src.read_into(PROC_DISKSTATS, &mut buf).is_err() {
-            buf.clear();
-        }
-        let mut start = 0;
+        let mut buf = std::mem::take(&mut self.buf);
         let mut pos = 0;
-        while start < buf.len() {
-            let end = buf[start..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(buf.len(), |n| start + n);
-            let line = &buf[start..end];
-            if let Some(name) = line_name(line) {
-                match Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, name) {
-                    Some(idx) => {
-                        self.line_hints.set(pos, idx);
-                        if let Some(l) = parse_diskstats_line(line)
-                            && !(l.format == StatFormat::OldPartition && self.rules.extended)
-                        {
-                            let e = &mut self.entries[idx];
-                            e.slots[curr] = l.counters;
-                            e.staged = self.generation;
-                            e.devnum.get_or_insert((l.major, l.minor));
-                        }
-                    }
-                    None => self.unlisted.push((start as u32, end as u32)),
+        // A read error ends the file: devices not staged fall back to sysfs.
+        let _ = src.for_each_line(PROC_DISKSTATS, &mut buf, &mut |line| {
+            let Some(name) = line_name(line) else {
+                return;
+            };
+            if let Some(idx) =
+                Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, name)
+            {
+                self.line_hints.set(pos, idx);
+                // These counters stand for the device's sysfs `stat` file,
+                // which sysstat keeps under `-x` even in the old 4-field format.
+                if let Some(l) = parse_diskstats_line(line) {
+                    let e = &mut self.entries[idx];
+                    e.slots[curr] = l.counters;
+                    e.staged = self.generation;
+                    e.devnum.get_or_insert((l.major, l.minor));
                 }
-                pos += 1;
             }
-            start = end + 1;
-        }
-        self.diskstats = buf;
+            pos += 1;
+        });
+        self.buf = buf;
     }
 
+    /// Reads the devices of a `/sys/block` listing: an entry for every name
+    /// (placed once its counters are found), their counters from
+    /// `/proc/diskstats` for `/sys/block` itself, from each `stat` file for
+    /// the devices it lacks and for an alternate directory.
     fn read_block_dir(&mut self, src: &dyn Source, dir: &str, curr: usize) {
-        let Ok(names) = src.list_dir(dir) else {
-            return;
-        };
-        self.entries
-            .reserve(names.len().saturating_sub(self.entries.len()));
+        let mut listed = std::mem::take(&mut self.listed);
+        listed.clear();
+        let mut pos = 0;
+        let listing = src.for_each_dir_entry(dir, &mut |name| {
+            let idx = match Self::entry_at(&self.dir_hints, &self.entries, &self.index, pos, name) {
+                Some(idx) => idx,
+                None => self.find_or_make(name),
+            };
+            self.dir_hints.set(pos, idx);
+            listed.push(idx);
+            pos += 1;
+        });
+        if listing.is_err() {
+            // sysstat's opendir failed: no device from this directory.
+            listed.clear();
+        }
         let use_diskstats = dir == SYS_BLOCK;
-        if use_diskstats {
+        if use_diskstats && !listed.is_empty() {
             self.stage_diskstats(src, curr);
         }
-        // Lines of devices met for the first time, by name (built on demand).
-        let diskstats = std::mem::take(&mut self.diskstats);
-        let mut unlisted: Option<NameMap<&str, (u32, u32)>> = None;
-        for (pos, name) in names.iter().enumerate() {
-            let known = Self::entry_at(&self.dir_hints, &self.entries, &self.index, pos, name);
-            if let Some(idx) = known {
-                self.dir_hints.set(pos, idx);
-                if use_diskstats && self.entries[idx].staged == self.generation {
-                    self.entries[idx].exists = true;
-                    continue;
-                }
-            }
-            let from_diskstats = if use_diskstats && known.is_none() {
-                let map = unlisted.get_or_insert_with(|| {
-                    self.unlisted
-                        .iter()
-                        .filter_map(|&(a, b)| {
-                            let n = line_name(&diskstats[a as usize..b as usize])?;
-                            Some((n, (a, b)))
-                        })
-                        .collect()
-                });
-                map.get(name.as_str())
-                    .and_then(|&(a, b)| parse_diskstats_line(&diskstats[a as usize..b as usize]))
-                    .map(|l| (l.counters, l.format, Some((l.major, l.minor))))
-            } else {
-                None
-            };
-            let (counters, format, devnum) = match from_diskstats {
-                Some(found) => found,
-                None => match self.read_stat_file(src, &format!("{dir}/{name}/stat")) {
-                    Some((c, f)) => (c, f, None),
-                    None => continue,
-                },
-            };
-            if format == StatFormat::OldPartition && self.rules.extended {
+        for &idx in &listed {
+            if use_diskstats && self.entries[idx].staged == self.generation {
+                self.entries[idx].exists = true;
+                self.place(src, idx);
                 continue;
             }
-            let devnum = devnum.or_else(|| {
-                self.rules
-                    .mapper
-                    .then(|| {
-                        src.device_number(&format!("/dev/{}", name.replace('!', "/")))
-                            .ok()
-                    })
-                    .flatten()
-            });
-            let idx = self.add(src, name, devnum, DeviceKind::Single);
-            self.dir_hints.set(pos, idx);
-            self.save(idx, curr, counters);
+            let name = Rc::clone(&self.entries[idx].name);
+            let counters = self.read_stat_file(src, &format!("{dir}/{name}/stat"));
+            let devnum = match counters {
+                Some(_) if self.entries[idx].devnum.is_none() && self.rules.mapper => src
+                    .device_number(&format!("/dev/{}", name.replace('!', "/")))
+                    .ok(),
+                _ => None,
+            };
+            if let Some(c) = counters {
+                let e = &mut self.entries[idx];
+                e.devnum = e.devnum.or(devnum);
+                self.save(idx, curr, c);
+                self.place(src, idx);
+            }
         }
-        drop(unlisted);
-        self.diskstats = diskstats;
+        self.listed = listed;
     }
 
-    fn read_stat_file(
-        &mut self,
-        src: &dyn Source,
-        path: &str,
-    ) -> Option<(DiskCounters, StatFormat)> {
+    /// Reads a sysfs `stat` file as sysstat does: `None` (device absent)
+    /// only when the file cannot be opened; a file that opens but cannot be
+    /// read (a directory) or parsed gives zeros.
+    fn read_stat_file(&mut self, src: &dyn Source, path: &str) -> Option<DiskCounters> {
         let mut buf = std::mem::take(&mut self.buf);
         let parsed = match src.read_into(path, &mut buf) {
-            Ok(()) => parse_sysfs_stat(&buf),
-            Err(_) => None,
+            Ok(()) => Some(parse_sysfs_stat(&buf)),
+            Err(e) if failed_to_open(&e) => None,
+            Err(_) => Some(DiskCounters::default()),
         };
         self.buf = buf;
         parsed
@@ -527,22 +529,18 @@ impl DeviceList {
             let dev_dir = format!("{block}/{name}");
             if src.is_dir(&dev_dir) {
                 let found = match self.read_stat_file(src, &format!("{dev_dir}/stat")) {
-                    Some((c, f)) if !(f == StatFormat::OldPartition && self.rules.extended) => {
+                    Some(c) => {
                         self.save(idx, curr, c);
                         true
                     }
-                    _ => false,
+                    None => false,
                 };
                 if kind == EntryKind::Device(DeviceKind::WithPartitions)
                     && let Ok(subs) = src.list_dir(&dev_dir)
                 {
                     for sub in subs {
-                        if let Some((c, f)) =
-                            self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
+                        if let Some(c) = self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
                         {
-                            if f == StatFormat::OldPartition && self.rules.extended {
-                                continue;
-                            }
                             let devnum = src
                                 .device_number(&format!("/dev/{}", sub.replace('!', "/")))
                                 .ok();
@@ -556,9 +554,7 @@ impl DeviceList {
                 }
             } else if let Some((major, minor)) = self.entries[idx].devnum {
                 let path = format!("{dev_block}/{major}:{minor}/stat");
-                if let Some((c, f)) = self.read_stat_file(src, &path)
-                    && !(f == StatFormat::OldPartition && self.rules.extended)
-                {
+                if let Some(c) = self.read_stat_file(src, &path) {
                     self.save(idx, curr, c);
                     return;
                 }
@@ -604,7 +600,7 @@ impl DeviceList {
             let (cur, old) = (&e.slots[curr], &e.slots[prev]);
             match e.kind {
                 EntryKind::Group => Some(DeviceRow {
-                    name: e.display.as_deref().unwrap_or(&e.name),
+                    name: self.displays.get(&idx).map_or(&*e.name, |d| d),
                     cur,
                     prev: old,
                     devices: e.members,
@@ -622,7 +618,7 @@ impl DeviceList {
                         return None;
                     }
                     Some(DeviceRow {
-                        name: e.display.as_deref().unwrap_or(&e.name),
+                        name: self.displays.get(&idx).map_or(&*e.name, |d| d),
                         cur,
                         prev: old,
                         devices: 1,
@@ -630,6 +626,30 @@ impl DeviceList {
                 }
             }
         })
+    }
+}
+
+/// Tells whether a failed read of a kernel file failed at `open(2)` (sysstat
+/// then treats the device as absent) rather than after it (sysstat's
+/// `fopen` succeeded, its `fscanf` read nothing). An error that carries no
+/// `errno` (an entry missing from a recording) counts as not opened.
+fn failed_to_open(err: &std::io::Error) -> bool {
+    match err.raw_os_error() {
+        Some(errno) => matches!(
+            errno,
+            libc::ENOENT
+                | libc::ENOTDIR
+                | libc::EACCES
+                | libc::EPERM
+                | libc::ELOOP
+                | libc::ENAMETOOLONG
+                | libc::EMFILE
+                | libc::ENFILE
+                | libc::ENXIO
+                | libc::ENODEV
+                | libc::ENOMEM
+        ),
+        None => true,
     }
 }
 
@@ -694,6 +714,17 @@ mod tests {
         list.rows(curr)
             .map(|r| (r.name.to_string(), r.prev.rd_ios, r.cur.rd_ios))
             .collect()
+    }
+
+    #[test]
+    fn only_open_errors_make_a_stat_file_absent() {
+        let errno = std::io::Error::from_raw_os_error;
+        assert!(failed_to_open(&errno(libc::ENOENT)));
+        assert!(failed_to_open(&errno(libc::EACCES)));
+        assert!(!failed_to_open(&errno(libc::EISDIR)));
+        assert!(!failed_to_open(&errno(libc::EIO)));
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "not recorded");
+        assert!(failed_to_open(&missing));
     }
 
     #[test]

@@ -155,14 +155,18 @@ fn old_partition(f: &[u64; 17]) -> DiskCounters {
     }
 }
 
-/// Parses a `/sys/block/<dev>/stat` file: at least 11 numbers (extended), or
-/// exactly 4 (old partition format). Anything else is `None`.
-pub fn parse_sysfs_stat(text: &[u8]) -> Option<(DiskCounters, StatFormat)> {
+/// Parses a `/sys/block/<dev>/stat` file as sysstat's
+/// `read_sysfs_file_stat_work` does once the file opened: at least 11
+/// numbers (extended) or exactly 4 (old partition format) fill the counters;
+/// any other content (short, garbled, empty) leaves them all zero. sysstat
+/// keeps 4-field sysfs devices in extended reports, so the format does not
+/// matter here.
+pub fn parse_sysfs_stat(text: &[u8]) -> DiskCounters {
     let mut f = [0u64; 17];
     match scan_numbers(text, &mut f) {
-        n if n >= 11 => Some((counters_from_fields(&f, n), StatFormat::Extended)),
-        4 => Some((old_partition(&f), StatFormat::OldPartition)),
-        _ => None,
+        n if n >= 11 => counters_from_fields(&f, n),
+        4 => old_partition(&f),
+        _ => DiskCounters::default(),
     }
 }
 
@@ -241,12 +245,6 @@ pub fn line_name(line: &[u8]) -> Option<&str> {
         return None;
     }
     std::str::from_utf8(fields.next()?).ok()
-}
-
-/// Iterates over the usable lines of a `/proc/diskstats` buffer, skipping
-/// malformed ones.
-pub fn diskstats_lines(buf: &[u8]) -> impl Iterator<Item = DiskstatsLine<'_>> {
-    buf.split(|&b| b == b'\n').filter_map(parse_diskstats_line)
 }
 
 /// Parses `/proc/uptime` into hundredths of a second the way sysstat does
@@ -357,6 +355,12 @@ pub fn proc_stat_cpu_count(text: &[u8]) -> u32 {
 mod tests {
     use super::*;
 
+    /// The usable lines of a `/proc/diskstats` text, as the device list
+    /// reads them line by line.
+    fn diskstats_lines(buf: &[u8]) -> impl Iterator<Item = DiskstatsLine<'_>> {
+        buf.split(|&b| b == b'\n').filter_map(parse_diskstats_line)
+    }
+
     const DISKSTATS: &str = "   8       0 sda 49601 2822 3195498 623970 12180 9784 821088 117109 0 32862 714408 0 0 0 0\n\
   65      32 sds 386 416 8554 100 727 820 8746 3902 0 762 7902 0 0 0\n\
  259       0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n\
@@ -410,22 +414,24 @@ mod tests {
 
     #[test]
     fn sysfs_stat_with_padding_truncation_and_garbage() {
-        let (c, f) = parse_sysfs_stat(
+        let c = parse_sysfs_stat(
             b"     386      416     8554 4294967396      727      820     8746     3902        0      762     7902\n",
-        )
-        .unwrap();
-        assert_eq!(f, StatFormat::Extended);
+        );
+        assert_eq!(c.rd_ios, 386);
         assert_eq!(c.rd_ticks, 100, "u32 fields wrap like sscanf %u");
         assert_eq!(c.rq_ticks, 7902);
-        assert!(parse_sysfs_stat(b"1 2 3 4 5").is_none());
-        assert!(parse_sysfs_stat(b"").is_none());
-        assert!(parse_sysfs_stat(b"1 2 3 x4 5 6 7 8 9 10 11").is_none());
+        let zeros = DiskCounters::default();
+        assert_eq!(parse_sysfs_stat(b"1 2 3 4 5"), zeros);
+        assert_eq!(parse_sysfs_stat(b"1 2 3 4 5 6 7 8 9 10"), zeros);
+        assert_eq!(parse_sysfs_stat(b""), zeros);
+        assert_eq!(parse_sysfs_stat(b"1 2 3 x4 5 6 7 8 9 10 11"), zeros);
+        let old = parse_sysfs_stat(b"1 2 3 4");
         assert_eq!(
-            parse_sysfs_stat(b"1 2 3 4").unwrap().1,
-            StatFormat::OldPartition
+            (old.rd_ios, old.rd_sectors, old.wr_ios, old.wr_sectors),
+            (1, 2, 3, 4)
         );
-        let huge = parse_sysfs_stat(b"99999999999999999999999 0 0 0 0 0 0 0 0 0 0").unwrap();
-        assert_eq!(huge.0.rd_ios, u64::MAX);
+        let huge = parse_sysfs_stat(b"99999999999999999999999 0 0 0 0 0 0 0 0 0 0");
+        assert_eq!(huge.rd_ios, u64::MAX);
     }
 
     #[test]

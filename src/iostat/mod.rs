@@ -6,11 +6,13 @@
 //! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
 //! * [`model`]: the formulas, from two samples;
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
+//! * [`colors`]: sysstat's colours and which value gets which;
 //! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
 //! * [`app`]: one run, and the exit status.
 
 pub mod app;
 pub mod cli;
+pub mod colors;
 pub mod devices;
 pub mod error;
 pub mod fmt;

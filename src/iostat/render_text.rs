@@ -5,63 +5,11 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::cli::{ColorMode, Options, Unit};
+use super::colors::{Colors, Extremes};
 use super::devices::DeviceRow;
 use super::fmt::{push_fixed, push_left};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
-
-/// SGR sequences, when colours are on.
-#[derive(Debug, Clone)]
-struct Colors {
-    name: String,
-    nonzero: String,
-    zero: String,
-    warn: String,
-    extreme: String,
-    normal: &'static str,
-}
-
-impl Colors {
-    /// sysstat's defaults, overridden by `S_COLORS_SGR` (`I=`, `N=`, `Z=`,
-    /// `W=`/`M=`, `X=`/`H=`).
-    fn new(sgr: Option<&str>) -> Colors {
-        let mut c = Colors {
-            name: "\x1b[32;22m".into(),
-            nonzero: "\x1b[34;1m".into(),
-            zero: "\x1b[34;22m".into(),
-            warn: "\x1b[35;1m".into(),
-            extreme: "\x1b[31;1m".into(),
-            normal: "\x1b[0m",
-        };
-        for item in sgr.unwrap_or("").split(':') {
-            let Some((key, value)) = item.split_once('=') else {
-                continue;
-            };
-            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit() || b == b';') {
-                continue;
-            }
-            let seq = format!("\x1b[{value}m");
-            match key {
-                "I" => c.name = seq,
-                "N" => c.nonzero = seq,
-                "Z" => c.zero = seq,
-                "W" | "M" => c.warn = seq,
-                "X" | "H" => c.extreme = seq,
-                _ => {}
-            }
-        }
-        c
-    }
-}
-
-/// Which threshold scheme a percentage uses for colours.
-#[derive(Clone, Copy)]
-enum Pct {
-    /// High values are bad (%util, %system...).
-    High,
-    /// Low values are bad (%idle).
-    Low,
-}
 
 /// The text renderer.
 pub struct TextRenderer {
@@ -117,7 +65,7 @@ impl TextRenderer {
         let d = self.decimals_for(wd);
         match &self.colors {
             Some(c) => {
-                let sgr = if v == 0.0 { &c.zero } else { &c.nonzero };
+                let sgr = c.float(v, d);
                 let _ = write!(self.buf, "{sgr} {v:width$.d$}{}", c.normal);
             }
             None => {
@@ -128,11 +76,11 @@ impl TextRenderer {
     }
 
     /// `cprintf_xpc`: a percentage, with `%` under `--human`.
-    fn pct(&mut self, width: usize, wd: usize, v: f64, scheme: Pct) {
+    fn pct(&mut self, width: usize, wd: usize, v: f64, extremes: Extremes) {
         let mut wi = width;
         let mut d = self.decimals_for(wd);
         if self.human {
-            wi = wi.saturating_sub(1).max(4);
+            wi = wi.max(4) - 1;
             if d > 1 {
                 d -= 1;
             }
@@ -140,14 +88,7 @@ impl TextRenderer {
         let suffix = if self.human { "%" } else { "" };
         match &self.colors {
             Some(c) => {
-                let sgr = match scheme {
-                    Pct::High if v >= 90.0 => &c.extreme,
-                    Pct::High if v >= 75.0 => &c.warn,
-                    Pct::Low if (0.005..=10.0).contains(&v) => &c.extreme,
-                    Pct::Low if (0.005..=25.0).contains(&v) => &c.warn,
-                    _ if v == 0.0 => &c.zero,
-                    _ => &c.nonzero,
-                };
+                let sgr = c.percent(v, d, extremes);
                 let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{suffix}", c.normal);
             }
             None => {
@@ -159,39 +100,52 @@ impl TextRenderer {
     }
 
     /// A size or byte rate: `value` in sectors; divided by the unit factor,
-    /// or with `--human` printed with a unit letter (`cprintf_unit`).
+    /// or with `--human` printed with a unit letter (`cprintf_f` with
+    /// `UNIT_SECTOR`).
     fn size(&mut self, width: usize, sectors: f64) {
         if self.human {
-            self.human_unit(width, sectors / 2.0, 2);
+            let sgr = self
+                .colors
+                .as_ref()
+                .map(|c| c.float(sectors, self.decimals_for(2)));
+            self.human_unit(width, sectors / 2.0, sgr.map(str::to_owned));
         } else {
             self.f(width, 2, sectors / self.unit.sectors_per_unit() as f64);
         }
     }
 
-    /// A size already in kB (request sizes).
+    /// A size already in kB (request sizes; `UNIT_KILOBYTE` with `--human`).
     fn kb(&mut self, width: usize, kb: f64) {
         if self.human {
-            self.human_unit(width, kb, 2);
+            let sgr = self
+                .colors
+                .as_ref()
+                .map(|c| c.float(kb, self.decimals_for(2)));
+            self.human_unit(width, kb, sgr.map(str::to_owned));
         } else {
             self.f(width, 2, kb);
         }
     }
 
-    fn human_unit(&mut self, width: usize, mut v: f64, mut unit: usize) {
+    /// `cprintf_unit`: `kb` scaled to k, M, G..., one decimal (none with
+    /// `--dec=0`), the unit letter after the colour reset. `sgr` is the
+    /// colour the caller chose from the unconverted value.
+    fn human_unit(&mut self, width: usize, mut kb: f64, sgr: Option<String>) {
         const UNITS: [&str; 8] = ["s", "B", "k", "M", "G", "T", "P", "?"];
-        while v >= 1024.0 && unit < UNITS.len() - 1 {
-            v /= 1024.0;
+        let mut unit = 2;
+        while kb >= 1024.0 {
+            kb /= 1024.0;
             unit += 1;
         }
+        let unit = UNITS[unit.min(UNITS.len() - 1)];
         let d = if self.decimals == Some(0) { 0 } else { 1 };
-        let wi = width.max(1) - 1;
-        match &self.colors {
-            Some(c) => {
-                let sgr = if v == 0.0 { &c.zero } else { &c.nonzero };
-                let _ = write!(self.buf, "{sgr} {v:wi$.d$}{}{}", c.normal, UNITS[unit]);
+        let wi = width.max(4) - 1;
+        match (&self.colors, sgr) {
+            (Some(c), Some(sgr)) => {
+                let _ = write!(self.buf, "{sgr} {kb:wi$.d$}{}{unit}", c.normal);
             }
-            None => {
-                let _ = write!(self.buf, " {v:wi$.d$}{}", UNITS[unit]);
+            _ => {
+                let _ = write!(self.buf, " {kb:wi$.d$}{unit}");
             }
         }
     }
@@ -199,14 +153,14 @@ impl TextRenderer {
     /// An integer total (`cprintf_u64`), in sectors before the unit factor.
     fn total(&mut self, width: usize, sectors: u64) {
         if self.human {
-            self.human_unit(width, sectors as f64 / 2.0, 2);
+            let sgr = self.colors.as_ref().map(|c| c.integer(sectors).to_owned());
+            self.human_unit(width, sectors as f64 / 2.0, sgr);
             return;
         }
         let v = sectors / self.unit.sectors_per_unit();
         match &self.colors {
             Some(c) => {
-                let sgr = if v == 0 { &c.zero } else { &c.nonzero };
-                let _ = write!(self.buf, "{sgr} {v:width$}{}", c.normal);
+                let _ = write!(self.buf, "{} {v:width$}{}", c.integer(v), c.normal);
             }
             None => {
                 let _ = write!(self.buf, " {v:width$}");
@@ -257,12 +211,12 @@ impl TextRenderer {
         self.buf
             .push_str("avg-cpu:  %user   %nice %system %iowait  %steal   %idle\n       ");
         let c = s.cpu;
-        self.pct(7, 2, c.user, Pct::High);
-        self.pct(7, 2, c.nice, Pct::High);
-        self.pct(7, 2, c.system, Pct::High);
-        self.pct(7, 2, c.iowait, Pct::High);
-        self.pct(7, 2, c.steal, Pct::High);
-        self.pct(7, 2, c.idle, Pct::Low);
+        self.pct(7, 2, c.user, Extremes::High);
+        self.pct(7, 2, c.nice, Extremes::High);
+        self.pct(7, 2, c.system, Extremes::High);
+        self.pct(7, 2, c.iowait, Extremes::High);
+        self.pct(7, 2, c.steal, Extremes::High);
+        self.pct(7, 2, c.idle, Extremes::Low);
         self.buf.push_str("\n\n");
     }
 
@@ -354,7 +308,7 @@ impl TextRenderer {
                 self.f(7, 2, s.ios[part]);
                 self.size(9, s.sectors[part]);
                 self.f(8, 2, s.merges[part]);
-                self.pct(6, 2, s.merge_pct[part], Pct::High);
+                self.pct(6, 2, s.merge_pct[part], Extremes::LowNonZero);
                 self.f(7, 2, s.await_ms[part]);
                 self.kb(8, s.req_kb[part]);
             }
@@ -362,7 +316,7 @@ impl TextRenderer {
                 self.f(7, 2, s.fl_ios);
                 self.f(7, 2, s.fl_await);
                 self.f(7, 2, s.aqu_sz);
-                self.pct(6, 2, s.util, Pct::High);
+                self.pct(6, 2, s.util, Extremes::High);
             }
         }
     }
@@ -394,7 +348,7 @@ impl TextRenderer {
                 self.f(7, 2, x.await_ms);
                 self.kb(8, x.req_kb);
                 self.f(7, 2, x.aqu_sz);
-                self.pct(6, 2, x.util, Pct::High);
+                self.pct(6, 2, x.util, Extremes::High);
                 self.name_end(row.name);
                 self.spill(out)?;
             }

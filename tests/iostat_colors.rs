@@ -19,9 +19,19 @@
 //!   `%rrqm`/`%wrqm`/`%drqm`: the same low ranges, but values below 0.005 get
 //!   the zero colour (XLOW0).
 //!
+//! `same_as_debian_sysstat_outside_the_percentage_ranges` also runs Debian's
+//! sysstat 12.6.1 on the same trees (root, mount namespace): its
+//! `cprintf_f`/`cprintf_u64`/`cprintf_in`/`cprintf_unit` are current
+//! sysstat's, only its percentage ranges differ (`cprintf_pc`), so with every
+//! range colour set to the non-zero colour the outputs must be identical.
+//!
 //! The first report covers the time since boot: every rate is the counter
 //! divided by the uptime (here 100.00 s, so `itv` = 10000 hundredths), every
 //! CPU percentage the field divided by the sum of the `cpu` line's fields.
+
+// Shared with tests/differential_sysstat.rs and tests/iostat_faults.rs.
+#[allow(dead_code)]
+mod sysstat_compare;
 
 use std::env;
 use std::fs;
@@ -423,4 +433,49 @@ fn colours_stay_off_when_not_asked_for() {
     let _ = fs::remove_dir_all(&root);
     assert!(out.status.success());
     assert!(!out.stdout.contains(&0x1b), "{:?}", out.stdout);
+}
+
+#[test]
+fn same_as_debian_sysstat_outside_the_percentage_ranges() {
+    if let Some(reason) = sysstat_compare::namespace_unavailable() {
+        if env::var("CI").as_deref() == Ok("true") {
+            panic!("cannot compare with sysstat under CI=true: {reason}");
+        }
+        eprintln!("same_as_debian_sysstat_outside_the_percentage_ranges: skipped: {reason}");
+        return;
+    }
+    // 12.6.1 knows H and M, current sysstat W/M and X/H: all set to the
+    // non-zero colour, a percentage is coloured like any other value, except
+    // a %idle that prints as zero (XLOW: extreme) which these trees avoid.
+    let sgr = "H=34;1:M=34;1:W=34;1:X=34;1";
+    let cases: [&[&str]; 10] = [
+        &["-x"],
+        &[],
+        &["-d", "-s"],
+        &["-d", "--pretty", "sda"],
+        &["-d", "-x", "-s", "-g", "total", "sda", "sdb"],
+        &["-x", "--human"],
+        &["-c", "--human"],
+        &["-d", "--human", "--dec=0"],
+        &["-x", "--dec=1"],
+        &["-x", "--pretty"],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let root = tree(&format!("debian-{i}"), BUSY_CPU, &DISKS);
+        let env = [("S_COLORS", "always"), ("S_COLORS_SGR", sgr)];
+        let sysstat = sysstat_compare::sysstat_on_tree_with_env(&root, &env, args)
+            .unwrap_or_else(|e| panic!("sysstat {args:?}: {e}"));
+        assert_eq!(
+            sysstat.code,
+            Some(0),
+            "sysstat {args:?}: {}",
+            sysstat.stderr
+        );
+        let (_banner, expected) = sysstat.stdout.split_once('\n').expect("a banner line");
+        assert!(
+            expected.contains('\x1b'),
+            "sysstat {args:?} printed no colour"
+        );
+        assert_eq!(run(&root, Some(sgr), args), expected, "iostat {args:?}");
+    }
 }

@@ -116,6 +116,16 @@ pub fn pinned(cmd: &mut Command) -> &mut Command {
 /// Runs Debian's iostat with `args` on the fixture tree `tree` (laid out
 /// like `/`), in a private mount namespace. Needs root.
 pub fn sysstat_on_tree(tree: &Path, args: &[&str]) -> Result<Run, String> {
+    sysstat_on_tree_with_env(tree, &[], args)
+}
+
+/// [`sysstat_on_tree`] with `env` set on top of the pinned environment
+/// (e.g. `S_COLORS=always`).
+pub fn sysstat_on_tree_with_env(
+    tree: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Result<Run, String> {
     let out = pinned(
         Command::new("unshare")
             .args([
@@ -130,6 +140,7 @@ pub fn sysstat_on_tree(tree: &Path, args: &[&str]) -> Result<Run, String> {
             .arg(tree)
             .args(args),
     )
+    .envs(env.iter().copied())
     .output()
     .map_err(|e| format!("cannot run unshare: {e}"))?;
     Ok(Run {

@@ -19,7 +19,7 @@
 //!   `%rrqm`/`%wrqm`/`%drqm`: the same low ranges, but values below 0.005 get
 //!   the zero colour (XLOW0).
 //!
-//! `same_as_debian_sysstat_outside_the_percentage_ranges` also runs Debian's
+//! `same_as_debian_iostat_outside_the_percentage_ranges` also runs Debian's
 //! sysstat 12.6.1 on the same trees (root, mount namespace): its
 //! `cprintf_f`/`cprintf_u64`/`cprintf_in`/`cprintf_unit` are current
 //! sysstat's, only its percentage ranges differ (`cprintf_pc`), so with every
@@ -436,12 +436,12 @@ fn colours_stay_off_when_not_asked_for() {
 }
 
 #[test]
-fn same_as_debian_sysstat_outside_the_percentage_ranges() {
+fn same_as_debian_iostat_outside_the_percentage_ranges() {
     if let Some(reason) = sysstat_compare::namespace_unavailable() {
         if env::var("CI").as_deref() == Ok("true") {
             panic!("cannot compare with sysstat under CI=true: {reason}");
         }
-        eprintln!("same_as_debian_sysstat_outside_the_percentage_ranges: skipped: {reason}");
+        eprintln!("same_as_debian_iostat_outside_the_percentage_ranges: skipped: {reason}");
         return;
     }
     // 12.6.1 knows H and M, current sysstat W/M and X/H: all set to the

@@ -7,7 +7,8 @@ use super::{Frame, FrameWriter, MetricKind, Schema, Value};
 
 /// Writes one complete exposition per frame (`# HELP`, `# TYPE`, then one
 /// sample per row with the frame's timestamp in milliseconds), followed by an
-/// empty line. Metric names are `<prefix>_<column key>`, with characters
+/// empty line. A label whose value is empty is left out (Prometheus treats it
+/// as absent), and a sample without labels is written without braces. Metric names are `<prefix>_<column key>`, with characters
 /// Prometheus does not allow replaced by `_`, and `_total` appended to
 /// counters. Missing values are left out.
 pub struct PrometheusWriter {
@@ -88,14 +89,21 @@ impl FrameWriter for PrometheusWriter {
                     Value::Int(v) => v.to_string(),
                     _ => continue,
                 };
+                // Prometheus treats an empty label value as an absent label:
+                // leave such labels out, and the braces when none is left.
                 let labels: Vec<String> = self
                     .schema
                     .labels
                     .iter()
                     .zip(&row.labels)
+                    .filter(|(_, v)| !v.is_empty())
                     .map(|((n, _), v)| format!("{n}=\"{}\"", escape_label(v)))
                     .collect();
-                writeln!(out, "{name}{{{}}} {value} {millis}", labels.join(","))?;
+                if labels.is_empty() {
+                    writeln!(out, "{name} {value} {millis}")?;
+                } else {
+                    writeln!(out, "{name}{{{}}} {value} {millis}", labels.join(","))?;
+                }
             }
         }
         writeln!(out)?;
@@ -109,7 +117,7 @@ impl FrameWriter for PrometheusWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixture;
+    use super::super::{Column, Row, fixture};
     use super::*;
 
     #[test]
@@ -126,6 +134,40 @@ mod tests {
              demo_reads_total{device=\"a,b\\\"c\"} 0 1591016000000\n\n"
         );
         assert_eq!(metric_name("iostat_r/s"), "iostat_r_s");
+    }
+
+    #[test]
+    fn empty_label_values_are_left_out_and_so_are_empty_braces() {
+        let schema = Schema {
+            tool: "demo",
+            metric_prefix: "demo",
+            labels: vec![("pmu", 4), ("event", 6)],
+            columns: vec![Column::gauge("x", "x", "X.", 4, 0)],
+        };
+        let rows = [
+            Row {
+                labels: vec!["cpu".into(), "".into()],
+                values: vec![Value::Int(1)],
+            },
+            Row {
+                labels: vec!["".into(), "".into()],
+                values: vec![Value::Int(2)],
+            },
+        ];
+        let frame = Frame {
+            time: UNIX_EPOCH + std::time::Duration::from_millis(5),
+            index: 0,
+            rows: &rows,
+            notes: &[],
+        };
+        let mut out = Vec::new();
+        PrometheusWriter::new(schema)
+            .frame(&mut out, &frame)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "# HELP demo_x X.\n# TYPE demo_x gauge\ndemo_x{pmu=\"cpu\"} 1 5\ndemo_x 2 5\n\n"
+        );
         assert_eq!(metric_name("9x"), "_9x");
     }
 }

@@ -62,6 +62,85 @@ fn the_seed_as_json_and_prometheus() {
     );
 }
 
+/// The samples of `metric` in an exposition: (labels, value).
+fn samples<'a>(prom: &'a str, metric: &str) -> Vec<(&'a str, f64)> {
+    prom.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, rest) = l.split_once(' ')?;
+            let (name, labels) = match series.split_once('{') {
+                Some((name, labels)) => (name, labels.trim_end_matches('}')),
+                None => (series, ""),
+            };
+            let value = rest.split(' ').next()?.parse().ok()?;
+            (name == metric).then_some((labels, value))
+        })
+        .collect()
+}
+
+#[test]
+fn prometheus_has_no_cpu_all_series_and_the_aggregate_under_its_own_names() {
+    // Sums over the seed's 16 vCPUs, computed with awk from the fixture:
+    // total 40328, core 21485, chip 18611, socket 232, cec 0, home 40206,
+    // adj 122, far 0.
+    let prom = stdout(&vcpustat("seed", &["-o", "prometheus"]));
+    assert!(!prom.contains("cpu=\"all\""), "{prom}");
+    for metric in [
+        "vcpustat_total_disp_total",
+        "vcpustat_numa_home_disp_total",
+        "vcpustat_home_pct",
+    ] {
+        let series = samples(&prom, metric);
+        assert_eq!(series.len(), 16, "{metric}: {series:?}");
+        assert!(series.iter().all(|(l, _)| l.starts_with("cpu=\"cpu")));
+        // Summing over cpu no longer counts the aggregate twice.
+        if metric != "vcpustat_home_pct" {
+            let sum: f64 = series.iter().map(|(_, v)| v).sum();
+            let expected = if metric.contains("home") {
+                40206.0
+            } else {
+                40328.0
+            };
+            assert_eq!(sum, expected, "{metric}");
+        }
+    }
+    let all = |metric: &str| {
+        let series = samples(&prom, metric);
+        assert_eq!(series.len(), 1, "{metric}: {prom}");
+        assert_eq!(series[0].0, "", "{metric} has no labels");
+        series[0].1
+    };
+    assert!(prom.contains("# TYPE vcpustat_all_total_disp_total counter\n"));
+    assert!(
+        prom.contains("\nvcpustat_all_total_disp_total 40328 "),
+        "{prom}"
+    );
+    assert_eq!(all("vcpustat_all_same_cpu_disp_total"), 21485.0);
+    assert_eq!(all("vcpustat_all_same_chip_disp_total"), 18611.0);
+    assert_eq!(all("vcpustat_all_diff_chip_disp_total"), 232.0);
+    assert_eq!(all("vcpustat_all_far_chip_disp_total"), 0.0);
+    assert_eq!(all("vcpustat_all_numa_home_disp_total"), 40206.0);
+    assert_eq!(all("vcpustat_all_numa_remote_disp_total"), 122.0);
+    assert_eq!(all("vcpustat_all_numa_far_disp_total"), 0.0);
+    assert_eq!(all("vcpustat_all_unattributed_disp_total"), 0.0);
+    let pct = all("vcpustat_all_home_pct");
+    assert!((pct - 100.0 * 40206.0 / 40328.0).abs() < 1e-9, "{pct}");
+    // With --top the per-vCPU series are cut, the aggregate is not.
+    let top = stdout(&vcpustat("seed", &["-o", "prometheus", "--top", "3"]));
+    assert_eq!(samples(&top, "vcpustat_total_disp_total").len(), 3);
+    assert_eq!(
+        samples(&top, "vcpustat_all_total_disp_total"),
+        [("", 40328.0)]
+    );
+    // JSON keeps the clearly labelled all row.
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&vcpustat("seed", &["-o", "json", "--top", "3"]))).unwrap();
+    let rows = json["samples"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[3]["cpu"], "all");
+    assert_eq!(rows[3]["numa_home_disp"], 40206);
+}
+
 #[test]
 fn cpus_top_and_sort_choose_the_rows() {
     // Worst home ratios of the seed: cpu11 2260/2273 = 99.43 %, cpu10
@@ -123,6 +202,8 @@ fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
         "socket",
         "cec",
         "[INTERVAL] [COUNT]",
+        "In json, ndjson and csv it is the last row, with\ncpu `all`",
+        "it is the vcpustat_all_* metrics, without a cpu\nlabel",
     ] {
         assert!(help.contains(needle), "--help lacks {needle:?}");
     }

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{output_error_status, report_error};
-use crate::common::output::{Format, Frame, FrameWriter, writer_for};
+use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
@@ -16,7 +16,7 @@ use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
 use super::kernel::{self, State};
-use super::render::{TextRenderer, View, machine_rows, schema};
+use super::render::{TextRenderer, View, machine_rows, prometheus_rows, prometheus_schema, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
 use super::restore::{RestorePlan, Undo, run_then_restore};
 
@@ -271,10 +271,11 @@ fn intervals(
     ended
 }
 
-/// The chosen output: vcpustat's text, or one of the core's writers.
+/// The chosen output: vcpustat's text, or one of the core's writers with the
+/// function that turns a report into its rows.
 enum Output {
     Text(TextRenderer, Vec<u8>),
-    Machine(Box<dyn FrameWriter>),
+    Machine(Box<dyn FrameWriter>, fn(&Report) -> Vec<Row>),
 }
 
 impl Output {
@@ -284,14 +285,27 @@ impl Output {
                 TextRenderer::new(options.view, options.timestamp),
                 Vec::new(),
             ),
-            format => Output::Machine(writer_for(format, schema(options.view == View::Raw), ",")),
+            // Prometheus gets the aggregate under its own metric names, not
+            // as a cpu="all" series (see `prometheus_schema`).
+            Format::Prometheus => Output::Machine(
+                writer_for(
+                    Format::Prometheus,
+                    prometheus_schema(options.view == View::Raw),
+                    ",",
+                ),
+                prometheus_rows,
+            ),
+            format => Output::Machine(
+                writer_for(format, schema(options.view == View::Raw), ","),
+                machine_rows,
+            ),
         }
     }
 
     fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match self {
             Output::Text(..) => Ok(()),
-            Output::Machine(writer) => writer.begin(out),
+            Output::Machine(writer, _) => writer.begin(out),
         }
     }
 
@@ -308,8 +322,8 @@ impl Output {
                 renderer.render(buf, time, report);
                 out.write_all(buf)?;
             }
-            Output::Machine(writer) => {
-                let rows = machine_rows(report);
+            Output::Machine(writer, rows_of) => {
+                let rows = rows_of(report);
                 let frame = Frame {
                     time,
                     index,
@@ -325,7 +339,7 @@ impl Output {
     fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match self {
             Output::Text(..) => Ok(()),
-            Output::Machine(writer) => writer.end(out),
+            Output::Machine(writer, _) => writer.end(out),
         }?;
         out.flush()
     }

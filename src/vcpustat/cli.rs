@@ -47,7 +47,10 @@ Columns (dispatches in the interval; shares of total in the default view):
   unatt   dispatches with no home distance (total - home - adj - far), shown
           when some occur
   home%   home-node hit ratio, home / total; `-` when there were no dispatches
-The `all` row is the ratio of the summed counts over the selected vCPUs.";
+The `all` row is the ratio of the summed counts over the selected vCPUs (with
+--top, also those not shown). In json, ndjson and csv it is the last row, with
+cpu `all`. In prometheus output it is the vcpustat_all_* metrics, without a cpu
+label, so that summing the per-vCPU series over cpu does not count it twice.";
 
 /// `vcpustat [OPTIONS] [INTERVAL [COUNT]]`, or a subcommand.
 #[derive(Debug, Parser)]
@@ -115,6 +118,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub top: Option<u64>,
     /// Output format.
+    ///
+    /// The `all` aggregate is the row with cpu `all` in json, ndjson and
+    /// csv, and the vcpustat_all_* metrics (no cpu label) in prometheus.
     #[arg(
         short = 'o',
         long = "output",

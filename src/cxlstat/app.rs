@@ -18,7 +18,7 @@ use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
 use super::counting::Counters;
 use super::error::CxlError;
 use super::render::{self, CountOutput, CountView, Span};
-use super::resolve::{resolve, select_pmus};
+use super::resolve::{resolve, select_pmus, threshold_warnings};
 use super::spec::parse_event_args;
 use super::stats::Reading;
 use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
@@ -212,6 +212,9 @@ fn run_count(
     let specs = parse_event_args(&options.events).map_err(CxlError::Spec)?;
     let selected = select_pmus(pmus, &options.pmus)?;
     let plan = resolve(pmus, &specs, &selected)?;
+    for warning in threshold_warnings(&plan, pmus) {
+        eprintln!("{TOOL}: warning: {warning}");
+    }
     if options.dry_run {
         render::dry_run(&plan, pmus, out)?;
         return Ok(0);

@@ -5,12 +5,12 @@ complete -c cxlstat -s p -l pid -d 'Refused: CXL PMUs cannot count per task' -r
 complete -c cxlstat -s t -l tid -d 'Refused: CXL PMUs cannot count per thread' -r
 complete -c cxlstat -s I -l interval-print -d 'Print counts every MS milliseconds, as perf stat -I' -r
 complete -c cxlstat -l interval-count -d 'With -I: stop after COUNT reports' -r
-complete -c cxlstat -s o -l output -d 'Output format' -r -f -a "text\t'Aligned columns for people'
+complete -c cxlstat -s o -l output -d 'Output format (csv: the common CSV of all hwstat tools, with a header, a timestamp and an index; -x gives perf stat\'s layout instead)' -r -f -a "text\t'Aligned columns for people'
 json\t'One JSON document, closed even when interrupted'
 ndjson\t'One JSON object per sample and line'
 csv\t'Comma-separated values with a header line'
 prometheus\t'Prometheus text exposition format (0.0.4), one exposition per sample'"
-complete -c cxlstat -s x -l field-separator -d 'CSV output with this field separator (as perf stat -x)' -r
+complete -c cxlstat -s x -l field-separator -d 'perf stat -x output with this separator: per line COUNT,UNIT,EVENT,RUN_NS,RUNNING%,RATE,/sec (with intervals, the time first)' -r
 complete -c cxlstat -l sysroot -d 'Read every kernel file under DIR instead of / (offline analysis, tests)' -r -F
 complete -c cxlstat -l record -d 'Write every kernel input read, with the sample times, to FILE' -r -F
 complete -c cxlstat -l replay -d 'Take the samples from a recording instead of the live system' -r -F

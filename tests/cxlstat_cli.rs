@@ -207,3 +207,53 @@ fn two_cpmus_on_one_memdev_and_vendor_raw_events() {
         assert!(events.contains(&format!("| {name} ")), "{name}: {events}");
     }
 }
+
+#[test]
+fn a_threshold_above_255_is_warned_about_once() {
+    let root = two_memdevs();
+    let root = root.to_str().unwrap();
+    // The format says config1:0-15, but the driver programs 8 bits.
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "-e",
+        "cxl_pmu_mem0.0/clock_ticks,threshold=300/",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cxlstat: warning: cxl_pmu_mem0.0/clock_ticks,threshold=300/: threshold 300 is \
+         above 255; the cxl_pmu driver programs only its low 8 bits, so the device uses 44\n"
+    );
+    assert!(stdout(&out).contains("config1                          0x12c"));
+
+    // On every CXL PMU: still one line for the event.
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "-e",
+        "vid=0x1e98,gid=0,mask=1,threshold=0x100",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cxlstat: warning: vid=0x1e98,gid=0,mask=1,threshold=0x100: threshold 256 is \
+         above 255; the cxl_pmu driver programs only its low 8 bits, so the device uses 0\n"
+    );
+    assert_eq!(stdout(&out).matches("sys_perf_event_open").count(), 2);
+
+    // 255 fits: no warning.
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "-e",
+        "vid=0x1e98,gid=0,mask=1,threshold=255",
+        "-e",
+        "cxl_pmu_mem1.0/clock_ticks,threshold=0xff/",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}

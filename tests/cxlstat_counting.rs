@@ -162,18 +162,46 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        lines[0],
-        "timestamp;index;pmu;event;count;rate_per_second;running_percent"
-    );
-    assert_eq!(lines.len(), 1 + 3 * cpus.len(), "{text}");
-    for line in &lines[1..] {
+    // perf stat -x layout: time;count;unit;event;run ns;running %;rate;/sec.
+    assert_eq!(lines.len(), 3 * cpus.len(), "{text}");
+    for line in &lines {
         let fields: Vec<&str> = line.split(';').collect();
-        let counted: f64 = fields[4].parse().unwrap();
+        assert_eq!(fields.len(), 8, "{line}");
+        assert_eq!(fields[2], "", "{line}");
+        assert!(
+            fields[3].starts_with("cxl_pmu_mem") && fields[3].ends_with("/cpu_clock/"),
+            "{line}"
+        );
+        let counted: f64 = fields[1].parse().unwrap();
         // About 100 ms of cpu-clock per interval and PMU (wide margin: a loaded CI box).
         assert!((70e6..130e6).contains(&counted), "{line}");
-        assert_eq!(fields[6], "100.00", "{line}");
+        let run_ns: f64 = fields[4].parse().unwrap();
+        assert!((70e6..130e6).contains(&run_ns), "{line}");
+        assert_eq!(fields[5], "100.00", "{line}");
+        assert_eq!(fields[7], "/sec", "{line}");
     }
+    let times: Vec<f64> = lines
+        .iter()
+        .map(|l| l.split(';').next().unwrap().trim().parse().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{text}");
+
+    // -o csv stays the common CSV of the hwstat tools.
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-e",
+        "cpu_clock",
+        "-o",
+        "csv",
+        "0.1",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some("timestamp,index,pmu,event,count,rate_per_second,running_percent")
+    );
 
     let out = cxlstat(&[
         "--sysroot",

@@ -9,16 +9,16 @@ use clap::Parser;
 
 use crate::common::cli::{output_error_status, report_error};
 use crate::common::interval::Schedule;
-use crate::common::output::{Format, writer_for};
+use crate::common::output::writer_for;
 use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 
-use super::cli::{Action, Args, CountOptions, Options, Timing};
+use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
 use super::counting::Counters;
 use super::error::CxlError;
 use super::render::{self, CountOutput, CountView, Span};
-use super::resolve::{resolve, select_pmus};
+use super::resolve::{resolve, select_pmus, threshold_warnings};
 use super::spec::parse_event_args;
 use super::stats::Reading;
 use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
@@ -212,15 +212,23 @@ fn run_count(
     let specs = parse_event_args(&options.events).map_err(CxlError::Spec)?;
     let selected = select_pmus(pmus, &options.pmus)?;
     let plan = resolve(pmus, &specs, &selected)?;
+    for warning in threshold_warnings(&plan, pmus) {
+        eprintln!("{TOOL}: warning: {warning}");
+    }
     if options.dry_run {
         render::dry_run(&plan, pmus, out)?;
         return Ok(0);
     }
-    let output = match options.format {
-        Format::Text => CountOutput::Text {
-            intervals: options.timing != Timing::AtEnd,
+    let intervals = options.timing != Timing::AtEnd;
+    let output = match &options.output {
+        CountFormat::Text => CountOutput::Text { intervals },
+        CountFormat::Core(format) => {
+            CountOutput::Frames(writer_for(*format, render::schema(), ","))
+        }
+        CountFormat::PerfCsv(separator) => CountOutput::PerfCsv {
+            separator: separator.clone(),
+            intervals,
         },
-        format => CountOutput::Frames(writer_for(format, render::schema(), &options.separator)),
     };
     let stop = StopSignal::install()
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;

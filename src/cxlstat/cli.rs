@@ -63,10 +63,12 @@ pub struct Args {
     /// Sum each event over all PMUs instead of one row per PMU and event.
     #[arg(long)]
     pub aggregate: bool,
-    /// Output format.
+    /// Output format (csv: the common CSV of all hwstat tools, with a header,
+    /// a timestamp and an index; -x gives perf stat's layout instead).
     #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
     pub output: Option<Format>,
-    /// CSV output with this field separator (as perf stat -x).
+    /// perf stat -x output with this separator: per line
+    /// COUNT,UNIT,EVENT,RUN_NS,RUNNING%,RATE,/sec (with intervals, the time first).
     #[arg(
         short = 'x',
         long = "field-separator",
@@ -134,14 +136,23 @@ pub struct CountOptions {
     pub timing: Timing,
     /// Sum over PMUs.
     pub aggregate: bool,
-    /// Output format.
-    pub format: Format,
-    /// CSV separator.
-    pub separator: String,
+    /// How counts are written.
+    pub output: CountFormat,
     /// Only print the attrs.
     pub dry_run: bool,
     /// Command to run while counting.
     pub command: Vec<String>,
+}
+
+/// How counts are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CountFormat {
+    /// Aligned text.
+    Text,
+    /// A core writer (json, ndjson, the common CSV, prometheus).
+    Core(Format),
+    /// `perf stat -x SEP` lines with this separator.
+    PerfCsv(String),
 }
 
 /// What cxlstat was asked to do.
@@ -213,18 +224,22 @@ impl Options {
                     "a count of 0 reports: expected at least 1".to_string(),
                 ));
             }
-            let (format, separator) = match (&args.separator, args.output) {
-                (Some(sep), _) => (Format::Csv, sep.clone()),
-                (None, Some(format)) => (format, ",".to_string()),
-                (None, None) => (Format::Text, ",".to_string()),
+            let output = match (&args.separator, args.output) {
+                (Some(sep), _) if sep.is_empty() => {
+                    return Err(CxlError::Spec(
+                        "-x: expected a non-empty field separator".to_string(),
+                    ));
+                }
+                (Some(sep), _) => CountFormat::PerfCsv(sep.clone()),
+                (None, None | Some(Format::Text)) => CountFormat::Text,
+                (None, Some(format)) => CountFormat::Core(format),
             };
             Action::Count(CountOptions {
                 events: args.events,
                 pmus: args.pmus,
                 timing,
                 aggregate: args.aggregate,
-                format,
-                separator,
+                output,
                 dry_run: args.dry_run,
                 command: args.command,
             })
@@ -296,10 +311,23 @@ mod tests {
     #[test]
     fn formats_commands_and_refusals() {
         let c = count(&["-e", "a", "-e", "b", "-x", ";", "-a", "--", "sleep", "1"]);
-        assert_eq!((c.format, c.separator.as_str()), (Format::Csv, ";"));
+        assert_eq!(c.output, CountFormat::PerfCsv(";".into()));
         assert_eq!(c.events, ["a", "b"]);
         assert_eq!(c.command, ["sleep", "1"]);
-        assert_eq!(count(&["-e", "a", "-o", "json"]).format, Format::Json);
+        assert_eq!(
+            count(&["-e", "a", "-o", "json"]).output,
+            CountFormat::Core(Format::Json)
+        );
+        assert_eq!(
+            count(&["-e", "a", "-o", "csv"]).output,
+            CountFormat::Core(Format::Csv)
+        );
+        assert_eq!(count(&["-e", "a"]).output, CountFormat::Text);
+        assert!(
+            options(&["-e", "a", "-x", ""])
+                .unwrap_err()
+                .contains("non-empty field separator")
+        );
         let err = options(&["-e", "a", "-p", "1"]).unwrap_err();
         assert!(
             err.contains("-p 1 is not possible") && err.contains("system-wide"),

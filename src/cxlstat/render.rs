@@ -12,7 +12,7 @@ use super::catalogue::{self, CXL_VENDOR_ID};
 use super::counting::describe_attr;
 use super::format::{ConfigWord, EventAttr, Format};
 use super::resolve::Plan;
-use super::stats::{Measurement, Reading, measure, sum};
+use super::stats::{Measurement, Reading, measure, sum, times};
 use super::sysfs::Pmu;
 
 fn table(header: Vec<&str>) -> Table {
@@ -199,6 +199,9 @@ pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()>
 struct RowSpec {
     pmu: String,
     event: String,
+    /// The event as perf names it: `PMU/terms/`, or the event as given
+    /// when summed over PMUs.
+    perf_name: String,
     slots: Vec<usize>,
 }
 
@@ -230,6 +233,52 @@ pub enum CountOutput {
     },
     /// A core writer (JSON, CSV...).
     Frames(Box<dyn FrameWriter>),
+    /// `perf stat -x` lines.
+    PerfCsv {
+        /// The field separator.
+        separator: String,
+        /// Whether lines start with the interval's time.
+        intervals: bool,
+    },
+}
+
+/// The running percentage as `perf stat -x` prints it: 100 when the event
+/// ran all the time it was enabled, else `100 * run / ena` in integer
+/// arithmetic (so 33.3% prints as 33.00).
+fn perf_running_percent(running: u64, enabled: u64) -> u64 {
+    if running == enabled {
+        return 100;
+    }
+    (100 * running as u128)
+        .checked_div(enabled as u128)
+        .map_or(100, |p| p.min(u64::MAX as u128) as u64)
+}
+
+/// One `perf stat -x SEP` line: `[TIME SEP] COUNT SEP UNIT SEP EVENT SEP
+/// RUN_NS SEP RUNNING% SEP RATE SEP /sec`, with `<not counted>` and empty
+/// metric fields for an event that never ran. CXL events have no unit.
+fn write_perf_csv_line(
+    out: &mut dyn Write,
+    sep: &str,
+    time: Option<Duration>,
+    event: &str,
+    count: Option<u64>,
+    (running, enabled): (u64, u64),
+    rate: Option<f64>,
+) -> io::Result<()> {
+    if let Some(t) = time {
+        write!(out, "{:6}.{:09}{sep}", t.as_secs(), t.subsec_nanos())?;
+    }
+    match count {
+        Some(c) => write!(out, "{c}")?,
+        None => write!(out, "<not counted>")?,
+    }
+    let percent = perf_running_percent(running, enabled);
+    write!(out, "{sep}{sep}{event}{sep}{running}{sep}{percent}.00{sep}")?;
+    match (count, rate) {
+        (Some(_), Some(r)) => writeln!(out, "{r:.3}{sep}/sec"),
+        _ => writeln!(out, "{sep}"),
+    }
 }
 
 /// Turns readings into rows, per PMU and event or summed over PMUs.
@@ -281,6 +330,7 @@ impl CountView {
                     None => rows.push(RowSpec {
                         pmu: "all".to_string(),
                         event: plan.spec_labels[event.spec].clone(),
+                        perf_name: plan.spec_labels[event.spec].clone(),
                         slots: vec![slot],
                     }),
                 }
@@ -288,6 +338,7 @@ impl CountView {
                 rows.push(RowSpec {
                     pmu: pmus[event.pmu].name.clone(),
                     event: event.label.clone(),
+                    perf_name: format!("{}/{}/", pmus[event.pmu].name, event.label),
                     slots: vec![slot],
                 });
             }
@@ -312,6 +363,7 @@ impl CountView {
     pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match &mut self.output {
             CountOutput::Frames(w) => w.begin(out),
+            CountOutput::PerfCsv { .. } => Ok(()),
             CountOutput::Text { intervals: true } => {
                 writeln!(
                     out,
@@ -371,6 +423,31 @@ impl CountView {
                 };
                 writer.frame(out, &frame)
             }
+            CountOutput::PerfCsv {
+                separator,
+                intervals,
+            } => {
+                for row in &self.rows {
+                    let m = Self::measurement(row, previous, current);
+                    let (running, enabled) = row.slots.iter().fold((0u64, 0u64), |(r, e), &s| {
+                        let (run, ena) = times(previous[s], current[s]);
+                        (r.saturating_add(run), e.saturating_add(ena))
+                    });
+                    write_perf_csv_line(
+                        out,
+                        separator,
+                        intervals.then_some(since_start),
+                        &row.perf_name,
+                        m.count,
+                        (running, enabled),
+                        m.count.and_then(rate),
+                    )?;
+                }
+                for note in notes {
+                    eprintln!("cxlstat: note: {note}");
+                }
+                out.flush()
+            }
             CountOutput::Text { intervals } => {
                 let intervals = *intervals;
                 for row in &self.rows {
@@ -415,7 +492,7 @@ impl CountView {
     pub fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match &mut self.output {
             CountOutput::Frames(w) => w.end(out),
-            CountOutput::Text { .. } => out.flush(),
+            CountOutput::Text { .. } | CountOutput::PerfCsv { .. } => out.flush(),
         }
     }
 }
@@ -467,13 +544,12 @@ mod tests {
     }
 
     fn render(aggregate: bool) -> String {
+        render_as(aggregate, CountOutput::Text { intervals: true })
+    }
+
+    fn render_as(aggregate: bool, output: CountOutput) -> String {
         let pmus = [pmu("cxl_pmu_mem0.0"), pmu("cxl_pmu_mem1.0")];
-        let mut view = CountView::new(
-            &plan(),
-            &pmus,
-            aggregate,
-            CountOutput::Text { intervals: true },
-        );
+        let mut view = CountView::new(&plan(), &pmus, aggregate, output);
         let r = |count, enabled, running| Reading {
             count,
             enabled,
@@ -553,5 +629,53 @@ mod tests {
             ["2.000000000", "all", "ddr_act", "1300", "650.00", "62.50%"]
         );
         assert_eq!(rows[1][2..4], ["clock_ticks", "<not"]);
+    }
+
+    fn perf_csv(separator: &str, intervals: bool) -> CountOutput {
+        CountOutput::PerfCsv {
+            separator: separator.to_string(),
+            intervals,
+        }
+    }
+
+    #[test]
+    fn perf_csv_lines_follow_perf_stat_x() {
+        // perf stat -x, -I: "%6lu.%09lu" time, count, empty unit, event,
+        // run time in ns, integer running percentage as %.2f, then the
+        // metric (here events per second, "%.3f" and "/sec").
+        assert_eq!(
+            render_as(false, perf_csv(",", true)),
+            "     2.000000000,1000,,cxl_pmu_mem0.0/ddr_act/,500,25.00,500.000,/sec\n\
+             \x20    2.000000000,300,,cxl_pmu_mem1.0/ddr_act/,2000,100.00,150.000,/sec\n\
+             \x20    2.000000000,<not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
+        );
+        // Without intervals there is no time field; any separator.
+        assert_eq!(
+            render_as(false, perf_csv(";", false)),
+            "1000;;cxl_pmu_mem0.0/ddr_act/;500;25.00;500.000;/sec\n\
+             300;;cxl_pmu_mem1.0/ddr_act/;2000;100.00;150.000;/sec\n\
+             <not counted>;;cxl_pmu_mem0.0/clock_ticks/;0;0.00;;\n"
+        );
+    }
+
+    #[test]
+    fn perf_csv_aggregate_sums_times_and_truncates_the_percentage() {
+        // Run times add up (500 + 2000 of 4000 enabled): 62.5% prints as
+        // 62.00, as perf's integer 100 * run / ena does.
+        assert_eq!(
+            render_as(true, perf_csv(",", false)),
+            "1300,,ddr_act,2500,62.00,650.000,/sec\n\
+             <not counted>,,clock_ticks,0,0.00,,\n"
+        );
+    }
+
+    #[test]
+    fn perf_running_percent_is_integer_and_100_when_equal() {
+        assert_eq!(perf_running_percent(0, 0), 100);
+        assert_eq!(perf_running_percent(7, 7), 100);
+        assert_eq!(perf_running_percent(1, 3), 33);
+        assert_eq!(perf_running_percent(2, 3), 66);
+        assert_eq!(perf_running_percent(0, 5), 0);
+        assert_eq!(perf_running_percent(u64::MAX / 2, u64::MAX), 49);
     }
 }

@@ -143,6 +143,41 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
     Ok(plan)
 }
 
+/// The largest threshold the cxl_pmu driver passes on: it reads `threshold`
+/// into a `u8` and programs 8 bits of the counter configuration, although
+/// the format advertises `config1:0-15`.
+pub const DRIVER_THRESHOLD_MAX: u64 = 0xff;
+
+/// One warning per specification whose `threshold` is above what the driver
+/// programs (naming the event and the value, and what the hardware gets).
+pub fn threshold_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (spec, label) in plan.spec_labels.iter().enumerate() {
+        let events: Vec<&ResolvedEvent> = plan.events().filter(|e| e.spec == spec).collect();
+        let Some(first) = events.first() else {
+            continue;
+        };
+        let one_pmu = events.iter().all(|e| e.pmu == first.pmu);
+        let too_big = events.iter().find_map(|e| {
+            let value = pmus[e.pmu].format.field("threshold")?.extract(&e.attr);
+            (value > DRIVER_THRESHOLD_MAX).then_some(value)
+        });
+        if let Some(value) = too_big {
+            let name = if one_pmu {
+                format!("{}/{label}/", pmus[first.pmu].name)
+            } else {
+                label.clone()
+            };
+            warnings.push(format!(
+                "{name}: threshold {value} is above {DRIVER_THRESHOLD_MAX}; the cxl_pmu \
+                 driver programs only its low 8 bits, so the device uses {}",
+                value & DRIVER_THRESHOLD_MAX
+            ));
+        }
+    }
+    warnings
+}
+
 /// True for a bare term that names an event (not a format field or config word).
 fn names_event(pmu: &Pmu, term: &Term) -> bool {
     term.value.is_none()

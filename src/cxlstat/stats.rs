@@ -86,6 +86,14 @@ pub fn measure(previous: Reading, current: Reading) -> Measurement {
     }
 }
 
+/// The running and enabled times (ns) between two readings.
+pub fn times(previous: Reading, current: Reading) -> (u64, u64) {
+    (
+        delta(previous.running, current.running, Width::Bits64),
+        delta(previous.enabled, current.enabled, Width::Bits64),
+    )
+}
+
 /// Sums measurements of one event over several PMUs: counts add up, the
 /// running fraction is the mean over those that ran; `None` when none ran.
 pub fn sum(parts: impl IntoIterator<Item = Measurement>) -> Measurement {

@@ -4,7 +4,7 @@
 #
 # Usage: bench/iostat.sh [SIZE...]        (default sizes: 10 1000 10000)
 # Environment:
-#   IOSTAT_RS   binary under test (default: release build of this checkout)
+#   IOSTAT_RS   binary under test (default: the dist build of this checkout)
 #   SYSSTAT     reference binary (default: /usr/bin/iostat)
 #   REPS        repetitions of each one-report run (default: 20)
 #   COUNT       reports in each interval run (default: 5)
@@ -52,9 +52,9 @@ done
 
 if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
     if [ -z "${IOSTAT_RS:-}" ]; then
-        (cd "$here" && cargo build --release --quiet --bin iostat-rs)
-        # .cargo/config.toml builds for the host triple as an explicit target.
-        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/$(rustc -vV | sed -n 's/^host: //p')/release/iostat-rs
+        # The shipped build (Cargo.toml's `dist` profile).
+        (cd "$here" && cargo build --profile dist --quiet --bin iostat-rs)
+        IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/dist/iostat-rs
     fi
     [ -x "$IOSTAT_RS" ] || { echo "bench/iostat.sh: no binary at $IOSTAT_RS" >&2; exit 2; }
     export IOSTAT_RS SYSSTAT REPS COUNT IREPS RSS_REPS HWSTAT_BENCH_IN_NAMESPACE=1

@@ -30,9 +30,9 @@ ROUNDS=${ROUNDS:-3}
 PERF=${PERF:-perf}
 target=${CARGO_TARGET_DIR:-target}
 
-cargo build --release --quiet --bin cxlstat
-# .cargo/config.toml builds for the host triple as an explicit target.
-bin="$target/$(rustc -vV | sed -n 's/^host: //p')/release/cxlstat"
+# The shipped build (Cargo.toml's `dist` profile).
+cargo build --profile dist --quiet --bin cxlstat
+bin="$target/dist/cxlstat"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,0 +1,150 @@
+//! The three programs are hardened as a distribution would ship them:
+//! position-independent (so ASLR moves their own code), full RELRO (the
+//! GOT is read-only after start-up: `PT_GNU_RELRO` plus `BIND_NOW`), and a
+//! non-executable stack (`PT_GNU_STACK` without `PF_X`). cxlstat is meant
+//! to carry `cap_perfmon`, which makes this matter.
+//!
+//! The ELF headers are read with the `object` crate. The checker itself is
+//! tested on a program built without any of the three (with gcc), so a
+//! checker that accepted everything would fail here.
+
+use object::elf;
+use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+use object::{Endianness, FileKind};
+use std::path::Path;
+use std::process::Command;
+
+/// What a hardened executable must have; each field is true when present.
+#[derive(Debug, PartialEq, Eq)]
+struct Hardening {
+    pie: bool,
+    relro: bool,
+    bind_now: bool,
+    stack_not_executable: bool,
+}
+
+impl Hardening {
+    const FULL: Hardening = Hardening {
+        pie: true,
+        relro: true,
+        bind_now: true,
+        stack_not_executable: true,
+    };
+}
+
+fn inspect(path: &Path) -> Hardening {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    match FileKind::parse(&*data).expect("an object file") {
+        FileKind::Elf64 => inspect_elf::<elf::FileHeader64<Endianness>>(&data),
+        FileKind::Elf32 => inspect_elf::<elf::FileHeader32<Endianness>>(&data),
+        other => panic!("{}: not ELF but {other:?}", path.display()),
+    }
+}
+
+fn inspect_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Hardening {
+    let header = H::parse(data).expect("ELF header");
+    let endian = header.endian().expect("ELF endianness");
+    let segments = header
+        .program_headers(endian, data)
+        .expect("program headers");
+    let mut found = Hardening {
+        pie: false,
+        relro: false,
+        bind_now: false,
+        stack_not_executable: false,
+    };
+    let mut has_interp = false;
+    let mut pie_flag = false;
+    for segment in segments {
+        match segment.p_type(endian) {
+            elf::PT_INTERP => has_interp = true,
+            elf::PT_GNU_RELRO => found.relro = true,
+            elf::PT_GNU_STACK => {
+                found.stack_not_executable = segment.p_flags(endian) & elf::PF_X == 0
+            }
+            _ => {}
+        }
+        let Some(dynamic) = segment.dynamic(endian, data).expect("dynamic section") else {
+            continue;
+        };
+        for entry in dynamic {
+            let value = entry.d_val(endian).into();
+            match entry.d_tag(endian).into() as u32 {
+                elf::DT_BIND_NOW => found.bind_now = true,
+                elf::DT_FLAGS if value & u64::from(elf::DF_BIND_NOW) != 0 => found.bind_now = true,
+                elf::DT_FLAGS_1 => {
+                    found.bind_now |= value & u64::from(elf::DF_1_NOW) != 0;
+                    pie_flag = value & u64::from(elf::DF_1_PIE) != 0;
+                }
+                _ => {}
+            }
+        }
+    }
+    // ET_DYN is both a shared library and a PIE; an executable one has an
+    // interpreter (dynamic PIE) or says DF_1_PIE (static PIE).
+    found.pie = header.e_type(endian) == elf::ET_DYN && (has_interp || pie_flag);
+    found
+}
+
+#[test]
+fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
+    for program in [
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        env!("CARGO_BIN_EXE_vcpustat"),
+        env!("CARGO_BIN_EXE_cxlstat"),
+    ] {
+        assert_eq!(inspect(Path::new(program)), Hardening::FULL, "{program}");
+    }
+}
+
+#[test]
+fn the_checker_sees_a_program_built_without_hardening() {
+    let dir = std::env::temp_dir().join(format!("hwstat-hardening-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("plain.c");
+    std::fs::write(&source, "int main(void) { return 0; }\n").unwrap();
+    let built = |name: &str, flags: &[&str]| {
+        let out = dir.join(name);
+        let status = Command::new("cc")
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(&source)
+            .status();
+        match status {
+            Ok(s) if s.success() => Some(out),
+            _ => None,
+        }
+    };
+    let Some(weak) = built("weak", &["-no-pie", "-Wl,-z,norelro,-z,lazy,-z,execstack"]) else {
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no C compiler (cc) to build the checker's counter-example; install gcc"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED the_checker_sees_a_program_built_without_hardening: no C compiler (cc); install gcc"
+        );
+        return;
+    };
+    let strong = built(
+        "strong",
+        &["-pie", "-fPIE", "-Wl,-z,relro,-z,now,-z,noexecstack"],
+    )
+    .unwrap();
+    let weak_seen = inspect(&weak);
+    let strong_seen = inspect(&strong);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        weak_seen,
+        Hardening {
+            pie: false,
+            relro: false,
+            bind_now: false,
+            stack_not_executable: false,
+        }
+    );
+    assert_eq!(strong_seen, Hardening::FULL);
+}

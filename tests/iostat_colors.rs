@@ -30,6 +30,8 @@
 //! CPU percentage the field divided by the sum of the `cpu` line's fields.
 
 // Shared with tests/differential_sysstat.rs and tests/iostat_faults.rs.
+#[path = "support/skip.rs"]
+mod skip;
 #[allow(dead_code)]
 mod sysstat_compare;
 
@@ -438,10 +440,10 @@ fn colours_stay_off_when_not_asked_for() {
 #[test]
 fn same_as_debian_iostat_outside_the_percentage_ranges() {
     if let Some(reason) = sysstat_compare::namespace_unavailable() {
-        if env::var("CI").as_deref() == Ok("true") {
-            panic!("cannot compare with sysstat under CI=true: {reason}");
-        }
-        eprintln!("same_as_debian_iostat_outside_the_percentage_ranges: skipped: {reason}");
+        skip::skip(
+            "same_as_debian_iostat_outside_the_percentage_ranges",
+            &reason,
+        );
         return;
     }
     // 12.6.1 knows H and M, current sysstat W/M and X/H: all set to the

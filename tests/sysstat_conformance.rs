@@ -24,6 +24,9 @@
 //! A case may be skipped only when `docs/sysstat-compat.md` lists it as a
 //! deliberate deviation. Adding a row and an expected file adds a case.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::Write;
@@ -45,12 +48,18 @@ struct Case {
     kind: String,
 }
 
-fn cases_dir() -> Option<PathBuf> {
+/// The directory of sysstat's test data: `Ok` when it holds `cases.tsv`,
+/// `Err` with the directory looked at otherwise.
+fn cases_dir() -> Result<PathBuf, PathBuf> {
     let dir = match std::env::var_os("SYSSTAT_TESTS") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/sysstat-tests"),
     };
-    dir.join("cases.tsv").is_file().then_some(dir)
+    if dir.join("cases.tsv").is_file() {
+        Ok(dir)
+    } else {
+        Err(dir)
+    }
 }
 
 fn read_cases(dir: &Path) -> Vec<Case> {
@@ -129,7 +138,7 @@ fn deviations() -> HashMap<String, Deviation> {
 fn as_link(data: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(data).ok()?;
     (!text.is_empty()
-        && !text.contains('\n')
+        && !text.contains(['\n', '\0'])
         && (text.starts_with("../") || text.starts_with('/'))
         && !text.contains(' '))
     .then(|| text.to_string())
@@ -172,6 +181,8 @@ fn normalize(path: &str) -> String {
 fn root_entries(root: &Path) -> BTreeMap<String, Entry> {
     let mut entries = BTreeMap::new();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    // Symbolic links, real ones and flattened ones alike: (path, target).
+    let mut links: Vec<(String, String)> = Vec::new();
     let mut stack = vec![(root.to_path_buf(), "/".to_string())];
     while let Some((dir, kpath)) = stack.pop() {
         entries.insert(format!("isdir {kpath}"), Entry::IsDir(true));
@@ -201,10 +212,7 @@ fn root_entries(root: &Path) -> BTreeMap<String, Entry> {
                 stack.push((item.path(), child));
             } else if ft.is_symlink() {
                 let target = fs::read_link(item.path()).unwrap();
-                entries.insert(
-                    format!("link {child}"),
-                    Entry::Link(target.to_string_lossy().into_owned()),
-                );
+                links.push((child, target.to_string_lossy().into_owned()));
             } else if ft.is_file() {
                 files.push((child, fs::read(item.path()).unwrap_or_default()));
             }
@@ -224,22 +232,26 @@ fn root_entries(root: &Path) -> BTreeMap<String, Entry> {
         if let Some(dev) = as_devnum(path, data) {
             entries.insert(format!("devnum {path}"), Entry::Device(dev.0, dev.1));
         }
-        if let Some(target) = as_link(data) {
-            entries.insert(format!("link {path}"), Entry::Link(target.clone()));
-            let parent = path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
-            let resolved = normalize(&format!("{parent}/{target}"));
-            if dirs.contains(&resolved) {
-                entries.insert(format!("isdir {path}"), Entry::IsDir(true));
-                let prefix = format!("{resolved}/");
-                for (other, content) in &file_map {
-                    if let Some(rel) = other.strip_prefix(&prefix) {
-                        entries.insert(format!("read {path}/{rel}"), file_entry(content));
-                    }
+        match as_link(data) {
+            Some(target) => links.push((path.clone(), target)),
+            None => {
+                entries.insert(format!("read {path}"), file_entry(data));
+            }
+        }
+    }
+    for (path, target) in &links {
+        entries.insert(format!("link {path}"), Entry::Link(target.clone()));
+        let parent = path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+        let resolved = normalize(&format!("{parent}/{target}"));
+        if dirs.contains(&resolved) {
+            entries.insert(format!("isdir {path}"), Entry::IsDir(true));
+            let prefix = format!("{resolved}/");
+            for (other, content) in &file_map {
+                if let Some(rel) = other.strip_prefix(&prefix) {
+                    entries.insert(format!("read {path}/{rel}"), file_entry(content));
                 }
             }
-            continue;
         }
-        entries.insert(format!("read {path}"), file_entry(data));
     }
     entries.insert("devnum /dev/mapper/virtualhd".into(), Entry::Device(253, 2));
     entries
@@ -512,22 +524,33 @@ fn check(case: &Case, dir: &Path, out: &Outcome) -> Result<(), String> {
     }
 }
 
-#[test]
-fn sysstat_conformance() {
-    let Some(dir) = cases_dir() else {
-        let msg = "sysstat conformance: no cases.tsv (set SYSSTAT_TESTS=DIR); skipped";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{msg}, but CI=true requires it");
+/// The test data directory, or `None` after saying why the test cannot run.
+fn cases_dir_or_skip(test: &str) -> Option<PathBuf> {
+    match cases_dir() {
+        Ok(dir) => Some(dir),
+        Err(looked_at) => {
+            skip::skip(
+                test,
+                &format!(
+                    "no sysstat test data (cases.tsv) in {}; set SYSSTAT_TESTS=DIR (README: \"sysstat's test data\")",
+                    looked_at.display()
+                ),
+            );
+            None
         }
-        eprintln!("{msg}");
-        return;
-    };
-    let cases = read_cases(&dir);
+    }
+}
+
+/// Runs every case of the test data in `dir`; panics with the summary if
+/// any fails.
+fn conformance(dir: &Path, label: &str) {
+    let cases = read_cases(dir);
     let deviations = deviations();
-    let work = std::env::temp_dir().join(format!("iostat-conformance-{}", std::process::id()));
+    let work =
+        std::env::temp_dir().join(format!("iostat-conformance-{}-{label}", std::process::id()));
     fs::create_dir_all(&work).unwrap();
     let mut roots = Roots {
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         cache: HashMap::new(),
     };
     let (mut passed, mut failed, mut deviated) = (0, 0, 0);
@@ -550,7 +573,7 @@ fn sysstat_conformance() {
         let file = work.join(format!("{}.rec", case.id));
         write_recording(&mut roots, case, &args, &file, withhold);
         let out = run(case, &file, &args);
-        match check(case, &dir, &out) {
+        match check(case, dir, &out) {
             Ok(()) if withhold.is_some() => {
                 deviated += 1;
                 report.push_str(&format!(
@@ -573,11 +596,102 @@ fn sysstat_conformance() {
     let _ = fs::remove_dir_all(&work);
     eprint!("{report}");
     let summary = format!(
-        "sysstat conformance: {passed} passed, {failed} failed, {deviated} deviations ({} cases from {})",
+        "sysstat conformance ({label}): {passed} passed, {failed} failed, {deviated} deviations ({} cases from {})",
         cases.len(),
         dir.display()
     );
     eprintln!("{summary}");
-    println!("{summary}");
     assert_eq!(failed, 0, "{summary}");
+}
+
+#[test]
+fn sysstat_conformance() {
+    if let Some(dir) = cases_dir_or_skip("sysstat_conformance") {
+        conformance(&dir, "as given");
+    }
+}
+
+/// Copies the tree at `from` to `to`, turning every flattened link (a file
+/// holding `../target`) into a real symbolic link; returns how many.
+fn copy_with_real_symlinks(from: &Path, to: &Path) -> usize {
+    fs::create_dir_all(to).unwrap();
+    let mut made = 0;
+    for item in fs::read_dir(from).unwrap() {
+        let item = item.unwrap();
+        let (source, dest) = (item.path(), to.join(item.file_name()));
+        let ft = item.file_type().unwrap();
+        if ft.is_dir() {
+            made += copy_with_real_symlinks(&source, &dest);
+        } else if ft.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&source).unwrap(), &dest).unwrap();
+            made += 1;
+        } else {
+            let data = fs::read(&source).unwrap();
+            match as_link(&data) {
+                Some(target) => {
+                    std::os::unix::fs::symlink(target, &dest).unwrap();
+                    made += 1;
+                }
+                None => fs::write(&dest, data).unwrap(),
+            }
+        }
+    }
+    made
+}
+
+/// sysstat's own repository (and a plain `git clone` of it) has real
+/// symbolic links where the shared copy has flattened ones: both pass.
+#[test]
+fn sysstat_conformance_with_real_symlinks() {
+    let Some(dir) = cases_dir_or_skip("sysstat_conformance_with_real_symlinks") else {
+        return;
+    };
+    let copy =
+        std::env::temp_dir().join(format!("iostat-conformance-links-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&copy);
+    let links = copy_with_real_symlinks(&dir, &copy);
+    assert!(links > 10, "only {links} links in {}", dir.display());
+    conformance(&copy, "real symbolic links");
+    fs::remove_dir_all(&copy).unwrap();
+}
+
+/// A small tree written in each form gives the same recording entries.
+#[test]
+fn both_link_forms_give_the_same_recording() {
+    let base = std::env::temp_dir().join(format!("iostat-link-forms-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&base);
+    let build = |name: &str, link: &dyn Fn(&str, &Path)| {
+        let root = base.join(name);
+        fs::create_dir_all(root.join("sys/block/sda")).unwrap();
+        fs::create_dir_all(root.join("sys/dev/block")).unwrap();
+        fs::create_dir_all(root.join("dev/mapper")).unwrap();
+        fs::write(root.join("sys/block/sda/stat"), "1 2 3 4 5 6 7 8 9 10 11\n").unwrap();
+        fs::write(root.join("sys/block/sda/dev"), "8:0\n").unwrap();
+        fs::write(root.join("dev/sda"), "8 0").unwrap();
+        fs::write(root.join("dev/dm-2"), "253 2").unwrap();
+        link("../../block/sda", &root.join("sys/dev/block/8:0"));
+        link("../dm-2", &root.join("dev/mapper/virtualhd"));
+        link("/dev/sda", &root.join("dev/root"));
+        root_entries(&root)
+    };
+    let real = build("real", &|target, at| {
+        std::os::unix::fs::symlink(target, at).unwrap()
+    });
+    let flat = build("flat", &|target, at| fs::write(at, target).unwrap());
+    fs::remove_dir_all(&base).unwrap();
+    assert_eq!(real, flat);
+    // What both must answer: the link itself, and the linked directory's files.
+    assert_eq!(
+        real.get("link /sys/dev/block/8:0"),
+        Some(&Entry::Link("../../block/sda".into()))
+    );
+    assert_eq!(
+        real.get("read /sys/dev/block/8:0/stat"),
+        Some(&Entry::Text("1 2 3 4 5 6 7 8 9 10 11\n".into()))
+    );
+    assert_eq!(
+        real.get("isdir /sys/dev/block/8:0"),
+        Some(&Entry::IsDir(true))
+    );
+    assert_eq!(real.get("devnum /dev/sda"), Some(&Entry::Device(8, 0)));
 }

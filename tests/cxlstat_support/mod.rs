@@ -3,6 +3,9 @@
 //! PMU (type 1), so real counting runs through perf_event_open anywhere.
 #![allow(dead_code)]
 
+#[path = "../support/skip.rs"]
+pub mod skip;
+
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -112,12 +115,12 @@ pub fn perf_usable(test: &str) -> bool {
     b.any_pid().one_cpu(0).include_kernel().include_hv();
     match b.build() {
         Ok(_) => true,
-        Err(e)
-            if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
-                && std::env::var("CI").as_deref() != Ok("true") =>
-        {
-            eprintln!(
-                "skipping {test}: system-wide perf_event_open fails here ({e}); needs root or CAP_PERFMON"
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
+            skip::skip(
+                test,
+                &format!(
+                    "system-wide perf_event_open fails here ({e}); run as root or with CAP_PERFMON"
+                ),
             );
             false
         }

@@ -153,7 +153,7 @@ pub fn sysstat_on_tree_with_env(
 /// Why Debian's iostat cannot be run in a namespace here, if it cannot.
 pub fn namespace_unavailable() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root for mount namespaces".into());
+        return Some("needs root for a private mount namespace: run the tests as root (e.g. sudo -E cargo test --release)".into());
     }
     if !Path::new(SYSSTAT).exists() {
         return Some(format!("{SYSSTAT} is missing (apt-get install sysstat)"));
@@ -163,7 +163,11 @@ pub fn namespace_unavailable() -> Option<String> {
         .status()
     {
         Ok(s) if s.success() => None,
-        Ok(s) => Some(format!("unshare -m failed ({s})")),
-        Err(e) => Some(format!("cannot run unshare: {e}")),
+        Ok(s) => Some(format!(
+            "unshare -m failed ({s}); mount namespaces must be allowed (root, util-linux)"
+        )),
+        Err(e) => Some(format!(
+            "cannot run unshare: {e} (apt-get install util-linux)"
+        )),
     }
 }

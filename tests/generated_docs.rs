@@ -1,55 +1,162 @@
-//! man/ and completions/ are generated from the CLI definitions; this test
-//! regenerates them and fails if the checked-in files differ.
+//! man/ and completions/ are generated from the CLI definitions and the
+//! manual sections of each tool (`src/*/manual.rs`); this test regenerates
+//! them and fails if the checked-in files differ, and checks every page with
+//! `groff -ww -man -z` (no warning allowed).
 //!
-//! After changing a command line, run
+//! After changing a command line or a manual section, run
 //! `HWSTAT_BLESS=1 cargo test --test generated_docs` and commit the result.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
+use std::process::Command as Process;
 
 use clap::Command;
-use clap_complete::Shell;
+use hwstat::common::completion;
+use hwstat::common::manual::Section;
 
-/// Every binary and the function that builds its command line.
-fn tools() -> Vec<Command> {
+/// The date in the pages' `.TH` line: the date of the last change to the
+/// pages' content. Bump it when blessing changed pages.
+const PAGES_DATE: &str = "2026-11-30";
+
+/// Every binary, the function that builds its command line, and the manual
+/// sections of its main page.
+fn tools() -> Vec<(Command, &'static [Section])> {
     vec![
-        hwstat::iostat::cli::command(),
-        hwstat::vcpustat::cli::command(),
-        hwstat::cxlstat::cli::command(),
+        (
+            hwstat::iostat::cli::command(),
+            hwstat::iostat::manual::SECTIONS,
+        ),
+        (
+            hwstat::vcpustat::cli::command(),
+            hwstat::vcpustat::manual::SECTIONS,
+        ),
+        (
+            hwstat::cxlstat::cli::command(),
+            hwstat::cxlstat::manual::SECTIONS,
+        ),
     ]
 }
 
+/// Text escaped for roff: backslashes and hyphens, and a leading `.` or `'`
+/// that would start a request.
+fn roff_text(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with(['.', '\'']) {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+/// Notes (a command's short after-help) as roff: a block of plain lines is a
+/// filled paragraph; a block with indented lines (examples, column lists)
+/// keeps its lines as they are.
+fn roff_notes(text: &str) -> String {
+    let mut out = String::from(".SH NOTES\n");
+    for block in text.split("\n\n") {
+        if block.lines().any(|l| l.starts_with(' ')) {
+            out.push_str(".PP\n.nf\n");
+            for line in block.lines() {
+                out.push_str(&roff_text(line));
+                out.push('\n');
+            }
+            out.push_str(".fi\n");
+        } else {
+            out.push_str(&format!(".PP\n{}\n", roff_text(&block.replace('\n', " "))));
+        }
+    }
+    out
+}
+
+fn roff_sections(sections: &[Section]) -> String {
+    let mut out = String::new();
+    for section in sections {
+        out.push_str(&format!(".SH \"{}\"\n", section.title));
+        if !section.text.is_empty() {
+            out.push_str(&format!(".PP\n{}\n", roff_text(section.text)));
+        }
+        for (term, meaning) in section.items {
+            out.push_str(&format!(
+                ".TP\n\\fB{}\\fR\n{}\n",
+                roff_text(term),
+                roff_text(meaning)
+            ));
+        }
+    }
+    out
+}
+
+/// clap_mangen writes a string-definition preamble before every piece it
+/// renders; the page needs it once.
+fn without_preamble(piece: Vec<u8>) -> String {
+    let text = String::from_utf8(piece).expect("roff is UTF-8");
+    text.lines()
+        .filter(|l| !l.starts_with(".ie \\n(.g .ds Aq") && !l.starts_with(".el .ds Aq"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The man page of `cmd` (named `name`), with `sections` after the options.
+fn man_page(cmd: &Command, name: &str, sections: &[Section]) -> Vec<u8> {
+    let man = clap_mangen::Man::new(cmd.clone())
+        .title(name)
+        .section("1")
+        .date(PAGES_DATE)
+        .source(format!("hwstat {}", env!("CARGO_PKG_VERSION")))
+        .manual("User Commands");
+    let render = |f: &dyn Fn(&clap_mangen::Man, &mut Vec<u8>) -> std::io::Result<()>| {
+        let mut piece = Vec::new();
+        f(&man, &mut piece).expect("rendering into memory cannot fail");
+        piece
+    };
+    let mut page = String::from_utf8(render(&|m, w| m.render_title(w))).unwrap();
+    page += &without_preamble(render(&|m, w| m.render_name_section(w)));
+    page += &without_preamble(render(&|m, w| m.render_synopsis_section(w)));
+    page += &without_preamble(render(&|m, w| m.render_description_section(w)));
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        page += &without_preamble(render(&|m, w| m.render_options_section(w)));
+    }
+    if cmd.get_subcommands().any(|s| s.get_name() != "help") {
+        page += &without_preamble(render(&|m, w| m.render_subcommands_section(w)));
+    }
+    if let Some(notes) = cmd.get_after_help() {
+        page += &roff_notes(&notes.to_string());
+    }
+    page += &roff_sections(sections);
+    page.into_bytes()
+}
+
 /// The man pages of a command and of each of its subcommands (`vcpustat-trace.1`).
-fn man_pages(cmd: &Command, prefix: &str, pages: &mut Vec<(PathBuf, Vec<u8>)>) {
+fn man_pages(
+    cmd: &Command,
+    prefix: &str,
+    sections: &[Section],
+    pages: &mut Vec<(PathBuf, Vec<u8>)>,
+) {
     let name = if prefix.is_empty() {
         cmd.get_name().to_string()
     } else {
         format!("{prefix}-{}", cmd.get_name())
     };
-    let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone())
-        .title(name.clone())
-        .render(&mut page)
-        .expect("rendering into memory cannot fail");
-    pages.push((PathBuf::from(format!("man/{name}.1")), page));
+    pages.push((
+        PathBuf::from(format!("man/{name}.1")),
+        man_page(cmd, &name, sections),
+    ));
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        man_pages(sub, &name, pages);
+        man_pages(sub, &name, &[], pages);
     }
 }
 
 fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
-    for cmd in tools() {
-        let mut cmd = cmd;
+    for (mut cmd, sections) in tools() {
         cmd.build();
-        man_pages(&cmd, "", &mut files);
+        man_pages(&cmd, "", sections, &mut files);
         let name = cmd.get_name().to_string();
-        for (shell, file) in [
-            (Shell::Bash, format!("completions/{name}.bash")),
-            (Shell::Zsh, format!("completions/_{name}")),
-            (Shell::Fish, format!("completions/{name}.fish")),
-        ] {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cmd, &name, &mut script);
+        for (shell, file) in completion::script_files(&name) {
+            let script = completion::script(shell, &name).expect("a supported shell");
             files.push((PathBuf::from(file), script));
         }
     }
@@ -74,4 +181,66 @@ fn man_pages_and_completions_match_the_cli_definitions() {
         stale.is_empty(),
         "out of date (run HWSTAT_BLESS=1 cargo test --test generated_docs): {stale:?}"
     );
+}
+
+#[test]
+fn every_man_page_has_the_standard_sections_and_passes_groff_warnings() {
+    let pages: Vec<(PathBuf, Vec<u8>)> = generated()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("man"))
+        .collect();
+    for main in ["man/iostat-rs.1", "man/vcpustat.1", "man/cxlstat.1"] {
+        let (_, page) = pages.iter().find(|(p, _)| p == Path::new(main)).unwrap();
+        let page = String::from_utf8_lossy(page);
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "OPTIONS",
+            "\"EXIT STATUS\"",
+            "\"FILES\"",
+            "\"SEE ALSO\"",
+        ] {
+            assert!(
+                page.contains(&format!(".SH {section}\n")),
+                "{main} has no {section}"
+            );
+        }
+        assert!(
+            page.contains(&format!(
+                "{PAGES_DATE} \"hwstat {}\"",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{main}: .TH has no date and version"
+        );
+    }
+    let groff = Process::new("groff").arg("-v").output();
+    if groff.is_err() {
+        skip::skip(
+            "every_man_page_passes_groff_warnings",
+            "groff is missing: apt-get install groff-base",
+        );
+        return;
+    }
+    for (path, page) in pages {
+        let file = std::env::temp_dir().join(format!(
+            "hwstat-man-{}-{}",
+            std::process::id(),
+            path.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&file, &page).unwrap();
+        let out = Process::new("groff")
+            .args(["-ww", "-man", "-z"])
+            .arg(&file)
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "groff -ww -man -z {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -13,13 +13,13 @@ use super::source::{RootFs, Source};
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
     /// Read every kernel file under DIR instead of / (offline analysis, tests).
-    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with = "replay")]
     pub sysroot: Option<PathBuf>,
     /// Write every kernel input read, with the sample times, to FILE.
-    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "replay")]
     pub record: Option<PathBuf>,
     /// Take the samples from a recording instead of the live system.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub replay: Option<PathBuf>,
 }
 

@@ -47,9 +47,11 @@
 
 pub mod cli;
 pub mod clock;
+pub mod completion;
 pub mod counter;
 pub mod cpulist;
 pub mod interval;
+pub mod manual;
 pub mod output;
 pub mod record;
 pub mod run;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
+use clap_complete::{ArgValueCandidates, CompletionCandidate};
 
 use crate::common::cli::SourceArgs;
 use crate::common::interval::{Schedule, parse_interval};
@@ -11,30 +12,37 @@ use crate::common::output::Format;
 
 use super::error::CxlError;
 
+/// The examples at the end of `--help`.
+const AFTER_HELP: &str = "Examples:\n  cxlstat --list\n  cxlstat --list-events cxl_pmu_mem0.0\n  \
+                          cxlstat -e d2h_req_rdshared,clock_ticks -a\n  \
+                          cxlstat -e cxl_pmu_mem0.0/vid=0x19e5,gid=0,mask=0xff/ -I 1000\n  \
+                          cxlstat -e '{clock_ticks,m2s_req_memrd}' -- ./workload\n  \
+                          cxlstat -e clock_ticks 1 5";
+
 /// Count CXL PMU events (CXL memory devices' performance monitoring units).
 #[derive(Debug, Parser)]
 #[command(
     name = "cxlstat",
     version,
     about = "Discover CXL PMUs and count their named and raw vid/gid/mask events",
-    after_help = "Examples:\n  cxlstat --list\n  cxlstat --list-events cxl_pmu_mem0.0\n  \
-                  cxlstat -e d2h_req_rdshared,clock_ticks -a\n  \
-                  cxlstat -e cxl_pmu_mem0.0/vid=0x19e5,gid=0,mask=0xff/ -I 1000\n  \
-                  cxlstat -e '{clock_ticks,m2s_req_memrd}' -- ./workload\n  cxlstat -e clock_ticks 1 5"
+    after_help = AFTER_HELP,
+    after_long_help = crate::common::manual::long_help(AFTER_HELP, super::manual::SECTIONS)
 )]
 pub struct Args {
     /// List the CXL PMUs: perf type, CPU, memory device, filters, events.
     #[arg(long, conflicts_with_all = ["list_events", "events"])]
     pub list: bool,
     /// List the events of every CXL PMU (or of PMU), grouped by event group.
-    #[arg(long, value_name = "PMU", num_args = 0..=1, default_missing_value = "", conflicts_with = "events")]
+    #[arg(long, value_name = "PMU", num_args = 0..=1, default_missing_value = "", conflicts_with = "events",
+          add = ArgValueCandidates::new(cxl_pmu_names))]
     pub list_events: Option<String>,
     /// Events to count: NAME, PMU/NAME/, PMU/term=value,.../, vid=..,gid=..,mask=..,
     /// {a,b} groups; comma lists and repeated -e.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Count unqualified events only on these PMUs (comma list or repeated).
-    #[arg(long = "pmu", value_name = "PMU", value_delimiter = ',')]
+    #[arg(long = "pmu", value_name = "PMU", value_delimiter = ',',
+          add = ArgValueCandidates::new(cxl_pmu_names))]
     pub pmus: Vec<String>,
     /// System-wide counting (always the case for CXL PMUs; accepted for perf compatibility).
     #[arg(short = 'a', long = "all-cpus")]
@@ -91,6 +99,11 @@ pub struct Args {
     /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// The CXL PMUs present now, for shell completion.
+fn cxl_pmu_names() -> Vec<CompletionCandidate> {
+    crate::common::completion::directory_candidates("/sys/bus/event_source/devices", "cxl_pmu_")
 }
 
 /// The clap command, for man pages and completions.

@@ -16,6 +16,7 @@ pub mod counting;
 pub mod error;
 pub mod events;
 pub mod format;
+pub mod manual;
 pub mod render;
 pub mod resolve;
 pub mod spec;

@@ -532,6 +532,17 @@ Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay 
     )
 }
 
+/// The notes at the end of `--help`.
+const AFTER_HELP: &str = "-N, -j and -f apply to the device names that follow them; -g NAME groups \
+                          the devices that follow it.";
+
+/// The block devices present now and `ALL`, for shell completion.
+fn block_devices() -> Vec<clap_complete::CompletionCandidate> {
+    let mut devices = crate::common::completion::directory_candidates("/sys/block", "");
+    devices.push(clap_complete::CompletionCandidate::new("ALL"));
+    devices
+}
+
 /// The same options as a clap [`clap::Command`], for `--help`, man pages and
 /// shell completions. The scanner above, not clap, parses the command line:
 /// sysstat's grammar is order-dependent.
@@ -556,11 +567,11 @@ pub fn command() -> clap::Command {
         .disable_help_flag(true)
         .disable_version_flag(true)
         .override_usage("iostat-rs [ options ] [ <device> [...] | ALL ] [ <interval> [ <count> ] ]")
-        .after_help(
-            "+f DIR works like -f DIR but reads the system's statistics too, and DIR only \
-             for what the system lacks.\n-N, -j and -f apply to the device names that follow \
-             them; -g NAME groups the devices that follow it.",
-        )
+        .after_help(AFTER_HELP)
+        .after_long_help(crate::common::manual::long_help(
+            AFTER_HELP,
+            super::manual::SECTIONS,
+        ))
         .arg(flag("cpu", 'c', "Display the CPU utilization report"))
         .arg(flag("device", 'd', "Display the device utilization report"))
         .arg(flag(
@@ -611,12 +622,19 @@ pub fn command() -> clap::Command {
             Arg::new("alt-dir")
                 .short('f')
                 .value_name("DIR")
-                .help("Read statistics from DIR (diskstats, block/, dev/block/); +f DIR: also"),
+                .value_hint(clap::ValueHint::DirPath)
+                .help(
+                    "Read the statistics of the devices that follow from DIR (DIR/diskstats, \
+                     DIR/block/*/stat) instead of /proc and /sys; +f DIR reads both, \
+                     DIR for the devices the system lacks",
+                ),
         )
         .arg(
             Arg::new("persistent")
                 .short('j')
-                .value_name("ID|LABEL|PATH|UUID|PARTUUID")
+                .value_name("TYPE")
+                .value_parser(["ID", "LABEL", "PATH", "UUID", "PARTUUID"])
+                .ignore_case(true)
                 .help("Display persistent device names of this type (implies --pretty)"),
         )
         .arg(
@@ -629,7 +647,9 @@ pub fn command() -> clap::Command {
         .arg(
             Arg::new("output")
                 .short('o')
-                .value_name("JSON|csv|ndjson|prometheus")
+                .value_name("FORMAT")
+                .value_parser(["JSON", "csv", "ndjson", "prometheus"])
+                .ignore_case(true)
                 .help("Output format: sysstat's JSON, or (extensions) csv, ndjson, prometheus"),
         )
         .arg(long_flag(
@@ -645,6 +665,7 @@ pub fn command() -> clap::Command {
             Arg::new("dec")
                 .long("dec")
                 .value_name("0|1|2")
+                .value_parser(["0", "1", "2"])
                 .require_equals(true)
                 .help("Number of decimal places"),
         )
@@ -652,18 +673,21 @@ pub fn command() -> clap::Command {
             Arg::new("sysroot")
                 .long("sysroot")
                 .value_name("DIR")
+                .value_hint(clap::ValueHint::DirPath)
                 .help("Read every kernel file under DIR instead of /"),
         )
         .arg(
             Arg::new("record")
                 .long("record")
                 .value_name("FILE")
+                .value_hint(clap::ValueHint::FilePath)
                 .help("Write every kernel input read, with the sample times, to FILE"),
         )
         .arg(
             Arg::new("replay")
                 .long("replay")
                 .value_name("FILE")
+                .value_hint(clap::ValueHint::FilePath)
                 .help("Take the samples from a recording"),
         )
         .arg(long_flag("help", "Print this help"))
@@ -671,6 +695,7 @@ pub fn command() -> clap::Command {
             Arg::new("args")
                 .value_name("DEVICE|ALL|INTERVAL|COUNT")
                 .num_args(0..)
+                .add(clap_complete::ArgValueCandidates::new(block_devices))
                 .help("Devices (or ALL), then the interval (2, 0.5, 250ms) and the count"),
         )
 }

@@ -17,6 +17,7 @@ pub mod devices;
 pub mod error;
 pub mod fmt;
 pub mod lookup;
+pub mod manual;
 pub mod model;
 pub mod names;
 pub mod parse;

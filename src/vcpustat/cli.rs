@@ -59,6 +59,7 @@ label, so that summing the per-vCPU series over cpu does not count it twice.";
     version,
     about = ABOUT,
     after_help = AFTER_HELP,
+    after_long_help = crate::common::manual::long_help(AFTER_HELP, super::manual::SECTIONS),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]

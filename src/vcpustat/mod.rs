@@ -13,6 +13,7 @@ pub mod cli;
 pub mod counters;
 pub mod error;
 pub mod kernel;
+pub mod manual;
 pub mod render;
 pub mod report;
 pub mod restore;

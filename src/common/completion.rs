@@ -1,0 +1,114 @@
+//! Shell completion, answered by the programs themselves.
+//!
+//! A shell's completion script (in `completions/`, or printed by
+//! `COMPLETE=bash iostat-rs`) calls the program back with `COMPLETE=<shell>`
+//! and the words typed so far; the program answers from the same clap
+//! definition that makes `--help` and the man page, so the three cannot
+//! drift, and values known only at completion time (the CXL PMUs and block
+//! devices present now) complete as well.
+
+use std::ffi::OsString;
+
+use clap_complete::CompletionCandidate;
+use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
+
+/// The environment variable that asks a program for completions.
+pub const VARIABLE: &str = "COMPLETE";
+
+/// Answers a completion request and exits when the shell made one (the
+/// `COMPLETE` variable is set); returns at once otherwise. Call it first in
+/// `main`, before anything is written to standard output.
+pub fn answer_if_asked(command: fn() -> clap::Command) {
+    clap_complete::CompleteEnv::with_factory(command)
+        .var(VARIABLE)
+        .complete();
+}
+
+/// The shells whose completion scripts are generated into `completions/`:
+/// the shell, and the file name for program `name`.
+pub fn script_files(name: &str) -> [(&'static str, String); 3] {
+    [
+        ("bash", format!("completions/{name}.bash")),
+        ("zsh", format!("completions/_{name}")),
+        ("fish", format!("completions/{name}.fish")),
+    ]
+}
+
+/// The completion script of `shell` (`bash`, `zsh` or `fish`) for program
+/// `name`, which the shell finds on `PATH`.
+pub fn script(shell: &str, name: &str) -> std::io::Result<Vec<u8>> {
+    let completer: &dyn EnvCompleter = match shell {
+        "bash" => &Bash,
+        "zsh" => &Zsh,
+        "fish" => &Fish,
+        other => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("no completion script for shell {other:?}"),
+            ));
+        }
+    };
+    let mut script = Vec::new();
+    completer.write_registration(VARIABLE, name, name, name, &mut script)?;
+    Ok(script)
+}
+
+/// Candidates from the entries of a live directory whose names start with
+/// `prefix`, sorted. Names a shell could misread (anything beyond letters,
+/// digits and `._:-`) are left out: they come from the kernel, and a
+/// completion must never inject text into the command line.
+pub fn directory_candidates(dir: &str, prefix: &str) -> Vec<CompletionCandidate> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<OsString> = entries
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .filter(|name| {
+            name.to_str().is_some_and(|n| {
+                n.starts_with(prefix)
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+            })
+        })
+        .collect();
+    names.sort();
+    names.into_iter().map(CompletionCandidate::new).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_candidates_keep_plain_names_only() {
+        let dir = std::env::temp_dir().join(format!("hwstat-completion-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for name in [
+            "cxl_pmu_mem1.0",
+            "cxl_pmu_mem0.0",
+            "cpu",
+            "cxl_pmu_$(x)",
+            "cxl_pmu_a\nb",
+        ] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+        }
+        let found: Vec<String> = directory_candidates(dir.to_str().unwrap(), "cxl_pmu_")
+            .iter()
+            .map(|c| c.get_value().to_string_lossy().into_owned())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found, ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"]);
+    }
+
+    #[test]
+    fn scripts_exist_for_the_three_shells_only() {
+        for (shell, _) in script_files("iostat-rs") {
+            let text = String::from_utf8(script(shell, "iostat-rs").unwrap()).unwrap();
+            assert!(
+                text.contains("iostat-rs") && text.contains(VARIABLE),
+                "{shell}: {text}"
+            );
+        }
+        assert!(script("tcsh", "iostat-rs").is_err());
+    }
+}

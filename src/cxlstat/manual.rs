@@ -1,0 +1,80 @@
+//! cxlstat's manual beyond the options: the columns, exit statuses, files
+//! and related pages (shown by `--help` and in the man page).
+
+use crate::common::manual::Section;
+
+/// The sections, in man-page order.
+pub const SECTIONS: &[Section] = &[
+    Section {
+        title: "OUTPUT",
+        text: "One row per PMU and event (per event with --aggregate), at the end of the run \
+               or every interval:",
+        items: &[
+            (
+                "time",
+                "with an interval: seconds since counting started, at the end of the interval",
+            ),
+            ("pmu", "the CXL PMU (cxl_pmu_memX.Y), or the PMUs summed"),
+            (
+                "event",
+                "the event as given, or its name in the PMU's catalogue",
+            ),
+            (
+                "counts",
+                "occurrences in the interval (in the whole run without one), scaled by \
+                 enabled/running time when the PMU multiplexed the event",
+            ),
+            ("rate/s", "counts per second of the interval"),
+            (
+                "running",
+                "the share of the time the event was really counted; below 100 % the \
+                 count is an estimate",
+            ),
+        ],
+    },
+    Section {
+        title: "EXIT STATUS",
+        text: "",
+        items: &[
+            ("0", "Success, also when the reader of the output went away"),
+            (
+                "1",
+                "An event, PMU or file that cannot be used, a perf_event_open failure \
+                 (explained, with the privilege it needs), or output that cannot be written",
+            ),
+            ("2", "A usage error"),
+            (
+                "other",
+                "with -- CMD, the command's own status (128 + N when signal N ended it)",
+            ),
+        ],
+    },
+    Section {
+        title: "FILES",
+        text: "Read under the --sysroot directory when one is given:",
+        items: &[
+            (
+                "/sys/bus/event_source/devices/cxl_pmu_*",
+                "the CXL PMUs: type (the perf type), cpumask (the CPU that counts), \
+                 format/* (where vid, gid, mask and the filters go in the perf \
+                 configuration), events/* (named events)",
+            ),
+            (
+                "/sys/bus/cxl/devices/memX",
+                "the memory device behind a PMU: serial number, PCI address, NUMA node",
+            ),
+        ],
+    },
+    Section {
+        title: "PRIVILEGE",
+        text: "Counting a CXL PMU is system-wide counting: it needs root or CAP_PERFMON \
+               (setcap cap_perfmon+ep on the program), whatever perf_event_paranoid says.",
+        items: &[],
+    },
+    Section {
+        title: "SEE ALSO",
+        text: "perf-stat(1), perf-list(1), perf_event_open(2), iostat-rs(1), vcpustat(1); the \
+               kernel's Documentation/admin-guide/perf/cxl.rst",
+        items: &[],
+    },
+];

@@ -1,0 +1,190 @@
+//! iostat-rs's manual beyond the options: the meaning of every column, exit
+//! statuses, environment, files and examples (shown by `--help` and in the
+//! man page).
+
+use crate::common::manual::Section;
+
+/// The sections, in man-page order.
+pub const SECTIONS: &[Section] = &[
+    Section {
+        title: "CPU REPORT",
+        text: "Shares of the time of all CPUs during the interval (since boot for the first \
+               report), from /proc/stat:",
+        items: &[
+            (
+                "%user",
+                "running at user level (applications), nice time excluded",
+            ),
+            ("%nice", "running at user level with a positive nice value"),
+            ("%system", "running in the kernel, interrupts included"),
+            (
+                "%iowait",
+                "idle while at least one I/O request of the system was outstanding",
+            ),
+            (
+                "%steal",
+                "waiting involuntarily while the hypervisor ran another virtual processor",
+            ),
+            ("%idle", "idle with no outstanding I/O request"),
+        ],
+    },
+    Section {
+        title: "DEVICE REPORT",
+        text: "Per device (and per group with -g), from /proc/diskstats or /sys/block/*/stat. \
+               Rates are per second over the interval. Sizes are in kilobytes, megabytes \
+               with -m, gigabytes with -G, 512-byte blocks (Blk_) when POSIXLY_CORRECT is \
+               set without -k/-m/-G. The default report:",
+        items: &[
+            ("tps", "transfers (completed I/O requests) per second"),
+            (
+                "kB_read/s kB_wrtn/s kB_dscd/s",
+                "kilobytes read, written and discarded per second",
+            ),
+            (
+                "kB_read kB_wrtn kB_dscd",
+                "kilobytes read, written and discarded in the interval",
+            ),
+        ],
+    },
+    Section {
+        title: "EXTENDED REPORT",
+        text: "With -x, for reads (r), writes (w), discards (d) and flushes (f); -s gives \
+               one narrower line per device with the same measures summed over the \
+               directions (tps, kB/s, rqm/s, await, areq-sz):",
+        items: &[
+            ("r/s w/s d/s f/s", "completed requests per second"),
+            ("rkB/s wkB/s dkB/s", "kilobytes transferred per second"),
+            (
+                "rrqm/s wrqm/s drqm/s",
+                "requests merged per second into another request before reaching the device",
+            ),
+            (
+                "%rrqm %wrqm %drqm",
+                "share of the requests that were merged before reaching the device",
+            ),
+            (
+                "r_await w_await d_await f_await",
+                "mean time in milliseconds from the issue of a request to its completion, \
+                 time in the queue included; a mean, not a percentile",
+            ),
+            (
+                "rareq-sz wareq-sz dareq-sz",
+                "mean size in kilobytes of the requests completed",
+            ),
+            (
+                "aqu-sz",
+                "mean number of requests in flight (the kernel's weighted time in queue over \
+                 the interval)",
+            ),
+            (
+                "%util",
+                "share of the interval during which at least one request was in flight. \
+                 Devices that serve requests in parallel (SSD, NVMe, RAID) can show 100 % \
+                 long before they are saturated",
+            ),
+        ],
+    },
+    Section {
+        title: "EXIT STATUS",
+        text: "",
+        items: &[
+            (
+                "0",
+                "Success, also when the reader of the output went away (iostat-rs -x 1 | head)",
+            ),
+            (
+                "1",
+                "A usage error, a kernel file or recording that cannot be read, or output \
+                 that cannot be written",
+            ),
+            (
+                "2",
+                "/proc/stat cannot be opened or /proc/uptime cannot be read (as sysstat)",
+            ),
+        ],
+    },
+    Section {
+        title: "ENVIRONMENT",
+        text: "",
+        items: &[
+            (
+                "S_COLORS",
+                "never, always, or auto (the default): colour the output only when it is a \
+                 terminal",
+            ),
+            (
+                "S_COLORS_SGR",
+                "the colours as KEY=SGR entries separated by colons: I device names, N \
+                 non-zero values, Z zero values, W (or M) percentages in the warning range, \
+                 X (or H) in the extreme range, e.g. I=32;22:N=34;1:Z=34;22:W=35;1:X=31;1",
+            ),
+            (
+                "S_TIME_FORMAT",
+                "ISO prints the dates of the report header and -t in ISO 8601 format",
+            ),
+            (
+                "POSIXLY_CORRECT",
+                "when set, sizes are in 512-byte blocks unless -k, -m or -G is given",
+            ),
+            ("TZ", "the time zone of the dates printed"),
+        ],
+    },
+    Section {
+        title: "FILES",
+        text: "Read under the --sysroot directory when one is given:",
+        items: &[
+            ("/proc/stat", "CPU times"),
+            ("/proc/uptime", "the time base of the first report"),
+            (
+                "/proc/diskstats",
+                "the counters of every block device, read once per interval",
+            ),
+            (
+                "/sys/block/*",
+                "which devices are whole disks, and their statistics without /proc/diskstats",
+            ),
+            (
+                "/sys/dev/block/MAJOR:MINOR",
+                "device numbers to names (-N, -j, partitions)",
+            ),
+            (
+                "/dev/disk/by-id /dev/disk/by-label /dev/disk/by-path /dev/disk/by-uuid \
+                 /dev/disk/by-partuuid",
+                "persistent names (-j)",
+            ),
+            ("/dev/mapper", "device-mapper names (-N)"),
+        ],
+    },
+    Section {
+        title: "EXAMPLES",
+        text: "",
+        items: &[
+            (
+                "iostat-rs -x 1",
+                "extended statistics of every device, every second",
+            ),
+            (
+                "iostat-rs -dx -p ALL 0.5 10",
+                "devices and partitions, every half second, ten reports",
+            ),
+            (
+                "iostat-rs -o JSON -x 2 3",
+                "sysstat's JSON, closed even when interrupted",
+            ),
+            (
+                "iostat-rs -x -o csv 1 60 > run.csv",
+                "one CSV row per device and interval",
+            ),
+            (
+                "iostat-rs --record run.rec -x 1 60; iostat-rs --replay run.rec -x -p ALL",
+                "keep the kernel's inputs, then report them again with other options",
+            ),
+        ],
+    },
+    Section {
+        title: "SEE ALSO",
+        text: "iostat(1), sar(1), vcpustat(1), cxlstat(1), proc(5); the kernel's \
+               Documentation/admin-guide/iostats.rst",
+        items: &[],
+    },
+];

@@ -1,0 +1,261 @@
+//! The checked-in completion scripts (`completions/`) run in the real
+//! shells (Debian's bash with bash-completion, zsh and fish) and offer the
+//! values of enumerated options, and the block devices and CXL PMUs present
+//! at completion time.
+//!
+//! bash: the script's function is called with `COMP_WORDS` as
+//! bash-completion calls it. fish: `complete -C`, fish's own query. zsh: the
+//! script's completer function runs with `words` and `CURRENT` set as the
+//! completion system sets them; `_describe` (the completion system's
+//! display function) is replaced by one that prints what it was given.
+//! The sysfs directories are replaced by tmpfs mounts in a private mount
+//! namespace (root), so the names offered are the ones the test created.
+
+#[path = "support/skip.rs"]
+mod skip;
+
+use std::path::Path;
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `PATH` with the directory of the programs under test first.
+fn path_with_programs() -> String {
+    let programs = Path::new(env!("CARGO_BIN_EXE_iostat-rs")).parent().unwrap();
+    format!(
+        "{}:{}",
+        programs.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Quotes `word` for a POSIX-like shell (bash, zsh and fish all accept
+/// single quotes without escapes inside).
+fn quoted(word: &str) -> String {
+    assert!(!word.contains('\''));
+    format!("'{word}'")
+}
+
+/// The shell script that completes `words` (the last one being completed)
+/// with the checked-in script of `program` and prints one candidate a line.
+fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec<String>) {
+    let function = program.replace('-', "_");
+    let list = words
+        .iter()
+        .map(|w| quoted(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let last = words.len() - 1;
+    let mut line = words.join(" ");
+    if words[last].is_empty() {
+        line.push(' ');
+    }
+    match shell {
+        "bash" => (
+            format!(
+                "source /usr/share/bash-completion/bash_completion\n\
+                 source {script}\n\
+                 COMP_WORDS=({list}); COMP_CWORD={last}; COMP_LINE={line}; COMP_POINT=${{#COMP_LINE}}\n\
+                 _clap_complete_{function} {program} {current} {previous}\n\
+                 printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+                script = repo().join(format!("completions/{program}.bash")).display(),
+                line = quoted(&line),
+                current = quoted(words[last]),
+                previous = quoted(words[last - 1]),
+            ),
+            vec!["bash".into(), "--norc".into(), "-c".into()],
+        ),
+        "zsh" => (
+            format!(
+                "compdef() {{ : }}\n\
+                 _describe() {{ local name=${{@[-1]}}; [[ $name == / ]] && name=$4; print -rl -- \"${{(@P)name}}\" }}\n\
+                 source {script}\n\
+                 words=({list}); CURRENT={current}\n\
+                 _clap_dynamic_completer_{function}\n",
+                script = repo().join(format!("completions/_{program}")).display(),
+                current = last + 1,
+            ),
+            vec!["zsh".into(), "-f".into(), "-c".into()],
+        ),
+        "fish" => (
+            format!(
+                "source {script}\ncomplete -C {line}\n",
+                script = repo().join(format!("completions/{program}.fish")).display(),
+                line = quoted(&line),
+            ),
+            vec!["fish".into(), "--no-config".into(), "-c".into()],
+        ),
+        other => panic!("no shell {other}"),
+    }
+}
+
+/// Runs the completion of `words` in `shell`, inside `setup` (a shell
+/// prefix such as a mount namespace) when given, and gives the candidates
+/// (without fish's descriptions).
+fn complete(setup: Option<&str>, shell: &str, program: &str, words: &[&str]) -> Vec<String> {
+    let (script, mut argv) = completion_script(shell, program, words);
+    argv.push(script);
+    let mut command = match setup {
+        Some(setup) => {
+            let mut c = Command::new("unshare");
+            c.args(["-m", "--propagation", "private", "sh", "-c"])
+                .arg(format!("{setup} && exec \"$@\""))
+                .arg("sh")
+                .args(&argv);
+            c
+        }
+        None => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    let out = command
+        .env("PATH", path_with_programs())
+        .env_remove("COMPLETE")
+        .output()
+        .unwrap_or_else(|e| panic!("{shell}: {e}"));
+    assert!(
+        out.status.success(),
+        "{shell} {words:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(['\t', ':']).next().unwrap().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// The shells present, or `None` after saying which is missing.
+fn shells(test: &str) -> Option<[&'static str; 3]> {
+    let missing: Vec<&str> = ["bash", "zsh", "fish"]
+        .into_iter()
+        .filter(|s| {
+            Command::new(s)
+                .args(["-c", "exit 0"])
+                .status()
+                .map_or(true, |st| !st.success())
+        })
+        .collect();
+    let completion = Path::new("/usr/share/bash-completion/bash_completion").exists();
+    if missing.is_empty() && completion {
+        return Some(["bash", "zsh", "fish"]);
+    }
+    skip::skip(
+        test,
+        &format!(
+            "shells missing: {missing:?}{}; apt-get install bash-completion zsh fish",
+            if completion {
+                ""
+            } else {
+                " and bash-completion"
+            }
+        ),
+    );
+    None
+}
+
+/// A mount-namespace prefix, or `None` after saying why there is none.
+fn namespace(test: &str) -> Option<()> {
+    let ok = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Some(())
+    } else {
+        skip::skip(
+            test,
+            "needs a private mount namespace (root and unshare from util-linux) to put test \
+             devices in /sys",
+        );
+        None
+    }
+}
+
+#[test]
+fn enumerated_values_complete_in_every_shell() {
+    let Some(shells) = shells("enumerated_values_complete_in_every_shell") else {
+        return;
+    };
+    for shell in shells {
+        assert_eq!(
+            complete(None, shell, "iostat-rs", &["iostat-rs", "-o", ""]),
+            ["JSON", "csv", "ndjson", "prometheus"],
+            "{shell}"
+        );
+        assert_eq!(
+            complete(None, shell, "iostat-rs", &["iostat-rs", "-x", "-j", ""]),
+            ["ID", "LABEL", "PATH", "UUID", "PARTUUID"],
+            "{shell}"
+        );
+        for option in ["-o", "--output"] {
+            assert_eq!(
+                complete(None, shell, "vcpustat", &["vcpustat", option, ""]),
+                ["text", "json", "ndjson", "csv", "prometheus"],
+                "{shell} {option}"
+            );
+            assert_eq!(
+                complete(None, shell, "cxlstat", &["cxlstat", option, ""]),
+                ["text", "json", "ndjson", "csv", "prometheus"],
+                "{shell} {option}"
+            );
+        }
+    }
+}
+
+#[test]
+fn pmu_and_device_names_come_from_sysfs_at_completion_time() {
+    let test = "pmu_and_device_names_come_from_sysfs_at_completion_time";
+    let (Some(shells), Some(())) = (shells(test), namespace(test)) else {
+        return;
+    };
+    let setup = "mount -t tmpfs hwstat-pmus /sys/bus/event_source/devices \
+                 && mkdir /sys/bus/event_source/devices/cxl_pmu_mem0.0 \
+                          /sys/bus/event_source/devices/cxl_pmu_mem1.0 \
+                          /sys/bus/event_source/devices/cpu \
+                 && mount -t tmpfs hwstat-block /sys/block \
+                 && mkdir /sys/block/sda /sys/block/nvme0n1";
+    for shell in shells {
+        assert_eq!(
+            complete(Some(setup), shell, "cxlstat", &["cxlstat", "--pmu", ""]),
+            ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"],
+            "{shell}"
+        );
+        let listed = complete(
+            Some(setup),
+            shell,
+            "cxlstat",
+            &["cxlstat", "--list-events", "cxl"],
+        );
+        assert_eq!(listed, ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"], "{shell}");
+        let devices = complete(Some(setup), shell, "iostat-rs", &["iostat-rs", "-x", ""]);
+        for expected in ["nvme0n1", "sda", "ALL"] {
+            assert!(
+                devices.contains(&expected.to_string()),
+                "{shell}: {devices:?}"
+            );
+        }
+    }
+}
+
+/// The programs' own answer and the checked-in scripts agree on the shell
+/// protocol: every script calls its program back with COMPLETE=<shell>.
+#[test]
+fn each_script_calls_its_program_back() {
+    for program in ["iostat-rs", "vcpustat", "cxlstat"] {
+        for (shell, file) in hwstat::common::completion::script_files(program) {
+            let text = std::fs::read_to_string(repo().join(&file)).unwrap();
+            assert!(
+                text.contains(&format!("COMPLETE=\"{shell}\""))
+                    || text.contains(&format!("COMPLETE={shell}")),
+                "{file}"
+            );
+            assert!(text.contains(program), "{file}");
+        }
+    }
+}

@@ -24,7 +24,7 @@ function __fish_vcpustat_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c vcpustat -n "__fish_vcpustat_needs_command" -l freq -d 'Drain the dispatch trace log N times per second (1 to the kernel\'s HZ; the kernel default is 50)' -r
+complete -c vcpustat -n "__fish_vcpustat_needs_command" -l freq -d 'Drain the dispatch trace log N times per second (1 to the kernel\'s HZ, which is at most 1000; the kernel default is 50)' -r
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -l cpus -d 'Only these vCPUs, e.g. 0-7,16' -r
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -l sort -d 'Order of the vCPU rows (home: worst home ratio first)' -r -f -a "cpu\t'By CPU number'
 home\t'Worst home-node hit ratio first'
@@ -44,7 +44,7 @@ complete -c vcpustat -n "__fish_vcpustat_needs_command" -s e -l enable -d 'Switc
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -s d -l disable -d 'Switch the statistics off. Stays off at exit unless --temporary'
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -l status -d 'Print whether the statistics are on and the current frequency'
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -l temporary -d 'Undo --enable, --disable and --freq too when the run ends'
-complete -c vcpustat -n "__fish_vcpustat_needs_command" -s n -l numeric -d 'Show counts instead of percentages'
+complete -c vcpustat -n "__fish_vcpustat_needs_command" -s n -l numeric -d 'Show counts instead of percentages (with -r too: cumulative counts are counts already)'
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -s r -l raw -d 'Show cumulative counts since the statistics were enabled'
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -s t -d 'Print the time of each report'
 complete -c vcpustat -n "__fish_vcpustat_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

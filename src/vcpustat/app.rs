@@ -244,13 +244,18 @@ fn intervals(
                 handover = Some("switched off");
                 with_notes(None, notes)
             }
-            Step::Baseline(notes) if cumulative.is_some() => with_notes(cumulative, notes),
-            Step::Baseline(notes) if index == 0 || notes.is_empty() => {
+            // The first sample only starts the run, in every view: like
+            // powerpc-utils, the first report comes one interval later
+            // (right after vcpustat switched the statistics on, a cumulative
+            // report would be all zeros).
+            Step::Baseline(notes) if index == 0 => {
                 if !notes.is_empty() {
                     tell(notes.join("; "));
                 }
                 return Ok(());
             }
+            Step::Baseline(notes) if cumulative.is_some() => with_notes(cumulative, notes),
+            Step::Baseline(notes) if notes.is_empty() => return Ok(()),
             Step::Baseline(notes) => with_notes(None, notes),
         };
         if let Some(what) = handover

@@ -178,6 +178,7 @@ fn selection(options: &Options) -> Selection<'_> {
         cpus: options.cpus.as_ref(),
         sort: options.sort,
         top: options.top,
+        cumulative: options.view == View::Raw,
     }
 }
 
@@ -220,8 +221,10 @@ fn intervals(
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
         let time = source.now();
         let mut handover = None;
-        // `-r` shows the cumulative counts; the tracker still notices resets,
-        // the statistics going off and CPUs coming and going.
+        // `-r` reports show the cumulative counts (the selection says so);
+        // the tracker still notices resets, the statistics going off and
+        // CPUs coming and going. When the statistics are on again, `-r`
+        // shows the new counts at once.
         let cumulative = match (options.view, &snapshot) {
             (View::Raw, Snapshot::On(cpus)) => Some(report::cumulative(cpus, &selection)),
             _ => None,
@@ -235,10 +238,7 @@ fn intervals(
                 if report.reset {
                     handover = Some("switched off and on again");
                 }
-                match cumulative {
-                    Some(rows) => with_notes(Some(rows), report.notes),
-                    None => report,
-                }
+                report
             }
             Step::Off(notes) => {
                 handover = Some("switched off");

@@ -144,6 +144,10 @@ pub struct Selection<'a> {
     pub sort: SortKey,
     /// At most this many rows (`--top`).
     pub top: Option<usize>,
+    /// Interval reports show the counts since the statistics were enabled
+    /// (`-r`) instead of the interval's, for the same vCPUs: those in both
+    /// samples, as powerpc-utils shows them.
+    pub cumulative: bool,
 }
 
 impl Selection<'_> {
@@ -345,7 +349,7 @@ pub fn interval_report(
     for (cur, prev) in pairs {
         match prev {
             Some(prev) => {
-                let dispatches = if reset {
+                let dispatches = if reset || selection.cumulative {
                     Dispatches::cumulative(&cur.counts)
                 } else {
                     Dispatches::delta(&prev.counts, &cur.counts)
@@ -530,6 +534,7 @@ mod tests {
             cpus: Some(&list),
             sort: SortKey::Home,
             top: Some(2),
+            cumulative: false,
         };
         let report = interval_report(&prev, &cur, &sel);
         let order: Vec<u32> = report.rows.iter().map(|r| r.cpu).collect();

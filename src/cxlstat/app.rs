@@ -2,6 +2,8 @@
 //! stopped, for a command's lifetime, or every interval.
 
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -132,6 +134,13 @@ struct Workload<'a> {
     command: &'a [String],
 }
 
+/// A command that could not be started: the error, and the status a shell
+/// gives (127 when it is not found, 126 when it cannot be executed).
+struct NotStarted {
+    error: CxlError,
+    status: i32,
+}
+
 impl Workload<'_> {
     fn error(&self, e: io::Error) -> CxlError {
         CxlError::Command {
@@ -140,15 +149,75 @@ impl Workload<'_> {
         }
     }
 
-    fn spawn(&self) -> Result<Child, CxlError> {
+    fn not_started(&self, e: io::Error) -> NotStarted {
+        let status = match e.raw_os_error() {
+            Some(libc::ENOENT | libc::ENOTDIR) => 127,
+            _ => 126,
+        };
+        NotStarted {
+            error: self.error(e),
+            status,
+        }
+    }
+
+    /// Finds the program as `execvp` does (a path with `/` as given,
+    /// otherwise the first executable `PATH` entry), before any counter is
+    /// opened, so that a command that cannot start fails first.
+    fn check(&self) -> Result<(), NotStarted> {
+        locate(&self.command[0]).map_err(|e| self.not_started(e))
+    }
+
+    fn spawn(&self) -> Result<Child, NotStarted> {
         Command::new(&self.command[0])
             .args(&self.command[1..])
             .spawn()
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.not_started(e))
     }
 
     fn wait(&self, child: &mut Child) -> Result<i32, CxlError> {
         child.wait().map(exit_code).map_err(|e| self.error(e))
+    }
+}
+
+/// Whether `program` can be executed, with the errno `execvp` would give.
+fn locate(program: &str) -> io::Result<()> {
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    let enoent = || io::Error::from_raw_os_error(libc::ENOENT);
+    if program.is_empty() {
+        return Err(enoent());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut denied = None;
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        match executable(&dir.join(program)) {
+            Ok(()) => return Ok(()),
+            // execvp reports EACCES if some entry was found but not executable.
+            Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = Some(e),
+            Err(_) => {}
+        }
+    }
+    Err(denied.unwrap_or_else(enoent))
+}
+
+/// `Ok` for a file this process may execute; the errno `execve` gives otherwise.
+fn executable(path: &Path) -> io::Result<()> {
+    if std::fs::metadata(path)?.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EACCES));
+    }
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::ENOENT))?;
+    // SAFETY: a NUL-terminated path; access() only reads it.
+    if unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
@@ -230,6 +299,12 @@ fn run_count(
             intervals,
         },
     };
+    let workload = (!options.command.is_empty()).then_some(Workload {
+        command: &options.command,
+    });
+    if let Some(Err(not_started)) = workload.as_ref().map(Workload::check) {
+        return Ok(report_error(TOOL, not_started.error, not_started.status));
+    }
     let stop = StopSignal::install()
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
     let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
@@ -241,13 +316,14 @@ fn run_count(
         previous: Vec::new(),
         last_elapsed: Duration::ZERO,
     };
-    let workload = (!options.command.is_empty()).then_some(Workload {
-        command: &options.command,
-    });
-    session.view.begin(out)?;
-    let status = match options.timing.schedule() {
+    let counted = match options.timing.schedule() {
         None => count_until_end(&mut session, workload, source, &stop, out)?,
         Some(schedule) => count_every(&mut session, workload, &schedule, source, &stop, out)?,
+    };
+    // Nothing of the statistics was written if the command did not start.
+    let status = match counted {
+        Ok(status) => status,
+        Err(not_started) => return Ok(report_error(TOOL, not_started.error, not_started.status)),
     };
     match session.view.end(out) {
         Err(e) if is_broken_pipe(&e) => Ok(0),
@@ -257,20 +333,29 @@ fn run_count(
 }
 
 /// Counts until a stop signal or the end of the command, then reports once.
+/// The output begins only once the command has started.
 fn count_until_end(
     session: &mut Session,
     workload: Option<Workload>,
     source: &mut dyn Source,
     stop: &StopSignal,
     out: &mut dyn Write,
-) -> Result<i32, CxlError> {
+) -> Result<Result<i32, NotStarted>, CxlError> {
     let live = source.is_live();
     session.sample(source, 0, out)?;
+    let child = match &workload {
+        Some(w) if live => match w.spawn() {
+            Ok(child) => Some(child),
+            Err(not_started) => return Ok(Err(not_started)),
+        },
+        _ => None,
+    };
+    session.view.begin(out)?;
     let mut status = 0;
     if live {
-        match &workload {
-            Some(w) => status = w.wait(&mut w.spawn()?)?,
-            None => {
+        match (&workload, child) {
+            (Some(w), Some(mut child)) => status = w.wait(&mut child)?,
+            _ => {
                 while stop.caught().is_none() {
                     stop.sleep_until(Instant::now() + Duration::from_secs(3600));
                 }
@@ -281,11 +366,12 @@ fn count_until_end(
     if source.next_sample()? || live {
         session.sample(source, 1, out)?;
     }
-    Ok(status)
+    Ok(Ok(status))
 }
 
 /// Reports every interval through the shared loop until the count is
-/// reached, a stop signal arrives or the command ends.
+/// reached, a stop signal arrives or the command ends. The output begins
+/// only once the command has started.
 fn count_every(
     session: &mut Session,
     workload: Option<Workload>,
@@ -293,11 +379,15 @@ fn count_every(
     source: &mut dyn Source,
     stop: &StopSignal,
     out: &mut dyn Write,
-) -> Result<i32, CxlError> {
+) -> Result<Result<i32, NotStarted>, CxlError> {
     let mut child = match &workload {
-        Some(w) if source.is_live() => Some(w.spawn()?),
+        Some(w) if source.is_live() => match w.spawn() {
+            Ok(child) => Some(child),
+            Err(not_started) => return Ok(Err(not_started)),
+        },
         _ => None,
     };
+    session.view.begin(out)?;
     // Read where the counters live, after the command started so that it
     // keeps the CPUs it was given.
     session.counters.read_locally();
@@ -318,10 +408,10 @@ fn count_every(
     match result {
         // Stopped before the command ended: wait for it, as perf does.
         Ok(_) => match (child.as_mut(), &workload) {
-            (Some(c), Some(w)) => w.wait(c),
-            _ => Ok(0),
+            (Some(c), Some(w)) => w.wait(c).map(Ok),
+            _ => Ok(Ok(0)),
         },
-        Err(Halt::CommandDone(status)) => Ok(exit_code(status)),
+        Err(Halt::CommandDone(status)) => Ok(Ok(exit_code(status))),
         Err(Halt::Failed(e)) => Err(e),
     }
 }

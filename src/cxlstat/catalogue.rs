@@ -818,9 +818,10 @@ pub fn group(gid: u16) -> Option<&'static EventGroup> {
     GROUPS.iter().find(|g| g.gid == gid)
 }
 
-/// The named event with this name.
+/// The named event with this name, in any case (perf matches event names
+/// with `strcasecmp`).
 pub fn event(name: &str) -> Option<&'static KnownEvent> {
-    EVENTS.iter().find(|e| e.name == name)
+    EVENTS.iter().find(|e| e.name.eq_ignore_ascii_case(name))
 }
 
 #[cfg(test)]

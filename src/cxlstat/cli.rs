@@ -96,7 +96,8 @@ pub struct Args {
     /// Where kernel files come from (--sysroot, --record, --replay).
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status.
+    /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status
+    /// (127 if it is not found, 126 if it cannot be executed, as a shell).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }

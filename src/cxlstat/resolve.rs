@@ -11,7 +11,7 @@ use super::events::Term;
 use super::format::{ConfigWord, EventAttr};
 use super::spec::SpecGroup;
 use super::suggest::closest;
-use super::sysfs::Pmu;
+use super::sysfs::{Pmu, PmuEvent};
 
 /// One event on one PMU, ready to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +178,17 @@ pub fn threshold_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
     warnings
 }
 
+/// The PMU's event called `name`, in any case: perf looks event names (its
+/// PMU "aliases") up with `strcasecmp`, while format terms and PMU names
+/// stay case-sensitive (`strcmp`) there and here.
+fn find_event<'a>(pmu: &'a Pmu, name: &str) -> Option<&'a PmuEvent> {
+    pmu.event(name).or_else(|| {
+        pmu.events
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(name))
+    })
+}
+
 /// True for a bare term that names an event (not a format field or config word).
 fn names_event(pmu: &Pmu, term: &Term) -> bool {
     term.value.is_none()
@@ -204,7 +215,7 @@ fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
             place,
             offered_by: pmus
                 .iter()
-                .filter(|p| p.event(name).is_some())
+                .filter(|p| find_event(p, name).is_some())
                 .map(|p| p.name.clone())
                 .collect(),
         };
@@ -242,12 +253,13 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
     let name = event_name(pmu, terms);
     let mut selects_event = false;
     if let Some(name) = name {
-        match pmu.event(name) {
+        match find_event(pmu, name) {
             Some(event) => {
                 let path = format!(
-                    "{}/{}/events/{name}",
+                    "{}/{}/events/{}",
                     super::sysfs::EVENT_SOURCE_DIR,
-                    pmu.name
+                    pmu.name,
+                    event.name
                 );
                 for term in &event.terms {
                     apply(pmu, &mut attr, term, label).map_err(|e| {

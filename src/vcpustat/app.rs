@@ -178,6 +178,7 @@ fn selection(options: &Options) -> Selection<'_> {
         cpus: options.cpus.as_ref(),
         sort: options.sort,
         top: options.top,
+        cumulative: options.view == View::Raw,
     }
 }
 
@@ -220,8 +221,10 @@ fn intervals(
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
         let time = source.now();
         let mut handover = None;
-        // `-r` shows the cumulative counts; the tracker still notices resets,
-        // the statistics going off and CPUs coming and going.
+        // `-r` reports show the cumulative counts (the selection says so);
+        // the tracker still notices resets, the statistics going off and
+        // CPUs coming and going. When the statistics are on again, `-r`
+        // shows the new counts at once.
         let cumulative = match (options.view, &snapshot) {
             (View::Raw, Snapshot::On(cpus)) => Some(report::cumulative(cpus, &selection)),
             _ => None,
@@ -235,22 +238,24 @@ fn intervals(
                 if report.reset {
                     handover = Some("switched off and on again");
                 }
-                match cumulative {
-                    Some(rows) => with_notes(Some(rows), report.notes),
-                    None => report,
-                }
+                report
             }
             Step::Off(notes) => {
                 handover = Some("switched off");
                 with_notes(None, notes)
             }
-            Step::Baseline(notes) if cumulative.is_some() => with_notes(cumulative, notes),
-            Step::Baseline(notes) if index == 0 || notes.is_empty() => {
+            // The first sample only starts the run, in every view: like
+            // powerpc-utils, the first report comes one interval later
+            // (right after vcpustat switched the statistics on, a cumulative
+            // report would be all zeros).
+            Step::Baseline(notes) if index == 0 => {
                 if !notes.is_empty() {
                     tell(notes.join("; "));
                 }
                 return Ok(());
             }
+            Step::Baseline(notes) if cumulative.is_some() => with_notes(cumulative, notes),
+            Step::Baseline(notes) if notes.is_empty() => return Ok(()),
             Step::Baseline(notes) => with_notes(None, notes),
         };
         if let Some(what) = handover

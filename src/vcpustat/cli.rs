@@ -52,6 +52,23 @@ The `all` row is the ratio of the summed counts over the selected vCPUs (with
 cpu `all`. In prometheus output it is the vcpustat_all_* metrics, without a cpu
 label, so that summing the per-vCPU series over cpu does not count it twice.";
 
+/// The largest `HZ` a powerpc kernel can be built with (`kernel/Kconfig.hz`
+/// offers 100, 250, 300 and 1000): the kernel refuses a frequency above its
+/// HZ, so every kernel refuses one above this.
+pub const MAX_HZ: i32 = 1000;
+
+/// Parses `--freq`: only values some kernel accepts, so that nothing is
+/// written for a value every kernel refuses.
+fn parse_freq(text: &str) -> Result<i32, String> {
+    match text.parse::<i32>() {
+        Ok(freq) if (1..=MAX_HZ).contains(&freq) => Ok(freq),
+        _ => Err(format!(
+            "expected a whole number of drains per second from 1 to {MAX_HZ} \
+             (the kernel accepts 1 to its HZ, at most {MAX_HZ})"
+        )),
+    }
+}
+
 /// `vcpustat [OPTIONS] [INTERVAL [COUNT]]`, or a subcommand.
 #[derive(Debug, Parser)]
 #[command(
@@ -90,9 +107,9 @@ pub struct ReportArgs {
     /// Switch the statistics off. Stays off at exit unless --temporary.
     #[arg(short, long)]
     pub disable: bool,
-    /// Drain the dispatch trace log N times per second (1 to the kernel's HZ;
-    /// the kernel default is 50).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    /// Drain the dispatch trace log N times per second (1 to the kernel's HZ,
+    /// which is at most 1000; the kernel default is 50).
+    #[arg(long, value_name = "N", value_parser = parse_freq, allow_negative_numbers = true)]
     pub freq: Option<i32>,
     /// Print whether the statistics are on and the current frequency.
     #[arg(long)]
@@ -100,8 +117,9 @@ pub struct ReportArgs {
     /// Undo --enable, --disable and --freq too when the run ends.
     #[arg(long, requires = "interval")]
     pub temporary: bool,
-    /// Show counts instead of percentages.
-    #[arg(short, long, conflicts_with = "raw")]
+    /// Show counts instead of percentages (with -r too: cumulative counts
+    /// are counts already).
+    #[arg(short, long)]
     pub numeric: bool,
     /// Show cumulative counts since the statistics were enabled.
     #[arg(short, long)]
@@ -231,7 +249,8 @@ impl Options {
                     .into(),
             ));
         }
-        // Without an interval there is nothing to take a delta of.
+        // Without an interval there is nothing to take a delta of. `-n -r`
+        // is `-r`: cumulative counts are already numbers.
         let view = if args.raw || mode == Mode::Once {
             View::Raw
         } else if args.numeric {
@@ -260,16 +279,15 @@ impl Options {
         })
     }
 
-    /// The sampling schedule of an interval run: one extra first sample as
-    /// the baseline of the first delta, except for cumulative reports.
+    /// The sampling schedule of an interval run: one extra first sample,
+    /// the baseline of the first delta; cumulative reports (`-r`) skip it
+    /// too, so that every view reports first after one interval, as
+    /// powerpc-utils does.
     pub fn schedule(&self) -> Schedule {
         match self.mode {
             Mode::Interval { interval, count } => Schedule {
                 interval: Some(interval),
-                count: match self.view {
-                    View::Raw => count,
-                    View::Percent | View::Numeric => count.map(|c| c.saturating_add(1)),
-                },
+                count: count.map(|c| c.saturating_add(1)),
             },
             Mode::Control | Mode::Once => Schedule::once(),
         }
@@ -304,6 +322,11 @@ mod tests {
         assert_eq!(o.schedule().count, Some(4));
         let o = options(&["-r", "250ms"]).unwrap();
         assert_eq!(o.schedule().count, None);
+        // -r reports first after one interval too, as powerpc-utils does.
+        assert_eq!(
+            options(&["-r", "1", "2"]).unwrap().schedule().count,
+            Some(3)
+        );
         assert_eq!(options(&[]).unwrap().mode, Mode::Once);
         assert_eq!(options(&["--status"]).unwrap().mode, Mode::Control);
         assert_eq!(
@@ -317,7 +340,11 @@ mod tests {
     #[test]
     fn combinations_are_checked() {
         assert!(options(&["-e", "-d"]).is_err());
-        assert!(options(&["-n", "-r"]).is_err());
+        assert_eq!(options(&["-n", "-r", "1"]).unwrap().view, View::Raw);
+        assert!(options(&["--freq", "-5"]).is_err());
+        assert!(options(&["--freq=-5"]).is_err());
+        assert!(options(&["--freq", "1001"]).is_err());
+        assert_eq!(options(&["--freq", "1000"]).unwrap().freq, Some(1000));
         assert!(options(&["--temporary", "-e"]).is_err());
         assert!(options(&["--freq", "0"]).is_err());
         let err = options(&["-d", "1"]).unwrap_err();

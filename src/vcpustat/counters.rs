@@ -75,6 +75,14 @@ pub fn parse(text: &[u8]) -> Result<Snapshot, ParseError> {
     if text == b"off\n" || text == b"off" {
         return Ok(Snapshot::Off);
     }
+    // While the statistics are on the kernel prints a line for every online
+    // CPU, and there is always one: an empty file is not "on, no CPUs".
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Err(ParseError {
+            line: 1,
+            expected: "\"off\" or one \"cpu<N>\" line per online CPU (the file is empty)",
+        });
+    }
     let mut cpus = Vec::with_capacity(text.len() / 48 + 1);
     parse_into(text, &mut cpus)?;
     Ok(Snapshot::On(cpus))
@@ -179,6 +187,7 @@ mod tests {
         assert!(parse(b"cpu0 1 2 3 4 5 6 7 -8\n").is_err());
         assert!(parse(b"cpu0 1 2 3 4 5 6 7 99999999999999999999\n").is_err());
         assert!(parse(b"of\n").is_err());
-        assert_eq!(parse(b"").unwrap(), Snapshot::On(vec![]));
+        assert!(parse(b"").is_err());
+        assert!(parse(b"\n").is_err());
     }
 }

@@ -103,7 +103,9 @@ fn common_error(
             path,
             errno: errno_text(&err),
         },
-        _ if err.kind() == io::ErrorKind::NotFound => missing_files(source),
+        // Only a missing statistics file says the kernel has none; any
+        // other missing file is named as it is.
+        _ if err.kind() == io::ErrorKind::NotFound && path == STATS_PATH => missing_files(source),
         _ => VcpuError::Io {
             access,
             path,

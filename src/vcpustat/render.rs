@@ -99,28 +99,30 @@ impl TextRenderer {
 
     fn values(&self, out: &mut Vec<u8>, d: &Dispatches, unattributed: bool) {
         let w = self.width();
+        // Without known shares every percentage shows `-`, as without dispatches.
+        let share_total = if d.shares_known() { d.total() } else { 0 };
         out.push(b' ');
         push_uint(out, d.total(), TOTAL_WIDTH);
         out.extend_from_slice(" |".as_bytes());
         let cell = |out: &mut Vec<u8>, count: u64| {
             out.push(b' ');
             match self.view {
-                View::Percent => push_percent(out, count, d.total(), w),
+                View::Percent => push_percent(out, count, share_total, w),
                 View::Numeric | View::Raw => push_uint(out, count, w),
             }
         };
         for i in [field::CORE, field::CHIP, field::SOCKET, field::CEC] {
-            cell(out, d.0[i]);
+            cell(out, d.count(i));
         }
         out.extend_from_slice(" |".as_bytes());
         for i in [field::HOME, field::ADJ, field::FAR] {
-            cell(out, d.0[i]);
+            cell(out, d.count(i));
         }
         if unattributed {
             cell(out, d.unattributed());
         }
         out.extend_from_slice(" | ".as_bytes());
-        push_percent(out, d.0[field::HOME], d.total(), HOME_PCT_WIDTH);
+        push_percent(out, d.count(field::HOME), share_total, HOME_PCT_WIDTH);
         out.push(b'\n');
     }
 }
@@ -155,10 +157,11 @@ fn push_reversed(out: &mut Vec<u8>, reversed: &[u8], width: usize) {
 }
 
 /// Appends `100 * count / total` with two decimals, right-aligned in
-/// `width`, or `-` when `total` is 0. Integer arithmetic, rounding half to
+/// `width`, or `-` when `total` is 0 or smaller than `count` (a share is
+/// never above 100 %). Integer arithmetic, rounding half to
 /// even like `printf("%.2f")` on exact ties.
 pub fn push_percent(out: &mut Vec<u8>, count: u64, total: u64, width: usize) {
-    if total == 0 {
+    if total == 0 || count > total {
         let _ = write!(out, "{:>width$}", "-");
         return;
     }
@@ -285,7 +288,7 @@ pub fn schema(cumulative: bool) -> Schema {
 /// The values of one row in [`schema`] order.
 fn row_values(d: &Dispatches) -> Vec<Value> {
     let mut values = Vec::with_capacity(FIELDS + 2);
-    values.extend(d.0.iter().map(|&v| Value::Int(v)));
+    values.extend(d.counts().iter().map(|&v| Value::Int(v)));
     values.push(Value::Int(d.unattributed()));
     values.push(d.home_pct().map_or(Value::Missing, Value::Float));
     values
@@ -423,6 +426,10 @@ mod tests {
             String::from_utf8(s).unwrap(),
             "  99.74  3.12  9.38 100.00  - 50.00"
         );
+        // A count above its total (a wrapped counter) has no share, not 125 %.
+        let mut s = Vec::new();
+        push_percent(&mut s, 5, 4, 6);
+        assert_eq!(s, b"     -");
     }
 
     #[test]
@@ -449,7 +456,7 @@ mod tests {
     fn percent_view_and_unattributed_column() {
         let rows = vec![CpuRow {
             cpu: 3,
-            dispatches: Dispatches([200, 100, 100, 0, 0, 150, 10, 0]),
+            dispatches: Dispatches::new([200, 100, 100, 0, 0, 150, 10, 0]),
         }];
         let report = Report::build(rows, &Default::default(), vec![]);
         let mut out = Vec::new();

@@ -9,13 +9,39 @@ use crate::common::cpulist::CpuList;
 
 /// Dispatch counts of one vCPU (or of all of them) over an interval, or
 /// since the statistics were enabled. Values are 32-bit counts.
+///
+/// The kernel counts every dispatch in `total` and in at most one counter
+/// of each group (`core chip socket cec`, `home adj far`), so neither group
+/// can sum to more than `total`. When one does, a counter passed 2^32 more
+/// often than `total` did (cumulative counts after a long run, or a garbled
+/// file): the shares cannot be known and are not given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Dispatches(pub [u64; FIELDS]);
+pub struct Dispatches {
+    counts: [u64; FIELDS],
+    /// A group sums to more than `total` here or in a vCPU summed into it.
+    wrapped: bool,
+}
+
+/// Whether each group of `counts` sums to at most `total`.
+fn groups_fit_total(counts: &[u64; FIELDS]) -> bool {
+    let total = counts[field::TOTAL];
+    let sum = |fields: &[usize]| fields.iter().map(|&i| counts[i]).sum::<u64>();
+    sum(&[field::CORE, field::CHIP, field::SOCKET, field::CEC]) <= total
+        && sum(&[field::HOME, field::ADJ, field::FAR]) <= total
+}
 
 impl Dispatches {
+    /// Counts already reduced to 32 bits, in [`field`] order.
+    pub fn new(counts: [u64; FIELDS]) -> Dispatches {
+        Dispatches {
+            counts,
+            wrapped: !groups_fit_total(&counts),
+        }
+    }
+
     /// Cumulative counts as the kernel keeps them: C `int`s, taken modulo 2^32.
     pub fn cumulative(counts: &[u64; FIELDS]) -> Dispatches {
-        Dispatches(counts.map(|v| v & Width::Bits32.max()))
+        Dispatches::new(counts.map(|v| v & Width::Bits32.max()))
     }
 
     /// The counts between two samples, modulo 2^32.
@@ -24,39 +50,58 @@ impl Dispatches {
         for (i, slot) in out.iter_mut().enumerate() {
             *slot = counter::delta(previous[i], current[i], Width::Bits32);
         }
-        Dispatches(out)
+        Dispatches::new(out)
     }
 
     /// Adds another vCPU's counts.
     pub fn add(&mut self, other: &Dispatches) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
             *a += b;
         }
+        self.wrapped |= other.wrapped;
+    }
+
+    /// The counters, in [`field`] order.
+    pub fn counts(&self) -> &[u64; FIELDS] {
+        &self.counts
+    }
+
+    /// Counter `index` (a [`field`] constant).
+    pub fn count(&self, index: usize) -> u64 {
+        self.counts[index]
+    }
+
+    /// Whether shares of `total` mean anything: false when a group of
+    /// counters sums to more than `total` (see [`Dispatches`]).
+    pub fn shares_known(&self) -> bool {
+        !self.wrapped
     }
 
     /// Dispatches counted (`total`).
     pub fn total(&self) -> u64 {
-        self.0[field::TOTAL]
+        self.counts[field::TOTAL]
     }
 
     /// Dispatches no home-node distance could be attributed to:
     /// `total - (home + adj + far)`.
     pub fn unattributed(&self) -> u64 {
-        let numa = self.0[field::HOME] + self.0[field::ADJ] + self.0[field::FAR];
+        let numa = self.counts[field::HOME] + self.counts[field::ADJ] + self.counts[field::FAR];
         self.total().saturating_sub(numa)
     }
 
-    /// `100 * count / total`, or `None` without dispatches.
+    /// `100 * count / total`, or `None` without dispatches or when the
+    /// shares are unknown; never outside 0–100.
     pub fn percent_of_total(&self, count: u64) -> Option<f64> {
         match self.total() {
             0 => None,
+            total if self.wrapped || count > total => None,
             total => Some(100.0 * count as f64 / total as f64),
         }
     }
 
     /// The share of counter `index` in percent, or `None` without dispatches.
     pub fn percent(&self, index: usize) -> Option<f64> {
-        self.percent_of_total(self.0[index])
+        self.percent_of_total(self.counts[index])
     }
 
     /// The home-node hit ratio in percent: `100 * home / total`.
@@ -99,6 +144,10 @@ pub struct Selection<'a> {
     pub sort: SortKey,
     /// At most this many rows (`--top`).
     pub top: Option<usize>,
+    /// Interval reports show the counts since the statistics were enabled
+    /// (`-r`) instead of the interval's, for the same vCPUs: those in both
+    /// samples, as powerpc-utils shows them.
+    pub cumulative: bool,
 }
 
 impl Selection<'_> {
@@ -123,11 +172,22 @@ pub struct Report {
 
 impl Report {
     /// Builds a report from rows: selection, the `all` row, sorting, `--top`.
-    pub fn build(mut rows: Vec<CpuRow>, selection: &Selection, notes: Vec<String>) -> Report {
+    pub fn build(mut rows: Vec<CpuRow>, selection: &Selection, mut notes: Vec<String>) -> Report {
         rows.retain(|row| selection.wants(row.cpu));
         let mut all = Dispatches::default();
+        let mut wrapped = Vec::new();
         for row in &rows {
             all.add(&row.dispatches);
+            if !row.dispatches.shares_known() {
+                wrapped.push(format!("cpu{}", row.cpu));
+            }
+        }
+        if !wrapped.is_empty() {
+            notes.push(format!(
+                "{}: counters sum to more than total (a 32-bit counter wrapped more often \
+                 than total did): shares unknown",
+                wrapped.join(", ")
+            ));
         }
         sort_rows(&mut rows, selection.sort);
         if let Some(top) = selection.top {
@@ -289,7 +349,7 @@ pub fn interval_report(
     for (cur, prev) in pairs {
         match prev {
             Some(prev) => {
-                let dispatches = if reset {
+                let dispatches = if reset || selection.cumulative {
                     Dispatches::cumulative(&cur.counts)
                 } else {
                     Dispatches::delta(&prev.counts, &cur.counts)
@@ -366,9 +426,38 @@ mod tests {
         let cur = [4, 0, 0, 0, 0, 2, 0, 0];
         let d = Dispatches::delta(&prev, &cur);
         assert_eq!(d.total(), 10);
-        assert_eq!(d.0[field::HOME], 8);
+        assert_eq!(d.count(field::HOME), 8);
         let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
         assert!(report.notes.is_empty(), "{:?}", report.notes);
+    }
+
+    #[test]
+    fn a_group_above_total_has_no_shares_in_its_row_or_in_all() {
+        // home is the C int -10000 (printed sign-extended), total 4096.
+        let wrapped = [4096, 4000, 96, 0, 0, 18_446_744_073_709_541_616, 2000, 0];
+        let d = Dispatches::cumulative(&wrapped);
+        assert_eq!(d.count(field::HOME), (1 << 32) - 10_000);
+        assert!(!d.shares_known());
+        assert_eq!(d.home_pct(), None);
+        assert_eq!(d.percent(field::CORE), None);
+        let rows = vec![
+            CpuRow {
+                cpu: 0,
+                dispatches: d,
+            },
+            CpuRow {
+                cpu: 1,
+                dispatches: Dispatches::cumulative(&[u64::from(u32::MAX), 0, 0, 0, 0, 0, 0, 0]),
+            },
+        ];
+        let report = Report::build(rows, &Selection::default(), Vec::new());
+        // The sums alone would fit (home < total), but cpu0's shares are unknown.
+        let numa = [field::HOME, field::ADJ, field::FAR].map(|i| report.all.count(i));
+        assert!(numa.iter().sum::<u64>() < report.all.total());
+        assert_eq!(report.all.home_pct(), None);
+        assert_eq!(report.rows[1].dispatches.home_pct(), Some(0.0));
+        assert_eq!(report.notes.len(), 1);
+        assert!(report.notes[0].starts_with("cpu0: counters sum to more than total"));
     }
 
     #[test]
@@ -417,8 +506,9 @@ mod tests {
 
     #[test]
     fn online_and_offline_cpus_are_noted() {
-        let prev = [cpu(0, [1; 8]), cpu(1, [1; 8])];
-        let cur = [cpu(0, [2; 8]), cpu(2, [5; 8])];
+        let at_home = |n: u64| [n, n, 0, 0, 0, n, 0, 0];
+        let prev = [cpu(0, at_home(1)), cpu(1, at_home(1))];
+        let cur = [cpu(0, at_home(2)), cpu(2, at_home(5))];
         let report = interval_report(&prev, &cur, &Selection::default());
         assert_eq!(report.rows.len(), 1);
         assert_eq!(
@@ -444,6 +534,7 @@ mod tests {
             cpus: Some(&list),
             sort: SortKey::Home,
             top: Some(2),
+            cumulative: false,
         };
         let report = interval_report(&prev, &cur, &sel);
         let order: Vec<u32> = report.rows.iter().map(|r| r.cpu).collect();

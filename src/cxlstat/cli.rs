@@ -73,7 +73,13 @@ pub struct Args {
     pub aggregate: bool,
     /// Output format (csv: the common CSV of all hwstat tools, with a header,
     /// a timestamp and an index; -x gives perf stat's layout instead).
-    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        ignore_case = true,
+        value_name = "FORMAT"
+    )]
     pub output: Option<Format>,
     /// perf stat -x output with this separator: per line
     /// COUNT,UNIT,EVENT,RUN_NS,RUNNING%,RATE,/sec (with intervals, the time first).

@@ -386,8 +386,9 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             }
             "-o" => {
                 let f = take_value(&mut i)?;
-                o.format = match f.as_str() {
-                    "JSON" => OutputFormat::SysstatJson,
+                // sysstat spells it JSON; every tool here takes any case.
+                o.format = match f.to_ascii_lowercase().as_str() {
+                    "json" => OutputFormat::SysstatJson,
                     "csv" => OutputFormat::Csv,
                     "ndjson" => OutputFormat::Ndjson,
                     "prometheus" => OutputFormat::Prometheus,

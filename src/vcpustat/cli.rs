@@ -145,6 +145,7 @@ pub struct ReportArgs {
         long = "output",
         value_name = "FORMAT",
         value_enum,
+        ignore_case = true,
         default_value = "text"
     )]
     pub format: Format,

@@ -72,7 +72,13 @@ pub struct ReportArgs {
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        ignore_case = true,
+        default_value = "text"
+    )]
     pub format: ReportFormat,
     /// List every physical record instead of the per-processor summary.
     #[arg(long)]

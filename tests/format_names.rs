@@ -1,0 +1,88 @@
+//! Every tool takes its output format names in any case (`-o JSON`, `-o json`,
+//! `-o Csv`), as one suite; help and output keep each tool's spelling.
+
+use std::path::Path;
+use std::process::Command;
+
+fn run(program: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(program).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn format_names_are_accepted_in_any_case_by_the_three_tools() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let vcpu_root = repo.join("tests/fixtures/vcpustat/seed");
+    let vcpu_root = vcpu_root.to_str().unwrap();
+    let io_root = std::env::temp_dir().join(format!("hwstat-format-names-{}", std::process::id()));
+    std::fs::create_dir_all(io_root.join("proc")).unwrap();
+    std::fs::create_dir_all(io_root.join("sys/block/sda")).unwrap();
+    std::fs::write(
+        io_root.join("proc/stat"),
+        "cpu  1 0 1 10 0 0 0 0 0 0\ncpu0 1 0 1 10 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(io_root.join("proc/uptime"), "100.00 90.00\n").unwrap();
+    std::fs::write(
+        io_root.join("proc/diskstats"),
+        "   8       0 sda 10 0 80 5 0 0 0 0 0 5 5 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let io_root_text = io_root.to_str().unwrap().to_string();
+
+    for spelling in ["JSON", "json", "Json"] {
+        let (status, out) = run(
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            &["--sysroot", &io_root_text, "-d", "-o", spelling],
+        );
+        assert_eq!(status, Some(0), "iostat-rs -o {spelling}");
+        assert!(
+            out.starts_with("{\"sysstat\": {"),
+            "iostat-rs -o {spelling}: {out}"
+        );
+        let (status, out) = run(
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["--sysroot", vcpu_root, "-o", spelling],
+        );
+        assert_eq!(status, Some(0), "vcpustat -o {spelling}");
+        assert!(
+            out.starts_with("{\"tool\":\"vcpustat\""),
+            "vcpustat -o {spelling}: {out}"
+        );
+    }
+    for spelling in ["CSV", "csv", "Csv"] {
+        let (status, out) = run(
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            &["--sysroot", &io_root_text, "-d", "-o", spelling],
+        );
+        assert_eq!(status, Some(0), "iostat-rs -o {spelling}");
+        assert!(
+            out.starts_with("timestamp,index,device,"),
+            "iostat-rs -o {spelling}: {out}"
+        );
+        let (status, out) = run(
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["--sysroot", vcpu_root, "-o", spelling],
+        );
+        assert_eq!(status, Some(0), "vcpustat -o {spelling}");
+        assert!(
+            out.starts_with("timestamp,index,cpu,"),
+            "vcpustat -o {spelling}: {out}"
+        );
+    }
+    // cxlstat checks the format before anything is opened: a wrong name is a
+    // usage error (2), a right one in any case gets past the parser.
+    for spelling in ["NDJSON", "ndjson", "Prometheus"] {
+        let (status, _) = run(
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &["--sysroot", "/nonexistent", "-o", spelling, "-e", "x"],
+        );
+        assert_ne!(status, Some(2), "cxlstat -o {spelling} is a usage error");
+    }
+    let (status, _) = run(env!("CARGO_BIN_EXE_cxlstat"), &["-o", "xml", "-e", "x"]);
+    assert_eq!(status, Some(2));
+    std::fs::remove_dir_all(&io_root).unwrap();
+}

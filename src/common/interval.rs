@@ -44,12 +44,14 @@ pub fn nonzero_interval(
     }
 }
 
-/// The instant `after` past `start`. Where that is beyond what an
-/// [`Instant`] can hold (an interval of 10^19 s, or a count of intervals
-/// that large), the furthest instant it can hold in that direction: a
-/// deadline that never comes, so the run waits for a stop signal.
+/// The instant `after` past `start`, for `after` up to 2^62 s (146 billion
+/// years); longer waits (an interval of 10^19 s, or a huge count of
+/// intervals) end at that same deadline, which never comes: the run waits for
+/// a stop signal. `Instant` holds about 2^63 s, so the sum does not overflow.
 pub fn instant_after(start: Instant, after: Duration) -> Instant {
-    let mut step = after;
+    const NEVER: Duration = Duration::from_secs(1 << 62);
+    // Halving only matters on a clock already past 2^62 s.
+    let mut step = after.min(NEVER);
     loop {
         if let Some(due) = start.checked_add(step) {
             return due;

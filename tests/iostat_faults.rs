@@ -280,6 +280,14 @@ const FAULTS: &[Fault] = &[
         expect: Expect::Sysstat,
     },
     Fault {
+        // sscanf("%llu") takes a sign: -1 is 2^64-1 ticks of user time.
+        name: "proc-stat-negative-and-signed-fields",
+        apply: |r, _| edit_line(r, "proc/stat", 0, "cpu  -1 +20 30 400 -5 6 7 8 0 0"),
+        args: &["-c"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
         name: "proc-stat-long-cpu-line",
         apply: |r, _| {
             edit_line(

@@ -1,5 +1,17 @@
 //! CPU lists as the kernel writes them (`0-3,8,10-11`): `cpumask` and
 //! `online` files, topology files and `--cpus` arguments.
+//!
+//! Every CPU list of every tool is parsed here. Ranges are merged before any
+//! CPU is listed, and no number may exceed [`MAX_CPU`], so a list costs at
+//! most `MAX_CPU + 1` entries however long or repetitive its text is.
+
+/// The largest CPU number a list may hold.
+///
+/// Logical CPUs are numbered below the kernel's `NR_CPUS`, at most 8192 in
+/// every architecture's Kconfig; the Dispatch Trace Log numbers physical
+/// processors with 16 bits. 65535 covers both, and keeps a list of every
+/// CPU at 256 KiB.
+pub const MAX_CPU: u32 = 65_535;
 
 /// A set of CPU numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,29 +20,51 @@ pub struct CpuList {
 }
 
 impl CpuList {
-    /// Parses `0-3,8,10-11`. Fails with a message naming the bad part.
+    /// Parses `0-3,8,10-11`. Fails with a message naming the list and the
+    /// bad part: not a number, a range that runs backwards, or a CPU above
+    /// [`MAX_CPU`].
     pub fn parse(text: &str) -> Result<CpuList, String> {
+        let shown = shorten(text);
         let bad = |part: &str| {
             format!(
-                "invalid CPU list {text:?} at {part:?}: expected CPU numbers and ranges like 0-3,8"
+                "invalid CPU list {shown:?} at {:?}: expected CPU numbers and ranges like 0-3,8",
+                shorten(part)
             )
         };
-        let mut cpus = Vec::new();
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
         for part in text.split(',') {
             let part = part.trim();
             let (first, last) = match part.split_once('-') {
                 Some((a, b)) => (a.trim(), b.trim()),
                 None => (part, part),
             };
-            let first: u32 = first.parse().map_err(|_| bad(part))?;
-            let last: u32 = last.parse().map_err(|_| bad(part))?;
-            if last < first || last - first > 1 << 20 {
+            let number = |s: &str| -> Result<u32, String> {
+                if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad(part));
+                }
+                match s.parse::<u32>() {
+                    Ok(n) if n <= MAX_CPU => Ok(n),
+                    _ => Err(format!(
+                        "invalid CPU list {shown:?}: CPU {} is above the largest CPU number {MAX_CPU}",
+                        shorten(s)
+                    )),
+                }
+            };
+            let (first, last) = (number(first)?, number(last)?);
+            if last < first {
                 return Err(bad(part));
             }
-            cpus.extend(first..=last);
+            ranges.push((first, last));
         }
-        cpus.sort_unstable();
-        cpus.dedup();
+        ranges.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (first, last) in ranges {
+            match merged.last_mut() {
+                Some(prev) if first <= prev.1.saturating_add(1) => prev.1 = prev.1.max(last),
+                _ => merged.push((first, last)),
+            }
+        }
+        let cpus = merged.into_iter().flat_map(|(a, b)| a..=b).collect();
         Ok(CpuList { cpus })
     }
 
@@ -47,6 +81,15 @@ impl CpuList {
     /// The CPUs, ascending, as an owned vector.
     pub fn into_vec(self) -> Vec<u32> {
         self.cpus
+    }
+}
+
+/// `text` cut to a length an error message can show.
+fn shorten(text: &str) -> String {
+    const LIMIT: usize = 40;
+    match text.char_indices().nth(LIMIT) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
     }
 }
 
@@ -72,9 +115,40 @@ mod tests {
 
     #[test]
     fn refuses_bad_lists() {
-        for bad in ["", "a", "3-1", "1,,2", "-1", "0-99999999"] {
+        for bad in ["", "a", "3-1", "1,,2", "-1", "+1", "1-+2", "0-1-2"] {
             let err = CpuList::parse(bad).unwrap_err();
             assert!(err.contains("expected CPU numbers"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn refuses_cpus_above_the_limit_naming_the_list() {
+        for bad in ["0-65536", "65536", "0-99999999", "4294967296"] {
+            let err = CpuList::parse(bad).unwrap_err();
+            assert!(
+                err.contains("above the largest CPU number 65535"),
+                "{bad}: {err}"
+            );
+            assert!(err.contains(&format!("{bad:?}")), "{bad}: {err}");
+        }
+        assert_eq!(CpuList::parse("65535").unwrap().cpus(), &[65535]);
+    }
+
+    #[test]
+    fn repeated_and_overlapping_ranges_are_merged_before_expanding() {
+        // 10 KB of whole-range repeats: about 1,400 ranges of 65,536 CPUs.
+        let text = vec!["0-65535"; 1400].join(",");
+        let list = CpuList::parse(&text).unwrap();
+        assert_eq!(list.cpus().len(), 65_536);
+        assert_eq!(list.cpus()[65_535], 65_535);
+        let list = CpuList::parse("5-9,0-3,4,8-12,20").unwrap();
+        assert_eq!(list.cpus(), &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 20]);
+    }
+
+    #[test]
+    fn long_lists_are_cut_in_errors() {
+        let text = format!("{},x", vec!["1"; 5000].join(","));
+        let err = CpuList::parse(&text).unwrap_err();
+        assert!(err.len() < 200, "{err}");
     }
 }

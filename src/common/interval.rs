@@ -27,6 +27,39 @@ pub fn looks_like_interval(text: &str) -> bool {
     text.starts_with(|c: char| c.is_ascii_digit()) && parse_interval(text).is_ok()
 }
 
+/// Applies sysstat's meaning of an interval of 0, the same in every tool:
+/// `0` is as if no interval were given (`iostat 0` prints one report), and
+/// a count after `0` is a usage error (`iostat 0 3`). Returns the interval
+/// that remains, `None` for a zero or missing one.
+pub fn nonzero_interval(
+    interval: Option<Duration>,
+    count: Option<u64>,
+) -> Result<Option<Duration>, String> {
+    match interval {
+        Some(d) if d.is_zero() && count.is_some() => {
+            Err("an interval of 0 takes one report: it cannot have a count".to_string())
+        }
+        Some(d) if d.is_zero() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// The instant `after` past `start`, for `after` up to 2^62 s (146 billion
+/// years); longer waits (an interval of 10^19 s, or a huge count of
+/// intervals) end at that same deadline, which never comes: the run waits for
+/// a stop signal. `Instant` holds about 2^63 s, so the sum does not overflow.
+pub fn instant_after(start: Instant, after: Duration) -> Instant {
+    const NEVER: Duration = Duration::from_secs(1 << 62);
+    // Halving only matters on a clock already past 2^62 s.
+    let mut step = after.min(NEVER);
+    loop {
+        if let Some(due) = start.checked_add(step) {
+            return due;
+        }
+        step /= 2;
+    }
+}
+
 /// When samples are due: sample `k` at `start + k * interval`, so a slow
 /// sample never makes the later ones drift.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +82,10 @@ impl Schedule {
     /// The instant sample `index` is due, given the first sample's instant.
     pub fn due(&self, start: Instant, index: u64) -> Instant {
         match self.interval {
-            Some(step) => start + step.saturating_mul(index.min(u32::MAX as u64) as u32),
+            Some(step) => instant_after(
+                start,
+                step.saturating_mul(index.min(u32::MAX as u64) as u32),
+            ),
             None => start,
         }
     }
@@ -95,5 +131,37 @@ mod tests {
         assert!(!s.wants(3));
         assert!(Schedule::once().wants(0));
         assert!(!Schedule::once().wants(1));
+    }
+
+    #[test]
+    fn huge_intervals_saturate_instead_of_overflowing() {
+        let huge = parse_interval("9999999999999999999").unwrap();
+        let s = Schedule {
+            interval: Some(huge),
+            count: Some(2),
+        };
+        let t0 = Instant::now();
+        let first = s.due(t0, 1);
+        assert!(first > t0 + Duration::from_secs(100 * 365 * 86_400));
+        assert!(s.due(t0, u64::MAX) >= first);
+        assert!(instant_after(t0, Duration::MAX) >= first);
+        assert_eq!(
+            instant_after(t0, Duration::from_secs(3)),
+            t0 + Duration::from_secs(3)
+        );
+    }
+
+    #[test]
+    fn an_interval_of_zero_means_none_and_takes_no_count() {
+        let zero = Some(Duration::ZERO);
+        assert_eq!(nonzero_interval(zero, None), Ok(None));
+        assert!(
+            nonzero_interval(zero, Some(3))
+                .unwrap_err()
+                .contains("cannot have a count")
+        );
+        let two = Some(Duration::from_secs(2));
+        assert_eq!(nonzero_interval(two, Some(3)), Ok(two));
+        assert_eq!(nonzero_interval(None, None), Ok(None));
     }
 }

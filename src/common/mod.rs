@@ -6,6 +6,7 @@
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
 //! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
+//! * [`escape`]: names from the kernel or a recording, safe to print;
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
@@ -50,6 +51,7 @@ pub mod clock;
 pub mod completion;
 pub mod counter;
 pub mod cpulist;
+pub mod escape;
 pub mod interval;
 pub mod manual;
 pub mod output;

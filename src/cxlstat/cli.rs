@@ -7,7 +7,7 @@ use clap::{CommandFactory, Parser};
 use clap_complete::{ArgValueCandidates, CompletionCandidate};
 
 use crate::common::cli::SourceArgs;
-use crate::common::interval::{Schedule, parse_interval};
+use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
 use crate::common::output::Format;
 
 use super::error::CxlError;
@@ -216,6 +216,12 @@ impl Options {
                 ));
             }
             let timing = match (args.interval_ms, &args.interval) {
+                // 0 is no interval, as in sysstat and perf stat -I 0.
+                (Some(0), _) => {
+                    nonzero_interval(Some(Duration::ZERO), args.interval_count)
+                        .map_err(CxlError::Spec)?;
+                    Timing::AtEnd
+                }
                 (Some(ms), _) if ms < 10 => {
                     return Err(CxlError::Spec(format!(
                         "-I {ms}: expected an interval of at least 10 ms"
@@ -227,14 +233,17 @@ impl Options {
                 },
                 (None, Some(text)) => {
                     let interval = parse_interval(text).map_err(CxlError::Spec)?;
-                    if interval < Duration::from_millis(10) {
-                        return Err(CxlError::Spec(format!(
-                            "interval {text:?}: expected at least 10 ms"
-                        )));
-                    }
-                    Timing::Every {
-                        interval,
-                        count: args.count,
+                    match nonzero_interval(Some(interval), args.count).map_err(CxlError::Spec)? {
+                        None => Timing::AtEnd,
+                        Some(interval) if interval < Duration::from_millis(10) => {
+                            return Err(CxlError::Spec(format!(
+                                "interval {text:?}: expected at least 10 ms"
+                            )));
+                        }
+                        Some(interval) => Timing::Every {
+                            interval,
+                            count: args.count,
+                        },
                     }
                 }
                 (None, None) => Timing::AtEnd,

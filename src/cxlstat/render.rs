@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use comfy_table::{Table, presets};
 
+use crate::common::escape;
 use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
 
 use super::catalogue::{self, CXL_VENDOR_ID};
@@ -22,8 +23,13 @@ fn table(header: Vec<&str>) -> Table {
     t
 }
 
+/// A name from sysfs as text output shows it (control characters escaped).
+fn shown(name: &str) -> String {
+    escape::text(name).into_owned()
+}
+
 fn or_dash(value: Option<String>) -> String {
-    value.unwrap_or_else(|| "-".to_string())
+    value.map_or_else(|| "-".to_string(), |v| shown(&v))
 }
 
 /// `--list`: one line per CXL PMU.
@@ -42,7 +48,7 @@ pub fn list_pmus(pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()> {
     for pmu in pmus {
         let dev = pmu.memdev.clone().unwrap_or_default();
         t.add_row(vec![
-            pmu.name.clone(),
+            shown(&pmu.name),
             pmu.perf_type.to_string(),
             pmu.cpu.to_string(),
             or_dash(dev.name),
@@ -76,7 +82,12 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{} ({} events):", pmu.name, pmu.events.len())?;
+        writeln!(
+            out,
+            "{} ({} events):",
+            escape::text(&pmu.name),
+            pmu.events.len()
+        )?;
         let mut rows: Vec<(u64, u64, u64, &str)> = Vec::new();
         for event in &pmu.events {
             let mut attr = EventAttr::default();
@@ -102,7 +113,7 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
         let mut legend: Vec<String> = Vec::new();
         let mut last_group = None;
         for (vid, gid, mask, name) in rows {
-            let shown = if last_group == Some((vid, gid)) {
+            let group = if last_group == Some((vid, gid)) {
                 String::new()
             } else {
                 if let Some(g) =
@@ -121,8 +132,8 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
                 .map(|e| e.description)
                 .unwrap_or("-");
             t.add_row(vec![
-                shown,
-                name.to_string(),
+                group,
+                shown(name),
                 format!("{vid:#06x}"),
                 format!("{gid:#06x}"),
                 format!("{mask:#010x}"),
@@ -156,8 +167,8 @@ pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()>
             writeln!(
                 out,
                 "{}/{}/  ({})",
-                pmu.name,
-                event.label,
+                escape::text(&pmu.name),
+                escape::text(&event.label),
                 describe_attr(pmu, &event.attr)
             )?;
             writeln!(out, "{RULE}\nperf_event_attr:")?;
@@ -180,7 +191,11 @@ pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()>
             }
             writeln!(out, "{RULE}")?;
             let group = if member {
-                format!("leader {}/{}/", pmu.name, unit.events[0].label)
+                format!(
+                    "leader {}/{}/",
+                    escape::text(&pmu.name),
+                    escape::text(&unit.events[0].label)
+                )
             } else {
                 "-1".to_string()
             };
@@ -351,8 +366,16 @@ impl CountView {
             })
             .collect();
         CountView {
-            pmu_width: rows.iter().map(|r| r.pmu.len()).max().unwrap_or(3).max(3),
-            event_width: rows.iter().map(|r| r.event.len()).max().unwrap_or(5).max(5),
+            pmu_width: rows
+                .iter()
+                .map(|r| escape::text(&r.pmu).len())
+                .max()
+                .unwrap_or(3)
+                .max(3),
+            event_width: (rows.iter().map(|r| escape::text(&r.event).len()))
+                .max()
+                .unwrap_or(5)
+                .max(5),
             rows,
             frame_rows,
             output,
@@ -437,14 +460,14 @@ impl CountView {
                         out,
                         separator,
                         intervals.then_some(since_start),
-                        &row.perf_name,
+                        &escape::text(&row.perf_name),
                         m.count,
                         (running, enabled),
                         m.count.and_then(rate),
                     )?;
                 }
                 for note in notes {
-                    eprintln!("cxlstat: note: {note}");
+                    eprintln!("cxlstat: note: {}", escape::text(note));
                 }
                 out.flush()
             }
@@ -460,8 +483,8 @@ impl CountView {
                     write!(
                         out,
                         "{:<pw$} {:<ew$} ",
-                        row.pmu,
-                        row.event,
+                        escape::text(&row.pmu),
+                        escape::text(&row.event),
                         pw = self.pmu_width,
                         ew = self.event_width
                     )?;
@@ -481,7 +504,7 @@ impl CountView {
                     writeln!(out, "\n {:>15.9} seconds time elapsed\n", seconds)?;
                 }
                 for note in notes {
-                    eprintln!("cxlstat: note: {note}");
+                    eprintln!("cxlstat: note: {}", escape::text(note));
                 }
                 out.flush()
             }

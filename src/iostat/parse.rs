@@ -85,9 +85,10 @@ pub enum StatFormat {
 }
 
 /// Scans up to `N` unsigned numbers separated by whitespace, as a run of
-/// `sscanf("%lu")` conversions: stops at the first token that does not start
-/// with a digit; a number too big for 64 bits saturates as `strtoul` does.
-/// Returns how many numbers were read.
+/// `sscanf("%lu")` conversions: stops at the first token that is not an
+/// optional sign followed by a digit; a number too big for 64 bits saturates
+/// as `strtoul` does, and a negative one wraps as `strtoul` negates it
+/// (`-1` is 2^64-1). Returns how many numbers were read.
 fn scan_numbers<const N: usize>(text: &[u8], out: &mut [u64; N]) -> usize {
     let mut pos = 0;
     let mut count = 0;
@@ -95,17 +96,27 @@ fn scan_numbers<const N: usize>(text: &[u8], out: &mut [u64; N]) -> usize {
         while pos < text.len() && text[pos].is_ascii_whitespace() {
             pos += 1;
         }
-        if pos >= text.len() || !text[pos].is_ascii_digit() {
+        let negative = text.get(pos) == Some(&b'-');
+        let signed = negative || text.get(pos) == Some(&b'+');
+        if !text
+            .get(pos + usize::from(signed))
+            .is_some_and(u8::is_ascii_digit)
+        {
             break;
         }
-        let mut value: u64 = 0;
+        pos += usize::from(signed);
+        let mut value: Option<u64> = Some(0);
         while pos < text.len() && text[pos].is_ascii_digit() {
             value = value
-                .saturating_mul(10)
-                .saturating_add(u64::from(text[pos] - b'0'));
+                .and_then(|v| v.checked_mul(10))
+                .and_then(|v| v.checked_add(u64::from(text[pos] - b'0')));
             pos += 1;
         }
-        out[count] = value;
+        out[count] = match value {
+            None => u64::MAX,
+            Some(v) if negative => v.wrapping_neg(),
+            Some(v) => v,
+        };
         count += 1;
         // "12abc": sscanf stored 12; the next conversion fails on "abc".
         if pos < text.len() && !text[pos].is_ascii_whitespace() {
@@ -455,5 +466,17 @@ mod tests {
         let short = parse_proc_stat_cpu(b"cpu  1 2 3 4\n").unwrap();
         assert_eq!(short.iowait, 0);
         assert!(parse_proc_stat_cpu(b"intr 1\n").is_none());
+    }
+
+    #[test]
+    fn signs_are_read_as_strtoul_reads_them() {
+        let mut f = [0u64; 6];
+        let text = b"-1 +20 -18446744073709551615 -99999999999999999999 99999999999999999999 7";
+        assert_eq!(scan_numbers(text, &mut f), 6);
+        assert_eq!(f, [u64::MAX, 20, 1, u64::MAX, u64::MAX, 7]);
+        let mut f = [9u64; 3];
+        assert_eq!(scan_numbers(b"1 - 2", &mut f), 1);
+        assert_eq!(scan_numbers(b"1 -x", &mut f), 1);
+        assert_eq!(scan_numbers(b"+-3", &mut f), 0);
     }
 }

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use super::cli::Options;
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
+use crate::common::escape;
 
 /// The `-o JSON` renderer.
 pub struct JsonRenderer {
@@ -43,7 +44,11 @@ impl JsonRenderer {
             }
             first = false;
             let b = &mut self.buf;
-            let _ = write!(b, "\t\t\t\t\t\t{{\"disk_device\": \"{}\", ", row.name);
+            let _ = write!(
+                b,
+                "\t\t\t\t\t\t{{\"disk_device\": \"{}\", ",
+                escape::json(row.name)
+            );
             if !self.opts.extended {
                 let x = basic_stats(row.prev, row.cur, s.itv);
                 let bu = unit.label(true);
@@ -113,7 +118,12 @@ impl Renderer for JsonRenderer {
         write!(
             out,
             "{{\"sysstat\": {{\n\t\"hosts\": [\n\t\t{{\n\t\t\t\"nodename\": \"{}\",\n\t\t\t\"sysname\": \"{}\",\n\t\t\t\"release\": \"{}\",\n\t\t\t\"machine\": \"{}\",\n\t\t\t\"number-of-cpus\": {},\n\t\t\t\"date\": \"{}\",\n\t\t\t\"statistics\": [\n",
-            u.nodename, u.sysname, u.release, u.machine, banner.cpus, banner.date
+            escape::json(&u.nodename),
+            escape::json(&u.sysname),
+            escape::json(&u.release),
+            escape::json(&u.machine),
+            banner.cpus,
+            escape::json(&banner.date)
         )?;
         out.flush()
     }
@@ -128,7 +138,11 @@ impl Renderer for JsonRenderer {
             }
             self.buf.push_str("\t\t\t\t{\n");
             if let Some(ts) = timestamp_text(&self.opts, s.time) {
-                let _ = writeln!(self.buf, "\t\t\t\t\t\"timestamp\": \"{ts}\",");
+                let _ = writeln!(
+                    self.buf,
+                    "\t\t\t\t\t\"timestamp\": \"{}\",",
+                    escape::json(&ts)
+                );
             }
             if self.opts.show_cpu {
                 let c = s.cpu;

@@ -10,6 +10,7 @@ use super::devices::DeviceRow;
 use super::fmt::{push_fixed, push_left};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
+use crate::common::escape;
 
 /// The text renderer.
 pub struct TextRenderer {
@@ -172,6 +173,8 @@ impl TextRenderer {
         if self.pretty {
             return;
         }
+        let name = escape::text(name);
+        let name = name.as_ref();
         match &self.colors {
             Some(c) => {
                 let _ = write!(self.buf, "{}{name:<13}{}", c.name, c.normal);
@@ -182,6 +185,7 @@ impl TextRenderer {
 
     fn name_end(&mut self, name: &str) {
         if self.pretty {
+            let name = escape::text(name);
             match &self.colors {
                 Some(c) => {
                     let _ = write!(self.buf, "{} {name}{}", c.name, c.normal);
@@ -406,7 +410,12 @@ impl Renderer for TextRenderer {
         writeln!(
             out,
             "{} {} ({}) \t{} \t_{}_\t({} CPU)",
-            u.sysname, u.release, u.nodename, banner.date, u.machine, banner.cpus
+            escape::text(&u.sysname),
+            escape::text(&u.release),
+            escape::text(&u.nodename),
+            banner.date,
+            escape::text(&u.machine),
+            banner.cpus
         )?;
         if self.banner_blank {
             out.write_all(b"\n")?;

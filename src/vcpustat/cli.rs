@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::common::cli::SourceArgs;
-use crate::common::interval::{Schedule, parse_interval};
+use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
 use crate::common::output::Format;
 
 use super::error::VcpuError;
@@ -236,7 +236,8 @@ impl Options {
                     .into(),
             ));
         }
-        let mode = match args.interval {
+        let interval = nonzero_interval(args.interval, args.count).map_err(VcpuError::Usage)?;
+        let mode = match interval {
             Some(interval) => Mode::Interval {
                 interval,
                 count: args.count,

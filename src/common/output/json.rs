@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
+use crate::common::escape;
 
 /// Renders one frame as a JSON object:
 /// `{"timestamp":..,"index":..,"rows":[{label..,column..}],"notes":[..]}`.
@@ -61,32 +62,10 @@ fn quote(text: &str) -> String {
     s
 }
 
-/// Appends `text` as a JSON string: `"` and `\` escaped, control characters
-/// as `\n`, `\t`, ... or `\u00XX`, everything else as is (JSON is UTF-8).
+/// Appends `text` as a JSON string (see [`escape::push_json`]).
 fn push_quoted(s: &mut String, text: &str) {
     s.push('"');
-    let mut plain = 0;
-    for (i, b) in text.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        s.push_str(&text[plain..i]);
-        if escape.is_empty() {
-            let _ = write!(s, "\\u{b:04x}");
-        } else {
-            s.push_str(escape);
-        }
-        plain = i + 1;
-    }
-    s.push_str(&text[plain..]);
+    escape::push_json(s, text);
     s.push('"');
 }
 

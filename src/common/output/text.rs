@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value};
+use crate::common::escape;
 
 /// Writes each frame as a header line, one line per row and the notes,
 /// followed by an empty line. Missing values print as `-`.
@@ -22,7 +23,7 @@ pub fn format_value(value: &Value, precision: usize) -> String {
     match value {
         Value::Float(v) => format!("{v:.precision$}"),
         Value::Int(v) => v.to_string(),
-        Value::Text(t) => t.clone(),
+        Value::Text(t) => escape::text(t).into_owned(),
         Value::Missing => "-".to_string(),
     }
 }
@@ -44,6 +45,7 @@ impl FrameWriter for TextWriter {
         for row in frame.rows {
             let mut line = String::new();
             for (value, (_, width)) in row.labels.iter().zip(&self.schema.labels) {
+                let value = escape::text(value);
                 line.push_str(&format!("{value:<width$} "));
             }
             for (value, column) in row.values.iter().zip(&self.schema.columns) {
@@ -53,7 +55,7 @@ impl FrameWriter for TextWriter {
             writeln!(out, "{}", line.trim_end())?;
         }
         for note in frame.notes {
-            writeln!(out, "note: {note}")?;
+            writeln!(out, "note: {}", escape::text(note))?;
         }
         writeln!(out)
     }

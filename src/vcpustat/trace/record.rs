@@ -11,6 +11,7 @@ use super::identity;
 use super::recording::{CpuIndex, FORMAT_NAME, FORMAT_VERSION, Header, write_recording};
 use super::ring::{DTL_DIR, DtlRing, DtlRings, ring_path};
 use super::safety::{self, Verdict};
+use crate::common::interval::instant_after;
 use crate::common::source::Source;
 
 /// The kernel path of the event mask, sampled when a ring is opened.
@@ -274,11 +275,11 @@ pub fn live_pace<'a>(
 ) -> impl FnMut() -> bool + 'a {
     let start = Instant::now();
     let poll = options.poll;
-    let end = options.duration.map(|d| start + d);
+    let end = options.duration.map(|d| instant_after(start, d));
     let mut index: u32 = 0;
     move || {
         index = index.saturating_add(1);
-        let mut due = start + poll.saturating_mul(index);
+        let mut due = instant_after(start, poll.saturating_mul(index));
         if let Some(end) = end {
             if Instant::now() >= end {
                 return false;

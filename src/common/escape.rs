@@ -1,0 +1,136 @@
+//! Names from the kernel or a recording, made safe to print.
+//!
+//! Device, PMU and event names, serial numbers and uname fields are whatever
+//! bytes a file or directory holds. Printed raw, `ESC ] 0;… BEL` retitles a
+//! terminal, `ESC [2J` clears it, a newline forges a table row and a `"`
+//! breaks a JSON document. Every renderer passes such names through here:
+//!
+//! * [`text`] for people: control characters become `\n`, `\t`, `\r` or
+//!   `\xNN` (C0 and DEL) or `\u{NN}` (C1 and the bidirectional-text
+//!   controls, which can reorder what a terminal shows), and a backslash
+//!   becomes `\\`, so the printed form maps back to exactly one name, as
+//!   `systemd-escape`-style and `ls`-style escaping do;
+//! * [`push_json`] for JSON strings (RFC 8259), valid for any text.
+//!
+//! CSV fields are quoted by the CSV writer and Prometheus label values
+//! escaped by its writer (both valid for any text). Names are UTF-8 by the
+//! time they get here: bytes that are not UTF-8 were replaced by U+FFFD
+//! where the name was read.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` must be escaped in text for a terminal.
+fn unsafe_in_text(c: char) -> bool {
+    c == '\\'
+        || c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `name` with every control character escaped and backslashes doubled;
+/// borrowed when nothing needed escaping (the usual case).
+pub fn text(name: &str) -> Cow<'_, str> {
+    if !name.chars().any(unsafe_in_text) {
+        return Cow::Borrowed(name);
+    }
+    let mut s = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if !unsafe_in_text(c) {
+            s.push(c);
+            continue;
+        }
+        let _ = match c {
+            '\\' => write!(s, "\\\\"),
+            '\n' => write!(s, "\\n"),
+            '\t' => write!(s, "\\t"),
+            '\r' => write!(s, "\\r"),
+            c if u32::from(c) < 0x80 => write!(s, "\\x{:02x}", u32::from(c)),
+            c => write!(s, "\\u{{{:x}}}", u32::from(c)),
+        };
+    }
+    Cow::Owned(s)
+}
+
+/// Appends `text` as the inside of a JSON string: `"` and `\` escaped,
+/// control characters as `\n`, `\t`, ... or `\u00XX`, everything else as is
+/// (JSON is UTF-8). The result is what serde_json writes.
+pub fn push_json(s: &mut String, text: &str) {
+    let mut plain = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        s.push_str(&text[plain..i]);
+        if escape.is_empty() {
+            let _ = write!(s, "\\u{b:04x}");
+        } else {
+            s.push_str(escape);
+        }
+        plain = i + 1;
+    }
+    s.push_str(&text[plain..]);
+}
+
+/// `text` as the inside of a JSON string (see [`push_json`]).
+pub fn json(text: &str) -> Cow<'_, str> {
+    if !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        return Cow::Borrowed(text);
+    }
+    let mut s = String::with_capacity(text.len() + 8);
+    push_json(&mut s, text);
+    Cow::Owned(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_and_backslashes_are_escaped_for_terminals() {
+        assert_eq!(text("sda"), "sda");
+        assert!(matches!(text("nvme0n1 é✓"), Cow::Borrowed(_)));
+        assert_eq!(text("a\x1b]0;pwned\x07b"), "a\\x1b]0;pwned\\x07b");
+        assert_eq!(text("x\x1b[2J\ny\tz\r"), "x\\x1b[2J\\ny\\tz\\r");
+        assert_eq!(text("back\\x1b"), "back\\\\x1b");
+        assert_eq!(text("\0\x7f\u{9b}\u{202e}"), "\\x00\\x7f\\u{9b}\\u{202e}");
+    }
+
+    #[test]
+    fn escaped_text_holds_no_control_characters_and_is_unambiguous() {
+        // Every distinct name gives a distinct escaped form.
+        let names = [
+            "\\n", "\n", "\\x1b", "\x1b", "\\\\", "\\", "\u{9b}", "\\u{9b}",
+        ];
+        let escaped: Vec<String> = names.iter().map(|n| text(n).into_owned()).collect();
+        for (i, e) in escaped.iter().enumerate() {
+            assert!(!e.chars().any(char::is_control), "{e:?}");
+            for other in &escaped[i + 1..] {
+                assert_ne!(e, other);
+            }
+        }
+    }
+
+    #[test]
+    fn json_strings_are_escaped_like_serde_json() {
+        for s in [
+            "plain",
+            "a\"b\\c",
+            "tab\tnew\nline\r",
+            "\u{1}\u{1f}\u{8}\u{c}\x1b",
+            "é ✓",
+            "",
+        ] {
+            let quoted = format!("\"{}\"", json(s));
+            assert_eq!(quoted, serde_json::to_string(s).unwrap(), "{s:?}");
+            assert_eq!(serde_json::from_str::<String>(&quoted).unwrap(), s);
+        }
+    }
+}

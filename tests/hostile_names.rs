@@ -1,0 +1,600 @@
+//! Names that try to take over the terminal or break a document: device
+//! names from `/proc/diskstats` and `/sys/block`, PMU and event names, a
+//! memdev serial number, a recorded uname and a recorded machine serial
+//! number holding `ESC ] 0;… BEL` (retitles a terminal), `ESC [2J` (clears
+//! it), C1 and bidirectional controls, newlines (forge a row), quotes,
+//! backslashes and separators.
+//!
+//! Every format of every tool is read back with a real parser: text must
+//! hold no control character but newline and tab and show the name
+//! escaped; JSON and NDJSON are parsed with serde_json and must give the
+//! name back exactly; CSV is read with a strict RFC 4180 reader (same field
+//! count on every record, the name back exactly); Prometheus text is checked
+//! line by line against the exposition format, label values unescaped and
+//! compared.
+
+mod cxlstat_support;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A name `/proc/diskstats` can carry (no white space): a title change, a
+/// screen clear, a C1 CSI, a right-to-left override, a quote, a backslash.
+const DISK: &str = "ev\x1b]0;pwned\x07il\"\\x\x1b[2J\u{9b}2J\u{202e}";
+/// A `/sys/block` directory name can hold a newline and a comma too.
+const SYS_ONLY: &str = "new\nline,\"q\"";
+
+fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let out = Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{program} {args:?}: {err}");
+    assert!(out.status.success(), "{program} {args:?}: {err}");
+    out
+}
+
+/// Text for people: only newlines and tabs among the control characters
+/// (C0, DEL, C1), no bidirectional overrides, and the names escaped.
+fn check_text(what: &str, out: &[u8], names: &[&str]) -> String {
+    let text = String::from_utf8(out.to_vec()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    // Colours are the tool's own escapes: drop the SGR sequences it writes.
+    let plain = strip_sgr(&text);
+    for c in plain.chars() {
+        let allowed = c == '\n' || c == '\t' || !(c.is_control() || c == '\u{202e}');
+        assert!(allowed, "{what}: raw {c:?} in\n{plain}");
+    }
+    for name in names {
+        let shown = escaped(name);
+        assert!(plain.contains(&shown), "{what}: {shown:?} not in\n{plain}");
+    }
+    plain
+}
+
+/// The escaped form the documentation promises (`\xNN` for C0 and DEL,
+/// `\u{NN}` above, `\\`, `\n`, `\t`, `\r`): written out here independently.
+fn escaped(name: &str) -> String {
+    let mut s = String::new();
+    for c in name.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\t' => s.push_str("\\t"),
+            '\r' => s.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                s.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if (0x80..0xa0).contains(&(c as u32)) || c == '\u{202e}' => {
+                s.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn strip_sgr(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("\x1b[") {
+        let tail = &rest[i + 2..];
+        let end = tail.find(|c: char| !(c.is_ascii_digit() || c == ';'));
+        match end {
+            Some(e) if tail[e..].starts_with('m') => {
+                out.push_str(&rest[..i]);
+                rest = &tail[e + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..i + 2]);
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every string value anywhere in a JSON document.
+fn json_strings(v: &serde_json::Value, into: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::String(s) => {
+            into.insert(s.clone());
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, into)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| json_strings(x, into)),
+        _ => {}
+    }
+}
+
+fn check_json(what: &str, out: &[u8], names: &[&str]) {
+    let doc: serde_json::Value =
+        serde_json::from_slice(out).unwrap_or_else(|e| panic!("{what}: invalid JSON: {e}"));
+    let mut strings = BTreeSet::new();
+    json_strings(&doc, &mut strings);
+    for name in names {
+        assert!(
+            strings.contains(*name),
+            "{what}: {name:?} not in {strings:?}"
+        );
+    }
+}
+
+fn check_ndjson(what: &str, out: &[u8], names: &[&str]) {
+    let text = std::str::from_utf8(out).unwrap();
+    let mut strings = BTreeSet::new();
+    for line in text.lines() {
+        let doc: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{what}: invalid NDJSON line {line:?}: {e}"));
+        json_strings(&doc, &mut strings);
+    }
+    for name in names {
+        assert!(
+            strings.contains(*name),
+            "{what}: {name:?} not in {strings:?}"
+        );
+    }
+}
+
+/// A strict RFC 4180 reader: quoted fields may hold anything with `""` for
+/// a quote; unquoted fields may hold no quote, CR or LF; records end in LF.
+fn parse_csv(what: &str, text: &str) -> Vec<Vec<String>> {
+    let mut records = Vec::new();
+    let mut record = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        let mut field = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                    None => panic!("{what}: unterminated quoted field"),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' || c == '\n' {
+                    break;
+                }
+                assert!(c != '"' && c != '\r', "{what}: bare {c:?} in a field");
+                field.push(c);
+                chars.next();
+            }
+        }
+        record.push(field);
+        match chars.next() {
+            Some(',') => continue,
+            Some('\n') => {
+                records.push(std::mem::take(&mut record));
+                if chars.peek().is_none() {
+                    break;
+                }
+            }
+            None => panic!("{what}: last record without a line end"),
+            Some(c) => panic!("{what}: {c:?} after a quoted field"),
+        }
+    }
+    let width = records[0].len();
+    for r in &records {
+        assert_eq!(r.len(), width, "{what}: record {r:?}");
+    }
+    records
+}
+
+fn check_csv(what: &str, out: &[u8], names: &[&str]) {
+    let records = parse_csv(what, std::str::from_utf8(out).unwrap());
+    for name in names {
+        assert!(
+            records.iter().any(|r| r.iter().any(|f| f == name)),
+            "{what}: {name:?} not a field of {records:?}"
+        );
+    }
+}
+
+fn metric_name_ok(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+/// Checks the Prometheus text exposition format (0.0.4) line by line and
+/// returns every label value, unescaped.
+fn parse_prometheus(what: &str, text: &str) -> BTreeSet<String> {
+    let mut values = BTreeSet::new();
+    for line in text.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut words = rest.splitn(3, ' ');
+            let kind = words.next().unwrap();
+            let name = words.next().unwrap_or("");
+            assert!(metric_name_ok(name), "{what}: {line:?}");
+            if kind == "TYPE" {
+                let t = words.next().unwrap_or("");
+                assert!(
+                    ["counter", "gauge", "untyped"].contains(&t),
+                    "{what}: {line:?}"
+                );
+            } else {
+                assert_eq!(kind, "HELP", "{what}: {line:?}");
+            }
+            continue;
+        }
+        let name_end = line
+            .find(['{', ' '])
+            .unwrap_or_else(|| panic!("{what}: {line:?}"));
+        assert!(metric_name_ok(&line[..name_end]), "{what}: {line:?}");
+        let mut rest = &line[name_end..];
+        if let Some(labels) = rest.strip_prefix('{') {
+            let mut chars = labels.char_indices();
+            loop {
+                let (start, _) = chars.next().unwrap_or_else(|| panic!("{what}: {line:?}"));
+                let eq = labels[start..]
+                    .find("=\"")
+                    .unwrap_or_else(|| panic!("{what}: {line:?}"));
+                let label = &labels[start..start + eq];
+                assert!(
+                    metric_name_ok(label) && !label.contains(':'),
+                    "{what}: {line:?}"
+                );
+                for _ in 0..eq + 1 {
+                    chars.next();
+                }
+                let mut value = String::new();
+                loop {
+                    match chars.next().map(|(_, c)| c) {
+                        Some('\\') => match chars.next().map(|(_, c)| c) {
+                            Some('\\') => value.push('\\'),
+                            Some('"') => value.push('"'),
+                            Some('n') => value.push('\n'),
+                            other => panic!("{what}: bad escape {other:?} in {line:?}"),
+                        },
+                        Some('"') => break,
+                        Some(c) => value.push(c),
+                        None => panic!("{what}: unterminated label value in {line:?}"),
+                    }
+                }
+                values.insert(value);
+                match chars.next() {
+                    Some((_, ',')) => continue,
+                    Some((i, '}')) => {
+                        rest = &labels[i + 1..];
+                        break;
+                    }
+                    other => panic!("{what}: {other:?} after a label in {line:?}"),
+                }
+            }
+        }
+        let mut fields = rest.trim_start_matches(' ').split(' ');
+        let value = fields.next().unwrap_or("");
+        assert!(
+            value.parse::<f64>().is_ok() || ["NaN", "+Inf", "-Inf"].contains(&value),
+            "{what}: value {value:?} in {line:?}"
+        );
+        if let Some(ts) = fields.next() {
+            assert!(
+                ts.parse::<i64>().is_ok(),
+                "{what}: timestamp {ts:?} in {line:?}"
+            );
+        }
+        assert!(fields.next().is_none(), "{what}: {line:?}");
+    }
+    values
+}
+
+fn check_prometheus(what: &str, out: &[u8], names: &[&str]) {
+    let values = parse_prometheus(what, std::str::from_utf8(out).unwrap());
+    for name in names {
+        assert!(values.contains(*name), "{what}: {name:?} not in {values:?}");
+    }
+}
+
+/// Runs one tool in every format and checks each.
+fn every_format(program: &str, base: &[&str], names: &[&str], envs: &[(&str, &str)]) {
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        run(program, &args, envs).stdout
+    };
+    let what = |f: &str| format!("{program} {base:?} {f}");
+    check_text(&what("text"), &with(&[]), names);
+    check_json(&what("json"), &with(&["-o", "json"]), names);
+    check_ndjson(&what("ndjson"), &with(&["-o", "ndjson"]), names);
+    check_csv(&what("csv"), &with(&["-o", "csv"]), names);
+    check_prometheus(&what("prometheus"), &with(&["-o", "prometheus"]), names);
+}
+
+const STAT_LINE: &str = "100 0 800 50 10 0 80 5 0 60 55 0 0 0 0 0 0";
+
+/// A --sysroot tree whose disks are named `vda`, [`DISK`] and [`SYS_ONLY`].
+fn iostat_tree(root: &Path) {
+    fs::create_dir_all(root.join("proc")).unwrap();
+    fs::write(root.join("proc/uptime"), "1000.00 1900.00\n").unwrap();
+    fs::write(
+        root.join("proc/stat"),
+        "cpu  100 0 100 1800 0 0 0 0 0 0\ncpu0 100 0 100 1800 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("proc/diskstats"),
+        format!(" 253 0 vda {STAT_LINE}\n 253 1 {DISK} {STAT_LINE}\n"),
+    )
+    .unwrap();
+    for name in ["vda", DISK, SYS_ONLY] {
+        let dir = root.join("sys/block").join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("stat"), format!("{STAT_LINE}\n")).unwrap();
+    }
+}
+
+fn iostat_every_format(base: &[&str], names: &[&str]) {
+    let bin = env!("CARGO_BIN_EXE_iostat-rs");
+    let with = |extra: &[&str], envs: &[(&str, &str)]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        run(bin, &args, envs).stdout
+    };
+    let what = |f: &str| format!("iostat-rs {base:?} {f}");
+    for extra in [&[][..], &["-x"], &["-x", "-s"], &["--pretty", "-x"]] {
+        check_text(&what(&format!("{extra:?}")), &with(extra, &[]), names);
+    }
+    // Every line of /proc/diskstats, where only DISK can be.
+    check_text(&what("-p ALL"), &with(&["-p", "ALL"], &[]), &[DISK]);
+    check_text(
+        &what("colours"),
+        &with(&["-x"], &[("S_COLORS", "always")]),
+        names,
+    );
+    for extra in [
+        &["-o", "JSON"][..],
+        &["-o", "JSON", "-x"],
+        &["-o", "JSON", "-x", "-s"],
+    ] {
+        check_json(&what(&format!("{extra:?}")), &with(extra, &[]), names);
+    }
+    check_csv(&what("csv"), &with(&["-o", "csv"], &[]), names);
+    check_ndjson(&what("ndjson"), &with(&["-o", "ndjson"], &[]), names);
+    check_prometheus(
+        &what("prometheus"),
+        &with(&["-o", "prometheus"], &[]),
+        names,
+    );
+}
+
+#[test]
+fn iostat_rs_device_names_are_escaped_or_quoted_in_every_format() {
+    let dir = cxlstat_support::scratch("hostile-iostat");
+    iostat_tree(&dir);
+    let root = dir.to_str().unwrap();
+    iostat_every_format(&["--sysroot", root], &[DISK, SYS_ONLY]);
+    // Named on the command line, the device is read from /sys/block.
+    iostat_every_format(&["--sysroot", root, DISK, SYS_ONLY], &[DISK, SYS_ONLY]);
+}
+
+/// The uname of a recording and the device names in its files can be any
+/// text; a file that is not UTF-8 is recorded as hex and its bytes reach the
+/// parsers as they are.
+#[test]
+fn iostat_rs_replays_hostile_unames_and_names() {
+    let dir = cxlstat_support::scratch("hostile-replay");
+    iostat_tree(&dir);
+    let rec = dir.join("r.rec");
+    let rec_s = rec.to_str().unwrap();
+    run(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", dir.to_str().unwrap(), "--record", rec_s, "-x"],
+        &[],
+    );
+    let text = fs::read_to_string(&rec).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let node = "host\x1b]0;owned\x07\n\"q\"\\";
+    let release = "6.1\x1b[2J\u{9b}";
+    lines[0]["uname"]["nodename"] = node.into();
+    lines[0]["uname"]["release"] = release.into();
+    // A diskstats line whose name is not UTF-8 (0xff) next to the others.
+    let diskstats = format!(" 253 0 vda {STAT_LINE}\n 253 1 {DISK} {STAT_LINE}\n 253 2 x");
+    let mut hex: String = diskstats.bytes().map(|b| format!("{b:02x}")).collect();
+    hex.push_str("ff");
+    hex.extend(
+        format!(" {STAT_LINE}\n")
+            .bytes()
+            .map(|b| format!("{b:02x}")),
+    );
+    let entries = lines[1]["entries"].as_object_mut().unwrap();
+    entries.insert(
+        "read /proc/diskstats".into(),
+        serde_json::json!({ "hex": hex }),
+    );
+    let out: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&rec, out).unwrap();
+
+    let bin = env!("CARGO_BIN_EXE_iostat-rs");
+    let banner = run(bin, &["--replay", rec_s, "-x"], &[]).stdout;
+    check_text("replay text", &banner, &[node, release, DISK]);
+    let json = run(bin, &["--replay", rec_s, "-x", "-o", "JSON"], &[]).stdout;
+    check_json("replay JSON", &json, &[node, release, DISK]);
+    for format in ["csv", "ndjson", "prometheus"] {
+        let out = run(bin, &["--replay", rec_s, "-x", "-o", format], &[]).stdout;
+        match format {
+            "csv" => check_csv(format, &out, &[DISK]),
+            "ndjson" => check_ndjson(format, &out, &[DISK]),
+            _ => check_prometheus(format, &out, &[DISK]),
+        }
+    }
+}
+
+/// vcpustat names no devices; what it prints from a recording with a
+/// hostile uname must still be clean in every format.
+#[test]
+fn vcpustat_replays_a_hostile_uname_cleanly() {
+    let dir = cxlstat_support::scratch("hostile-vcpustat");
+    let rec = dir.join("v.rec");
+    let rec_s = rec.to_str().unwrap();
+    let seed = format!(
+        "{}/tests/fixtures/vcpustat/seed",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    run(
+        env!("CARGO_BIN_EXE_vcpustat"),
+        &["--sysroot", &seed, "--record", rec_s, "-r"],
+        &[],
+    );
+    let text = fs::read_to_string(&rec).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["uname"]["nodename"] = "n\x1b]0;x\x07\n\"".into();
+    let out: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&rec, out).unwrap();
+    every_format(
+        env!("CARGO_BIN_EXE_vcpustat"),
+        &["--replay", rec_s, "-r"],
+        &[],
+        &[],
+    );
+}
+
+/// A pseries --sysroot for `trace record` whose lparcfg names `serial`.
+fn dtl_tree(root: &Path, serial: &str) {
+    fs::create_dir_all(root.join("proc/powerpc")).unwrap();
+    fs::create_dir_all(root.join("sys/kernel/debug/powerpc/dtl")).unwrap();
+    fs::write(
+        root.join("proc/powerpc/lparcfg"),
+        format!("serial_number={serial}\npartition_id=3\n"),
+    )
+    .unwrap();
+    fs::write(
+        root.join("proc/cpuinfo"),
+        "processor\t: 0\ntimebase\t: 512000000\n",
+    )
+    .unwrap();
+    fs::write(root.join("sys/kernel/debug/powerpc/dtl/cpu-0"), "").unwrap();
+}
+
+#[test]
+fn trace_report_escapes_recorded_serial_numbers() {
+    let dir = cxlstat_support::scratch("hostile-serial");
+    let serials = ["IBM,02\x1b]0;owned\x07", "IBM,03\x1b[2J\\"];
+    let mut files = Vec::new();
+    for (i, serial) in serials.iter().enumerate() {
+        let root = dir.join(format!("lpar{i}"));
+        dtl_tree(&root, serial);
+        let file = dir.join(format!("lpar{i}.dtl"));
+        run(
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &[
+                "trace",
+                "record",
+                "--sysroot",
+                root.to_str().unwrap(),
+                "--duration",
+                "0.05",
+                "-w",
+                file.to_str().unwrap(),
+            ],
+            &[],
+        );
+        files.push(file.to_str().unwrap().to_string());
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["trace", "report", &files[0], &files[1]])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = check_text("trace report error", &out.stderr, &serials);
+    assert!(err.contains("differs"), "{err}");
+}
+
+/// PMU, event and memdev names that a fixture tree can hold.
+const PMU: &str = "cxl_pmu_mem0.0\x1b]0;owned\x07\n\"q\",\\";
+const EVENT: &str = "ev\x1b[2J\u{9b}\n\"il\"\\";
+const SERIAL: &str = "0x1\x1b]0;x\x07\"\\";
+
+/// A software-PMU tree whose PMU, event and memdev serial are hostile.
+fn cxl_tree(root: &Path) {
+    cxlstat_support::software_tree(root, &[(PMU, 0)]);
+    let real = root.join("sys/devices/virtual").join(PMU);
+    fs::write(real.join("events").join(EVENT), "config=0x0\n").unwrap();
+    let bus_name = PMU.strip_prefix("cxl_").unwrap();
+    let pci = root.join("sys/devices/pci0000:34/0000:35:00.0");
+    fs::create_dir_all(pci.join(bus_name)).unwrap();
+    fs::create_dir_all(pci.join("mem0")).unwrap();
+    let cxl_bus = root.join("sys/bus/cxl/devices");
+    fs::create_dir_all(&cxl_bus).unwrap();
+    symlink(
+        format!("../../../devices/pci0000:34/0000:35:00.0/{bus_name}"),
+        cxl_bus.join(bus_name),
+    )
+    .unwrap();
+    symlink(
+        "../../../devices/pci0000:34/0000:35:00.0/mem0",
+        cxl_bus.join("mem0"),
+    )
+    .unwrap();
+    fs::write(pci.join("mem0/serial"), format!("{SERIAL}\n")).unwrap();
+    assert!(
+        Path::new(std::ffi::OsStr::from_bytes(PMU.as_bytes()))
+            .components()
+            .count()
+            == 1
+    );
+}
+
+#[test]
+fn cxlstat_listings_escape_pmu_event_and_serial_names() {
+    let dir = cxlstat_support::scratch("hostile-cxl-list");
+    cxl_tree(&dir);
+    let root = dir.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_cxlstat");
+    let list = run(bin, &["--sysroot", root, "--list"], &[]).stdout;
+    check_text("--list", &list, &[PMU, SERIAL]);
+    let events = run(bin, &["--sysroot", root, "--list-events"], &[]).stdout;
+    check_text("--list-events", &events, &[PMU, EVENT]);
+    let dry = run(
+        bin,
+        &["--sysroot", root, "--dry-run", "-e", "cpu_clock"],
+        &[],
+    )
+    .stdout;
+    check_text("--dry-run", &dry, &[PMU]);
+}
+
+#[test]
+fn cxlstat_counts_show_hostile_names_safely_in_every_format() {
+    if !cxlstat_support::perf_usable("cxlstat_counts_show_hostile_names_safely_in_every_format") {
+        return;
+    }
+    let dir = cxlstat_support::scratch("hostile-cxl-count");
+    cxl_tree(&dir);
+    let root = dir.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_cxlstat");
+    let base = ["--sysroot", root, "-e", "cpu_clock", "0.05", "1"];
+    every_format(bin, &base, &[PMU], &[]);
+    let perf = run(
+        bin,
+        &["--sysroot", root, "-e", "cpu_clock", "-x", ",", "0.05", "1"],
+        &[],
+    );
+    // perf's layout: one line per row, the name as perf would show it
+    // (separators included), control characters escaped.
+    let text = check_text("-x ,", &perf.stdout, &[PMU]);
+    assert_eq!(text.lines().count(), 1, "{text}");
+}

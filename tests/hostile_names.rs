@@ -577,6 +577,29 @@ fn cxlstat_listings_escape_pmu_event_and_serial_names() {
     check_text("--dry-run", &dry, &[PMU]);
 }
 
+/// Errors name PMUs, events and paths from sysfs: one line on stderr, with
+/// the names' control characters escaped.
+#[test]
+fn cxlstat_errors_escape_the_names_they_quote() {
+    let dir = cxlstat_support::scratch("hostile-cxl-errors");
+    cxl_tree(&dir);
+    let root = dir.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_cxlstat");
+    for args in [
+        vec!["--sysroot", root, "-e", "no_such_event"],
+        vec!["--sysroot", root, "-e", &format!("{PMU}/nope=1/")],
+    ] {
+        let out = Command::new(bin).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            !err.trim_end().chars().any(char::is_control),
+            "{args:?}: {err:?}"
+        );
+    }
+}
+
 #[test]
 fn cxlstat_counts_show_hostile_names_safely_in_every_format() {
     if !cxlstat_support::perf_usable("cxlstat_counts_show_hostile_names_safely_in_every_format") {

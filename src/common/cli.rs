@@ -44,8 +44,13 @@ impl SourceArgs {
 
 /// Prints `tool: message` for an error and gives the exit status; a closed
 /// output pipe ends quietly with status 0.
+///
+/// Messages quote names from the kernel and the command line: the message
+/// is printed with its control characters escaped, so it stays one line
+/// and cannot drive the terminal.
 pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
-    eprintln!("{tool}: {message}");
+    let message = message.to_string();
+    eprintln!("{tool}: {}", super::escape::text(&message));
     status
 }
 

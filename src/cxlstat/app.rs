@@ -282,7 +282,10 @@ fn run_count(
     let selected = select_pmus(pmus, &options.pmus)?;
     let plan = resolve(pmus, &specs, &selected)?;
     for warning in threshold_warnings(&plan, pmus) {
-        eprintln!("{TOOL}: warning: {warning}");
+        eprintln!(
+            "{TOOL}: warning: {}",
+            crate::common::escape::text(&warning.to_string())
+        );
     }
     if options.dry_run {
         render::dry_run(&plan, pmus, out)?;

@@ -9,6 +9,7 @@
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
+//! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool.
 //!
 //! A tool reads kernel files only through a [`source::Source`], so the same
@@ -49,6 +50,7 @@ pub mod cli;
 pub mod clock;
 pub mod counter;
 pub mod cpulist;
+pub mod excerpt;
 pub mod interval;
 pub mod output;
 pub mod record;

@@ -89,7 +89,7 @@ pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status.
-    #[arg(last = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", conflicts_with = "replay")]
     pub command: Vec<String>,
 }
 

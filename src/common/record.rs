@@ -430,6 +430,15 @@ mod tests {
             assert_eq!(got.len(), 2, "cut at {cut}");
             assert_eq!(got[1][0], "Ok([118, 49, 10])");
         }
+        // Zeros after a power loss are a cut; other damage at the end is not.
+        let zeros = format!("{}\0\0\0", &whole[..last_start + 12]);
+        assert!(open_text(&dir, &zeros).unwrap().cut().is_some());
+        let damaged = format!("{}x}}", &whole[..last_start + 11]);
+        let err = open_text(&dir, &damaged).err().unwrap();
+        assert!(
+            err.contains("t.rec:4: frame 2: not a recording frame"),
+            "{err}"
+        );
         // Cut just before the last newline, the frame is complete.
         let replay = open_text(&dir, &whole[..whole.len() - 1]).unwrap();
         assert!(replay.cut().is_none());

@@ -91,9 +91,10 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
                     .map_err(|what| bad(number, format!("frame {}: {what}", frames.len())))?;
                 frames.push(frame);
             }
-            // Without its newline the line is the last one: the writer
+            // The last line, without its newline, ending too early (or in
+            // the zeros a file system leaves after a power loss): the writer
             // stopped in the middle of it.
-            Err(_) if !complete => cut_line = Some(number),
+            Err(e) if !complete && (e.is_eof() || line.contains(&0)) => cut_line = Some(number),
             Err(e) => {
                 return Err(bad(
                     number,

@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::io;
 use std::path::PathBuf;
 
-use super::record::{Recorder, Replay};
+use super::record::{Recorder, Replay, recording_error};
 use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
 
@@ -28,15 +28,17 @@ impl SourceArgs {
     /// recording's header. Fails with a one-line message naming the file.
     pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, String> {
         if let Some(path) = &self.replay {
-            return Replay::open(path)
-                .map(|r| Box::new(r) as Box<dyn Source>)
-                .map_err(|e| e.to_string());
+            let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
+            if let Some(warning) = replay.cut() {
+                eprintln!("{tool}: {warning}");
+            }
+            return Ok(Box::new(replay));
         }
         let live = RootFs::new(self.sysroot.clone().unwrap_or_else(|| PathBuf::from("/")));
         match &self.record {
             Some(path) => Recorder::create(path, Box::new(live), tool, args)
                 .map(|r| Box::new(r) as Box<dyn Source>)
-                .map_err(|e| format!("cannot create recording {}: {e}", path.display())),
+                .map_err(|e| e.to_string()),
             None => Ok(Box::new(live)),
         }
     }
@@ -56,8 +58,11 @@ pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
 
 /// Maps an I/O error on standard output to an exit status: 0 for a reader
 /// that went away (`iostat-rs -x 1 | head`), else an error message and 1.
+/// A recording that could not be written is named as such.
 pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
-    if is_broken_pipe(err) {
+    if let Some(err) = recording_error(err) {
+        report_error(tool, err, 1)
+    } else if is_broken_pipe(err) {
         0
     } else {
         report_error(tool, format_args!("cannot write output: {err}"), 1)

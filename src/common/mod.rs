@@ -10,6 +10,7 @@
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
+//! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool.
 //!
 //! A tool reads kernel files only through a [`source::Source`], so the same
@@ -52,6 +53,7 @@ pub mod completion;
 pub mod counter;
 pub mod cpulist;
 pub mod escape;
+pub mod excerpt;
 pub mod interval;
 pub mod manual;
 pub mod output;

@@ -6,15 +6,17 @@
 #![doc = include_str!("../../docs/recording.md")]
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use std::{cell::RefCell, fmt::Write as _};
 
 use serde::{Deserialize, Serialize};
 
-use super::source::{Source, Uname};
+use super::source::Uname;
+
+mod load;
+mod replay;
+mod writer;
+
+pub use replay::{Replay, ReplayError};
+pub use writer::{Recorder, RecordingError, recording_error};
 
 /// The value of the header's `format` field.
 pub const FORMAT_NAME: &str = "hwstat-recording";
@@ -78,441 +80,53 @@ pub struct Frame {
     pub entries: BTreeMap<String, Entry>,
 }
 
-fn unix_ns(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-fn errno_of(err: &io::Error) -> i32 {
-    err.raw_os_error().unwrap_or(match err.kind() {
-        io::ErrorKind::NotFound => libc::ENOENT,
-        io::ErrorKind::PermissionDenied => libc::EACCES,
-        io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput => libc::EINVAL,
-        _ => libc::EIO,
-    })
-}
-
-fn bytes_entry(data: &[u8]) -> Entry {
-    match std::str::from_utf8(data) {
-        Ok(text) => Entry::Text(text.to_string()),
-        Err(_) => {
-            let mut hex = String::with_capacity(data.len() * 2);
-            for b in data {
-                let _ = write!(hex, "{b:02x}");
-            }
-            Entry::Hex(hex)
+impl Entry {
+    /// The entry's kind as the format spells it (`text`, `hex`, `list`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Entry::Text(_) => "text",
+            Entry::Hex(_) => "hex",
+            Entry::List(_) => "list",
+            Entry::Link(_) => "link",
+            Entry::Device(..) => "device",
+            Entry::Path(_) => "path",
+            Entry::IsDir(_) => "is_dir",
+            Entry::Values(_) => "values",
+            Entry::Errno(_) => "errno",
         }
     }
 }
 
-/// A [`Source`] that passes everything through to another source and writes
-/// what was read to a recording file, one frame per sample.
-pub struct Recorder {
-    inner: Box<dyn Source>,
-    out: RefCell<BufWriter<File>>,
-    frame: RefCell<Frame>,
-    /// Set once the last frame was written: finishing again does nothing.
-    finished: bool,
-}
-
-impl Recorder {
-    /// Creates `path` and writes the header; fails before any sampling if the
-    /// file cannot be created.
-    pub fn create(
-        path: &Path,
-        inner: Box<dyn Source>,
-        tool: &str,
-        args: &[String],
-    ) -> io::Result<Recorder> {
-        let file = File::create(path)?;
-        let header = Header {
-            format: FORMAT_NAME.to_string(),
-            version: FORMAT_VERSION,
-            tool: tool.to_string(),
-            args: args.to_vec(),
-            uname: inner.uname()?,
-            start_unix_ns: unix_ns(inner.now()),
-        };
-        let mut out = BufWriter::new(file);
-        serde_json::to_writer(&mut out, &header)?;
-        out.write_all(b"\n")?;
-        Ok(Recorder {
-            inner,
-            out: RefCell::new(out),
-            frame: RefCell::new(Frame::default()),
-            finished: false,
-        })
-    }
-
-    fn note<T>(&self, key: String, result: &io::Result<T>, entry: impl FnOnce(&T) -> Entry) {
-        let entry = match result {
-            Ok(value) => entry(value),
-            Err(err) => Entry::Errno(errno_of(err)),
-        };
-        self.frame.borrow_mut().entries.insert(key, entry);
-    }
-
-    fn flush_frame(&self) -> io::Result<()> {
-        let mut out = self.out.borrow_mut();
-        serde_json::to_writer(&mut *out, &*self.frame.borrow())?;
-        out.write_all(b"\n")?;
-        out.flush()
-    }
-}
-
-impl Source for Recorder {
-    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
-        let result = self.inner.read_into(path, buf);
-        self.note(format!("read {path}"), &result, |_| bytes_entry(buf));
-        result
-    }
-
-    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        let result = self.inner.list_dir(path);
-        self.note(format!("list {path}"), &result, |v| Entry::List(v.clone()));
-        result
-    }
-
-    fn read_link(&self, path: &str) -> io::Result<String> {
-        let result = self.inner.read_link(path);
-        self.note(format!("link {path}"), &result, |v| Entry::Link(v.clone()));
-        result
-    }
-
-    fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
-        let result = self.inner.device_number(path);
-        self.note(format!("devnum {path}"), &result, |&(a, b)| {
-            Entry::Device(a, b)
-        });
-        result
-    }
-
-    fn canonicalize(&self, path: &str) -> io::Result<String> {
-        let result = self.inner.canonicalize(path);
-        self.note(format!("realpath {path}"), &result, |v| {
-            Entry::Path(v.clone())
-        });
-        result
-    }
-
-    fn is_dir(&self, path: &str) -> bool {
-        let result = self.inner.is_dir(path);
-        self.frame
-            .borrow_mut()
-            .entries
-            .insert(format!("isdir {path}"), Entry::IsDir(result));
-        result
-    }
-
-    fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {
-        self.inner.write_file(path, data)
-    }
-
-    fn values(
-        &self,
-        key: &str,
-        read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
-    ) -> io::Result<Vec<u64>> {
-        let result = self.inner.values(key, read);
-        self.note(format!("values {key}"), &result, |v| {
-            Entry::Values(v.clone())
-        });
-        result
-    }
-
-    fn uname(&self) -> io::Result<Uname> {
-        self.inner.uname()
-    }
-
-    fn now(&self) -> SystemTime {
-        let now = self.inner.now();
-        self.frame
-            .borrow_mut()
-            .time_unix_ns
-            .get_or_insert(unix_ns(now));
-        now
-    }
-
-    fn elapsed(&self) -> Duration {
-        let elapsed = self.inner.elapsed();
-        self.frame
-            .borrow_mut()
-            .elapsed_ns
-            .get_or_insert(elapsed.as_nanos() as u64);
-        elapsed
-    }
-
-    fn next_sample(&mut self) -> io::Result<bool> {
-        self.flush_frame()?;
-        let index = self.frame.borrow().index + 1;
-        *self.frame.borrow_mut() = Frame {
-            index,
-            ..Frame::default()
-        };
-        self.inner.next_sample()
-    }
-
-    fn is_live(&self) -> bool {
-        self.inner.is_live()
-    }
-
-    fn keep_open(&self, path: &str) {
-        self.inner.keep_open(path);
-    }
-
-    fn finish(&mut self) -> io::Result<()> {
-        // The interval loop finishes the source and so may the tool on its
-        // way out: the last frame must be written once, not twice.
-        if self.finished {
-            return Ok(());
-        }
-        self.flush_frame()?;
-        self.frame.borrow_mut().entries.clear();
-        self.inner.finish()?;
-        self.finished = true;
-        Ok(())
-    }
-}
-
-/// A [`Source`] that serves a recording, one frame per sample, without sleeping.
-pub struct Replay {
-    header: Header,
-    frames: Vec<Frame>,
-    current: usize,
-}
-
-/// Why a recording could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// The file could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The recording's path.
-        path: String,
-        /// The underlying error.
-        source: io::Error,
-    },
-    /// A line is not what the format expects.
-    #[error("{path}:{line}: {what}")]
-    Format {
-        /// The recording's path.
-        path: String,
-        /// 1-based line number.
-        line: usize,
-        /// What was wrong.
-        what: String,
-    },
-}
-
-impl Replay {
-    /// Loads a recording written by [`Recorder`] or by hand in the same format.
-    pub fn open(path: &Path) -> Result<Replay, ReplayError> {
-        let shown = path.display().to_string();
-        let io_err = |source| ReplayError::Io {
-            path: shown.clone(),
-            source,
-        };
-        let reader = BufReader::new(File::open(path).map_err(io_err)?);
-        let mut lines = reader.lines().enumerate();
-        let bad = |line: usize, what: String| ReplayError::Format {
-            path: shown.clone(),
-            line,
-            what,
-        };
-        let (_, first) = lines
-            .next()
-            .ok_or_else(|| bad(1, "empty file, expected a recording header".into()))?;
-        let first = first.map_err(io_err)?;
-        let header: Header = serde_json::from_str(&first)
-            .map_err(|e| bad(1, format!("not a recording header: {e}")))?;
-        if header.format != FORMAT_NAME {
-            return Err(bad(
-                1,
-                format!("format is {:?}, expected {FORMAT_NAME:?}", header.format),
-            ));
-        }
-        if header.version != FORMAT_VERSION {
-            return Err(bad(
-                1,
-                format!(
-                    "recording format version {} is not supported (this build reads {FORMAT_VERSION})",
-                    header.version
-                ),
-            ));
-        }
-        let mut frames = Vec::new();
-        for (n, line) in lines {
-            let line = line.map_err(io_err)?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let frame: Frame = serde_json::from_str(&line)
-                .map_err(|e| bad(n + 1, format!("not a recording frame: {e}")))?;
-            frames.push(frame);
-        }
-        if frames.is_empty() {
-            return Err(bad(2, "the recording holds no sample".into()));
-        }
-        Ok(Replay {
-            header,
-            frames,
-            current: 0,
-        })
-    }
-
-    /// The recording's header.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// Builds a replay from frames in memory (for tests and converters).
-    pub fn from_parts(header: Header, frames: Vec<Frame>) -> Replay {
-        Replay {
-            header,
-            frames,
-            current: 0,
-        }
-    }
-
-    fn lookup(&self, key: &str) -> Option<&Entry> {
-        self.frames[..=self.current]
-            .iter()
-            .rev()
-            .find_map(|f| f.entries.get(key))
-    }
-
-    fn fetch(&self, op: &str, arg: &str) -> io::Result<&Entry> {
-        match self.lookup(&format!("{op} {arg}")) {
-            Some(Entry::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
-            Some(entry) => Ok(entry),
-            None => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{arg}: not in the recording"),
-            )),
-        }
-    }
-}
-
-fn wrong_kind(arg: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("{arg}: recorded entry has the wrong kind"),
-    )
-}
-
+/// Decodes the lower- or upper-case hexadecimal of an [`Entry::Hex`];
+/// `None` when it is not an even number of hexadecimal digits.
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
+    let digit = |b: u8| char::from(b).to_digit(16).map(|d| d as u8);
+    let bytes = hex.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+    bytes
+        .chunks_exact(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
         .collect()
-}
-
-impl Source for Replay {
-    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
-        buf.clear();
-        match self.fetch("read", path)? {
-            Entry::Text(text) => buf.extend_from_slice(text.as_bytes()),
-            Entry::Hex(hex) => buf.extend(parse_hex(hex).ok_or_else(|| wrong_kind(path))?),
-            _ => return Err(wrong_kind(path)),
-        }
-        Ok(())
-    }
-
-    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        match self.fetch("list", path)? {
-            Entry::List(names) => Ok(names.clone()),
-            _ => Err(wrong_kind(path)),
-        }
-    }
-
-    fn read_link(&self, path: &str) -> io::Result<String> {
-        match self.fetch("link", path)? {
-            Entry::Link(target) => Ok(target.clone()),
-            _ => Err(wrong_kind(path)),
-        }
-    }
-
-    fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
-        match self.fetch("devnum", path)? {
-            Entry::Device(major, minor) => Ok((*major, *minor)),
-            _ => Err(wrong_kind(path)),
-        }
-    }
-
-    fn canonicalize(&self, path: &str) -> io::Result<String> {
-        match self.fetch("realpath", path)? {
-            Entry::Path(real) => Ok(real.clone()),
-            _ => Err(wrong_kind(path)),
-        }
-    }
-
-    fn is_dir(&self, path: &str) -> bool {
-        matches!(self.fetch("isdir", path), Ok(Entry::IsDir(true)))
-    }
-
-    fn write_file(&self, path: &str, _data: &[u8]) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::ReadOnlyFilesystem,
-            format!("{path}: a replay cannot write"),
-        ))
-    }
-
-    fn values(
-        &self,
-        key: &str,
-        _read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
-    ) -> io::Result<Vec<u64>> {
-        match self.fetch("values", key)? {
-            Entry::Values(values) => Ok(values.clone()),
-            _ => Err(wrong_kind(key)),
-        }
-    }
-
-    fn uname(&self) -> io::Result<Uname> {
-        Ok(self.header.uname.clone())
-    }
-
-    fn now(&self) -> SystemTime {
-        let ns = self.frames[..=self.current]
-            .iter()
-            .rev()
-            .find_map(|f| f.time_unix_ns)
-            .unwrap_or(self.header.start_unix_ns);
-        UNIX_EPOCH + Duration::from_nanos(ns)
-    }
-
-    fn elapsed(&self) -> Duration {
-        Duration::from_nanos(self.frames[self.current].elapsed_ns.unwrap_or(0))
-    }
-
-    fn next_sample(&mut self) -> io::Result<bool> {
-        if self.current + 1 < self.frames.len() {
-            self.current += 1;
-            Ok(true)
-        } else {
-            Ok(false)
-        }
-    }
-
-    fn is_live(&self) -> bool {
-        false
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::source::RootFs;
+    use crate::common::source::{RootFs, Source};
+    use std::path::{Path, PathBuf};
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("hwstat-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("root/proc")).unwrap();
+        dir
+    }
 
     #[test]
     fn a_recording_replays_what_was_read_frame_by_frame() {
-        let dir = std::env::temp_dir().join(format!("hwstat-rec-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("root/proc")).unwrap();
+        let dir = scratch("rec");
         std::fs::write(dir.join("root/proc/uptime"), "1.00 1.00\n").unwrap();
         let file = dir.join("run.rec");
         let live = RootFs::new(dir.join("root"));
@@ -527,8 +141,9 @@ mod tests {
         assert_eq!(got, vec![7, 8]);
         rec.finish().unwrap();
 
-        let mut replay = Replay::open(&file).unwrap();
+        let mut replay = Replay::open(&file, "test").unwrap();
         assert_eq!(replay.header().args, vec!["-x"]);
+        assert!(replay.cut().is_none());
         assert_eq!(replay.read_string("/proc/uptime").unwrap(), "1.00 1.00\n");
         let err = replay.read("/proc/absent").unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
@@ -548,9 +163,7 @@ mod tests {
 
     #[test]
     fn finishing_twice_writes_the_last_frame_once() {
-        let dir = std::env::temp_dir().join(format!("hwstat-fin2-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("root")).unwrap();
+        let dir = scratch("fin2");
         let file = dir.join("run.rec");
         let live = RootFs::new(dir.join("root"));
         let mut rec = Recorder::create(&file, Box::new(live), "test", &[]).unwrap();
@@ -561,17 +174,32 @@ mod tests {
         rec.finish().unwrap();
         let lines = std::fs::read_to_string(&file).unwrap().lines().count();
         assert_eq!(lines, 3, "a header and two frames");
-        let mut replay = Replay::open(&file).unwrap();
+        let mut replay = Replay::open(&file, "test").unwrap();
         assert!(replay.next_sample().unwrap());
         assert!(!replay.next_sample().unwrap());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
+    fn each_frame_is_in_the_file_as_soon_as_its_sample_ends() {
+        let dir = scratch("eager");
+        let file = dir.join("run.rec");
+        let live = RootFs::new(dir.join("root"));
+        let mut rec = Recorder::create(&file, Box::new(live), "test", &[]).unwrap();
+        let lines = || std::fs::read_to_string(&file).unwrap().lines().count();
+        assert_eq!(lines(), 1, "the header is written at once");
+        rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
+        assert!(rec.next_sample().unwrap());
+        assert_eq!(lines(), 2, "frame 0 is written when sample 1 begins");
+        // Stopped before sample 1 read anything: no empty frame is added.
+        rec.finish().unwrap();
+        assert_eq!(lines(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn values_into_is_recorded_and_replayed_like_values() {
-        let dir = std::env::temp_dir().join(format!("hwstat-recinto-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("root")).unwrap();
+        let dir = scratch("recinto");
         let file = dir.join("run.rec");
         let live = RootFs::new(dir.join("root"));
         let mut rec = Recorder::create(&file, Box::new(live), "test", &[]).unwrap();
@@ -584,7 +212,7 @@ mod tests {
         assert_eq!(buf, [4, 5, 6]);
         rec.finish().unwrap();
 
-        let replay = Replay::open(&file).unwrap();
+        let replay = Replay::open(&file, "test").unwrap();
         let mut out = vec![1, 2];
         replay
             .values_into("perf:y", &mut out, &mut |_: &mut Vec<u64>| unreachable!())
@@ -598,16 +226,239 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    const HEADER: &str = r#"{"format":"hwstat-recording","version":1,"tool":"test","args":[],"uname":{"sysname":"Linux","nodename":"h","release":"6.1","version":"","machine":"x86_64"},"start_unix_ns":5}"#;
+
+    fn open_text(dir: &Path, text: &str) -> Result<Replay, String> {
+        let file = dir.join("t.rec");
+        std::fs::write(&file, text).unwrap();
+        Replay::open(&file, "test").map_err(|e| e.to_string())
+    }
+
     #[test]
-    fn bad_recordings_are_refused_with_the_line() {
-        let dir = std::env::temp_dir().join(format!("hwstat-badrec-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("bad.rec");
-        std::fs::write(&file, "{\"format\":\"other\"}\n").unwrap();
-        let err = Replay::open(&file).err().unwrap().to_string();
-        assert!(err.contains("bad.rec:1:"), "{err}");
-        std::fs::write(&file, "").unwrap();
-        assert!(Replay::open(&file).is_err());
+    fn bad_recordings_are_refused_with_the_file_and_line() {
+        let dir = scratch("badrec");
+        let frame = r#"{"index":0,"entries":{"read /proc/stat":{"text":"cpu 1\n"}}}"#;
+        let cases = [
+            ("", "t.rec:1: empty file"),
+            (
+                "{\"format\":\"other\"}\n",
+                "t.rec:1: format is \"other\", expected",
+            ),
+            ("not json\n", "t.rec:1: not a recording header"),
+            (
+                &format!("{HEADER}\n"),
+                "t.rec:2: the recording holds no sample",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{frame}\n{{\"index\":1,\"entries\":{{\"read /proc/stat\":{{\"list\":[]}}}}}}\n"
+                ),
+                "t.rec:3: frame 1: entry \"read /proc/stat\": expected text, hex or errno for operation read, found list",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{{\"index\":0,\"entries\":{{\"read /x\":{{\"hex\":\"zz\"}}}}}}\n"
+                ),
+                "t.rec:2: frame 0: entry \"read /x\": hex \"zz\" is not",
+            ),
+            (
+                &format!("{HEADER}\n{{\"index\":0,\"entries\":{{\"read /x\":{{\"text\":5}}}}}}\n"),
+                "t.rec:2: frame 0: not a recording frame: invalid type: integer `5`",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{{\"index\":0,\"entries\":{{\"read /x\":{{\"text\":\"\\udc80\"}}}}}}\n"
+                ),
+                "t.rec:2: frame 0: not a recording frame:",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{{\"index\":0,\"entries\":{{\"read /x\":{{\"text\":\"\u{1}\"}}}}}}\n"
+                ),
+                "t.rec:2: frame 0: not a recording frame:",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{frame}\n{{\"index\":1,\"entries\":{{\"read /x\":{{\"errno\":0}}}}}}\n{frame}\n"
+                ),
+                "t.rec:3: frame 1: entry \"read /x\": errno 0 is not an error number",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{{\"index\":0,\"entries\":{{\"reed /x\":{{\"text\":\"\"}}}}}}\n"
+                ),
+                "t.rec:2: frame 0: entry \"reed /x\": unknown operation",
+            ),
+            (
+                &format!("{HEADER}\ngarbage\n{frame}\n"),
+                "t.rec:2: frame 0: not a recording frame",
+            ),
+        ];
+        for (text, want) in cases {
+            // Byte 1 stands for a byte that is not UTF-8.
+            let bytes: Vec<u8> = text
+                .bytes()
+                .map(|b| if b == 1 { 0xff } else { b })
+                .collect();
+            let file = dir.join("t.rec");
+            std::fs::write(&file, &bytes).unwrap();
+            let err = Replay::open(&file, "test").err().unwrap().to_string();
+            assert!(err.contains(want), "want {want:?}, got {err:?}");
+            assert!(err.starts_with(&file.display().to_string()), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_recording_of_another_tool_names_the_tool() {
+        let dir = scratch("othertool");
+        let frame = r#"{"index":0,"entries":{}}"#;
+        let err = open_text(
+            &dir,
+            &format!("{}\n{frame}\n", HEADER.replace("\"test\"", "\"vcpustat\"")),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            err.ends_with("t.rec was recorded by vcpustat, not test"),
+            "{err}"
+        );
+        let dtl = "{\"format\":\"vcpustat-dtl\",\"version\":1}\n\u{0}\u{1}";
+        let err = open_text(&dir, dtl).err().unwrap();
+        assert!(
+            err.ends_with("t.rec was recorded by vcpustat trace record, not test"),
+            "{err}"
+        );
+        let forged = HEADER.replace("\"test\"", "\"\\u001b[2Jx\"");
+        let err = open_text(&dir, &format!("{forged}\n{frame}\n"))
+            .err()
+            .unwrap();
+        assert!(
+            err.ends_with("was recorded by \\x1b[2Jx, not test"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Every frame of `frames` replayed: the answers to `keys`, per sample.
+    fn answers(mut replay: Replay, keys: &[&str]) -> Vec<Vec<String>> {
+        let mut all = Vec::new();
+        loop {
+            let mut sample: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{:?}", replay.read(k).map_err(|e| e.raw_os_error())))
+                .collect();
+            sample.push(format!("{:?} {:?}", replay.now(), replay.elapsed()));
+            all.push(sample);
+            if !replay.next_sample().unwrap() {
+                return all;
+            }
+        }
+    }
+
+    fn header() -> Header {
+        serde_json::from_str(HEADER).unwrap()
+    }
+
+    #[test]
+    fn frames_that_leave_out_unchanged_keys_replay_as_full_frames() {
+        let keys = ["/a", "/b", "/c", "/gone"];
+        let value = |k: &str, i: u64| match k {
+            "/a" => Entry::Text(format!("a{i}")),
+            "/b" => Entry::Text(format!("b{}", i / 3)),
+            "/c" => Entry::Hex("00ff".into()),
+            _ if i < 4 => Entry::Text("here".into()),
+            _ => Entry::Errno(libc::ENOENT),
+        };
+        let full: Vec<Frame> = (0..10)
+            .map(|i| Frame {
+                index: i,
+                time_unix_ns: (i % 4 != 1).then_some(1000 + i),
+                elapsed_ns: Some(i * 7),
+                entries: keys
+                    .iter()
+                    .map(|k| (format!("read {k}"), value(k, i)))
+                    .collect(),
+            })
+            .collect();
+        // The same samples, each key only in frames where it changed.
+        let mut delta = full.clone();
+        for i in (1..delta.len()).rev() {
+            let earlier = &full[i - 1].entries;
+            delta[i].entries.retain(|k, v| earlier.get(k) != Some(v));
+        }
+        assert!(delta[5].entries.len() < full[5].entries.len());
+        let from_full = answers(Replay::from_parts(header(), full), &keys);
+        let from_delta = answers(Replay::from_parts(header(), delta), &keys);
+        assert_eq!(from_full.len(), 10);
+        assert_eq!(from_full, from_delta);
+        // A frame without a wall clock takes the latest earlier one.
+        assert!(
+            from_full[1][4].contains("tv_nsec: 1000 }"),
+            "{:?}",
+            from_full[1]
+        );
+        assert!(
+            from_full[5][4].contains("tv_nsec: 1004 }"),
+            "{:?}",
+            from_full[5]
+        );
+        assert!(
+            from_full[6][4].contains("tv_nsec: 1006 }"),
+            "{:?}",
+            from_full[6]
+        );
+    }
+
+    #[test]
+    fn a_last_line_cut_short_is_left_out_with_a_warning() {
+        let dir = scratch("cut");
+        let frames: Vec<String> = (0..3)
+            .map(|i| format!(r#"{{"index":{i},"entries":{{"read /x":{{"text":"v{i}\n"}}}}}}"#))
+            .collect();
+        let whole = format!("{HEADER}\n{}\n", frames.join("\n"));
+        let last_start = whole.len() - frames[2].len() - 1;
+        for cut in [last_start + 1, last_start + 10, whole.len() - 2] {
+            let replay = open_text(&dir, &whole[..cut]).unwrap();
+            let warning = replay.cut().unwrap().to_string();
+            assert!(
+                warning.contains("t.rec: the last frame (line 4) is incomplete"),
+                "{warning}"
+            );
+            let got = answers(replay, &["/x"]);
+            assert_eq!(got.len(), 2, "cut at {cut}");
+            assert_eq!(got[1][0], "Ok([118, 49, 10])");
+        }
+        // Zeros after a power loss are a cut; other damage at the end is not.
+        let zeros = format!("{}\0\0\0", &whole[..last_start + 12]);
+        assert!(open_text(&dir, &zeros).unwrap().cut().is_some());
+        let damaged = format!("{}x}}", &whole[..last_start + 11]);
+        let err = open_text(&dir, &damaged).err().unwrap();
+        assert!(
+            err.contains("t.rec:4: frame 2: not a recording frame"),
+            "{err}"
+        );
+        // Cut just before the last newline, the frame is complete.
+        let replay = open_text(&dir, &whole[..whole.len() - 1]).unwrap();
+        assert!(replay.cut().is_none());
+        assert_eq!(answers(replay, &["/x"]).len(), 3);
+        // A cut line that is not the last one is damage, not a cut.
+        let err = open_text(&dir, &format!("{HEADER}\n{{\"index\":0,\n{}\n", frames[1]))
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("t.rec:2: frame 0: not a recording frame"),
+            "{err}"
+        );
+        // Nothing complete at all.
+        let err = open_text(&dir, &format!("{HEADER}\n{{\"index\":0,\"ent"))
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("t.rec:2: the recording holds no complete sample (line 2 is cut short)"),
+            "{err}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -42,11 +42,13 @@ pub fn run_samples<E: From<io::Error>>(
             if let Some(signal) = stop.caught() {
                 return Ok(RunEnd::Interrupted(signal));
             }
-            if source.is_live() && !stop.sleep_until(schedule.due(start, index)) {
-                return Ok(RunEnd::Interrupted(stop.caught().unwrap_or(libc::SIGINT)));
-            }
+            // Before sleeping: a recording writes the sample just taken now,
+            // so a run killed in its sleep keeps it.
             if !source.next_sample()? {
                 return Ok(RunEnd::Exhausted);
+            }
+            if source.is_live() && !stop.sleep_until(schedule.due(start, index)) {
+                return Ok(RunEnd::Interrupted(stop.caught().unwrap_or(libc::SIGINT)));
             }
         }
     })();

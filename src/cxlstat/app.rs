@@ -64,9 +64,7 @@ pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Resul
         .map_err(CxlError::Setup)?;
     let result = run_on(options, source.as_mut(), out);
     // On every path (the interval loop has already finished it: a no-op then).
-    let finished = source
-        .finish()
-        .map_err(|e| CxlError::Setup(format!("cannot finish the recording: {e}")));
+    let finished = source.finish().map_err(|e| CxlError::Setup(e.to_string()));
     let status = result?;
     finished?;
     Ok(status)

@@ -104,7 +104,7 @@ pub struct Args {
     pub source: SourceArgs,
     /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status
     /// (127 if it is not found, 126 if it cannot be executed, as a shell).
-    #[arg(last = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", conflicts_with = "replay")]
     pub command: Vec<String>,
 }
 

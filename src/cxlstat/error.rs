@@ -2,6 +2,8 @@
 
 use std::io;
 
+use crate::common::excerpt::excerpt;
+
 /// Everything that can stop cxlstat.
 #[derive(Debug, thiserror::Error)]
 pub enum CxlError {
@@ -14,12 +16,12 @@ pub enum CxlError {
         reason: String,
     },
     /// A sysfs file did not hold what the kernel writes there.
-    #[error("{path}: expected {expected}")]
+    #[error("{path}: {problem}")]
     BadFile {
         /// Kernel path.
         path: String,
-        /// What was expected.
-        expected: String,
+        /// What was expected and what was found instead.
+        problem: String,
     },
     /// No `cxl_pmu_*` PMU exists.
     #[error(
@@ -63,7 +65,7 @@ pub enum CxlError {
         offered_by: Vec<String>,
     },
     /// A term that the PMU's `format/` does not define.
-    #[error("unknown term {term:?} for {pmu}; valid terms: {}", valid.join(", "))]
+    #[error("unknown term {} for {pmu}; valid terms: {}", excerpt(term), valid.join(", "))]
     UnknownTerm {
         /// PMU name.
         pmu: String,
@@ -137,11 +139,12 @@ impl CxlError {
         }
     }
 
-    /// A file with unexpected contents.
-    pub fn bad_file(path: &str, expected: &str) -> CxlError {
+    /// A file with unexpected contents: `problem` says what was expected
+    /// and quotes what was found with [`excerpt`].
+    pub fn bad_file(path: &str, problem: &str) -> CxlError {
         CxlError::BadFile {
             path: path.to_string(),
-            expected: expected.to_string(),
+            problem: problem.to_string(),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Terms (`name=value`, `name`) as they appear in `events/` files and in
 //! event specifications, and the parser of `events/` file text.
 
+use crate::common::excerpt::excerpt;
+
 /// One term: `name=value`, or a bare `name` (an event name, or a flag meaning 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Term {
@@ -38,7 +40,10 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
     let (name, value) = match text.split_once('=') {
         Some((name, value)) => {
             let number = parse_number(value).ok_or_else(|| {
-                format!("{text:?}: expected a number after '=' (decimal or 0x hex)")
+                format!(
+                    "{}: expected a number after '=' (decimal or 0x hex)",
+                    excerpt(text)
+                )
             })?;
             (name.trim(), Some(number))
         }
@@ -49,7 +54,7 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
     {
-        return Err(format!("{text:?}: expected NAME or NAME=VALUE"));
+        return Err(format!("{}: expected NAME or NAME=VALUE", excerpt(text)));
     }
     Ok(Term {
         name: name.to_string(),
@@ -60,9 +65,12 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
 /// Parses the text of an `events/<name>` file: terms that each carry a value
 /// (`config=0x1e98000000000001` for cxl_pmu; `event=0x3c,umask=1` elsewhere).
 pub fn parse_event_file(text: &str) -> Result<Vec<Term>, String> {
+    if text.trim().is_empty() {
+        return Err("expected terms such as config=0x1e98000000000001, found an empty file".into());
+    }
     let terms = parse_terms(text)?;
     if let Some(bare) = terms.iter().find(|t| t.value.is_none()) {
-        return Err(format!("term {:?} has no value", bare.name));
+        return Err(format!("term {} has no value", excerpt(&bare.name)));
     }
     Ok(terms)
 }

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::common::excerpt::excerpt;
+
 /// Which `perf_event_attr` config word a format field lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ConfigWord {
@@ -83,7 +85,7 @@ pub struct Field {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
     /// The file's text is not `configN:lo-hi[,lo-hi...]`.
-    #[error("configN:LOW-HIGH[,LOW-HIGH...] with bits 0-63, found {0:?}")]
+    #[error("expected configN:LOW-HIGH[,LOW-HIGH...] with bits 0-63, found {}", excerpt(.0))]
     Syntax(String),
     /// A value does not fit the field's bits.
     #[error("value {value:#x} is too wide for {name} ({bits} bits, at most {max:#x})")]

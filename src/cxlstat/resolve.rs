@@ -262,9 +262,8 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
                     event.name
                 );
                 for term in &event.terms {
-                    apply(pmu, &mut attr, term, label).map_err(|e| {
-                        CxlError::bad_file(&path, &format!("terms of this PMU's format ({e})"))
-                    })?;
+                    apply(pmu, &mut attr, term, label)
+                        .map_err(|e| CxlError::bad_file(&path, &e.to_string()))?;
                 }
                 selects_event = true;
             }

@@ -6,6 +6,7 @@
 //! `--replay` work.
 
 use crate::common::cpulist::CpuList;
+use crate::common::excerpt::excerpt;
 use crate::common::source::Source;
 
 use super::error::CxlError;
@@ -92,12 +93,21 @@ pub fn discover(source: &dyn Source) -> Result<Vec<Pmu>, CxlError> {
 fn read_pmu(source: &dyn Source, name: &str) -> Result<Pmu, CxlError> {
     let dir = format!("{EVENT_SOURCE_DIR}/{name}");
     let type_path = format!("{dir}/type");
-    let perf_type = read_trimmed(source, &type_path)?
-        .parse::<u32>()
-        .map_err(|_| CxlError::bad_file(&type_path, "a PMU type number"))?;
+    let type_text = read_trimmed(source, &type_path)?;
+    let perf_type = type_text.parse::<u32>().map_err(|_| {
+        let found = excerpt(&type_text);
+        CxlError::bad_file(
+            &type_path,
+            &format!("expected a PMU type number, found {found}"),
+        )
+    })?;
     let cpumask_path = format!("{dir}/cpumask");
-    let cpu = first_cpu(&read_trimmed(source, &cpumask_path)?)
-        .ok_or_else(|| CxlError::bad_file(&cpumask_path, "a CPU list such as 0 or 2-3"))?;
+    let cpumask = read_trimmed(source, &cpumask_path)?;
+    let cpu = first_cpu(&cpumask).ok_or_else(|| {
+        let found = excerpt(&cpumask);
+        let problem = format!("expected a CPU list such as 0 or 2-3, found {found}");
+        CxlError::bad_file(&cpumask_path, &problem)
+    })?;
     let mut pmu = Pmu {
         name: name.to_string(),
         perf_type,

@@ -4,7 +4,7 @@
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
-use crate::common::cli::output_error_status;
+use crate::common::cli::{output_error_status, report_error};
 use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
@@ -41,6 +41,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
+    if let Some(conflict) = source_conflict(&opts) {
+        return report_error(TOOL, conflict, 2);
+    }
     if let Some(root) = &opts.source.sysroot
         && !root.is_dir()
     {
@@ -56,6 +59,23 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Ok(()) => 0,
         Err(e) => report(&progname, e),
     }
+}
+
+/// `--replay` with an option it cannot honour: the same refusal and status
+/// (2) as vcpustat and cxlstat, whose parser (clap) says it this way.
+fn source_conflict(opts: &Options) -> Option<String> {
+    let source = &opts.source;
+    source.replay.as_ref()?;
+    let other = if source.record.is_some() {
+        "--record <FILE>"
+    } else if source.sysroot.is_some() {
+        "--sysroot <DIR>"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the argument '--replay <FILE>' cannot be used with '{other}'"
+    ))
 }
 
 fn report(progname: &str, err: IostatError) -> i32 {

@@ -1,0 +1,223 @@
+//! Replaying a recording: [`Replay`] serves one frame per sample.
+//!
+//! A frame may leave out what did not change since an earlier frame, so the
+//! replay keeps the latest entry of every key and updates it as each frame
+//! is applied: a sample costs the size of its own frame, whatever the
+//! number of frames before it.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::load::load;
+use super::{Entry, Frame, Header, parse_hex};
+use crate::common::source::{Source, Uname};
+
+/// Why a recording could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The recording's path.
+        path: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A line is not what the format expects.
+    #[error("{path}:{line}: {what}")]
+    Format {
+        /// The recording's path.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        what: String,
+    },
+    /// The recording was made by another tool.
+    #[error(
+        "{path} was recorded by {}, not {tool}",
+        crate::common::excerpt::clip(recorded, 40)
+    )]
+    OtherTool {
+        /// The recording's path.
+        path: String,
+        /// The tool named in its header.
+        recorded: String,
+        /// The tool asked to replay it.
+        tool: String,
+    },
+}
+
+/// A [`Source`] that serves a recording, one frame per sample, without sleeping.
+pub struct Replay {
+    header: Header,
+    /// The frames after the current one.
+    upcoming: std::vec::IntoIter<Frame>,
+    /// Every key's entry in the latest frame that has it, up to the current one.
+    latest: HashMap<String, Entry>,
+    /// The latest recorded wall clock, up to the current frame.
+    time_unix_ns: u64,
+    /// The current frame's monotonic time.
+    elapsed_ns: u64,
+    /// A warning about the file, for the user.
+    cut: Option<String>,
+}
+
+impl Replay {
+    /// Loads the recording at `path` that `tool` made, checking every line
+    /// first: a damaged line, a recording of another tool or of no sample
+    /// is an error naming the file (and the line). A last line cut short
+    /// is left out, and [`Replay::cut`] says so.
+    pub fn open(path: &Path, tool: &str) -> Result<Replay, ReplayError> {
+        let loaded = load(path, tool)?;
+        let mut replay = Replay::from_parts(loaded.header, loaded.frames);
+        replay.cut = loaded.cut_line.map(|line| {
+            format!(
+                "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
+                 short; replaying the complete frames before it",
+                path.display()
+            )
+        });
+        Ok(replay)
+    }
+
+    /// The recording's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// A one-line warning when the recording's last frame was cut short
+    /// (and left out), naming the file.
+    pub fn cut(&self) -> Option<&str> {
+        self.cut.as_deref()
+    }
+
+    /// Builds a replay from frames in memory (for tests and converters).
+    pub fn from_parts(header: Header, frames: Vec<Frame>) -> Replay {
+        let mut replay = Replay {
+            time_unix_ns: header.start_unix_ns,
+            header,
+            upcoming: frames.into_iter(),
+            latest: HashMap::new(),
+            elapsed_ns: 0,
+            cut: None,
+        };
+        replay.advance();
+        replay
+    }
+
+    /// Applies the next frame; false when there is none.
+    fn advance(&mut self) -> bool {
+        let Some(frame) = self.upcoming.next() else {
+            return false;
+        };
+        self.latest.extend(frame.entries);
+        if let Some(ns) = frame.time_unix_ns {
+            self.time_unix_ns = ns;
+        }
+        self.elapsed_ns = frame.elapsed_ns.unwrap_or(0);
+        true
+    }
+
+    fn fetch(&self, op: &str, arg: &str) -> io::Result<&Entry> {
+        match self.latest.get(&format!("{op} {arg}")) {
+            Some(Entry::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
+            Some(entry) => Ok(entry),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{arg}: not in the recording"),
+            )),
+        }
+    }
+}
+
+fn wrong_kind(arg: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{arg}: recorded entry has the wrong kind"),
+    )
+}
+
+impl Source for Replay {
+    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.clear();
+        match self.fetch("read", path)? {
+            Entry::Text(text) => buf.extend_from_slice(text.as_bytes()),
+            Entry::Hex(hex) => buf.extend(parse_hex(hex).ok_or_else(|| wrong_kind(path))?),
+            _ => return Err(wrong_kind(path)),
+        }
+        Ok(())
+    }
+
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        match self.fetch("list", path)? {
+            Entry::List(names) => Ok(names.clone()),
+            _ => Err(wrong_kind(path)),
+        }
+    }
+
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        match self.fetch("link", path)? {
+            Entry::Link(target) => Ok(target.clone()),
+            _ => Err(wrong_kind(path)),
+        }
+    }
+
+    fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
+        match self.fetch("devnum", path)? {
+            Entry::Device(major, minor) => Ok((*major, *minor)),
+            _ => Err(wrong_kind(path)),
+        }
+    }
+
+    fn canonicalize(&self, path: &str) -> io::Result<String> {
+        match self.fetch("realpath", path)? {
+            Entry::Path(real) => Ok(real.clone()),
+            _ => Err(wrong_kind(path)),
+        }
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        matches!(self.fetch("isdir", path), Ok(Entry::IsDir(true)))
+    }
+
+    fn write_file(&self, path: &str, _data: &[u8]) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::ReadOnlyFilesystem,
+            format!("{path}: a replay cannot write"),
+        ))
+    }
+
+    fn values(
+        &self,
+        key: &str,
+        _read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
+    ) -> io::Result<Vec<u64>> {
+        match self.fetch("values", key)? {
+            Entry::Values(values) => Ok(values.clone()),
+            _ => Err(wrong_kind(key)),
+        }
+    }
+
+    fn uname(&self) -> io::Result<Uname> {
+        Ok(self.header.uname.clone())
+    }
+
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.time_unix_ns)
+    }
+
+    fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.elapsed_ns)
+    }
+
+    fn next_sample(&mut self) -> io::Result<bool> {
+        Ok(self.advance())
+    }
+
+    fn is_live(&self) -> bool {
+        false
+    }
+}

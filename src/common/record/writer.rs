@@ -1,0 +1,261 @@
+//! Writing a recording: [`Recorder`] passes a run's reads through and keeps
+//! them, one frame per sample, flushed to the file as each sample ends.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
+use crate::common::source::{Source, Uname};
+
+/// A recording file could not be created or written: the message names the
+/// file, so that a full disk is not mistaken for a broken standard output.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} recording {path}: {source}")]
+pub struct RecordingError {
+    /// `create` or `write`.
+    action: &'static str,
+    /// The recording's path.
+    path: String,
+    /// The underlying error.
+    source: io::Error,
+}
+
+/// The [`RecordingError`] inside an I/O error that a [`Recorder`] returned
+/// (through [`Source::next_sample`] or [`Source::finish`]), if it is one.
+pub fn recording_error(err: &io::Error) -> Option<&RecordingError> {
+    err.get_ref()?.downcast_ref()
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn errno_of(err: &io::Error) -> i32 {
+    err.raw_os_error().unwrap_or(match err.kind() {
+        io::ErrorKind::NotFound => libc::ENOENT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput => libc::EINVAL,
+        _ => libc::EIO,
+    })
+}
+
+fn bytes_entry(data: &[u8]) -> Entry {
+    match std::str::from_utf8(data) {
+        Ok(text) => Entry::Text(text.to_string()),
+        Err(_) => {
+            let mut hex = String::with_capacity(data.len() * 2);
+            for b in data {
+                let _ = write!(hex, "{b:02x}");
+            }
+            Entry::Hex(hex)
+        }
+    }
+}
+
+/// A [`Source`] that passes everything through to another source and writes
+/// what was read to a recording file, one frame per sample.
+///
+/// A frame is written and flushed when its sample ends
+/// ([`Source::next_sample`], which the interval loop calls before it
+/// sleeps), so a run that is killed keeps every sample it reported.
+pub struct Recorder {
+    inner: Box<dyn Source>,
+    path: String,
+    out: RefCell<BufWriter<File>>,
+    frame: RefCell<Frame>,
+    /// Set once the last frame was written: finishing again does nothing.
+    finished: bool,
+}
+
+impl Recorder {
+    /// Creates `path` and writes the header; fails before any sampling if the
+    /// file cannot be created or written (a full disk, `/dev/full`).
+    pub fn create(
+        path: &Path,
+        inner: Box<dyn Source>,
+        tool: &str,
+        args: &[String],
+    ) -> Result<Recorder, RecordingError> {
+        let shown = path.display().to_string();
+        let fail = |action, source| RecordingError {
+            action,
+            path: shown.clone(),
+            source,
+        };
+        let file = File::create(path).map_err(|e| fail("create", e))?;
+        let header = Header {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            tool: tool.to_string(),
+            args: args.to_vec(),
+            uname: inner.uname().map_err(|e| fail("create", e))?,
+            start_unix_ns: unix_ns(inner.now()),
+        };
+        let mut out = BufWriter::new(file);
+        write_line(&mut out, &header).map_err(|e| fail("write", e))?;
+        Ok(Recorder {
+            inner,
+            path: shown,
+            out: RefCell::new(out),
+            frame: RefCell::new(Frame::default()),
+            finished: false,
+        })
+    }
+
+    fn note<T>(&self, key: String, result: &io::Result<T>, entry: impl FnOnce(&T) -> Entry) {
+        let entry = match result {
+            Ok(value) => entry(value),
+            Err(err) => Entry::Errno(errno_of(err)),
+        };
+        self.frame.borrow_mut().entries.insert(key, entry);
+    }
+
+    /// Writes the current frame as one line and flushes it to the file.
+    fn flush_frame(&self) -> io::Result<()> {
+        let mut out = self.out.borrow_mut();
+        write_line(&mut out, &*self.frame.borrow()).map_err(|source| {
+            io::Error::other(RecordingError {
+                action: "write",
+                path: self.path.clone(),
+                source,
+            })
+        })
+    }
+}
+
+/// Writes `value` as one JSON line and flushes it.
+fn write_line(out: &mut BufWriter<File>, value: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+impl Source for Recorder {
+    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
+        let result = self.inner.read_into(path, buf);
+        self.note(format!("read {path}"), &result, |_| bytes_entry(buf));
+        result
+    }
+
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        let result = self.inner.list_dir(path);
+        self.note(format!("list {path}"), &result, |v| Entry::List(v.clone()));
+        result
+    }
+
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        let result = self.inner.read_link(path);
+        self.note(format!("link {path}"), &result, |v| Entry::Link(v.clone()));
+        result
+    }
+
+    fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
+        let result = self.inner.device_number(path);
+        self.note(format!("devnum {path}"), &result, |&(a, b)| {
+            Entry::Device(a, b)
+        });
+        result
+    }
+
+    fn canonicalize(&self, path: &str) -> io::Result<String> {
+        let result = self.inner.canonicalize(path);
+        self.note(format!("realpath {path}"), &result, |v| {
+            Entry::Path(v.clone())
+        });
+        result
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        let result = self.inner.is_dir(path);
+        self.frame
+            .borrow_mut()
+            .entries
+            .insert(format!("isdir {path}"), Entry::IsDir(result));
+        result
+    }
+
+    fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.inner.write_file(path, data)
+    }
+
+    fn values(
+        &self,
+        key: &str,
+        read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
+    ) -> io::Result<Vec<u64>> {
+        let result = self.inner.values(key, read);
+        self.note(format!("values {key}"), &result, |v| {
+            Entry::Values(v.clone())
+        });
+        result
+    }
+
+    fn uname(&self) -> io::Result<Uname> {
+        self.inner.uname()
+    }
+
+    fn now(&self) -> SystemTime {
+        let now = self.inner.now();
+        self.frame
+            .borrow_mut()
+            .time_unix_ns
+            .get_or_insert(unix_ns(now));
+        now
+    }
+
+    fn elapsed(&self) -> Duration {
+        let elapsed = self.inner.elapsed();
+        self.frame
+            .borrow_mut()
+            .elapsed_ns
+            .get_or_insert(elapsed.as_nanos() as u64);
+        elapsed
+    }
+
+    fn next_sample(&mut self) -> io::Result<bool> {
+        self.flush_frame()?;
+        let index = self.frame.borrow().index + 1;
+        *self.frame.borrow_mut() = Frame {
+            index,
+            ..Frame::default()
+        };
+        self.inner.next_sample()
+    }
+
+    fn is_live(&self) -> bool {
+        self.inner.is_live()
+    }
+
+    fn keep_open(&self, path: &str) {
+        self.inner.keep_open(path);
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        // The interval loop finishes the source and so may the tool on its
+        // way out: the last frame must be written once, not twice. A run
+        // stopped while it waited for its next sample has a frame with
+        // nothing in it: the samples taken are all written already.
+        if self.finished {
+            return Ok(());
+        }
+        let frame = self.frame.borrow();
+        let untouched = frame.index > 0
+            && frame.entries.is_empty()
+            && frame.time_unix_ns.is_none()
+            && frame.elapsed_ns.is_none();
+        drop(frame);
+        if !untouched {
+            self.flush_frame()?;
+        }
+        self.frame.borrow_mut().entries.clear();
+        self.inner.finish()?;
+        self.finished = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,100 @@
+//! Bad kernel files give one short line naming the file and the problem:
+//! the contents are quoted as a short escaped prefix, never echoed whole.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A private copy of the two-CPMU CXL fixture.
+fn cxl_tree(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hwstat-errlines-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    copy_tree(
+        Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/cxl/qemu-two-cpmus"
+        )),
+        &dir,
+    );
+    dir
+}
+
+const PMU: &str = "sys/bus/event_source/devices/cxl_pmu_mem0.0";
+
+#[test]
+fn bad_cxl_pmu_files_give_one_short_escaped_line() {
+    let root = cxl_tree("cxl");
+    let big = "x".repeat(10_000_000);
+    let cases: [(&str, &[u8], &str); 6] = [
+        (
+            "events/h2d_req_snpdata",
+            big.as_bytes(),
+            "...\" (10000000 bytes) has no value",
+        ),
+        (
+            "events/h2d_req_snpdata",
+            b"",
+            "expected terms such as config=0x1e98000000000001, found an empty file",
+        ),
+        (
+            "events/h2d_req_snpdata",
+            b"garbage\x1b]0;owned\x07",
+            "\"garbage\\x1b]0;owned\\x07\": expected NAME or NAME=VALUE",
+        ),
+        (
+            "format/edge",
+            big.as_bytes(),
+            "expected configN:LOW-HIGH[,LOW-HIGH...] with bits 0-63, found \"xxxxx",
+        ),
+        (
+            "type",
+            b"ten\n",
+            "expected a PMU type number, found \"ten\"",
+        ),
+        (
+            "cpumask",
+            b"\x1b[2J",
+            "expected a CPU list such as 0 or 2-3, found \"\\x1b[2J\"",
+        ),
+    ];
+    for (file, contents, want) in cases {
+        let path = root.join(PMU).join(file);
+        let saved = fs::read(&path).unwrap();
+        fs::write(&path, contents).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .args(["--sysroot", root.to_str().unwrap(), "--list-events"])
+            .output()
+            .unwrap();
+        fs::write(&path, saved).unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {err}");
+        assert_eq!(err.lines().count(), 1, "{file}: {err}");
+        assert!(err.len() < 300, "{file}: {} bytes: {err:.300}", err.len());
+        assert!(
+            err.starts_with(&format!("cxlstat: /{PMU}/{file}: ")),
+            "{file}: {err}"
+        );
+        assert!(err.contains(want), "{file}: want {want:?} in {err:?}");
+        assert!(
+            !err.contains('\x1b') && !err.contains('\x07'),
+            "{file}: {err:?}"
+        );
+    }
+    fs::remove_dir_all(root).unwrap();
+}

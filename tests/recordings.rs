@@ -1,0 +1,648 @@
+//! Recordings under stress, through the real programs: frames that leave out
+//! unchanged keys (same output as full frames, in linear time), a last line
+//! cut short at any byte, a recorder killed with SIGKILL, full disks,
+//! corrupt entries, recordings of another tool, and the option combinations
+//! a replay cannot honour.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
+const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
+const CXLSTAT: &str = env!("CARGO_BIN_EXE_cxlstat");
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hwstat-recordings-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Writes a small kernel tree for iostat-rs at counter step `step`: sda
+/// changes every step, nvme0n1 and `/proc/stat` every other step.
+fn iostat_tree(root: &Path, step: u64) {
+    for d in [
+        "proc",
+        "sys/block/sda",
+        "sys/block/nvme0n1",
+        "sys/devices/system/cpu/cpu0",
+        "sys/devices/system/cpu/cpu1",
+    ] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let (s, h) = (step, step / 2);
+    fs::write(
+        root.join("proc/diskstats"),
+        format!(
+            "   8       0 sda {} 10 {} 500 {} 20 {} 700 0 {} {} 0 0 0 0 {} 3\n \
+             259       0 nvme0n1 {} 4 {} 50 {} 2 {} 60 1 {} {} 7 1 800 4 0 0\n",
+            1000 + 17 * s,
+            80000 + 900 * s,
+            300 + 5 * s,
+            9000 + 333 * s,
+            1200 + 9 * s,
+            2000 + 31 * s,
+            2 * s,
+            10 + h,
+            88 + 40 * h,
+            300 + 2 * h,
+            400 + 4 * h,
+            42 + 11 * h,
+            77 + 3 * h,
+        ),
+    )
+    .unwrap();
+    fs::write(
+        root.join("proc/uptime"),
+        format!("{}.{:02} 100.00\n", 5000 + s, 7 * s % 100),
+    )
+    .unwrap();
+    fs::write(
+        root.join("proc/stat"),
+        format!(
+            "cpu  {} 20 {} 90000 40 5 6 0 0 0\ncpu0 1 1 1 1\ncpu1 1 1 1 1\n",
+            1000 + 70 * h,
+            500 + 30 * h
+        ),
+    )
+    .unwrap();
+}
+
+fn run(bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Records one iostat-rs sample of `root` and gives the recording's lines.
+fn record_one(root: &Path, rec: &Path) -> Vec<String> {
+    let out = run(
+        IOSTAT,
+        &[
+            "--sysroot",
+            root.to_str().unwrap(),
+            "--record",
+            rec.to_str().unwrap(),
+            "-x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    fs::read_to_string(rec)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// A recording of `samples` samples with every key in every frame (each
+/// frame a one-sample recording of the tree at that step), and the same
+/// samples with each frame keeping only the entries that changed.
+fn full_and_delta(dir: &Path, samples: u64) -> (PathBuf, PathBuf) {
+    let root = dir.join("root");
+    let mut full = Vec::new();
+    for step in 0..samples {
+        iostat_tree(&root, step);
+        let lines = record_one(&root, &dir.join("one.rec"));
+        if full.is_empty() {
+            full.push(lines[0].clone());
+        }
+        let mut frame: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+        frame["index"] = step.into();
+        frame["time_unix_ns"] = (1_700_000_000_000_000_000u64 + step * 1_000_000_000).into();
+        full.push(frame.to_string());
+    }
+    let frames: Vec<serde_json::Value> = full[1..]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut delta = vec![full[0].clone()];
+    let mut dropped = 0;
+    for (i, frame) in frames.iter().enumerate() {
+        let mut frame = frame.clone();
+        if i > 0 {
+            let before = frames[i - 1]["entries"].as_object().unwrap();
+            let entries = frame["entries"].as_object_mut().unwrap();
+            let size = entries.len();
+            entries.retain(|k, v| before.get(k) != Some(v));
+            dropped += size - entries.len();
+        }
+        delta.push(frame.to_string());
+    }
+    assert!(
+        dropped > 10,
+        "the delta recording leaves keys out ({dropped})"
+    );
+    let (full_path, delta_path) = (dir.join("full.rec"), dir.join("delta.rec"));
+    write_lines(&full_path, &full);
+    write_lines(&delta_path, &delta);
+    (full_path, delta_path)
+}
+
+#[test]
+fn frames_without_unchanged_keys_replay_like_full_frames() {
+    let dir = scratch("delta");
+    let (full, delta) = full_and_delta(&dir, 6);
+    for opts in [
+        &["-x"][..],
+        &["-p", "ALL", "-t"],
+        &["-o", "JSON", "-c"],
+        &["-d", "-z", "-m"],
+        &["-o", "ndjson"],
+    ] {
+        let replay = |rec: &Path| {
+            let mut args = vec!["--replay", rec.to_str().unwrap()];
+            args.extend_from_slice(opts);
+            args.push("1");
+            let out = run(IOSTAT, &args);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{opts:?}: {}",
+                text(&out.stderr)
+            );
+            text(&out.stdout)
+        };
+        let (a, b) = (replay(&full), replay(&delta));
+        assert!(a.matches("sda").count() >= 5 || opts.contains(&"-c"), "{a}");
+        assert_eq!(a, b, "options {opts:?}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// Runs `cmd` and gives its exit status and CPU time (user + system);
+/// kills it and fails when it runs longer than `wall`.
+// `wait4` reaps the child (clippy only knows `Child::wait`): it is the call
+// that gives the child's resource usage.
+#[allow(clippy::zombie_processes)]
+fn cpu_time(cmd: &mut Command, wall: Duration) -> (i32, Duration) {
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let start = Instant::now();
+    let secs = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    loop {
+        let mut status = 0;
+        // SAFETY: plain data filled by wait4 for our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            return (status, secs(usage.ru_utime) + secs(usage.ru_stime));
+        }
+        if start.elapsed() > wall {
+            // SAFETY: signalling and reaping the child started above.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("still running after {wall:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// 40,000 frames that each hold only `/proc/uptime` (every other key is in
+/// frame 0 only): the replay used to scan back through the frames for
+/// every key (quadratic: this took about 200 s of CPU in a debug build);
+/// linear, it takes about a second.
+#[test]
+fn a_long_recording_of_small_frames_replays_in_linear_time() {
+    let dir = scratch("linear");
+    let root = dir.join("root");
+    iostat_tree(&root, 0);
+    let lines = record_one(&root, &dir.join("one.rec"));
+    let mut big = String::with_capacity(3_000_000);
+    big.push_str(&lines[0]);
+    big.push('\n');
+    big.push_str(&lines[1]);
+    big.push('\n');
+    const FRAMES: u64 = 40_000;
+    for i in 1..FRAMES {
+        big.push_str(&format!(
+            "{{\"index\":{i},\"entries\":{{\"read /proc/uptime\":{{\"text\":\"{}.00 1.00\\n\"}}}}}}\n",
+            5000 + i
+        ));
+    }
+    let rec = dir.join("big.rec");
+    fs::write(&rec, &big).unwrap();
+    let (status, cpu) = cpu_time(
+        Command::new(IOSTAT).args(["--replay", rec.to_str().unwrap(), "-d", "1"]),
+        Duration::from_secs(120),
+    );
+    assert_eq!(status, 0);
+    assert!(
+        cpu < Duration::from_secs(20),
+        "{FRAMES} frames took {cpu:?} of CPU"
+    );
+    // Every frame was reported: the count of reports is the count of frames.
+    let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-d", "1"]);
+    assert_eq!(text(&out.stdout).matches("\nsda ").count() as u64, FRAMES);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// A real recording of 5 samples.
+fn five_samples(dir: &Path) -> (PathBuf, Vec<String>) {
+    let root = dir.join("root");
+    iostat_tree(&root, 3);
+    let rec = dir.join("five.rec");
+    let out = run(
+        IOSTAT,
+        &[
+            "--sysroot",
+            root.to_str().unwrap(),
+            "--record",
+            rec.to_str().unwrap(),
+            "-x",
+            "0.01",
+            "5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<String> = fs::read_to_string(&rec)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 6);
+    (rec, lines)
+}
+
+#[test]
+fn a_last_line_cut_at_any_byte_replays_the_complete_frames_with_one_warning() {
+    let dir = scratch("cut");
+    let (rec, lines) = five_samples(&dir);
+    let whole = fs::read(&rec).unwrap();
+    let four = dir.join("four.rec");
+    write_lines(&four, &lines[..5]);
+    let expected = run(IOSTAT, &["--replay", four.to_str().unwrap(), "-x", "1"]);
+    assert_eq!(expected.status.code(), Some(0));
+    assert!(expected.stderr.is_empty());
+    let last = lines[5].len();
+    let start = whole.len() - last - 1;
+    let cut = dir.join("cut.rec");
+    let cut_s = cut.to_str().unwrap();
+    for keep in [1, 2, 17, last / 2, last - 2, last - 1] {
+        fs::write(&cut, &whole[..start + keep]).unwrap();
+        let out = run(IOSTAT, &["--replay", cut_s, "-x", "1"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "cut after {keep}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            text(&out.stdout),
+            text(&expected.stdout),
+            "cut after {keep}"
+        );
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "iostat-rs: warning: {cut_s}: the last frame (line 6) is incomplete, the \
+                 recording was cut short; replaying the complete frames before it\n"
+            ),
+            "cut after {keep}"
+        );
+    }
+    // Cut before its newline only, the last frame is whole.
+    fs::write(&cut, &whole[..whole.len() - 1]).unwrap();
+    let out = run(IOSTAT, &["--replay", cut_s, "-x", "1"]);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).matches("\nsda ").count(), 5);
+    // Cut in the header: nothing to replay, one error line.
+    fs::write(&cut, &whole[..lines[0].len() / 2]).unwrap();
+    let out = run(IOSTAT, &["--replay", cut_s, "-x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with(&format!("iostat-rs: {cut_s}:1: not a recording header"))
+    );
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_recorder_killed_with_sigkill_leaves_every_reported_sample() {
+    let dir = scratch("sigkill");
+    let root = dir.join("root");
+    iostat_tree(&root, 1);
+    let rec = dir.join("killed.rec");
+    let mut child = Command::new(IOSTAT)
+        .args([
+            "--sysroot",
+            root.to_str().unwrap(),
+            "--record",
+            rec.to_str().unwrap(),
+        ])
+        .args(["-d", "0.5"])
+        .env_clear()
+        .env("TZ", "UTC")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while text(&seen).matches("\nsda ").count() < 3 {
+        let n = stdout.read(&mut chunk).unwrap();
+        assert!(n > 0, "iostat-rs ended early");
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    // In the sleep after the third report.
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    child.wait().unwrap();
+    let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-d", "0.5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), text(&seen));
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// The last line's frame, its entry `key` replaced by `entry`.
+fn with_entry(lines: &[String], key: &str, entry: &str) -> Vec<String> {
+    let mut lines = lines.to_vec();
+    let mut frame: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    frame["entries"][key] = serde_json::from_str(entry).unwrap();
+    lines[3] = frame.to_string();
+    lines
+}
+
+#[test]
+fn a_corrupt_entry_is_an_error_naming_the_file_and_line() {
+    let dir = scratch("corrupt");
+    let (_, lines) = five_samples(&dir);
+    let rec = dir.join("corrupt.rec");
+    let rec_s = rec.to_str().unwrap();
+    let cases = [
+        (
+            r#"{"list":["sda"]}"#,
+            "expected text, hex or errno for operation read, found list",
+        ),
+        (
+            r#"{"hex":"0a0"}"#,
+            "hex \"0a0\" is not an even number of hexadecimal digits",
+        ),
+        (
+            r#"{"hex":"zz"}"#,
+            "hex \"zz\" is not an even number of hexadecimal digits",
+        ),
+        (r#"{"errno":0}"#, "errno 0 is not an error number"),
+    ];
+    for (entry, what) in cases {
+        write_lines(&rec, &with_entry(&lines, "read /proc/diskstats", entry));
+        let out = run(IOSTAT, &["--replay", rec_s, "-x"]);
+        assert_eq!(out.status.code(), Some(1), "{entry}: {}", text(&out.stdout));
+        assert_eq!(
+            text(&out.stderr),
+            format!("iostat-rs: {rec_s}:4: frame 2: entry \"read /proc/diskstats\": {what}\n")
+        );
+        assert!(out.stdout.is_empty(), "{entry}: nothing is reported");
+    }
+    // A wrong JSON type, and bytes that are not UTF-8 in a text.
+    let mut typed = lines.clone();
+    typed[3] = typed[3].replacen("{\"text\":\"", "{\"text\":7,\"x\":\"", 1);
+    let mut binary = (lines[..3].join("\n") + "\n").into_bytes();
+    let mut frame_2 = lines[3].clone().into_bytes();
+    let at = frame_2
+        .windows(8)
+        .position(|w| w == b"\"text\":\"")
+        .unwrap();
+    frame_2.insert(at + 8, 0xff);
+    binary.extend_from_slice(&frame_2);
+    binary.extend_from_slice((String::from("\n") + &lines[4..].join("\n") + "\n").as_bytes());
+    for (what, bytes) in [
+        ("wrong type", (typed.join("\n") + "\n").into_bytes()),
+        ("not UTF-8", binary),
+    ] {
+        fs::write(&rec, bytes).unwrap();
+        let out = run(IOSTAT, &["--replay", rec_s, "-x"]);
+        assert_eq!(out.status.code(), Some(1), "{what}");
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with(&format!("iostat-rs: {rec_s}:4: frame 2: ")),
+            "{what}: {err}"
+        );
+        assert!(err.contains(": not a recording frame: "), "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// One recording per tool, from the fixture trees.
+fn recordings_of_each_tool(dir: &Path) -> Vec<(&'static str, &'static str, PathBuf)> {
+    let root = dir.join("root");
+    iostat_tree(&root, 0);
+    let mut made = Vec::new();
+    for (name, bin, sysroot, extra) in [
+        (
+            "iostat-rs",
+            IOSTAT,
+            root.to_str().unwrap().to_string(),
+            &[][..],
+        ),
+        ("vcpustat", VCPUSTAT, fixture("vcpustat/seed"), &[][..]),
+        (
+            "cxlstat",
+            CXLSTAT,
+            fixture("cxl/qemu-two-cpmus"),
+            &["--list"][..],
+        ),
+    ] {
+        let rec = dir.join(format!("{name}.rec"));
+        let mut args = vec!["--sysroot", &sysroot, "--record", rec.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = run(bin, &args);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        made.push((name, bin, rec));
+    }
+    made
+}
+
+#[test]
+fn a_recording_of_another_tool_is_refused_with_the_tool_named() {
+    let dir = scratch("othertool");
+    let made = recordings_of_each_tool(&dir);
+    let dtl = dir.join("trace.dtl");
+    fs::write(
+        &dtl,
+        b"{\"format\":\"vcpustat-dtl\",\"version\":1,\"cpus\":[]}\n\x00\x01\x02",
+    )
+    .unwrap();
+    for (tool, bin, _) in &made {
+        let extra: &[&str] = if *tool == "cxlstat" { &["--list"] } else { &[] };
+        for (recorded_by, _, rec) in &made {
+            let mut args = vec!["--replay", rec.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let out = run(bin, &args);
+            if recorded_by == tool {
+                assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(1), "{tool} on {recorded_by}");
+            assert_eq!(
+                text(&out.stderr),
+                format!(
+                    "{tool}: {} was recorded by {recorded_by}, not {tool}\n",
+                    rec.display()
+                ),
+            );
+            assert!(
+                out.stdout.is_empty(),
+                "{tool} on {recorded_by}: {}",
+                text(&out.stdout)
+            );
+        }
+        let mut args = vec!["--replay", dtl.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = run(bin, &args);
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "{tool}: {} was recorded by vcpustat trace record, not {tool}\n",
+                dtl.display()
+            ),
+        );
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_replay_refuses_the_options_it_cannot_honour_with_status_2() {
+    let dir = scratch("conflicts");
+    let made = recordings_of_each_tool(&dir);
+    let out_rec = dir.join("again.rec");
+    let out_s = out_rec.to_str().unwrap();
+    let root = dir.join("root");
+    let root_s = root.to_str().unwrap();
+    for (tool, bin, rec) in &made {
+        let rec_s = rec.to_str().unwrap();
+        let extra: &[&str] = if *tool == "cxlstat" { &["--list"] } else { &[] };
+        for (other, value) in [("--record", out_s), ("--sysroot", root_s)] {
+            let mut args = vec!["--replay", rec_s, other, value];
+            args.extend_from_slice(extra);
+            let out = run(bin, &args);
+            assert_eq!(out.status.code(), Some(2), "{tool} --replay {other}");
+            let err = text(&out.stderr);
+            let placeholder = if other == "--record" {
+                "<FILE>"
+            } else {
+                "<DIR>"
+            };
+            assert!(
+                err.contains(&format!(
+                    "the argument '--replay <FILE>' cannot be used with '{other} {placeholder}'"
+                )),
+                "{tool}: {err}"
+            );
+            assert!(out.stdout.is_empty());
+            assert!(!out_rec.exists(), "{tool} wrote a recording");
+        }
+    }
+    // cxlstat would not run a command under a replay.
+    let ran = dir.join("ran");
+    let (_, _, cxl_rec) = &made[2];
+    let out = run(
+        CXLSTAT,
+        &[
+            "--replay",
+            cxl_rec.to_str().unwrap(),
+            "-e",
+            "clock_ticks",
+            "--",
+            "touch",
+            ran.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("'--replay <FILE>' cannot be used with '[CMD]...'"));
+    assert!(!ran.exists());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
+    let dir = scratch("full");
+    let root = dir.join("root");
+    iostat_tree(&root, 0);
+    let root_s = root.to_str().unwrap().to_string();
+    let cxl = fixture("cxl/qemu-two-cpmus");
+    let vcpu = fixture("vcpustat/seed");
+    for (tool, bin, sysroot, extra) in [
+        ("iostat-rs", IOSTAT, &root_s, &[][..]),
+        ("vcpustat", VCPUSTAT, &vcpu, &[][..]),
+        ("cxlstat", CXLSTAT, &cxl, &["--list"][..]),
+    ] {
+        let mut args = vec!["--sysroot", sysroot.as_str(), "--record", "/dev/full"];
+        args.extend_from_slice(extra);
+        let out = run(bin, &args);
+        assert_eq!(out.status.code(), Some(1), "{tool}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "{tool}: cannot write recording /dev/full: No space left on device (os error 28)\n"
+            ),
+        );
+        assert!(out.stdout.is_empty(), "{tool} fails before reporting");
+    }
+    // The disk fills up mid-run (a file size limit: EFBIG): after the
+    // header, on a frame.
+    let rec = dir.join("limited.rec");
+    let mut cmd = Command::new(IOSTAT);
+    cmd.args(["--sysroot", &root_s, "--record", rec.to_str().unwrap()])
+        .args(["-x", "0.01", "1000"]);
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2048,
+                rlim_max: 2048,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "iostat-rs: cannot write recording {}: File too large (os error 27)\n",
+            rec.display()
+        )
+    );
+    // What was written replays, the cut frame reported.
+    let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-x", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is incomplete"),
+        "{}",
+        text(&out.stderr)
+    );
+    fs::remove_dir_all(dir).unwrap();
+}

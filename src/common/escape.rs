@@ -30,12 +30,24 @@ fn unsafe_in_text(c: char) -> bool {
 /// `name` with every control character escaped and backslashes doubled;
 /// borrowed when nothing needed escaping (the usual case).
 pub fn text(name: &str) -> Cow<'_, str> {
-    if !name.chars().any(unsafe_in_text) {
+    escape_with(name, unsafe_in_text)
+}
+
+/// `message` with its control characters escaped as [`text`] does, but
+/// backslashes left alone: for a message already composed from escaped
+/// names (an error line), where a backslash is harmless and doubling it
+/// would escape the names twice.
+pub fn controls(message: &str) -> Cow<'_, str> {
+    escape_with(message, |c| c != '\\' && unsafe_in_text(c))
+}
+
+fn escape_with(name: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !name.chars().any(&escaped) {
         return Cow::Borrowed(name);
     }
     let mut s = String::with_capacity(name.len() + 8);
     for c in name.chars() {
-        if !unsafe_in_text(c) {
+        if !escaped(c) {
             s.push(c);
             continue;
         }
@@ -92,6 +104,13 @@ pub fn json(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controls_escapes_control_characters_but_leaves_backslashes() {
+        assert_eq!(controls("a\\x1b b"), "a\\x1b b");
+        assert_eq!(controls("a\x1b]0;t\x07\nb"), "a\\x1b]0;t\\x07\\nb");
+        assert!(matches!(controls("plain"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn control_characters_and_backslashes_are_escaped_for_terminals() {

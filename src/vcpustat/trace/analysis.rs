@@ -22,6 +22,7 @@ use super::entry::{DtlEntry, ENTRY_BYTES};
 use super::recording::Recording;
 use super::stats::{Distribution, summarize};
 use super::topology::Topology;
+use crate::common::escape;
 
 /// A vCPU of the machine: its partition and its number there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -111,10 +112,11 @@ pub fn load(recordings: &[(String, Recording)]) -> Result<Machine<'_>, String> {
             (serial, rec.header.system_serial.as_deref())
             && this != first_serial
         {
-            // Escaped where the error is printed (common::cli::report_error).
             return Err(format!(
-                "{name}: machine serial number {this} differs from {first_serial} of \
-                 {first_name}: recordings must come from one machine"
+                "{name}: machine serial number {} differs from {} of {first_name}: \
+                 recordings must come from one machine",
+                escape::text(this),
+                escape::text(first_serial)
             ));
         }
         for (index, c) in rec.header.cpus.iter().enumerate() {

@@ -33,17 +33,27 @@ pub fn parts(data: &[u8], n: usize) -> Vec<&[u8]> {
 /// A replay whose frames hold the given `read PATH` results (text or hex,
 /// as the recorder would store the bytes).
 pub fn replay_of_reads(frames: &[Vec<(&str, &[u8])>]) -> Replay {
-    let frames = frames
+    replay_of(frames.iter().map(|reads| reads_entries(reads)).collect())
+}
+
+/// The recorded entries of `read PATH` operations that returned `bytes`.
+pub fn reads_entries(reads: &[(&str, &[u8])]) -> BTreeMap<String, Entry> {
+    reads
         .iter()
+        .map(|(path, bytes)| (format!("read {path}"), entry_of(bytes)))
+        .collect()
+}
+
+/// A replay of the given frames' entries, one second apart.
+pub fn replay_of(frames: Vec<BTreeMap<String, Entry>>) -> Replay {
+    let frames = frames
+        .into_iter()
         .enumerate()
-        .map(|(index, reads)| Frame {
+        .map(|(index, entries)| Frame {
             index: index as u64,
             time_unix_ns: Some(index as u64 * 1_000_000_000),
             elapsed_ns: Some(index as u64 * 1_000_000_000),
-            entries: reads
-                .iter()
-                .map(|(path, bytes)| (format!("read {path}"), entry_of(bytes)))
-                .collect::<BTreeMap<_, _>>(),
+            entries,
         })
         .collect();
     Replay::from_parts(header("fuzz", vec![]), frames)

@@ -504,3 +504,69 @@ fn a_kernel_without_config_dtl_is_told_from_an_unmounted_debugfs() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Runs `vcpustat trace ARGS...` with standard error on a pseudo-terminal;
+/// returns the exit status and what the terminal received.
+fn trace_on_a_terminal(args: &[&str]) -> (i32, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the given ints.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are fresh and owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("trace")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .expect("vcpustat runs");
+    let status = child.wait().unwrap().code().unwrap();
+    // The slave is closed in this process (moved into the child's stdio and
+    // dropped by spawn): reading the master ends with EIO once drained.
+    let mut terminal = std::fs::File::from(master);
+    let mut seen = Vec::new();
+    let mut piece = [0u8; 4096];
+    while let Ok(n @ 1..) = terminal.read(&mut piece) {
+        seen.extend_from_slice(&piece[..n]);
+    }
+    (status, String::from_utf8_lossy(&seen).into_owned())
+}
+
+#[test]
+fn progress_shows_on_a_terminal_and_is_erased() {
+    let dir = tempdir("tty");
+    let root = fixture(&dir, 1, &[3, 2]);
+    let f = dir.join("t.dtl");
+    let (status, seen) = trace_on_a_terminal(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "300ms",
+        "-w",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0, "{seen}");
+    assert!(seen.contains("\r\x1b[Krecording 2 vCPU(s): "), "{seen:?}");
+    // Erased before the summary line.
+    assert!(
+        seen.contains("\r\x1b[Kvcpustat: recorded 5 DTL entries"),
+        "{seen:?}"
+    );
+    let (status, seen) = trace_on_a_terminal(&["report", f.to_str().unwrap()]);
+    assert_eq!(status, 0, "{seen}");
+    assert!(seen.contains("per-vCPU pass: "), "{seen:?}");
+    assert!(seen.ends_with("\r\x1b[K"), "{seen:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -30,6 +30,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::entry::{DtlEntry, ENTRY_BYTES};
 use super::recording::{Block, Recording};
@@ -361,8 +362,9 @@ pub fn physical(
         }
         cursors.push(Cursor { stream, head, next });
     }
-    // Per processor: the start and virtual time of its last record.
-    let mut last: HashMap<u16, (u64, Option<u64>)> = HashMap::new();
+    // Per processor (indexed by its number: a lookup per record must be
+    // cheap): the start and virtual time of its last record.
+    let mut last: Vec<Option<(u64, Option<u64>)>> = vec![None; 1 << 16];
     let mut done = 0u64;
     while let Some(Reverse((start, vcpu))) = heap.pop() {
         let c = &mut cursors[vcpu as usize];
@@ -376,9 +378,11 @@ pub fn physical(
             c.next = c.stream.next_entry()?;
             heap.push(Reverse((h.dispatched_at(), vcpu)));
         }
-        let delay_before = last.insert(e.processor_id, (start, virtual_time)).and_then(
-            |(prev_start, prev_virtual)| start.checked_sub(prev_start)?.checked_sub(prev_virtual?),
-        );
+        let delay_before = last[usize::from(e.processor_id)]
+            .replace((start, virtual_time))
+            .and_then(|(prev_start, prev_virtual)| {
+                start.checked_sub(prev_start)?.checked_sub(prev_virtual?)
+            });
         visit(&PhysRecord {
             processor: e.processor_id,
             start,
@@ -433,6 +437,29 @@ struct ProcessorAcc {
     delays: Vec<u64>,
 }
 
+/// A hasher for the (processor, vCPU) keys of the shares, looked up once
+/// per record: one multiplication instead of SipHash (the keys are not
+/// chosen by an attacker who could force collisions: at worst a slower
+/// report).
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
 /// Summarises the merged physical records per processor. Memory: the
 /// delays (8 bytes a record, for exact percentiles) and one share per
 /// (processor, vCPU) pair that occurs.
@@ -440,22 +467,34 @@ pub fn processor_summaries(
     machine: &Machine,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<ProcessorSummary>, String> {
-    let mut procs: HashMap<u16, ProcessorAcc> = HashMap::new();
-    let mut shares: HashMap<(u16, u32), (u64, u64)> = HashMap::new();
+    // Processor number -> index in `accs`.
+    let mut slot = vec![u32::MAX; 1 << 16];
+    let mut accs: Vec<(u16, ProcessorAcc)> = Vec::new();
+    let mut shares: HashMap<u64, (u64, u64), BuildHasherDefault<PairHasher>> = HashMap::default();
     physical(
         machine,
         &mut |r| {
             let vt = r.virtual_time.unwrap_or(0);
-            let p = procs.entry(r.processor).or_insert_with(|| ProcessorAcc {
-                first: r.start,
-                end: r.start,
-                ..ProcessorAcc::default()
-            });
+            let i = &mut slot[usize::from(r.processor)];
+            if *i == u32::MAX {
+                *i = accs.len() as u32;
+                accs.push((
+                    r.processor,
+                    ProcessorAcc {
+                        first: r.start,
+                        end: r.start,
+                        ..ProcessorAcc::default()
+                    },
+                ));
+            }
+            let p = &mut accs[*i as usize].1;
             p.dispatches += 1;
             p.end = p.end.max(r.start.saturating_add(vt));
             p.run_ticks = p.run_ticks.saturating_add(vt);
             p.delays.extend(r.delay_before);
-            let s = shares.entry((r.processor, r.vcpu)).or_default();
+            let s = shares
+                .entry(u64::from(r.vcpu) << 16 | u64::from(r.processor))
+                .or_default();
             s.0 += 1;
             s.1 = s.1.saturating_add(vt);
             Ok(())
@@ -463,14 +502,15 @@ pub fn processor_summaries(
         progress,
     )?;
     let mut by_processor: BTreeMap<u16, Vec<Share>> = BTreeMap::new();
-    for ((processor, vcpu), (dispatches, run_ticks)) in shares {
+    for (pair, (dispatches, run_ticks)) in shares {
+        let processor = pair as u16;
         by_processor.entry(processor).or_default().push(Share {
-            vcpu: machine.vcpus[vcpu as usize].key,
+            vcpu: machine.vcpus[(pair >> 16) as usize].key,
             dispatches,
             run_ticks,
         });
     }
-    let mut out: Vec<ProcessorSummary> = procs
+    let mut out: Vec<ProcessorSummary> = accs
         .into_iter()
         .map(|(processor, mut p)| {
             let mut shares = by_processor.remove(&processor).unwrap_or_default();

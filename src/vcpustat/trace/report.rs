@@ -552,63 +552,71 @@ impl TimelineWriter<'_> {
         use std::fmt::Write as _;
         let origin = *self.origin.get_or_insert(r.start);
         let key = machine.vcpus[r.vcpu as usize].key;
-        let us = |t: u64| ticks_to_us(t as f64, hz);
-        let (p, line) = (
-            if self.format == ReportFormat::Text {
-                3
-            } else {
-                MACHINE_PRECISION
-            },
-            &mut self.line,
-        );
-        let opt = |v: Option<u64>, missing: &str| {
-            v.map_or(missing.to_string(), |t| format!("{:.p$}", us(t)))
+        let decimals = if self.format == ReportFormat::Text {
+            3
+        } else {
+            MACHINE_PRECISION
         };
-        line.clear();
+        let us = |t: u64| Micros::new(t, hz, decimals);
         let start_us = us(r.start.saturating_sub(origin));
+        let opt = |v: Option<u64>, missing: &'static str| v.map_or(Err(missing), |t| Ok(us(t)));
+        let line = &mut self.line;
+        line.clear();
         let _ = match self.format {
-            ReportFormat::Text => write!(
+            ReportFormat::Text => writeln!(
                 line,
-                "{:<9}  {:>20} {:>14.p$} {:>9} {:>4} {:>11} {:>15}",
+                "{:<9}  {:>20} {:>14} {:>9} {:>4} {:>11} {:>15}",
                 r.processor,
                 r.start,
                 start_us,
                 key.partition,
                 key.cpu,
-                opt(r.virtual_time, "-"),
-                opt(r.delay_before, "-"),
+                Shown(opt(r.virtual_time, "-")),
+                Shown(opt(r.delay_before, "-")),
             ),
-            ReportFormat::Json => write!(
-                line,
-                "{}{{\"processor\":\"{}\",\"start_tb\":{},\"start_us\":{:.p$},\"partition\":{},\"cpu\":{},\"virtual_us\":{},\"delay_before_us\":{}}}",
-                if self.rows > 0 { "," } else { "" },
-                r.processor,
-                r.start,
-                start_us,
-                key.partition,
-                key.cpu,
-                opt(r.virtual_time, "null"),
-                opt(r.delay_before, "null"),
-            ),
-            ReportFormat::Csv => write!(
-                line,
-                "{},0,{},{},{:.p$},{},{},{},{}",
-                self.time,
-                r.processor,
-                r.start,
-                start_us,
-                key.partition,
-                key.cpu,
-                opt(r.virtual_time, ""),
-                opt(r.delay_before, ""),
-            ),
+            ReportFormat::Json => {
+                if self.rows > 0 {
+                    line.push(',');
+                }
+                line.push_str("{\"processor\":\"");
+                push_uint(line, r.processor.into(), 1);
+                line.push_str("\",\"start_tb\":");
+                push_uint(line, r.start.into(), 1);
+                line.push_str(",\"start_us\":");
+                start_us.push(line);
+                line.push_str(",\"partition\":");
+                push_uint(line, key.partition.into(), 1);
+                line.push_str(",\"cpu\":");
+                push_uint(line, key.cpu.into(), 1);
+                line.push_str(",\"virtual_us\":");
+                push_opt(line, opt(r.virtual_time, "null"));
+                line.push_str(",\"delay_before_us\":");
+                push_opt(line, opt(r.delay_before, "null"));
+                line.push('}');
+                Ok(())
+            }
+            ReportFormat::Csv => {
+                line.push_str(&self.time);
+                line.push_str(",0,");
+                push_uint(line, r.processor.into(), 1);
+                line.push(',');
+                push_uint(line, r.start.into(), 1);
+                line.push(',');
+                start_us.push(line);
+                line.push(',');
+                push_uint(line, key.partition.into(), 1);
+                line.push(',');
+                push_uint(line, key.cpu.into(), 1);
+                line.push(',');
+                push_opt(line, opt(r.virtual_time, ""));
+                line.push(',');
+                push_opt(line, opt(r.delay_before, ""));
+                line.push('\n');
+                Ok(())
+            }
         };
         self.rows += 1;
-        if self.format == ReportFormat::Json {
-            self.out.write_all(line.as_bytes())
-        } else {
-            writeln!(self.out, "{line}")
-        }
+        self.out.write_all(line.as_bytes())
     }
 
     fn end(&mut self) -> io::Result<()> {
@@ -616,6 +624,108 @@ impl TimelineWriter<'_> {
             ReportFormat::Text => writeln!(self.out),
             ReportFormat::Json => writeln!(self.out, "],\"notes\":[]}}\n]}}"),
             ReportFormat::Csv => Ok(()),
+        }
+    }
+}
+
+/// Time-base ticks as microseconds with a fixed number of decimals,
+/// computed in integers: exact (then rounded half up to the last decimal),
+/// and much cheaper than formatting a float for each of millions of rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Micros {
+    whole: u128,
+    fraction: u128,
+    decimals: usize,
+}
+
+impl Micros {
+    fn new(ticks: u64, hz: u64, decimals: usize) -> Micros {
+        let unit = 10u64.pow(decimals as u32);
+        // ticks * 10^6 / hz µs, in units of 10^-decimals µs. When the time
+        // base divides 10^(6 + decimals) (512 MHz does for 9 decimals) it is
+        // one exact multiplication, in 64 bits while it fits.
+        let per_tick = 1_000_000 * unit;
+        if per_tick.is_multiple_of(hz)
+            && let Some(scaled) = ticks.checked_mul(per_tick / hz)
+        {
+            return Micros {
+                whole: u128::from(scaled / unit),
+                fraction: u128::from(scaled % unit),
+                decimals,
+            };
+        }
+        let (unit, hz) = (u128::from(unit), u128::from(hz));
+        // Rounded half up.
+        let scaled = (u128::from(ticks) * u128::from(per_tick) * 2 + hz) / (2 * hz);
+        Micros {
+            whole: scaled / unit,
+            fraction: scaled % unit,
+            decimals,
+        }
+    }
+
+    /// Appends the number to `line`, without padding.
+    fn push(&self, line: &mut String) {
+        push_uint(line, self.whole, 1);
+        line.push('.');
+        push_uint(line, self.fraction, self.decimals);
+    }
+}
+
+/// Appends `v` in decimal with at least `digits` digits (zero-padded),
+/// without the formatting machinery (millions of timeline rows).
+fn push_uint(line: &mut String, v: u128, digits: usize) {
+    let mut buf = [0u8; 40];
+    let mut start = buf.len();
+    // 64-bit divisions while the value fits (128-bit ones are library calls).
+    let (mut high, mut low) = match u64::try_from(v) {
+        Ok(small) => (0u128, small),
+        Err(_) => (
+            v / 10_000_000_000_000_000_000,
+            (v % 10_000_000_000_000_000_000) as u64,
+        ),
+    };
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (low % 10) as u8;
+        low /= 10;
+        let written = buf.len() - start;
+        if high > 0 && written.is_multiple_of(19) {
+            low = (high % 10_000_000_000_000_000_000) as u64;
+            high /= 10_000_000_000_000_000_000;
+            continue;
+        }
+        if low == 0 && high == 0 && written >= digits {
+            break;
+        }
+    }
+    line.push_str(std::str::from_utf8(&buf[start..]).expect("ASCII digits"));
+}
+
+impl std::fmt::Display for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = String::with_capacity(48);
+        self.push(&mut text);
+        f.pad(&text)
+    }
+}
+
+/// Appends a time, or the text that stands for an unknown one.
+fn push_opt(line: &mut String, value: Result<Micros, &'static str>) {
+    match value {
+        Ok(us) => us.push(line),
+        Err(missing) => line.push_str(missing),
+    }
+}
+
+/// A time, or the text that stands for an unknown one.
+struct Shown(Result<Micros, &'static str>);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Ok(us) => us.fmt(f),
+            Err(missing) => f.pad(missing),
         }
     }
 }
@@ -769,4 +879,48 @@ fn write_one(
         },
     )?;
     writer.end(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_are_exact_fixed_point() {
+        assert_eq!(Micros::new(1, 512_000_000, 9).to_string(), "0.001953125");
+        assert_eq!(Micros::new(1, 512_000_000, 3).to_string(), "0.002");
+        assert_eq!(Micros::new(512, 512_000_000, 3).to_string(), "1.000");
+        assert_eq!(Micros::new(0, 512_000_000, 9).to_string(), "0.000000000");
+        // 1/3 µs at 3 MHz, rounded to the last decimal.
+        assert_eq!(Micros::new(1, 3_000_000, 9).to_string(), "0.333333333");
+        assert_eq!(Micros::new(2, 3_000_000, 9).to_string(), "0.666666667");
+        assert_eq!(
+            Micros::new(u64::MAX, 1, 9).to_string(),
+            format!("{}000000.000000000", u64::MAX)
+        );
+        assert_eq!(
+            format!("{:>8}", Micros::new(512, 512_000_000, 3)),
+            "   1.000"
+        );
+        assert_eq!(format!("{:>4}", Shown(Err("-"))), "   -");
+        let mut line = String::new();
+        Micros::new(1, 512_000_000, 9).push(&mut line);
+        push_uint(&mut line, 0, 1);
+        push_uint(&mut line, 7, 3);
+        assert_eq!(line, "0.0019531250007");
+        for v in [
+            0u128,
+            9,
+            10,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) + 1,
+            10u128.pow(19),
+            10u128.pow(38),
+            u128::MAX,
+        ] {
+            line.clear();
+            push_uint(&mut line, v, 1);
+            assert_eq!(line, v.to_string());
+        }
+    }
 }

@@ -299,7 +299,7 @@ _vcpustat() {
             return 0
             ;;
         vcpustat__subcmd__trace__subcmd__report)
-            opts="-o -h --output --timeline --topology --help"
+            opts="-o -h --output --timeline --table --topology --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -311,6 +311,10 @@ _vcpustat() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "text json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                --table)
+                    COMPREPLY=($(compgen -W "latency reasons processors shares timeline" -- "${cur}"))
                     return 0
                     ;;
                 --topology)

@@ -58,7 +58,7 @@ complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and not __fish_
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -l cpus -d 'vCPUs to record, e.g. 0-3,8 (default: every cpu-N of the DTL)' -r
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -l duration -d 'How long to record (2, 0.5, 250ms, 1m); default until interrupted' -r
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -l poll -d 'Time between two polls of each ring (85 records each)' -r
-complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -l events -d 'Events to log (sets dtl_event_mask while recording, then restores it)' -r -f -a "cede\t'Voluntary (OS-initiated) virtual processor waits: H_CEDE'
+complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -l events -d 'Events to log (sets dtl_event_mask while recording, then restores it; after a killed run, write the old value back, e.g. 0x07)' -r -f -a "cede\t'Voluntary (OS-initiated) virtual processor waits: H_CEDE'
 preempt\t'Time-slice preempts'
 fault\t'Virtual partition memory page faults'"
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -s w -l write -d 'The recording to write' -r -F
@@ -69,9 +69,14 @@ complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from record" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from report" -s o -l output -d 'Output format' -r -f -a "text\t'Titled, aligned tables'
 json\t'One JSON document holding every section'
-csv\t'Comma-separated sections'"
+csv\t'Comma-separated values of one table (--table)'"
+complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from report" -l table -d 'Write only this table (required with -o csv: one table per file)' -r -f -a "latency\t'Per vCPU: dispatch latency, idle wait, migrations'
+reasons\t'Per vCPU, kind and reason code: counts'
+processors\t'Per physical processor: window, traced share, delays'
+shares\t'Per processor and vCPU (and partition): dispatches and share'
+timeline\t'Every physical record in start order (implies --timeline)'"
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from report" -l topology -d 'Chip and node of each physical processor ("0-7 chip=0 node=0" lines)' -r -F
-complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from report" -l timeline -d 'List every physical record instead of the per-processor summary'
+complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from report" -l timeline -d 'List every physical record (in start order) instead of the per-processor summary'
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from help" -f -a "record" -d 'Record the DTL of some vCPUs of this partition into a file'
 complete -c vcpustat -n "__fish_vcpustat_using_subcommand trace; and __fish_seen_subcommand_from help" -f -a "report" -d 'Report dispatch latency and the physical-processor view of recordings'

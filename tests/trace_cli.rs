@@ -369,8 +369,24 @@ fn a_killed_recording_is_reported_as_it_is() {
         .stderr(Stdio::null())
         .spawn()
         .expect("vcpustat runs");
-    // The records are read at the first poll and on disk within a second.
-    std::thread::sleep(Duration::from_millis(1800));
+    // The records are read at the first poll and written within a second
+    // (allow for a loaded machine); the run goes on until it is killed.
+    let started = Instant::now();
+    let on_disk = |path: &Path| {
+        Recording::open(path)
+            .map(|r| r.header.cpus.iter().map(|c| c.entries).sum::<u64>())
+            .unwrap_or(0)
+    };
+    while on_disk(&out) < 6 && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        on_disk(&out),
+        6,
+        "not on disk after {:?}",
+        started.elapsed()
+    );
+    assert!(child.try_wait().unwrap().is_none(), "still recording");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let (status, text, err) = trace_output(&["report", out.to_str().unwrap()]);

@@ -33,7 +33,7 @@ pub enum ReportFormat {
     Text,
     /// One JSON document holding every section.
     Json,
-    /// Comma-separated values of one table (`--table`).
+    /// Comma-separated values of one table (--table).
     Csv,
 }
 

@@ -1,13 +1,18 @@
-//! Benchmark of `vcpustat trace report`'s work: decoding recorded DTL
-//! entries and analysing them (latency per vCPU, reasons, migrations, the
-//! physical timeline and the per-processor summary).
+//! Benchmark of `vcpustat trace report`'s work: reading recorded DTL
+//! entries from files and analysing them (latency per vCPU, reasons,
+//! migrations, and the merged physical timeline folded into the
+//! per-processor summary).
 //!
-//! Run with `cargo run --release --example trace_bench [ENTRIES]`; it prints
-//! entries per second for several runs (target: at least 10 million).
+//! Run with `cargo run --release --example trace_bench [ENTRIES [DIR]]`; it
+//! prints entries per second for several runs (target: at least 10
+//! million). With DIR, the four recordings are written there and kept, for
+//! timing `vcpustat trace report` itself on them.
 
 use std::time::Instant;
 
 use hwstat::common::source::Uname;
+use std::path::{Path, PathBuf};
+
 use hwstat::vcpustat::trace::analysis;
 use hwstat::vcpustat::trace::recording::{
     CpuIndex, FORMAT_NAME, FORMAT_VERSION, Header, Recording, write_recording,
@@ -36,8 +41,9 @@ fn record(
     raw
 }
 
-/// One partition's recording with `per_vcpu` entries for each of its vCPUs.
-fn recording(partition: u32, per_vcpu: u64, seed: &mut u64) -> Vec<u8> {
+/// Writes one partition's recording with `per_vcpu` entries for each of
+/// its vCPUs into `dir`; returns its path.
+fn recording(dir: &Path, partition: u32, per_vcpu: u64, seed: &mut u64) -> PathBuf {
     let mut next = |bound: u64| {
         *seed = seed
             .wrapping_mul(6364136223846793005)
@@ -85,27 +91,28 @@ fn recording(partition: u32, per_vcpu: u64, seed: &mut u64) -> Vec<u8> {
             })
             .collect(),
     };
-    let path = std::env::temp_dir().join(format!(
-        "hwstat-trace-bench-{}-{partition}.dtl",
-        std::process::id()
-    ));
+    let path = dir.join(format!("p{partition}.dtl"));
     let views: Vec<(&[u8], u64, u64)> = blocks.iter().map(|b| (b.as_slice(), 0, 0)).collect();
     write_recording(&path, header, &views).expect("write the bench recording");
-    let bytes = std::fs::read(&path).expect("read it back");
-    let _ = std::fs::remove_file(&path);
-    bytes
+    path
 }
 
 fn main() {
-    let entries: u64 = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let entries: u64 = args
+        .next()
         .and_then(|a| a.parse().ok())
         .unwrap_or(8_000_000);
+    let keep = args.next().map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("hwstat-trace-bench-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir).expect("bench directory");
     let per_vcpu = entries / u64::from(PARTITIONS * VCPUS);
     let total = per_vcpu * u64::from(PARTITIONS * VCPUS);
     let mut seed = 1;
-    let files: Vec<Vec<u8>> = (1..=PARTITIONS)
-        .map(|p| recording(p, per_vcpu, &mut seed))
+    let files: Vec<PathBuf> = (1..=PARTITIONS)
+        .map(|p| recording(&dir, p, per_vcpu, &mut seed))
         .collect();
     let topology =
         Topology::parse("bench", "0-31 chip=0 node=0\n32-63 chip=1 node=1\n").expect("topology");
@@ -114,26 +121,19 @@ fn main() {
     );
     let mut rates = Vec::new();
     for run in 1..=5 {
-        let inputs = files.clone();
         let start = Instant::now();
-        let recordings: Vec<(String, Recording)> = inputs
-            .into_iter()
-            .enumerate()
-            .map(|(i, bytes)| {
-                let name = format!("p{i}.dtl");
-                let rec = Recording::from_bytes(&name, bytes).expect("parse");
-                (name, rec)
+        let recordings: Vec<(String, Recording)> = files
+            .iter()
+            .map(|path| {
+                let rec = Recording::open(path).expect("open");
+                (path.display().to_string(), rec)
             })
             .collect();
         let machine = analysis::load(&recordings).expect("load");
-        let reports = analysis::vcpu_reports(&machine, &topology);
-        let records = analysis::timeline(&machine);
-        let summaries = analysis::processor_summaries(&machine, &records);
+        let reports = analysis::vcpu_reports(&machine, &topology, &mut |_| {}).expect("vCPU pass");
+        let summaries = analysis::processor_summaries(&machine, &mut |_| {}).expect("merge");
         let elapsed = start.elapsed();
-        assert_eq!(
-            records.iter().map(|p| p.records.len() as u64).sum::<u64>(),
-            total
-        );
+        assert_eq!(summaries.iter().map(|p| p.dispatches).sum::<u64>(), total);
         assert_eq!(reports.len() as u32, PARTITIONS * VCPUS);
         assert_eq!(summaries.len() as u64, PROCESSORS);
         let rate = total as f64 / elapsed.as_secs_f64();
@@ -154,4 +154,7 @@ fn main() {
             "NOT met"
         }
     );
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

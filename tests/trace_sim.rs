@@ -16,12 +16,13 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-use hwstat::common::source::RootFs;
+use hwstat::common::source::{RootFs, Source, Uname};
 use hwstat::vcpustat::trace::analysis::{self, VcpuKey};
-use hwstat::vcpustat::trace::record::{Event, RecordOptions, record_with};
+use hwstat::vcpustat::trace::progress::Progress;
+use hwstat::vcpustat::trace::record::{Event, RecordOptions, record_to, record_with};
 use hwstat::vcpustat::trace::recording::Recording;
-use hwstat::vcpustat::trace::report::{ReportFormat, sections, write_sections};
-use hwstat::vcpustat::trace::ring::{DtlRing, DtlRings};
+use hwstat::vcpustat::trace::report::{ReportFormat, ReportOptions, Table, write_report};
+use hwstat::vcpustat::trace::ring::{DebugfsRings, DtlRing, DtlRings};
 use hwstat::vcpustat::trace::topology::Topology;
 
 const RING: u64 = 85;
@@ -59,6 +60,7 @@ struct Dispatch {
     enqueue_to_dispatch: u32,
     at: u64,
     wait_start: u64,
+    ready_at: u64,
 }
 
 impl Dispatch {
@@ -143,6 +145,7 @@ fn simulate(processors: &[u16], partitions: &[(u32, u32)], horizon: u64, seed: u
             enqueue_to_dispatch: enqueue_to_dispatch as u32,
             at,
             wait_start: s.wait_start,
+            ready_at: s.ready_at,
         });
         let run = SLICE.min(s.burst_left);
         let end = at + run;
@@ -173,8 +176,9 @@ fn simulate(processors: &[u16], partitions: &[(u32, u32)], horizon: u64, seed: u
     Model { runs, records }
 }
 
-/// What the report must reconstruct, from the schedule alone.
-/// (processor, start, vCPU, virtual processing time, delay) per record.
+/// What the report must reconstruct, from the schedule alone, in start
+/// order (ties by vCPU): (processor, start, vCPU, virtual processing time,
+/// delay before it on its processor) per record.
 type Expected = (u16, u64, VcpuKey, Option<u64>, Option<u64>);
 
 fn expected_timeline(model: &Model) -> Vec<Expected> {
@@ -183,21 +187,18 @@ fn expected_timeline(model: &Model) -> Vec<Expected> {
         let e = last_of_vcpu.entry(r.vcpu).or_insert(0);
         *e = (*e).max(r.start);
     }
-    let mut by_proc: BTreeMap<u16, Vec<Run>> = BTreeMap::new();
-    for r in &model.runs {
-        by_proc.entry(r.processor).or_default().push(*r);
-    }
+    let virtual_time = |r: &Run| (last_of_vcpu[&r.vcpu] != r.start).then_some(r.end - r.start);
+    let mut runs = model.runs.clone();
+    runs.sort_by_key(|r| (r.start, r.vcpu));
+    let mut previous: BTreeMap<u16, Run> = BTreeMap::new();
     let mut out = Vec::new();
-    for (_, mut runs) in by_proc {
-        runs.sort_by_key(|r| r.start);
-        for (i, r) in runs.iter().enumerate() {
-            let virtual_time = (last_of_vcpu[&r.vcpu] != r.start).then_some(r.end - r.start);
-            let delay = match (runs.get(i + 1), virtual_time) {
-                (Some(next), Some(_)) => Some(next.start - r.end),
-                _ => None,
-            };
-            out.push((r.processor, r.start, r.vcpu, virtual_time, delay));
-        }
+    for r in &runs {
+        // The processor was busy with something untraced from the end of
+        // its previous run (when that run's length is known) to this start.
+        let delay = previous
+            .insert(r.processor, *r)
+            .and_then(|p| virtual_time(&p).map(|_| r.start - p.end));
+        out.push((r.processor, r.start, r.vcpu, virtual_time(r), delay));
     }
     out
 }
@@ -298,6 +299,10 @@ impl DtlRings for SimRings {
             last_idx: 0,
         }))
     }
+
+    fn reads_running_kernel(&self) -> bool {
+        false
+    }
 }
 
 /// A sysroot with the partition's lparcfg, cpuinfo and DTL control files.
@@ -362,8 +367,42 @@ fn record_partition(
         h.now += step;
         h.now <= horizon + step
     };
-    record_with(&options(output.clone(), None), &source, &rings, &mut pace).unwrap();
+    record_with(
+        &options(output.clone(), None),
+        &source,
+        &rings,
+        &mut pace,
+        &mut Progress::hidden(),
+    )
+    .unwrap();
     Recording::open(&output).unwrap()
+}
+
+/// The report of `machine` as `trace report` writes it.
+fn report(
+    machine: &analysis::Machine,
+    topology: &Topology,
+    format: ReportFormat,
+    timeline: bool,
+    table: Option<Table>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let options = ReportOptions {
+        format,
+        timeline,
+        table,
+    };
+    write_report(
+        &mut out,
+        machine,
+        topology,
+        &options,
+        0,
+        &[],
+        &mut Progress::hidden(),
+    )
+    .unwrap();
+    out
 }
 
 const PROCESSORS: [u16; 4] = [16, 17, 40, 41];
@@ -392,36 +431,69 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         recordings.push((out.display().to_string(), rec));
     }
     let machine = analysis::load(&recordings).unwrap();
-    let total: usize = machine.vcpus.iter().map(|v| v.len()).sum();
     assert_eq!(
-        total,
+        machine.entries() as usize,
         model.runs.len(),
         "every dispatch of the model was recorded"
     );
 
     // The physical timeline, record for record.
-    let got: Vec<Expected> = analysis::timeline(&machine)
-        .iter()
-        .flat_map(|p| {
-            p.records.iter().enumerate().map(|(i, r)| {
-                let key = machine.vcpus[r.vcpu as usize].key;
-                (p.processor, r.start, key, r.virtual_time(), p.delay(i))
-            })
-        })
-        .collect();
+    let mut got: Vec<Expected> = Vec::new();
+    analysis::physical(
+        &machine,
+        &mut |r| {
+            let key = machine.vcpus[r.vcpu as usize].key;
+            got.push((r.processor, r.start, key, r.virtual_time, r.delay_before));
+            Ok(())
+        },
+        &mut |_| {},
+    )
+    .unwrap();
     let want = expected_timeline(&model);
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
         assert_eq!(g, w);
     }
+    // The streamed CSV timeline: one header, then the same records.
+    let csv = report(
+        &machine,
+        &Topology::default(),
+        ReportFormat::Csv,
+        true,
+        Some(Table::Timeline),
+    );
+    let csv = String::from_utf8(csv).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "timestamp,index,processor,start_tb,start_us,partition,cpu,virtual_us,delay_before_us"
+    );
+    let mut rows = 0;
+    for (line, w) in lines.zip(&want) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 9, "{line}");
+        assert_eq!(f[2].parse::<u16>().unwrap(), w.0);
+        assert_eq!(f[3].parse::<u64>().unwrap(), w.1);
+        assert_eq!(
+            (f[5].parse().unwrap(), f[6].parse().unwrap()),
+            (w.2.partition, w.2.cpu)
+        );
+        let delay = (!f[8].is_empty()).then(|| f[8].parse::<f64>().unwrap());
+        assert_eq!(delay, w.4.map(|t| t as f64 / 512.0), "{line}");
+        rows += 1;
+    }
+    assert_eq!(rows, want.len());
 
-    // Latency percentiles per vCPU, from the model's waits.
+    // Dispatch latency (ready until dispatched) and idle wait (from the
+    // end of the last run until ready: the sleep after a cede) per vCPU,
+    // from the model's times.
     let topology = Topology::parse("topo", "16-17 chip=0 node=0\n40-41 chip=1 node=1\n").unwrap();
-    let reports = analysis::vcpu_reports(&machine, &topology);
+    let reports = analysis::vcpu_reports(&machine, &topology, &mut |_| {}).unwrap();
     assert_eq!(reports.len(), 8);
     for r in &reports {
         let recs = &model.records[&r.key];
-        let waits: Vec<u64> = recs.iter().map(|d| d.at - d.wait_start).collect();
+        let waits: Vec<u64> = recs.iter().map(|d| d.at - d.ready_at).collect();
+        let sleeps: Vec<u64> = recs.iter().map(|d| d.ready_at - d.wait_start).collect();
         let lat = r.latency.unwrap();
         assert_eq!(lat.count, waits.len() as u64);
         assert_eq!(lat.p50, nearest_rank(waits.clone(), 50), "{:?}", r.key);
@@ -430,6 +502,13 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         assert_eq!(lat.max, *waits.iter().max().unwrap());
         let mean = waits.iter().sum::<u64>() as f64 / waits.len() as f64;
         assert!((lat.mean - mean).abs() < 1e-6);
+        let idle = r.idle_wait.unwrap();
+        assert_eq!(idle.p50, nearest_rank(sleeps.clone(), 50), "{:?}", r.key);
+        assert_eq!(idle.p99, nearest_rank(sleeps.clone(), 99), "{:?}", r.key);
+        assert_eq!(idle.max, *sleeps.iter().max().unwrap());
+        // A runnable vCPU waits at most a few time slices; a ceded one
+        // sleeps up to 20,000 ticks, which is not dispatch latency.
+        assert!(idle.max > lat.max, "{:?}: {idle:?} vs {lat:?}", r.key);
         let moves = recs
             .windows(2)
             .filter(|w| w[0].processor != w[1].processor)
@@ -452,15 +531,8 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         );
     }
 
-    // The JSON report carries the same numbers, in microseconds.
-    let mut out = Vec::new();
-    write_sections(
-        &mut out,
-        &sections(&machine, &topology, false),
-        ReportFormat::Json,
-        0,
-    )
-    .unwrap();
+    // The JSON report carries the same numbers, in microseconds, exactly.
+    let out = report(&machine, &topology, ReportFormat::Json, false, None);
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let lat = &doc["sections"]["latency"]["samples"][0]["rows"][0];
     assert_eq!(lat["partition"], "1");
@@ -469,10 +541,12 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         cpu: 0,
     }]
         .iter()
-        .map(|d| d.at - d.wait_start)
+        .map(|d| d.at - d.ready_at)
         .collect();
+    // 9 decimals of µs hold every 512 MHz tick exactly (1/512 = 0.001953125).
     let p99_us = nearest_rank(waits, 99) as f64 / 512.0;
-    assert!((lat["p99_us"].as_f64().unwrap() - p99_us).abs() < 0.05 + 1e-9);
+    assert_eq!(lat["p99_us"].as_f64().unwrap(), p99_us);
+    assert!(lat["idle_max_us"].as_f64().unwrap() > lat["max_us"].as_f64().unwrap());
     let processors = doc["sections"]["processors"]["samples"][0]["rows"]
         .as_array()
         .unwrap();
@@ -521,14 +595,13 @@ fn a_slow_reader_is_reported_as_having_possibly_lost_entries() {
     let name = "slow.dtl".to_string();
     let recordings = [(name, rec)];
     let machine = analysis::load(&recordings).unwrap();
-    let mut out = Vec::new();
-    write_sections(
-        &mut out,
-        &sections(&machine, &Topology::default(), false),
+    let out = report(
+        &machine,
+        &Topology::default(),
         ReportFormat::Text,
-        0,
-    )
-    .unwrap();
+        false,
+        None,
+    );
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("note: partition 2 cpu 0:"), "{text}");
     assert!(text.contains("records may have been lost"), "{text}");
@@ -555,7 +628,7 @@ fn the_event_mask_is_set_while_recording_and_restored_on_every_exit() {
     };
     let out = dir.join("m.dtl");
     let opts = options(out.clone(), Some(vec![Event::Cede, Event::Fault]));
-    let summary = record_with(&opts, &source, &rings, &mut pace).unwrap();
+    let summary = record_with(&opts, &source, &rings, &mut pace, &mut Progress::hidden()).unwrap();
     assert_eq!(summary.header.event_mask, Some(0x05));
     assert!(seen.iter().all(|m| m == "0x05\n"), "{seen:?}");
     assert_eq!(std::fs::read_to_string(&mask_file).unwrap(), "0x07\n");
@@ -571,6 +644,7 @@ fn the_event_mask_is_set_while_recording_and_restored_on_every_exit() {
         &source,
         &rings,
         &mut || false,
+        &mut Progress::hidden(),
     )
     .unwrap_err()
     .to_string();
@@ -581,5 +655,169 @@ fn the_event_mask_is_set_while_recording_and_restored_on_every_exit() {
     assert!(err.contains("vcpudispatch_stats"), "{err}");
     assert_eq!(std::fs::read_to_string(&mask_file).unwrap(), "0x07\n");
     assert!(!out2.exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The host as a kernel whose DTL reads crash (6.6.41 with hardened
+/// usercopy), whatever kernel runs the tests.
+struct AffectedHost(RootFs);
+
+impl Source for AffectedHost {
+    fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
+        self.0.read_into(path, buf)
+    }
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        self.0.list_dir(path)
+    }
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        self.0.read_link(path)
+    }
+    fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
+        self.0.device_number(path)
+    }
+    fn canonicalize(&self, path: &str) -> io::Result<String> {
+        self.0.canonicalize(path)
+    }
+    fn is_dir(&self, path: &str) -> bool {
+        self.0.is_dir(path)
+    }
+    fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.0.write_file(path, data)
+    }
+    fn values(
+        &self,
+        key: &str,
+        read: &mut dyn FnMut() -> io::Result<Vec<u64>>,
+    ) -> io::Result<Vec<u64>> {
+        self.0.values(key, read)
+    }
+    fn uname(&self) -> io::Result<Uname> {
+        Ok(Uname {
+            sysname: "Linux".into(),
+            nodename: "lpar".into(),
+            release: "6.6.41-ppc64le".into(),
+            version: String::new(),
+            machine: "ppc64le".into(),
+        })
+    }
+    fn now(&self) -> std::time::SystemTime {
+        self.0.now()
+    }
+    fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+    fn next_sample(&mut self) -> io::Result<bool> {
+        self.0.next_sample()
+    }
+    fn is_live(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn the_kernel_crash_check_guards_the_live_debugfs_only() {
+    let dir = tempdir("safety");
+    let root = sysroot(&dir, 4, 2);
+    let source = AffectedHost(RootFs::new(&root));
+    // Rings under a --sysroot directory are plain files: no kernel reads them.
+    let out = dir.join("s.dtl");
+    let summary = record_with(
+        &options(out.clone(), None),
+        &source,
+        &DebugfsRings::new(&root),
+        &mut || false,
+        &mut Progress::hidden(),
+    )
+    .unwrap();
+    assert_eq!(summary.header.cpus.len(), 2);
+    // The running kernel's own rings on an affected kernel: refused.
+    let err = record_with(
+        &options(dir.join("live.dtl"), None),
+        &source,
+        &DebugfsRings::new("/"),
+        &mut || false,
+        &mut Progress::hidden(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("refusing to read the DTL: kernel 6.6.41-ppc64le"),
+        "{err}"
+    );
+    assert!(!dir.join("live.dtl").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A disk that fills up after `room` bytes.
+struct FillingDisk {
+    written: Rc<RefCell<Vec<u8>>>,
+    room: usize,
+}
+
+impl io::Write for FillingDisk {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut w = self.written.borrow_mut();
+        let n = buf.len().min(self.room - w.len());
+        if n == 0 {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        w.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_full_disk_ends_the_recording_with_the_mask_restored_and_the_file_readable() {
+    let model = simulate(&PROCESSORS, &PARTITIONS, HORIZON, 11);
+    let hv = Hypervisor::new(&model);
+    let dir = tempdir("enospc");
+    let root = sysroot(&dir, 1, 3);
+    let mask_file = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
+    let written = Rc::new(RefCell::new(Vec::new()));
+    let disk = FillingDisk {
+        written: Rc::clone(&written),
+        room: 5_000,
+    };
+    let rings = SimRings {
+        hv: Rc::clone(&hv),
+        partition: 1,
+    };
+    // Each poll advances the model by 100,000 ticks; a 2 s poll makes the
+    // recorder write what it read after every poll.
+    let mut opts = options(dir.join("unused.dtl"), Some(vec![Event::Preempt]));
+    opts.poll = Duration::from_secs(2);
+    let mut pace = || {
+        let mut h = hv.borrow_mut();
+        h.now += 100_000;
+        h.now <= HORIZON
+    };
+    let err = record_to(
+        &opts,
+        &RootFs::new(&root),
+        &rings,
+        &mut pace,
+        &mut Progress::hidden(),
+        disk,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("unused.dtl"), "{err}");
+    assert_eq!(std::fs::read_to_string(&mask_file).unwrap(), "0x07\n");
+    assert!(rings.open(0).is_ok(), "the rings were closed");
+    // What reached the disk is a recording cut short, with whole records.
+    let bytes = written.borrow().clone();
+    assert_eq!(bytes.len(), 5_000);
+    let rec = Recording::from_bytes("full.dtl", bytes).unwrap();
+    assert!(rec.cut().is_some());
+    let kept: u64 = rec.header.cpus.iter().map(|c| c.entries).sum();
+    assert!(kept > 50, "{kept}");
+    let recordings = [("full.dtl".to_string(), rec)];
+    let machine = analysis::load(&recordings).unwrap();
+    let reports = analysis::vcpu_reports(&machine, &Topology::default(), &mut |_| {}).unwrap();
+    assert_eq!(reports.iter().map(|r| r.dispatches).sum::<u64>(), kept);
     std::fs::remove_dir_all(dir).unwrap();
 }

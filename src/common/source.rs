@@ -301,8 +301,12 @@ impl Source for RootFs {
         if let Some(result) = self.read_kept(path, buf) {
             return result;
         }
-        let file = File::open(self.host_path(path))?;
-        pread_all(&file, buf)
+        // A freshly opened file is at offset 0 already: no seek, which
+        // debugfs attribute files (dtl_event_mask) refuse with ESPIPE.
+        buf.clear();
+        File::open(self.host_path(path))?
+            .read_to_end(buf)
+            .map(|_| ())
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {

@@ -16,6 +16,15 @@
 //!   EIO on a given read, and scripted events at a given read (someone
 //!   switches the statistics off, or off and on again; a CPU goes offline or
 //!   comes online).
+//! * Optionally ([`Kernel::with_debugfs`]) a debugfs under `/sys/kernel/debug`
+//!   with `powerpc/dtl/` as `arch/powerpc/platforms/pseries/dtl.c` creates it:
+//!   `dtl_event_mask` (x8 attribute: reads `0x%02x`, writes parsed like
+//!   `kstrtoull(s, 0)`), `dtl_buf_entries` (u32, read-only) and `cpu-N`
+//!   (one opener at a time, EBUSY for a second; reads of 0 bytes: nothing
+//!   was dispatched, as under QEMU's TCG). Like the real debugfs files
+//!   they are not seekable: `lseek` fails with ESPIPE. Without
+//!   `CONFIG_DTL` ([`Dtl::config_dtl`] false) debugfs has `powerpc/` but no
+//!   `dtl/`.
 
 #[path = "../support/skip.rs"]
 mod skip;
@@ -75,6 +84,8 @@ pub struct Kernel {
     pub files: bool,
     /// `lparcfg` contents, if the file exists.
     pub lparcfg: Option<String>,
+    /// `/proc/cpuinfo` contents, if the file exists.
+    pub cpuinfo: Option<String>,
     /// The DTL is held by another consumer: enabling fails with EBUSY.
     pub busy: bool,
     /// Opening the statistics files fails with EACCES.
@@ -85,6 +96,25 @@ pub struct Kernel {
     pub reads: u64,
     /// Every write, in order.
     pub writes: Vec<Write>,
+    /// debugfs on `/sys/kernel/debug`, when mounted.
+    pub debugfs: Option<Dtl>,
+}
+
+/// The debugfs side of the DTL.
+#[derive(Debug, Clone)]
+pub struct Dtl {
+    /// Whether the kernel has `CONFIG_DTL` (the `dtl/` directory).
+    pub config_dtl: bool,
+    /// `dtl_event_mask`.
+    pub event_mask: u8,
+    /// `dtl_buf_entries`.
+    pub buf_entries: u32,
+    /// The vCPUs with a `cpu-N` ring.
+    pub cpus: Vec<u32>,
+    /// Rings held open now.
+    pub open_rings: Vec<u32>,
+    /// Every value written to `dtl_event_mask`, in order.
+    pub mask_writes: Vec<Vec<u8>>,
 }
 
 /// One simulated CPU.
@@ -121,12 +151,30 @@ impl Kernel {
                 .collect(),
             files: true,
             lparcfg: Some("lparcfg 1.9\nshared_processor_mode=1\n".into()),
+            cpuinfo: None,
             busy: false,
             deny: false,
             events: BTreeMap::new(),
             reads: 0,
             writes: Vec::new(),
+            debugfs: None,
         }
+    }
+
+    // vcpustat_fuse.rs shares this module and has no DTL.
+    #[allow(dead_code)]
+    /// Adds a mounted debugfs with the DTL files of these vCPUs (mask
+    /// `0x07`, `buf_entries` rings), or, without `config_dtl`, without them.
+    pub fn with_debugfs(mut self, config_dtl: bool, buf_entries: u32, cpus: &[u32]) -> Kernel {
+        self.debugfs = Some(Dtl {
+            config_dtl,
+            event_mask: 0x07,
+            buf_entries,
+            cpus: cpus.to_vec(),
+            open_rings: Vec::new(),
+            mask_writes: Vec::new(),
+        });
+        self
     }
 
     /// Schedules an event before read `n` of the statistics file.
@@ -285,6 +333,44 @@ const POWERPC: u64 = 3;
 const STATS: u64 = 4;
 const FREQ: u64 = 5;
 const LPARCFG: u64 = 6;
+const CPUINFO: u64 = 14;
+const SYS: u64 = 7;
+const SYS_KERNEL: u64 = 8;
+const DEBUG: u64 = 9;
+const DEBUG_POWERPC: u64 = 10;
+const DTL_DIR: u64 = 11;
+const EVENT_MASK: u64 = 12;
+const BUF_ENTRIES: u64 = 13;
+/// `cpu-N` is inode `RING_BASE + N`.
+const RING_BASE: u64 = 1000;
+
+fn is_dir(ino: u64) -> bool {
+    matches!(
+        ino,
+        ROOT | PROC | POWERPC | SYS | SYS_KERNEL | DEBUG | DEBUG_POWERPC | DTL_DIR
+    )
+}
+
+/// The debugfs files: not seekable, as the kernel's.
+fn is_debugfs_file(ino: u64) -> bool {
+    matches!(ino, EVENT_MASK | BUF_ENTRIES) || ino >= RING_BASE
+}
+
+/// `kstrtoull(s, 0)` narrowed to `u8` as debugfs' x8 attribute does
+/// (`simple_attr_write`: EINVAL for malformed text, the value truncated).
+fn parse_x8(data: &[u8]) -> Result<u8, i32> {
+    let text = std::str::from_utf8(data).map_err(|_| libc::EINVAL)?;
+    let t = text.strip_suffix('\n').unwrap_or(text);
+    let value = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        u64::from_str_radix(&t[1..], 8)
+    } else {
+        t.parse::<u64>()
+    }
+    .map_err(|_| libc::EINVAL)?;
+    Ok(value as u8)
+}
 
 struct SimFs {
     kernel: Arc<Mutex<Kernel>>,
@@ -294,7 +380,7 @@ struct SimFs {
 }
 
 fn attr(ino: u64) -> FileAttr {
-    let dir = matches!(ino, ROOT | PROC | POWERPC);
+    let dir = is_dir(ino);
     FileAttr {
         ino: INodeNo(ino),
         size: 0,
@@ -310,8 +396,10 @@ fn attr(ino: u64) -> FileAttr {
         },
         perm: if dir {
             0o555
-        } else if ino == LPARCFG {
+        } else if ino == LPARCFG || ino == CPUINFO {
             0o444
+        } else if ino == BUF_ENTRIES || ino >= RING_BASE {
+            0o400
         } else {
             0o600
         },
@@ -335,22 +423,68 @@ impl SimFs {
             ROOT | PROC | POWERPC => true,
             STATS | FREQ => k.files,
             LPARCFG => k.lparcfg.is_some(),
-            _ => false,
+            CPUINFO => k.cpuinfo.is_some(),
+            SYS | SYS_KERNEL | DEBUG => true,
+            DEBUG_POWERPC => k.debugfs.is_some(),
+            DTL_DIR | EVENT_MASK | BUF_ENTRIES => k.debugfs.as_ref().is_some_and(|d| d.config_dtl),
+            ring => k.debugfs.as_ref().is_some_and(|d| {
+                d.config_dtl
+                    && ring >= RING_BASE
+                    && d.cpus.iter().any(|&c| u64::from(c) + RING_BASE == ring)
+            }),
         }
+    }
+
+    /// The entries of directory `ino` that exist now.
+    fn children(&self, ino: u64) -> Vec<(u64, FileType, String)> {
+        let dir = |i: u64, name: &str| (i, FileType::Directory, name.to_string());
+        let file = |i: u64, name: &str| (i, FileType::RegularFile, name.to_string());
+        let candidates = match ino {
+            ROOT => vec![dir(PROC, "proc"), dir(SYS, "sys")],
+            PROC => vec![dir(POWERPC, "powerpc"), file(CPUINFO, "cpuinfo")],
+            POWERPC => vec![
+                file(STATS, "vcpudispatch_stats"),
+                file(FREQ, "vcpudispatch_stats_freq"),
+                file(LPARCFG, "lparcfg"),
+            ],
+            SYS => vec![dir(SYS_KERNEL, "kernel")],
+            SYS_KERNEL => vec![dir(DEBUG, "debug")],
+            DEBUG => vec![dir(DEBUG_POWERPC, "powerpc")],
+            DEBUG_POWERPC => vec![dir(DTL_DIR, "dtl")],
+            DTL_DIR => {
+                let cpus = self
+                    .kernel()
+                    .debugfs
+                    .as_ref()
+                    .map(|d| d.cpus.clone())
+                    .unwrap_or_default();
+                let mut v = vec![
+                    file(EVENT_MASK, "dtl_event_mask"),
+                    file(BUF_ENTRIES, "dtl_buf_entries"),
+                ];
+                v.extend(
+                    cpus.iter()
+                        .map(|&c| file(RING_BASE + u64::from(c), &format!("cpu-{c}"))),
+                );
+                v
+            }
+            _ => Vec::new(),
+        };
+        candidates
+            .into_iter()
+            .filter(|(i, _, _)| self.exists(*i))
+            .collect()
     }
 }
 
 impl Filesystem for SimFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let ino = match (u64::from(parent), name.to_str()) {
-            (ROOT, Some("proc")) => PROC,
-            (PROC, Some("powerpc")) => POWERPC,
-            (POWERPC, Some("vcpudispatch_stats")) => STATS,
-            (POWERPC, Some("vcpudispatch_stats_freq")) => FREQ,
-            (POWERPC, Some("lparcfg")) => LPARCFG,
-            _ => 0,
-        };
-        if ino != 0 && self.exists(ino) {
+        let ino = self
+            .children(u64::from(parent))
+            .into_iter()
+            .find(|(_, _, n)| Some(n.as_str()) == name.to_str())
+            .map_or(0, |(i, _, _)| i);
+        if ino != 0 {
             reply.entry(&Duration::ZERO, &attr(ino), fuser::Generation(0));
         } else {
             reply.error(Errno::ENOENT);
@@ -394,9 +528,26 @@ impl Filesystem for SimFs {
             reply.error(Errno::EACCES);
             return;
         }
+        let mut flags = FopenFlags::FOPEN_DIRECT_IO;
+        if is_debugfs_file(ino) {
+            flags |= FopenFlags::FOPEN_NONSEEKABLE;
+        }
+        if ino >= RING_BASE {
+            let mut k = self.kernel();
+            let Some(dtl) = k.debugfs.as_mut() else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            let cpu = (ino - RING_BASE) as u32;
+            if dtl.open_rings.contains(&cpu) {
+                reply.error(Errno::EBUSY);
+                return;
+            }
+            dtl.open_rings.push(cpu);
+        }
         let mut next = self.next_fh.lock().unwrap_or_else(|e| e.into_inner());
         *next += 1;
-        reply.opened(FileHandle(*next), FopenFlags::FOPEN_DIRECT_IO);
+        reply.opened(FileHandle(*next), flags);
     }
 
     fn read(
@@ -418,6 +569,18 @@ impl Filesystem for SimFs {
                 STATS => k.render_stats(),
                 FREQ => Ok(format!("{}\n", k.freq).into_bytes()),
                 LPARCFG => Ok(k.lparcfg.clone().unwrap_or_default().into_bytes()),
+                CPUINFO => Ok(k.cpuinfo.clone().unwrap_or_default().into_bytes()),
+                EVENT_MASK => Ok(k
+                    .debugfs
+                    .as_ref()
+                    .map(|d| format!("0x{:02x}\n", d.event_mask).into_bytes())
+                    .unwrap_or_default()),
+                BUF_ENTRIES => Ok(k
+                    .debugfs
+                    .as_ref()
+                    .map(|d| format!("{}\n", d.buf_entries).into_bytes())
+                    .unwrap_or_default()),
+                ring if ring >= RING_BASE => Ok(Vec::new()),
                 _ => Err(libc::EISDIR),
             };
             match content {
@@ -453,6 +616,15 @@ impl Filesystem for SimFs {
         let (file, result) = match u64::from(ino) {
             STATS => ("stats", k.write_stats(data)),
             FREQ => ("freq", k.write_freq(data)),
+            EVENT_MASK => {
+                let dtl = k.debugfs.as_mut().expect("the mask exists with debugfs");
+                dtl.mask_writes.push(data.to_vec());
+                let result = parse_x8(data).map(|mask| {
+                    dtl.event_mask = mask;
+                    data.len()
+                });
+                ("dtl_event_mask", result)
+            }
             _ => ("other", Err(libc::EIO)),
         };
         k.writes.push(Write {
@@ -469,7 +641,7 @@ impl Filesystem for SimFs {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
@@ -480,6 +652,12 @@ impl Filesystem for SimFs {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&u64::from(fh));
+        let ino = u64::from(ino);
+        if ino >= RING_BASE
+            && let Some(dtl) = self.kernel().debugfs.as_mut()
+        {
+            dtl.open_rings.retain(|&c| u64::from(c) + RING_BASE != ino);
+        }
         reply.ok();
     }
 
@@ -504,27 +682,12 @@ impl Filesystem for SimFs {
     ) {
         let ino = u64::from(ino);
         let mut entries = vec![
-            (ino, FileType::Directory, "."),
-            (ROOT, FileType::Directory, ".."),
+            (ino, FileType::Directory, ".".to_string()),
+            (ROOT, FileType::Directory, "..".to_string()),
         ];
-        match ino {
-            ROOT => entries.push((PROC, FileType::Directory, "proc")),
-            PROC => entries.push((POWERPC, FileType::Directory, "powerpc")),
-            POWERPC => {
-                for (i, name) in [
-                    (STATS, "vcpudispatch_stats"),
-                    (FREQ, "vcpudispatch_stats_freq"),
-                    (LPARCFG, "lparcfg"),
-                ] {
-                    if self.exists(i) {
-                        entries.push((i, FileType::RegularFile, name));
-                    }
-                }
-            }
-            _ => {}
-        }
+        entries.extend(self.children(ino));
         for (i, (e_ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(e_ino), (i + 1) as u64, kind, name) {
+            if reply.add(INodeNo(e_ino), (i + 1) as u64, kind, &name) {
                 break;
             }
         }

@@ -69,7 +69,34 @@ impl DtlEntry {
             .map(|c| DtlEntry::decode(c.try_into().expect("chunks are 48 bytes")))
     }
 
-    /// The whole wait before this dispatch: the sum of the three phases.
+    /// Dispatch latency: how long the vCPU was ready to run and waited for a
+    /// processor, `ready_to_enqueue_time + enqueue_to_dispatch_time`.
+    ///
+    /// PAPR (LoPAPR, "Dispatch Trace Log" in the Virtual Processor Area
+    /// chapter) splits the wait before a dispatch into three phases: from
+    /// the moment the virtual processor stopped being dispatchable (it
+    /// ceded, conferred or was preempted) until it became ready again
+    /// (`waiting_to_ready_time`), from ready until the hypervisor put it on a
+    /// dispatch queue (`ready_to_enqueue_time`), and from there to the
+    /// dispatch (`enqueue_to_dispatch_time`). Only the last two are time a
+    /// runnable vCPU lost to others; the kernel charges exactly those two as
+    /// stolen time (`dtl_entry` handling in `arch/powerpc/kernel/time.c`,
+    /// `scan_dispatch_log()`: `tb_delta = enqueue_to_dispatch_time +
+    /// ready_to_enqueue_time`).
+    pub fn dispatch_latency_ticks(&self) -> u64 {
+        u64::from(self.ready_to_enqueue) + u64::from(self.enqueue_to_dispatch)
+    }
+
+    /// Idle wait: `waiting_to_ready_time`, the time before the vCPU was ready
+    /// again. After an H_CEDE it is time the vCPU chose to sleep, not time
+    /// it waited for a processor (see [`DtlEntry::dispatch_latency_ticks`]).
+    pub fn idle_wait_ticks(&self) -> u64 {
+        u64::from(self.waiting_to_ready)
+    }
+
+    /// The whole wait before this dispatch: the sum of the three phases
+    /// (idle wait and dispatch latency). The vCPU stopped running this long
+    /// before the dispatch.
     pub fn wait_ticks(&self) -> u64 {
         u64::from(self.waiting_to_ready)
             + u64::from(self.ready_to_enqueue)
@@ -109,14 +136,16 @@ impl DtlEntry {
 }
 
 /// Dispatch reason names by code, as PAPR lists them (perf's
-/// `tools/perf/util/powerpc-vpadtl.c` carries the same table).
+/// `tools/perf/util/powerpc-vpadtl.c` carries the same table). PAPR names
+/// codes 1 and 5 both "firmware internal event"; their names carry the code
+/// so that every name stands for one code.
 pub const DISPATCH_REASONS: [&str; 11] = [
     "external_interrupt",
-    "firmware_internal_event",
+    "firmware_internal_event(1)",
     "H_PROD",
     "decrementer_interrupt",
     "system_reset",
-    "firmware_internal_event",
+    "firmware_internal_event(5)",
     "conferred_cycles",
     "time_slice",
     "virtual_memory_page_fault",
@@ -188,6 +217,8 @@ mod tests {
         assert_eq!(e.srr0, 0xc000);
         assert_eq!(e.srr1, 0x8000_0000_0000_0033);
         assert_eq!(e.wait_ticks(), 123);
+        assert_eq!(e.dispatch_latency_ticks(), 120);
+        assert_eq!(e.idle_wait_ticks(), 3);
         assert_eq!(e.dispatched_at(), 1_000_000);
         assert_eq!(e.wait_started_at(), 999_877);
     }
@@ -199,5 +230,12 @@ mod tests {
         assert_eq!(dispatch_reason_name(11), "unknown(11)");
         assert_eq!(preempt_reason_name(2), "H_CEDE");
         assert_eq!(preempt_reason_name(10), "unknown(10)");
+        assert_eq!(dispatch_reason_name(1), "firmware_internal_event(1)");
+        assert_eq!(dispatch_reason_name(5), "firmware_internal_event(5)");
+        // Every name stands for one code.
+        for table in [&DISPATCH_REASONS[..], &PREEMPT_REASONS[..]] {
+            let names: std::collections::BTreeSet<&str> = table.iter().copied().collect();
+            assert_eq!(names.len(), table.len());
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! * [`ring`]: opening and reading the per-vCPU rings (live and simulated);
 //! * [`record`] and [`recording`]: the recorder and its file format;
 //! * [`safety`] and [`identity`]: kernel crash check, partition and clock;
+//! * [`progress`]: the status line on a terminal;
 //! * [`analysis`], [`stats`], [`topology`]: latency, reasons, migrations and
 //!   the physical timeline of the method;
 //! * [`report`] and [`cli`]: tables and the command line.
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod entry;
 pub mod error;
 pub mod identity;
+pub mod progress;
 pub mod record;
 pub mod recording;
 pub mod report;

@@ -1,18 +1,26 @@
 //! `vcpustat trace record`: poll the chosen vCPUs' rings into one buffer
-//! per vCPU and write a recording.
+//! per vCPU and write them to the recording as blocks, at least once a
+//! second, so that a killed run leaves a readable file.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use super::entry::ENTRY_BYTES;
 use super::error::TraceError;
 use super::identity;
-use super::recording::{CpuIndex, FORMAT_NAME, FORMAT_VERSION, Header, write_recording};
+use super::progress::Progress;
+use super::recording::{CpuIndex, FORMAT_NAME, FORMAT_VERSION, Header, RecordingWriter};
 use super::ring::{DTL_DIR, DtlRing, DtlRings, ring_path};
 use super::safety::{self, Verdict};
 use crate::common::interval::instant_after;
 use crate::common::source::Source;
+
+/// How often the recorder hands what it read to the file, at the latest.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Where debugfs is mounted.
+pub const DEBUGFS: &str = "/sys/kernel/debug";
 
 /// The kernel path of the event mask, sampled when a ring is opened.
 pub const EVENT_MASK_PATH: &str = "/sys/kernel/debug/powerpc/dtl/dtl_event_mask";
@@ -76,10 +84,13 @@ pub struct RecordSummary {
 /// grown on its own: a busy vCPU never shrinks another's space).
 struct CpuBuffer {
     cpu: u32,
-    ring: Box<dyn DtlRing>,
+    /// Records read since the last block was written.
     data: Vec<u8>,
-    reads: u64,
-    possibly_lost_reads: u64,
+    /// Reads (and full-ring reads) since the last block.
+    reads: u32,
+    possibly_lost_reads: u32,
+    /// Totals of the whole recording.
+    total: CpuIndex,
 }
 
 /// Restores `dtl_event_mask` when dropped: on success, on errors and on
@@ -136,6 +147,29 @@ fn ring_entries(source: &dyn Source) -> u32 {
         .unwrap_or(DEFAULT_RING_ENTRIES)
 }
 
+/// Tells a kernel without `CONFIG_DTL` from a system without debugfs when
+/// the DTL directory is missing.
+pub fn check_dtl_present(source: &dyn Source) -> Result<(), TraceError> {
+    if source.is_dir(DTL_DIR) {
+        return Ok(());
+    }
+    // An unmounted debugfs leaves its mount point empty.
+    let mounted = source
+        .list_dir(DEBUGFS)
+        .is_ok_and(|names| !names.is_empty());
+    Err(TraceError::Open(if mounted {
+        format!(
+            "{DTL_DIR}: not found, though debugfs is mounted on {DEBUGFS}: \
+             this kernel has no DTL support (CONFIG_DTL), or this is not a pseries LPAR"
+        )
+    } else {
+        format!(
+            "{DEBUGFS}: debugfs is not mounted (mount -t debugfs none {DEBUGFS}); \
+             the DTL is {DTL_DIR}"
+        )
+    }))
+}
+
 /// Refuses kernels that crash when the DTL is read, unless forced.
 pub fn check_kernel(source: &dyn Source, force: bool) -> Result<(), TraceError> {
     let release = source
@@ -151,10 +185,14 @@ pub fn check_kernel(source: &dyn Source, force: bool) -> Result<(), TraceError> 
 }
 
 /// Polls every ring once, appending what each returns to its buffer.
-fn poll_all(buffers: &mut [CpuBuffer], scratch: &mut [u8], full: usize) -> Result<(), TraceError> {
-    for b in buffers.iter_mut() {
-        let n = b
-            .ring
+fn poll_all(
+    rings: &mut [Box<dyn DtlRing>],
+    buffers: &mut [CpuBuffer],
+    scratch: &mut [u8],
+    full: usize,
+) -> Result<(), TraceError> {
+    for (ring, b) in rings.iter_mut().zip(buffers.iter_mut()) {
+        let n = ring
             .read_records(scratch)
             .map_err(|e| TraceError::io(format!("reading {}", ring_path(b.cpu)), e))?;
         if n == 0 {
@@ -166,31 +204,88 @@ fn poll_all(buffers: &mut [CpuBuffer], scratch: &mut [u8], full: usize) -> Resul
                 ring_path(b.cpu)
             )));
         }
-        b.reads += 1;
+        b.reads = b.reads.saturating_add(1);
         if n / ENTRY_BYTES >= full {
-            b.possibly_lost_reads += 1;
+            b.possibly_lost_reads = b.possibly_lost_reads.saturating_add(1);
         }
         b.data.extend_from_slice(&scratch[..n]);
     }
     Ok(())
 }
 
-/// Records with the given rings. `pace` is called between polls: it waits
-/// until the next poll is due and returns false when recording must end
-/// (duration reached or stop signal). The rings are polled once more after
-/// that, closed, the event mask is restored and the file is written.
+/// Writes one block per vCPU with new records and flushes.
+fn write_blocks<W: Write>(
+    buffers: &mut [CpuBuffer],
+    out: &mut RecordingWriter<W>,
+) -> io::Result<()> {
+    for (index, b) in buffers.iter_mut().enumerate() {
+        if b.data.is_empty() {
+            continue;
+        }
+        out.block(index, &b.data, b.reads, b.possibly_lost_reads)?;
+        b.total.entries += (b.data.len() / ENTRY_BYTES) as u64;
+        b.total.reads += u64::from(b.reads);
+        b.total.possibly_lost_reads += u64::from(b.possibly_lost_reads);
+        b.data.clear();
+        (b.reads, b.possibly_lost_reads) = (0, 0);
+    }
+    out.flush()
+}
+
+/// Records with the given rings into `options.output`, which is created
+/// before anything else (an unwritable path fails at once) and removed
+/// again if recording cannot start. See [`record_to`].
 pub fn record_with(
     options: &RecordOptions,
     source: &dyn Source,
     rings: &dyn DtlRings,
     pace: &mut dyn FnMut() -> bool,
+    progress: &mut Progress,
 ) -> Result<RecordSummary, TraceError> {
-    check_kernel(source, options.force)?;
+    let path = options.output.display().to_string();
+    let file = File::create(&options.output)
+        .map_err(|e| TraceError::io(format!("cannot write the recording {path}"), e))?;
+    let result = record_to(
+        options,
+        source,
+        rings,
+        pace,
+        progress,
+        BufWriter::with_capacity(64 * 1024, file),
+    );
+    if result.is_err()
+        && std::fs::metadata(&options.output).is_ok_and(|m| m.is_file() && m.len() == 0)
+    {
+        // Nothing was recorded: leave nothing behind.
+        let _ = std::fs::remove_file(&options.output);
+    }
+    result
+}
+
+/// Records with the given rings into `out`. `pace` is called between
+/// polls: it waits until the next poll is due and returns false when
+/// recording must end (duration reached or stop signal). The rings are
+/// polled once more after that, closed, the event mask is restored and the
+/// end marker is written. The header is written once the rings are open,
+/// and the records at least every [`FLUSH_EVERY`]; after a write error the
+/// event mask is restored too, and what was written stays readable.
+pub fn record_to<W: Write>(
+    options: &RecordOptions,
+    source: &dyn Source,
+    rings: &dyn DtlRings,
+    pace: &mut dyn FnMut() -> bool,
+    progress: &mut Progress,
+    out: W,
+) -> Result<RecordSummary, TraceError> {
+    if rings.reads_running_kernel() {
+        check_kernel(source, options.force)?;
+    }
     let partition = identity::partition(source).map_err(TraceError::Input)?;
     let timebase_hz = identity::timebase_hz(source).map_err(TraceError::Input)?;
     let host = source
         .uname()
         .map_err(|e| TraceError::io("reading the host identity".into(), e))?;
+    check_dtl_present(source)?;
     let cpus = match &options.cpus {
         Some(cpus) => cpus.clone(),
         None => discover_cpus(source)?,
@@ -202,16 +297,25 @@ pub fn record_with(
         None => None,
     };
     let mut buffers = Vec::with_capacity(cpus.len());
+    let mut open = Vec::with_capacity(cpus.len());
     for &cpu in &cpus {
-        let ring = rings
-            .open(cpu)
-            .map_err(|e| TraceError::open(&ring_path(cpu), e))?;
+        open.push(
+            rings
+                .open(cpu)
+                .map_err(|e| TraceError::open(&ring_path(cpu), e))?,
+        );
         buffers.push(CpuBuffer {
             cpu,
-            ring,
-            data: Vec::with_capacity(ring_entries as usize * ENTRY_BYTES * 4),
+            data: Vec::with_capacity(ring_entries as usize * ENTRY_BYTES),
             reads: 0,
             possibly_lost_reads: 0,
+            total: CpuIndex {
+                cpu,
+                offset: 0,
+                entries: 0,
+                reads: 0,
+                possibly_lost_reads: 0,
+            },
         });
     }
     let start_unix_ns = source
@@ -219,23 +323,7 @@ pub fn record_with(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let started = Instant::now();
-    let mut scratch = vec![0u8; ring_entries as usize * ENTRY_BYTES];
-    let full = ring_entries as usize - 1;
-    loop {
-        poll_all(&mut buffers, &mut scratch, full)?;
-        if !pace() {
-            poll_all(&mut buffers, &mut scratch, full)?;
-            break;
-        }
-    }
-    let duration_ns = started.elapsed().as_nanos() as u64;
-    let blocks: Vec<(Vec<u8>, u64, u64)> = buffers
-        .into_iter()
-        .map(|b| (b.data, b.reads, b.possibly_lost_reads))
-        .collect();
-    drop(guard);
-    let header = Header {
+    let mut header = Header {
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION,
         host,
@@ -244,26 +332,54 @@ pub fn record_with(
         system_serial: partition.system_serial,
         timebase_hz,
         start_unix_ns,
-        duration_ns,
+        duration_ns: 0,
         event_mask: mask,
         ring_entries,
-        cpus: cpus
-            .iter()
-            .map(|&cpu| CpuIndex {
-                cpu,
-                offset: 0,
-                entries: 0,
-                reads: 0,
-                possibly_lost_reads: 0,
-            })
-            .collect(),
+        cpus: buffers.iter().map(|b| b.total.clone()).collect(),
     };
-    let views: Vec<(&[u8], u64, u64)> = blocks
-        .iter()
-        .map(|(d, r, l)| (d.as_slice(), *r, *l))
-        .collect();
-    let header = write_recording(&options.output, header, &views)
-        .map_err(|e| TraceError::Input(e.to_string()))?;
+    let path = options.output.display().to_string();
+    let write_err = |e| {
+        TraceError::io(
+            format!("writing {path} (what was written before is readable by `trace report`)"),
+            e,
+        )
+    };
+    let mut writer = RecordingWriter::new(out, header.clone()).map_err(write_err)?;
+    let started = Instant::now();
+    let mut last_flush = started;
+    let mut scratch = vec![0u8; ring_entries as usize * ENTRY_BYTES];
+    let full = ring_entries as usize - 1;
+    loop {
+        poll_all(&mut open, &mut buffers, &mut scratch, full)?;
+        if last_flush.elapsed() + options.poll >= FLUSH_EVERY {
+            write_blocks(&mut buffers, &mut writer).map_err(write_err)?;
+            last_flush = Instant::now();
+        }
+        progress.show(|| {
+            let entries: u64 = buffers
+                .iter()
+                .map(|b| b.total.entries + (b.data.len() / ENTRY_BYTES) as u64)
+                .sum();
+            format!(
+                "recording {} vCPU(s): {:.1} s, {entries} entries",
+                buffers.len(),
+                started.elapsed().as_secs_f64()
+            )
+        });
+        if !pace() {
+            poll_all(&mut open, &mut buffers, &mut scratch, full)?;
+            break;
+        }
+    }
+    progress.clear();
+    let duration_ns = started.elapsed().as_nanos() as u64;
+    // Close the rings, then restore the mask (it matters while a ring is open).
+    drop(open);
+    drop(guard);
+    write_blocks(&mut buffers, &mut writer).map_err(write_err)?;
+    writer.finish(duration_ns).map_err(write_err)?;
+    header.duration_ns = duration_ns;
+    header.cpus = buffers.into_iter().map(|b| b.total).collect();
     Ok(RecordSummary { header })
 }
 
@@ -300,10 +416,7 @@ pub fn explain_open_error(path: &str, err: &io::Error) -> String {
         Some(libc::EACCES) | Some(libc::EPERM) => {
             format!("{path}: permission denied: the DTL files are root-only (0400) under debugfs")
         }
-        Some(libc::ENOENT) => format!(
-            "{path}: not found: no Dispatch Trace Log here (needs a pseries LPAR with \
-             debugfs mounted on /sys/kernel/debug)"
-        ),
+        Some(libc::ENOENT) => format!("{path}: not found"),
         _ => format!("{path}: {err}"),
     }
 }

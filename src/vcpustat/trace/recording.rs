@@ -1,28 +1,45 @@
-//! The `vcpustat trace record` file: a versioned header and the raw records.
+//! The `vcpustat trace record` file: a versioned header, then the raw
+//! records in per-vCPU blocks.
 //!
-//! # Format (version 1)
+//! # Format version 2 (written incrementally)
 //!
-//! * Line 1 is a JSON object, the header and index:
-//!   `{"format":"vcpustat-dtl","version":1,"host":{uname fields},
+//! * Line 1 is a JSON object, the header:
+//!   `{"format":"vcpustat-dtl","version":2,"host":{uname fields},
 //!   "partition_id":N,"partition_name":"..","system_serial":"IBM,02..",
-//!   "timebase_hz":512000000,
-//!   "start_unix_ns":N,"duration_ns":N,"event_mask":7,"ring_entries":85,
-//!   "cpus":[{"cpu":0,"offset":0,"entries":N,"reads":N,"possibly_lost_reads":N},..]}`
-//!   followed by one `\n`. `event_mask` is absent when the recorder left
-//!   `dtl_event_mask` as it was.
-//! * Then, binary: every vCPU's records exactly as the kernel returned them
-//!   (48-byte big-endian `struct dtl_entry`, in ring order). vCPU `i`'s
-//!   records start `offset` bytes after the header line and are
-//!   `entries * 48` bytes long; the blocks do not overlap and the file ends
-//!   with the last block. The header is the small index of where each
-//!   vCPU's data lives, so every vCPU is recorded in its own buffer and the
-//!   reader can slice them without copying.
-//! * `possibly_lost_reads` counts reads that returned a full ring (at least
-//!   `ring_entries - 1` records): the kernel skips to the newest entries
-//!   when a reader falls a ring behind, so such a read may follow a gap.
+//!   "timebase_hz":512000000,"start_unix_ns":N,"duration_ns":0,
+//!   "event_mask":7,"ring_entries":85,"cpus":[{"cpu":0,...},..]}` and one
+//!   `\n`. Only `cpu` of each `cpus` element is meaningful in version 2
+//!   (the other fields are 0): the list gives the vCPUs, and a block names
+//!   its vCPU by its position in the list. `event_mask` is absent when the
+//!   recorder left `dtl_event_mask` as it was.
+//! * Then blocks, each a 24-byte block header and its records:
+//!   the 4 bytes `DTLB`, then five little-endian `u32`: the vCPU's position
+//!   in `cpus`, the number of records, the reads that returned them, how
+//!   many of those returned a full ring (`possibly_lost_reads`: the kernel
+//!   skips to the newest entries when a reader falls a ring behind), and 0;
+//!   then the records exactly as the kernel returned them (48-byte
+//!   big-endian `struct dtl_entry`, in ring order). One vCPU's blocks are in
+//!   its time order; blocks of different vCPUs interleave. The recorder
+//!   writes the blocks of every vCPU with new records at least once a
+//!   second, so a killed run leaves all but its last second on disk.
+//! * The end marker closes a complete recording: the 4 bytes `DTLE`, a
+//!   little-endian `u32` 0, the duration in nanoseconds as a little-endian
+//!   `u64`, and 8 zero bytes (24 bytes in all).
+//!
+//! A file without the end marker (the recorder was killed, or the disk
+//! filled) is read up to its last whole record, and [`Recording::cut`]
+//! says so.
+//!
+//! # Format version 1 (read only)
+//!
+//! The header's `cpus` elements carry `offset`, `entries`, `reads` and
+//! `possibly_lost_reads`, and the blocks follow the header line back to back
+//! without block headers: vCPU `i`'s records start `offset` bytes after the
+//! header line. It was written in one go at the end of a recording.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -32,8 +49,16 @@ use crate::common::source::Uname;
 
 /// The value of the header's `format` field.
 pub const FORMAT_NAME: &str = "vcpustat-dtl";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The block-less version written before 2, still read.
+pub const FORMAT_VERSION_1: u32 = 1;
+/// Bytes of a block header and of the end marker.
+pub const BLOCK_HEADER_BYTES: usize = 24;
+const BLOCK_MAGIC: &[u8; 4] = b"DTLB";
+const END_MAGIC: &[u8; 4] = b"DTLE";
+/// The longest header line accepted (about 100 bytes per vCPU: 1M vCPUs).
+const MAX_HEADER_BYTES: usize = 128 << 20;
 
 /// Where one vCPU's records are, and how reading them went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,13 +107,64 @@ pub struct Header {
     pub cpus: Vec<CpuIndex>,
 }
 
-/// A loaded recording: its header and its data block.
-#[derive(Debug, Clone)]
+/// One vCPU's block: where its records are in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// Absolute byte offset of the first record.
+    pub offset: u64,
+    /// Number of records.
+    pub entries: u64,
+}
+
+/// Where a recording's bytes come from: a file read with `pread`, or memory.
+#[derive(Debug)]
+enum Data {
+    File(File),
+    Memory(Vec<u8>),
+}
+
+impl Data {
+    fn len(&self) -> io::Result<u64> {
+        match self {
+            Data::File(f) => Ok(f.metadata()?.len()),
+            Data::Memory(m) => Ok(m.len() as u64),
+        }
+    }
+
+    /// Fills as much of `buf` as the data holds from `offset`; returns the count.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        match self {
+            Data::File(f) => {
+                let mut done = 0;
+                while done < buf.len() {
+                    match f.read_at(&mut buf[done..], offset + done as u64) {
+                        Ok(0) => break,
+                        Ok(n) => done += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(done)
+            }
+            Data::Memory(m) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(m.len());
+                let n = buf.len().min(m.len() - start);
+                buf[..n].copy_from_slice(&m[start..start + n]);
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// An opened recording: its header (whose `cpus` carry the totals of every
+/// block), the index of its blocks, and its data, read on demand.
+#[derive(Debug)]
 pub struct Recording {
-    /// The header and index.
+    /// The header, with per-vCPU totals and the duration filled in.
     pub header: Header,
-    bytes: Vec<u8>,
-    data_start: usize,
+    blocks: Vec<Vec<Block>>,
+    data: Data,
+    cut: Option<String>,
 }
 
 /// Why a recording could not be written or loaded.
@@ -112,110 +188,319 @@ pub enum RecordingError {
     },
 }
 
-/// Writes `header` (whose `cpus` offsets and counts this fills in from
-/// `blocks`) and the per-vCPU blocks to `path`.
+/// Writes a version-2 recording block by block.
+pub struct RecordingWriter<W: Write> {
+    out: W,
+    cpus: usize,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> RecordingWriter<W> {
+    /// Writes the header line (`header.version` is set to
+    /// [`FORMAT_VERSION`], the counts in `cpus` to 0).
+    pub fn new(mut out: W, mut header: Header) -> io::Result<RecordingWriter<W>> {
+        header.format = FORMAT_NAME.to_string();
+        header.version = FORMAT_VERSION;
+        header.duration_ns = 0;
+        for c in &mut header.cpus {
+            (c.offset, c.entries, c.reads, c.possibly_lost_reads) = (0, 0, 0, 0);
+        }
+        let mut line = serde_json::to_vec(&header).expect("headers always serialize");
+        line.push(b'\n');
+        out.write_all(&line)?;
+        Ok(RecordingWriter {
+            out,
+            cpus: header.cpus.len(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Writes one block of the vCPU at `index` of the header's `cpus`:
+    /// `records` (whole 48-byte records), read in `reads` reads of which
+    /// `lost` returned a full ring.
+    pub fn block(&mut self, index: usize, records: &[u8], reads: u32, lost: u32) -> io::Result<()> {
+        assert!(index < self.cpus && records.len().is_multiple_of(ENTRY_BYTES));
+        // Blocks stay well under 4 GiB: the recorder writes one per second.
+        let entries = u32::try_from(records.len() / ENTRY_BYTES)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "block too large"))?;
+        self.scratch.clear();
+        self.scratch.extend_from_slice(BLOCK_MAGIC);
+        for v in [index as u32, entries, reads, lost, 0] {
+            self.scratch.extend_from_slice(&v.to_le_bytes());
+        }
+        self.scratch.extend_from_slice(records);
+        self.out.write_all(&self.scratch)
+    }
+
+    /// Hands what was written to the operating system.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Writes the end marker with the duration and flushes.
+    pub fn finish(mut self, duration_ns: u64) -> io::Result<W> {
+        let mut end = Vec::with_capacity(BLOCK_HEADER_BYTES);
+        end.extend_from_slice(END_MAGIC);
+        end.extend_from_slice(&0u32.to_le_bytes());
+        end.extend_from_slice(&duration_ns.to_le_bytes());
+        end.extend_from_slice(&[0u8; 8]);
+        self.out.write_all(&end)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Writes a whole recording at once: `header` and one block per vCPU
+/// (`(records, reads, possibly_lost_reads)` in the order of `header.cpus`).
 pub fn write_recording(
     path: &Path,
-    mut header: Header,
+    header: Header,
     blocks: &[(&[u8], u64, u64)],
-) -> Result<Header, RecordingError> {
+) -> Result<(), RecordingError> {
     let io_err = |source| RecordingError::Io {
         path: path.display().to_string(),
         source,
     };
-    let mut offset = 0u64;
-    for (index, (data, reads, lost)) in header.cpus.iter_mut().zip(blocks) {
-        index.offset = offset;
-        index.entries = (data.len() / ENTRY_BYTES) as u64;
-        index.reads = *reads;
-        index.possibly_lost_reads = *lost;
-        offset += (index.entries as usize * ENTRY_BYTES) as u64;
-    }
-    let mut out = BufWriter::new(File::create(path).map_err(io_err)?);
-    let line = serde_json::to_string(&header).expect("headers always serialize");
-    out.write_all(line.as_bytes()).map_err(io_err)?;
-    out.write_all(b"\n").map_err(io_err)?;
-    for (data, _, _) in blocks {
+    let duration_ns = header.duration_ns;
+    let file = io::BufWriter::new(File::create(path).map_err(io_err)?);
+    let mut w = RecordingWriter::new(file, header).map_err(io_err)?;
+    for (index, (data, reads, lost)) in blocks.iter().enumerate() {
         let whole = data.len() - data.len() % ENTRY_BYTES;
-        out.write_all(&data[..whole]).map_err(io_err)?;
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        w.block(index, &data[..whole], clamp(*reads), clamp(*lost))
+            .map_err(io_err)?;
     }
-    out.flush().map_err(io_err)?;
-    Ok(header)
+    w.finish(duration_ns).map_err(io_err)?;
+    Ok(())
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
 impl Recording {
-    /// Loads a recording, checking the header and that every block lies
-    /// inside the data.
+    /// Opens a recording: reads the header and the block index, not the
+    /// records.
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         let shown = path.display().to_string();
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|source| RecordingError::Io {
-                path: shown.clone(),
-                source,
-            })?;
-        Recording::from_bytes(&shown, bytes)
+        let file = File::open(path).map_err(|source| RecordingError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Recording::from_data(&shown, Data::File(file))
     }
 
     /// Parses a recording held in memory; `name` appears in errors.
     pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Recording, RecordingError> {
+        Recording::from_data(name, Data::Memory(bytes))
+    }
+
+    fn from_data(name: &str, data: Data) -> Result<Recording, RecordingError> {
         let bad = |what: String| RecordingError::Format {
             path: name.to_string(),
             what,
         };
-        let newline = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| bad("no header line: not a vcpustat trace recording".into()))?;
-        let header: Header = serde_json::from_slice(&bytes[..newline])
-            .map_err(|e| bad(format!("not a vcpustat trace recording header: {e}")))?;
+        let io_err = |source| RecordingError::Io {
+            path: name.to_string(),
+            source,
+        };
+        let len = data.len().map_err(io_err)?;
+        let (mut header, data_start) = read_header(&data, len).map_err(|e| match e {
+            HeaderError::Io(e) => io_err(e),
+            HeaderError::Format(what) => bad(what),
+        })?;
         if header.format != FORMAT_NAME {
             return Err(bad(format!(
                 "format is {:?}, expected {FORMAT_NAME:?}",
                 header.format
             )));
         }
-        if header.version != FORMAT_VERSION {
-            return Err(bad(format!(
-                "recording version {} is not supported (this build reads {FORMAT_VERSION})",
-                header.version
-            )));
-        }
         if header.timebase_hz == 0 {
             return Err(bad("timebase_hz is 0".into()));
         }
-        let data_start = newline + 1;
-        let len = (bytes.len() - data_start) as u64;
         let mut seen = std::collections::BTreeSet::new();
         for c in &header.cpus {
-            let end = c
-                .entries
-                .checked_mul(ENTRY_BYTES as u64)
-                .and_then(|n| n.checked_add(c.offset));
-            if end.is_none_or(|end| end > len) {
-                return Err(bad(format!(
-                    "cpu {} claims {} entries at offset {} but the data holds {len} bytes (truncated file?)",
-                    c.cpu, c.entries, c.offset
-                )));
-            }
             if !seen.insert(c.cpu) {
                 return Err(bad(format!("cpu {} appears twice in the index", c.cpu)));
             }
         }
+        let (blocks, cut) = match header.version {
+            FORMAT_VERSION_1 => (index_v1(&header, data_start, len).map_err(bad)?, None),
+            FORMAT_VERSION => {
+                index_v2(&mut header, &data, data_start, len).map_err(|e| match e {
+                    HeaderError::Io(e) => io_err(e),
+                    HeaderError::Format(what) => bad(what),
+                })?
+            }
+            v => {
+                return Err(bad(format!(
+                    "recording version {v} is not supported (this build reads 1 and 2)"
+                )));
+            }
+        };
         Ok(Recording {
             header,
-            bytes,
-            data_start,
+            blocks,
+            data,
+            cut,
         })
     }
 
-    /// The raw records of the vCPU at `index` in `header.cpus`.
-    pub fn records(&self, index: usize) -> &[u8] {
-        let c = &self.header.cpus[index];
-        let start = self.data_start + c.offset as usize;
-        &self.bytes[start..start + c.entries as usize * ENTRY_BYTES]
+    /// Why the recording is incomplete (no end marker), if it is.
+    pub fn cut(&self) -> Option<&str> {
+        self.cut.as_deref()
     }
+
+    /// The blocks of the vCPU at `index` of `header.cpus`, in time order.
+    pub fn blocks(&self, index: usize) -> &[Block] {
+        &self.blocks[index]
+    }
+
+    /// Reads whole records at `offset` into `buf` (a multiple of 48 bytes
+    /// long); fails if the data ends early.
+    pub fn read_records(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let n = self.data.read_at(buf, offset)?;
+        if n < buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the recording was shortened while being read",
+            ));
+        }
+        Ok(())
+    }
+
+    /// All the records of the vCPU at `index`, in memory (for tests and
+    /// small recordings; the report streams them instead).
+    pub fn records(&self, index: usize) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for b in self.blocks(index) {
+            let start = out.len();
+            out.resize(start + b.entries as usize * ENTRY_BYTES, 0);
+            self.read_records(b.offset, &mut out[start..])?;
+        }
+        Ok(out)
+    }
+}
+
+enum HeaderError {
+    Io(io::Error),
+    Format(String),
+}
+
+/// Reads the header line; returns it and the offset after its newline.
+fn read_header(data: &Data, len: u64) -> Result<(Header, u64), HeaderError> {
+    let mut line = Vec::new();
+    let mut piece = vec![0u8; 64 * 1024];
+    let newline = loop {
+        let n = data
+            .read_at(&mut piece, line.len() as u64)
+            .map_err(HeaderError::Io)?;
+        if let Some(i) = piece[..n].iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&piece[..i]);
+            break line.len();
+        }
+        line.extend_from_slice(&piece[..n]);
+        if n == 0 || line.len() as u64 >= len {
+            return Err(HeaderError::Format(
+                "no header line: not a vcpustat trace recording".into(),
+            ));
+        }
+        if line.len() > MAX_HEADER_BYTES {
+            return Err(HeaderError::Format(format!(
+                "header line longer than {MAX_HEADER_BYTES} bytes: not a vcpustat trace recording"
+            )));
+        }
+    };
+    let header: Header = serde_json::from_slice(&line)
+        .map_err(|e| HeaderError::Format(format!("not a vcpustat trace recording header: {e}")))?;
+    Ok((header, newline as u64 + 1))
+}
+
+/// The blocks of a version-1 file: one per vCPU, from the header.
+fn index_v1(header: &Header, data_start: u64, len: u64) -> Result<Vec<Vec<Block>>, String> {
+    let data_len = len - data_start;
+    header
+        .cpus
+        .iter()
+        .map(|c| {
+            let end = c
+                .entries
+                .checked_mul(ENTRY_BYTES as u64)
+                .and_then(|n| n.checked_add(c.offset));
+            if end.is_none_or(|end| end > data_len) {
+                return Err(format!(
+                    "cpu {} claims {} entries at offset {} but the data holds {data_len} bytes (truncated file?)",
+                    c.cpu, c.entries, c.offset
+                ));
+            }
+            Ok(vec![Block {
+                offset: data_start + c.offset,
+                entries: c.entries,
+            }])
+        })
+        .collect()
+}
+
+/// Scans the block headers of a version-2 file, adding each block's counts
+/// to the header's totals; returns the blocks and, for a file without end
+/// marker, why it is incomplete.
+fn index_v2(
+    header: &mut Header,
+    data: &Data,
+    data_start: u64,
+    len: u64,
+) -> Result<(Vec<Vec<Block>>, Option<String>), HeaderError> {
+    let mut blocks = vec![Vec::new(); header.cpus.len()];
+    let mut at = data_start;
+    let mut head = [0u8; BLOCK_HEADER_BYTES];
+    let cut = loop {
+        let n = data.read_at(&mut head, at).map_err(HeaderError::Io)?;
+        if n < BLOCK_HEADER_BYTES {
+            break Some(format!(
+                "no end marker at byte {at}: the recording was cut (killed, or out of space)"
+            ));
+        }
+        if &head[..4] == END_MAGIC {
+            header.duration_ns = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            if at + BLOCK_HEADER_BYTES as u64 != len {
+                return Err(HeaderError::Format(format!(
+                    "{} bytes after the end marker at byte {at}",
+                    len - at - BLOCK_HEADER_BYTES as u64
+                )));
+            }
+            break None;
+        }
+        if &head[..4] != BLOCK_MAGIC {
+            return Err(HeaderError::Format(format!(
+                "byte {at}: expected a block (DTLB) or the end marker (DTLE)"
+            )));
+        }
+        let index = le32(&head, 4) as usize;
+        let Some(cpu) = header.cpus.get_mut(index) else {
+            return Err(HeaderError::Format(format!(
+                "byte {at}: block of vCPU position {index}, but the header lists {} vCPUs",
+                blocks.len()
+            )));
+        };
+        let claimed = u64::from(le32(&head, 8));
+        let offset = at + BLOCK_HEADER_BYTES as u64;
+        let present = (len - offset) / ENTRY_BYTES as u64;
+        let entries = claimed.min(present);
+        cpu.entries += entries;
+        cpu.reads += u64::from(le32(&head, 12));
+        cpu.possibly_lost_reads += u64::from(le32(&head, 16));
+        if entries > 0 {
+            blocks[index].push(Block { offset, entries });
+        }
+        if entries < claimed {
+            break Some(format!(
+                "the block at byte {at} is cut after {entries} of {claimed} records \
+                 (the recorder was killed, or out of space)"
+            ));
+        }
+        at = offset + claimed * ENTRY_BYTES as u64;
+    };
+    Ok((blocks, cut))
 }
 
 #[cfg(test)]
@@ -261,21 +546,83 @@ mod tests {
     }
 
     #[test]
-    fn writes_an_index_and_reads_blocks_back() {
-        let dir = std::env::temp_dir().join(format!("hwstat-dtlrec-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("a.dtl");
-        let a = vec![1u8; 96];
-        let b = vec![2u8; 48];
-        let written = write_recording(&path, header(), &[(&a, 3, 1), (&b, 1, 0)]).unwrap();
-        assert_eq!(written.cpus[1].offset, 96);
-        let rec = Recording::open(&path).unwrap();
+    fn blocks_of_a_vcpu_are_joined_in_order_and_counts_summed() {
+        let a1 = vec![1u8; 96];
+        let b1 = vec![2u8; 48];
+        let a2 = vec![3u8; 48];
+        let mut w = RecordingWriter::new(Vec::new(), header()).unwrap();
+        w.block(0, &a1, 2, 1).unwrap();
+        w.block(1, &b1, 1, 0).unwrap();
+        w.block(0, &a2, 1, 0).unwrap();
+        let bytes = w.finish(77).unwrap();
+        let rec = Recording::from_bytes("a.dtl", bytes.clone()).unwrap();
+        assert_eq!(rec.cut(), None);
+        assert_eq!(rec.header.version, 2);
+        assert_eq!(rec.header.duration_ns, 77);
+        let c0 = &rec.header.cpus[0];
+        assert_eq!((c0.entries, c0.reads, c0.possibly_lost_reads), (3, 3, 1));
+        assert_eq!(rec.records(0).unwrap(), [a1, a2].concat());
+        assert_eq!(rec.records(1).unwrap(), b1);
+        // Bytes after the end marker are corruption, not a cut.
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let err = Recording::from_bytes("l.dtl", longer)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("l.dtl: 1 bytes after the end marker"),
+            "{err}"
+        );
+        let mut bad = bytes;
+        let first_block = bad.iter().position(|&b| b == b'\n').unwrap() + 1;
+        bad[first_block] = b'X';
+        let err = Recording::from_bytes("b.dtl", bad).unwrap_err().to_string();
+        assert!(err.contains("expected a block (DTLB)"), "{err}");
+    }
+
+    #[test]
+    fn a_cut_recording_is_read_up_to_its_last_whole_record() {
+        let mut w = RecordingWriter::new(Vec::new(), header()).unwrap();
+        w.block(0, &[1u8; 96], 1, 0).unwrap();
+        w.block(1, &[2u8; 144], 1, 0).unwrap();
+        let whole = w.finish(5).unwrap();
+        let end = whole.len() - BLOCK_HEADER_BYTES;
+        // Every cut point: never an error, never more than was written.
+        for cut in whole.iter().position(|&b| b == b'\n').unwrap() + 1..end {
+            let rec = Recording::from_bytes("k.dtl", whole[..cut].to_vec()).unwrap();
+            let why = rec.cut().unwrap();
+            assert!(why.contains("cut"), "{why}");
+            let total: u64 = rec.header.cpus.iter().map(|c| c.entries).sum();
+            assert!(total <= 5);
+            assert_eq!(
+                rec.records(1).unwrap().len() as u64,
+                rec.header.cpus[1].entries * 48
+            );
+        }
+        let rec = Recording::from_bytes("k.dtl", whole[..end - 50].to_vec()).unwrap();
         assert_eq!(rec.header.cpus[0].entries, 2);
+        assert_eq!(rec.header.cpus[1].entries, 1);
+        assert!(rec.cut().unwrap().contains("cut after 1 of 3 records"));
+    }
+
+    #[test]
+    fn version_1_recordings_are_still_read() {
+        let mut h = header();
+        h.version = 1;
+        h.cpus[0].entries = 2;
+        h.cpus[0].possibly_lost_reads = 1;
+        h.cpus[1].offset = 96;
+        h.cpus[1].entries = 1;
+        let mut bytes = serde_json::to_vec(&h).unwrap();
+        bytes.push(b'\n');
+        bytes.extend([1u8; 96]);
+        bytes.extend([2u8; 48]);
+        let rec = Recording::from_bytes("v1.dtl", bytes.clone()).unwrap();
         assert_eq!(rec.header.cpus[0].possibly_lost_reads, 1);
-        assert_eq!(rec.records(0), &a[..]);
-        assert_eq!(rec.records(1), &b[..]);
-        // A truncated file names the vCPU whose block is cut.
-        let mut bytes = std::fs::read(&path).unwrap();
+        assert_eq!(rec.records(0).unwrap(), vec![1u8; 96]);
+        assert_eq!(rec.records(1).unwrap(), vec![2u8; 48]);
+        assert_eq!(rec.cut(), None);
+        // A truncated version-1 file names the vCPU whose block is cut.
         bytes.truncate(bytes.len() - 1);
         let err = Recording::from_bytes("t.dtl", bytes)
             .unwrap_err()
@@ -288,6 +635,9 @@ mod tests {
             err.contains("not a vcpustat trace recording header"),
             "{err}"
         );
-        std::fs::remove_dir_all(dir).unwrap();
+        let err = Recording::from_bytes("x", b"no newline".to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no header line"), "{err}");
     }
 }

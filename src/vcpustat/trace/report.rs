@@ -1,21 +1,30 @@
 //! `vcpustat trace report`: the tables, through the core's output writers.
 //!
-//! Sections, in order: `latency` (per vCPU), `reasons` (per vCPU and
-//! reason), then either `processors` and `shares` (the per-processor
-//! summary, the default; `shares` has one row per vCPU and one per
-//! partition, with cpu `all`) or `timeline` (every physical record). Text prints
-//! each section under a title; JSON is one object
-//! `{"tool":"vcpustat trace","sections":{NAME: document, ..}}` whose
-//! documents are those of the JSON writer; CSV prints each section as its
-//! own header and rows, sections separated by an empty line.
+//! Tables, in order: `latency` (per vCPU: dispatch latency and idle wait),
+//! `reasons` (per vCPU, kind and reason code), then either `processors` and
+//! `shares` (the per-processor summary, the default; `shares` has one row
+//! per vCPU and one per partition, with cpu `all`) or `timeline` (every
+//! physical record, with `--timeline`). Text prints each table under a
+//! title; JSON is one object `{"tool":"vcpustat trace","sections":{NAME:
+//! document, ..}}` whose documents are those of the JSON writer; CSV prints
+//! one table, chosen with `--table`, since a CSV file has one header.
+//! `--table` selects one table in the other formats too.
+//!
+//! Text rounds times to 0.1 µs (0.001 µs in the timeline); JSON and CSV
+//! carry them with 9 decimals, which at the usual 512 MHz time base is every
+//! tick exactly (1 tick = 0.001953125 µs).
+//!
+//! The timeline is written while the records are merged, never held whole.
 
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::analysis::{Machine, ProcessorSummary, ProcessorTimeline, VcpuReport};
+use super::analysis::{self, Machine, PhysRecord, ProcessorSummary, VcpuReport};
 use super::entry::{dispatch_reason_name, preempt_reason_name};
+use super::progress::Progress;
 use super::stats::Distribution;
-use crate::common::output::{Column, Format, Frame, Row, Schema, Value, writer_for};
+use super::topology::Topology;
+use crate::common::output::{Column, Format, Frame, Row, Schema, Value, rfc3339, writer_for};
 
 /// The formats `trace report` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,9 +33,92 @@ pub enum ReportFormat {
     Text,
     /// One JSON document holding every section.
     Json,
-    /// Comma-separated sections.
+    /// Comma-separated values of one table (--table).
     Csv,
 }
+
+/// The tables of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Table {
+    /// Per vCPU: dispatch latency, idle wait, migrations.
+    Latency,
+    /// Per vCPU, kind and reason code: counts.
+    Reasons,
+    /// Per physical processor: window, traced share, delays.
+    Processors,
+    /// Per processor and vCPU (and partition): dispatches and share.
+    Shares,
+    /// Every physical record in start order (implies --timeline).
+    Timeline,
+}
+
+impl Table {
+    /// The table's name in titles and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Latency => "latency",
+            Table::Reasons => "reasons",
+            Table::Processors => "processors",
+            Table::Shares => "shares",
+            Table::Timeline => "timeline",
+        }
+    }
+}
+
+/// What `trace report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// The format.
+    pub format: ReportFormat,
+    /// The timeline instead of the per-processor summary.
+    pub timeline: bool,
+    /// One table only.
+    pub table: Option<Table>,
+}
+
+impl ReportOptions {
+    /// The tables to write, in order; an error for a choice that cannot be
+    /// honoured (several tables in one CSV, a summary table with
+    /// `--timeline`).
+    pub fn tables(&self) -> Result<Vec<Table>, String> {
+        let all = if self.timeline {
+            vec![Table::Latency, Table::Reasons, Table::Timeline]
+        } else {
+            vec![
+                Table::Latency,
+                Table::Reasons,
+                Table::Processors,
+                Table::Shares,
+            ]
+        };
+        match self.table {
+            Some(t @ (Table::Processors | Table::Shares)) if self.timeline => Err(format!(
+                "--table {}: --timeline replaces the processors and shares tables",
+                t.name()
+            )),
+            Some(t) => Ok(vec![t]),
+            None if self.format == ReportFormat::Csv => Err(format!(
+                "-o csv writes one table: choose it with --table ({})",
+                all.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+            )),
+            None => Ok(all),
+        }
+    }
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A recording could not be read.
+    #[error("{0}")]
+    Input(String),
+    /// Writing the output failed.
+    #[error("{0}")]
+    Output(#[from] io::Error),
+}
+
+/// Decimal places of times and shares in JSON and CSV.
+const MACHINE_PRECISION: usize = 9;
 
 /// One titled table.
 pub struct Section {
@@ -79,6 +171,19 @@ fn dist_values(d: Option<&Distribution>, hz: u64) -> Vec<Value> {
     }
 }
 
+fn dist_columns_prefixed(key: &str, header: &str, what: &str) -> Vec<Column> {
+    dist_columns()
+        .into_iter()
+        .map(|mut c| {
+            c.key = format!("{key}{}", c.key).into();
+            c.header = format!("{header}{}", c.header).into();
+            c.help = format!("{what}: {}", c.help).into();
+            c.width = c.width.max(c.header.len());
+            c
+        })
+        .collect()
+}
+
 fn dist_columns() -> Vec<Column> {
     vec![
         Column::counter("count", "count", "Number of values.", 7),
@@ -112,9 +217,23 @@ fn opt_int(v: Option<u64>) -> Value {
     v.map_or(Value::Missing, Value::Int)
 }
 
-/// The per-vCPU latency and migration table.
+/// The per-vCPU latency and migration table: dispatch latency (ready to
+/// enqueue plus enqueue to dispatch), then idle wait (waiting to ready).
 pub fn latency_section(reports: &[VcpuReport], hz: u64) -> Section {
-    let mut columns = dist_columns();
+    let mut columns = dist_columns_prefixed(
+        "",
+        "",
+        "Dispatch latency (ready_to_enqueue + enqueue_to_dispatch: ready, waiting for a processor)",
+    );
+    columns.extend(
+        dist_columns_prefixed(
+            "idle_",
+            "i_",
+            "Idle wait (waiting_to_ready: not ready, e.g. ceded)",
+        )
+        .into_iter()
+        .skip(1),
+    );
     columns.extend([
         Column::counter(
             "processor_changes",
@@ -151,7 +270,14 @@ pub fn latency_section(reports: &[VcpuReport], hz: u64) -> Section {
                     r.key.partition, r.key.cpu, r.possibly_lost_reads
                 ));
             }
+            if r.out_of_order > 0 {
+                notes.push(format!(
+                    "partition {} cpu {}: {} record(s) start before the record before them",
+                    r.key.partition, r.key.cpu, r.out_of_order
+                ));
+            }
             let mut values = dist_values(r.latency.as_ref(), hz);
+            values.extend(dist_values(r.idle_wait.as_ref(), hz).into_iter().skip(1));
             values.extend([
                 Value::Int(r.processor_changes),
                 opt_int(r.chip_changes),
@@ -176,23 +302,24 @@ pub fn latency_section(reports: &[VcpuReport], hz: u64) -> Section {
 pub fn reasons_section(reports: &[VcpuReport]) -> Section {
     let mut rows = Vec::new();
     for r in reports {
-        let labels = |kind: &str, name: String| {
+        let labels = |kind: &str, code: u8, name: String| {
             vec![
                 r.key.partition.to_string(),
                 r.key.cpu.to_string(),
                 kind.to_string(),
+                code.to_string(),
                 name,
             ]
         };
         for &(code, n) in &r.dispatch_reasons {
             rows.push(Row {
-                labels: labels("dispatch", dispatch_reason_name(code)),
+                labels: labels("dispatch", code, dispatch_reason_name(code)),
                 values: vec![Value::Int(n)],
             });
         }
         for &(code, n) in &r.preempt_reasons {
             rows.push(Row {
-                labels: labels("preempt", preempt_reason_name(code)),
+                labels: labels("preempt", code, preempt_reason_name(code)),
                 values: vec![Value::Int(n)],
             });
         }
@@ -200,7 +327,13 @@ pub fn reasons_section(reports: &[VcpuReport]) -> Section {
     Section {
         name: "reasons",
         schema: schema(
-            vec![("partition", 9), ("cpu", 4), ("kind", 8), ("reason", 32)],
+            vec![
+                ("partition", 9),
+                ("cpu", 4),
+                ("kind", 8),
+                ("code", 4),
+                ("reason", 32),
+            ],
             vec![Column::counter(
                 "count",
                 "count",
@@ -341,122 +474,400 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
     }
 }
 
-/// Every physical record, per processor in time order.
-pub fn timeline_section(machine: &Machine, timeline: &[ProcessorTimeline], hz: u64) -> Section {
-    let origin = timeline
-        .iter()
-        .filter_map(|p| p.records.first().map(|r| r.start))
-        .min()
-        .unwrap_or(0);
-    let rows = timeline
-        .iter()
-        .flat_map(|p| p.records.iter().enumerate().map(move |(i, r)| (p, i, r)))
-        .map(|(p, i, r)| Row {
-            labels: vec![p.processor.to_string()],
-            values: vec![
-                Value::Int(r.start),
-                Value::Float(ticks_to_us((r.start - origin) as f64, hz)),
-                Value::Int(u64::from(machine.vcpus[r.vcpu as usize].key.partition)),
-                Value::Int(u64::from(machine.vcpus[r.vcpu as usize].key.cpu)),
-                r.virtual_time().map_or(Value::Missing, |t| us(t, hz)),
-                p.delay(i).map_or(Value::Missing, |t| us(t, hz)),
-            ],
-        })
-        .collect();
-    Section {
-        name: "timeline",
-        schema: schema(
-            vec![("processor", 9)],
-            vec![
-                Column::counter(
-                    "start_tb",
-                    "start_tb",
-                    "Dispatch time, time-base ticks.",
-                    20,
-                ),
-                Column::gauge(
-                    "start_us",
-                    "start_us",
-                    "Dispatch time after the first record, microseconds.",
-                    14,
-                    3,
-                ),
-                Column::counter("partition", "partition", "Partition of the vCPU.", 9),
-                Column::counter("cpu", "cpu", "vCPU number in the partition.", 4),
-                Column::gauge(
-                    "virtual_us",
-                    "virtual_us",
-                    "Virtual processing time, microseconds.",
-                    11,
-                    3,
-                ),
-                Column::gauge(
-                    "delay_us",
-                    "delay_us",
-                    "Untraced time on the processor after it, microseconds.",
-                    11,
-                    3,
-                ),
-            ],
-        ),
-        rows,
-        notes: Vec::new(),
-    }
+/// The timeline's columns (after the `processor` label).
+fn timeline_schema() -> Schema {
+    schema(
+        vec![("processor", 9)],
+        vec![
+            Column::counter(
+                "start_tb",
+                "start_tb",
+                "Dispatch time, time-base ticks.",
+                20,
+            ),
+            Column::gauge(
+                "start_us",
+                "start_us",
+                "Dispatch time after the first record, microseconds.",
+                14,
+                3,
+            ),
+            Column::counter("partition", "partition", "Partition of the vCPU.", 9),
+            Column::counter("cpu", "cpu", "vCPU number in the partition.", 4),
+            Column::gauge(
+                "virtual_us",
+                "virtual_us",
+                "Virtual processing time: how long the vCPU ran before it next waited, microseconds.",
+                11,
+                3,
+            ),
+            Column::gauge(
+                "delay_before_us",
+                "delay_before_us",
+                "Untraced time on the processor before this dispatch: the delay of the \
+                 processor's previous record, microseconds.",
+                15,
+                3,
+            ),
+        ],
+    )
 }
 
-/// Builds the sections of a report.
-pub fn sections(
-    machine: &Machine,
-    topology: &super::topology::Topology,
-    with_timeline: bool,
-) -> Vec<Section> {
-    let hz = machine.timebase_hz;
-    let reports = super::analysis::vcpu_reports(machine, topology);
-    let records = super::analysis::timeline(machine);
-    let mut out = vec![latency_section(&reports, hz), reasons_section(&reports)];
-    if with_timeline {
-        out.push(timeline_section(machine, &records, hz));
-    } else {
-        let summaries = super::analysis::processor_summaries(machine, &records);
-        out.push(processors_section(&summaries, hz));
-        out.push(shares_section(&summaries, hz));
-    }
-    out
-}
-
-/// Writes the sections in `format`; `start_unix_ns` stamps the frames.
-pub fn write_sections(
-    out: &mut dyn Write,
-    sections: &[Section],
+/// Writes the timeline while the merge yields it: the shapes of the
+/// shared writers (text header and aligned rows, one JSON document with
+/// one sample, CSV header and rows), row by row.
+struct TimelineWriter<'a> {
+    out: &'a mut dyn Write,
     format: ReportFormat,
+    schema: Schema,
+    time: String,
+    origin: Option<u64>,
+    rows: u64,
+    line: String,
+}
+
+impl TimelineWriter<'_> {
+    fn begin(&mut self) -> io::Result<()> {
+        match self.format {
+            ReportFormat::Text => {
+                let mut line = format!("{:<9} ", self.schema.labels[0].0);
+                for c in &self.schema.columns {
+                    line.push_str(&format!(" {:>w$}", c.header, w = c.width));
+                }
+                writeln!(self.out, "{}", line.trim_end())
+            }
+            ReportFormat::Json => write!(
+                self.out,
+                "{{\"tool\":\"vcpustat trace\",\"samples\":[\n{{\"timestamp\":\"{}\",\"index\":0,\"rows\":[",
+                self.time
+            ),
+            ReportFormat::Csv => {
+                let keys: Vec<&str> = self.schema.columns.iter().map(|c| c.key.as_ref()).collect();
+                writeln!(self.out, "timestamp,index,processor,{}", keys.join(","))
+            }
+        }
+    }
+
+    fn row(&mut self, r: &PhysRecord, machine: &Machine, hz: u64) -> io::Result<()> {
+        use std::fmt::Write as _;
+        let origin = *self.origin.get_or_insert(r.start);
+        let key = machine.vcpus[r.vcpu as usize].key;
+        let decimals = if self.format == ReportFormat::Text {
+            3
+        } else {
+            MACHINE_PRECISION
+        };
+        let us = |t: u64| Micros::new(t, hz, decimals);
+        let start_us = us(r.start.saturating_sub(origin));
+        let opt = |v: Option<u64>, missing: &'static str| v.map_or(Err(missing), |t| Ok(us(t)));
+        let line = &mut self.line;
+        line.clear();
+        let _ = match self.format {
+            ReportFormat::Text => writeln!(
+                line,
+                "{:<9}  {:>20} {:>14} {:>9} {:>4} {:>11} {:>15}",
+                r.processor,
+                r.start,
+                start_us,
+                key.partition,
+                key.cpu,
+                Shown(opt(r.virtual_time, "-")),
+                Shown(opt(r.delay_before, "-")),
+            ),
+            ReportFormat::Json => {
+                if self.rows > 0 {
+                    line.push(',');
+                }
+                line.push_str("{\"processor\":\"");
+                push_uint(line, r.processor.into(), 1);
+                line.push_str("\",\"start_tb\":");
+                push_uint(line, r.start.into(), 1);
+                line.push_str(",\"start_us\":");
+                start_us.push(line);
+                line.push_str(",\"partition\":");
+                push_uint(line, key.partition.into(), 1);
+                line.push_str(",\"cpu\":");
+                push_uint(line, key.cpu.into(), 1);
+                line.push_str(",\"virtual_us\":");
+                push_opt(line, opt(r.virtual_time, "null"));
+                line.push_str(",\"delay_before_us\":");
+                push_opt(line, opt(r.delay_before, "null"));
+                line.push('}');
+                Ok(())
+            }
+            ReportFormat::Csv => {
+                line.push_str(&self.time);
+                line.push_str(",0,");
+                push_uint(line, r.processor.into(), 1);
+                line.push(',');
+                push_uint(line, r.start.into(), 1);
+                line.push(',');
+                start_us.push(line);
+                line.push(',');
+                push_uint(line, key.partition.into(), 1);
+                line.push(',');
+                push_uint(line, key.cpu.into(), 1);
+                line.push(',');
+                push_opt(line, opt(r.virtual_time, ""));
+                line.push(',');
+                push_opt(line, opt(r.delay_before, ""));
+                line.push('\n');
+                Ok(())
+            }
+        };
+        self.rows += 1;
+        self.out.write_all(line.as_bytes())
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        match self.format {
+            ReportFormat::Text => writeln!(self.out),
+            ReportFormat::Json => writeln!(self.out, "],\"notes\":[]}}\n]}}"),
+            ReportFormat::Csv => Ok(()),
+        }
+    }
+}
+
+/// Time-base ticks as microseconds with a fixed number of decimals,
+/// computed in integers: exact (then rounded half up to the last decimal),
+/// and much cheaper than formatting a float for each of millions of rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Micros {
+    whole: u128,
+    fraction: u128,
+    decimals: usize,
+}
+
+impl Micros {
+    fn new(ticks: u64, hz: u64, decimals: usize) -> Micros {
+        let unit = 10u64.pow(decimals as u32);
+        // ticks * 10^6 / hz µs, in units of 10^-decimals µs. When the time
+        // base divides 10^(6 + decimals) (512 MHz does for 9 decimals) it is
+        // one exact multiplication, in 64 bits while it fits.
+        let per_tick = 1_000_000 * unit;
+        if per_tick.is_multiple_of(hz)
+            && let Some(scaled) = ticks.checked_mul(per_tick / hz)
+        {
+            return Micros {
+                whole: u128::from(scaled / unit),
+                fraction: u128::from(scaled % unit),
+                decimals,
+            };
+        }
+        let (unit, hz) = (u128::from(unit), u128::from(hz));
+        // Rounded half up.
+        let scaled = (u128::from(ticks) * u128::from(per_tick) * 2 + hz) / (2 * hz);
+        Micros {
+            whole: scaled / unit,
+            fraction: scaled % unit,
+            decimals,
+        }
+    }
+
+    /// Appends the number to `line`, without padding.
+    fn push(&self, line: &mut String) {
+        push_uint(line, self.whole, 1);
+        line.push('.');
+        push_uint(line, self.fraction, self.decimals);
+    }
+}
+
+/// Appends `v` in decimal with at least `digits` digits (zero-padded),
+/// without the formatting machinery (millions of timeline rows).
+fn push_uint(line: &mut String, v: u128, digits: usize) {
+    let mut buf = [0u8; 40];
+    let mut start = buf.len();
+    // 64-bit divisions while the value fits (128-bit ones are library calls).
+    let (mut high, mut low) = match u64::try_from(v) {
+        Ok(small) => (0u128, small),
+        Err(_) => (
+            v / 10_000_000_000_000_000_000,
+            (v % 10_000_000_000_000_000_000) as u64,
+        ),
+    };
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (low % 10) as u8;
+        low /= 10;
+        let written = buf.len() - start;
+        if high > 0 && written.is_multiple_of(19) {
+            low = (high % 10_000_000_000_000_000_000) as u64;
+            high /= 10_000_000_000_000_000_000;
+            continue;
+        }
+        if low == 0 && high == 0 && written >= digits {
+            break;
+        }
+    }
+    line.push_str(std::str::from_utf8(&buf[start..]).expect("ASCII digits"));
+}
+
+impl std::fmt::Display for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = String::with_capacity(48);
+        self.push(&mut text);
+        f.pad(&text)
+    }
+}
+
+/// Appends a time, or the text that stands for an unknown one.
+fn push_opt(line: &mut String, value: Result<Micros, &'static str>) {
+    match value {
+        Ok(us) => us.push(line),
+        Err(missing) => line.push_str(missing),
+    }
+}
+
+/// A time, or the text that stands for an unknown one.
+struct Shown(Result<Micros, &'static str>);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Ok(us) => us.fmt(f),
+            Err(missing) => f.pad(missing),
+        }
+    }
+}
+
+/// Gives gauge columns the precision of the machine formats.
+fn for_format(mut section: Section, format: ReportFormat) -> Section {
+    if format != ReportFormat::Text {
+        for c in &mut section.schema.columns {
+            if c.precision > 0 {
+                c.precision = MACHINE_PRECISION;
+            }
+        }
+    }
+    section
+}
+
+/// Writes the report of `machine`: the tables `options` selects, in
+/// `options.format`; `notes` (e.g. cut recordings) go with the latency
+/// table; `start_unix_ns` stamps the documents; `progress` shows how far
+/// the passes over the records are.
+pub fn write_report(
+    out: &mut dyn Write,
+    machine: &Machine,
+    topology: &Topology,
+    options: &ReportOptions,
     start_unix_ns: u64,
-) -> io::Result<()> {
+    notes: &[String],
+    progress: &mut Progress,
+) -> Result<(), ReportError> {
+    let tables = options.tables().map_err(ReportError::Input)?;
+    let hz = machine.timebase_hz;
+    let format = options.format;
     let time = UNIX_EPOCH + Duration::from_nanos(start_unix_ns);
+    let total = machine.entries().max(1);
+    let reports = if tables
+        .iter()
+        .any(|t| matches!(t, Table::Latency | Table::Reasons))
+    {
+        Some(
+            analysis::vcpu_reports(machine, topology, &mut |done| {
+                progress.show(|| progress_line("per-vCPU pass", done, total));
+            })
+            .map_err(ReportError::Input)?,
+        )
+    } else {
+        None
+    };
+    let summaries = if tables
+        .iter()
+        .any(|t| matches!(t, Table::Processors | Table::Shares))
+    {
+        Some(
+            analysis::processor_summaries(machine, &mut |done| {
+                progress.show(|| progress_line("physical pass", done, total));
+            })
+            .map_err(ReportError::Input)?,
+        )
+    } else {
+        None
+    };
     if format == ReportFormat::Json {
         write!(out, "{{\"tool\":\"vcpustat trace\",\"sections\":{{")?;
     }
-    for (i, s) in sections.iter().enumerate() {
+    for (i, table) in tables.iter().enumerate() {
         match format {
-            ReportFormat::Text => writeln!(out, "== {} ==", s.name)?,
-            ReportFormat::Json => write!(out, "{}\"{}\":", if i > 0 { "," } else { "" }, s.name)?,
-            ReportFormat::Csv if i > 0 => writeln!(out)?,
+            ReportFormat::Text => writeln!(out, "== {} ==", table.name())?,
+            ReportFormat::Json => {
+                write!(out, "{}\"{}\":", if i > 0 { "," } else { "" }, table.name())?
+            }
             ReportFormat::Csv => {}
         }
-        let core_format = match format {
-            ReportFormat::Text => Format::Text,
-            ReportFormat::Json => Format::Json,
-            ReportFormat::Csv => Format::Csv,
+        let section = match table {
+            Table::Latency => {
+                let mut s = latency_section(reports.as_deref().unwrap_or_default(), hz);
+                s.notes.splice(0..0, notes.iter().cloned());
+                s
+            }
+            Table::Reasons => reasons_section(reports.as_deref().unwrap_or_default()),
+            Table::Processors => processors_section(summaries.as_deref().unwrap_or_default(), hz),
+            Table::Shares => shares_section(summaries.as_deref().unwrap_or_default(), hz),
+            Table::Timeline => {
+                let mut w = TimelineWriter {
+                    out: &mut *out,
+                    format,
+                    schema: timeline_schema(),
+                    time: rfc3339(time),
+                    origin: None,
+                    rows: 0,
+                    line: String::new(),
+                };
+                w.begin()?;
+                let mut failed = None;
+                let merged = analysis::physical(
+                    machine,
+                    &mut |r| {
+                        w.row(r, machine, hz).map_err(|e| {
+                            let text = e.to_string();
+                            failed = Some(e);
+                            text
+                        })
+                    },
+                    &mut |done| progress.show(|| progress_line("timeline", done, total)),
+                );
+                if let Some(e) = failed {
+                    return Err(ReportError::Output(e));
+                }
+                merged.map_err(ReportError::Input)?;
+                w.end()?;
+                continue;
+            }
         };
-        write_one(out, s, core_format, time)?;
+        write_one(out, &for_format(section, format), format, time)?;
     }
+    progress.clear();
     if format == ReportFormat::Json {
         writeln!(out, "}}}}")?;
     }
-    out.flush()
+    out.flush()?;
+    Ok(())
 }
 
-fn write_one(out: &mut dyn Write, s: &Section, format: Format, time: SystemTime) -> io::Result<()> {
-    let mut writer = writer_for(format, s.schema.clone(), ",");
+fn progress_line(pass: &str, done: u64, total: u64) -> String {
+    format!(
+        "{pass}: {:.1} of {:.1} M records ({}%)",
+        done as f64 / 1e6,
+        total as f64 / 1e6,
+        done * 100 / total
+    )
+}
+
+fn write_one(
+    out: &mut dyn Write,
+    s: &Section,
+    format: ReportFormat,
+    time: SystemTime,
+) -> io::Result<()> {
+    let core_format = match format {
+        ReportFormat::Text => Format::Text,
+        ReportFormat::Json => Format::Json,
+        ReportFormat::Csv => Format::Csv,
+    };
+    let mut writer = writer_for(core_format, s.schema.clone(), ",");
     writer.begin(out)?;
     writer.frame(
         out,
@@ -468,4 +879,48 @@ fn write_one(out: &mut dyn Write, s: &Section, format: Format, time: SystemTime)
         },
     )?;
     writer.end(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_are_exact_fixed_point() {
+        assert_eq!(Micros::new(1, 512_000_000, 9).to_string(), "0.001953125");
+        assert_eq!(Micros::new(1, 512_000_000, 3).to_string(), "0.002");
+        assert_eq!(Micros::new(512, 512_000_000, 3).to_string(), "1.000");
+        assert_eq!(Micros::new(0, 512_000_000, 9).to_string(), "0.000000000");
+        // 1/3 µs at 3 MHz, rounded to the last decimal.
+        assert_eq!(Micros::new(1, 3_000_000, 9).to_string(), "0.333333333");
+        assert_eq!(Micros::new(2, 3_000_000, 9).to_string(), "0.666666667");
+        assert_eq!(
+            Micros::new(u64::MAX, 1, 9).to_string(),
+            format!("{}000000.000000000", u64::MAX)
+        );
+        assert_eq!(
+            format!("{:>8}", Micros::new(512, 512_000_000, 3)),
+            "   1.000"
+        );
+        assert_eq!(format!("{:>4}", Shown(Err("-"))), "   -");
+        let mut line = String::new();
+        Micros::new(1, 512_000_000, 9).push(&mut line);
+        push_uint(&mut line, 0, 1);
+        push_uint(&mut line, 7, 3);
+        assert_eq!(line, "0.0019531250007");
+        for v in [
+            0u128,
+            9,
+            10,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) + 1,
+            10u128.pow(19),
+            10u128.pow(38),
+            u128::MAX,
+        ] {
+            line.clear();
+            push_uint(&mut line, v, 1);
+            assert_eq!(line, v.to_string());
+        }
+    }
 }

@@ -33,6 +33,10 @@ pub trait DtlRing {
 pub trait DtlRings {
     /// Opens the ring of `cpu`. A second opener gets `EBUSY`.
     fn open(&self, cpu: u32) -> io::Result<Box<dyn DtlRing>>;
+    /// Whether these are the running kernel's own rings, whose reading may
+    /// crash it (see [`super::safety`]); false for files under a
+    /// `--sysroot` directory and for simulations.
+    fn reads_running_kernel(&self) -> bool;
 }
 
 /// The live rings under a root directory (`/` or `--sysroot`).
@@ -68,6 +72,10 @@ impl DtlRings for DebugfsRings {
         let file = File::open(path)?;
         Ok(Box::new(DebugfsRing { file }))
     }
+
+    fn reads_running_kernel(&self) -> bool {
+        std::fs::canonicalize(&self.root).is_ok_and(|root| root == std::path::Path::new("/"))
+    }
 }
 
 #[cfg(test)]
@@ -87,6 +95,20 @@ mod tests {
         assert_eq!(ring.read_records(&mut buf).unwrap(), 0);
         let err = rings.open(4).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(!rings.reads_running_kernel());
+        assert!(DebugfsRings::new("/").reads_running_kernel());
+        assert!(
+            DebugfsRings::new(
+                dir.join("..")
+                    .join("..")
+                    .join("..")
+                    .join("..")
+                    .join("..")
+                    .join("..")
+                    .join("..")
+            )
+            .reads_running_kernel()
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -4,8 +4,9 @@
 #![no_main]
 
 use hwstat::vcpustat::trace::analysis;
+use hwstat::vcpustat::trace::progress::Progress;
 use hwstat::vcpustat::trace::recording::Recording;
-use hwstat::vcpustat::trace::report::{ReportFormat, sections, write_sections};
+use hwstat::vcpustat::trace::report::{ReportFormat, ReportOptions, Table, write_report};
 use hwstat::vcpustat::trace::topology::Topology;
 use libfuzzer_sys::fuzz_target;
 
@@ -23,14 +24,32 @@ fuzz_target!(|data: &[u8]| {
     };
     let topology = Topology::parse("fuzz.topo", "0-7 chip=0 node=0\n8-15 chip=1 node=1\n")
         .expect("a valid topology");
-    for timeline in [false, true] {
-        let tables = sections(&machine, &topology, timeline);
-        for format in [ReportFormat::Text, ReportFormat::Json, ReportFormat::Csv] {
-            let mut out = Vec::new();
-            write_sections(&mut out, &tables, format, start).expect("writing to memory");
-            if format == ReportFormat::Json {
-                serde_json::from_slice::<serde_json::Value>(&out).expect("valid JSON");
-            }
+    let choices = [
+        (ReportFormat::Text, false, None),
+        (ReportFormat::Text, true, None),
+        (ReportFormat::Json, false, None),
+        (ReportFormat::Json, true, None),
+        (ReportFormat::Csv, false, Some(Table::Shares)),
+        (ReportFormat::Csv, true, Some(Table::Timeline)),
+    ];
+    for (format, timeline, table) in choices {
+        let options = ReportOptions {
+            format,
+            timeline,
+            table,
+        };
+        let mut out = Vec::new();
+        let written = write_report(
+            &mut out,
+            &machine,
+            &topology,
+            &options,
+            start,
+            &[],
+            &mut Progress::hidden(),
+        );
+        if written.is_ok() && format == ReportFormat::Json {
+            serde_json::from_slice::<serde_json::Value>(&out).expect("valid JSON");
         }
     }
 });

@@ -114,7 +114,10 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 }
             }
             if resolved.len() == before {
-                let name = event_name(&pmus[targets[0]], &member.terms).unwrap_or(&member.label);
+                let name = targets
+                    .first()
+                    .and_then(|&pmu| event_name(&pmus[pmu], &member.terms))
+                    .unwrap_or(&member.label);
                 return Err(unknown_event(pmus, &targets, name));
             }
         }

@@ -92,7 +92,7 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
     let mut renderers: Vec<Box<dyn Renderer>> = vec![
         Box::new(TextRenderer::new(&opts, false)),
         Box::new(JsonRenderer::new(&opts)),
-        Box::new(MachineRenderer::new(OutputFormat::Csv)),
+        Box::new(MachineRenderer::new(OutputFormat::Csv, &opts)),
     ];
     let banner = Banner {
         uname: src.uname().unwrap_or_else(|_| header("", vec![]).uname),

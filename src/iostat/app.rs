@@ -41,7 +41,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
-    if let Some(conflict) = source_conflict(&opts) {
+    if let Some(conflict) = source_conflict(&opts).or_else(|| unit_conflict(&opts)) {
         return report_error(TOOL, conflict, 2);
     }
     if let Some(root) = &opts.source.sysroot
@@ -75,6 +75,26 @@ fn source_conflict(opts: &Options) -> Option<String> {
     };
     Some(format!(
         "the argument '--replay <FILE>' cannot be used with '{other}'"
+    ))
+}
+
+/// The machine formats write base units (bytes, seconds, ratios): a size or
+/// `--human` option would be silently ignored there, so it is refused.
+fn unit_conflict(opts: &Options) -> Option<String> {
+    let format = match opts.format {
+        OutputFormat::Csv => "csv",
+        OutputFormat::Ndjson => "ndjson",
+        OutputFormat::Prometheus => "prometheus",
+        OutputFormat::Text | OutputFormat::SysstatJson => return None,
+    };
+    let option = match (opts.unit_option, opts.human) {
+        (Some(letter), _) => format!("-{letter}"),
+        (None, true) => "--human".to_string(),
+        (None, false) => return None,
+    };
+    Some(format!(
+        "{option} cannot be used with -o {format}: it writes bytes, seconds and ratios \
+         (base units); size options apply to the text and JSON reports"
     ))
 }
 
@@ -139,7 +159,7 @@ fn renderer_for(opts: &Options) -> Box<dyn Renderer> {
     match opts.format {
         OutputFormat::Text => Box::new(TextRenderer::new(opts, io::stdout().is_terminal())),
         OutputFormat::SysstatJson => Box::new(JsonRenderer::new(opts)),
-        f => Box::new(MachineRenderer::new(f)),
+        f => Box::new(MachineRenderer::new(f, opts)),
     }
 }
 

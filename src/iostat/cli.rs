@@ -204,6 +204,8 @@ pub struct Options {
     pub compact: bool,
     /// `--human` (also set by `-h`).
     pub human: bool,
+    /// The size option given (`-k`, `-m`, `-G`), if any.
+    pub unit_option: Option<char>,
     /// `--dec=N`
     pub decimals: Option<usize>,
     /// `-t` / `-U`
@@ -264,6 +266,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         pretty: false,
         compact: false,
         human: false,
+        unit_option: None,
         decimals: None,
         timestamp: Timestamp::None,
         iso_time: env.s_time_format.as_deref() == Some("ISO"),
@@ -422,6 +425,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                             if unit.is_some() {
                                 return Err(usage());
                             }
+                            o.unit_option = Some(letter);
                             unit = Some(match letter {
                                 'k' => Unit::Kilobytes,
                                 'm' => Unit::Megabytes,

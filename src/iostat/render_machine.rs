@@ -1,199 +1,266 @@
 //! The machine-readable extensions (`-o csv`, `-o ndjson`, `-o prometheus`):
-//! the extended statistics of every displayed device, in base units, through
-//! the core's writers. Names follow node_exporter where one exists
-//! (`reads_completed`, `read_bytes`, `io_time_seconds`).
+//! the extended statistics of every displayed device and the CPU report, in
+//! base units (bytes, seconds, ratios 0–1), through the core's writers.
+//! Names follow node_exporter where one exists (`reads_completed`,
+//! `read_bytes`, `io_time_seconds`).
+//!
+//! One table: every row has every column of the reports selected (`-c`,
+//! `-d`, both by default). The CPU report is the row whose `device` is empty
+//! (no `device` label in Prometheus), with the device columns missing; the
+//! device rows have the CPU columns missing.
 
 use std::io::{self, Write};
 
 use crate::common::output::{Column, Format, Frame, FrameWriter, Row, Schema, Value, writer_for};
 
-use super::cli::OutputFormat;
+use super::cli::{Options, OutputFormat};
 use super::model::ext_stats;
 use super::report::{Banner, Renderer, Sample};
 
-/// The columns, described once for every machine format.
-pub fn schema() -> Schema {
-    let g = Column::gauge;
-    let c = Column::counter;
+/// The CPU report's columns: shares of CPU time in the interval, 0–1.
+fn cpu_columns() -> Vec<Column> {
+    let g = |key, header, help| Column::gauge(key, header, help, 8, 4);
+    vec![
+        g(
+            "cpu_user_ratio",
+            "user",
+            "Share of CPU time at user level (%user / 100).",
+        ),
+        g(
+            "cpu_nice_ratio",
+            "nice",
+            "Share of CPU time at user level with a positive nice value.",
+        ),
+        g(
+            "cpu_system_ratio",
+            "system",
+            "Share of CPU time in the kernel.",
+        ),
+        g(
+            "cpu_iowait_ratio",
+            "iowait",
+            "Share of CPU time idle with an I/O request outstanding.",
+        ),
+        g(
+            "cpu_steal_ratio",
+            "steal",
+            "Share of CPU time stolen by the hypervisor.",
+        ),
+        g(
+            "cpu_idle_ratio",
+            "idle",
+            "Share of CPU time idle with no I/O request outstanding.",
+        ),
+    ]
+}
+
+/// The columns of the reports selected, described once for every machine
+/// format: the device columns if `devices`, then the CPU columns if `cpu`.
+pub fn schema(cpu: bool, devices: bool) -> Schema {
+    let mut columns = if devices {
+        device_columns()
+    } else {
+        Vec::new()
+    };
+    if cpu {
+        columns.extend(cpu_columns());
+    }
     Schema {
         tool: "iostat-rs",
         metric_prefix: "iostat",
         labels: vec![("device", 16)],
-        columns: vec![
-            g(
-                "reads_completed_per_second",
-                "r/s",
-                "Reads completed per second.",
-                9,
-                2,
-            ),
-            g(
-                "writes_completed_per_second",
-                "w/s",
-                "Writes completed per second.",
-                9,
-                2,
-            ),
-            g(
-                "discards_completed_per_second",
-                "d/s",
-                "Discards completed per second.",
-                9,
-                2,
-            ),
-            g(
-                "flush_requests_per_second",
-                "f/s",
-                "Flush requests completed per second.",
-                9,
-                2,
-            ),
-            g(
-                "read_bytes_per_second",
-                "rB/s",
-                "Bytes read per second.",
-                12,
-                0,
-            ),
-            g(
-                "written_bytes_per_second",
-                "wB/s",
-                "Bytes written per second.",
-                12,
-                0,
-            ),
-            g(
-                "discarded_bytes_per_second",
-                "dB/s",
-                "Bytes discarded per second.",
-                12,
-                0,
-            ),
-            g(
-                "reads_merged_per_second",
-                "rrqm/s",
-                "Read requests merged per second.",
-                9,
-                2,
-            ),
-            g(
-                "writes_merged_per_second",
-                "wrqm/s",
-                "Write requests merged per second.",
-                9,
-                2,
-            ),
-            g(
-                "discards_merged_per_second",
-                "drqm/s",
-                "Discard requests merged per second.",
-                9,
-                2,
-            ),
-            g(
-                "read_await_seconds",
-                "r_await",
-                "Average time of a read, queueing included.",
-                9,
-                6,
-            ),
-            g(
-                "write_await_seconds",
-                "w_await",
-                "Average time of a write, queueing included.",
-                9,
-                6,
-            ),
-            g(
-                "discard_await_seconds",
-                "d_await",
-                "Average time of a discard.",
-                9,
-                6,
-            ),
-            g(
-                "flush_await_seconds",
-                "f_await",
-                "Average time of a flush.",
-                9,
-                6,
-            ),
-            g(
-                "read_request_bytes",
-                "rareq-sz",
-                "Average size of a read request.",
-                10,
-                0,
-            ),
-            g(
-                "write_request_bytes",
-                "wareq-sz",
-                "Average size of a write request.",
-                10,
-                0,
-            ),
-            g(
-                "discard_request_bytes",
-                "dareq-sz",
-                "Average size of a discard request.",
-                10,
-                0,
-            ),
-            g(
-                "queue_length",
-                "aqu-sz",
-                "Average number of requests queued or in service.",
-                8,
-                2,
-            ),
-            g(
-                "utilization_ratio",
-                "util",
-                "Fraction of time the device had I/O in flight (not saturation on SSD/NVMe).",
-                8,
-                4,
-            ),
-            c(
-                "reads_completed",
-                "reads",
-                "Reads completed since boot.",
-                12,
-            ),
-            c(
-                "writes_completed",
-                "writes",
-                "Writes completed since boot.",
-                12,
-            ),
-            c("read_bytes", "rbytes", "Bytes read since boot.", 16),
-            c("written_bytes", "wbytes", "Bytes written since boot.", 16),
-            c(
-                "io_time_milliseconds",
-                "io_ms",
-                "Milliseconds with I/O in flight since boot (32-bit, wraps).",
-                12,
-            ),
-        ],
+        columns,
     }
+}
+
+/// The device report's columns.
+fn device_columns() -> Vec<Column> {
+    let g = Column::gauge;
+    let c = Column::counter;
+    vec![
+        g(
+            "reads_completed_per_second",
+            "r/s",
+            "Reads completed per second.",
+            9,
+            2,
+        ),
+        g(
+            "writes_completed_per_second",
+            "w/s",
+            "Writes completed per second.",
+            9,
+            2,
+        ),
+        g(
+            "discards_completed_per_second",
+            "d/s",
+            "Discards completed per second.",
+            9,
+            2,
+        ),
+        g(
+            "flush_requests_per_second",
+            "f/s",
+            "Flush requests completed per second.",
+            9,
+            2,
+        ),
+        g(
+            "read_bytes_per_second",
+            "rB/s",
+            "Bytes read per second.",
+            12,
+            0,
+        ),
+        g(
+            "written_bytes_per_second",
+            "wB/s",
+            "Bytes written per second.",
+            12,
+            0,
+        ),
+        g(
+            "discarded_bytes_per_second",
+            "dB/s",
+            "Bytes discarded per second.",
+            12,
+            0,
+        ),
+        g(
+            "reads_merged_per_second",
+            "rrqm/s",
+            "Read requests merged per second.",
+            9,
+            2,
+        ),
+        g(
+            "writes_merged_per_second",
+            "wrqm/s",
+            "Write requests merged per second.",
+            9,
+            2,
+        ),
+        g(
+            "discards_merged_per_second",
+            "drqm/s",
+            "Discard requests merged per second.",
+            9,
+            2,
+        ),
+        g(
+            "read_await_seconds",
+            "r_await",
+            "Average time of a read, queueing included.",
+            9,
+            6,
+        ),
+        g(
+            "write_await_seconds",
+            "w_await",
+            "Average time of a write, queueing included.",
+            9,
+            6,
+        ),
+        g(
+            "discard_await_seconds",
+            "d_await",
+            "Average time of a discard.",
+            9,
+            6,
+        ),
+        g(
+            "flush_await_seconds",
+            "f_await",
+            "Average time of a flush.",
+            9,
+            6,
+        ),
+        g(
+            "read_request_bytes",
+            "rareq-sz",
+            "Average size of a read request.",
+            10,
+            0,
+        ),
+        g(
+            "write_request_bytes",
+            "wareq-sz",
+            "Average size of a write request.",
+            10,
+            0,
+        ),
+        g(
+            "discard_request_bytes",
+            "dareq-sz",
+            "Average size of a discard request.",
+            10,
+            0,
+        ),
+        g(
+            "queue_length",
+            "aqu-sz",
+            "Average number of requests queued or in service.",
+            8,
+            2,
+        ),
+        g(
+            "utilization_ratio",
+            "util",
+            "Fraction of time the device had I/O in flight (not saturation on SSD/NVMe).",
+            8,
+            4,
+        ),
+        c(
+            "reads_completed",
+            "reads",
+            "Reads completed since boot.",
+            12,
+        ),
+        c(
+            "writes_completed",
+            "writes",
+            "Writes completed since boot.",
+            12,
+        ),
+        c("read_bytes", "rbytes", "Bytes read since boot.", 16),
+        c("written_bytes", "wbytes", "Bytes written since boot.", 16),
+        c(
+            "io_time_milliseconds",
+            "io_ms",
+            "Milliseconds with I/O in flight since boot (32-bit, wraps).",
+            12,
+        ),
+    ]
 }
 
 /// A renderer over one of the core's writers.
 pub struct MachineRenderer {
     writer: Box<dyn FrameWriter>,
     rows: Vec<Row>,
+    /// How many CPU columns each row has (0: no CPU report).
+    cpu_width: usize,
+    /// How many device columns each row has (0: no device report).
+    device_width: usize,
 }
 
 impl MachineRenderer {
-    /// The renderer for a machine format (`Text` and `SysstatJson` are not).
-    pub fn new(format: OutputFormat) -> MachineRenderer {
+    /// The renderer for a machine format (`Text` and `SysstatJson` are not),
+    /// with the reports `opts` selects.
+    pub fn new(format: OutputFormat, opts: &Options) -> MachineRenderer {
         let f = match format {
             OutputFormat::Csv => Format::Csv,
             OutputFormat::Prometheus => Format::Prometheus,
             _ => Format::Ndjson,
         };
+        let (cpu, devices) = (opts.show_cpu, opts.show_disk);
+        let width =
+            |shown: bool, columns: fn() -> Vec<Column>| if shown { columns().len() } else { 0 };
         MachineRenderer {
-            writer: writer_for(f, schema(), ","),
+            writer: writer_for(f, schema(cpu, devices), ","),
             rows: Vec::new(),
+            cpu_width: width(cpu, cpu_columns),
+            device_width: width(devices, device_columns),
         }
     }
 }
@@ -208,7 +275,7 @@ impl Renderer for MachineRenderer {
             return Ok(());
         }
         self.rows.clear();
-        for row in s.devices.rows(s.curr) {
+        for row in s.devices.rows(s.curr).filter(|_| self.device_width > 0) {
             let x = ext_stats(row.prev, row.cur, s.itv, row.devices);
             let bytes = |sectors_per_s: f64| Value::Float(sectors_per_s * 512.0);
             let secs = |ms: f64| Value::Float(ms / 1000.0);
@@ -241,6 +308,20 @@ impl Renderer for MachineRenderer {
                     Value::Int(row.cur.wr_sectors.saturating_mul(512)),
                     Value::Int(u64::from(row.cur.tot_ticks)),
                 ],
+            });
+            let values = &mut self.rows.last_mut().expect("pushed above").values;
+            values.extend(std::iter::repeat_n(Value::Missing, self.cpu_width));
+        }
+        if self.cpu_width > 0 {
+            let c = &s.cpu;
+            let mut values = vec![Value::Missing; self.device_width];
+            values.extend(
+                [c.user, c.nice, c.system, c.iowait, c.steal, c.idle]
+                    .map(|percent| Value::Float(percent / 100.0)),
+            );
+            self.rows.push(Row {
+                labels: vec![String::new()],
+                values,
             });
         }
         let frame = Frame {

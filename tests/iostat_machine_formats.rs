@@ -1,0 +1,109 @@
+//! iostat-rs's machine formats (`-o csv`, `ndjson`, `prometheus`) carry the
+//! CPU report when it is selected, in one table, and refuse the size options
+//! they would otherwise ignore.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A one-CPU, one-disk tree: the CPU was 10 % user, 5 % system, 5 % iowait
+/// and 80 % idle since boot (100 + 50 + 50 + 800 = 1000 ticks).
+fn tree(test: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("hwstat-machine-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::create_dir_all(root.join("sys/block/sda")).unwrap();
+    std::fs::write(
+        root.join("proc/stat"),
+        "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("proc/uptime"), "100.00 90.00\n").unwrap();
+    std::fs::write(
+        root.join("proc/diskstats"),
+        "   8       0 sda 10 0 80 5 0 0 0 0 0 5 5 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    root
+}
+
+fn iostat(root: &PathBuf, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .arg("--sysroot")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn csv_is_one_table_with_the_cpu_report_as_the_row_without_a_device() {
+    let root = tree("csv");
+    let out = iostat(&root, &["-o", "csv"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let header = &lines[0];
+    assert!(lines.iter().all(|l| l.len() == header.len()), "{text}");
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (sda, cpu) = (&lines[1], &lines[2]);
+    assert_eq!(sda[column("device")], "sda");
+    assert_eq!(sda[column("reads_completed")], "10");
+    assert_eq!(sda[column("cpu_user_ratio")], "");
+    assert_eq!(cpu[column("device")], "");
+    assert_eq!(cpu[column("reads_completed")], "");
+    assert_eq!(cpu[column("cpu_user_ratio")], "0.1000");
+    assert_eq!(cpu[column("cpu_system_ratio")], "0.0500");
+    assert_eq!(cpu[column("cpu_iowait_ratio")], "0.0500");
+    assert_eq!(cpu[column("cpu_idle_ratio")], "0.8000");
+    // -c alone: only the CPU columns.
+    let out = iostat(&root, &["-c", "-o", "csv"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "timestamp,index,device,cpu_user_ratio,cpu_nice_ratio,cpu_system_ratio,\
+         cpu_iowait_ratio,cpu_steal_ratio,cpu_idle_ratio"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn prometheus_and_ndjson_carry_the_cpu_report() {
+    let root = tree("prometheus");
+    let out = iostat(&root, &["-c", "-o", "prometheus"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let user = text
+        .lines()
+        .find(|l| l.starts_with("iostat_cpu_user_ratio "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(user.split(' ').nth(1), Some("0.1"));
+    assert!(!text.contains("device="), "{text}");
+    let out = iostat(&root, &["-o", "ndjson"]);
+    let line = String::from_utf8(out.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["device"], "sda");
+    assert_eq!(rows[0]["cpu_idle_ratio"], serde_json::Value::Null);
+    assert_eq!(rows[1]["cpu_idle_ratio"], 0.8);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn size_options_are_refused_where_base_units_are_written() {
+    let root = tree("units");
+    for format in ["csv", "ndjson", "prometheus"] {
+        for option in ["-k", "-m", "-G", "--human", "-h"] {
+            let out = iostat(&root, &[option, "-o", format]);
+            assert_eq!(out.status.code(), Some(2), "{option} -o {format}");
+            let err = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(&format!("-o {format}")), "{err}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+    // sysstat's own formats keep applying them.
+    for format in [&["-m"][..], &["-m", "-o", "JSON"]] {
+        assert!(iostat(&root, format).status.success(), "{format:?}");
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -86,3 +86,28 @@ fn format_names_are_accepted_in_any_case_by_the_three_tools() {
     assert_eq!(status, Some(2));
     std::fs::remove_dir_all(&io_root).unwrap();
 }
+
+/// A command line clap cannot parse is one line naming the argument, with
+/// status 2 (iostat-rs prints sysstat's usage text instead, as sysstat).
+#[test]
+fn bad_command_lines_are_one_line_errors() {
+    for (program, args) in [
+        (env!("CARGO_BIN_EXE_vcpustat"), &["--freq", "-5"][..]),
+        (env!("CARGO_BIN_EXE_vcpustat"), &["--bogus"][..]),
+        (env!("CARGO_BIN_EXE_vcpustat"), &["trace", "report"][..]),
+        (env!("CARGO_BIN_EXE_cxlstat"), &["-o", "xml", "-e", "x"][..]),
+        (env!("CARGO_BIN_EXE_cxlstat"), &["--list", "-e", "x"][..]),
+    ] {
+        let out = Command::new(program).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("--help"), "{err}");
+    }
+    let err = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--freq", "-5"])
+        .output()
+        .unwrap()
+        .stderr;
+    assert!(String::from_utf8(err).unwrap().contains("--freq"));
+}

@@ -186,11 +186,11 @@ fn frequencies_every_kernel_refuses_are_refused_before_anything_is_written() {
             assert_eq!(out.status.code(), Some(2), "{args:?}");
             let stderr = text(&out.stderr);
             assert_eq!(
-                stderr.lines().next().unwrap(),
+                stderr,
                 format!(
-                    "error: invalid value '{value}' for '--freq <N>': expected a whole number \
+                    "vcpustat: invalid value '{value}' for '--freq <N>': expected a whole number \
                      of drains per second from 1 to 1000 (the kernel accepts 1 to its HZ, at \
-                     most 1000)"
+                     most 1000) (see 'vcpustat --help')\n"
                 ),
                 "{args:?}"
             );

@@ -68,3 +68,25 @@ pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
         report_error(tool, format_args!("cannot write output: {err}"), 1)
     }
 }
+
+/// Ends a command line clap could not parse: `--help` and `--version` print
+/// as clap prints them (status 0); an error is one line, `tool: what is
+/// wrong (see 'tool --help')`, with status 2.
+pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
+    if !err.use_stderr() {
+        let _ = err.print();
+        return 0;
+    }
+    // clap's first paragraph (the error and its details, such as the
+    // possible values or the missing arguments), joined into one line.
+    let rendered = err.render().to_string();
+    let paragraph: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let joined = paragraph.join(" ");
+    let what = joined.strip_prefix("error: ").unwrap_or(&joined);
+    report_error(tool, format_args!("{what} (see '{tool} --help')"), 2)
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use crate::common::cli::{output_error_status, report_error};
+use crate::common::cli::{output_error_status, parse_error_status, report_error};
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
 use crate::common::run::run_samples;
@@ -32,10 +32,7 @@ pub fn main() -> i32 {
     let raw: Vec<String> = std::env::args().collect();
     let args = match Args::try_parse_from(&raw) {
         Ok(args) => args,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(e) => return parse_error_status(TOOL, &e),
     };
     let options = match Options::from_args(args) {
         Ok(o) => o,

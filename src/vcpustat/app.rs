@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use clap::Parser;
 
-use crate::common::cli::{output_error_status, report_error};
+use crate::common::cli::{output_error_status, parse_error_status, report_error};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
@@ -31,10 +31,7 @@ pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return err.exit_code();
-        }
+        Err(err) => return parse_error_status(TOOL, &err),
     };
     if let Some(tool) = cli.command {
         return match tool {

@@ -33,45 +33,32 @@ fn format_names_are_accepted_in_any_case_by_the_three_tools() {
     .unwrap();
     let io_root_text = io_root.to_str().unwrap().to_string();
 
-    for spelling in ["JSON", "json", "Json"] {
-        let (status, out) = run(
-            env!("CARGO_BIN_EXE_iostat-rs"),
-            &["--sysroot", &io_root_text, "-d", "-o", spelling],
-        );
-        assert_eq!(status, Some(0), "iostat-rs -o {spelling}");
-        assert!(
-            out.starts_with("{\"sysstat\": {"),
-            "iostat-rs -o {spelling}: {out}"
-        );
-        let (status, out) = run(
-            env!("CARGO_BIN_EXE_vcpustat"),
-            &["--sysroot", vcpu_root, "-o", spelling],
-        );
-        assert_eq!(status, Some(0), "vcpustat -o {spelling}");
-        assert!(
-            out.starts_with("{\"tool\":\"vcpustat\""),
-            "vcpustat -o {spelling}: {out}"
-        );
-    }
-    for spelling in ["CSV", "csv", "Csv"] {
-        let (status, out) = run(
-            env!("CARGO_BIN_EXE_iostat-rs"),
-            &["--sysroot", &io_root_text, "-d", "-o", spelling],
-        );
-        assert_eq!(status, Some(0), "iostat-rs -o {spelling}");
-        assert!(
-            out.starts_with("timestamp,index,device,"),
-            "iostat-rs -o {spelling}: {out}"
-        );
-        let (status, out) = run(
-            env!("CARGO_BIN_EXE_vcpustat"),
-            &["--sysroot", vcpu_root, "-o", spelling],
-        );
-        assert_eq!(status, Some(0), "vcpustat -o {spelling}");
-        assert!(
-            out.starts_with("timestamp,index,cpu,"),
-            "vcpustat -o {spelling}: {out}"
-        );
+    // (spelling, how iostat-rs's output starts, how vcpustat's starts)
+    let cases = [
+        ("JSON", "{\"sysstat\": {", "{\"tool\":\"vcpustat\""),
+        ("json", "{\"sysstat\": {", "{\"tool\":\"vcpustat\""),
+        ("Json", "{\"sysstat\": {", "{\"tool\":\"vcpustat\""),
+        ("CSV", "timestamp,index,device,", "timestamp,index,cpu,"),
+        ("csv", "timestamp,index,device,", "timestamp,index,cpu,"),
+        ("Csv", "timestamp,index,device,", "timestamp,index,cpu,"),
+    ];
+    for (spelling, iostat_start, vcpustat_start) in cases {
+        for (program, args, start) in [
+            (
+                env!("CARGO_BIN_EXE_iostat-rs"),
+                ["--sysroot", io_root_text.as_str(), "-d", "-o", spelling].as_slice(),
+                iostat_start,
+            ),
+            (
+                env!("CARGO_BIN_EXE_vcpustat"),
+                ["--sysroot", vcpu_root, "-o", spelling].as_slice(),
+                vcpustat_start,
+            ),
+        ] {
+            let (status, out) = run(program, args);
+            assert_eq!(status, Some(0), "{program} -o {spelling}");
+            assert!(out.starts_with(start), "{program} -o {spelling}: {out}");
+        }
     }
     // cxlstat checks the format before anything is opened: a wrong name is a
     // usage error (2), a right one in any case gets past the parser.

@@ -2,6 +2,8 @@
 //!
 //! * [`source`]: where kernel files are read from (a root directory or a
 //!   recording), behind one trait;
+//! * [`root`]: opening kernel files under a root: never blocking, regular
+//!   files only, never outside the root;
 //! * [`record`]: the recording format, its writer and its replayer;
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
@@ -9,7 +11,9 @@
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
-//! * [`cli`]: command-line options shared by every tool.
+//! * [`cli`]: command-line options shared by every tool;
+//! * [`privilege`]: what a set-user-ID or `setcap` run refuses, and dropping
+//!   capabilities.
 //!
 //! A tool reads kernel files only through a [`source::Source`], so the same
 //! code runs on the live system, under `--sysroot` and from a recording:
@@ -51,7 +55,9 @@ pub mod counter;
 pub mod cpulist;
 pub mod interval;
 pub mod output;
+pub mod privilege;
 pub mod record;
+pub mod root;
 pub mod run;
 pub mod signals;
 pub mod source;

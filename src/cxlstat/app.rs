@@ -10,6 +10,7 @@ use clap::Parser;
 use crate::common::cli::{output_error_status, report_error};
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
+use crate::common::privilege::drop_capabilities;
 use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
@@ -234,6 +235,9 @@ fn run_count(
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
     let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
     counters.enable()?;
+    // The events are open: whatever capability opened them (CAP_PERFMON from
+    // setcap, root's) serves nothing else, and not the command run after `--`.
+    drop_capabilities().map_err(|e| CxlError::Setup(format!("cannot drop capabilities: {e}")))?;
     let mut session = Session {
         counters,
         view: CountView::new(&plan, pmus, options.aggregate, output),

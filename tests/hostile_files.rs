@@ -282,3 +282,42 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
     );
     fs::remove_dir_all(dir).unwrap();
 }
+
+#[path = "cxlstat_support/mod.rs"]
+mod cxlstat_support;
+
+#[test]
+fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
+    if !cxlstat_support::perf_usable("sigterm_ends_cxlstat_and_the_command_it_waits_for") {
+        return;
+    }
+    let dir = scratch("cxlstat-command");
+    cxlstat_support::software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    for interval in [None, Some("0.1")] {
+        let mut args = vec!["--sysroot", dir.to_str().unwrap(), "-e", "cpu_clock"];
+        args.extend(interval);
+        args.extend(["--", "sleep", "30"]);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let start = Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let took = start.elapsed();
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        assert!(took < Duration::from_secs(5), "{interval:?}: {took:?}");
+        // The command's status, as a shell shows it: killed by SIGTERM.
+        assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{interval:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("cxl_pmu_mem0.0"), "{interval:?}: {text}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -2,6 +2,7 @@
 //! stopped, for a command's lifetime, or every interval.
 
 use std::io::{self, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -148,7 +149,22 @@ impl Workload<'_> {
             .map_err(|e| self.error(e))
     }
 
-    fn wait(&self, child: &mut Child) -> Result<i32, CxlError> {
+    /// Waits for the command to end. A stop signal sent to cxlstat alone
+    /// (SIGTERM, SIGHUP) is passed on to the command, as perf stat does, so
+    /// that both end promptly; Ctrl-C reaches both from the terminal anyway.
+    fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
+        // SAFETY: pidfd_open(2) of our own child, not yet reaped.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
+        if pidfd >= 0 {
+            // SAFETY: a fresh descriptor that nobody else owns.
+            let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+            if !stop.wait_readable(pidfd.as_fd())
+                && let Some(signal) = stop.caught()
+            {
+                // SAFETY: signalling our own child, not yet reaped.
+                unsafe { libc::kill(child.id() as i32, signal) };
+            }
+        }
         child.wait().map(exit_code).map_err(|e| self.error(e))
     }
 }
@@ -273,7 +289,7 @@ fn count_until_end(
     let mut status = 0;
     if live {
         match &workload {
-            Some(w) => status = w.wait(&mut w.spawn()?)?,
+            Some(w) => status = w.wait(&mut w.spawn()?, stop)?,
             None => {
                 while stop.caught().is_none() {
                     stop.sleep_until(Instant::now() + Duration::from_secs(3600));
@@ -322,7 +338,7 @@ fn count_every(
     match result {
         // Stopped before the command ended: wait for it, as perf does.
         Ok(_) => match (child.as_mut(), &workload) {
-            (Some(c), Some(w)) => w.wait(c),
+            (Some(c), Some(w)) => w.wait(c, stop),
             _ => Ok(0),
         },
         Err(Halt::CommandDone(status)) => Ok(exit_code(status)),

@@ -11,7 +11,7 @@ use clap::Parser;
 use crate::common::cli::{output_error_status, report_error};
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
-use crate::common::privilege::drop_capabilities;
+use crate::common::privilege::{drop_capabilities, is_secure};
 use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
@@ -251,9 +251,13 @@ fn run_count(
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
     let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
     counters.enable()?;
-    // The events are open: whatever capability opened them (CAP_PERFMON from
-    // setcap, root's) serves nothing else, and not the command run after `--`.
-    drop_capabilities().map_err(|e| CxlError::Setup(format!("cannot drop capabilities: {e}")))?;
+    // The events are open: raised privileges (CAP_PERFMON from setcap) serve
+    // nothing else, and not the command run after `--`. A run by root itself
+    // (or a test calling `run` in process) keeps its own capabilities.
+    if is_secure() {
+        drop_capabilities()
+            .map_err(|e| CxlError::Setup(format!("cannot drop capabilities: {e}")))?;
+    }
     let mut session = Session {
         counters,
         view: CountView::new(&plan, pmus, options.aggregate, output),

@@ -1,17 +1,23 @@
 //! Without root: EACCES explains CAP_PERFMON, and `setcap cap_perfmon+ep`
-//! on the binary is enough to count. Needs root (to switch to `nobody` and
-//! to set the capability), setpriv and setcap; skips with the reason
-//! otherwise, unless CI=true.
+//! on the binary is enough to count. With that capability the caller cannot
+//! choose the kernel files (`--sysroot`, `--replay`, `--record` are refused),
+//! so the fixture PMUs are bind-mounted over `/sys` in a private mount
+//! namespace instead; once counting, the process has no capability left.
+//! Needs root (to switch to `nobody`, to set the capability and to mount),
+//! setpriv, setcap and unshare; skips with the reason otherwise, unless
+//! CI=true.
 
 mod cxlstat_support;
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use cxlstat_support::{scratch, skip, software_tree};
 
 fn can_run(test: &str) -> bool {
-    let missing: Vec<&str> = ["/usr/bin/setpriv", "/usr/sbin/setcap"]
+    let missing: Vec<&str> = ["/usr/bin/setpriv", "/usr/sbin/setcap", "/usr/bin/unshare"]
         .into_iter()
         .filter(|p| !Path::new(p).exists())
         .collect();
@@ -41,13 +47,44 @@ fn can_run(test: &str) -> bool {
     }
 }
 
+const NOBODY: [&str; 3] = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
+
 fn as_nobody(binary: &Path, args: &[&str]) -> std::process::Output {
     Command::new("/usr/bin/setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .args(NOBODY)
         .arg(binary)
         .args(args)
         .output()
         .unwrap()
+}
+
+/// `binary args` as `nobody`, in a private mount namespace whose `/sys` is
+/// `root/sys`. The process keeps its PID through `unshare`, `sh` and
+/// `setpriv` (each execs the next).
+fn as_nobody_over_fixture_sys(root: &Path, binary: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("/usr/bin/unshare");
+    command
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$1/sys" /sys && shift && exec /usr/bin/setpriv "$@""#)
+        .arg("sh")
+        .arg(root)
+        .args(NOBODY)
+        .arg(binary)
+        .args(args);
+    command
+}
+
+/// A copy of cxlstat with `cap_perfmon+ep`, in `root`.
+fn binary_with_cap_perfmon(root: &Path) -> std::path::PathBuf {
+    let binary = root.join("cxlstat");
+    std::fs::copy(env!("CARGO_BIN_EXE_cxlstat"), &binary).unwrap();
+    let status = Command::new("/usr/sbin/setcap")
+        .arg("cap_perfmon+ep")
+        .arg(&binary)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    binary
 }
 
 #[test]
@@ -57,8 +94,8 @@ fn eacces_explains_cap_perfmon_and_setcap_is_enough() {
     }
     let root = scratch("privileges");
     software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
-    let binary = root.join("cxlstat");
-    std::fs::copy(env!("CARGO_BIN_EXE_cxlstat"), &binary).unwrap();
+    let plain = root.join("plain-cxlstat");
+    std::fs::copy(env!("CARGO_BIN_EXE_cxlstat"), &plain).unwrap();
     let args = [
         "--sysroot",
         root.to_str().unwrap(),
@@ -68,7 +105,7 @@ fn eacces_explains_cap_perfmon_and_setcap_is_enough() {
         "1",
     ];
 
-    let denied = as_nobody(&binary, &args);
+    let denied = as_nobody(&plain, &args);
     assert_eq!(denied.status.code(), Some(1));
     let err = String::from_utf8_lossy(&denied.stderr);
     assert!(
@@ -78,13 +115,11 @@ fn eacces_explains_cap_perfmon_and_setcap_is_enough() {
         "{err}"
     );
 
-    let status = Command::new("/usr/sbin/setcap")
-        .arg("cap_perfmon+ep")
-        .arg(&binary)
-        .status()
+    // With the capability, the live /sys (the fixture, mounted over it).
+    let binary = binary_with_cap_perfmon(&root);
+    let allowed = as_nobody_over_fixture_sys(&root, &binary, &args[2..])
+        .output()
         .unwrap();
-    assert!(status.success());
-    let allowed = as_nobody(&binary, &args);
     assert!(
         allowed.status.success(),
         "{}",
@@ -95,5 +130,95 @@ fn eacces_explains_cap_perfmon_and_setcap_is_enough() {
         out.lines()
             .any(|l| l.contains("cxl_pmu_mem0.0") && l.contains("100.00%")),
         "{out}"
+    );
+}
+
+#[test]
+fn with_file_capabilities_the_caller_cannot_choose_the_files() {
+    if !can_run("with_file_capabilities_the_caller_cannot_choose_the_files") {
+        return;
+    }
+    let root = scratch("privileges-refused");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let binary = binary_with_cap_perfmon(&root);
+    let tree = root.to_str().unwrap();
+    let recording = format!("{tree}/r.rec");
+    for (option, value) in [
+        ("--sysroot", tree),
+        ("--replay", recording.as_str()),
+        ("--record", recording.as_str()),
+    ] {
+        let run = as_nobody(&binary, &[option, value, "-e", "cpu_clock", "0.05", "1"]);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{option}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "cxlstat: {option}: refused while running with raised privileges"
+            )) && err.lines().count() == 1,
+            "{option}: {err}"
+        );
+        assert!(run.stdout.is_empty(), "{option}");
+    }
+    assert!(!Path::new(&recording).exists());
+}
+
+/// `CapEff` and `CapPrm` of every thread of `pid`.
+fn capabilities(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap();
+        found.extend(
+            status
+                .lines()
+                .filter(|l| l.starts_with("CapEff:") || l.starts_with("CapPrm:"))
+                .map(str::to_string),
+        );
+    }
+    found
+}
+
+#[test]
+fn counting_runs_without_any_capability() {
+    if !can_run("counting_runs_without_any_capability") {
+        return;
+    }
+    let root = scratch("privileges-dropped");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let binary = binary_with_cap_perfmon(&root);
+    let mut child = as_nobody_over_fixture_sys(&root, &binary, &["-e", "cpu_clock", "0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The second report: counting has been going on for an interval.
+    let mut counted = Vec::new();
+    let start = Instant::now();
+    while counted.len() < 2 && start.elapsed() < Duration::from_secs(30) {
+        match lines.next() {
+            Some(line) => {
+                let line = line.unwrap();
+                if line.contains("cxl_pmu_mem0.0") {
+                    counted.push(line);
+                }
+            }
+            None => break,
+        }
+    }
+    let caps = capabilities(pid);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let end = child.wait_with_output().unwrap();
+    assert_eq!(counted.len(), 2, "{}", String::from_utf8_lossy(&end.stderr));
+    assert!(counted.iter().all(|l| l.contains("100.00%")), "{counted:?}");
+    assert!(!caps.is_empty());
+    for line in &caps {
+        assert!(line.ends_with("\t0000000000000000"), "{caps:?}");
+    }
+    assert!(
+        end.status.success(),
+        "{}",
+        String::from_utf8_lossy(&end.stderr)
     );
 }

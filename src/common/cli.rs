@@ -5,6 +5,7 @@ use std::fmt::Display;
 use std::io;
 use std::path::PathBuf;
 
+use super::privilege::{self, Guarded};
 use super::record::{Recorder, Replay, recording_error};
 use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
@@ -25,8 +26,11 @@ pub struct SourceArgs {
 
 impl SourceArgs {
     /// Opens the source these arguments describe. `tool` and `args` go into a
-    /// recording's header. Fails with a one-line message naming the file.
+    /// recording's header. Fails with a one-line message naming the file,
+    /// or the option, when the program runs with raised privileges and an
+    /// option would let the caller choose what it opens (see [`privilege`]).
     pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, String> {
+        self.refuse_when_secure(privilege::is_secure())?;
         if let Some(path) = &self.replay {
             let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
             if let Some(warning) = replay.cut() {
@@ -41,6 +45,34 @@ impl SourceArgs {
                 .map_err(|e| e.to_string()),
             None => Ok(Box::new(live)),
         }
+    }
+}
+
+impl SourceArgs {
+    /// Refuses, when `secure`, every option that makes the program open
+    /// files the caller chooses.
+    fn refuse_when_secure(&self, secure: bool) -> Result<(), String> {
+        privilege::refuse_when_secure(
+            secure,
+            &[
+                Guarded {
+                    option: "--sysroot",
+                    given: self.sysroot.is_some(),
+                    why: "takes kernel files, and what they make the program open, \
+                          from a directory the caller chooses",
+                },
+                Guarded {
+                    option: "--replay",
+                    given: self.replay.is_some(),
+                    why: "reads a file the caller chooses",
+                },
+                Guarded {
+                    option: "--record",
+                    given: self.record.is_some(),
+                    why: "writes a file the caller chooses",
+                },
+            ],
+        )
     }
 }
 
@@ -89,4 +121,42 @@ pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
     let joined = paragraph.join(" ");
     let what = joined.strip_prefix("error: ").unwrap_or(&joined);
     report_error(tool, format_args!("{what} (see '{tool} --help')"), 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raised_privileges_refuse_every_caller_chosen_path() {
+        let none = SourceArgs::default();
+        assert!(none.refuse_when_secure(true).is_ok());
+        for (option, args) in [
+            (
+                "--sysroot",
+                SourceArgs {
+                    sysroot: Some("/tmp".into()),
+                    ..SourceArgs::default()
+                },
+            ),
+            (
+                "--replay",
+                SourceArgs {
+                    replay: Some("r".into()),
+                    ..SourceArgs::default()
+                },
+            ),
+            (
+                "--record",
+                SourceArgs {
+                    record: Some("r".into()),
+                    ..SourceArgs::default()
+                },
+            ),
+        ] {
+            assert!(args.refuse_when_secure(false).is_ok());
+            let err = args.refuse_when_secure(true).unwrap_err();
+            assert!(err.starts_with(&format!("{option}: refused")), "{err}");
+        }
+    }
 }

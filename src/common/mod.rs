@@ -2,6 +2,8 @@
 //!
 //! * [`source`]: where kernel files are read from (a root directory or a
 //!   recording), behind one trait;
+//! * [`root`]: opening kernel files under a root: never blocking, regular
+//!   files only, never outside the root;
 //! * [`record`]: the recording format, its writer and its replayer;
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
@@ -11,7 +13,9 @@
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
-//! * [`cli`]: command-line options shared by every tool.
+//! * [`cli`]: command-line options shared by every tool;
+//! * [`privilege`]: what a set-user-ID or `setcap` run refuses, and dropping
+//!   capabilities.
 //!
 //! A tool reads kernel files only through a [`source::Source`], so the same
 //! code runs on the live system, under `--sysroot` and from a recording:
@@ -57,7 +61,9 @@ pub mod excerpt;
 pub mod interval;
 pub mod manual;
 pub mod output;
+pub mod privilege;
 pub mod record;
+pub mod root;
 pub mod run;
 pub mod signals;
 pub mod source;

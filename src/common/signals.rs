@@ -7,7 +7,7 @@
 //! with `BrokenPipe`, which the binaries treat as a quiet, normal end.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,6 +77,35 @@ impl StopSignal {
         }
     }
 
+    /// Sleeps until `fd` is readable (for example a pidfd whose process
+    /// ended). Returns `false` if a stop signal came first (or had already
+    /// come).
+    pub fn wait_readable(&self, fd: BorrowedFd) -> bool {
+        loop {
+            if self.caught().is_some() {
+                return false;
+            }
+            let mut fds = [
+                libc::pollfd {
+                    fd: self.wake.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfds for the duration of the call.
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            self.drain();
+            if fds[1].revents != 0 {
+                return true;
+            }
+        }
+    }
+
     fn drain(&self) {
         let mut buf = [0u8; 64];
         // SAFETY: reading into a local buffer from a non-blocking socket we own.
@@ -95,10 +124,22 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// One test: a signal raised in one would be caught by the other's handlers.
     #[test]
-    fn a_signal_cuts_a_sleep_short_and_is_remembered() {
+    fn a_signal_cuts_a_sleep_or_a_wait_short_and_is_remembered() {
+        use std::io::Write;
         let stop = StopSignal::install().unwrap();
         assert!(stop.sleep_until(Instant::now() + Duration::from_millis(20)));
+        let (reader, mut writer) = UnixStream::pair().unwrap();
+        let start = Instant::now();
+        let writes = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            writer.write_all(b"x").unwrap();
+            writer
+        });
+        assert!(stop.wait_readable(std::os::fd::AsFd::as_fd(&reader)));
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        let _writer = writes.join().unwrap();
         let start = Instant::now();
         let raiser = std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(50));
@@ -107,6 +148,16 @@ mod tests {
         assert!(!stop.sleep_until(Instant::now() + Duration::from_secs(30)));
         assert!(start.elapsed() < Duration::from_secs(10));
         assert_eq!(stop.caught(), Some(libc::SIGHUP));
+        raiser.join().unwrap();
+        // A fresh flag: a signal also cuts waiting for a descriptor short.
+        let stop = StopSignal::install().unwrap();
+        let (idle, _idle_writer) = UnixStream::pair().unwrap();
+        let raiser = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            signal_hook::low_level::raise(libc::SIGTERM).unwrap();
+        });
+        assert!(!stop.wait_readable(std::os::fd::AsFd::as_fd(&idle)));
+        assert_eq!(stop.caught(), Some(libc::SIGTERM));
         raiser.join().unwrap();
     }
 }

@@ -8,13 +8,14 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
+
+use super::root::{Access, Root};
 
 /// The host identity a banner needs (the fields of `uname(2)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,13 +178,47 @@ pub trait Source {
 /// 10,000, where `/proc/diskstats` is 1.5 MB).
 pub const LINE_CHUNK: usize = 8 * 1024;
 
+/// The most bytes read from a kernel file under `/sys` (outside debugfs):
+/// a sysfs attribute holds at most one page (4 KiB, 64 KiB on POWER).
+pub const SYSFS_LIMIT: u64 = 1 << 20;
+
+/// The most bytes read from any other kernel file: `/proc/diskstats` grows
+/// with the devices (150 bytes each), so this allows some 400,000 of them.
+pub const FILE_LIMIT: u64 = 64 << 20;
+
+/// The most bytes a read of kernel path `path` takes before it fails: far
+/// above what a kernel writes, so that only a file that is not the kernel's
+/// (a huge file under `--sysroot`) reaches it.
+pub fn size_limit(path: &str) -> u64 {
+    if path.starts_with("/sys/") && !path.starts_with("/sys/kernel/debug/") {
+        SYSFS_LIMIT
+    } else {
+        FILE_LIMIT
+    }
+}
+
+/// The error for a file larger than `limit` bytes.
+fn too_large(limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "larger than {} KiB, more than any kernel file of its kind holds",
+            limit >> 10
+        ),
+    )
+}
+
 /// Passes every complete line of `text` to `each`; returns how many bytes
-/// that consumed (the start of an unfinished last line).
-fn complete_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
+/// that consumed (the start of an unfinished last line). The first line's
+/// newline is looked for from `scanned` on: the bytes before it are known
+/// to hold none.
+fn complete_lines(text: &[u8], scanned: usize, each: &mut dyn FnMut(&[u8])) -> usize {
     let mut start = 0;
-    while let Some(n) = text[start..].iter().position(|&b| b == b'\n') {
-        each(&text[start..start + n]);
-        start += n + 1;
+    let mut from = scanned;
+    while let Some(n) = text[from..].iter().position(|&b| b == b'\n') {
+        each(&text[start..from + n]);
+        start = from + n + 1;
+        from = start;
     }
     start
 }
@@ -191,21 +226,29 @@ fn complete_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
 /// Passes every line of `text` to `each`, a last line without a newline
 /// included.
 fn split_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) {
-    let done = complete_lines(text, each);
+    let done = complete_lines(text, 0, each);
     if done < text.len() {
         each(&text[done..]);
     }
 }
 
 /// Reads `file` from offset 0 in pieces of [`LINE_CHUNK`] bytes and passes
-/// its lines to `each`; `buf` holds one piece plus an unfinished line.
-fn read_lines(file: &File, buf: &mut Vec<u8>, each: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+/// its lines to `each`; `buf` holds one piece plus an unfinished line. Each
+/// byte is searched for a newline once, however long the line. Fails once
+/// more than `limit` bytes were read.
+fn read_lines(
+    file: &File,
+    limit: u64,
+    buf: &mut Vec<u8>,
+    each: &mut dyn FnMut(&[u8]),
+) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     buf.clear();
     let mut offset = 0u64;
     loop {
         let filled = buf.len();
-        // `filled` is an unfinished line carried over: read a whole piece after it.
+        // `filled` is an unfinished line carried over (without a newline):
+        // read a whole piece after it.
         buf.resize(filled + LINE_CHUNK, 0);
         let n = match file.read_at(&mut buf[filled..], offset) {
             Ok(n) => n,
@@ -225,7 +268,11 @@ fn read_lines(file: &File, buf: &mut Vec<u8>, each: &mut dyn FnMut(&[u8])) -> io
             return Ok(());
         }
         offset += n as u64;
-        let done = complete_lines(buf, each);
+        if offset > limit {
+            buf.clear();
+            return Err(too_large(limit));
+        }
+        let done = complete_lines(buf, filled, each);
         buf.drain(..done);
     }
 }
@@ -233,11 +280,13 @@ fn read_lines(file: &File, buf: &mut Vec<u8>, each: &mut dyn FnMut(&[u8])) -> io
 /// The live system seen under a root directory (`/` normally, `--sysroot DIR`
 /// for offline analysis and tests).
 ///
+/// Every file is opened as [`Root`] opens it: never blocking, regular files
+/// only, and never outside the root. Every read stops at [`size_limit`].
 /// Hot-path files registered with [`RootFs::keep_open`] stay open and are
 /// re-read from offset 0, which saves an `open`/`close` pair
 /// per sample; they must then be rewritten in place, as the kernel does.
 pub struct RootFs {
-    root: PathBuf,
+    root: Root,
     opened: Instant,
     kept: RefCell<HashMap<String, Option<File>>>,
 }
@@ -246,7 +295,7 @@ impl RootFs {
     /// Opens the system under `root`.
     pub fn new(root: impl Into<PathBuf>) -> RootFs {
         RootFs {
-            root: root.into(),
+            root: Root::new(root),
             opened: Instant::now(),
             kept: RefCell::new(HashMap::new()),
         }
@@ -260,22 +309,21 @@ impl RootFs {
             .or_insert(None);
     }
 
-    /// The host path that stands for kernel path `path`.
-    pub fn host_path(&self, path: &str) -> PathBuf {
-        self.root.join(path.trim_start_matches('/'))
+    fn open(&self, path: &str) -> io::Result<File> {
+        self.root.open_file(path, Access::Read)
     }
 
     fn read_kept(&self, path: &str, buf: &mut Vec<u8>) -> Option<io::Result<()>> {
         let mut kept = self.kept.borrow_mut();
         let slot = kept.get_mut(path)?;
         if slot.is_none() {
-            match File::open(self.host_path(path)) {
+            match self.open(path) {
                 Ok(f) => *slot = Some(f),
                 Err(e) => return Some(Err(e)),
             }
         }
         let file = slot.as_ref().expect("opened above");
-        let result = pread_all(file, buf);
+        let result = pread_all(file, size_limit(path), buf);
         if result.is_err() {
             // The file may have gone away (device removed): reopen next time.
             *slot = None;
@@ -284,16 +332,28 @@ impl RootFs {
     }
 }
 
-/// Reads a whole file from offset 0 into `buf` (cleared first).
+/// Reads a whole file from offset 0 into `buf` (cleared first), failing
+/// if it holds more than `limit` bytes.
 ///
 /// `read_to_end` fills the buffer's spare capacity without zeroing it first,
 /// so a large file (a `/proc/diskstats` of 10,000 devices) costs its size in
 /// memory, not the doubled capacity.
-fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
+fn pread_all(file: &File, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
     let mut reader = file;
     reader.seek(SeekFrom::Start(0))?;
-    reader.read_to_end(buf).map(|_| ())
+    read_capped(file, limit, buf)
+}
+
+/// Reads `file` from where it stands to its end into `buf` (cleared
+/// first), failing if it holds more than `limit` bytes.
+fn read_capped(file: &File, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    let result = file.take(limit + 1).read_to_end(buf);
+    if result.is_ok() && buf.len() as u64 > limit {
+        buf.clear();
+        return Err(too_large(limit));
+    }
+    result.map(|_| ())
 }
 
 impl Source for RootFs {
@@ -303,16 +363,15 @@ impl Source for RootFs {
         }
         // A freshly opened file is at offset 0 already: no seek, which
         // debugfs attribute files (dtl_event_mask) refuse with ESPIPE.
-        buf.clear();
-        File::open(self.host_path(path))?
-            .read_to_end(buf)
-            .map(|_| ())
+        read_capped(&self.open(path)?, size_limit(path), buf)
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        fs::read_dir(self.host_path(path))?
-            .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
-            .collect()
+        let mut names = Vec::new();
+        self.root.for_each_entry(path, &mut |name| {
+            names.push(name.to_string_lossy().into_owned())
+        })?;
+        Ok(names)
     }
 
     fn for_each_line(
@@ -321,13 +380,14 @@ impl Source for RootFs {
         buf: &mut Vec<u8>,
         each: &mut dyn FnMut(&[u8]),
     ) -> io::Result<()> {
+        let limit = size_limit(path);
         let mut kept = self.kept.borrow_mut();
         if let Some(slot) = kept.get_mut(path) {
             if slot.is_none() {
-                *slot = Some(File::open(self.host_path(path))?);
+                *slot = Some(self.open(path)?);
             }
             let file = slot.as_ref().expect("opened above");
-            let result = read_lines(file, buf, each);
+            let result = read_lines(file, limit, buf, each);
             if result.is_err() {
                 // The file may have gone away: reopen next time.
                 *slot = None;
@@ -335,44 +395,36 @@ impl Source for RootFs {
             return result;
         }
         drop(kept);
-        read_lines(&File::open(self.host_path(path))?, buf, each)
+        read_lines(&self.open(path)?, limit, buf, each)
     }
 
     fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {
-        for entry in fs::read_dir(self.host_path(path))? {
-            each(&entry?.file_name().to_string_lossy());
-        }
-        Ok(())
+        self.root
+            .for_each_entry(path, &mut |name| each(&name.to_string_lossy()))
     }
 
     fn read_link(&self, path: &str) -> io::Result<String> {
-        Ok(fs::read_link(self.host_path(path))?
-            .to_string_lossy()
-            .into_owned())
+        Ok(self.root.read_link(path)?.to_string_lossy().into_owned())
     }
 
     fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
-        let rdev = fs::metadata(self.host_path(path))?.rdev();
+        let rdev = self.root.stat(path)?.st_rdev;
         Ok((libc::major(rdev), libc::minor(rdev)))
     }
 
     fn canonicalize(&self, path: &str) -> io::Result<String> {
-        let real = fs::canonicalize(self.host_path(path))?;
-        let root = fs::canonicalize(&self.root)?;
-        let inside = real.strip_prefix(&root).unwrap_or(&real);
-        Ok(Path::new("/").join(inside).to_string_lossy().into_owned())
+        self.root.canonicalize(path)
     }
 
     fn is_dir(&self, path: &str) -> bool {
-        self.host_path(path).is_dir()
+        self.root
+            .stat(path)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
     }
 
     fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {
         // O_TRUNC as the shell's `echo 1 > file`; kernel attribute files ignore it.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(self.host_path(path))?;
+        let mut file = self.root.open_file(path, Access::Write)?;
         let written = file.write(data)?;
         if written != data.len() {
             return Err(io::Error::new(
@@ -429,6 +481,7 @@ impl Source for RootFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn tree() -> (PathBuf, RootFs) {
         let dir = std::env::temp_dir().join(format!(
@@ -545,6 +598,110 @@ mod tests {
         assert!(src.write_file("/proc/nope", b"1\n").is_err());
         src.write_file("/proc/uptime", b"1\n").unwrap();
         assert_eq!(fs::read(dir.join("proc/uptime")).unwrap(), b"1\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn reads_stop_at_the_size_limit_and_say_so() {
+        let (dir, src) = tree();
+        let big = File::create(dir.join("proc/diskstats")).unwrap();
+        big.set_len(FILE_LIMIT + 1).unwrap();
+        let mut buf = Vec::new();
+        let err = src.read_into("/proc/diskstats", &mut buf).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "larger than 65536 KiB, more than any kernel file of its kind holds"
+        );
+        let err = src
+            .for_each_line("/proc/diskstats", &mut buf, &mut |_| {})
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        // One line of zeros, held until the limit: bounded, if large.
+        assert!(
+            buf.capacity() as u64 <= 2 * FILE_LIMIT,
+            "{}",
+            buf.capacity()
+        );
+        src.keep_open("/proc/diskstats");
+        assert!(src.read_into("/proc/diskstats", &mut buf).is_err());
+        // Exactly the limit is a (huge) kernel file.
+        big.set_len(FILE_LIMIT).unwrap();
+        src.read_into("/proc/diskstats", &mut buf).unwrap();
+        assert_eq!(buf.len() as u64, FILE_LIMIT);
+        // sysfs attributes are one page at most.
+        fs::write(
+            dir.join("sys/block/sda/stat"),
+            vec![b'1'; SYSFS_LIMIT as usize + 1],
+        )
+        .unwrap();
+        let err = src.read("/sys/block/sda/stat").unwrap_err();
+        assert!(err.to_string().starts_with("larger than 1024 KiB"), "{err}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_to_dev_zero_is_refused_at_once() {
+        let (dir, src) = tree();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("proc/stat")).unwrap();
+        // Inside the root, /dev/zero does not exist.
+        let err = src.read("/proc/stat").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        // On the host, it is a character device, not a kernel file.
+        let host = RootFs::new("/");
+        let path = dir.join("proc/stat").to_string_lossy().into_owned();
+        let err = host.read(&path).unwrap_err();
+        assert!(err.to_string().contains("character device"), "{err}");
+        let mut buf = Vec::new();
+        let err = host
+            .for_each_line(&path, &mut buf, &mut |_| {})
+            .unwrap_err();
+        assert!(err.to_string().contains("character device"), "{err}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Lines of `text` as `read_lines` splits them from a file.
+    fn read_lines_of(dir: &std::path::Path, text: &[u8]) -> Vec<Vec<u8>> {
+        let path = dir.join("proc/lines");
+        fs::write(&path, text).unwrap();
+        let mut lines = Vec::new();
+        let mut buf = Vec::new();
+        read_lines(&File::open(&path).unwrap(), u64::MAX, &mut buf, &mut |l| {
+            lines.push(l.to_vec())
+        })
+        .unwrap();
+        lines
+    }
+
+    #[test]
+    fn long_lines_split_as_before_and_in_linear_time() {
+        let (dir, _src) = tree();
+        // Lines ending at, just before and just after piece boundaries, and
+        // lines spanning many pieces.
+        let mut text = Vec::new();
+        for len in [
+            0,
+            1,
+            LINE_CHUNK - 1,
+            LINE_CHUNK,
+            LINE_CHUNK + 1,
+            5 * LINE_CHUNK + 7,
+            3,
+        ] {
+            text.extend(std::iter::repeat_n(b'a' + (len % 26) as u8, len));
+            text.push(b'\n');
+        }
+        text.extend_from_slice(b"no newline");
+        let mut expected = Vec::new();
+        split_lines(&text, &mut |l| expected.push(l.to_vec()));
+        assert_eq!(expected.len(), 8);
+        assert_eq!(read_lines_of(&dir, &text), expected);
+        // 20 MB in one line: quadratic rescanning took seconds here.
+        let line = vec![b'x'; 20 << 20];
+        let start = Instant::now();
+        let lines = read_lines_of(&dir, &line);
+        let took = start.elapsed();
+        assert_eq!(lines, [line]);
+        assert!(took < Duration::from_secs(5), "{took:?}");
         fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -2,6 +2,7 @@
 //! stopped, for a command's lifetime, or every interval.
 
 use std::io::{self, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
@@ -12,6 +13,7 @@ use clap::Parser;
 use crate::common::cli::{output_error_status, parse_error_status, report_error};
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
+use crate::common::privilege::{drop_capabilities, is_secure};
 use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
@@ -169,7 +171,22 @@ impl Workload<'_> {
             .map_err(|e| self.not_started(e))
     }
 
-    fn wait(&self, child: &mut Child) -> Result<i32, CxlError> {
+    /// Waits for the command to end. A stop signal sent to cxlstat alone
+    /// (SIGTERM, SIGHUP) is passed on to the command, as perf stat does, so
+    /// that both end promptly; Ctrl-C reaches both from the terminal anyway.
+    fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
+        // SAFETY: pidfd_open(2) of our own child, not yet reaped.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
+        if pidfd >= 0 {
+            // SAFETY: a fresh descriptor that nobody else owns.
+            let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+            if !stop.wait_readable(pidfd.as_fd())
+                && let Some(signal) = stop.caught()
+            {
+                // SAFETY: signalling our own child, not yet reaped.
+                unsafe { libc::kill(child.id() as i32, signal) };
+            }
+        }
         child.wait().map(exit_code).map_err(|e| self.error(e))
     }
 }
@@ -307,6 +324,13 @@ fn run_count(
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
     let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
     counters.enable()?;
+    // The events are open: raised privileges (CAP_PERFMON from setcap) serve
+    // nothing else, and not the command run after `--`. A run by root itself
+    // (or a test calling `run` in process) keeps its own capabilities.
+    if is_secure() {
+        drop_capabilities()
+            .map_err(|e| CxlError::Setup(format!("cannot drop capabilities: {e}")))?;
+    }
     let mut session = Session {
         counters,
         view: CountView::new(&plan, pmus, options.aggregate, output),
@@ -352,7 +376,7 @@ fn count_until_end(
     let mut status = 0;
     if live {
         match (&workload, child) {
-            (Some(w), Some(mut child)) => status = w.wait(&mut child)?,
+            (Some(w), Some(mut child)) => status = w.wait(&mut child, stop)?,
             _ => {
                 while stop.caught().is_none() {
                     stop.sleep_until(Instant::now() + Duration::from_secs(3600));
@@ -406,7 +430,7 @@ fn count_every(
     match result {
         // Stopped before the command ended: wait for it, as perf does.
         Ok(_) => match (child.as_mut(), &workload) {
-            (Some(c), Some(w)) => w.wait(c).map(Ok),
+            (Some(c), Some(w)) => w.wait(c, stop).map(Ok),
             _ => Ok(Ok(0)),
         },
         Err(Halt::CommandDone(status)) => Ok(Ok(exit_code(status))),

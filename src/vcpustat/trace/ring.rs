@@ -14,6 +14,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::PathBuf;
 
+use crate::common::root::{Access, Root};
+
 /// The kernel path of the DTL directory.
 pub const DTL_DIR: &str = "/sys/kernel/debug/powerpc/dtl";
 
@@ -39,15 +41,18 @@ pub trait DtlRings {
     fn reads_running_kernel(&self) -> bool;
 }
 
-/// The live rings under a root directory (`/` or `--sysroot`).
+/// The live rings under a root directory (`/` or `--sysroot`), opened as
+/// every kernel file is (see [`Root`]): never blocking, regular files only.
 pub struct DebugfsRings {
-    root: PathBuf,
+    root: Root,
 }
 
 impl DebugfsRings {
     /// Rings under `root` (the kernel's `/` is `root`).
     pub fn new(root: impl Into<PathBuf>) -> DebugfsRings {
-        DebugfsRings { root: root.into() }
+        DebugfsRings {
+            root: Root::new(root),
+        }
     }
 }
 
@@ -68,13 +73,12 @@ impl DtlRing for DebugfsRing {
 
 impl DtlRings for DebugfsRings {
     fn open(&self, cpu: u32) -> io::Result<Box<dyn DtlRing>> {
-        let path = self.root.join(ring_path(cpu).trim_start_matches('/'));
-        let file = File::open(path)?;
+        let file = self.root.open_file(&ring_path(cpu), Access::Read)?;
         Ok(Box::new(DebugfsRing { file }))
     }
 
     fn reads_running_kernel(&self) -> bool {
-        std::fs::canonicalize(&self.root).is_ok_and(|root| root == std::path::Path::new("/"))
+        std::fs::canonicalize(self.root.path()).is_ok_and(|root| root == std::path::Path::new("/"))
     }
 }
 
@@ -109,6 +113,11 @@ mod tests {
             )
             .reads_running_kernel()
         );
+        let fifo = std::ffi::CString::new(dtl.join("cpu-5").to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let err = rings.open(5).err().unwrap();
+        assert!(err.to_string().contains("FIFO"), "{err}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

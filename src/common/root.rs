@@ -1,0 +1,380 @@
+//! Opening kernel files under a root directory without ever blocking and
+//! without leaving the root.
+//!
+//! Kernel files in `/proc`, `/sys` and debugfs are regular files; a FIFO, a
+//! device or a socket in their place (possible under `--sysroot`) could block
+//! `open(2)` or `read(2)` forever or never end. So every file is opened with
+//! `O_NONBLOCK | O_NOCTTY | O_CLOEXEC`, checked with `fstat(2)` to be a
+//! regular file, and only then switched back to blocking I/O.
+//!
+//! Under a root other than `/`, every path is resolved with `openat2(2)` and
+//! `RESOLVE_IN_ROOT`: a symbolic link (absolute or with `..`) is resolved as
+//! if the root were `/`, so neither reads nor writes reach files outside it.
+
+use std::cell::OnceCell;
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How a kernel file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// For reading.
+    Read,
+    /// For writing, truncated as the shell's `echo 1 > file` does.
+    Write,
+}
+
+/// A root directory (`/`, or a `--sysroot` directory) that kernel paths are
+/// resolved under.
+pub struct Root {
+    path: PathBuf,
+    /// The root directory opened with `O_PATH` on first use (not for `/`).
+    dir: OnceCell<OwnedFd>,
+}
+
+impl Root {
+    /// The root at `path`; nothing is opened until a file is.
+    pub fn new(path: impl Into<PathBuf>) -> Root {
+        Root {
+            path: path.into(),
+            dir: OnceCell::new(),
+        }
+    }
+
+    /// The root directory on the host.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True for the host's own `/`, where paths need no confinement.
+    fn is_host_root(&self) -> bool {
+        self.path == Path::new("/")
+    }
+
+    /// The host path that stands for kernel path `path` (for messages).
+    pub fn host_path(&self, path: &str) -> PathBuf {
+        self.path.join(path.trim_start_matches('/'))
+    }
+
+    /// Opens kernel path `path` for `access`: never blocks, and fails with
+    /// a clear error unless it is a regular file.
+    pub fn open_file(&self, path: &str, access: Access) -> io::Result<File> {
+        let flags = match access {
+            Access::Read => libc::O_RDONLY,
+            Access::Write => libc::O_WRONLY | libc::O_TRUNC,
+        };
+        let fd = match self.open_raw(path, flags | libc::O_NONBLOCK) {
+            // A FIFO opened for writing without a reader.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                return Err(not_regular(self.kind_of(path).unwrap_or("special file")));
+            }
+            other => other?,
+        };
+        match file_kind(&fd)? {
+            "regular file" => {}
+            "directory" => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
+            other => return Err(not_regular(other)),
+        }
+        set_blocking(fd.as_raw_fd())?;
+        Ok(File::from(fd))
+    }
+
+    /// Calls `each` with the entry names of directory `path` (without `.`
+    /// and `..`), in the order the directory returns them.
+    pub fn for_each_entry(&self, path: &str, each: &mut dyn FnMut(&OsStr)) -> io::Result<()> {
+        let fd = self.open_raw(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NONBLOCK)?;
+        read_directory(fd, each)
+    }
+
+    /// The target of symbolic link `path`, as stored in the link.
+    pub fn read_link(&self, path: &str) -> io::Result<PathBuf> {
+        let fd = self.open_raw(path, libc::O_PATH | libc::O_NOFOLLOW)?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        // SAFETY: an O_PATH descriptor with an empty path names the link
+        // itself (Linux ≥ 2.6.39); `buf` is writable for its length.
+        let n = unsafe {
+            libc::readlinkat(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        Ok(PathBuf::from(OsStr::from_bytes(&buf)))
+    }
+
+    /// `fstat(2)` of what `path` resolves to, without opening it for I/O.
+    pub fn stat(&self, path: &str) -> io::Result<libc::stat> {
+        let fd = self.open_raw(path, libc::O_PATH)?;
+        fstat(fd.as_raw_fd())
+    }
+
+    /// Resolves `path` inside the root like `realpath(3)`, giving a kernel path.
+    pub fn canonicalize(&self, path: &str) -> io::Result<String> {
+        if self.is_host_root() {
+            return Ok(std::fs::canonicalize(path)?.to_string_lossy().into_owned());
+        }
+        let fd = self.open_raw(path, libc::O_PATH)?;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        let root = std::fs::canonicalize(&self.path)?;
+        let inside = real
+            .strip_prefix(&root)
+            .map_err(|_| io::Error::other(format!("resolves outside {}", self.path.display())))?;
+        Ok(Path::new("/").join(inside).to_string_lossy().into_owned())
+    }
+
+    /// Opens `path` with `flags` (plus `O_CLOEXEC`, and `O_NOCTTY` unless
+    /// `O_PATH`, which `openat2` allows with no other flag), inside the root.
+    fn open_raw(&self, path: &str, flags: i32) -> io::Result<OwnedFd> {
+        let flags = match flags & libc::O_PATH {
+            0 => flags | libc::O_CLOEXEC | libc::O_NOCTTY,
+            _ => flags | libc::O_CLOEXEC,
+        };
+        if self.is_host_root() {
+            let c = c_path(path)?;
+            // SAFETY: a NUL-terminated path; the result is checked.
+            return owned(unsafe { libc::open(c.as_ptr(), flags) });
+        }
+        let relative = path.trim_start_matches('/');
+        let c = c_path(if relative.is_empty() { "." } else { relative })?;
+        openat2_in_root(self.dir()?.as_raw_fd(), &c, flags as u64)
+    }
+
+    /// The root directory, opened once.
+    fn dir(&self) -> io::Result<&OwnedFd> {
+        if let Some(fd) = self.dir.get() {
+            return Ok(fd);
+        }
+        let c = c_path(&self.path.to_string_lossy())?;
+        // SAFETY: a NUL-terminated path; the result is checked.
+        let fd = owned(unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+        Ok(self.dir.get_or_init(|| fd))
+    }
+
+    /// What `path` is, for a message ("FIFO", "socket"...).
+    fn kind_of(&self, path: &str) -> Option<&'static str> {
+        let fd = self.open_raw(path, libc::O_PATH).ok()?;
+        file_kind(&fd).ok()
+    }
+}
+
+/// `openat2(dir, path, flags, RESOLVE_IN_ROOT)`.
+fn openat2_in_root(dir: RawFd, path: &CStr, flags: u64) -> io::Result<OwnedFd> {
+    // SAFETY: `open_how` is plain data; all-zero is "no mode, no resolve flags".
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags;
+    how.resolve = libc::RESOLVE_IN_ROOT;
+    // SAFETY: valid descriptor, NUL-terminated path, and `how` with its size.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    match owned(fd as RawFd) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "--sysroot needs openat2(2) (Linux 5.6 or later) to keep every path inside the root",
+        )),
+        other => other,
+    }
+}
+
+fn c_path(path: &str) -> io::Result<CString> {
+    CString::new(path)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// Takes ownership of a descriptor a system call returned, or its error.
+fn owned(fd: RawFd) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        // SAFETY: a fresh descriptor nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}
+
+fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: `stat` is plain data filled by fstat on success.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and a writable `stat`.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// The type of an open file, in words.
+fn file_kind(fd: &OwnedFd) -> io::Result<&'static str> {
+    Ok(match fstat(fd.as_raw_fd())?.st_mode & libc::S_IFMT {
+        libc::S_IFREG => "regular file",
+        libc::S_IFDIR => "directory",
+        libc::S_IFIFO => "FIFO",
+        libc::S_IFCHR => "character device",
+        libc::S_IFBLK => "block device",
+        libc::S_IFSOCK => "socket",
+        _ => "special file",
+    })
+}
+
+fn not_regular(kind: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file but a {kind}: not a kernel file"),
+    )
+}
+
+/// Clears `O_NONBLOCK`: the open is done, reads and writes may wait for the kernel.
+fn set_blocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a valid descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads the entries of an open directory with `readdir(3)`.
+fn read_directory(fd: OwnedFd, each: &mut dyn FnMut(&OsStr)) -> io::Result<()> {
+    struct Stream(*mut libc::DIR);
+    impl Drop for Stream {
+        fn drop(&mut self) {
+            // SAFETY: a stream fdopendir returned, closed once.
+            unsafe { libc::closedir(self.0) };
+        }
+    }
+    let raw = fd.into_raw_fd();
+    // SAFETY: `raw` is an open directory descriptor; the stream owns it from here.
+    let dir = unsafe { libc::fdopendir(raw) };
+    if dir.is_null() {
+        let err = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so `raw` is still ours to close.
+        unsafe { libc::close(raw) };
+        return Err(err);
+    }
+    let stream = Stream(dir);
+    loop {
+        // SAFETY: errno is thread-local; reset so that end and error differ.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: a valid stream; the entry lives until the next readdir.
+        let entry = unsafe { libc::readdir(stream.0) };
+        if entry.is_null() {
+            let err = io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(0) | None => Ok(()),
+                Some(_) => Err(err),
+            };
+        }
+        // SAFETY: d_name is NUL-terminated within the entry.
+        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+        if name != b"." && name != b".." {
+            each(OsStr::from_bytes(name));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::io::Read;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("hwstat-root-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("root/proc")).unwrap();
+        dir
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn fifos_are_refused_at_once_for_reading_and_writing() {
+        let dir = scratch("fifo");
+        mkfifo(&dir.join("root/proc/stat"));
+        for root in [Root::new(dir.join("root")), Root::new("/")] {
+            let path = if root.is_host_root() {
+                dir.join("root/proc/stat").to_string_lossy().into_owned()
+            } else {
+                "/proc/stat".to_string()
+            };
+            for access in [Access::Read, Access::Write] {
+                let err = root.open_file(&path, access).unwrap_err();
+                assert_eq!(
+                    err.to_string(),
+                    "not a regular file but a FIFO: not a kernel file",
+                    "{access:?}"
+                );
+            }
+        }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn devices_and_directories_are_not_kernel_files() {
+        let root = Root::new("/");
+        let err = root.open_file("/dev/zero", Access::Read).unwrap_err();
+        assert!(err.to_string().contains("character device"), "{err}");
+        let err = root.open_file("/proc", Access::Read).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EISDIR));
+    }
+
+    #[test]
+    fn links_resolve_inside_the_root() {
+        let dir = scratch("links");
+        fs::write(dir.join("outside"), "secret\n").unwrap();
+        fs::write(dir.join("root/proc/inside"), "kernel\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("outside"), dir.join("root/proc/abs")).unwrap();
+        std::os::unix::fs::symlink("../../outside", dir.join("root/proc/rel")).unwrap();
+        std::os::unix::fs::symlink("/proc/inside", dir.join("root/proc/ok")).unwrap();
+        let root = Root::new(dir.join("root"));
+        for link in ["/proc/abs", "/proc/rel"] {
+            for access in [Access::Read, Access::Write] {
+                let err = root.open_file(link, access).unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::NotFound, "{link} {access:?}");
+            }
+        }
+        let mut text = String::new();
+        root.open_file("/proc/ok", Access::Read)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "kernel\n");
+        assert_eq!(root.canonicalize("/proc/ok").unwrap(), "/proc/inside");
+        assert_eq!(
+            root.read_link("/proc/ok").unwrap(),
+            Path::new("/proc/inside")
+        );
+        assert_eq!(fs::read_to_string(dir.join("outside")).unwrap(), "secret\n");
+        let mut names = Vec::new();
+        root.for_each_entry("/proc", &mut |n| {
+            names.push(n.to_string_lossy().into_owned())
+        })
+        .unwrap();
+        names.sort();
+        assert_eq!(names, ["abs", "inside", "ok", "rel"]);
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

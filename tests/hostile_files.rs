@@ -1,0 +1,323 @@
+//! Kernel files that are not what the kernel writes, under `--sysroot`:
+//! FIFOs (which blocked `open(2)` forever), huge files and links to
+//! `/dev/zero` (which grew memory without end), and links that lead out of
+//! the root (which writes followed). Every run must end promptly with a
+//! one-line error naming the kernel file and leave the tree as it was.
+
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hwstat-hostile-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn mkfifo(path: &Path) {
+    let _ = fs::remove_file(path);
+    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Runs `program args` for at most 10 s. A run still going then gets
+/// SIGTERM, then SIGKILL, and the test fails: it hung.
+fn run(program: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_secs(2));
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{program} {args:?} hung; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The run failed with one line on standard error that names `file` and
+/// contains `what`.
+fn assert_one_line_error(out: &Output, file: &str, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{err}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(file) && err.contains(what),
+        "{file} / {what}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
+const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
+
+/// A small healthy tree for iostat-rs: one disk.
+fn iostat_tree(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    write(
+        &root,
+        "proc/stat",
+        "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 100 0 100 800 0 0 0 0 0 0\n",
+    );
+    write(&root, "proc/uptime", "1000.00 900.00\n");
+    write(
+        &root,
+        "proc/diskstats",
+        "   8       0 sda 100 0 800 10 50 0 400 5 0 20 15 0 0 0 0 0 0\n",
+    );
+    write(
+        &root,
+        "sys/block/sda/stat",
+        "100 0 800 10 50 0 400 5 0 20 15 0 0 0 0 0 0\n",
+    );
+    root
+}
+
+#[test]
+fn the_iostat_tree_is_healthy() {
+    let dir = scratch("iostat-healthy");
+    let root = iostat_tree(&dir);
+    let out = run(IOSTAT, &["--sysroot", root.to_str().unwrap(), "-d"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sda"));
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn iostat_refuses_fifos_at_once() {
+    let dir = scratch("iostat-fifo");
+    for (file, what) in [
+        ("proc/stat", "not a regular file but a FIFO"),
+        // sysstat's message, without a reason.
+        ("proc/uptime", "Cannot read"),
+    ] {
+        let root = iostat_tree(&dir);
+        mkfifo(&root.join(file));
+        let out = run(
+            IOSTAT,
+            &["--sysroot", root.to_str().unwrap(), "-x", "1", "2"],
+        );
+        assert_one_line_error(&out, &format!("/{file}"), what);
+        fs::remove_dir_all(&root).unwrap();
+    }
+    // Without a readable /proc/diskstats, iostat reads /sys/block as sysstat does.
+    let root = iostat_tree(&dir);
+    mkfifo(&root.join("proc/diskstats"));
+    let out = run(
+        IOSTAT,
+        &["--sysroot", root.to_str().unwrap(), "-d", "0.1", "2"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("sda")).count(),
+        2,
+        "{text}"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn iostat_refuses_huge_files_and_dev_zero_at_once() {
+    let dir = scratch("iostat-huge");
+    let root = iostat_tree(&dir);
+    let huge = fs::File::create(root.join("proc/stat")).unwrap();
+    huge.set_len((64 << 20) + 1).unwrap();
+    let out = run(IOSTAT, &["--sysroot", root.to_str().unwrap(), "-x"]);
+    assert_one_line_error(&out, "/proc/stat", "larger than 65536 KiB");
+    fs::remove_dir_all(&root).unwrap();
+    // A link to /dev/zero: inside the root, there is no such file.
+    let root = iostat_tree(&dir);
+    fs::remove_file(root.join("proc/stat")).unwrap();
+    symlink("/dev/zero", root.join("proc/stat")).unwrap();
+    let out = run(IOSTAT, &["--sysroot", root.to_str().unwrap(), "-x"]);
+    assert_one_line_error(&out, "/proc/stat", "No such file");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+const STATS: &str = "proc/powerpc/vcpudispatch_stats";
+const FREQ: &str = "proc/powerpc/vcpudispatch_stats_freq";
+
+/// A copy of the seed fixture (statistics on, frequency 50).
+fn vcpustat_tree(dir: &Path) -> PathBuf {
+    let root = dir.join("vs");
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vcpustat/seed");
+    for file in [STATS, FREQ] {
+        write(&root, file, &fs::read_to_string(seed.join(file)).unwrap());
+    }
+    root
+}
+
+#[test]
+fn vcpustat_refuses_fifos_at_once_and_leaves_the_control_files() {
+    let dir = scratch("vcpustat-fifo");
+    let root = vcpustat_tree(&dir);
+    let freq_before = fs::read_to_string(root.join(FREQ)).unwrap();
+    mkfifo(&root.join(STATS));
+    let out = run(VCPUSTAT, &["--sysroot", root.to_str().unwrap(), "1", "2"]);
+    assert_one_line_error(&out, &format!("/{STATS}"), "FIFO");
+    assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);
+
+    fs::remove_dir_all(&root).unwrap();
+    let root = vcpustat_tree(&dir);
+    let stats_before = fs::read_to_string(root.join(STATS)).unwrap();
+    mkfifo(&root.join(FREQ));
+    let out = run(
+        VCPUSTAT,
+        &["--sysroot", root.to_str().unwrap(), "--freq", "100"],
+    );
+    assert_one_line_error(&out, &format!("/{FREQ}"), "FIFO");
+    assert_eq!(fs::read_to_string(root.join(STATS)).unwrap(), stats_before);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn vcpustat_writes_and_reads_never_leave_the_root() {
+    let dir = scratch("vcpustat-escape");
+    let outside = dir.join("outside");
+    fs::write(&outside, "7\n").unwrap();
+    // An absolute link and one that climbs out with `..`.
+    for target in [outside.clone(), PathBuf::from("../../../outside")] {
+        let root = vcpustat_tree(&dir);
+        fs::remove_file(root.join(FREQ)).unwrap();
+        symlink(&target, root.join(FREQ)).unwrap();
+        let out = run(
+            VCPUSTAT,
+            &["--sysroot", root.to_str().unwrap(), "--freq", "100"],
+        );
+        // vcpustat explains a missing file of the pair as a missing facility.
+        assert_one_line_error(&out, "/proc/powerpc/vcpudispatch_stats", "does not exist");
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "7\n", "{target:?}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+    // A read through a link out of the root finds nothing either.
+    let root = vcpustat_tree(&dir);
+    fs::rename(root.join(STATS), dir.join("stats-outside")).unwrap();
+    symlink(dir.join("stats-outside"), root.join(STATS)).unwrap();
+    let out = run(VCPUSTAT, &["--sysroot", root.to_str().unwrap()]);
+    assert_one_line_error(&out, &format!("/{STATS}"), "does not exist");
+    assert!(out.stdout.is_empty());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+const DTL: &str = "sys/kernel/debug/powerpc/dtl";
+
+/// A partition with two vCPUs whose rings are empty regular files.
+fn trace_tree(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    write(&root, "proc/powerpc/lparcfg", "partition_id=1\n");
+    write(&root, "proc/cpuinfo", "timebase\t: 512000000\n");
+    write(&root, &format!("{DTL}/dtl_event_mask"), "0x07\n");
+    write(&root, &format!("{DTL}/dtl_buf_entries"), "85\n");
+    write(&root, &format!("{DTL}/cpu-0"), "");
+    write(&root, &format!("{DTL}/cpu-1"), "");
+    root
+}
+
+#[test]
+fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
+    let dir = scratch("trace-fifo");
+    let root = trace_tree(&dir);
+    let output = dir.join("out.dtl");
+    let args = [
+        "trace",
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "1s",
+        "-w",
+        output.to_str().unwrap(),
+    ];
+    let healthy = run(VCPUSTAT, &args);
+    assert!(
+        healthy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&healthy.stderr)
+    );
+    mkfifo(&root.join(DTL).join("cpu-1"));
+    let out = run(VCPUSTAT, &args);
+    assert_one_line_error(&out, "cpu-1", "FIFO");
+    assert_eq!(
+        fs::read_to_string(root.join(DTL).join("dtl_event_mask")).unwrap(),
+        "0x07\n"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[path = "cxlstat_support/mod.rs"]
+mod cxlstat_support;
+
+#[test]
+fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
+    if !cxlstat_support::perf_usable("sigterm_ends_cxlstat_and_the_command_it_waits_for") {
+        return;
+    }
+    let dir = scratch("cxlstat-command");
+    cxlstat_support::software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    for interval in [None, Some("0.1")] {
+        let mut args = vec!["--sysroot", dir.to_str().unwrap(), "-e", "cpu_clock"];
+        args.extend(interval);
+        args.extend(["--", "sleep", "30"]);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let start = Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let took = start.elapsed();
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        assert!(took < Duration::from_secs(5), "{interval:?}: {took:?}");
+        // The command's status, as a shell shows it: killed by SIGTERM.
+        assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{interval:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("cxl_pmu_mem0.0"), "{interval:?}: {text}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -38,21 +38,24 @@ cleanup() {
 trap cleanup EXIT
 
 # Rewrites a file in place (same inode, as the kernel's files stay) from a
-# generator command, every 0.2 s, with a growing step number as $1.
+# generator command, every 0.2 s, with a growing step number as $1. The
+# generators print fixed-width numbers, so the file never changes length
+# and a read racing a rewrite still sees whole lines (no truncation: an
+# empty or cut file is an error for the tools, as it would be from a kernel).
 rewrite_loop() {
     local file=$1 step=0
     shift
     while :; do
         step=$((step + 1))
         "$@" "$step" >"$file.new"
-        cat "$file.new" >"$file"
+        dd if="$file.new" of="$file" conv=notrunc status=none
         sleep 0.2
     done
 }
 
 diskstats() {
     awk -v s="$1" 'BEGIN { for (i = 0; i < 1000; i++)
-        printf "%4d %7d nvme%dn1 %d 0 %d %d %d 0 %d %d 0 %d %d 0 0 0 0 0 0\n",
+        printf "%4d %7d nvme%dn1 %010d 0 %010d %010d %010d 0 %010d %010d 0 %010d %010d 0 0 0 0 0 0\n",
             259, i, i, s * 10 + i, s * 80, s * 3, s * 5, s * 40, s * 2, s, s * 5 }'
 }
 
@@ -70,7 +73,7 @@ iostat_tree() {
 
 dispatch_stats() {
     awk -v s="$1" 'BEGIN { for (c = 0; c < 4096; c++)
-        printf "cpu%d %d %d %d %d %d %d %d %d\n", c, s * 100, s * 90, s * 8, s, s, s * 95, s * 4, s }'
+        printf "cpu%d %010d %010d %010d %010d %010d %010d %010d %010d\n", c, s * 100, s * 90, s * 8, s, s, s * 95, s * 4, s }'
 }
 
 vcpustat_tree() {

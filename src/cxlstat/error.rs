@@ -52,7 +52,7 @@ pub enum CxlError {
     },
     /// A CXL-defined event that the chosen PMUs do not offer.
     #[error(
-        "event {name:?} is a CXL event but {place} does not offer it (no counter of the device \
+        "event {name:?} is a CXL event not offered by {place} (no counter of the device \
          supports it){}",
         hint(offered_by, "offered by")
     )]

@@ -1,4 +1,4 @@
-//! Opening and reading the counters with perf-event2.
+//! Opening and reading the counters through [`super::perf`].
 //!
 //! Every event is opened system-wide (`pid = -1`) on its PMU's `cpumask` CPU,
 //! with no exclude bits (cxl_pmu has `PERF_PMU_CAP_NO_EXCLUDE`) and no
@@ -11,49 +11,48 @@
 //! `read(2)` per single event or group into a buffer sized at open time.
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-
-use perf_event::events::Event;
-use perf_event::{Builder, Counter, ReadFormat};
-use perf_event_open_sys::bindings::perf_event_attr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 use crate::common::source::Source;
 
 use super::error::{CxlError, explain_open_errno};
 use super::format::{ConfigWord, EventAttr};
+use super::perf::{self, PerfEventAttr};
 use super::resolve::{Plan, Unit};
 use super::stats::{Reading, SINGLE_WORDS, group_words, parse_group, parse_single};
 use super::sysfs::Pmu;
 
-/// An event for a dynamic PMU given by its type and config words.
-#[derive(Debug, Clone, Copy)]
-pub struct PmuEvent(pub EventAttr);
-
-impl Event for PmuEvent {
-    fn update_attrs(self, attr: &mut perf_event_attr) {
-        attr.type_ = self.0.perf_type;
-        attr.config = self.0.word(ConfigWord::Config);
-        attr.config1 = self.0.word(ConfigWord::Config1);
-        attr.config2 = self.0.word(ConfigWord::Config2);
-        attr.config3 = self.0.word(ConfigWord::Config3);
+/// The `perf_event_attr` of every cxlstat event: its PMU type and config
+/// words, nothing excluded (cxl_pmu refuses exclude bits), no sampling, and
+/// reads giving the enabled and running times (plus ids for a group leader,
+/// whose read returns the whole group).
+pub fn event_attr(attr: EventAttr, enabled: bool, group_leader: bool) -> PerfEventAttr {
+    let mut read_format = perf::FORMAT_TOTAL_TIME_ENABLED | perf::FORMAT_TOTAL_TIME_RUNNING;
+    if group_leader {
+        read_format |= perf::FORMAT_GROUP | perf::FORMAT_ID;
     }
+    let mut out = PerfEventAttr::default();
+    out.type_ = attr.perf_type;
+    out.size = perf::PERF_ATTR_SIZE;
+    out.config = attr.word(ConfigWord::Config);
+    out.config1 = attr.word(ConfigWord::Config1);
+    out.config2 = attr.word(ConfigWord::Config2);
+    out.config3 = attr.word(ConfigWord::Config3);
+    out.read_format = read_format;
+    out.flags = if enabled { 0 } else { perf::FLAG_DISABLED };
+    out
 }
 
-/// The builder every cxlstat event uses: system-wide on `cpu`, nothing excluded.
-pub fn builder(attr: EventAttr, cpu: u32, enabled: bool, group_leader: bool) -> Builder<'static> {
-    let mut b = Builder::new(PmuEvent(attr));
-    b.any_pid()
-        .one_cpu(cpu as usize)
-        .include_kernel()
-        .include_hv()
-        .enabled(enabled);
-    let times = ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING;
-    b.read_format(if group_leader {
-        ReadFormat::GROUP | times
-    } else {
-        times
-    });
-    b
+/// Opens one event system-wide (`pid = -1`) on `cpu`, close-on-exec.
+pub fn open_event(attr: &PerfEventAttr, cpu: u32, leader: Option<&OwnedFd>) -> io::Result<OwnedFd> {
+    let cpu = i32::try_from(cpu).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    perf::open(
+        attr,
+        -1,
+        cpu,
+        leader.map(|fd| fd.as_fd()),
+        perf::FLAG_FD_CLOEXEC,
+    )
 }
 
 /// One opened unit: a single event or one group on one PMU.
@@ -61,7 +60,7 @@ struct OpenUnit {
     /// The key its reads are recorded under.
     key: String,
     /// The counters (leader first); empty when replaying.
-    counters: Vec<Counter>,
+    counters: Vec<OwnedFd>,
     grouped: bool,
     /// Its events' positions in the reading arrays.
     first: usize,
@@ -149,11 +148,15 @@ impl Counters {
     /// Starts counting: single events one by one, groups through their leader.
     pub fn enable(&mut self) -> Result<(), CxlError> {
         for unit in &mut self.units {
-            let result = if unit.grouped {
-                unit.counters.first_mut().map(|c| c.enable_group())
+            let flag = if unit.grouped {
+                perf::IOC_FLAG_GROUP
             } else {
-                unit.counters.first_mut().map(|c| c.enable())
+                0
             };
+            let result = unit
+                .counters
+                .first()
+                .map(|c| perf::ioctl(c.as_fd(), perf::ENABLE, flag));
             if let Some(Err(e)) = result {
                 return Err(CxlError::Open {
                     pmu: unit.pmu.clone(),
@@ -279,7 +282,7 @@ fn read_words(fd: Option<RawFd>, words: usize, buf: &mut Vec<u64>) -> io::Result
     Ok(())
 }
 
-fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<Counter>, CxlError> {
+fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<OwnedFd>, CxlError> {
     let fail = |label: &str, attr: &EventAttr, e: io::Error| CxlError::Open {
         pmu: pmu.name.clone(),
         label: label.to_string(),
@@ -289,9 +292,13 @@ fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<Counte
     let mut counters = Vec::with_capacity(unit.events.len());
     for (i, event) in unit.events.iter().enumerate() {
         let counter = if unit.grouped && i > 0 {
-            builder(event.attr, pmu.cpu, true, false).build_with_group(&mut counters[0])
+            open_event(
+                &event_attr(event.attr, true, false),
+                pmu.cpu,
+                counters.first(),
+            )
         } else {
-            builder(event.attr, pmu.cpu, false, unit.grouped).build()
+            open_event(&event_attr(event.attr, false, unit.grouped), pmu.cpu, None)
         };
         counters.push(counter.map_err(|e| fail(&event.label, &event.attr, e))?);
     }

@@ -177,6 +177,10 @@ pub fn explain_open_errno(
             "the PMU is gone or its type changed ({err}); the device may have been removed, \
              check `cxlstat --list`"
         ),
+        Some(libc::E2BIG) => format!(
+            "the kernel does not know a perf_event_attr field cxlstat set ({err}); \
+             it is older than the CXL PMU driver"
+        ),
         Some(libc::EMFILE) | Some(libc::ENFILE) => {
             format!("too many open files ({err}); raise `ulimit -n` or count fewer events")
         }
@@ -216,5 +220,6 @@ mod tests {
         assert!(e.contains("sampling") && e.contains("per-task"), "{e}");
         assert!(explain(libc::ENODEV).contains("removed"));
         assert!(explain(libc::EMFILE).contains("ulimit -n"));
+        assert!(explain(libc::E2BIG).contains("perf_event_attr field"));
     }
 }

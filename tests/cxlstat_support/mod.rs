@@ -109,11 +109,13 @@ pub fn test_cpus() -> Vec<usize> {
 /// Whether system-wide perf counting works here. When it does not, a test
 /// may skip (printing why) unless `CI=true`, where it must run and fail.
 pub fn perf_usable(test: &str) -> bool {
-    use perf_event::Builder;
-    use perf_event::events::Software;
-    let mut b = Builder::new(Software::CPU_CLOCK);
-    b.any_pid().one_cpu(0).include_kernel().include_hv();
-    match b.build() {
+    use hwstat::cxlstat::perf;
+    // PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK.
+    let mut attr = perf::PerfEventAttr::default();
+    attr.type_ = 1;
+    attr.size = perf::PERF_ATTR_SIZE;
+    attr.flags = perf::FLAG_DISABLED;
+    match perf::open(&attr, -1, 0, None, perf::FLAG_FD_CLOEXEC) {
         Ok(_) => true,
         Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
             skip::skip(

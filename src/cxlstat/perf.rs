@@ -1,0 +1,267 @@
+//! The kernel's perf ABI, as much of it as cxlstat uses: `struct
+//! perf_event_attr`, the `perf_event_open` system call and the counter
+//! ioctls, correct on every architecture Linux runs on.
+//!
+//! Written from the kernel's `include/uapi/linux/perf_event.h` and the
+//! `_IOC` encodings of `include/uapi/asm-generic/ioctl.h` and the
+//! architectures that override it (powerpc and mips have 13 size bits, 3
+//! direction bits and a non-zero `_IOC_NONE`). The system call number comes
+//! from the `libc` crate, which has it for each architecture.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// `struct perf_event_attr` up to `config3`, field for field at the
+/// kernel's offsets (the same on every 64-bit architecture; fields cxlstat
+/// never sets are kept as anonymous padding). Zeroed by `default()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PerfEventAttr {
+    /// The PMU: a `PERF_TYPE_*` value or a dynamic PMU's sysfs `type`.
+    pub type_: u32,
+    /// The size of the structure the caller passes: [`PERF_ATTR_SIZE`].
+    pub size: u32,
+    /// The event-selecting word.
+    pub config: u64,
+    /// `sample_period`/`sample_freq`, `sample_type` (offsets 16 and 24).
+    _sampling: [u64; 2],
+    /// What a `read(2)` returns: `PERF_FORMAT_*` bits.
+    pub read_format: u64,
+    /// The one-bit fields (`disabled`, `inherit`, ...): see [`attr_flag`].
+    pub flags: u64,
+    /// `wakeup_events`/`wakeup_watermark` and `bp_type` (offsets 48 and 52).
+    _wakeup_bp_type: [u32; 2],
+    /// The first extension word (`bp_addr`, `kprobe_func`, ...).
+    pub config1: u64,
+    /// The second extension word (`bp_len`, `kprobe_addr`, ...).
+    pub config2: u64,
+    /// `branch_sample_type` through `sig_data` (offsets 72 to 127).
+    _sample_details: [u64; 7],
+    /// The third extension word (offset 128, the end of size version 8).
+    pub config3: u64,
+}
+
+/// `PERF_ATTR_SIZE_VER8`: the size of [`PerfEventAttr`], which ends with
+/// `config3`. Kernels that know a shorter structure accept it as long as
+/// the bytes they do not know are zero.
+pub const PERF_ATTR_SIZE: u32 = 136;
+
+const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == PERF_ATTR_SIZE as usize);
+
+/// The mask of one of `perf_event_attr`'s one-bit fields, by its position in
+/// the header's declaration order (`disabled` is 0). C allocates bit-fields
+/// from the least significant bit on little-endian ABIs and from the most
+/// significant one on big-endian ones.
+pub const fn attr_flag(position: u32) -> u64 {
+    if cfg!(target_endian = "big") {
+        1 << (63 - position)
+    } else {
+        1 << position
+    }
+}
+
+/// `disabled`: the counter starts off (enabled later by [`ENABLE`]).
+pub const FLAG_DISABLED: u64 = attr_flag(0);
+
+/// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
+pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+/// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
+pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+/// `PERF_FORMAT_ID`: each value is followed by the event's id.
+pub const FORMAT_ID: u64 = 1 << 2;
+/// `PERF_FORMAT_GROUP`: the leader's read returns the whole group.
+pub const FORMAT_GROUP: u64 = 1 << 3;
+
+/// `PERF_FLAG_FD_CLOEXEC`: the new descriptor is close-on-exec.
+pub const FLAG_FD_CLOEXEC: u64 = 1 << 3;
+/// `PERF_IOC_FLAG_GROUP`: an ioctl applies to the leader's whole group.
+pub const IOC_FLAG_GROUP: u64 = 1;
+
+/// One architecture's `_IOC` encoding: direction codes and field widths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IocLayout {
+    /// `_IOC_NONE`: no argument.
+    pub none: u32,
+    /// `_IOC_READ`: the kernel writes to the argument.
+    pub read: u32,
+    /// `_IOC_WRITE`: the kernel reads the argument.
+    pub write: u32,
+    /// `_IOC_SIZEBITS` (the direction takes the bits above).
+    pub size_bits: u32,
+}
+
+/// `include/uapi/asm-generic/ioctl.h`: x86, arm, aarch64, riscv, s390, ...
+pub const IOC_GENERIC: IocLayout = IocLayout {
+    none: 0,
+    read: 2,
+    write: 1,
+    size_bits: 14,
+};
+
+/// `arch/powerpc/include/uapi/asm/ioctl.h` and mips' equivalent.
+pub const IOC_POWERPC_MIPS: IocLayout = IocLayout {
+    none: 1,
+    read: 2,
+    write: 4,
+    size_bits: 13,
+};
+
+#[cfg(any(target_arch = "sparc", target_arch = "sparc64"))]
+compile_error!("this architecture's _IOC encoding is not implemented in cxlstat::perf");
+
+/// The `_IOC` encoding of the architecture this is compiled for.
+#[cfg(any(
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "mips32r6",
+    target_arch = "mips64r6"
+))]
+pub const IOC: IocLayout = IOC_POWERPC_MIPS;
+/// The `_IOC` encoding of the architecture this is compiled for.
+#[cfg(not(any(
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "mips32r6",
+    target_arch = "mips64r6"
+)))]
+pub const IOC: IocLayout = IOC_GENERIC;
+
+impl IocLayout {
+    /// `_IOC(dir, type, nr, size)`: `nr` in bits 0-7, `type` in 8-15, the
+    /// argument's size from bit 16, the direction above it.
+    pub const fn ioc(self, dir: u32, kind: u8, nr: u8, size: usize) -> u32 {
+        (dir << (16 + self.size_bits)) | ((size as u32) << 16) | ((kind as u32) << 8) | nr as u32
+    }
+
+    /// `_IO(type, nr)`: no argument.
+    pub const fn io(self, kind: u8, nr: u8) -> u32 {
+        self.ioc(self.none, kind, nr, 0)
+    }
+
+    /// `_IOR(type, nr, T)`: the kernel writes a `T` (of `size` bytes).
+    pub const fn ior(self, kind: u8, nr: u8, size: usize) -> u32 {
+        self.ioc(self.read, kind, nr, size)
+    }
+}
+
+/// The perf ioctls' `type`, `'$'`.
+const PERF_IOC_TYPE: u8 = b'$';
+
+/// `PERF_EVENT_IOC_ENABLE`, `_IO('$', 0)`.
+pub const ENABLE: u32 = IOC.io(PERF_IOC_TYPE, 0);
+/// `PERF_EVENT_IOC_DISABLE`, `_IO('$', 1)`.
+pub const DISABLE: u32 = IOC.io(PERF_IOC_TYPE, 1);
+/// `PERF_EVENT_IOC_RESET`, `_IO('$', 3)`.
+pub const RESET: u32 = IOC.io(PERF_IOC_TYPE, 3);
+/// `PERF_EVENT_IOC_ID`, `_IOR('$', 7, __u64 *)`.
+pub const ID: u32 = IOC.ior(PERF_IOC_TYPE, 7, std::mem::size_of::<*mut u64>());
+
+/// `perf_event_open(attr, pid, cpu, group_fd, flags)`: a new counter.
+pub fn open(
+    attr: &PerfEventAttr,
+    pid: libc::pid_t,
+    cpu: i32,
+    group: Option<BorrowedFd<'_>>,
+    flags: u64,
+) -> io::Result<OwnedFd> {
+    // The kernel writes its own size back into the structure on E2BIG.
+    let mut attr = *attr;
+    let group_fd = group.map_or(-1, |fd| fd.as_raw_fd());
+    // SAFETY: attr is a valid perf_event_attr of attr.size bytes that the
+    // kernel may write to; the other arguments are plain integers.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &mut attr as *mut PerfEventAttr,
+            pid,
+            cpu,
+            group_fd,
+            flags as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// An ioctl without a pointer argument (`ENABLE`, `DISABLE`, `RESET`).
+pub fn ioctl(fd: BorrowedFd<'_>, request: u32, arg: u64) -> io::Result<()> {
+    // SAFETY: these requests take an integer argument and touch no memory.
+    let result = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as libc::c_ulong) };
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    #[test]
+    fn attr_fields_sit_at_the_kernels_offsets() {
+        // include/uapi/linux/perf_event.h, counted by hand.
+        assert_eq!(offset_of!(PerfEventAttr, type_), 0);
+        assert_eq!(offset_of!(PerfEventAttr, size), 4);
+        assert_eq!(offset_of!(PerfEventAttr, config), 8);
+        assert_eq!(offset_of!(PerfEventAttr, read_format), 32);
+        assert_eq!(offset_of!(PerfEventAttr, flags), 40);
+        assert_eq!(offset_of!(PerfEventAttr, config1), 56);
+        assert_eq!(offset_of!(PerfEventAttr, config2), 64);
+        assert_eq!(offset_of!(PerfEventAttr, config3), 128);
+        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 136);
+    }
+
+    #[test]
+    fn generic_ioctl_numbers() {
+        // asm-generic: dir << 30 | size << 16 | '$' << 8 | nr, _IOC_READ = 2.
+        assert_eq!(IOC_GENERIC.io(b'$', 0), 0x0000_2400);
+        assert_eq!(IOC_GENERIC.io(b'$', 1), 0x0000_2401);
+        assert_eq!(IOC_GENERIC.io(b'$', 3), 0x0000_2403);
+        assert_eq!(IOC_GENERIC.ior(b'$', 7, 8), 0x8008_2407);
+    }
+
+    #[test]
+    fn powerpc_ioctl_numbers() {
+        // powerpc: dir << 29 | size << 16 | '$' << 8 | nr, _IOC_NONE = 1.
+        assert_eq!(IOC_POWERPC_MIPS.io(b'$', 0), 0x2000_2400);
+        assert_eq!(IOC_POWERPC_MIPS.io(b'$', 1), 0x2000_2401);
+        assert_eq!(IOC_POWERPC_MIPS.io(b'$', 3), 0x2000_2403);
+        assert_eq!(IOC_POWERPC_MIPS.ior(b'$', 7, 8), 0x4008_2407);
+    }
+
+    /// The numbers compiled in for this architecture, written out by hand:
+    /// run under qemu-user by `.ci/cross` for ppc64le and aarch64.
+    #[test]
+    fn compiled_ioctl_numbers_are_this_architectures() {
+        let expected: [u32; 4] = if cfg!(target_arch = "powerpc64") {
+            [0x2000_2400, 0x2000_2401, 0x2000_2403, 0x4008_2407]
+        } else if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            [0x2400, 0x2401, 0x2403, 0x8008_2407]
+        } else {
+            return;
+        };
+        assert_eq!(
+            [ENABLE, DISABLE, RESET, ID],
+            expected,
+            "{}",
+            std::env::consts::ARCH
+        );
+    }
+
+    #[test]
+    fn flags_are_the_low_bits_on_little_endian() {
+        if cfg!(target_endian = "little") {
+            assert_eq!(FLAG_DISABLED, 1);
+            assert_eq!(attr_flag(5), 0x20, "exclude_kernel");
+        }
+    }
+}

@@ -19,6 +19,11 @@ pub const VARIABLE: &str = "COMPLETE";
 /// `COMPLETE` variable is set); returns at once otherwise. Call it first in
 /// `main`, before anything is written to standard output.
 pub fn answer_if_asked(command: fn() -> clap::Command) {
+    // clap_complete reads the working directory before it looks at the
+    // variable: look first, so an ordinary run pays nothing for completion.
+    if std::env::var_os(VARIABLE).is_none() {
+        return;
+    }
     clap_complete::CompleteEnv::with_factory(command)
         .var(VARIABLE)
         .complete();

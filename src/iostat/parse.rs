@@ -348,6 +348,7 @@ pub fn parse_proc_stat_cpu(text: &[u8]) -> Option<CpuTicks> {
 }
 
 /// The highest `cpuN` of `/proc/stat` plus one (sysstat's fallback CPU count).
+/// A number that does not fit a `u32` CPU count is not a CPU and is ignored.
 pub fn proc_stat_cpu_count(text: &[u8]) -> u32 {
     text.split(|&b| b == b'\n')
         .filter_map(|l| l.strip_prefix(b"cpu"))
@@ -356,7 +357,9 @@ pub fn proc_stat_cpu_count(text: &[u8]) -> u32 {
             if end == 0 {
                 return None;
             }
-            digits_value(&rest[..end]).map(|n| n as u32 + 1)
+            digits_value(&rest[..end])
+                .and_then(|n| u32::try_from(n).ok())
+                .and_then(|n| n.checked_add(1))
         })
         .max()
         .unwrap_or(0)
@@ -466,6 +469,14 @@ mod tests {
         let short = parse_proc_stat_cpu(b"cpu  1 2 3 4\n").unwrap();
         assert_eq!(short.iowait, 0);
         assert!(parse_proc_stat_cpu(b"intr 1\n").is_none());
+    }
+
+    #[test]
+    fn cpu_numbers_beyond_a_u32_count_are_ignored() {
+        // Found by the proc_stat fuzz target: cpu4294967295 overflowed `n + 1`.
+        assert_eq!(proc_stat_cpu_count(b"cpu3 1\ncpu4294967295 1\n"), 4);
+        assert_eq!(proc_stat_cpu_count(b"cpu4294967296 1\ncpu1 1\n"), 2);
+        assert_eq!(proc_stat_cpu_count(b"cpu4294967294 1\n"), u32::MAX);
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! more allocations than one with 3. Counted with a global allocator that
 //! counts on the test's thread only.
 
+#[path = "suite/cxlstat_support/mod.rs"]
 mod cxlstat_support;
+#[path = "suite/skip.rs"]
+mod skip;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

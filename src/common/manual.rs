@@ -3,7 +3,7 @@
 //!
 //! Each tool writes its [`Section`]s once; they are shown at the end of
 //! `--help` ([`help_text`]) and become sections of the man page (the
-//! generator in `tests/generated_docs.rs`), so the two cannot drift.
+//! generator in `tests/suite/generated_docs.rs`), so the two cannot drift.
 
 /// One section of a manual.
 #[derive(Debug, Clone, Copy)]

@@ -3,8 +3,7 @@
 //! PMU (type 1), so real counting runs through perf_event_open anywhere.
 #![allow(dead_code)]
 
-#[path = "../support/skip.rs"]
-pub mod skip;
+use crate::skip;
 
 use std::fs;
 use std::os::unix::fs::symlink;

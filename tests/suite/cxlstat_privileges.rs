@@ -7,14 +7,15 @@
 //! setpriv, setcap and unshare; skips with the reason otherwise, unless
 //! CI=true.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cxlstat_support::{scratch, skip, software_tree};
+use crate::skip;
+use cxlstat_support::{scratch, software_tree};
 
 fn can_run(test: &str) -> bool {
     let missing: Vec<&str> = ["/usr/bin/setpriv", "/usr/sbin/setcap", "/usr/bin/unshare"]

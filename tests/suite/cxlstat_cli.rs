@@ -1,7 +1,7 @@
 //! cxlstat against the two-memdev fixture: golden listings and dry runs,
 //! and the errors that explain.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use cxlstat_support::{cxlstat, golden, stderr, stdout, two_memdevs};
 

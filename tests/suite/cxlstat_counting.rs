@@ -3,7 +3,7 @@
 //! (config 0) and context-switches (config 3). Skips (with the reason) only
 //! on EACCES/EPERM and only when CI is not `true`.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use std::time::{Duration, Instant};
 

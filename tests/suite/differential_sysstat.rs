@@ -22,14 +22,9 @@
 //! Needs root and `unshare`; without them the test prints why and skips,
 //! unless `CI=true`. `IOSTAT_RS=/path` overrides the binary under test.
 
-// Shared with tests/iostat_faults.rs; each test crate uses a part of it.
-#[allow(dead_code)]
-mod fakekernel;
-// Shared with tests/iostat_faults.rs.
-#[path = "support/skip.rs"]
-mod skip;
-#[allow(dead_code)]
-mod sysstat_compare;
+use crate::fakekernel;
+use crate::skip;
+use crate::sysstat_compare;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

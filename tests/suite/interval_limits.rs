@@ -5,7 +5,7 @@
 //! CPU list of 10 KB of huge ranges is refused at once, naming the list,
 //! instead of being expanded into gigabytes.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use std::fs;
 use std::io::Read;

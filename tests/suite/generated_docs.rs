@@ -4,10 +4,9 @@
 //! `groff -ww -man -z` (no warning allowed).
 //!
 //! After changing a command line or a manual section, run
-//! `HWSTAT_BLESS=1 cargo test --test generated_docs` and commit the result.
+//! `HWSTAT_BLESS=1 cargo test --test suite generated_docs` and commit the result.
 
-#[path = "support/skip.rs"]
-mod skip;
+use crate::skip;
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
@@ -179,7 +178,7 @@ fn man_pages_and_completions_match_the_cli_definitions() {
     }
     assert!(
         stale.is_empty(),
-        "out of date (run HWSTAT_BLESS=1 cargo test --test generated_docs): {stale:?}"
+        "out of date (run HWSTAT_BLESS=1 cargo test --test suite generated_docs): {stale:?}"
     );
 }
 

@@ -5,7 +5,7 @@
 //! status a shell gives (127 not found, 126 not executable) and no
 //! statistics.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -24,8 +24,7 @@
 //! A case may be skipped only when `docs/sysstat-compat.md` lists it as a
 //! deliberate deviation. Adding a row and an expected file adds a case.
 
-#[path = "support/skip.rs"]
-mod skip;
+use crate::skip;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;

@@ -4,6 +4,7 @@
 //! the root (which writes followed). Every run must end promptly with a
 //! one-line error naming the kernel file and leave the tree as it was.
 
+use crate::cxlstat_support;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -286,9 +287,6 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
     );
     fs::remove_dir_all(dir).unwrap();
 }
-
-#[path = "cxlstat_support/mod.rs"]
-mod cxlstat_support;
 
 #[test]
 fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {

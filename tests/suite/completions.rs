@@ -11,8 +11,7 @@
 //! The sysfs directories are replaced by tmpfs mounts in a private mount
 //! namespace (root), so the names offered are the ones the test created.
 
-#[path = "support/skip.rs"]
-mod skip;
+use crate::skip;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! numbers, and a PMU whose reads start failing (device removed) gets a note
 //! while the others go on.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout, test_cpus};
 

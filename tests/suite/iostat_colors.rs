@@ -29,11 +29,9 @@
 //! divided by the uptime (here 100.00 s, so `itv` = 10000 hundredths), every
 //! CPU percentage the field divided by the sum of the `cpu` line's fields.
 
-// Shared with tests/differential_sysstat.rs and tests/iostat_faults.rs.
-#[path = "support/skip.rs"]
-mod skip;
-#[allow(dead_code)]
-mod sysstat_compare;
+// Shared with tests/suite/differential_sysstat.rs and tests/suite/iostat_faults.rs.
+use crate::skip;
+use crate::sysstat_compare;
 
 use std::env;
 use std::fs;

@@ -25,13 +25,9 @@
 //! The sysstat comparison needs root and `unshare`; without them it is
 //! skipped with a printed reason, unless `CI=true`.
 
-// Shared with tests/differential_sysstat.rs; each test crate uses a part of it.
-#[allow(dead_code)]
-mod fakekernel;
-#[path = "support/skip.rs"]
-mod skip;
-#[allow(dead_code)]
-mod sysstat_compare;
+use crate::fakekernel;
+use crate::skip;
+use crate::sysstat_compare;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -26,8 +26,7 @@
 //!   `CONFIG_DTL` ([`Dtl::config_dtl`] false) debugfs has `powerpc/` but no
 //!   `dtl/`.
 
-#[path = "../support/skip.rs"]
-mod skip;
+use crate::skip;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

@@ -5,7 +5,7 @@
 //! These tests need root and /dev/fuse; they skip with a reason elsewhere,
 //! and fail instead under `CI=true`.
 
-mod simkernel;
+use crate::simkernel;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};

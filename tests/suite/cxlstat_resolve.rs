@@ -1,7 +1,7 @@
 //! Resolution against the fixture tree through the library: named events and
 //! their raw vid/gid/mask agree, terms override, several ranges work.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use hwstat::common::source::RootFs;
 use hwstat::cxlstat::format::ConfigWord;

@@ -8,8 +8,7 @@
 //! tested on a program built without any of the three (with gcc), so a
 //! checker that accepted everything would fail here.
 
-#[path = "support/skip.rs"]
-mod skip;
+use crate::skip;
 
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader};

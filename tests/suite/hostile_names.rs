@@ -13,7 +13,7 @@
 //! line by line against the exposition format, label values unescaped and
 //! compared.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -2,8 +2,7 @@
 //! over a fixture debugfs tree (`--sysroot`), the report, and bad input.
 
 // Shared with vcpustat_fuse.rs, which uses its scripted events.
-#[allow(dead_code)]
-mod simkernel;
+use crate::simkernel;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,0 +1,46 @@
+//! The integration tests, as one test program.
+//!
+//! One program instead of one per file: each test program links the library,
+//! the standard library and the test-only crates again, and with thirty of
+//! them that linking was most of the time `cargo test --release` took on a
+//! clean clone (BENCHMARKS.md). Two stay apart: `tests/cxlstat_alloc.rs`
+//! installs its own global allocator, and `tests/perf_abi.rs` is also built
+//! and run for other architectures by `.ci/cross`.
+//!
+//! Each module is one subject; run one with a filter on its name, e.g.
+//! `cargo test --release --test suite vcpustat_fuse::`.
+
+// Helpers shared by several subjects.
+mod cxlstat_support;
+mod fakekernel;
+mod simkernel;
+mod skip;
+mod sysstat_compare;
+
+mod completions;
+mod cxlstat_cli;
+mod cxlstat_compat;
+mod cxlstat_counting;
+mod cxlstat_privileges;
+mod cxlstat_replay;
+mod cxlstat_resolve;
+mod differential_sysstat;
+mod error_lines;
+mod format_names;
+mod generated_docs;
+mod hardening;
+mod hostile_files;
+mod hostile_names;
+mod interval_limits;
+mod iostat_colors;
+mod iostat_faults;
+mod iostat_machine_formats;
+mod iostat_record_replay;
+mod properties;
+mod recordings;
+mod sysstat_conformance;
+mod trace_cli;
+mod trace_sim;
+mod vcpustat_compat;
+mod vcpustat_fixture;
+mod vcpustat_fuse;

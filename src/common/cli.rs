@@ -9,6 +9,7 @@ use super::privilege::{self, Guarded};
 use super::record::{Recorder, Replay, recording_error};
 use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
+use super::stdout::is_stopped_while_writing;
 
 /// Where the kernel files come from and whether to record them.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -94,7 +95,7 @@ pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
 pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
     if let Some(err) = recording_error(err) {
         report_error(tool, err, 1)
-    } else if is_broken_pipe(err) {
+    } else if is_broken_pipe(err) || is_stopped_while_writing(err) {
         0
     } else {
         report_error(tool, format_args!("cannot write output: {err}"), 1)

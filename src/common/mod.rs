@@ -10,6 +10,7 @@
 //! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
 //! * [`escape`]: names from the kernel or a recording, safe to print;
 //! * [`signals`]: stop signals and interruptible sleeping;
+//! * [`stdout`]: standard output that a stop signal can interrupt;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
@@ -67,3 +68,4 @@ pub mod root;
 pub mod run;
 pub mod signals;
 pub mod source;
+pub mod stdout;

@@ -81,6 +81,17 @@ impl StopSignal {
     /// ended). Returns `false` if a stop signal came first (or had already
     /// come).
     pub fn wait_readable(&self, fd: BorrowedFd) -> bool {
+        self.wait_for(fd, libc::POLLIN)
+    }
+
+    /// Sleeps until `fd` can be written to without blocking (or is in
+    /// error, which the write then reports). Returns `false` if a stop
+    /// signal came first (or had already come).
+    pub fn wait_writable(&self, fd: BorrowedFd) -> bool {
+        self.wait_for(fd, libc::POLLOUT)
+    }
+
+    fn wait_for(&self, fd: BorrowedFd, events: libc::c_short) -> bool {
         loop {
             if self.caught().is_some() {
                 return false;
@@ -93,7 +104,7 @@ impl StopSignal {
                 },
                 libc::pollfd {
                     fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
+                    events,
                     revents: 0,
                 },
             ];

@@ -17,6 +17,7 @@ use crate::common::privilege::{drop_capabilities, is_secure};
 use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
+use crate::common::stdout::{StoppableStdout, is_stopped_while_writing};
 
 use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
 use super::counting::Counters;
@@ -40,8 +41,15 @@ pub fn main() -> i32 {
         Ok(o) => o,
         Err(e) => return report_error(TOOL, e, 2),
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    // The counting loop installs its own stop flag; this one only ends a
+    // write that waits for a reader who stopped reading.
+    let stop = match StopSignal::install() {
+        Ok(stop) => stop,
+        Err(e) => {
+            return report_error(TOOL, format_args!("cannot install signal handlers: {e}"), 1);
+        }
+    };
+    let mut out = io::BufWriter::new(StoppableStdout::new(&stop));
     match run(&options, &raw[1..], &mut out) {
         Ok(status) => match out.flush() {
             Ok(()) => status,
@@ -348,7 +356,7 @@ fn run_count(
         Err(not_started) => return Ok(report_error(TOOL, not_started.error, not_started.status)),
     };
     match session.view.end(out) {
-        Err(e) if is_broken_pipe(&e) => Ok(0),
+        Err(e) if is_broken_pipe(&e) || is_stopped_while_writing(&e) => Ok(0),
         Err(e) => Err(CxlError::Output(e)),
         Ok(()) => Ok(status),
     }

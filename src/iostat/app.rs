@@ -9,6 +9,7 @@ use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
+use crate::common::stdout::StoppableStdout;
 
 use super::cli::{Action, Env, Options, OutputFormat, command, parse_args, usage_text};
 use super::devices::DeviceList;
@@ -199,9 +200,8 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     };
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
     let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let mut out = BufWriter::new(StoppableStdout::new(&stop));
     let schedule = Schedule {
         interval: opts.interval,
         count: opts.count.map(|c| c + u64::from(opts.skip_first)),

@@ -11,6 +11,7 @@ use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
+use crate::common::stdout::StoppableStdout;
 
 use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
@@ -86,7 +87,7 @@ pub fn run(
 ) -> Result<(), VcpuError> {
     let before = kernel::read_state(source)?;
     let now = apply_changes(options, source, before, plan)?;
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(StoppableStdout::new(stop));
     if options.status {
         writeln!(
             out,

@@ -1004,6 +1004,47 @@ fn wait_with_timeout(
     }
 }
 
+/// A reader that stops reading must not keep iostat-rs from answering a stop
+/// signal: it ends within a second instead of waiting for the reader.
+#[test]
+fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, _) = healthy_tree("stalled");
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let (_unread, stdout) = crate::pipes::one_page_pipe();
+        let mut child = pinned(&mut Command::new(&bin))
+            .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // A -x report of the healthy tree is over 1 KiB: the page is full
+        // after a few of the 50 reports due in half a second.
+        thread::sleep(Duration::from_millis(500));
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = status
+            .unwrap_or_else(|| panic!("signal {signal}: iostat-rs stayed blocked on its output"));
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "signal {signal}: {status:?}, {err:?}"
+        );
+        assert!(err.is_empty(), "signal {signal}: {err:?}");
+    }
+    let _ = fs::remove_dir_all(root.parent().unwrap());
+}
+
 #[test]
 fn stop_signals_close_the_json_document() {
     let Some(bin) = binary_or_skip("faults") else {

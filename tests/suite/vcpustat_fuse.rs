@@ -210,6 +210,56 @@ fn every_stop_signal_restores_the_state() {
     }
 }
 
+/// A reader that stops reading (a stalled pager, a hung consumer) must not
+/// keep vcpustat from answering SIGTERM and switching the statistics off:
+/// a service manager would otherwise end it with SIGKILL, state left on.
+#[test]
+fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
+    let Some(sim) = mount("stalled", scenario()) else {
+        return;
+    };
+    let (_unread, stdout) = crate::pipes::one_page_pipe();
+    let mut child = vcpustat(&sim, &["-n", "0.01"])
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A report is some hundred bytes: the page is full within a few dozen
+    // reports, after which the reads stop.
+    wait_for_reads(&sim, 3);
+    let mut last = sim.kernel().reads;
+    let stalled_by = Instant::now() + Duration::from_secs(10);
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let reads = sim.kernel().reads;
+        if reads == last {
+            break;
+        }
+        assert!(
+            Instant::now() < stalled_by,
+            "vcpustat never filled the pipe"
+        );
+        last = reads;
+    }
+    assert!(sim.kernel().on);
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_with_timeout(&mut child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !sim.kernel().on,
+        "SIGTERM while blocked left the statistics on"
+    );
+    assert_eq!(stats_writes(&sim).last().unwrap().1, "0\n");
+}
+
 #[test]
 fn a_closed_output_pipe_restores_the_state() {
     let Some(sim) = mount("pipe", scenario()) else {

@@ -1,0 +1,101 @@
+//! Standard output that a stop signal can interrupt.
+//!
+//! When whoever reads our output stops reading (a stalled pager, a full pipe
+//! to a hung consumer), a plain `write` blocks for as long as they do, and the
+//! kernel restarts it after each signal: a SIGTERM from a service manager
+//! would then go unanswered until SIGKILL, and vcpustat could not switch the
+//! dispatch statistics back off. [`StoppableStdout`] first waits until the
+//! descriptor can take data, or a stop signal arrives, whichever is first;
+//! then it writes no more than a pipe accepts without blocking.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::os::fd::BorrowedFd;
+
+use super::signals::StopSignal;
+
+/// What a write returns when a stop signal ended the wait for the reader.
+#[derive(Debug)]
+pub struct StoppedWhileWriting(pub i32);
+
+impl fmt::Display for StoppedWhileWriting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stopped by signal {} while the output was not read",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for StoppedWhileWriting {}
+
+/// True when `err` is [`StoppedWhileWriting`]: the run was stopped, nothing
+/// went wrong.
+pub fn is_stopped_while_writing(err: &io::Error) -> bool {
+    err.get_ref()
+        .is_some_and(|inner| inner.is::<StoppedWhileWriting>())
+}
+
+/// File descriptor 1, written so that a stop signal ends a blocked write.
+/// Wrap it in a `BufWriter`: each `write` costs a `poll` and a `write`.
+pub struct StoppableStdout<'a> {
+    stop: &'a StopSignal,
+    /// The most one `write` may carry: what a pipe or socket is sure to
+    /// accept once it polls writable; unlimited for regular files.
+    chunk: usize,
+}
+
+impl<'a> StoppableStdout<'a> {
+    /// Standard output, interrupted by `stop`.
+    pub fn new(stop: &'a StopSignal) -> StoppableStdout<'a> {
+        StoppableStdout {
+            stop,
+            chunk: chunk_for(libc::STDOUT_FILENO),
+        }
+    }
+}
+
+/// `PIPE_BUF` for anything that can fill up (pipes, sockets, terminals); no
+/// limit for regular files and block devices, which never wait for a reader.
+fn chunk_for(fd: libc::c_int) -> usize {
+    // SAFETY: fstat writes into a zeroed, properly sized struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } == 0 {
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind == libc::S_IFREG || kind == libc::S_IFBLK {
+            return usize::MAX;
+        }
+    }
+    libc::PIPE_BUF
+}
+
+impl Write for StoppableStdout<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // SAFETY: descriptor 1 stays open for the life of the process.
+        let fd = unsafe { BorrowedFd::borrow_raw(libc::STDOUT_FILENO) };
+        loop {
+            if !self.stop.wait_writable(fd) {
+                let signal = self.stop.caught().unwrap_or(0);
+                return Err(io::Error::other(StoppedWhileWriting(signal)));
+            }
+            let len = buf.len().min(self.chunk);
+            // SAFETY: `len` bytes of `buf` are readable.
+            let n = unsafe { libc::write(libc::STDOUT_FILENO, buf.as_ptr().cast(), len) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                // Another writer filled the pipe first, or a signal came:
+                // wait again (and notice the signal there).
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                _ => return Err(err),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -172,28 +172,48 @@ impl Root {
     }
 }
 
+/// How many times a lookup that raced with a rename is tried again.
+const RENAME_RACE_RETRIES: u32 = 64;
+
 /// `openat2(dir, path, flags, RESOLVE_IN_ROOT)`.
+///
+/// The kernel answers EAGAIN when a rename or mount anywhere on the system
+/// happened while it resolved a `..` step (it cannot then prove the step
+/// stayed inside the root). sysfs links are made of `..`, so on a busy
+/// machine that happens: the lookup is tried again, a bounded number of
+/// times.
 fn openat2_in_root(dir: RawFd, path: &CStr, flags: u64) -> io::Result<OwnedFd> {
     // SAFETY: `open_how` is plain data; all-zero is "no mode, no resolve flags".
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags;
     how.resolve = libc::RESOLVE_IN_ROOT;
-    // SAFETY: valid descriptor, NUL-terminated path, and `how` with its size.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            path.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    match owned(fd as RawFd) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "--sysroot needs openat2(2) (Linux 5.6 or later) to keep every path inside the root",
-        )),
-        other => other,
+    let mut tries = 0;
+    loop {
+        // SAFETY: valid descriptor, NUL-terminated path, and `how` with its size.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        return match owned(fd as RawFd) {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries < RENAME_RACE_RETRIES => {
+                tries += 1;
+                continue;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "renames elsewhere on the system kept racing with the lookup under --sysroot; try again",
+            )),
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "--sysroot needs openat2(2) (Linux 5.6 or later) to keep every path inside the root",
+            )),
+            other => other,
+        };
     }
 }
 
@@ -308,6 +328,40 @@ mod tests {
         let c = CString::new(path.as_os_str().as_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// openat2 refuses a `..` step with EAGAIN when any rename happened on
+    /// the system during the lookup; sysfs links are full of `..`, and a
+    /// busy machine renames all the time.
+    #[test]
+    fn renames_elsewhere_do_not_fail_a_lookup_through_dot_dot() {
+        let dir = scratch("rename-race");
+        fs::create_dir_all(dir.join("root/sys/devices/pmu0")).unwrap();
+        fs::create_dir_all(dir.join("root/sys/bus")).unwrap();
+        fs::write(dir.join("root/sys/devices/pmu0/type"), "1\n").unwrap();
+        std::os::unix::fs::symlink("../devices/pmu0", dir.join("root/sys/bus/pmu0")).unwrap();
+        let renaming = dir.join("renames");
+        fs::create_dir_all(&renaming).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let renamer = {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let (a, b) = (renaming.join("a"), renaming.join("b"));
+                fs::write(&a, "").unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    fs::rename(&a, &b).unwrap();
+                    fs::rename(&b, &a).unwrap();
+                }
+            })
+        };
+        let root = Root::new(dir.join("root"));
+        let failures = (0..20_000)
+            .filter(|_| root.open_file("/sys/bus/pmu0/../pmu0/type", Access::Read).is_err())
+            .count();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        renamer.join().unwrap();
+        assert_eq!(failures, 0, "lookups failed while another thread renamed");
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

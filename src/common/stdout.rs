@@ -6,11 +6,15 @@
 //! would then go unanswered until SIGKILL, and vcpustat could not switch the
 //! dispatch statistics back off. [`StoppableStdout`] first waits until the
 //! descriptor can take data, or a stop signal arrives, whichever is first;
-//! then it writes no more than a pipe accepts without blocking.
+//! then it writes no more than a pipe accepts without blocking. After a stop
+//! signal the end of the output (a JSON document's close, totals) is still
+//! written if the reader takes it within [`GRACE_AFTER_STOP`]; past that,
+//! writes fail with [`StoppedWhileWriting`].
 
 use std::fmt;
 use std::io::{self, Write};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::{Duration, Instant};
 
 use super::signals::StopSignal;
 
@@ -37,6 +41,10 @@ pub fn is_stopped_while_writing(err: &io::Error) -> bool {
         .is_some_and(|inner| inner.is::<StoppedWhileWriting>())
 }
 
+/// How long, after a stop signal, the rest of the output may wait for the
+/// reader in all.
+pub const GRACE_AFTER_STOP: Duration = Duration::from_secs(1);
+
 /// File descriptor 1, written so that a stop signal ends a blocked write.
 /// Wrap it in a `BufWriter`: each `write` costs a `poll` and a `write`.
 pub struct StoppableStdout<'a> {
@@ -44,6 +52,8 @@ pub struct StoppableStdout<'a> {
     /// The most one `write` may carry: what a pipe or socket is sure to
     /// accept once it polls writable; unlimited for regular files.
     chunk: usize,
+    /// Set at the first write after a stop signal: when to give up.
+    give_up_at: Option<Instant>,
 }
 
 impl<'a> StoppableStdout<'a> {
@@ -52,6 +62,7 @@ impl<'a> StoppableStdout<'a> {
         StoppableStdout {
             stop,
             chunk: chunk_for(libc::STDOUT_FILENO),
+            give_up_at: None,
         }
     }
 }
@@ -70,15 +81,40 @@ fn chunk_for(fd: libc::c_int) -> usize {
     libc::PIPE_BUF
 }
 
+impl StoppableStdout<'_> {
+    /// Waits until standard output takes data. Before a stop signal that
+    /// wait is as long as the reader needs; after one, it ends at the grace
+    /// deadline with [`StoppedWhileWriting`].
+    fn wait_for_room(&mut self, fd: BorrowedFd) -> io::Result<()> {
+        if self.stop.caught().is_none() && self.stop.wait_writable(fd) {
+            return Ok(());
+        }
+        let signal = self.stop.caught().unwrap_or(0);
+        let give_up_at = *self
+            .give_up_at
+            .get_or_insert_with(|| Instant::now() + GRACE_AFTER_STOP);
+        let left = give_up_at.saturating_duration_since(Instant::now());
+        let mut pollfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis() as i32) };
+        if ready > 0 {
+            Ok(())
+        } else {
+            Err(io::Error::other(StoppedWhileWriting(signal)))
+        }
+    }
+}
+
 impl Write for StoppableStdout<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // SAFETY: descriptor 1 stays open for the life of the process.
         let fd = unsafe { BorrowedFd::borrow_raw(libc::STDOUT_FILENO) };
         loop {
-            if !self.stop.wait_writable(fd) {
-                let signal = self.stop.caught().unwrap_or(0);
-                return Err(io::Error::other(StoppedWhileWriting(signal)));
-            }
+            self.wait_for_room(fd)?;
             let len = buf.len().min(self.chunk);
             // SAFETY: `len` bytes of `buf` are readable.
             let n = unsafe { libc::write(libc::STDOUT_FILENO, buf.as_ptr().cast(), len) };

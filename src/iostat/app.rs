@@ -17,6 +17,7 @@ use super::model::{cpu_percent, interval_cs};
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
 use super::render_machine::MachineRenderer;
+use super::render_svg::SvgCharts;
 use super::render_text::TextRenderer;
 use super::report::{Banner, Renderer, Sample, banner_date};
 
@@ -197,6 +198,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         date: banner_date(opts, start_time),
         cpus: cpu_count(src),
     };
+    let mut charts = SvgCharts::new(opts, &banner).map_err(IostatError::Chart)?;
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
     let stdout = io::stdout();
@@ -230,6 +232,13 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         };
         let skipped = index == 0 && opts.skip_first;
         renderer.sample(&mut out, &sample, skipped)?;
+        if let Some(charts) = &mut charts {
+            // The report reaches the reader before the slower chart does.
+            out.flush()?;
+            charts
+                .sample(&sample, skipped)
+                .map_err(IostatError::Chart)?;
+        }
         carry.curr ^= 1;
         Ok::<(), IostatError>(())
     });

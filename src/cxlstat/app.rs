@@ -18,6 +18,7 @@ use crate::common::run::run_samples;
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 
+use super::chart::CxlCharts;
 use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
 use super::counting::Counters;
 use super::error::CxlError;
@@ -246,6 +247,7 @@ fn exit_code(status: ExitStatus) -> i32 {
 struct Session {
     counters: Counters,
     view: CountView,
+    charts: Option<CxlCharts>,
     notes: Vec<String>,
     previous: Vec<Reading>,
     last_elapsed: Duration,
@@ -276,6 +278,11 @@ impl Session {
                 notes: &self.notes,
             };
             self.view.report(out, &span)?;
+            if let Some(charts) = &mut self.charts {
+                charts
+                    .sample(span.time, self.view.rates(&span))
+                    .map_err(io::Error::other)?;
+            }
             self.previous.copy_from_slice(self.counters.readings());
             self.notes.clear();
         }
@@ -334,6 +341,10 @@ fn run_count(
     let mut session = Session {
         counters,
         view: CountView::new(&plan, pmus, options.aggregate, output),
+        charts: options.svg.clone().map(|path| {
+            let host = source.uname().map(|u| u.nodename).unwrap_or_default();
+            CxlCharts::new(path, format!("cxlstat on {host}: CXL PMU event rates"))
+        }),
         notes: Vec::new(),
         previous: Vec::new(),
         last_elapsed: Duration::ZERO,

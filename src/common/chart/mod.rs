@@ -24,6 +24,14 @@ pub mod palette;
 
 pub use draw::render;
 
+/// `--svg FILE`, for the tools whose command line clap parses.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SvgArgs {
+    /// Write the run as SVG charts to FILE, rewritten (atomically) after each report.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub svg: Option<std::path::PathBuf>,
+}
+
 /// The width every chart is drawn at, in pixels.
 pub const WIDTH: u32 = 1280;
 

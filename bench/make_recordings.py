@@ -4,7 +4,12 @@ tests, the README pictures and bench/svg.sh: DEVICES devices (the third
 named with markup and control characters), FRAMES one-second samples,
 deterministic counters, one read-latency spike on the second device.
 
+A vcpustat recording has VCPUS vCPUs and FRAMES one-second samples of
+/proc/powerpc/vcpudispatch_stats; vCPU 5 runs off its home node more and
+more, vCPU 2 is dispatched further and further away.
+
 usage: make_recordings.py iostat DEVICES FRAMES OUT
+       make_recordings.py vcpustat VCPUS FRAMES OUT
 """
 import json
 import sys
@@ -66,7 +71,51 @@ def iostat(devices, frames, out):
             f.write(json.dumps(frame) + "\n")
 
 
+def vcpu_counts(cpu, t):
+    """Cumulative counters of one vCPU after t seconds: total, core, chip,
+    socket, cec, home, adj, far."""
+    total, core, chip, socket, cec, home, adj, far = [0] * 8
+    for s in range(t):
+        n = 100 + 10 * (cpu % 4)
+        off = min(n, (s * 6) if cpu == 5 else (s + cpu) % 5)
+        wide = min(n // 2, s * 3) if cpu == 2 else cpu % 3
+        total += n
+        core += n - wide - 10
+        chip += 10
+        socket += wide - wide // 3
+        cec += wide // 3
+        home += n - off
+        adj += off - off // 4
+        far += off // 4
+    return [total, core, chip, socket, cec, home, adj, far]
+
+
+def vcpustat(vcpus, frames, out):
+    header = {
+        "format": "hwstat-recording",
+        "version": 1,
+        "tool": "vcpustat",
+        "args": ["1"],
+        "uname": {"sysname": "Linux", "nodename": "lpar-demo", "release": "6.18.0",
+                  "version": "#1", "machine": "ppc64le"},
+        "start_unix_ns": START * 10**9,
+    }
+    with open(out, "w") as f:
+        f.write(json.dumps(header) + "\n")
+        for t in range(frames):
+            text = "".join(
+                f"cpu{c} " + " ".join(map(str, vcpu_counts(c, t))) + "\n" for c in range(vcpus)
+            )
+            entries = {"read /proc/powerpc/vcpudispatch_stats": {"text": text}}
+            if t == 0:
+                entries["read /proc/powerpc/vcpudispatch_stats_freq"] = {"text": "50\n"}
+            frame = {"index": t, "time_unix_ns": (START + t) * 10**9,
+                     "elapsed_ns": t * 10**9, "entries": entries}
+            f.write(json.dumps(frame) + "\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 5 or sys.argv[1] != "iostat":
+    tools = {"iostat": iostat, "vcpustat": vcpustat}
+    if len(sys.argv) != 5 or sys.argv[1] not in tools:
         sys.exit(__doc__)
-    iostat(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    tools[sys.argv[1]](int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

@@ -12,6 +12,7 @@ use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 
+use super::chart::VcpuCharts;
 use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
@@ -179,6 +180,14 @@ fn selection(options: &Options) -> Selection<'_> {
     }
 }
 
+/// The charts `--svg` asks for.
+fn charts(options: &Options, source: &dyn Source) -> Option<VcpuCharts> {
+    let path = options.svg.clone()?;
+    let host = source.uname().map(|u| u.nodename).unwrap_or_default();
+    let title = format!("vcpustat on {host}: where the hypervisor dispatched each vCPU");
+    Some(VcpuCharts::new(path, title, options.view == View::Raw))
+}
+
 /// No interval: the cumulative counts once.
 fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Result<(), VcpuError> {
     let mut output = Output::new(options);
@@ -195,6 +204,11 @@ fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Resu
     };
     output.begin(out)?;
     output.emit(out, source.now(), 0, &report)?;
+    if let Some(charts) = &mut charts(options, source) {
+        charts
+            .sample(source.now(), &report)
+            .map_err(VcpuError::Chart)?;
+    }
     output.end(out)?;
     source.finish()?;
     Ok(())
@@ -213,6 +227,7 @@ fn intervals(
     let mut tracker = Tracker::new();
     let mut buf = Vec::new();
     let mut reports = 0u64;
+    let mut charts = charts(options, source);
     output.begin(out)?;
     let result = run_samples(&options.schedule(), source, stop, |source, index| {
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
@@ -265,6 +280,9 @@ fn intervals(
             ));
         }
         output.emit(out, time, reports, &report)?;
+        if let Some(charts) = &mut charts {
+            charts.sample(time, &report).map_err(VcpuError::Chart)?;
+        }
         reports += 1;
         Ok::<(), VcpuError>(())
     });

@@ -466,7 +466,7 @@ fn draw_lanes(area: &Area, panel: &Panel, lanes: &super::lanes::Lanes) -> Result
         .x_labels(10)
         .y_labels(category_ticks(names.len(), 40))
         .x_label_formatter(&|x| number_text(*x))
-        .y_label_formatter(&|y| category(names, *y))
+        .y_label_formatter(&|y| category(&names, *y))
         .x_desc(axis_title(TimeAxis::ElapsedMs))
         .y_desc(label(&panel.y_label, 60))
         .label_style((FONT, 12))

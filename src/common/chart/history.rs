@@ -221,10 +221,12 @@ mod tests {
         let points = h.points(s);
         assert_eq!(points[0], (0.5, span(1.0, 1.0, 1.0)));
         assert_eq!(points[38], (76.5, span(1.0, 1000.0, 500.5)));
+        // Full again: 32 buckets of 4 samples, and a new one.
         h.begin_sample(128.0);
         h.add(s, 3.0);
-        assert_eq!(h.len(), 65);
-        assert_eq!(h.points(s)[64], (128.0, span(3.0, 3.0, 3.0)));
+        assert_eq!(h.len(), 33);
+        assert_eq!(h.points(s)[19], (77.5, span(1.0, 1000.0, 250.75)));
+        assert_eq!(h.points(s)[32], (128.0, span(3.0, 3.0, 3.0)));
         assert_eq!(h.peak(s), Some(1000.0));
     }
 

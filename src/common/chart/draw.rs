@@ -139,11 +139,18 @@ fn draw_legend(area: &Area, entries: &[(String, Colour)]) -> Result<(), Failed> 
     Ok(())
 }
 
-fn time_text(axis: TimeAxis, x: f64) -> String {
+/// A tick of a time axis; local times get tenths of a second on an axis
+/// shorter than 20 s, where whole seconds would repeat.
+fn time_text(axis: TimeAxis, x: f64, span: f64) -> String {
     match axis {
         TimeAxis::Local => {
             let t = UNIX_EPOCH + Duration::from_secs_f64(x.max(0.0));
-            strftime_local("%H:%M:%S", t).unwrap_or_default()
+            let text = strftime_local("%H:%M:%S", t).unwrap_or_default();
+            if span < 20.0 {
+                format!("{text}.{}", (x.max(0.0).fract() * 10.0) as u32)
+            } else {
+                text
+            }
         }
         TimeAxis::ElapsedMs => number_text(x),
     }
@@ -273,7 +280,7 @@ fn draw_lines(
         .configure_mesh()
         .x_labels(8)
         .y_labels(6)
-        .x_label_formatter(&|x| time_text(axis, *x))
+        .x_label_formatter(&|x| time_text(axis, *x, x1 - x0))
         .y_label_formatter(&|y| number_text(*y))
         .x_desc(axis_title(axis))
         .y_desc(label(&panel.y_label, 60))
@@ -347,7 +354,7 @@ fn draw_heat_map(
     let time_at = |x: f64| {
         times
             .get(x.floor() as usize)
-            .map(|&t| time_text(TimeAxis::Local, t))
+            .map(|&t| time_text(TimeAxis::Local, t, f64::INFINITY))
             .unwrap_or_default()
     };
     chart

@@ -591,3 +591,74 @@ fn chromium_renders_every_chart_with_every_series_colour() {
         }
     }
 }
+
+/// The README's pictures: program, arguments (run from the checkout, with
+/// `TZ=UTC`), and the picture in docs/charts/ the command writes.
+const PICTURES: [(&str, &str, &str); 4] = [
+    (
+        "iostat-rs",
+        "--replay tests/fixtures/charts/iostat.rec -x --svg {} 1",
+        "iostat-rs.svg",
+    ),
+    (
+        "vcpustat",
+        "--replay tests/fixtures/charts/vcpustat.rec --svg {} 1",
+        "vcpustat.svg",
+    ),
+    (
+        "vcpustat",
+        "trace report tests/fixtures/charts/lpar1.dtl tests/fixtures/charts/lpar2.dtl --svg {}",
+        "vcpustat-trace.svg",
+    ),
+    (
+        "cxlstat",
+        "--replay tests/fixtures/charts/cxlstat.rec -e cpu_clock,context_switches --svg {} 0.1",
+        "cxlstat.svg",
+    ),
+];
+
+/// Each picture in docs/charts/ is what the command printed next to it in
+/// the README makes now (`HWSTAT_BLESS=1` rewrites them).
+#[test]
+fn the_readme_pictures_are_what_their_printed_commands_make() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let dir = scratch("pictures");
+    let bless = std::env::var("HWSTAT_BLESS").as_deref() == Ok("1");
+    for (program, args, picture) in PICTURES {
+        let committed = format!("docs/charts/{picture}");
+        let printed = format!("TZ=UTC {program} {}", args.replace("{}", &committed));
+        assert!(
+            readme.contains(&printed),
+            "README.md does not show `{printed}`"
+        );
+        let made = dir.join(picture);
+        let bin = match program {
+            "iostat-rs" => IOSTAT,
+            "vcpustat" => VCPUSTAT,
+            _ => CXLSTAT,
+        };
+        let made_s = made.to_str().unwrap();
+        let out = Command::new(bin)
+            .current_dir(root)
+            .env("TZ", "UTC")
+            .args(args.split(' ').map(|a| if a == "{}" { made_s } else { a }))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{printed}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let new = std::fs::read(&made).unwrap();
+        if bless {
+            std::fs::write(root.join(&committed), &new).unwrap();
+        } else {
+            let old = std::fs::read(root.join(&committed)).unwrap_or_default();
+            assert!(
+                old == new,
+                "{committed} differs from what `{printed}` makes (HWSTAT_BLESS=1 rewrites it)"
+            );
+        }
+    }
+}

@@ -738,7 +738,7 @@ pub fn command() -> clap::Command {
             Arg::new("svg-sort")
                 .long("svg-sort")
                 .value_name("COLUMN")
-                .help("Column whose peak ranks the devices for --svg-top (default: the last, %util or kB_dscd/s)"),
+                .help("Column whose peak ranks the devices for --svg-top (default %util, or tps without -x)"),
         )
         .arg(long_flag("help", "Print this help"))
         .arg(

@@ -3,8 +3,8 @@
 //! r_await, w_await, aqu-sz, %util; `-x -s` and the basic report their own
 //! columns), a line per device; the CPU report as a stacked area. With
 //! more devices than `--svg-top N`, the N with the highest peak of the
-//! `--svg-sort` column get a line each and the rest one grey min–max
-//! envelope.
+//! `--svg-sort` column (`%util`, or `tps` in the basic report) get a line
+//! each and the rest one grey min–max envelope.
 
 use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
@@ -156,7 +156,7 @@ impl SvgCharts {
         };
         let metrics = metrics(report, opts.unit);
         let sort = match &opts.svg_sort {
-            None => metrics.len() - 1,
+            None => metrics.iter().position(|m| m.name == "%util").unwrap_or(0),
             Some(name) => metrics
                 .iter()
                 .position(|m| &m.name == name)

@@ -58,6 +58,9 @@ pub fn main() -> i32 {
 
 /// Runs `options`, writing to `out`; gives the exit status on success.
 pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Result<i32, CxlError> {
+    if let Action::Count(count) = &options.action {
+        crate::common::chart::refuse_when_secure(count.svg.as_deref()).map_err(CxlError::Setup)?;
+    }
     let mut source = options
         .source
         .open(TOOL, raw_args)

@@ -47,6 +47,9 @@ pub fn main() -> i32 {
         Ok(stop) => stop,
         Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
     };
+    if let Err(message) = crate::common::chart::refuse_when_secure(options.svg.as_deref()) {
+        return report_error(TOOL, message, 1);
+    }
     let mut source = match options.source.open(TOOL, args.get(1..).unwrap_or(&[])) {
         Ok(source) => source,
         Err(message) => return report_error(TOOL, message, 1),

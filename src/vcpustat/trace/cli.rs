@@ -192,6 +192,9 @@ fn run_report(args: &ReportArgs) -> i32 {
     if let Err(e) = options.tables() {
         return report_error(TOOL, e, 2);
     }
+    if let Err(e) = crate::common::chart::refuse_when_secure(args.chart.svg.as_deref()) {
+        return report_error(TOOL, e, 1);
+    }
     let topology = match &args.topology {
         Some(path) => match std::fs::read_to_string(path)
             .map_err(|e| format!("{}: {e}", path.display()))

@@ -662,3 +662,91 @@ fn the_readme_pictures_are_what_their_printed_commands_make() {
         }
     }
 }
+
+/// A `--sysroot` tree with one device that did I/O and one CPU.
+fn sysroot(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    for d in ["proc", "sys/block/sda", "sys/devices/system/cpu/cpu0"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let files = [
+        (
+            "proc/diskstats",
+            "   8       0 sda 100 0 800 50 40 0 640 80 0 120 130 0 0 0 0 0 0\n",
+        ),
+        ("proc/uptime", "5000.00 100.00\n"),
+        (
+            "proc/stat",
+            "cpu  100 0 40 400 5 0 0 0 0 0\ncpu0 100 0 40 400 5 0 0 0 0 0\n",
+        ),
+    ];
+    for (path, text) in files {
+        std::fs::write(root.join(path), text).unwrap();
+    }
+    root
+}
+
+/// Live, the chart is rewritten after every report, and a reader polling
+/// the file meanwhile only ever finds a whole chart (temporary file and
+/// rename), never a part of one.
+#[test]
+fn live_charts_are_rewritten_whole_after_each_report() {
+    let dir = scratch("live");
+    let root = sysroot(&dir);
+    let svg = dir.join("live.svg");
+    let mut child = Command::new(IOSTAT)
+        .args([
+            "--sysroot",
+            root.to_str().unwrap(),
+            "-x",
+            "--svg",
+            svg.to_str().unwrap(),
+        ])
+        .args(["0.2", "8"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut versions: Vec<String> = Vec::new();
+    loop {
+        let done = child.try_wait().unwrap().is_some();
+        if let Ok(text) = std::fs::read_to_string(&svg) {
+            roxmltree::Document::parse(&text).expect("a whole chart at every moment");
+            if versions.last() != Some(&text) {
+                versions.push(text);
+            }
+        }
+        if done {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // 8 reports, the first (since boot) not charted: 7 versions, each seen
+    // unless two rewrites fell between two polls.
+    assert!(versions.len() >= 4, "{} versions seen", versions.len());
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // vcpustat live on its fixture tree writes its chart too.
+    let vsvg = dir.join("v.svg");
+    run(
+        VCPUSTAT,
+        &[
+            "--sysroot",
+            &format!(
+                "{}/tests/fixtures/vcpustat/seed",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+            "--svg",
+            vsvg.to_str().unwrap(),
+            "0.05",
+            "2",
+        ],
+    );
+    assert_eq!(
+        parse(&vsvg).count("home-node dispatch ratio per vCPU and interval"),
+        1
+    );
+}

@@ -346,7 +346,8 @@ fn run_count(
         view: CountView::new(&plan, pmus, options.aggregate, output),
         charts: options.svg.clone().map(|path| {
             let host = source.uname().map(|u| u.nodename).unwrap_or_default();
-            CxlCharts::new(path, format!("cxlstat on {host}: CXL PMU event rates"))
+            let title = format!("cxlstat on {host}: CXL PMU event rates");
+            CxlCharts::new(path, title, source.is_live())
         }),
         notes: Vec::new(),
         previous: Vec::new(),
@@ -361,6 +362,9 @@ fn run_count(
         Ok(status) => status,
         Err(not_started) => return Ok(report_error(TOOL, not_started.error, not_started.status)),
     };
+    if let Some(charts) = &session.charts {
+        charts.finish().map_err(CxlError::Setup)?;
+    }
     match session.view.end(out) {
         Err(e) if is_broken_pipe(&e) => Ok(0),
         Err(e) => Err(CxlError::Output(e)),

@@ -12,22 +12,26 @@ use crate::common::chart::{Chart, Line, Panel, PanelKind, TimeAxis, file, palett
 pub struct CxlCharts {
     path: PathBuf,
     title: String,
+    /// Rewrite after each report (live), or once at the end (a replay).
+    live: bool,
     /// Per PMU (in first-seen order), its events' rates.
     pmus: Vec<(String, History)>,
 }
 
 impl CxlCharts {
-    /// Charts written to `path`, under `title`.
-    pub fn new(path: PathBuf, title: String) -> CxlCharts {
+    /// Charts written to `path`, under `title`, after each report when
+    /// `live`, else by [`CxlCharts::finish`].
+    pub fn new(path: PathBuf, title: String, live: bool) -> CxlCharts {
         CxlCharts {
             path,
             title,
+            live,
             pmus: Vec::new(),
         }
     }
 
-    /// Adds one report's rates `(pmu, event, rate)` taken at `time`, and
-    /// rewrites the file.
+    /// Adds one report's rates `(pmu, event, rate)` taken at `time`, and,
+    /// live, rewrites the file.
     pub fn sample<'a>(
         &mut self,
         time: SystemTime,
@@ -54,6 +58,15 @@ impl CxlCharts {
                 h.add(series, r);
             }
         }
+        if self.live { self.write() } else { Ok(()) }
+    }
+
+    /// Writes the file at the end of a replay (a live run wrote it already).
+    pub fn finish(&self) -> Result<(), String> {
+        if self.live { Ok(()) } else { self.write() }
+    }
+
+    fn write(&self) -> Result<(), String> {
         let svg = render(&self.chart())?;
         file::write_atomic(&self.path, svg.as_bytes())
     }

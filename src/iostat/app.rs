@@ -201,7 +201,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         date: banner_date(opts, start_time),
         cpus: cpu_count(src),
     };
-    let mut charts = SvgCharts::new(opts, &banner).map_err(IostatError::Chart)?;
+    let mut charts = SvgCharts::new(opts, &banner, src.is_live()).map_err(IostatError::Chart)?;
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
     let stdout = io::stdout();
@@ -252,6 +252,9 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     };
     result?;
     closed?;
+    if let Some(charts) = &charts {
+        charts.finish().map_err(IostatError::Chart)?;
+    }
     Ok(())
 }
 

@@ -137,6 +137,8 @@ pub struct SvgCharts {
     top: usize,
     devices: bool,
     since_boot_skipped: bool,
+    /// Rewrite the file after each report (a live run), or once at the end.
+    live: bool,
     /// One history per metric (created at the first sample, sized then).
     histories: Vec<History>,
     cpu: Option<History>,
@@ -145,7 +147,9 @@ pub struct SvgCharts {
 impl SvgCharts {
     /// The charts `opts` asks for, or `None` without `--svg`; an error for
     /// a `--svg-sort` that is not a column of the report.
-    pub fn new(opts: &Options, banner: &Banner) -> Result<Option<SvgCharts>, String> {
+    /// `live`: the file is rewritten after each report, else once by
+    /// [`SvgCharts::finish`] (a replay).
+    pub fn new(opts: &Options, banner: &Banner, live: bool) -> Result<Option<SvgCharts>, String> {
         let Some(path) = opts.svg.clone() else {
             return Ok(None);
         };
@@ -183,12 +187,13 @@ impl SvgCharts {
             top: opts.svg_top.unwrap_or(DEFAULT_TOP),
             devices: opts.show_disk,
             since_boot_skipped: opts.interval.is_some(),
+            live,
             histories: Vec::new(),
             cpu: opts.show_cpu.then(|| History::new(CPU_COLUMNS.len())),
         }))
     }
 
-    /// Adds a report to the charts and rewrites the file. The first report
+    /// Adds a report to the charts and, live, rewrites the file. The first report
     /// (since boot) is left out when there is an interval, and so is the
     /// one `-y` skips.
     pub fn sample(&mut self, s: &Sample, skipped: bool) -> Result<(), String> {
@@ -230,6 +235,15 @@ impl SvgCharts {
                 cpu.add(series, v);
             }
         }
+        if self.live { self.write() } else { Ok(()) }
+    }
+
+    /// Writes the file at the end of a replay (a live run wrote it already).
+    pub fn finish(&self) -> Result<(), String> {
+        if self.live { Ok(()) } else { self.write() }
+    }
+
+    fn write(&self) -> Result<(), String> {
         let svg = render(&self.chart())?;
         file::write_atomic(&self.path, svg.as_bytes())
     }

@@ -188,7 +188,8 @@ fn charts(options: &Options, source: &dyn Source) -> Option<VcpuCharts> {
     let path = options.svg.clone()?;
     let host = source.uname().map(|u| u.nodename).unwrap_or_default();
     let title = format!("vcpustat on {host}: where the hypervisor dispatched each vCPU");
-    Some(VcpuCharts::new(path, title, options.view == View::Raw))
+    let cumulative = options.view == View::Raw;
+    Some(VcpuCharts::new(path, title, source.is_live(), cumulative))
 }
 
 /// No interval: the cumulative counts once.
@@ -211,6 +212,7 @@ fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Resu
         charts
             .sample(source.now(), &report)
             .map_err(VcpuError::Chart)?;
+        charts.finish().map_err(VcpuError::Chart)?;
     }
     output.end(out)?;
     source.finish()?;
@@ -291,7 +293,11 @@ fn intervals(
     });
     let ended = output.end(out).map_err(VcpuError::Output);
     result?;
-    ended
+    ended?;
+    match &charts {
+        Some(charts) => charts.finish().map_err(VcpuError::Chart),
+        None => Ok(()),
+    }
 }
 
 /// The chosen output: vcpustat's text, or one of the core's writers with the

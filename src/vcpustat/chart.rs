@@ -23,6 +23,8 @@ const DISPERSION: [(usize, &str); 4] = [
 pub struct VcpuCharts {
     path: PathBuf,
     title: String,
+    /// Rewrite after each report (live), or once at the end (a replay).
+    live: bool,
     /// Cumulative reports (`-r`) replace the dispersion; deltas add up.
     cumulative: bool,
     /// Home ratio (0–1) per vCPU (`cpuN`), over time.
@@ -32,18 +34,20 @@ pub struct VcpuCharts {
 }
 
 impl VcpuCharts {
-    /// Charts written to `path`, under `title`; `cumulative` for `-r`.
-    pub fn new(path: PathBuf, title: String, cumulative: bool) -> VcpuCharts {
+    /// Charts written to `path`, under `title`, after each report when
+    /// `live`, else by [`VcpuCharts::finish`]; `cumulative` for `-r`.
+    pub fn new(path: PathBuf, title: String, live: bool, cumulative: bool) -> VcpuCharts {
         VcpuCharts {
             path,
             title,
+            live,
             cumulative,
             home: History::new(64),
             dispersion: Vec::new(),
         }
     }
 
-    /// Adds a report taken at `time` and rewrites the file.
+    /// Adds a report taken at `time` and, live, rewrites the file.
     pub fn sample(&mut self, time: SystemTime, report: &Report) -> Result<(), String> {
         let t = time
             .duration_since(UNIX_EPOCH)
@@ -62,6 +66,15 @@ impl VcpuCharts {
             }
         }
         self.dispersion.sort_by_key(|(cpu, _)| *cpu);
+        if self.live { self.write() } else { Ok(()) }
+    }
+
+    /// Writes the file at the end of a replay (a live run wrote it already).
+    pub fn finish(&self) -> Result<(), String> {
+        if self.live { Ok(()) } else { self.write() }
+    }
+
+    fn write(&self) -> Result<(), String> {
         let svg = render(&self.chart())?;
         file::write_atomic(&self.path, svg.as_bytes())
     }

@@ -139,8 +139,9 @@ pub struct SvgCharts {
     since_boot_skipped: bool,
     /// Rewrite the file after each report (a live run), or once at the end.
     live: bool,
-    /// One history per metric (created at the first sample, sized then).
-    histories: Vec<History>,
+    /// Per device, a value per metric (created at the first sample, sized
+    /// then).
+    devices_history: Option<History>,
     cpu: Option<History>,
 }
 
@@ -188,7 +189,7 @@ impl SvgCharts {
             devices: opts.show_disk,
             since_boot_skipped: opts.interval.is_some(),
             live,
-            histories: Vec::new(),
+            devices_history: None,
             cpu: opts.show_cpu.then(|| History::new(CPU_COLUMNS.len())),
         }))
     }
@@ -205,22 +206,15 @@ impl SvgCharts {
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         if self.devices {
-            if self.histories.is_empty() {
-                let rows = s.devices.rows(s.curr).count().max(1);
-                let size = rows * self.metrics.len();
-                self.histories = self.metrics.iter().map(|_| History::new(size)).collect();
-            }
-            for h in &mut self.histories {
-                h.begin_sample(time);
-            }
+            let (report, unit, width) = (self.report, self.unit, self.metrics.len());
+            let h = self
+                .devices_history
+                .get_or_insert_with(|| History::wide(s.devices.rows(s.curr).count(), width));
+            h.begin_sample(time);
             for row in s.devices.rows(s.curr) {
-                for (h, v) in
-                    self.histories
-                        .iter_mut()
-                        .zip(values(self.report, self.unit, &row, s.itv))
-                {
-                    let series = h.series(row.name);
-                    h.add(series, v);
+                let series = h.series(row.name);
+                for (k, v) in values(report, unit, &row, s.itv).into_iter().enumerate() {
+                    h.add_at(series, k, v);
                 }
             }
         }
@@ -269,21 +263,24 @@ impl SvgCharts {
             });
         }
         let (shown, rest) = self.ranked();
-        for (m, h) in self.metrics.iter().zip(&self.histories) {
+        for (k, m) in self.metrics.iter().enumerate() {
+            let Some(h) = &self.devices_history else {
+                break;
+            };
             let mut lines: Vec<Line> = shown
                 .iter()
                 .enumerate()
                 .map(|(rank, &i)| Line {
                     name: h.names()[i].clone(),
                     colour: palette::series(rank),
-                    points: h.points(i),
+                    points: h.merged_at(&[i], k),
                 })
                 .collect();
             if !rest.is_empty() {
                 lines.push(Line {
                     name: format!("{} other devices (min-max)", rest.len()),
                     colour: REST,
-                    points: h.merged(&rest),
+                    points: h.merged_at(&rest, k),
                 });
             }
             panels.push(Panel {
@@ -302,13 +299,13 @@ impl SvgCharts {
     }
 
     /// The devices drawn alone (highest peak of the sort column first),
-    /// and the others, as series indexes (the same in every history).
+    /// and the others, as series indexes.
     fn ranked(&self) -> (Vec<usize>, Vec<usize>) {
-        let Some(sort) = self.histories.get(self.sort) else {
+        let Some(h) = &self.devices_history else {
             return (Vec::new(), Vec::new());
         };
-        let mut order: Vec<usize> = (0..sort.names().len()).collect();
-        let peak = |i: usize| sort.peak(i).unwrap_or(f64::NEG_INFINITY);
+        let mut order: Vec<usize> = (0..h.names().len()).collect();
+        let peak = |i: usize| h.peak_at(i, self.sort).unwrap_or(f64::NEG_INFINITY);
         order.sort_by(|&a, &b| peak(b).total_cmp(&peak(a)).then(a.cmp(&b)));
         let rest = order.split_off(self.top.min(order.len()));
         (order, rest)

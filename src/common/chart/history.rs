@@ -5,7 +5,7 @@
 //! each bucket then holds twice as many samples. A bucket keeps the min,
 //! max and mean of each series, so a spike shorter than a pixel column
 //! still shows (the min–max envelope) while memory stays at
-//! `series × cap × 16` bytes however long the run. `cap` shrinks with the
+//! `series × values × cap × 16` bytes however long the run. `cap` shrinks with the
 //! number of series expected (at least 64 buckets, at most 512: a chart
 //! 1280 px wide has about 1,000 pixel columns of plot).
 
@@ -66,26 +66,38 @@ impl Cell {
 /// The memory budget, in cells (16 bytes each): 64 MiB.
 const BUDGET_CELLS: usize = 4 << 20;
 
-/// Named series sharing one bucketed time axis.
+/// Named series sharing one bucketed time axis; each series holds `width`
+/// values per sample (the metrics of one device, say), found by one name
+/// lookup.
 #[derive(Debug, Clone)]
 pub struct History {
     cap: usize,
+    width: usize,
     per_bucket: u64,
     in_last: u64,
     /// First and last sample time of each bucket.
     times: Vec<(f64, f64)>,
     names: Vec<String>,
     index: HashMap<String, usize>,
+    /// Per series, bucket after bucket, `width` cells each.
     cells: Vec<Vec<Cell>>,
-    peaks: Vec<f64>,
+    /// Per series, `width` peaks.
+    peaks: Vec<Vec<f64>>,
 }
 
 impl History {
-    /// An empty history sized for about `series` series.
+    /// An empty history sized for about `series` series of one value.
     pub fn new(series: usize) -> History {
-        let cap = (BUDGET_CELLS / series.max(1)).clamp(64, 512) & !1;
+        History::wide(series, 1)
+    }
+
+    /// An empty history sized for about `series` series of `width` values.
+    pub fn wide(series: usize, width: usize) -> History {
+        let width = width.max(1);
+        let cap = (BUDGET_CELLS / (series.max(1) * width)).clamp(64, 512) & !1;
         History {
             cap,
+            width,
             per_bucket: 1,
             in_last: 0,
             times: Vec::new(),
@@ -104,7 +116,7 @@ impl History {
             }
             self.times.push((time, time));
             for c in &mut self.cells {
-                c.push(EMPTY);
+                c.extend(std::iter::repeat_n(EMPTY, self.width));
             }
             self.in_last = 0;
         }
@@ -120,10 +132,16 @@ impl History {
             .chunks(2)
             .map(|p| (p[0].0, p[p.len() - 1].1))
             .collect();
+        let w = self.width;
         for c in &mut self.cells {
             *c = c
-                .chunks(2)
-                .map(|p| p.iter().copied().fold(EMPTY, Cell::merge))
+                .chunks(2 * w)
+                .flat_map(|pair| {
+                    (0..w).map(move |k| {
+                        let second = pair.get(w + k).copied().unwrap_or(EMPTY);
+                        pair[k].merge(second)
+                    })
+                })
                 .collect();
         }
         self.per_bucket *= 2;
@@ -137,20 +155,31 @@ impl History {
         let i = self.names.len();
         self.names.push(name.to_string());
         self.index.insert(name.to_string(), i);
-        self.cells.push(vec![EMPTY; self.times.len()]);
-        self.peaks.push(f64::NEG_INFINITY);
+        self.cells.push(vec![EMPTY; self.times.len() * self.width]);
+        self.peaks.push(vec![f64::NEG_INFINITY; self.width]);
         i
     }
 
     /// Adds `value` to series `series` in the current sample; non-finite
     /// values are left out.
     pub fn add(&mut self, series: usize, value: f64) {
-        if !value.is_finite() {
+        self.add_at(series, 0, value);
+    }
+
+    /// Adds `value` as the `k`th value of series `series` in the current
+    /// sample; non-finite values are left out.
+    pub fn add_at(&mut self, series: usize, k: usize, value: f64) {
+        if !value.is_finite() || k >= self.width {
             return;
         }
-        if let Some(cell) = self.cells.get_mut(series).and_then(|c| c.last_mut()) {
+        let Some(cells) = self.cells.get_mut(series) else {
+            return;
+        };
+        let at = cells.len().wrapping_sub(self.width - k);
+        if let Some(cell) = cells.get_mut(at) {
             cell.add(value as f32);
-            self.peaks[series] = self.peaks[series].max(value);
+            let peak = &mut self.peaks[series][k];
+            *peak = peak.max(value);
         }
     }
 
@@ -161,7 +190,16 @@ impl History {
 
     /// The largest value series `series` had, or `None`.
     pub fn peak(&self, series: usize) -> Option<f64> {
-        self.peaks.get(series).copied().filter(|p| p.is_finite())
+        self.peak_at(series, 0)
+    }
+
+    /// The largest `k`th value series `series` had, or `None`.
+    pub fn peak_at(&self, series: usize, k: usize) -> Option<f64> {
+        self.peaks
+            .get(series)
+            .and_then(|p| p.get(k))
+            .copied()
+            .filter(|p| p.is_finite())
     }
 
     /// The time range covered, or `None` before the first sample.
@@ -181,23 +219,30 @@ impl History {
 
     /// Each bucket's middle time and what series `series` held in it.
     pub fn points(&self, series: usize) -> Vec<(f64, Option<Span>)> {
-        self.merged(&[series])
+        self.merged_at(&[series], 0)
     }
 
-    /// Each bucket's middle time and what the `series` together held in it
-    /// (min of the mins, max of the maxes, mean of every value).
-    pub fn merged(&self, series: &[usize]) -> Vec<(f64, Option<Span>)> {
+    /// Each bucket's middle time and what the `k`th values of `series`
+    /// together held in it (min of the mins, max of the maxes, mean of
+    /// every value).
+    pub fn merged_at(&self, series: &[usize], k: usize) -> Vec<(f64, Option<Span>)> {
+        let w = self.width;
         self.times
             .iter()
             .enumerate()
             .map(|(b, (t0, t1))| {
                 let cell = series
                     .iter()
-                    .filter_map(|&s| self.cells.get(s).map(|c| c[b]))
-                    .fold(EMPTY, Cell::merge);
+                    .filter_map(|&s| self.cells.get(s).and_then(|c| c.get(b * w + k)))
+                    .fold(EMPTY, |acc, c| acc.merge(*c));
                 ((t0 + t1) / 2.0, cell.span())
             })
             .collect()
+    }
+
+    /// [`History::merged_at`] of the first values.
+    pub fn merged(&self, series: &[usize]) -> Vec<(f64, Option<Span>)> {
+        self.merged_at(series, 0)
     }
 }
 
@@ -247,5 +292,25 @@ mod tests {
             vec![(0.0, span(1.0, 1.0, 1.0)), (1.0, span(2.0, 2.0, 2.0))]
         );
         assert_eq!(h.range(), Some((0.0, 1.0)));
+    }
+
+    #[test]
+    fn wide_series_keep_each_value_apart_through_merges() {
+        let mut h = History::wide(BUDGET_CELLS, 2); // 64 buckets
+        let s = h.series("sda");
+        for i in 0..129 {
+            h.begin_sample(f64::from(i));
+            h.add_at(s, 0, f64::from(i));
+            h.add_at(s, 1, -f64::from(i));
+        }
+        h.add_at(s, 2, 1.0); // no third value: ignored
+        assert_eq!(h.len(), 33);
+        assert_eq!(h.merged_at(&[s], 0)[1], (5.5, span(4.0, 7.0, 5.5)));
+        assert_eq!(h.merged_at(&[s], 1)[1], (5.5, span(-7.0, -4.0, -5.5)));
+        assert_eq!(
+            h.merged_at(&[s], 1)[32],
+            (128.0, span(-128.0, -128.0, -128.0))
+        );
+        assert_eq!((h.peak_at(s, 0), h.peak_at(s, 1)), (Some(128.0), Some(0.0)));
     }
 }

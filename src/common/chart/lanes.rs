@@ -68,6 +68,12 @@ impl Lanes {
         }
     }
 
+    /// Starts the window at `start` (else the first span's start does);
+    /// spans before it are cut there. Only before the first span.
+    pub fn start_at(&mut self, start: f64) {
+        self.window.get_or_insert((start, self.min_width));
+    }
+
     /// Adds a lane named `name`, sorted by `key`; gives its number.
     pub fn add_lane(&mut self, name: String, key: u64) -> usize {
         self.lanes.push(Lane {
@@ -222,6 +228,15 @@ mod tests {
         l.add(7, 0.0, 1.0, 0); // no such lane: ignored
         l.add(0, -5.0, 1.0, 1); // before the start: cut to it
         assert_eq!(l.runs(0)[0], (0.0, 2.0, 0));
+    }
+
+    #[test]
+    fn a_window_started_early_keeps_spans_added_out_of_order() {
+        let mut l = lanes();
+        l.start_at(0.0);
+        l.add(0, 6.0, 7.0, 1);
+        l.add(0, 1.0, 2.0, 0);
+        assert_eq!(l.runs(0), vec![(1.0, 2.0, 0), (6.0, 7.0, 1)]);
     }
 
     #[test]

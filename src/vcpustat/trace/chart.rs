@@ -2,7 +2,7 @@
 //! swimlane per processor, each vCPU its colour, untraced time left
 //! blank), dispatch latency per vCPU (p50–p90 box, whisker to p99, mark at
 //! the maximum), and the dispatch and preempt reasons per vCPU as stacked
-//! bars. One pass per vCPU and one merge over the records; memory does not
+//! bars. Two passes per vCPU (the report's figures, the lanes); memory does not
 //! grow with the number of records (the lanes keep one cell per pixel
 //! column).
 
@@ -19,6 +19,8 @@ use super::topology::Topology;
 
 /// Columns of a swimlane: about two pixels each at the chart's width.
 const LANE_COLUMNS: usize = 480;
+/// Records read at a time per vCPU for the lanes.
+const LANE_BUFFER: usize = 1024;
 
 /// Draws the charts of `machine` into `path`, under `title`.
 pub fn write_charts(
@@ -82,27 +84,42 @@ pub fn write_charts(
     file::write_atomic(path, render(&chart)?.as_bytes())
 }
 
-/// The merged physical records as lanes, in milliseconds from the first.
+/// The records as lanes of their processors, in milliseconds from the
+/// earliest record: one pass per vCPU (a record runs from its dispatch
+/// until the vCPU's next wait began), no merge across vCPUs needed.
 fn swimlanes(machine: &Machine, owners: Vec<String>) -> Result<Lanes, String> {
     let hz = machine.timebase_hz.max(1) as f64;
+    let mut origin = u64::MAX;
+    for v in &machine.vcpus {
+        if let Some(e) = v.stream(1).next_entry()? {
+            origin = origin.min(e.dispatched_at());
+        }
+    }
+    let ms = |t: u64| t.saturating_sub(origin) as f64 * 1e3 / hz;
     let mut lanes = Lanes::new(LANE_COLUMNS, 1e-3, owners);
+    lanes.start_at(0.0);
     let mut lane_of = vec![usize::MAX; 1 << 16];
-    let mut origin = None;
-    analysis::physical(
-        machine,
-        &mut |r| {
-            let o = *origin.get_or_insert(r.start);
-            let ms = |t: u64| t.saturating_sub(o) as f64 * 1e3 / hz;
-            let slot = &mut lane_of[usize::from(r.processor)];
+    for (owner, v) in machine.vcpus.iter().enumerate() {
+        let mut stream = v.stream(LANE_BUFFER);
+        let mut current = stream.next_entry()?;
+        while let Some(e) = current {
+            let next = stream.next_entry()?;
+            let start = e.dispatched_at();
+            let ran = next
+                .as_ref()
+                .and_then(|n| n.wait_started_at().checked_sub(start))
+                .unwrap_or(0);
+            let slot = &mut lane_of[usize::from(e.processor_id)];
             if *slot == usize::MAX {
-                *slot = lanes.add_lane(format!("proc {}", r.processor), u64::from(r.processor));
+                *slot = lanes.add_lane(
+                    format!("proc {}", e.processor_id),
+                    u64::from(e.processor_id),
+                );
             }
-            let end = r.start.saturating_add(r.virtual_time.unwrap_or(0));
-            lanes.add(*slot, ms(r.start), ms(end), r.vcpu as usize);
-            Ok(())
-        },
-        &mut |_| {},
-    )?;
+            lanes.add(*slot, ms(start), ms(start.saturating_add(ran)), owner);
+            current = next;
+        }
+    }
     lanes.sort_lanes();
     Ok(lanes)
 }

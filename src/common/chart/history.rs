@@ -188,11 +188,6 @@ impl History {
         &self.names
     }
 
-    /// The largest value series `series` had, or `None`.
-    pub fn peak(&self, series: usize) -> Option<f64> {
-        self.peak_at(series, 0)
-    }
-
     /// The largest `k`th value series `series` had, or `None`.
     pub fn peak_at(&self, series: usize, k: usize) -> Option<f64> {
         self.peaks
@@ -202,19 +197,10 @@ impl History {
             .filter(|p| p.is_finite())
     }
 
-    /// The time range covered, or `None` before the first sample.
-    pub fn range(&self) -> Option<(f64, f64)> {
-        Some((self.times.first()?.0, self.times.last()?.1))
-    }
-
     /// The number of buckets.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.times.len()
-    }
-
-    /// Whether no sample was taken.
-    pub fn is_empty(&self) -> bool {
-        self.times.is_empty()
     }
 
     /// Each bucket's middle time and what series `series` held in it.
@@ -238,11 +224,6 @@ impl History {
                 ((t0 + t1) / 2.0, cell.span())
             })
             .collect()
-    }
-
-    /// [`History::merged_at`] of the first values.
-    pub fn merged(&self, series: &[usize]) -> Vec<(f64, Option<Span>)> {
-        self.merged_at(series, 0)
     }
 }
 
@@ -272,7 +253,7 @@ mod tests {
         assert_eq!(h.len(), 33);
         assert_eq!(h.points(s)[19], (77.5, span(1.0, 1000.0, 250.75)));
         assert_eq!(h.points(s)[32], (128.0, span(3.0, 3.0, 3.0)));
-        assert_eq!(h.peak(s), Some(1000.0));
+        assert_eq!(h.peak_at(s, 0), Some(1000.0));
     }
 
     #[test]
@@ -288,10 +269,9 @@ mod tests {
         assert_eq!(h.points(b), vec![(0.0, None), (1.0, span(2.0, 2.0, 2.0))]);
         assert_eq!(h.points(a), vec![(0.0, span(1.0, 1.0, 1.0)), (1.0, None)]);
         assert_eq!(
-            h.merged(&[a, b]),
+            h.merged_at(&[a, b], 0),
             vec![(0.0, span(1.0, 1.0, 1.0)), (1.0, span(2.0, 2.0, 2.0))]
         );
-        assert_eq!(h.range(), Some((0.0, 1.0)));
     }
 
     #[test]

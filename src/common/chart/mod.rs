@@ -8,7 +8,7 @@
 //!   few points per pixel column;
 //! * [`lanes`]: swimlanes (who ran when) decimated to pixel columns;
 //! * [`palette`]: the series colours;
-//! * [`file`]: the atomic writer (a browser reloading the file never sees
+//! * [`file`](mod@file): the atomic writer (a browser reloading the file never sees
 //!   half of it).
 //!
 //! Charts are self-contained SVG: no scripts, images or external fonts

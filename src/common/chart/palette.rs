@@ -23,7 +23,7 @@ const FIXED: [Colour; 10] = [
     Colour(0x00, 0x00, 0x00),
 ];
 
-/// The colour of the `index`th series: [`FIXED`], then hues a golden angle
+/// The colour of the `index`th series: ten fixed colours, then hues a golden angle
 /// apart at alternating lightness.
 pub fn series(index: usize) -> Colour {
     if let Some(c) = FIXED.get(index) {

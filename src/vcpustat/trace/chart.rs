@@ -2,7 +2,7 @@
 //! swimlane per processor, each vCPU its colour, untraced time left
 //! blank), dispatch latency per vCPU (p50–p90 box, whisker to p99, mark at
 //! the maximum), and the dispatch and preempt reasons per vCPU as stacked
-//! bars. Two passes per vCPU (the report's figures, the lanes); memory does not
+//! bars. One pass per vCPU gives the figures and the lanes; memory does not
 //! grow with the number of records (the lanes keep one cell per pixel
 //! column).
 
@@ -19,8 +19,6 @@ use super::topology::Topology;
 
 /// Columns of a swimlane: about two pixels each at the chart's width.
 const LANE_COLUMNS: usize = 480;
-/// Records read at a time per vCPU for the lanes.
-const LANE_BUFFER: usize = 1024;
 
 /// Draws the charts of `machine` into `path`, under `title`.
 pub fn write_charts(
@@ -30,13 +28,12 @@ pub fn write_charts(
     title: &str,
 ) -> Result<(), String> {
     let hz = machine.timebase_hz;
-    let reports = analysis::vcpu_reports(machine, topology, &mut |_| {})?;
     let names: Vec<String> = machine
         .vcpus
         .iter()
         .map(|v| format!("lpar{} cpu{}", v.key.partition, v.key.cpu))
         .collect();
-    let lanes = swimlanes(machine, names.clone())?;
+    let (reports, lanes) = one_pass(machine, topology, names.clone())?;
     let boxes = reports
         .iter()
         .zip(&names)
@@ -84,10 +81,14 @@ pub fn write_charts(
     file::write_atomic(path, render(&chart)?.as_bytes())
 }
 
-/// The records as lanes of their processors, in milliseconds from the
-/// earliest record: one pass per vCPU (a record runs from its dispatch
-/// until the vCPU's next wait began), no merge across vCPUs needed.
-fn swimlanes(machine: &Machine, owners: Vec<String>) -> Result<Lanes, String> {
+/// The per-vCPU figures, and the records as lanes of their processors in
+/// milliseconds from the earliest record (a record runs from its dispatch
+/// until its vCPU's next wait began), in one pass per vCPU.
+fn one_pass(
+    machine: &Machine,
+    topology: &Topology,
+    owners: Vec<String>,
+) -> Result<(Vec<VcpuReport>, Lanes), String> {
     let hz = machine.timebase_hz.max(1) as f64;
     let mut origin = u64::MAX;
     for v in &machine.vcpus {
@@ -99,14 +100,10 @@ fn swimlanes(machine: &Machine, owners: Vec<String>) -> Result<Lanes, String> {
     let mut lanes = Lanes::new(LANE_COLUMNS, 1e-3, owners);
     lanes.start_at(0.0);
     let mut lane_of = vec![usize::MAX; 1 << 16];
-    for (owner, v) in machine.vcpus.iter().enumerate() {
-        let mut stream = v.stream(LANE_BUFFER);
-        let mut current = stream.next_entry()?;
-        while let Some(e) = current {
-            let next = stream.next_entry()?;
+    let reports =
+        analysis::vcpu_reports_visiting(machine, topology, &mut |_| {}, &mut |owner, e, next| {
             let start = e.dispatched_at();
             let ran = next
-                .as_ref()
                 .and_then(|n| n.wait_started_at().checked_sub(start))
                 .unwrap_or(0);
             let slot = &mut lane_of[usize::from(e.processor_id)];
@@ -117,11 +114,9 @@ fn swimlanes(machine: &Machine, owners: Vec<String>) -> Result<Lanes, String> {
                 );
             }
             lanes.add(*slot, ms(start), ms(start.saturating_add(ran)), owner);
-            current = next;
-        }
-    }
+        })?;
     lanes.sort_lanes();
-    Ok(lanes)
+    Ok((reports, lanes))
 }
 
 fn reasons_panel(

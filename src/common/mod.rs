@@ -15,6 +15,7 @@
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
+//! * [`chart`]: SVG charts of a run or a recording (`--svg`);
 //! * [`privilege`]: what a set-user-ID or `setcap` run refuses, and dropping
 //!   capabilities.
 //!
@@ -52,6 +53,7 @@
 //! assert!(!source.next_sample().unwrap(), "a replay ends after its last frame");
 //! ```
 
+pub mod chart;
 pub mod cli;
 pub mod clock;
 pub mod completion;

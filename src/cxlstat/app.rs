@@ -19,6 +19,7 @@ use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 use crate::common::stdout::{StoppableStdout, is_stopped_while_writing};
 
+use super::chart::CxlCharts;
 use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
 use super::counting::Counters;
 use super::error::CxlError;
@@ -65,6 +66,9 @@ pub fn main() -> i32 {
 
 /// Runs `options`, writing to `out`; gives the exit status on success.
 pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Result<i32, CxlError> {
+    if let Action::Count(count) = &options.action {
+        crate::common::chart::refuse_when_secure(count.svg.as_deref()).map_err(CxlError::Setup)?;
+    }
     let mut source = options
         .source
         .open(TOOL, raw_args)
@@ -254,6 +258,7 @@ fn exit_code(status: ExitStatus) -> i32 {
 struct Session {
     counters: Counters,
     view: CountView,
+    charts: Option<CxlCharts>,
     notes: Vec<String>,
     previous: Vec<Reading>,
     last_elapsed: Duration,
@@ -284,6 +289,11 @@ impl Session {
                 notes: &self.notes,
             };
             self.view.report(out, &span)?;
+            if let Some(charts) = &mut self.charts {
+                charts
+                    .sample(span.time, self.view.rates(&span))
+                    .map_err(io::Error::other)?;
+            }
             self.previous.copy_from_slice(self.counters.readings());
             self.notes.clear();
         }
@@ -342,6 +352,11 @@ fn run_count(
     let mut session = Session {
         counters,
         view: CountView::new(&plan, pmus, options.aggregate, output),
+        charts: options.svg.clone().map(|path| {
+            let host = source.uname().map(|u| u.nodename).unwrap_or_default();
+            let title = format!("cxlstat on {host}: CXL PMU event rates");
+            CxlCharts::new(path, title, source.is_live())
+        }),
         notes: Vec::new(),
         previous: Vec::new(),
         last_elapsed: Duration::ZERO,
@@ -355,6 +370,9 @@ fn run_count(
         Ok(status) => status,
         Err(not_started) => return Ok(report_error(TOOL, not_started.error, not_started.status)),
     };
+    if let Some(charts) = &session.charts {
+        charts.finish().map_err(CxlError::Setup)?;
+    }
     match session.view.end(out) {
         Err(e) if is_broken_pipe(&e) || is_stopped_while_writing(&e) => Ok(0),
         Err(e) => Err(CxlError::Output(e)),

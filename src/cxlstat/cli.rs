@@ -102,6 +102,9 @@ pub struct Args {
     /// Where kernel files come from (--sysroot, --record, --replay).
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Charts of the event rates (--svg).
+    #[command(flatten)]
+    pub chart: crate::common::chart::SvgArgs,
     /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status
     /// (127 if it is not found, 126 if it cannot be executed, as a shell).
     #[arg(last = true, value_name = "CMD", conflicts_with = "replay")]
@@ -162,6 +165,8 @@ pub struct CountOptions {
     pub dry_run: bool,
     /// Command to run while counting.
     pub command: Vec<String>,
+    /// `--svg FILE`: the rates as charts.
+    pub svg: Option<std::path::PathBuf>,
 }
 
 /// How counts are written.
@@ -271,6 +276,7 @@ impl Options {
                 output,
                 dry_run: args.dry_run,
                 command: args.command,
+                svg: args.chart.svg,
             })
         };
         Ok(Options {

@@ -7,11 +7,13 @@
 //! * [`counting`] opens and reads the counters through [`perf`] (the
 //!   kernel's perf ABI for each architecture), [`stats`] turns readings
 //!   into scaled per-interval values;
-//! * [`render`] prints listings, dry runs and counts; [`cli`] holds the
+//! * [`render`] prints listings, dry runs and counts, [`chart`] draws
+//!   the rates (`--svg`); [`cli`] holds the
 //!   options and [`app`] runs them.
 
 pub mod app;
 pub mod catalogue;
+pub mod chart;
 pub mod cli;
 pub mod counting;
 pub mod error;

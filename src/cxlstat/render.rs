@@ -415,6 +415,24 @@ impl CountView {
         }
     }
 
+    /// Each row's PMU (`all` when aggregated), event and rate per second
+    /// over `span` (`None`: not counted).
+    pub fn rates<'a>(
+        &'a self,
+        span: &Span,
+    ) -> impl Iterator<Item = (&'a str, &'a str, Option<f64>)> {
+        let seconds = span.elapsed.as_secs_f64();
+        let (previous, current) = (span.previous, span.current);
+        self.rows.iter().map(move |row| {
+            let m = Self::measurement(row, previous, current);
+            let rate = m
+                .count
+                .filter(|_| seconds > 0.0)
+                .map(|c| c as f64 / seconds);
+            (row.pmu.as_str(), row.event.as_str(), rate)
+        })
+    }
+
     /// Writes one report: the change from `span.previous` to `span.current`.
     pub fn report(&mut self, out: &mut dyn Write, span: &Span) -> io::Result<()> {
         let Span {

@@ -18,6 +18,7 @@ use super::model::{cpu_percent, interval_cs};
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
 use super::render_machine::MachineRenderer;
+use super::render_svg::SvgCharts;
 use super::render_text::TextRenderer;
 use super::report::{Banner, Renderer, Sample, banner_date};
 
@@ -49,6 +50,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         && !root.is_dir()
     {
         let msg = format!("--sysroot {}: not a directory", root.display());
+        return report(&progname, IostatError::Source(msg));
+    }
+    if let Err(msg) = crate::common::chart::refuse_when_secure(opts.svg.as_deref()) {
         return report(&progname, IostatError::Source(msg));
     }
     let mut source = match opts.source.open(TOOL, rest) {
@@ -198,6 +202,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         date: banner_date(opts, start_time),
         cpus: cpu_count(src),
     };
+    let mut charts = SvgCharts::new(opts, &banner, src.is_live()).map_err(IostatError::Chart)?;
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
     let stop = StopSignal::install().map_err(IostatError::Output)?;
@@ -230,6 +235,13 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         };
         let skipped = index == 0 && opts.skip_first;
         renderer.sample(&mut out, &sample, skipped)?;
+        if let Some(charts) = &mut charts {
+            // The report reaches the reader before the slower chart does.
+            out.flush()?;
+            charts
+                .sample(&sample, skipped)
+                .map_err(IostatError::Chart)?;
+        }
         carry.curr ^= 1;
         Ok::<(), IostatError>(())
     });
@@ -240,6 +252,9 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     };
     result?;
     closed?;
+    if let Some(charts) = &charts {
+        charts.finish().map_err(IostatError::Chart)?;
+    }
     Ok(())
 }
 

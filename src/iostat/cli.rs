@@ -22,6 +22,9 @@ pub const LONG_OPTIONS: &[&str] = &[
     "--sysroot",
     "--record",
     "--replay",
+    "--svg",
+    "--svg-top",
+    "--svg-sort",
     "--help",
 ];
 
@@ -244,6 +247,12 @@ pub struct Options {
     pub colors: ColorMode,
     /// Where samples come from.
     pub source: SourceArgs,
+    /// `--svg FILE`: charts of the run, rewritten after each report.
+    pub svg: Option<PathBuf>,
+    /// `--svg-top N`: devices drawn alone in the charts.
+    pub svg_top: Option<usize>,
+    /// `--svg-sort COLUMN`: the column that ranks devices for `--svg-top`.
+    pub svg_sort: Option<String>,
     /// The environment.
     pub env: Env,
 }
@@ -290,6 +299,9 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             _ => ColorMode::Auto,
         },
         source: SourceArgs::default(),
+        svg: None,
+        svg_top: None,
+        svg_sort: None,
         env,
     };
     let mut unit: Option<Unit> = None;
@@ -409,6 +421,19 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             }
             "--replay" => {
                 o.source.replay = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            "--svg" => {
+                o.svg = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            "--svg-top" => {
+                let n = take_value(&mut i)?;
+                o.svg_top = Some(n.parse().map_err(|_| usage())?);
+                continue;
+            }
+            "--svg-sort" => {
+                o.svg_sort = Some(take_value(&mut i)?);
                 continue;
             }
             _ if arg.starts_with('-') => {
@@ -533,7 +558,8 @@ Options are:\n\
 [ --compact ] [ --dec={{ 0 | 1 | 2 }} ] [ --human ] [ --pretty ] [ -o JSON ]\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
-Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --help ]\n"
+Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ]\n\
+[ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --help ]\n"
     )
 }
 
@@ -695,6 +721,25 @@ pub fn command() -> clap::Command {
                 .value_hint(clap::ValueHint::FilePath)
                 .help("Take the samples from a recording"),
         )
+        .arg(
+            Arg::new("svg")
+                .long("svg")
+                .value_name("FILE")
+                .value_hint(clap::ValueHint::FilePath)
+                .help("Write the run as SVG charts to FILE, rewritten after each report"),
+        )
+        .arg(
+            Arg::new("svg-top")
+                .long("svg-top")
+                .value_name("N")
+                .help("Devices drawn alone in the charts; the others as one envelope (default 10)"),
+        )
+        .arg(
+            Arg::new("svg-sort")
+                .long("svg-sort")
+                .value_name("COLUMN")
+                .help("Column whose peak ranks the devices for --svg-top (default %util, or tps without -x)"),
+        )
         .arg(long_flag("help", "Print this help"))
         .arg(
             Arg::new("args")
@@ -836,7 +881,8 @@ mod tests {
         for long in LONG_OPTIONS {
             let args: Vec<&str> = match *long {
                 "--dec" => vec!["--dec=1"],
-                "--sysroot" | "--record" | "--replay" => vec![long, "/x"],
+                "--sysroot" | "--record" | "--replay" | "--svg" | "--svg-sort" => vec![long, "/x"],
+                "--svg-top" => vec![long, "3"],
                 other => vec![other],
             };
             assert!(parse(&args).is_ok(), "{long} refused by the scanner");

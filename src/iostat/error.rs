@@ -29,6 +29,9 @@ pub enum IostatError {
         /// What went wrong.
         err: io::Error,
     },
+    /// The charts (`--svg`) could not be made or written.
+    #[error("{0}")]
+    Chart(String),
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
@@ -40,7 +43,10 @@ impl IostatError {
         match self {
             IostatError::Usage | IostatError::InvalidPersistentType => 1,
             IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
-            IostatError::Source(_) | IostatError::Read { .. } | IostatError::Output(_) => 1,
+            IostatError::Source(_)
+            | IostatError::Read { .. }
+            | IostatError::Chart(_)
+            | IostatError::Output(_) => 1,
         }
     }
 

@@ -8,6 +8,7 @@
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
 //! * [`colors`]: sysstat's colours and which value gets which;
 //! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
+//! * [`render_svg`]: the charts of `--svg`;
 //! * [`app`]: one run, and the exit status.
 
 pub mod app;
@@ -23,5 +24,6 @@ pub mod names;
 pub mod parse;
 pub mod render_json;
 pub mod render_machine;
+pub mod render_svg;
 pub mod render_text;
 pub mod report;

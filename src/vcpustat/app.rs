@@ -13,6 +13,7 @@ use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
 
+use super::chart::VcpuCharts;
 use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
@@ -47,6 +48,9 @@ pub fn main() -> i32 {
         Ok(stop) => stop,
         Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
     };
+    if let Err(message) = crate::common::chart::refuse_when_secure(options.svg.as_deref()) {
+        return report_error(TOOL, message, 1);
+    }
     let mut source = match options.source.open(TOOL, args.get(1..).unwrap_or(&[])) {
         Ok(source) => source,
         Err(message) => return report_error(TOOL, message, 1),
@@ -180,6 +184,15 @@ fn selection(options: &Options) -> Selection<'_> {
     }
 }
 
+/// The charts `--svg` asks for.
+fn charts(options: &Options, source: &dyn Source) -> Option<VcpuCharts> {
+    let path = options.svg.clone()?;
+    let host = source.uname().map(|u| u.nodename).unwrap_or_default();
+    let title = format!("vcpustat on {host}: where the hypervisor dispatched each vCPU");
+    let cumulative = options.view == View::Raw;
+    Some(VcpuCharts::new(path, title, source.is_live(), cumulative))
+}
+
 /// No interval: the cumulative counts once.
 fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Result<(), VcpuError> {
     let mut output = Output::new(options);
@@ -196,6 +209,12 @@ fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Resu
     };
     output.begin(out)?;
     output.emit(out, source.now(), 0, &report)?;
+    if let Some(charts) = &mut charts(options, source) {
+        charts
+            .sample(source.now(), &report)
+            .map_err(VcpuError::Chart)?;
+        charts.finish().map_err(VcpuError::Chart)?;
+    }
     output.end(out)?;
     source.finish()?;
     Ok(())
@@ -214,6 +233,7 @@ fn intervals(
     let mut tracker = Tracker::new();
     let mut buf = Vec::new();
     let mut reports = 0u64;
+    let mut charts = charts(options, source);
     output.begin(out)?;
     let result = run_samples(&options.schedule(), source, stop, |source, index| {
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
@@ -266,12 +286,19 @@ fn intervals(
             ));
         }
         output.emit(out, time, reports, &report)?;
+        if let Some(charts) = &mut charts {
+            charts.sample(time, &report).map_err(VcpuError::Chart)?;
+        }
         reports += 1;
         Ok::<(), VcpuError>(())
     });
     let ended = output.end(out).map_err(VcpuError::Output);
     result?;
-    ended
+    ended?;
+    match &charts {
+        Some(charts) => charts.finish().map_err(VcpuError::Chart),
+        None => Ok(()),
+    }
 }
 
 /// The chosen output: vcpustat's text, or one of the core's writers with the

@@ -159,6 +159,9 @@ pub struct ReportArgs {
     /// Where the kernel files come from.
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Charts of the run (--svg).
+    #[command(flatten)]
+    pub chart: crate::common::chart::SvgArgs,
 }
 
 /// The clap command (for `--help`, man pages and completions).
@@ -218,6 +221,8 @@ pub struct Options {
     pub mode: Mode,
     /// Where kernel files come from.
     pub source: SourceArgs,
+    /// `--svg FILE`: charts of the run.
+    pub svg: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -278,6 +283,7 @@ impl Options {
             format: args.format,
             mode,
             source: args.source,
+            svg: args.chart.svg,
         })
     }
 

@@ -94,6 +94,9 @@ pub enum VcpuError {
     /// A replay cannot do what was asked.
     #[error("{0}")]
     Replay(String),
+    /// The charts (`--svg`) could not be made or written.
+    #[error("{0}")]
+    Chart(String),
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[source] io::Error),

@@ -3,12 +3,14 @@
 //! * [`counters`]: the statistics file parsed into snapshots;
 //! * [`report`]: per-interval deltas, the `all` row, selection and notes;
 //! * [`render`]: aligned text and the machine-readable schema;
+//! * [`chart`]: the charts of `--svg`;
 //! * [`kernel`]: reading the state and writing the control files;
 //! * [`restore`]: the plan of undo writes applied at exit;
 //! * [`cli`] and [`app`]: the command line and the run;
 //! * [`trace`]: the `vcpustat trace` subcommand (Dispatch Trace Log).
 
 pub mod app;
+pub mod chart;
 pub mod cli;
 pub mod counters;
 pub mod error;

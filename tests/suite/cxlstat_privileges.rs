@@ -144,10 +144,12 @@ fn with_file_capabilities_the_caller_cannot_choose_the_files() {
     let binary = binary_with_cap_perfmon(&root);
     let tree = root.to_str().unwrap();
     let recording = format!("{tree}/r.rec");
+    let chart = format!("{tree}/c.svg");
     for (option, value) in [
         ("--sysroot", tree),
         ("--replay", recording.as_str()),
         ("--record", recording.as_str()),
+        ("--svg", chart.as_str()),
     ] {
         let run = as_nobody(&binary, &[option, value, "-e", "cpu_clock", "0.05", "1"]);
         let err = String::from_utf8_lossy(&run.stderr);
@@ -161,6 +163,7 @@ fn with_file_capabilities_the_caller_cannot_choose_the_files() {
         assert!(run.stdout.is_empty(), "{option}");
     }
     assert!(!Path::new(&recording).exists());
+    assert!(!Path::new(&chart).exists());
 }
 
 /// `CapEff` and `CapPrm` of every thread of `pid`.

@@ -18,6 +18,7 @@ mod simkernel;
 mod skip;
 mod sysstat_compare;
 
+mod charts;
 mod completions;
 mod cxlstat_cli;
 mod cxlstat_compat;

@@ -246,11 +246,23 @@ pub fn vcpu_reports(
     topology: &Topology,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<VcpuReport>, String> {
+    vcpu_reports_visiting(machine, topology, progress, &mut |_, _, _| {})
+}
+
+/// [`vcpu_reports`], also showing `visit` each record in the same pass:
+/// `visit(vcpu, record, next)` with the vCPU's index in
+/// [`Machine::vcpus`] and its next record (`None` for its last).
+pub fn vcpu_reports_visiting(
+    machine: &Machine,
+    topology: &Topology,
+    progress: &mut dyn FnMut(u64),
+    visit: &mut dyn FnMut(usize, &DtlEntry, Option<&DtlEntry>),
+) -> Result<Vec<VcpuReport>, String> {
     let mut latencies = Vec::new();
     let mut idle = Vec::new();
     let mut done = 0u64;
     let mut out = Vec::with_capacity(machine.vcpus.len());
-    for v in &machine.vcpus {
+    for (index, v) in machine.vcpus.iter().enumerate() {
         latencies.clear();
         idle.clear();
         let mut dispatch = [0u64; 256];
@@ -268,6 +280,9 @@ pub fn vcpu_reports(
             done += 1;
             if done.is_multiple_of(1 << 16) {
                 progress(done);
+            }
+            if let Some(prev) = &previous {
+                visit(index, prev, Some(&e));
             }
             let Some(prev) = previous.replace(e) else {
                 continue;
@@ -287,6 +302,9 @@ pub fn vcpu_reports(
                 }
                 _ => placed = false,
             }
+        }
+        if let Some(last) = &previous {
+            visit(index, last, None);
         }
         out.push(VcpuReport {
             key: v.key,
@@ -635,6 +653,22 @@ mod tests {
             (3, 70, 50)
         );
         assert_eq!(s[0].delay.unwrap().max, 5);
+        // The same pass shows each record with its vCPU's next one.
+        let mut seen = Vec::new();
+        let again = vcpu_reports_visiting(
+            &machine,
+            &Topology::default(),
+            &mut |_| {},
+            &mut |v, e, n| {
+                seen.push((v, e.dispatched_at(), n.map(|n| n.wait_started_at())));
+            },
+        )
+        .unwrap();
+        assert_eq!(again, reports);
+        assert_eq!(
+            seen,
+            vec![(0, 100, Some(150)), (0, 170, None), (1, 155, None)]
+        );
     }
 
     #[test]

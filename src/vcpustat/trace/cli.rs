@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::analysis;
+use super::chart::write_charts;
 use super::error::TraceError;
 use super::progress::Progress;
 use super::record::{Event, RecordOptions, live_pace, record_with};
@@ -104,6 +105,9 @@ pub struct ReportArgs {
     /// Chip and node of each physical processor ("0-7 chip=0 node=0" lines).
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
+    /// Charts of the recordings (--svg): processor swimlanes, latency, reasons.
+    #[command(flatten)]
+    pub chart: crate::common::chart::SvgArgs,
 }
 
 impl RecordArgs {
@@ -188,6 +192,9 @@ fn run_report(args: &ReportArgs) -> i32 {
     if let Err(e) = options.tables() {
         return report_error(TOOL, e, 2);
     }
+    if let Err(e) = crate::common::chart::refuse_when_secure(args.chart.svg.as_deref()) {
+        return report_error(TOOL, e, 1);
+    }
     let topology = match &args.topology {
         Some(path) => match std::fs::read_to_string(path)
             .map_err(|e| format!("{}: {e}", path.display()))
@@ -238,7 +245,23 @@ fn run_report(args: &ReportArgs) -> i32 {
         &notes,
         &mut progress,
     ) {
-        Ok(()) => 0,
+        Ok(()) => match &args.chart.svg {
+            Some(path) => {
+                let title = format!(
+                    "vcpustat trace report: {}",
+                    args.files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                match write_charts(path, &machine, &topology, &title) {
+                    Ok(()) => 0,
+                    Err(e) => report_error(TOOL, e, 1),
+                }
+            }
+            None => 0,
+        },
         Err(ReportError::Input(e)) => report_error(TOOL, e, 1),
         Err(ReportError::Output(e)) => output_error_status(TOOL, &e),
     }

@@ -8,12 +8,14 @@
 //! * [`progress`]: the status line on a terminal;
 //! * [`analysis`], [`stats`], [`topology`]: latency, reasons, migrations and
 //!   the physical timeline of the method;
-//! * [`report`] and [`cli`]: tables and the command line.
+//! * [`report`] and [`cli`]: tables and the command line; [`chart`]: the
+//!   charts of `--svg`.
 //!
 //! The vcpustat binary embeds [`cli::TraceArgs`] as its `trace` subcommand
 //! and calls [`cli::run_args`].
 
 pub mod analysis;
+pub mod chart;
 pub mod cli;
 pub mod entry;
 pub mod error;

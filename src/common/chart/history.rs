@@ -1,0 +1,296 @@
+//! Series over time in a bounded number of buckets.
+//!
+//! Every series of a [`History`] shares one time axis. Samples go into the
+//! last bucket; when `cap` buckets are full, neighbours merge pairwise and
+//! each bucket then holds twice as many samples. A bucket keeps the min,
+//! max and mean of each series, so a spike shorter than a pixel column
+//! still shows (the min–max envelope) while memory stays at
+//! `series × values × cap × 16` bytes however long the run. `cap` shrinks with the
+//! number of series expected (at least 64 buckets, at most 512: a chart
+//! 1280 px wide has about 1,000 pixel columns of plot).
+
+use std::collections::HashMap;
+
+/// What one bucket holds of one series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean value.
+    pub mean: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    min: f32,
+    max: f32,
+    sum: f32,
+    n: u32,
+}
+
+const EMPTY: Cell = Cell {
+    min: f32::INFINITY,
+    max: f32::NEG_INFINITY,
+    sum: 0.0,
+    n: 0,
+};
+
+impl Cell {
+    fn add(&mut self, v: f32) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += v;
+        self.n += 1;
+    }
+
+    fn merge(self, o: Cell) -> Cell {
+        Cell {
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+            sum: self.sum + o.sum,
+            n: self.n + o.n,
+        }
+    }
+
+    fn span(self) -> Option<Span> {
+        (self.n > 0).then(|| Span {
+            min: f64::from(self.min),
+            max: f64::from(self.max),
+            mean: f64::from(self.sum) / f64::from(self.n),
+        })
+    }
+}
+
+/// The memory budget, in cells (16 bytes each): 64 MiB.
+const BUDGET_CELLS: usize = 4 << 20;
+
+/// Named series sharing one bucketed time axis; each series holds `width`
+/// values per sample (the metrics of one device, say), found by one name
+/// lookup.
+#[derive(Debug, Clone)]
+pub struct History {
+    cap: usize,
+    width: usize,
+    per_bucket: u64,
+    in_last: u64,
+    /// First and last sample time of each bucket.
+    times: Vec<(f64, f64)>,
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+    /// Per series, bucket after bucket, `width` cells each.
+    cells: Vec<Vec<Cell>>,
+    /// Per series, `width` peaks.
+    peaks: Vec<Vec<f64>>,
+}
+
+impl History {
+    /// An empty history sized for about `series` series of one value.
+    pub fn new(series: usize) -> History {
+        History::wide(series, 1)
+    }
+
+    /// An empty history sized for about `series` series of `width` values.
+    pub fn wide(series: usize, width: usize) -> History {
+        let width = width.max(1);
+        let cap = (BUDGET_CELLS / (series.max(1) * width)).clamp(64, 512) & !1;
+        History {
+            cap,
+            width,
+            per_bucket: 1,
+            in_last: 0,
+            times: Vec::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
+            cells: Vec::new(),
+            peaks: Vec::new(),
+        }
+    }
+
+    /// Starts a sample taken at `time` (x-axis units).
+    pub fn begin_sample(&mut self, time: f64) {
+        if self.times.is_empty() || self.in_last == self.per_bucket {
+            if self.times.len() == self.cap {
+                self.halve();
+            }
+            self.times.push((time, time));
+            for c in &mut self.cells {
+                c.extend(std::iter::repeat_n(EMPTY, self.width));
+            }
+            self.in_last = 0;
+        }
+        self.in_last += 1;
+        if let Some(last) = self.times.last_mut() {
+            last.1 = time;
+        }
+    }
+
+    fn halve(&mut self) {
+        self.times = self
+            .times
+            .chunks(2)
+            .map(|p| (p[0].0, p[p.len() - 1].1))
+            .collect();
+        let w = self.width;
+        for c in &mut self.cells {
+            *c = c
+                .chunks(2 * w)
+                .flat_map(|pair| {
+                    (0..w).map(move |k| {
+                        let second = pair.get(w + k).copied().unwrap_or(EMPTY);
+                        pair[k].merge(second)
+                    })
+                })
+                .collect();
+        }
+        self.per_bucket *= 2;
+    }
+
+    /// The series named `name`, created (empty so far) if new.
+    pub fn series(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.names.len();
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        self.cells.push(vec![EMPTY; self.times.len() * self.width]);
+        self.peaks.push(vec![f64::NEG_INFINITY; self.width]);
+        i
+    }
+
+    /// Adds `value` to series `series` in the current sample; non-finite
+    /// values are left out.
+    pub fn add(&mut self, series: usize, value: f64) {
+        self.add_at(series, 0, value);
+    }
+
+    /// Adds `value` as the `k`th value of series `series` in the current
+    /// sample; non-finite values are left out.
+    pub fn add_at(&mut self, series: usize, k: usize, value: f64) {
+        if !value.is_finite() || k >= self.width {
+            return;
+        }
+        let Some(cells) = self.cells.get_mut(series) else {
+            return;
+        };
+        let at = cells.len().wrapping_sub(self.width - k);
+        if let Some(cell) = cells.get_mut(at) {
+            cell.add(value as f32);
+            let peak = &mut self.peaks[series][k];
+            *peak = peak.max(value);
+        }
+    }
+
+    /// The series names, in creation order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The largest `k`th value series `series` had, or `None`.
+    pub fn peak_at(&self, series: usize, k: usize) -> Option<f64> {
+        self.peaks
+            .get(series)
+            .and_then(|p| p.get(k))
+            .copied()
+            .filter(|p| p.is_finite())
+    }
+
+    /// The number of buckets.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Each bucket's middle time and what series `series` held in it.
+    pub fn points(&self, series: usize) -> Vec<(f64, Option<Span>)> {
+        self.merged_at(&[series], 0)
+    }
+
+    /// Each bucket's middle time and what the `k`th values of `series`
+    /// together held in it (min of the mins, max of the maxes, mean of
+    /// every value).
+    pub fn merged_at(&self, series: &[usize], k: usize) -> Vec<(f64, Option<Span>)> {
+        let w = self.width;
+        self.times
+            .iter()
+            .enumerate()
+            .map(|(b, (t0, t1))| {
+                let cell = series
+                    .iter()
+                    .filter_map(|&s| self.cells.get(s).and_then(|c| c.get(b * w + k)))
+                    .fold(EMPTY, |acc, c| acc.merge(*c));
+                ((t0 + t1) / 2.0, cell.span())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(min: f64, max: f64, mean: f64) -> Option<Span> {
+        Some(Span { min, max, mean })
+    }
+
+    #[test]
+    fn full_buckets_merge_pairwise_and_keep_the_spike() {
+        let mut h = History::new(BUDGET_CELLS); // the smallest cap: 64 buckets
+        let s = h.series("sda");
+        for i in 0..128 {
+            h.begin_sample(f64::from(i));
+            h.add(s, if i == 77 { 1000.0 } else { 1.0 });
+        }
+        assert_eq!(h.len(), 64);
+        let points = h.points(s);
+        assert_eq!(points[0], (0.5, span(1.0, 1.0, 1.0)));
+        assert_eq!(points[38], (76.5, span(1.0, 1000.0, 500.5)));
+        // Full again: 32 buckets of 4 samples, and a new one.
+        h.begin_sample(128.0);
+        h.add(s, 3.0);
+        assert_eq!(h.len(), 33);
+        assert_eq!(h.points(s)[19], (77.5, span(1.0, 1000.0, 250.75)));
+        assert_eq!(h.points(s)[32], (128.0, span(3.0, 3.0, 3.0)));
+        assert_eq!(h.peak_at(s, 0), Some(1000.0));
+    }
+
+    #[test]
+    fn a_series_that_appears_late_has_gaps_before() {
+        let mut h = History::new(2);
+        let a = h.series("a");
+        h.begin_sample(0.0);
+        h.add(a, 1.0);
+        h.begin_sample(1.0);
+        let b = h.series("b");
+        h.add(b, 2.0);
+        h.add(a, f64::NAN);
+        assert_eq!(h.points(b), vec![(0.0, None), (1.0, span(2.0, 2.0, 2.0))]);
+        assert_eq!(h.points(a), vec![(0.0, span(1.0, 1.0, 1.0)), (1.0, None)]);
+        assert_eq!(
+            h.merged_at(&[a, b], 0),
+            vec![(0.0, span(1.0, 1.0, 1.0)), (1.0, span(2.0, 2.0, 2.0))]
+        );
+    }
+
+    #[test]
+    fn wide_series_keep_each_value_apart_through_merges() {
+        let mut h = History::wide(BUDGET_CELLS, 2); // 64 buckets
+        let s = h.series("sda");
+        for i in 0..129 {
+            h.begin_sample(f64::from(i));
+            h.add_at(s, 0, f64::from(i));
+            h.add_at(s, 1, -f64::from(i));
+        }
+        h.add_at(s, 2, 1.0); // no third value: ignored
+        assert_eq!(h.len(), 33);
+        assert_eq!(h.merged_at(&[s], 0)[1], (5.5, span(4.0, 7.0, 5.5)));
+        assert_eq!(h.merged_at(&[s], 1)[1], (5.5, span(-7.0, -4.0, -5.5)));
+        assert_eq!(
+            h.merged_at(&[s], 1)[32],
+            (128.0, span(-128.0, -128.0, -128.0))
+        );
+        assert_eq!((h.peak_at(s, 0), h.peak_at(s, 1)), (Some(128.0), Some(0.0)));
+    }
+}

@@ -1,0 +1,195 @@
+//! SVG charts of a run or a recording, for every tool: one description of a
+//! chart ([`Chart`] of [`Panel`]s), drawn by [`render`] with plotters' SVG
+//! backend and written by [`file::write_atomic`].
+//!
+//! * [`history`]: series over time in a bounded number of buckets (per
+//!   bucket min, max and mean), so a live run of any length or a recording
+//!   of any size keeps a fixed amount of memory and the chart has at most a
+//!   few points per pixel column;
+//! * [`lanes`]: swimlanes (who ran when) decimated to pixel columns;
+//! * [`palette`]: the series colours;
+//! * [`file`](mod@file): the atomic writer (a browser reloading the file never sees
+//!   half of it).
+//!
+//! Charts are self-contained SVG: no scripts, images or external fonts
+//! (generic font families only), a white background for printing, and
+//! every name from the kernel or a recording with its control characters
+//! escaped (plotters escapes `<`, `&` and quotes).
+
+mod draw;
+pub mod file;
+pub mod history;
+pub mod lanes;
+pub mod palette;
+
+pub use draw::render;
+
+/// `--svg FILE`, for the tools whose command line clap parses.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SvgArgs {
+    /// Write the run as SVG charts to FILE, rewritten (atomically) after each report.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub svg: Option<std::path::PathBuf>,
+}
+
+/// Refuses `--svg` when the program runs with raised privileges (see
+/// [`crate::common::privilege`]), as `--record` is: it writes a file the
+/// caller chooses.
+pub fn refuse_when_secure(svg: Option<&std::path::Path>) -> Result<(), String> {
+    use crate::common::privilege::{self, Guarded};
+    privilege::refuse_when_secure(
+        privilege::is_secure(),
+        &[Guarded {
+            option: "--svg",
+            given: svg.is_some(),
+            why: "writes a file the caller chooses",
+        }],
+    )
+}
+
+/// The width every chart is drawn at, in pixels.
+pub const WIDTH: u32 = 1280;
+
+/// A chart: a title and panels stacked top to bottom.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// The title at the top (tool, host, what is shown).
+    pub title: String,
+    /// The panels, in order.
+    pub panels: Vec<Panel>,
+}
+
+/// One panel: a plot with its own axes and legend.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    /// The panel's caption.
+    pub title: String,
+    /// The y axis title, with its unit.
+    pub y_label: String,
+    /// What is drawn.
+    pub kind: PanelKind,
+}
+
+/// The x axis of a plot over time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeAxis {
+    /// Unix seconds, labelled in local time (`%H:%M:%S`) like the text reports.
+    Local,
+    /// Milliseconds from the start of a recording.
+    ElapsedMs,
+}
+
+/// One named series of a line or area plot.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// The name in the legend.
+    pub name: String,
+    /// Its colour.
+    pub colour: palette::Colour,
+    /// The points: per bucket min, max and mean (`None`: no value, a gap).
+    pub points: Vec<(f64, Option<history::Span>)>,
+}
+
+/// A bar made of stacked parts.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// The name of the part in the legend.
+    pub name: String,
+    /// Its colour.
+    pub colour: palette::Colour,
+    /// Its value in each category.
+    pub values: Vec<f64>,
+}
+
+/// One box of a percentile plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentiles {
+    /// The category (a vCPU).
+    pub name: String,
+    /// p50, p90, p99 and maximum, in the panel's unit.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// What a panel draws.
+#[derive(Debug, Clone)]
+pub enum PanelKind {
+    /// A line per series over time; a bucket's min–max drawn as a vertical
+    /// stroke, so spikes survive decimation.
+    Lines {
+        /// The x axis.
+        axis: TimeAxis,
+        /// The series, in legend order.
+        lines: Vec<Line>,
+    },
+    /// Series means stacked over time (the first at the bottom).
+    StackedArea {
+        /// The x axis.
+        axis: TimeAxis,
+        /// The series, bottom first.
+        lines: Vec<Line>,
+    },
+    /// A value 0–1 per row and time bucket, as a colour.
+    HeatMap {
+        /// The bucket times (x), one per column of `cells`.
+        times: Vec<f64>,
+        /// The row names (y).
+        rows: Vec<String>,
+        /// `cells[row][column]`, 0–1, `None` for no value.
+        cells: Vec<Vec<Option<f64>>>,
+        /// What 0 and 1 mean, for the colour scale.
+        scale: (String, String),
+    },
+    /// Stacked bars per category.
+    StackedBars {
+        /// The categories (x).
+        categories: Vec<String>,
+        /// The stacked parts, bottom first.
+        stacks: Vec<Stack>,
+    },
+    /// A lane per resource (a physical processor) showing who held it.
+    Swimlanes(lanes::Lanes),
+    /// A box per category: p50–p90 box, whisker to p99, mark at the maximum.
+    Boxes(Vec<Percentiles>),
+}
+
+impl Panel {
+    /// The panel's height in pixels.
+    fn height(&self) -> u32 {
+        match &self.kind {
+            PanelKind::HeatMap { rows, .. } => (rows.len() as u32 * 14).clamp(260, 900) + 80,
+            PanelKind::Swimlanes(l) => (l.lane_names().len() as u32 * 18).clamp(260, 900) + 80,
+            _ => 320,
+        }
+    }
+}
+
+/// A name from the kernel, a recording or the command line, fit for a
+/// label: control characters escaped (XML cannot hold most of them, even
+/// as references), and cut to `max` characters with an ellipsis.
+pub fn label(name: &str, max: usize) -> String {
+    let escaped = crate::common::escape::controls(name);
+    if escaped.chars().count() <= max {
+        return escaped.into_owned();
+    }
+    let mut cut: String = escaped.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_escape_controls_and_cut_long_names() {
+        assert_eq!(label("sd\u{1b}[31m\u{7}a", 40), "sd\\x1b[31m\\x07a");
+        assert_eq!(label("abcdef", 4), "abc…");
+        assert_eq!(label("<&\"", 4), "<&\"", "plotters escapes markup itself");
+    }
+}

@@ -1,0 +1,102 @@
+//! `--svg FILE`: event rates over time, one panel per PMU (one panel for
+//! every PMU with `--aggregate`) and a line per event, rewritten after
+//! each report.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::common::chart::history::History;
+use crate::common::chart::{Chart, Line, Panel, PanelKind, TimeAxis, file, palette, render};
+
+/// The charts of one counting run.
+pub struct CxlCharts {
+    path: PathBuf,
+    title: String,
+    /// Rewrite after each report (live), or once at the end (a replay).
+    live: bool,
+    /// Per PMU (in first-seen order), its events' rates.
+    pmus: Vec<(String, History)>,
+}
+
+impl CxlCharts {
+    /// Charts written to `path`, under `title`, after each report when
+    /// `live`, else by [`CxlCharts::finish`].
+    pub fn new(path: PathBuf, title: String, live: bool) -> CxlCharts {
+        CxlCharts {
+            path,
+            title,
+            live,
+            pmus: Vec::new(),
+        }
+    }
+
+    /// Adds one report's rates `(pmu, event, rate)` taken at `time`, and,
+    /// live, rewrites the file.
+    pub fn sample<'a>(
+        &mut self,
+        time: SystemTime,
+        rates: impl Iterator<Item = (&'a str, &'a str, Option<f64>)>,
+    ) -> Result<(), String> {
+        let t = time
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        for (_, h) in &mut self.pmus {
+            h.begin_sample(t);
+        }
+        for (pmu, event, rate) in rates {
+            let h = match self.pmus.iter().position(|(p, _)| p == pmu) {
+                Some(i) => &mut self.pmus[i].1,
+                None => {
+                    let mut h = History::new(64);
+                    h.begin_sample(t);
+                    self.pmus.push((pmu.to_string(), h));
+                    &mut self.pmus.last_mut().expect("pushed").1
+                }
+            };
+            let series = h.series(event);
+            if let Some(r) = rate {
+                h.add(series, r);
+            }
+        }
+        if self.live { self.write() } else { Ok(()) }
+    }
+
+    /// Writes the file at the end of a replay (a live run wrote it already).
+    pub fn finish(&self) -> Result<(), String> {
+        if self.live { Ok(()) } else { self.write() }
+    }
+
+    fn write(&self) -> Result<(), String> {
+        let svg = render(&self.chart())?;
+        file::write_atomic(&self.path, svg.as_bytes())
+    }
+
+    fn chart(&self) -> Chart {
+        let panels = self
+            .pmus
+            .iter()
+            .map(|(pmu, h)| Panel {
+                title: if pmu == "all" {
+                    "every CXL PMU, summed (--aggregate)".to_string()
+                } else {
+                    format!("PMU {pmu}")
+                },
+                y_label: "events per second".into(),
+                kind: PanelKind::Lines {
+                    axis: TimeAxis::Local,
+                    lines: (0..h.names().len())
+                        .map(|i| Line {
+                            name: h.names()[i].clone(),
+                            colour: palette::series(i),
+                            points: h.points(i),
+                        })
+                        .collect(),
+                },
+            })
+            .collect();
+        Chart {
+            title: self.title.clone(),
+            panels,
+        }
+    }
+}

@@ -17,10 +17,10 @@ use crate::common::source::Source;
 
 use super::error::{CxlError, explain_open_errno};
 use super::format::{ConfigWord, EventAttr};
-use super::perf::{self, PerfEventAttr};
 use super::resolve::{Plan, Unit};
 use super::stats::{Reading, SINGLE_WORDS, group_words, parse_group, parse_single};
 use super::sysfs::Pmu;
+use crate::common::perf::{self, PerfEventAttr};
 
 /// The `perf_event_attr` of every cxlstat event: its PMU type and config
 /// words, nothing excluded (cxl_pmu refuses exclude bits), no sampling, and

@@ -29,6 +29,9 @@ pub enum IostatError {
         /// What went wrong.
         err: io::Error,
     },
+    /// `--latency` cannot measure (tracefs, privilege, kernel) or replay.
+    #[error("--latency: {0}")]
+    Latency(String),
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
@@ -40,7 +43,10 @@ impl IostatError {
         match self {
             IostatError::Usage | IostatError::InvalidPersistentType => 1,
             IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
-            IostatError::Source(_) | IostatError::Read { .. } | IostatError::Output(_) => 1,
+            IostatError::Source(_)
+            | IostatError::Read { .. }
+            | IostatError::Latency(_)
+            | IostatError::Output(_) => 1,
         }
     }
 

@@ -118,6 +118,30 @@ pub fn buckets_json(h: &Histogram) -> String {
     out
 }
 
+/// `-o JSON`'s `latency` object of one device: per operation `p50`, `p99`
+/// and `max` in ms (`%.2f`, 0.00 without requests, as the text report)
+/// and `buckets_ns`; the queue depth's `p50`, `max` and `buckets` (depths
+/// and the ns spent at them); the samples the kernel `lost`.
+pub fn json_object(h: &DeviceHistograms, lost: u64) -> String {
+    let stats = LatencyStats::of(h);
+    let mut out = String::from("{");
+    for ((name, op), hist) in OP_NAMES.iter().zip(stats.ops).zip(&h.latency) {
+        let [p50, p99, max] = op.unwrap_or_default();
+        let _ = write!(
+            out,
+            "\"{name}\": {{\"p50\": {p50:.2}, \"p99\": {p99:.2}, \"max\": {max:.2}, \"buckets_ns\": {}}}, ",
+            buckets_json(hist)
+        );
+    }
+    let [p50, max] = stats.depth.unwrap_or_default();
+    let _ = write!(
+        out,
+        "\"qd\": {{\"p50\": {p50}, \"max\": {max}, \"buckets\": {}}}, \"lost\": {lost}}}",
+        buckets_json(&h.depth)
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +162,11 @@ mod tests {
         assert_eq!(buckets_text(&h.depth), "1-1:5 3-3:1");
         assert_eq!(buckets_json(&h.depth), "[[1, 1, 5], [3, 3, 1]]");
         assert_eq!(buckets_json(&Histogram::default()), "[]");
+        let json: serde_json::Value = serde_json::from_str(&json_object(&h, 2)).unwrap();
+        assert_eq!(json["r"]["p50"], 2.03);
+        assert_eq!(json["r"]["max"], 20.0);
+        assert_eq!(json["w"]["p99"], 0.0);
+        assert_eq!(json["qd"]["buckets"][1][2], 1);
+        assert_eq!(json["lost"], 2);
     }
 }

@@ -48,6 +48,9 @@ fn flags_and_formats_match_the_bindings() {
     let mut attr = sys::perf_event_attr::default();
     attr.set_use_clockid(1);
     assert_eq!(perf::FLAG_USE_CLOCKID, attr_bytes_flags(&attr));
+    let mut attr = sys::perf_event_attr::default();
+    attr.set_watermark(1);
+    assert_eq!(perf::FLAG_WATERMARK, attr_bytes_flags(&attr));
 }
 
 /// What iostat-rs --latency's tracepoint sampling sets.
@@ -55,7 +58,6 @@ fn flags_and_formats_match_the_bindings() {
 fn sampling_constants_match_the_bindings() {
     assert_eq!(perf::TYPE_TRACEPOINT, sys::PERF_TYPE_TRACEPOINT);
     assert_eq!(perf::SAMPLE_TIME, u64::from(sys::PERF_SAMPLE_TIME));
-    assert_eq!(perf::SAMPLE_CPU, u64::from(sys::PERF_SAMPLE_CPU));
     assert_eq!(perf::SAMPLE_RAW, u64::from(sys::PERF_SAMPLE_RAW));
     assert_eq!(
         offset_of!(PerfEventAttr, clockid),

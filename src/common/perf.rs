@@ -32,7 +32,7 @@ pub struct PerfEventAttr {
     pub read_format: u64,
     /// The one-bit fields (`disabled`, `inherit`, ...): see [`attr_flag`].
     pub flags: u64,
-    /// `wakeup_events`/`wakeup_watermark` (offset 48).
+    /// `wakeup_events`, or `wakeup_watermark` with [`FLAG_WATERMARK`] (offset 48).
     pub wakeup_events: u32,
     /// `bp_type` (offset 52).
     _bp_type: u32,
@@ -73,6 +73,10 @@ pub const fn attr_flag(position: u32) -> u64 {
 /// `disabled`: the counter starts off (enabled later by [`ENABLE`]).
 pub const FLAG_DISABLED: u64 = attr_flag(0);
 
+/// `watermark`: wake a poller when [`PerfEventAttr::wakeup_events`] bytes
+/// (`wakeup_watermark`) are in the ring, rather than after that many events.
+pub const FLAG_WATERMARK: u64 = attr_flag(14);
+
 /// `use_clockid`: sample times come from [`PerfEventAttr::clockid`].
 pub const FLAG_USE_CLOCKID: u64 = attr_flag(25);
 
@@ -81,8 +85,6 @@ pub const TYPE_TRACEPOINT: u32 = 2;
 
 /// `PERF_SAMPLE_TIME`.
 pub const SAMPLE_TIME: u64 = 1 << 2;
-/// `PERF_SAMPLE_CPU`.
-pub const SAMPLE_CPU: u64 = 1 << 7;
 /// `PERF_SAMPLE_RAW`: the tracepoint's record as tracefs' `format` describes it.
 pub const SAMPLE_RAW: u64 = 1 << 10;
 
@@ -294,6 +296,7 @@ mod tests {
             assert_eq!(FLAG_DISABLED, 1);
             assert_eq!(attr_flag(5), 0x20, "exclude_kernel");
             assert_eq!(FLAG_USE_CLOCKID, 0x200_0000, "use_clockid");
+            assert_eq!(FLAG_WATERMARK, 0x4000, "watermark");
         }
     }
 }

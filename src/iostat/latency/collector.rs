@@ -1,11 +1,14 @@
 //! The live measurement: `block_rq_issue`, `block_rq_complete` and
 //! `block_rq_requeue` sampled through `perf_event_open` on every online CPU
-//! (every event, `PERF_SAMPLE_RAW|TIME|CPU`, times on `CLOCK_MONOTONIC`),
-//! the three events of a CPU sharing one ring buffer. A thread empties the
-//! rings every [`DRAIN_EVERY`]; events are put in time order across CPUs
-//! before the [`Tracker`] sees them (an issue and its completion often run
-//! on different CPUs), and only up to [`SETTLE`] ago, so an event still
-//! being written on another CPU is never overtaken.
+//! (every event, `PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`; the
+//! CPU is not needed), the three events of a CPU sharing one ring buffer.
+//! A thread empties the rings when one is a quarter full (the kernel wakes
+//! its `poll`) and at least every [`DRAIN_EVERY`]; events are put in time
+//! order across CPUs before the [`Tracker`] sees them (an issue and its
+//! completion often run on different CPUs), and only up to [`SETTLE`] ago,
+//! so an event still being written on another CPU is never overtaken.
+//! When the kernel reports lost samples, the requests in flight are
+//! forgotten (see [`Tracker::forget_in_flight`]).
 
 use std::collections::HashMap;
 use std::fs;
@@ -24,13 +27,17 @@ use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 use super::codec::Interval;
 use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
 
-/// How often the rings are emptied.
-pub const DRAIN_EVERY: Duration = Duration::from_millis(50);
+/// How often the rings are emptied at least.
+pub const DRAIN_EVERY: Duration = Duration::from_millis(100);
 /// Events younger than this wait for the next drain (see the module doc).
 pub const SETTLE: u64 = 2_000_000;
-/// Data pages per CPU ring (1 MiB with 4 KiB pages: some 10,000 events,
-/// 200,000 a second per CPU at [`DRAIN_EVERY`]).
-const RING_PAGES: usize = 256;
+/// Data pages per CPU ring: 4 MiB with 4 KiB pages (some 50,000 events),
+/// else, where the locked-memory limit refuses that (a CAP_PERFMON user
+/// without CAP_IPC_LOCK: `perf_event_mlock_kb`, 516 KiB a CPU by
+/// default), [`RING_PAGES_SMALL`].
+const RING_PAGES: usize = 1024;
+/// The fallback ring: 512 KiB.
+const RING_PAGES_SMALL: usize = 128;
 
 /// What a tracepoint means to the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,11 +92,11 @@ fn read_uint(raw: &[u8], f: Field) -> Option<u64> {
     })
 }
 
-/// Decodes a `PERF_RECORD_SAMPLE` body (time, cpu, raw).
+/// Decodes a `PERF_RECORD_SAMPLE` body (time, raw).
 fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
     let time = u64::from_ne_bytes(body.get(0..8)?.try_into().ok()?);
-    let size = u32::from_ne_bytes(body.get(16..20)?.try_into().ok()?) as usize;
-    let raw = body.get(20..20 + size)?;
+    let size = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?) as usize;
+    let raw = body.get(12..12 + size)?;
     let common_type = u64::from(u16::from_ne_bytes(raw.get(0..2)?.try_into().ok()?));
     let l = layouts.iter().find(|l| l.id == common_type)?;
     let rwbs = raw.get(l.rwbs.offset..l.rwbs.offset + l.rwbs.size)?;
@@ -133,11 +140,12 @@ impl State {
             lost,
             ..
         } = self;
+        let mut lost_now = 0;
         for ring in rings.iter_mut() {
             ring.drain(&mut |kind, body| match kind {
                 RECORD_SAMPLE => waiting.extend(decode(body, layouts)),
                 RECORD_LOST => {
-                    *lost += body
+                    lost_now += body
                         .get(8..16)
                         .and_then(|b| b.try_into().ok())
                         .map_or(0, u64::from_ne_bytes)
@@ -145,6 +153,7 @@ impl State {
                 _ => {}
             });
         }
+        *lost += lost_now;
         self.waiting.sort_by_key(|s| s.time);
         let ready = self.waiting.partition_point(|s| s.time <= cutoff);
         for s in self.waiting.drain(..ready) {
@@ -156,6 +165,9 @@ impl State {
                 (Kind::Requeue, _) => self.tracker.requeue(s.time, s.dev, s.sector),
                 (Kind::Issue, None) => {}
             }
+        }
+        if lost_now > 0 {
+            self.tracker.forget_in_flight(cutoff);
         }
     }
 }
@@ -204,30 +216,25 @@ impl Collector {
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
         let cpus = CpuList::parse(online.trim_end())
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
-        let mut fds = Vec::new();
+        // Per CPU, the first event (the leader) owns the ring; the others
+        // write into it.
+        let mut leaders: Vec<OwnedFd> = Vec::new();
+        let mut followers: Vec<OwnedFd> = Vec::new();
         let mut rings = Vec::new();
         for &cpu in cpus.cpus() {
-            let mut leader: Option<OwnedFd> = None;
-            for l in &layouts {
-                let fd = open_tracepoint(l.id, cpu as i32)
-                    .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))?;
-                match &leader {
-                    None => {
-                        rings.push(
-                            Ring::map(fd.as_fd(), RING_PAGES)
-                                .map_err(|e| format!("mmap of a perf ring buffer: {e}"))?,
-                        );
-                        leader = Some(fd);
-                        continue;
-                    }
-                    Some(lead) => {
-                        perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, lead.as_raw_fd() as u64)
-                            .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?
-                    }
-                }
-                fds.push(fd);
+            let open = |l: &Layout| {
+                open_tracepoint(l.id, cpu as i32)
+                    .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))
+            };
+            let leader = open(&layouts[0])?;
+            rings.push(map_ring(&leader)?);
+            for l in &layouts[1..] {
+                let fd = open(l)?;
+                perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, leader.as_raw_fd() as u64)
+                    .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?;
+                followers.push(fd);
             }
-            fds.extend(leader);
+            leaders.push(leader);
         }
         let mut tracker = Tracker::new(monotonic_ns());
         if partitions {
@@ -243,11 +250,21 @@ impl Collector {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
+            // The leaders own the rings; they outlive the thread (joined in
+            // drop, before the descriptors close).
+            let mut polled: Vec<libc::pollfd> = leaders
+                .iter()
+                .map(|fd| libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
             std::thread::Builder::new()
                 .name("latency".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(DRAIN_EVERY);
+                        wait_for_data(&mut polled);
                         let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
                         s.drain(monotonic_ns().saturating_sub(SETTLE));
                     }
@@ -259,7 +276,7 @@ impl Collector {
             stop,
             thread: Some(thread),
             partitions,
-            _fds: fds,
+            _fds: leaders.into_iter().chain(followers).collect(),
         })
     }
 
@@ -296,15 +313,40 @@ impl Drop for Collector {
     }
 }
 
-/// A sampling event for every occurrence of tracepoint `id` on `cpu`.
+/// Maps the ring of leader `fd`: [`RING_PAGES`], or [`RING_PAGES_SMALL`]
+/// when the locked-memory limit refuses the large one.
+fn map_ring(fd: &OwnedFd) -> Result<Ring, String> {
+    Ring::map(fd.as_fd(), RING_PAGES)
+        .or_else(|e| match e.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::ENOMEM) => Ring::map(fd.as_fd(), RING_PAGES_SMALL),
+            _ => Err(e),
+        })
+        .map_err(|e| format!("mmap of a perf ring buffer: {e}"))
+}
+
+/// Sleeps until a ring reaches its watermark or [`DRAIN_EVERY`] passed.
+fn wait_for_data(polled: &mut [libc::pollfd]) {
+    // SAFETY: polled is a valid array of pollfd of its length.
+    unsafe {
+        libc::poll(
+            polled.as_mut_ptr(),
+            polled.len() as libc::nfds_t,
+            DRAIN_EVERY.as_millis() as libc::c_int,
+        )
+    };
+}
+
+/// A sampling event for every occurrence of tracepoint `id` on `cpu`,
+/// waking a poller when its ring holds a quarter of [`RING_PAGES_SMALL`].
 fn open_tracepoint(id: u64, cpu: i32) -> io::Result<OwnedFd> {
     let mut attr = PerfEventAttr::default();
     attr.type_ = perf::TYPE_TRACEPOINT;
     attr.size = perf::PERF_ATTR_SIZE;
     attr.config = id;
     attr.sample_period = 1;
-    attr.sample_type = perf::SAMPLE_TIME | perf::SAMPLE_CPU | perf::SAMPLE_RAW;
-    attr.flags = perf::FLAG_USE_CLOCKID;
+    attr.sample_type = perf::SAMPLE_TIME | perf::SAMPLE_RAW;
+    attr.flags = perf::FLAG_USE_CLOCKID | perf::FLAG_WATERMARK;
+    attr.wakeup_events = (RING_PAGES_SMALL * 4096 / 4) as u32;
     attr.clockid = libc::CLOCK_MONOTONIC;
     perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
 }
@@ -380,7 +422,6 @@ mod tests {
         raw[34..36].copy_from_slice(b"WS");
         let mut body = Vec::new();
         body.extend(123_456u64.to_ne_bytes());
-        body.extend([1u32, 0].map(u32::to_ne_bytes).concat());
         body.extend((raw.len() as u32).to_ne_bytes());
         body.extend(&raw);
         let s = decode(&body, &[layout]).expect("decodes");
@@ -388,7 +429,7 @@ mod tests {
         assert_eq!(dev_numbers(s.dev), (7, 3));
         assert_eq!((s.sector, s.sectors, s.op), (4096, 8, Some(Op::Write)));
         raw[0..2].copy_from_slice(&9u16.to_ne_bytes());
-        body.truncate(20);
+        body.truncate(12);
         body.extend(&raw);
         assert!(decode(&body, &[layout]).is_none(), "another event's id");
         assert!(decode(&body[..30], &[layout]).is_none(), "cut short");

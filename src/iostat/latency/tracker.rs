@@ -206,6 +206,21 @@ impl Tracker {
         }
     }
 
+    /// Forgets every request in flight (after the kernel dropped samples:
+    /// their completions may be among the lost, and a request kept for
+    /// ever would hold the queue depth up). Their completions, if they
+    /// come, count as unmatched.
+    pub fn forget_in_flight(&mut self, now: u64) {
+        let devs: Vec<Dev> = self.devices.keys().copied().collect();
+        for dev in devs {
+            self.step(dev, now, 0);
+        }
+        for d in self.devices.values_mut() {
+            d.inflight = 0;
+        }
+        self.inflight.clear();
+    }
+
     /// Ends the interval at `now`: every device's histograms since the
     /// last call (devices idle all along have depth 0 the whole time),
     /// sorted by device. Devices with nothing in flight and nothing this
@@ -319,6 +334,22 @@ mod tests {
         assert_eq!(second.latency[1].max, 7 * MS);
         assert_eq!(second.depth.total, 10 * MS, "from the interval start");
         assert!(t.take(30 * MS).is_empty(), "idle device forgotten");
+    }
+
+    #[test]
+    fn forgetting_in_flight_requests_drops_the_depth() {
+        let mut t = Tracker::new(0);
+        t.issue(0, SDA, 8, 8, Op::Read);
+        t.issue(0, SDA, 16, 8, Op::Read);
+        t.forget_in_flight(4 * MS);
+        t.complete(5 * MS, SDA, 8, 8);
+        assert_eq!(t.unmatched, 1);
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(h.latency[0].total, 0);
+        assert_eq!(h.depth.max, 2);
+        // 4 ms at depth 2, then 6 ms at 0.
+        assert_eq!(h.depth.quantile_low(0.5), Some(0));
+        assert!(t.take(20 * MS).is_empty(), "nothing left in flight");
     }
 
     #[test]

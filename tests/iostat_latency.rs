@@ -124,16 +124,55 @@ fn interrupt(child: &Child) {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
 }
 
-fn wait_output(mut child: Child, limit: Duration) -> Output {
+/// A running child whose output is read as it comes, so a full pipe
+/// never blocks it.
+struct Watched {
+    child: Child,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            p.read_to_end(&mut bytes).unwrap();
+        }
+        bytes
+    })
+}
+
+fn watch(mut child: Child) -> Watched {
+    Watched {
+        stdout: drain(child.stdout.take()),
+        stderr: drain(child.stderr.take()),
+        child,
+    }
+}
+
+/// Waits for the child (at most `limit`) and collects its output.
+fn wait_output(w: Watched, limit: Duration) -> Output {
+    let Watched {
+        mut child,
+        stdout,
+        stderr,
+    } = w;
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
         if start.elapsed() > limit {
             let _ = child.kill();
             panic!("a child did not exit");
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
     }
-    child.wait_with_output().unwrap()
 }
 
 /// bpftrace's biolatency-style histogram of one device: latency in µs from
@@ -269,6 +308,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     .stderr(Stdio::piped())
     .spawn()
     .expect("iostat-rs starts");
+    let iostat = watch(iostat);
     std::thread::sleep(Duration::from_millis(700));
     let fio = Command::new("fio")
         .args([
@@ -288,13 +328,13 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         .expect("fio runs");
     assert!(fio.status.success(), "fio: {}", text(&fio.stderr));
     std::thread::sleep(Duration::from_millis(1500));
-    interrupt(&iostat);
+    interrupt(&iostat.child);
     interrupt(&bpf);
     let out = wait_output(iostat, Duration::from_secs(10));
     assert!(out.stderr.is_empty(), "iostat-rs: {}", text(&out.stderr));
     let mut rest = String::new();
     bpf_out.read_to_string(&mut rest).unwrap();
-    let _ = wait_output(bpf, Duration::from_secs(10));
+    let _ = wait_output(watch(bpf), Duration::from_secs(10));
     let (hist, max_s) = iostat_read_hist(&text(&out.stdout), &lo.name);
     let count: u64 = hist.iter().map(|&(_, c)| c).sum();
     let highs: Vec<(u64, u64)> = hist.iter().map(|&((_, h), c)| (h, c)).collect();
@@ -557,4 +597,137 @@ fn replay_prints_the_latency_columns_again() {
     let e = one_line_error(&iostat(&["--replay", rec_s, "-x", "--latency"]));
     assert!(e.contains("recorded without --latency"), "{e}");
     let _ = std::fs::remove_file(&rec);
+}
+
+/// A file of `sectors` zero sectors with an MBR of two primary partitions
+/// (type 0x83): sectors 2048..4095 and 4096..8191.
+fn partitioned_image(path: &std::path::Path) {
+    let mut image = vec![0u8; 8192 * 512];
+    for (slot, (start, len)) in [(2048u32, 2048u32), (4096, 4096)].into_iter().enumerate() {
+        let e = 446 + 16 * slot;
+        image[e + 4] = 0x83;
+        image[e + 8..e + 12].copy_from_slice(&start.to_le_bytes());
+        image[e + 12..e + 16].copy_from_slice(&len.to_le_bytes());
+    }
+    image[510] = 0x55;
+    image[511] = 0xaa;
+    std::fs::write(path, image).unwrap();
+}
+
+/// A disk attached while iostat-rs runs appears with its latency; with
+/// `-p ALL` the requests also count for the partition they fall in (and
+/// only for it); partitions that vanish mid-run (the disk detached) leave
+/// the report and the run goes on.
+#[test]
+fn partitions_and_devices_appearing_mid_run() {
+    if !runnable(
+        "partitions_and_devices_appearing_mid_run",
+        &["losetup", "partx", "mknod", "unshare", "fio"],
+    ) {
+        return;
+    }
+    let image = std::env::temp_dir().join(format!("hwstat-latency-parts-{}", std::process::id()));
+    partitioned_image(&image);
+    let iostat = in_namespace(
+        MOUNT_TRACEFS,
+        IOSTAT,
+        &["-x", "--latency", "-p", "ALL", "-o", "ndjson", "0.3"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("iostat-rs starts");
+    let iostat = watch(iostat);
+    std::thread::sleep(Duration::from_millis(500));
+    let out = Command::new("losetup")
+        .args(["-P", "-f", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "losetup -P: {}", text(&out.stderr));
+    let lo = Loop {
+        name: text(&out.stdout)
+            .trim()
+            .trim_start_matches("/dev/")
+            .to_string(),
+        dev: (0, 0),
+    };
+    let p2 = format!("{}p2", lo.name);
+    let sys_dev = format!("/sys/class/block/{p2}/dev");
+    let appears = |limit: Duration| {
+        let start = Instant::now();
+        while !std::path::Path::new(&sys_dev).exists() {
+            if start.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    };
+    // A kernel without the MBR parser: partx adds them (BLKPG).
+    if !appears(Duration::from_secs(1)) {
+        let added = Command::new("partx")
+            .args(["-a", &format!("/dev/{}", lo.name)])
+            .status()
+            .unwrap();
+        assert!(added.success(), "partx -a");
+        assert!(appears(Duration::from_secs(5)), "no {sys_dev}");
+    }
+    // Without udev there is no /dev node: make one.
+    let node = std::env::temp_dir().join(format!("hwstat-latency-{p2}-{}", std::process::id()));
+    let numbers = std::fs::read_to_string(&sys_dev).unwrap();
+    let (major, minor) = numbers.trim().split_once(':').unwrap();
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["b", major, minor])
+        .status()
+        .unwrap();
+    assert!(made.success(), "mknod {}", node.display());
+    // Some intervals, so the partition table iostat-rs reads includes it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let fio = Command::new("fio")
+        .args([
+            "--name=parts",
+            &format!("--filename={}", node.display()),
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--number_ios=300",
+            "--output-format=terse",
+        ])
+        .output()
+        .expect("fio runs");
+    let _ = std::fs::remove_file(&node);
+    assert!(fio.status.success(), "fio: {}", text(&fio.stderr));
+    std::thread::sleep(Duration::from_millis(700));
+    drop(lo);
+    std::thread::sleep(Duration::from_millis(700));
+    interrupt(&iostat.child);
+    let out = wait_output(iostat, Duration::from_secs(10));
+    let _ = std::fs::remove_file(&image);
+    assert!(out.stderr.is_empty(), "iostat-rs: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let count = |device: &str| {
+        iostat_read_hist(&stdout, device)
+            .0
+            .iter()
+            .map(|&(_, c)| c)
+            .sum::<u64>()
+    };
+    let disk = p2.trim_end_matches("p2").to_string();
+    assert!(
+        count(&p2) >= 300,
+        "{p2}: {} reads, {disk}: {}",
+        count(&p2),
+        count(&disk)
+    );
+    assert_eq!(count(&format!("{disk}p1")), 0, "nothing read from p1");
+    assert!(
+        count(&disk) >= count(&p2),
+        "the disk counts its partitions' reads"
+    );
+    // Detaching removed the partitions: they vanish from the report.
+    let last = stdout.lines().last().unwrap();
+    assert!(!last.contains(&format!("\"{p2}\"")), "{p2} still listed");
 }

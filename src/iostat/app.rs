@@ -10,7 +10,9 @@ use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 
-use super::cli::{Action, Env, Options, OutputFormat, command, parse_args, usage_text};
+use super::cli::{
+    Action, DeviceKind, Env, ListArg, Options, OutputFormat, command, parse_args, usage_text,
+};
 use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
 use super::latency::Latency;
@@ -122,6 +124,21 @@ fn latency_conflict(opts: &Options) -> Option<String> {
     None
 }
 
+/// `-p` in any form: partitions are reported, so `--latency` attributes
+/// requests to them too.
+fn shows_partitions(opts: &Options) -> bool {
+    opts.everything
+        || opts.list.iter().any(|a| {
+            matches!(
+                a,
+                ListArg::Device {
+                    kind: DeviceKind::WithPartitions,
+                    ..
+                }
+            )
+        })
+}
+
 fn report(progname: &str, err: IostatError) -> i32 {
     match &err {
         IostatError::Usage => eprint!("{}", usage_text(progname)),
@@ -222,7 +239,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         cpus: cpu_count(src),
     };
     let latency = if opts.latency {
-        Some(Latency::start(src, opts.everything).map_err(IostatError::Latency)?)
+        Some(Latency::start(src, shows_partitions(opts)).map_err(IostatError::Latency)?)
     } else {
         None
     };

@@ -1,4 +1,4 @@
-//! Opening and reading the counters through [`super::perf`].
+//! Opening and reading the counters through [`crate::common::perf`].
 //!
 //! Every event is opened system-wide (`pid = -1`) on its PMU's `cpumask` CPU,
 //! with no exclude bits (cxl_pmu has `PERF_PMU_CAP_NO_EXCLUDE`) and no

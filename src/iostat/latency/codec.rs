@@ -6,7 +6,7 @@
 //! five histograms (read, write, discard, flush latency, then queue depth),
 //! each `max, buckets` followed by `buckets` pairs `index, count`.
 
-use super::histogram::Histogram;
+use super::histogram::{Histogram, LAST_BUCKET};
 use super::tracker::{DeviceHistograms, OPS};
 
 /// One interval's measurements.
@@ -19,9 +19,6 @@ pub struct Interval {
     /// Per `(major, minor)`, in order.
     pub devices: Vec<((u32, u32), DeviceHistograms)>,
 }
-
-/// Highest bucket index a recording may name (values up to 2^63).
-const MAX_BUCKET: u64 = 2048;
 
 impl Interval {
     /// The histograms of `(major, minor)`, if it had any.
@@ -67,18 +64,19 @@ impl Interval {
                 let mut buckets = Vec::new();
                 for _ in 0..n {
                     let i = next()?;
-                    if i > MAX_BUCKET {
+                    if i > LAST_BUCKET as u64 {
                         return None;
                     }
                     buckets.push((i as usize, next()?));
                 }
-                hists.push(Histogram::from_parts(&buckets, max));
+                hists.push(Histogram::from_parts(&buckets, max)?);
             }
             let depth = hists.pop()?;
             let latency: [Histogram; OPS] = hists.try_into().ok()?;
             devices.push(((major, minor), DeviceHistograms { latency, depth }));
         }
-        if next().is_some() || !devices.is_sorted_by_key(|&(d, _)| d) {
+        let increasing = devices.windows(2).all(|w| w[0].0 < w[1].0);
+        if next().is_some() || !increasing {
             return None;
         }
         Some(Interval {
@@ -114,5 +112,22 @@ mod tests {
         extra.push(0);
         assert_eq!(Interval::decode(&extra), None, "trailing numbers");
         assert_eq!(Interval::decode(&[0, 0, u64::MAX]), None, "huge count");
+        // A bucket with a zero count (found by the latency_values fuzz
+        // target: it decoded, then encoded to something else).
+        let zero = [0, 0, 1, 8, 0, 5, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(Interval::decode(&zero), None);
+        let mut twice = vec![0, 0, 2];
+        for _ in 0..2 {
+            twice.extend([7, 0]);
+            twice.extend([0u64; 10]);
+        }
+        assert_eq!(Interval::decode(&twice), None, "a device twice");
+        // A bucket past the last (found by the fuzz target: its bounds
+        // overflowed a shift).
+        let mut far = vec![0, 0, 1, 8, 0, 5, 1, 976, 1];
+        far.extend([0u64; 8]);
+        assert_eq!(Interval::decode(&far), None);
+        far[7] = 975;
+        assert!(Interval::decode(&far).is_some());
     }
 }

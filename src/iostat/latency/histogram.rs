@@ -9,7 +9,7 @@ const SUB_BITS: u32 = 4;
 const SUB: u64 = 1 << SUB_BITS;
 
 /// The bucket index of `value`.
-pub fn bucket_of(value: u64) -> usize {
+pub const fn bucket_of(value: u64) -> usize {
     if value < 2 * SUB {
         return value as usize;
     }
@@ -18,8 +18,14 @@ pub fn bucket_of(value: u64) -> usize {
     ((exp - SUB_BITS + 1) as u64 * SUB + sub) as usize
 }
 
-/// The smallest value in bucket `index`.
+/// The last bucket, which holds `u64::MAX`.
+pub const LAST_BUCKET: usize = bucket_of(u64::MAX);
+
+/// The smallest value in bucket `index` (`u64::MAX` past [`LAST_BUCKET`]).
 pub fn bucket_low(index: usize) -> u64 {
+    if index > LAST_BUCKET {
+        return u64::MAX;
+    }
     let index = index as u64;
     if index < 2 * SUB {
         return index;
@@ -30,7 +36,10 @@ pub fn bucket_low(index: usize) -> u64 {
 
 /// The largest value in bucket `index`.
 pub fn bucket_high(index: usize) -> u64 {
-    bucket_low(index + 1).saturating_sub(1)
+    if index >= LAST_BUCKET {
+        return u64::MAX;
+    }
+    bucket_low(index + 1) - 1
 }
 
 /// Counts (or weights) per bucket, their total and the largest value seen.
@@ -67,18 +76,22 @@ impl Histogram {
             .map(|(i, &c)| (i, c))
     }
 
-    /// Rebuilds a histogram from its buckets and max (a recording's).
-    pub fn from_parts(buckets: &[(usize, u64)], max: u64) -> Histogram {
+    /// Rebuilds a histogram from its non-empty buckets, in increasing
+    /// order, and its max (a recording's), as [`Histogram::buckets`] gives
+    /// them; `None` for anything else (an empty or repeated bucket, a total
+    /// past 2^64), which no histogram would have written.
+    pub fn from_parts(buckets: &[(usize, u64)], max: u64) -> Option<Histogram> {
         let mut h = Histogram::default();
         for &(i, c) in buckets {
-            if h.counts.len() <= i {
-                h.counts.resize(i + 1, 0);
+            if c == 0 || i < h.counts.len() {
+                return None;
             }
-            h.counts[i] += c;
-            h.total += c;
+            h.counts.resize(i + 1, 0);
+            h.counts[i] = c;
+            h.total = h.total.checked_add(c)?;
         }
         h.max = max;
-        h
+        Some(h)
     }
 
     /// The bucket holding the nearest-rank `q` quantile (0 < q ≤ 1): the
@@ -123,7 +136,10 @@ mod tests {
         assert_ne!(bucket_of(33), bucket_of(34));
         let b = bucket_of(2_000_000);
         assert_eq!((bucket_low(b), bucket_high(b)), (1_966_080, 2_031_615));
-        for i in 0..900 {
+        assert_eq!(LAST_BUCKET, 975);
+        assert_eq!(bucket_high(LAST_BUCKET), u64::MAX);
+        assert_eq!(bucket_low(LAST_BUCKET), 31 << 59);
+        for i in 0..LAST_BUCKET {
             assert_eq!(bucket_high(i) + 1, bucket_low(i + 1), "bucket {i}");
             assert_eq!(bucket_of(bucket_low(i)), i);
             assert_eq!(bucket_of(bucket_high(i)), i);
@@ -149,6 +165,19 @@ mod tests {
         assert_eq!(h.quantile_low(0.99), Some(19_922_944));
         assert_eq!(Histogram::default().quantile_high(0.5), None);
         let parts: Vec<_> = h.buckets().collect();
-        assert_eq!(Histogram::from_parts(&parts, h.max), h);
+        assert_eq!(Histogram::from_parts(&parts, h.max), Some(h));
+        assert_eq!(Histogram::from_parts(&[(3, 0)], 3), None, "empty bucket");
+        assert_eq!(
+            Histogram::from_parts(&[(3, 1), (3, 1)], 3),
+            None,
+            "repeated"
+        );
+        assert_eq!(
+            Histogram::from_parts(&[(4, 1), (3, 1)], 4),
+            None,
+            "unsorted"
+        );
+        let huge = [(3, u64::MAX), (4, 1)];
+        assert_eq!(Histogram::from_parts(&huge, 4), None, "total past 2^64");
     }
 }

@@ -55,8 +55,9 @@ fn missing(tools: &[&str]) -> Option<String> {
     None
 }
 
-/// The accuracy tests run one at a time: two fio runs at once would add
-/// each other's scheduling delays to the latencies they check.
+/// The tests that drive I/O run one at a time: two fio runs at once would
+/// add each other's scheduling delays to the latencies the accuracy tests
+/// check.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn runnable(test: &str, tools: &[&str]) -> bool {
@@ -548,6 +549,7 @@ fn replay_prints_the_latency_columns_again() {
     if !runnable("replay_prints_the_latency_columns_again", &["unshare"]) {
         return;
     }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rec = std::env::temp_dir().join(format!("hwstat-latency-{}.rec", std::process::id()));
     let rec_s = rec.to_str().unwrap();
     // Some I/O of our own during the run, so the histograms are not empty.
@@ -626,6 +628,7 @@ fn partitions_and_devices_appearing_mid_run() {
     ) {
         return;
     }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let image = std::env::temp_dir().join(format!("hwstat-latency-parts-{}", std::process::id()));
     partitioned_image(&image);
     let iostat = in_namespace(

@@ -1,4 +1,4 @@
-//! cxlstat's own perf ABI (src/cxlstat/perf.rs) against perf-event-open-sys2's
+//! cxlstat's own perf ABI (src/common/perf.rs) against perf-event-open-sys2's
 //! generated bindings and perf-event2's builder, on the architectures those
 //! crates have bindings for: the constants, the `perf_event_attr` layout,
 //! and the exact bytes of every attr cxlstat opens.
@@ -6,9 +6,9 @@
 
 use std::mem::{offset_of, size_of};
 
+use hwstat::common::perf::{self, PerfEventAttr};
 use hwstat::cxlstat::counting::event_attr;
 use hwstat::cxlstat::format::EventAttr;
-use hwstat::cxlstat::perf::{self, PerfEventAttr};
 use perf_event::events::Event;
 use perf_event::{Builder, ReadFormat};
 use perf_event_open_sys::bindings as sys;
@@ -19,6 +19,7 @@ fn ioctl_numbers_match_the_bindings() {
     assert_eq!(perf::DISABLE, sys::DISABLE);
     assert_eq!(perf::RESET, sys::RESET);
     assert_eq!(perf::ID, sys::ID);
+    assert_eq!(perf::SET_OUTPUT, sys::SET_OUTPUT);
     assert_eq!(perf::IOC_FLAG_GROUP, u64::from(sys::PERF_IOC_FLAG_GROUP));
 }
 
@@ -44,6 +45,32 @@ fn flags_and_formats_match_the_bindings() {
     let mut attr = sys::perf_event_attr::default();
     attr.set_disabled(1);
     assert_eq!(perf::FLAG_DISABLED, attr_bytes_flags(&attr));
+    let mut attr = sys::perf_event_attr::default();
+    attr.set_use_clockid(1);
+    assert_eq!(perf::FLAG_USE_CLOCKID, attr_bytes_flags(&attr));
+    let mut attr = sys::perf_event_attr::default();
+    attr.set_watermark(1);
+    assert_eq!(perf::FLAG_WATERMARK, attr_bytes_flags(&attr));
+}
+
+/// What iostat-rs --latency's tracepoint sampling sets.
+#[test]
+fn sampling_constants_match_the_bindings() {
+    assert_eq!(perf::TYPE_TRACEPOINT, sys::PERF_TYPE_TRACEPOINT);
+    assert_eq!(perf::SAMPLE_TIME, u64::from(sys::PERF_SAMPLE_TIME));
+    assert_eq!(perf::SAMPLE_RAW, u64::from(sys::PERF_SAMPLE_RAW));
+    assert_eq!(
+        offset_of!(PerfEventAttr, clockid),
+        offset_of!(sys::perf_event_attr, clockid)
+    );
+    assert_eq!(
+        offset_of!(PerfEventAttr, sample_type),
+        offset_of!(sys::perf_event_attr, sample_type)
+    );
+    assert_eq!(
+        offset_of!(PerfEventAttr, wakeup_events),
+        offset_of!(sys::perf_event_attr, __bindgen_anon_2)
+    );
 }
 
 /// The bit-field word of a bindings attr (offset 40), read as the kernel does.

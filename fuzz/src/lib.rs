@@ -129,6 +129,7 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
             cpu: cpu_percent(&cpu[curr ^ 1], &cpu[curr]),
             devices: &devices,
             curr,
+            latency: None,
         };
         for (r, out) in renderers.iter_mut().zip(&mut outs) {
             let _ = r.sample(out, &sample, false);

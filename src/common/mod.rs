@@ -12,6 +12,10 @@
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`stdout`]: standard output that a stop signal can interrupt;
 //! * [`output`]: one writer per output format over one column description;
+//! * [`perf`]: the kernel's perf ABI (`perf_event_attr`, the system call,
+//!   ioctls) on every architecture, and [`perf_ring`], a sampling event's
+//!   ring buffer;
+//! * [`tracefs`]: tracepoint ids and record layouts, from tracefs;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
@@ -64,6 +68,8 @@ pub mod excerpt;
 pub mod interval;
 pub mod manual;
 pub mod output;
+pub mod perf;
+pub mod perf_ring;
 pub mod privilege;
 pub mod record;
 pub mod root;
@@ -71,3 +77,4 @@ pub mod run;
 pub mod signals;
 pub mod source;
 pub mod stdout;
+pub mod tracefs;

@@ -1,4 +1,4 @@
-//! Opening and reading the counters through [`super::perf`].
+//! Opening and reading the counters through [`crate::common::perf`].
 //!
 //! Every event is opened system-wide (`pid = -1`) on its PMU's `cpumask` CPU,
 //! with no exclude bits (cxl_pmu has `PERF_PMU_CAP_NO_EXCLUDE`) and no
@@ -17,10 +17,10 @@ use crate::common::source::Source;
 
 use super::error::{CxlError, explain_open_errno};
 use super::format::{ConfigWord, EventAttr};
-use super::perf::{self, PerfEventAttr};
 use super::resolve::{Plan, Unit};
 use super::stats::{Reading, SINGLE_WORDS, group_words, parse_group, parse_single};
 use super::sysfs::Pmu;
+use crate::common::perf::{self, PerfEventAttr};
 
 /// The `perf_event_attr` of every cxlstat event: its PMU type and config
 /// words, nothing excluded (cxl_pmu refuses exclude bits), no sampling, and

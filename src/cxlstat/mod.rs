@@ -4,7 +4,7 @@
 //! * [`format`](mod@format) parses `format/` files and writes fields into config words;
 //! * [`events`] parses terms and `events/` files, [`spec`] the `-e` grammar;
 //! * [`resolve`] turns specifications into `perf_event_attr` values per PMU;
-//! * [`counting`] opens and reads the counters through [`perf`] (the
+//! * [`counting`] opens and reads the counters through [`perf`](crate::common::perf) (the
 //!   kernel's perf ABI for each architecture), [`stats`] turns readings
 //!   into scaled per-interval values;
 //! * [`render`] prints listings, dry runs and counts, [`chart`] draws
@@ -20,7 +20,6 @@ pub mod error;
 pub mod events;
 pub mod format;
 pub mod manual;
-pub mod perf;
 pub mod render;
 pub mod resolve;
 pub mod spec;

@@ -11,9 +11,12 @@ use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
 
-use super::cli::{Action, Env, Options, OutputFormat, command, parse_args, usage_text};
+use super::cli::{
+    Action, DeviceKind, Env, ListArg, Options, OutputFormat, command, parse_args, usage_text,
+};
 use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
+use super::latency::Latency;
 use super::model::{cpu_percent, interval_cs};
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
@@ -43,7 +46,10 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
-    if let Some(conflict) = source_conflict(&opts).or_else(|| unit_conflict(&opts)) {
+    if let Some(conflict) = source_conflict(&opts)
+        .or_else(|| unit_conflict(&opts))
+        .or_else(|| latency_conflict(&opts))
+    {
         return report_error(TOOL, conflict, 2);
     }
     if let Some(root) = &opts.source.sysroot
@@ -101,6 +107,41 @@ fn unit_conflict(opts: &Options) -> Option<String> {
         "{option} cannot be used with -o {format}: it writes bytes, seconds and ratios \
          (base units); size options apply to the text and JSON reports"
     ))
+}
+
+/// `--latency` adds columns to the `-x` device report of the live kernel
+/// (or of a recording of it): anything else would drop them silently.
+fn latency_conflict(opts: &Options) -> Option<String> {
+    if !opts.latency {
+        return None;
+    }
+    if !opts.extended || opts.short {
+        return Some(
+            "--latency needs -x (without -s): it adds columns to the extended report".into(),
+        );
+    }
+    if opts.source.sysroot.is_some() {
+        return Some(
+            "--latency cannot be used with --sysroot: the tracepoints are the running kernel's"
+                .into(),
+        );
+    }
+    None
+}
+
+/// `-p` in any form: partitions are reported, so `--latency` attributes
+/// requests to them too.
+fn shows_partitions(opts: &Options) -> bool {
+    opts.everything
+        || opts.list.iter().any(|a| {
+            matches!(
+                a,
+                ListArg::Device {
+                    kind: DeviceKind::WithPartitions,
+                    ..
+                }
+            )
+        })
 }
 
 fn report(progname: &str, err: IostatError) -> i32 {
@@ -203,6 +244,11 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         cpus: cpu_count(src),
     };
     let mut charts = SvgCharts::new(opts, &banner, src.is_live()).map_err(IostatError::Chart)?;
+    let latency = if opts.latency {
+        Some(Latency::start(src, shows_partitions(opts)).map_err(IostatError::Latency)?)
+    } else {
+        None
+    };
     let mut devices = DeviceList::new(opts, src);
     let mut renderer = renderer_for(opts);
     let stop = StopSignal::install().map_err(IostatError::Output)?;
@@ -224,6 +270,10 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
         devices.read_sample(src, curr);
         devices.compute_groups(curr);
+        let interval = match &latency {
+            Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?),
+            None => None,
+        };
         let time = if index == 0 { start_time } else { src.now() };
         let sample = Sample {
             time,
@@ -232,6 +282,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
             cpu: cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]),
             devices: &devices,
             curr,
+            latency: interval.as_ref(),
         };
         let skipped = index == 0 && opts.skip_first;
         renderer.sample(&mut out, &sample, skipped)?;

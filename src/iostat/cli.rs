@@ -18,6 +18,7 @@ pub const LONG_OPTIONS: &[&str] = &[
     "--human",
     "--pretty",
     "--compact",
+    "--latency",
     "--dec",
     "--sysroot",
     "--record",
@@ -205,6 +206,9 @@ pub struct Options {
     pub pretty: bool,
     /// `--compact`
     pub compact: bool,
+    /// `--latency` (an extension): latency percentiles and queue depth
+    /// from the block tracepoints, with `-x`.
+    pub latency: bool,
     /// `--human` (also set by `-h`).
     pub human: bool,
     /// The size option given (`-k`, `-m`, `-G`), if any.
@@ -274,6 +278,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         unit: Unit::Kilobytes,
         pretty: false,
         compact: false,
+        latency: false,
         human: false,
         unit_option: None,
         decimals: None,
@@ -367,6 +372,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             "--human" if inline.is_none() => o.human = true,
             "--pretty" if inline.is_none() => o.pretty = true,
             "--compact" if inline.is_none() => o.compact = true,
+            "--latency" if inline.is_none() => o.latency = true,
             "--help" if inline.is_none() => {
                 o.action = Action::Help;
                 return Ok(o);
@@ -558,7 +564,7 @@ Options are:\n\
 [ --compact ] [ --dec={{ 0 | 1 | 2 }} ] [ --human ] [ --pretty ] [ -o JSON ]\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
-Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ]\n\
+Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --latency ]\n\
 [ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --help ]\n"
     )
 }
@@ -692,6 +698,11 @@ pub fn command() -> clap::Command {
             "Put the device name at the end of the line",
         ))
         .arg(long_flag("compact", "Do not split the --pretty -x report"))
+        .arg(long_flag(
+            "latency",
+            "With -x: latency p50/p99/max (ms) per operation and queue depth p50/max, \
+             measured from the block tracepoints (root or CAP_PERFMON)",
+        ))
         .arg(
             Arg::new("dec")
                 .long("dec")

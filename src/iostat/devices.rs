@@ -66,6 +66,8 @@ pub struct DeviceRow<'a> {
     pub prev: &'a DiskCounters,
     /// 1 for a device, the number of members summed for a group.
     pub devices: u32,
+    /// The device's (major, minor), when known (never for a group).
+    pub devnum: Option<(u32, u32)>,
 }
 
 /// The selection rules that apply while reading and displaying.
@@ -604,6 +606,7 @@ impl DeviceList {
                     cur,
                     prev: old,
                     devices: e.members,
+                    devnum: None,
                 }),
                 EntryKind::Device(_) => {
                     if !e.exists
@@ -622,6 +625,7 @@ impl DeviceList {
                         cur,
                         prev: old,
                         devices: 1,
+                        devnum: e.devnum,
                     })
                 }
             }

@@ -32,6 +32,9 @@ pub enum IostatError {
     /// The charts (`--svg`) could not be made or written.
     #[error("{0}")]
     Chart(String),
+    /// `--latency` cannot measure (tracefs, privilege, kernel) or replay.
+    #[error("--latency: {0}")]
+    Latency(String),
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
@@ -46,6 +49,7 @@ impl IostatError {
             IostatError::Source(_)
             | IostatError::Read { .. }
             | IostatError::Chart(_)
+            | IostatError::Latency(_)
             | IostatError::Output(_) => 1,
         }
     }

@@ -6,6 +6,7 @@
 //! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
 //! * [`model`]: the formulas, from two samples;
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
+//! * [`latency`]: `--latency`, percentiles and queue depth from the block tracepoints;
 //! * [`colors`]: sysstat's colours and which value gets which;
 //! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
 //! * [`render_svg`]: the charts of `--svg`;
@@ -17,6 +18,7 @@ pub mod colors;
 pub mod devices;
 pub mod error;
 pub mod fmt;
+pub mod latency;
 pub mod lookup;
 pub mod manual;
 pub mod model;

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::cli::Options;
+use super::latency::json_object;
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
 use crate::common::escape;
@@ -105,6 +106,11 @@ impl JsonRenderer {
                     x.aqu_sz,
                     x.util
                 );
+                if let Some(h) = s.histograms(&row) {
+                    b.pop();
+                    let lost = s.latency.map_or(0, |l| l.lost);
+                    let _ = write!(b, ", \"latency\": {}}}", json_object(&h, lost));
+                }
             }
         }
         self.buf.push_str("\n\t\t\t\t\t]\n");

@@ -14,6 +14,8 @@ use std::io::{self, Write};
 use crate::common::output::{Column, Format, Frame, FrameWriter, Row, Schema, Value, writer_for};
 
 use super::cli::{Options, OutputFormat};
+use super::latency::tracker::DeviceHistograms;
+use super::latency::{LatencyStats, OP_NAMES, buckets_text};
 use super::model::ext_stats;
 use super::report::{Banner, Renderer, Sample};
 
@@ -54,14 +56,109 @@ fn cpu_columns() -> Vec<Column> {
     ]
 }
 
+/// The operations `--latency` reports, as the column keys spell them.
+const LATENCY_OPS: [&str; 4] = ["read", "write", "discard", "flush"];
+
+/// `--latency`'s columns, after the device columns: per operation p50,
+/// p99 and max in seconds, the queue depth p50 and max, then the full
+/// histograms as text (`LOW-HIGH:COUNT` buckets, bounds inclusive, in ns;
+/// for the depth, depths weighted by ns; not in Prometheus, which has no
+/// text values) and the samples the kernel lost.
+fn latency_columns(histograms: bool) -> Vec<Column> {
+    let mut columns = Vec::new();
+    let owned = |key: String, header: String, help: String, precision| {
+        let mut c = Column::gauge("", "", "", 12, precision);
+        c.key = key.into();
+        c.header = header.into();
+        c.help = help.into();
+        c
+    };
+    for (op, short) in LATENCY_OPS.iter().zip(OP_NAMES) {
+        for q in ["p50", "p99", "max"] {
+            columns.push(owned(
+                format!("{op}_latency_{q}_seconds"),
+                format!("{short}_{q}"),
+                format!("{op} latency {q}, issue to completion (block tracepoints)."),
+                6,
+            ));
+        }
+    }
+    columns.push(Column::gauge(
+        "queue_depth_p50",
+        "qd_p50",
+        "Median of the requests in flight (issued, not completed), weighted by time.",
+        6,
+        0,
+    ));
+    columns.push(Column::gauge(
+        "queue_depth_max",
+        "qd_max",
+        "Most requests in flight at once.",
+        6,
+        0,
+    ));
+    for (op, short) in LATENCY_OPS.iter().zip(OP_NAMES).filter(|_| histograms) {
+        columns.push(owned(
+            format!("{op}_latency_histogram_ns"),
+            format!("{short}_hist"),
+            format!("{op} latency histogram: LOW-HIGH:COUNT buckets in ns."),
+            0,
+        ));
+    }
+    if histograms {
+        columns.push(owned(
+            "queue_depth_histogram_ns".into(),
+            "qd_hist".into(),
+            "Queue depth histogram: DEPTHS:NANOSECONDS spent at them.".into(),
+            0,
+        ));
+    }
+    columns.push(Column::counter(
+        "latency_lost_samples",
+        "lost",
+        "Tracepoint samples the kernel dropped in the interval (histograms short by as many).",
+        8,
+    ));
+    columns
+}
+
+/// The values of [`latency_columns`] for one row.
+fn latency_values(h: Option<&DeviceHistograms>, lost: u64, histograms: bool, out: &mut Vec<Value>) {
+    let Some(h) = h else {
+        let n = latency_columns(histograms).len();
+        out.extend(std::iter::repeat_n(Value::Missing, n));
+        return;
+    };
+    let stats = LatencyStats::of(h);
+    for op in stats.ops {
+        match op {
+            Some(v) => out.extend(v.map(|ms| Value::Float(ms / 1000.0))),
+            None => out.extend([Value::Missing, Value::Missing, Value::Missing]),
+        }
+    }
+    match stats.depth {
+        Some([p50, max]) => out.extend([Value::Int(p50), Value::Int(max)]),
+        None => out.extend([Value::Missing, Value::Missing]),
+    }
+    for hist in h.latency.iter().chain([&h.depth]).filter(|_| histograms) {
+        out.push(Value::Text(buckets_text(hist)));
+    }
+    out.push(Value::Int(lost));
+}
+
 /// The columns of the reports selected, described once for every machine
-/// format: the device columns if `devices`, then the CPU columns if `cpu`.
-pub fn schema(cpu: bool, devices: bool) -> Schema {
+/// format: the device columns if `devices` (and `--latency`'s if
+/// `latency`, with the histograms if it holds true), then the CPU columns
+/// if `cpu`.
+pub fn schema(cpu: bool, devices: bool, latency: Option<bool>) -> Schema {
     let mut columns = if devices {
         device_columns()
     } else {
         Vec::new()
     };
+    if let Some(histograms) = latency.filter(|_| devices) {
+        columns.extend(latency_columns(histograms));
+    }
     if cpu {
         columns.extend(cpu_columns());
     }
@@ -242,6 +339,9 @@ pub struct MachineRenderer {
     cpu_width: usize,
     /// How many device columns each row has (0: no device report).
     device_width: usize,
+    /// `--latency`'s columns follow the device columns (with the
+    /// histograms when true).
+    latency: Option<bool>,
 }
 
 impl MachineRenderer {
@@ -256,11 +356,14 @@ impl MachineRenderer {
         let (cpu, devices) = (opts.show_cpu, opts.show_disk);
         let width =
             |shown: bool, columns: fn() -> Vec<Column>| if shown { columns().len() } else { 0 };
+        let latency = (devices && opts.latency).then_some(f != Format::Prometheus);
         MachineRenderer {
-            writer: writer_for(f, schema(cpu, devices), ","),
+            writer: writer_for(f, schema(cpu, devices, latency), ","),
             rows: Vec::new(),
             cpu_width: width(cpu, cpu_columns),
-            device_width: width(devices, device_columns),
+            device_width: width(devices, device_columns)
+                + latency.map_or(0, |h| latency_columns(h).len()),
+            latency,
         }
     }
 }
@@ -310,6 +413,10 @@ impl Renderer for MachineRenderer {
                 ],
             });
             let values = &mut self.rows.last_mut().expect("pushed above").values;
+            if let Some(histograms) = self.latency {
+                let lost = s.latency.map_or(0, |l| l.lost);
+                latency_values(s.histograms(&row).as_deref(), lost, histograms, values);
+            }
             values.extend(std::iter::repeat_n(Value::Missing, self.cpu_width));
         }
         if self.cpu_width > 0 {

@@ -8,6 +8,7 @@ use super::cli::{ColorMode, Options, Unit};
 use super::colors::{Colors, Extremes};
 use super::devices::DeviceRow;
 use super::fmt::{push_fixed, push_left};
+use super::latency::{LatencyStats, OP_NAMES};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, Sample, timestamp_text};
 use crate::common::escape;
@@ -294,16 +295,40 @@ impl TextRenderer {
                     (format!("{p}areq-sz"), 8),
                 ]
             }
-            _ => vec![
-                ("f/s".into(), 7),
-                ("f_await".into(), 7),
-                ("aqu-sz".into(), 7),
-                ("%util".into(), 6),
-            ],
+            _ => {
+                let mut cells = vec![
+                    ("f/s".into(), 7),
+                    ("f_await".into(), 7),
+                    ("aqu-sz".into(), 7),
+                    ("%util".into(), 6),
+                ];
+                if self.opts.latency {
+                    for op in OP_NAMES {
+                        for q in ["p50", "p99", "max"] {
+                            cells.push((format!("{op}_{q}"), 7));
+                        }
+                    }
+                    cells.push(("qd_p50".into(), 6));
+                    cells.push(("qd_max".into(), 6));
+                }
+                cells
+            }
         };
         for (label, width) in cells {
             let _ = write!(self.buf, "{label:>w$}", w = width + 1);
         }
+    }
+
+    /// `--latency`'s columns: ms with two decimals, `0.00` where no request
+    /// of the kind completed (as `-x` prints an await), depths as integers.
+    fn latency_cells(&mut self, l: &LatencyStats) {
+        for op in l.ops {
+            for v in op.unwrap_or_default() {
+                self.f(7, 2, v);
+            }
+        }
+        let [p50, max] = l.depth.unwrap_or_default();
+        let _ = write!(self.buf, " {p50:6} {max:6}");
     }
 
     fn ext_row_part(&mut self, s: &super::model::ExtStats, part: usize) {
@@ -378,6 +403,10 @@ impl TextRenderer {
                     self.name_start(row.name);
                     for &p in part {
                         self.ext_row_part(&x, p);
+                        if p == 3 && self.opts.latency {
+                            let l = s.latency_stats(&row).unwrap_or_default();
+                            self.latency_cells(&l);
+                        }
                     }
                     self.name_end(row.name);
                     self.spill(out)?;

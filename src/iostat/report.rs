@@ -1,6 +1,7 @@
 //! What every renderer receives: the banner once, then one [`Sample`] per
 //! report; and the trait each output format implements.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::time::SystemTime;
 
@@ -8,7 +9,10 @@ use crate::common::clock::{strftime_local, unix_seconds};
 use crate::common::source::Uname;
 
 use super::cli::{Options, Timestamp};
-use super::devices::DeviceList;
+use super::devices::{DeviceList, DeviceRow};
+use super::latency::LatencyStats;
+use super::latency::codec::Interval;
+use super::latency::tracker::DeviceHistograms;
 use super::model::CpuPercent;
 
 /// The host identity and date printed once at the top.
@@ -36,6 +40,27 @@ pub struct Sample<'a> {
     pub devices: &'a DeviceList,
     /// The slot holding this sample.
     pub curr: usize,
+    /// `--latency`: the interval's histograms.
+    pub latency: Option<&'a Interval>,
+}
+
+impl Sample<'_> {
+    /// `--latency`: the histograms of `row` in this interval (empty ones
+    /// for a device that did no I/O), or `None` without `--latency` or for
+    /// a group.
+    pub fn histograms(&self, row: &DeviceRow) -> Option<Cow<'_, DeviceHistograms>> {
+        let interval = self.latency?;
+        let devnum = row.devnum?;
+        Some(match interval.device(devnum) {
+            Some(h) => Cow::Borrowed(h),
+            None => Cow::Owned(DeviceHistograms::default()),
+        })
+    }
+
+    /// `--latency`: the figures of `row` (see [`Sample::histograms`]).
+    pub fn latency_stats(&self, row: &DeviceRow) -> Option<LatencyStats> {
+        self.histograms(row).map(|h| LatencyStats::of(&h))
+    }
 }
 
 /// An output format.

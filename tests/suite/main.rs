@@ -16,6 +16,7 @@ mod fakekernel;
 mod pipes;
 mod simkernel;
 mod skip;
+mod slowdisk;
 mod sysstat_compare;
 
 mod charts;
@@ -36,6 +37,7 @@ mod hostile_names;
 mod interval_limits;
 mod iostat_colors;
 mod iostat_faults;
+mod iostat_latency;
 mod iostat_machine_formats;
 mod iostat_record_replay;
 mod properties;

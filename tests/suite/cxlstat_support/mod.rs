@@ -108,7 +108,7 @@ pub fn test_cpus() -> Vec<usize> {
 /// Whether system-wide perf counting works here. When it does not, a test
 /// may skip (printing why) unless `CI=true`, where it must run and fail.
 pub fn perf_usable(test: &str) -> bool {
-    use hwstat::cxlstat::perf;
+    use hwstat::common::perf;
     // PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK.
     let mut attr = perf::PerfEventAttr::default();
     attr.type_ = 1;

@@ -1,4 +1,5 @@
-//! The kernel's perf ABI, as much of it as cxlstat uses: `struct
+//! The kernel's perf ABI, as much of it as cxlstat and iostat-rs's
+//! `--latency` use: `struct
 //! perf_event_attr`, the `perf_event_open` system call and the counter
 //! ioctls, correct on every architecture Linux runs on.
 //!
@@ -23,20 +24,29 @@ pub struct PerfEventAttr {
     pub size: u32,
     /// The event-selecting word.
     pub config: u64,
-    /// `sample_period`/`sample_freq`, `sample_type` (offsets 16 and 24).
-    _sampling: [u64; 2],
+    /// `sample_period`: a sample every this many events (offset 16).
+    pub sample_period: u64,
+    /// `sample_type`: what a sample record holds, `PERF_SAMPLE_*` bits.
+    pub sample_type: u64,
     /// What a `read(2)` returns: `PERF_FORMAT_*` bits.
     pub read_format: u64,
     /// The one-bit fields (`disabled`, `inherit`, ...): see [`attr_flag`].
     pub flags: u64,
-    /// `wakeup_events`/`wakeup_watermark` and `bp_type` (offsets 48 and 52).
-    _wakeup_bp_type: [u32; 2],
+    /// `wakeup_events`, or `wakeup_watermark` with [`FLAG_WATERMARK`] (offset 48).
+    pub wakeup_events: u32,
+    /// `bp_type` (offset 52).
+    _bp_type: u32,
     /// The first extension word (`bp_addr`, `kprobe_func`, ...).
     pub config1: u64,
     /// The second extension word (`bp_len`, `kprobe_addr`, ...).
     pub config2: u64,
-    /// `branch_sample_type` through `sig_data` (offsets 72 to 127).
-    _sample_details: [u64; 7],
+    /// `branch_sample_type`, `sample_regs_user`, `sample_stack_user`
+    /// (offsets 72 to 91).
+    _branch_regs_stack: [u32; 5],
+    /// `clockid`: the clock of sample times with [`FLAG_USE_CLOCKID`] (offset 92).
+    pub clockid: i32,
+    /// `sample_regs_intr` through `sig_data` (offsets 96 to 127).
+    _intr_to_sig: [u64; 4],
     /// The third extension word (offset 128, the end of size version 8).
     pub config3: u64,
 }
@@ -62,6 +72,21 @@ pub const fn attr_flag(position: u32) -> u64 {
 
 /// `disabled`: the counter starts off (enabled later by [`ENABLE`]).
 pub const FLAG_DISABLED: u64 = attr_flag(0);
+
+/// `watermark`: wake a poller when [`PerfEventAttr::wakeup_events`] bytes
+/// (`wakeup_watermark`) are in the ring, rather than after that many events.
+pub const FLAG_WATERMARK: u64 = attr_flag(14);
+
+/// `use_clockid`: sample times come from [`PerfEventAttr::clockid`].
+pub const FLAG_USE_CLOCKID: u64 = attr_flag(25);
+
+/// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint's tracefs `id`.
+pub const TYPE_TRACEPOINT: u32 = 2;
+
+/// `PERF_SAMPLE_TIME`.
+pub const SAMPLE_TIME: u64 = 1 << 2;
+/// `PERF_SAMPLE_RAW`: the tracepoint's record as tracefs' `format` describes it.
+pub const SAMPLE_RAW: u64 = 1 << 10;
 
 /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
 pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
@@ -107,7 +132,7 @@ pub const IOC_POWERPC_MIPS: IocLayout = IocLayout {
 };
 
 #[cfg(any(target_arch = "sparc", target_arch = "sparc64"))]
-compile_error!("this architecture's _IOC encoding is not implemented in cxlstat::perf");
+compile_error!("this architecture's _IOC encoding is not implemented in common::perf");
 
 /// The `_IOC` encoding of the architecture this is compiled for.
 #[cfg(any(
@@ -157,6 +182,9 @@ pub const ENABLE: u32 = IOC.io(PERF_IOC_TYPE, 0);
 pub const DISABLE: u32 = IOC.io(PERF_IOC_TYPE, 1);
 /// `PERF_EVENT_IOC_RESET`, `_IO('$', 3)`.
 pub const RESET: u32 = IOC.io(PERF_IOC_TYPE, 3);
+/// `PERF_EVENT_IOC_SET_OUTPUT`, `_IO('$', 5)`: samples go to another
+/// event's ring buffer (same CPU).
+pub const SET_OUTPUT: u32 = IOC.io(PERF_IOC_TYPE, 5);
 /// `PERF_EVENT_IOC_ID`, `_IOR('$', 7, __u64 *)`.
 pub const ID: u32 = IOC.ior(PERF_IOC_TYPE, 7, std::mem::size_of::<*mut u64>());
 
@@ -212,10 +240,14 @@ mod tests {
         assert_eq!(offset_of!(PerfEventAttr, type_), 0);
         assert_eq!(offset_of!(PerfEventAttr, size), 4);
         assert_eq!(offset_of!(PerfEventAttr, config), 8);
+        assert_eq!(offset_of!(PerfEventAttr, sample_period), 16);
+        assert_eq!(offset_of!(PerfEventAttr, sample_type), 24);
         assert_eq!(offset_of!(PerfEventAttr, read_format), 32);
         assert_eq!(offset_of!(PerfEventAttr, flags), 40);
         assert_eq!(offset_of!(PerfEventAttr, config1), 56);
+        assert_eq!(offset_of!(PerfEventAttr, wakeup_events), 48);
         assert_eq!(offset_of!(PerfEventAttr, config2), 64);
+        assert_eq!(offset_of!(PerfEventAttr, clockid), 92);
         assert_eq!(offset_of!(PerfEventAttr, config3), 128);
         assert_eq!(std::mem::size_of::<PerfEventAttr>(), 136);
     }
@@ -226,6 +258,7 @@ mod tests {
         assert_eq!(IOC_GENERIC.io(b'$', 0), 0x0000_2400);
         assert_eq!(IOC_GENERIC.io(b'$', 1), 0x0000_2401);
         assert_eq!(IOC_GENERIC.io(b'$', 3), 0x0000_2403);
+        assert_eq!(IOC_GENERIC.io(b'$', 5), 0x0000_2405);
         assert_eq!(IOC_GENERIC.ior(b'$', 7, 8), 0x8008_2407);
     }
 
@@ -262,6 +295,8 @@ mod tests {
         if cfg!(target_endian = "little") {
             assert_eq!(FLAG_DISABLED, 1);
             assert_eq!(attr_flag(5), 0x20, "exclude_kernel");
+            assert_eq!(FLAG_USE_CLOCKID, 0x200_0000, "use_clockid");
+            assert_eq!(FLAG_WATERMARK, 0x4000, "watermark");
         }
     }
 }

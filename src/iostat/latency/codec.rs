@@ -1,0 +1,133 @@
+//! One interval's histograms as the list of numbers a recording stores
+//! (`Source::values`), and back: what makes `--replay` print the latency
+//! columns the live run printed.
+//!
+//! Layout: `lost, unmatched, devices`, then per device `major, minor` and
+//! five histograms (read, write, discard, flush latency, then queue depth),
+//! each `max, buckets` followed by `buckets` pairs `index, count`.
+
+use super::histogram::{Histogram, LAST_BUCKET};
+use super::tracker::{DeviceHistograms, OPS};
+
+/// One interval's measurements.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Interval {
+    /// Samples the kernel dropped (ring buffer full): histograms are short.
+    pub lost: u64,
+    /// Completions whose issue was not seen.
+    pub unmatched: u64,
+    /// Per `(major, minor)`, in order.
+    pub devices: Vec<((u32, u32), DeviceHistograms)>,
+}
+
+impl Interval {
+    /// The histograms of `(major, minor)`, if it had any.
+    pub fn device(&self, devnum: (u32, u32)) -> Option<&DeviceHistograms> {
+        self.devices
+            .binary_search_by_key(&devnum, |&(d, _)| d)
+            .ok()
+            .map(|i| &self.devices[i].1)
+    }
+
+    /// The numbers a recording stores.
+    pub fn encode(&self) -> Vec<u64> {
+        let mut out = vec![self.lost, self.unmatched, self.devices.len() as u64];
+        for ((major, minor), h) in &self.devices {
+            out.extend([u64::from(*major), u64::from(*minor)]);
+            for hist in h.latency.iter().chain([&h.depth]) {
+                let buckets: Vec<(usize, u64)> = hist.buckets().collect();
+                out.extend([hist.max, buckets.len() as u64]);
+                for (i, c) in buckets {
+                    out.extend([i as u64, c]);
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads what [`Interval::encode`] wrote; `None` when the numbers are
+    /// not such a list (a foreign or damaged recording).
+    pub fn decode(values: &[u64]) -> Option<Interval> {
+        let mut it = values.iter().copied();
+        let mut next = || it.next();
+        let lost = next()?;
+        let unmatched = next()?;
+        let count = next()?;
+        let mut devices = Vec::new();
+        for _ in 0..count {
+            let major = u32::try_from(next()?).ok()?;
+            let minor = u32::try_from(next()?).ok()?;
+            let mut hists: Vec<Histogram> = Vec::with_capacity(OPS + 1);
+            for _ in 0..=OPS {
+                let max = next()?;
+                let n = next()?;
+                let mut buckets = Vec::new();
+                for _ in 0..n {
+                    let i = next()?;
+                    if i > LAST_BUCKET as u64 {
+                        return None;
+                    }
+                    buckets.push((i as usize, next()?));
+                }
+                hists.push(Histogram::from_parts(&buckets, max)?);
+            }
+            let depth = hists.pop()?;
+            let latency: [Histogram; OPS] = hists.try_into().ok()?;
+            devices.push(((major, minor), DeviceHistograms { latency, depth }));
+        }
+        let increasing = devices.windows(2).all(|w| w[0].0 < w[1].0);
+        if next().is_some() || !increasing {
+            return None;
+        }
+        Some(Interval {
+            lost,
+            unmatched,
+            devices,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_refusals() {
+        let mut h = DeviceHistograms::default();
+        h.latency[0].add(2_000_000, 3);
+        h.latency[3].add(5, 1);
+        h.depth.add(1, 10_000);
+        let i = Interval {
+            lost: 4,
+            unmatched: 1,
+            devices: vec![((7, 0), h.clone()), ((8, 0), DeviceHistograms::default())],
+        };
+        let v = i.encode();
+        assert_eq!(&v[..5], &[4, 1, 2, 7, 0]);
+        assert_eq!(Interval::decode(&v), Some(i.clone()));
+        assert_eq!(i.device((7, 0)), Some(&h));
+        assert_eq!(i.device((9, 0)), None);
+        assert_eq!(Interval::decode(&v[..v.len() - 1]), None, "cut short");
+        let mut extra = v.clone();
+        extra.push(0);
+        assert_eq!(Interval::decode(&extra), None, "trailing numbers");
+        assert_eq!(Interval::decode(&[0, 0, u64::MAX]), None, "huge count");
+        // A bucket with a zero count (found by the latency_values fuzz
+        // target: it decoded, then encoded to something else).
+        let zero = [0, 0, 1, 8, 0, 5, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(Interval::decode(&zero), None);
+        let mut twice = vec![0, 0, 2];
+        for _ in 0..2 {
+            twice.extend([7, 0]);
+            twice.extend([0u64; 10]);
+        }
+        assert_eq!(Interval::decode(&twice), None, "a device twice");
+        // A bucket past the last (found by the fuzz target: its bounds
+        // overflowed a shift).
+        let mut far = vec![0, 0, 1, 8, 0, 5, 1, 976, 1];
+        far.extend([0u64; 8]);
+        assert_eq!(Interval::decode(&far), None);
+        far[7] = 975;
+        assert!(Interval::decode(&far).is_some());
+    }
+}

@@ -1,0 +1,447 @@
+//! The live measurement: `block_rq_issue`, `block_rq_complete` and
+//! `block_rq_requeue` sampled through `perf_event_open` on every online CPU
+//! (every event, `PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`; the
+//! CPU is not needed), the three events of a CPU sharing one ring buffer.
+//! A thread empties the rings when one is a quarter full (the kernel wakes
+//! its `poll`) and at least every [`DRAIN_EVERY`]; events are put in time
+//! order across CPUs before the [`Tracker`] sees them (an issue and its
+//! completion often run on different CPUs), and only up to [`SETTLE`] ago,
+//! so an event still being written on another CPU is never overtaken.
+//! When the kernel reports lost samples, the requests in flight are
+//! forgotten (see [`Tracker::forget_in_flight`]).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::common::cpulist::CpuList;
+use crate::common::perf::{self, PerfEventAttr};
+use crate::common::perf_ring::{RECORD_LOST, RECORD_SAMPLE, Ring};
+use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
+
+use super::codec::Interval;
+use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
+
+/// How often the rings are emptied at least.
+pub const DRAIN_EVERY: Duration = Duration::from_millis(100);
+/// Events younger than this wait for the next drain (see the module doc).
+pub const SETTLE: u64 = 2_000_000;
+/// Data pages per CPU ring: 4 MiB with 4 KiB pages (some 50,000 events),
+/// else, where the locked-memory limit refuses that (a CAP_PERFMON user
+/// without CAP_IPC_LOCK: `perf_event_mlock_kb`, 516 KiB a CPU by
+/// default), [`RING_PAGES_SMALL`].
+const RING_PAGES: usize = 1024;
+/// The fallback ring: 512 KiB.
+const RING_PAGES_SMALL: usize = 128;
+
+/// What a tracepoint means to the tracker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Issue,
+    Complete,
+    Requeue,
+}
+
+/// Where one event's fields are in its raw record.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    id: u64,
+    kind: Kind,
+    dev: Field,
+    sector: Field,
+    nr_sector: Field,
+    rwbs: Field,
+}
+
+impl Layout {
+    fn of(event: &Event, kind: Kind) -> Result<Layout, TracefsError> {
+        Ok(Layout {
+            id: event.id,
+            kind,
+            dev: event.field("dev")?,
+            sector: event.field("sector")?,
+            nr_sector: event.field("nr_sector")?,
+            rwbs: event.field("rwbs")?,
+        })
+    }
+}
+
+/// One decoded event.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    time: u64,
+    kind: Kind,
+    dev: Dev,
+    sector: u64,
+    sectors: u64,
+    op: Option<Op>,
+}
+
+fn read_uint(raw: &[u8], f: Field) -> Option<u64> {
+    let bytes = raw.get(f.offset..f.offset + f.size)?;
+    Some(match f.size {
+        2 => u64::from(u16::from_ne_bytes(bytes.try_into().ok()?)),
+        4 => u64::from(u32::from_ne_bytes(bytes.try_into().ok()?)),
+        8 => u64::from_ne_bytes(bytes.try_into().ok()?),
+        _ => return None,
+    })
+}
+
+/// Decodes a `PERF_RECORD_SAMPLE` body (time, raw).
+fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
+    let time = u64::from_ne_bytes(body.get(0..8)?.try_into().ok()?);
+    let size = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?) as usize;
+    let raw = body.get(12..12 + size)?;
+    let common_type = u64::from(u16::from_ne_bytes(raw.get(0..2)?.try_into().ok()?));
+    let l = layouts.iter().find(|l| l.id == common_type)?;
+    let rwbs = raw.get(l.rwbs.offset..l.rwbs.offset + l.rwbs.size)?;
+    let rwbs = &rwbs[..rwbs.iter().position(|&b| b == 0).unwrap_or(rwbs.len())];
+    Some(Sample {
+        time,
+        kind: l.kind,
+        dev: read_uint(raw, l.dev)? as Dev,
+        sector: read_uint(raw, l.sector)?,
+        sectors: read_uint(raw, l.nr_sector)?,
+        op: Op::from_rwbs(rwbs),
+    })
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds, the clock the samples carry.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+struct State {
+    rings: Vec<Ring>,
+    layouts: Vec<Layout>,
+    tracker: Tracker,
+    waiting: Vec<Sample>,
+    lost: u64,
+}
+
+impl State {
+    /// Empties every ring and feeds the tracker the events up to `cutoff`.
+    fn drain(&mut self, cutoff: u64) {
+        let State {
+            rings,
+            layouts,
+            waiting,
+            lost,
+            ..
+        } = self;
+        let mut lost_now = 0;
+        for ring in rings.iter_mut() {
+            ring.drain(&mut |kind, body| match kind {
+                RECORD_SAMPLE => waiting.extend(decode(body, layouts)),
+                RECORD_LOST => {
+                    lost_now += body
+                        .get(8..16)
+                        .and_then(|b| b.try_into().ok())
+                        .map_or(0, u64::from_ne_bytes)
+                }
+                _ => {}
+            });
+        }
+        *lost += lost_now;
+        self.waiting.sort_by_key(|s| s.time);
+        let ready = self.waiting.partition_point(|s| s.time <= cutoff);
+        for s in self.waiting.drain(..ready) {
+            match (s.kind, s.op) {
+                (Kind::Issue, Some(op)) => {
+                    self.tracker.issue(s.time, s.dev, s.sector, s.sectors, op)
+                }
+                (Kind::Complete, _) => self.tracker.complete(s.time, s.dev, s.sector, s.sectors),
+                (Kind::Requeue, _) => self.tracker.requeue(s.time, s.dev, s.sector),
+                (Kind::Issue, None) => {}
+            }
+        }
+        if lost_now > 0 {
+            self.tracker.forget_in_flight(cutoff);
+        }
+    }
+}
+
+/// The running measurement; stopped and unmapped on drop.
+pub struct Collector {
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    partitions: bool,
+    /// Kept open for the rings' lifetime.
+    _fds: Vec<OwnedFd>,
+}
+
+/// Why the measurement cannot start, as one line.
+pub fn open_error(what: &str, err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "{what}: permission denied: system-wide tracepoint sampling needs root or \
+             CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8), or kernel.perf_event_paranoid=-1"
+        ),
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => format!(
+            "{what}: this kernel cannot sample tracepoints through perf_event_open \
+             (CONFIG_PERF_EVENTS and CONFIG_EVENT_TRACING needed)"
+        ),
+        _ => format!("{what}: {err}"),
+    }
+}
+
+impl Collector {
+    /// Starts measuring (per-partition too when `partitions`).
+    pub fn start(partitions: bool) -> Result<Collector, String> {
+        let tracefs = Tracefs::find().map_err(|e| e.to_string())?;
+        let event = |name: &str, kind| {
+            tracefs
+                .event("block", name)
+                .and_then(|e| Layout::of(&e, kind))
+                .map_err(|e| e.to_string())
+        };
+        let layouts = vec![
+            event("block_rq_issue", Kind::Issue)?,
+            event("block_rq_complete", Kind::Complete)?,
+            event("block_rq_requeue", Kind::Requeue)?,
+        ];
+        let online = fs::read_to_string("/sys/devices/system/cpu/online")
+            .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
+        let cpus = CpuList::parse(online.trim_end())
+            .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
+        // Per CPU, the first event (the leader) owns the ring; the others
+        // write into it.
+        let mut leaders: Vec<OwnedFd> = Vec::new();
+        let mut followers: Vec<OwnedFd> = Vec::new();
+        let mut rings = Vec::new();
+        for &cpu in cpus.cpus() {
+            let open = |l: &Layout| {
+                open_tracepoint(l.id, cpu as i32)
+                    .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))
+            };
+            let leader = open(&layouts[0])?;
+            rings.push(map_ring(&leader)?);
+            for l in &layouts[1..] {
+                let fd = open(l)?;
+                perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, leader.as_raw_fd() as u64)
+                    .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?;
+                followers.push(fd);
+            }
+            leaders.push(leader);
+        }
+        let mut tracker = Tracker::new(monotonic_ns());
+        if partitions {
+            tracker.set_partitions(partition_table());
+        }
+        let state = Arc::new(Mutex::new(State {
+            rings,
+            layouts,
+            tracker,
+            waiting: Vec::new(),
+            lost: 0,
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
+            // The leaders own the rings; they outlive the thread (joined in
+            // drop, before the descriptors close).
+            let mut polled: Vec<libc::pollfd> = leaders
+                .iter()
+                .map(|fd| libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            std::thread::Builder::new()
+                .name("latency".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        wait_for_data(&mut polled);
+                        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+                        s.drain(monotonic_ns().saturating_sub(SETTLE));
+                    }
+                })
+                .map_err(|e| format!("cannot start the latency thread: {e}"))?
+        };
+        Ok(Collector {
+            state,
+            stop,
+            thread: Some(thread),
+            partitions,
+            _fds: leaders.into_iter().chain(followers).collect(),
+        })
+    }
+
+    /// Ends the interval now: everything measured since the last call.
+    pub fn take(&self) -> Interval {
+        let table = self.partitions.then(partition_table);
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let cutoff = monotonic_ns().saturating_sub(SETTLE);
+        s.drain(cutoff);
+        let unmatched = s.tracker.unmatched;
+        let devices = s
+            .tracker
+            .take(cutoff)
+            .into_iter()
+            .map(|(dev, h)| (dev_numbers(dev), h))
+            .collect();
+        if let Some(table) = table {
+            s.tracker.set_partitions(table);
+        }
+        Interval {
+            lost: std::mem::take(&mut s.lost),
+            unmatched,
+            devices,
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Maps the ring of leader `fd`: [`RING_PAGES`], or [`RING_PAGES_SMALL`]
+/// when the locked-memory limit refuses the large one.
+fn map_ring(fd: &OwnedFd) -> Result<Ring, String> {
+    Ring::map(fd.as_fd(), RING_PAGES)
+        .or_else(|e| match e.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::ENOMEM) => Ring::map(fd.as_fd(), RING_PAGES_SMALL),
+            _ => Err(e),
+        })
+        .map_err(|e| format!("mmap of a perf ring buffer: {e}"))
+}
+
+/// Sleeps until a ring reaches its watermark or [`DRAIN_EVERY`] passed.
+fn wait_for_data(polled: &mut [libc::pollfd]) {
+    // SAFETY: polled is a valid array of pollfd of its length.
+    unsafe {
+        libc::poll(
+            polled.as_mut_ptr(),
+            polled.len() as libc::nfds_t,
+            DRAIN_EVERY.as_millis() as libc::c_int,
+        )
+    };
+}
+
+/// A sampling event for every occurrence of tracepoint `id` on `cpu`,
+/// waking a poller when its ring holds a quarter of [`RING_PAGES_SMALL`].
+fn open_tracepoint(id: u64, cpu: i32) -> io::Result<OwnedFd> {
+    let mut attr = PerfEventAttr::default();
+    attr.type_ = perf::TYPE_TRACEPOINT;
+    attr.size = perf::PERF_ATTR_SIZE;
+    attr.config = id;
+    attr.sample_period = 1;
+    attr.sample_type = perf::SAMPLE_TIME | perf::SAMPLE_RAW;
+    attr.flags = perf::FLAG_USE_CLOCKID | perf::FLAG_WATERMARK;
+    attr.wakeup_events = (RING_PAGES_SMALL * 4096 / 4) as u32;
+    attr.clockid = libc::CLOCK_MONOTONIC;
+    perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
+}
+
+/// Every partition under `/sys/class/block`, by its disk: `start` and
+/// `size` of each entry with a `partition` file, the disk from the parent
+/// directory's `dev`. Unreadable entries (a device going away) are skipped.
+fn partition_table() -> HashMap<Dev, Vec<Partition>> {
+    let mut table: HashMap<Dev, Vec<Partition>> = HashMap::new();
+    let Ok(entries) = fs::read_dir("/sys/class/block") else {
+        return table;
+    };
+    let number = |path: std::path::PathBuf| -> Option<u64> {
+        fs::read_to_string(path).ok()?.trim().parse().ok()
+    };
+    let devnum = |path: std::path::PathBuf| -> Option<Dev> {
+        let text = fs::read_to_string(path).ok()?;
+        let (major, minor) = text.trim().split_once(':')?;
+        Some(dev_of(major.parse().ok()?, minor.parse().ok()?))
+    };
+    for entry in entries.flatten() {
+        let Ok(dir) = fs::canonicalize(entry.path()) else {
+            continue;
+        };
+        if !dir.join("partition").exists() {
+            continue;
+        }
+        let (Some(start), Some(sectors), Some(dev), Some(disk)) = (
+            number(dir.join("start")),
+            number(dir.join("size")),
+            devnum(dir.join("dev")),
+            dir.parent().and_then(|p| devnum(p.join("dev"))),
+        ) else {
+            continue;
+        };
+        table.entry(disk).or_default().push(Partition {
+            start,
+            sectors,
+            dev,
+        });
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_records_decode_at_the_format_offsets() {
+        let layout = Layout {
+            id: 2104,
+            kind: Kind::Issue,
+            dev: Field { offset: 8, size: 4 },
+            sector: Field {
+                offset: 16,
+                size: 8,
+            },
+            nr_sector: Field {
+                offset: 24,
+                size: 4,
+            },
+            rwbs: Field {
+                offset: 34,
+                size: 10,
+            },
+        };
+        let mut raw = vec![0u8; 64];
+        raw[0..2].copy_from_slice(&2104u16.to_ne_bytes());
+        raw[8..12].copy_from_slice(&dev_of(7, 3).to_ne_bytes());
+        raw[16..24].copy_from_slice(&4096u64.to_ne_bytes());
+        raw[24..28].copy_from_slice(&8u32.to_ne_bytes());
+        raw[34..36].copy_from_slice(b"WS");
+        let mut body = Vec::new();
+        body.extend(123_456u64.to_ne_bytes());
+        body.extend((raw.len() as u32).to_ne_bytes());
+        body.extend(&raw);
+        let s = decode(&body, &[layout]).expect("decodes");
+        assert_eq!(s.time, 123_456);
+        assert_eq!(dev_numbers(s.dev), (7, 3));
+        assert_eq!((s.sector, s.sectors, s.op), (4096, 8, Some(Op::Write)));
+        raw[0..2].copy_from_slice(&9u16.to_ne_bytes());
+        body.truncate(12);
+        body.extend(&raw);
+        assert!(decode(&body, &[layout]).is_none(), "another event's id");
+        assert!(decode(&body[..30], &[layout]).is_none(), "cut short");
+    }
+
+    #[test]
+    fn privilege_errors_name_cap_perfmon() {
+        let e = open_error(
+            "perf_event_open",
+            &io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert!(e.contains("CAP_PERFMON"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}

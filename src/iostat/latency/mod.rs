@@ -1,0 +1,172 @@
+//! `--latency`: per device and interval, request latency percentiles per
+//! operation and the time-weighted queue depth, from the block tracepoints.
+//!
+//! * [`histogram`]: log-linear histograms and nearest-rank quantiles;
+//! * [`tracker`]: issue matched to completion, requeues, partial
+//!   completions, partitions (pure);
+//! * [`collector`]: the tracepoints sampled through `perf_event_open`;
+//! * [`codec`]: an interval's histograms as the numbers a recording keeps.
+//!
+//! A live run measures; `--record` stores each interval's histograms under
+//! [`RECORD_KEY`]; `--replay` reads them back, so the columns are the same.
+
+pub mod codec;
+pub mod collector;
+pub mod histogram;
+pub mod tracker;
+
+use std::fmt::Write as _;
+use std::io;
+
+use crate::common::source::Source;
+
+use codec::Interval;
+use collector::Collector;
+use histogram::{Histogram, bucket_high, bucket_low};
+use tracker::{DeviceHistograms, OPS};
+
+/// The key of the histograms in a recording's frames (`values latency`).
+pub const RECORD_KEY: &str = "latency";
+
+/// The operation prefixes, in [`tracker::Op`] order.
+pub const OP_NAMES: [&str; OPS] = ["r", "w", "d", "f"];
+
+/// Where the histograms come from: the kernel, or a recording.
+pub struct Latency {
+    collector: Option<Collector>,
+}
+
+impl Latency {
+    /// Starts measuring on a live source (partitions too with `-p`); a
+    /// replay measures nothing and reads the recorded histograms.
+    pub fn start(src: &dyn Source, partitions: bool) -> Result<Latency, String> {
+        let collector = if src.is_live() {
+            Some(Collector::start(partitions)?)
+        } else {
+            None
+        };
+        Ok(Latency { collector })
+    }
+
+    /// The histograms of the interval ending now (recorded on the way).
+    pub fn sample(&self, src: &dyn Source) -> Result<Interval, String> {
+        let mut read = || match &self.collector {
+            Some(c) => Ok(c.take().encode()),
+            None => Err(io::Error::from(io::ErrorKind::NotFound)),
+        };
+        let values = src.values(RECORD_KEY, &mut read).map_err(|_| {
+            "the recording has no latency histograms (it was recorded without --latency)"
+                .to_string()
+        })?;
+        Interval::decode(&values).ok_or_else(|| {
+            "the recording's latency histograms are damaged (not the layout --latency writes)"
+                .to_string()
+        })
+    }
+}
+
+/// What the reports show of one device's histograms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LatencyStats {
+    /// Per operation: p50, p99 and max latency in ms (`None`: no request).
+    pub ops: [Option<[f64; 3]>; OPS],
+    /// Time-weighted queue depth p50 and max (`None`: not measured).
+    pub depth: Option<[u64; 2]>,
+}
+
+impl LatencyStats {
+    /// The figures of `h`.
+    pub fn of(h: &DeviceHistograms) -> LatencyStats {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let mut ops = [None; OPS];
+        for (out, hist) in ops.iter_mut().zip(&h.latency) {
+            *out = hist
+                .quantile_high(0.5)
+                .zip(hist.quantile_high(0.99))
+                .map(|(p50, p99)| [ms(p50), ms(p99), ms(hist.max)]);
+        }
+        LatencyStats {
+            ops,
+            depth: h.depth.quantile_low(0.5).map(|p50| [p50, h.depth.max]),
+        }
+    }
+}
+
+/// A histogram's non-empty buckets as text, `LOW-HIGH:COUNT` separated by
+/// spaces (the bounds inclusive, in the histogram's unit).
+pub fn buckets_text(h: &Histogram) -> String {
+    let mut out = String::new();
+    for (i, c) in h.buckets() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let _ = write!(out, "{}-{}:{c}", bucket_low(i), bucket_high(i));
+    }
+    out
+}
+
+/// A histogram's non-empty buckets as a JSON array of `[low, high, count]`.
+pub fn buckets_json(h: &Histogram) -> String {
+    let mut out = String::from("[");
+    for (n, (i, c)) in h.buckets().enumerate() {
+        if n > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "[{}, {}, {c}]", bucket_low(i), bucket_high(i));
+    }
+    out.push(']');
+    out
+}
+
+/// `-o JSON`'s `latency` object of one device: per operation `p50`, `p99`
+/// and `max` in ms (`%.2f`, 0.00 without requests, as the text report)
+/// and `buckets_ns`; the queue depth's `p50`, `max` and `buckets` (depths
+/// and the ns spent at them); the samples the kernel `lost`.
+pub fn json_object(h: &DeviceHistograms, lost: u64) -> String {
+    let stats = LatencyStats::of(h);
+    let mut out = String::from("{");
+    for ((name, op), hist) in OP_NAMES.iter().zip(stats.ops).zip(&h.latency) {
+        let [p50, p99, max] = op.unwrap_or_default();
+        let _ = write!(
+            out,
+            "\"{name}\": {{\"p50\": {p50:.2}, \"p99\": {p99:.2}, \"max\": {max:.2}, \"buckets_ns\": {}}}, ",
+            buckets_json(hist)
+        );
+    }
+    let [p50, max] = stats.depth.unwrap_or_default();
+    let _ = write!(
+        out,
+        "\"qd\": {{\"p50\": {p50}, \"max\": {max}, \"buckets\": {}}}, \"lost\": {lost}}}",
+        buckets_json(&h.depth)
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_and_bucket_texts() {
+        let mut h = DeviceHistograms::default();
+        for _ in 0..99 {
+            h.latency[0].add(2_000_000, 1);
+        }
+        h.latency[0].add(20_000_000, 1);
+        h.depth.add(1, 5);
+        h.depth.add(3, 1);
+        let s = LatencyStats::of(&h);
+        assert_eq!(s.ops[0], Some([2.031615, 2.031615, 20.0]));
+        assert_eq!(s.ops[1], None);
+        assert_eq!(s.depth, Some([1, 3]));
+        assert_eq!(buckets_text(&h.depth), "1-1:5 3-3:1");
+        assert_eq!(buckets_json(&h.depth), "[[1, 1, 5], [3, 3, 1]]");
+        assert_eq!(buckets_json(&Histogram::default()), "[]");
+        let json: serde_json::Value = serde_json::from_str(&json_object(&h, 2)).unwrap();
+        assert_eq!(json["r"]["p50"], 2.03);
+        assert_eq!(json["r"]["max"], 20.0);
+        assert_eq!(json["w"]["p99"], 0.0);
+        assert_eq!(json["qd"]["buckets"][1][2], 1);
+        assert_eq!(json["lost"], 2);
+    }
+}

@@ -1,0 +1,377 @@
+//! Matching block requests' issue to their completion, per device: the
+//! latency of each request (issue to completion, as bcc's biolatency
+//! measures it) and the time spent at each queue depth (requests issued
+//! and not yet completed). Pure: events in, histograms out.
+//!
+//! * A request is known by its device and first sector while in flight.
+//! * A partial completion (fewer sectors than issued) leaves the rest in
+//!   flight from the next sector on; the latency is taken when the last
+//!   part completes.
+//! * A requeued request leaves the queue; its next issue starts anew.
+//! * Merges happen before issue, so the issued request already covers
+//!   the merged ones (one latency for all of them, as biolatency counts).
+//! * A completion without an issue (issued before tracing began, or its
+//!   issue lost) is counted as unmatched and changes nothing else.
+//! * With a partition table ([`Tracker::set_partitions`]), a request is
+//!   also counted for the partition holding its first sector.
+
+use std::collections::HashMap;
+
+use super::histogram::Histogram;
+
+/// The operation classes `-x` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Reads.
+    Read = 0,
+    /// Writes.
+    Write = 1,
+    /// Discards (and secure erases).
+    Discard = 2,
+    /// Flushes.
+    Flush = 3,
+}
+
+/// Number of [`Op`]s.
+pub const OPS: usize = 4;
+
+impl Op {
+    /// The class of a tracepoint's `rwbs` text (`blk_fill_rwbs`): an
+    /// optional `F` (pre-flush), then the operation letter.
+    pub fn from_rwbs(rwbs: &[u8]) -> Option<Op> {
+        let letter = |b: u8| match b {
+            b'R' => Some(Op::Read),
+            b'W' => Some(Op::Write),
+            b'D' => Some(Op::Discard),
+            b'F' => Some(Op::Flush),
+            _ => None,
+        };
+        match rwbs {
+            [b'F', second, ..] if letter(*second).is_some() => letter(*second),
+            [first, ..] => letter(*first),
+            [] => None,
+        }
+    }
+}
+
+/// A kernel `dev_t` as the block tracepoints record it (major << 20 | minor).
+pub type Dev = u32;
+
+/// The `(major, minor)` of a kernel `dev_t`.
+pub fn dev_numbers(dev: Dev) -> (u32, u32) {
+    (dev >> 20, dev & 0xf_ffff)
+}
+
+/// The kernel `dev_t` of `(major, minor)`.
+pub fn dev_of(major: u32, minor: u32) -> Dev {
+    (major << 20) | (minor & 0xf_ffff)
+}
+
+/// One device's histograms for an interval.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceHistograms {
+    /// Latency in ns, per [`Op`].
+    pub latency: [Histogram; OPS],
+    /// Nanoseconds spent at each queue depth.
+    pub depth: Histogram,
+}
+
+#[derive(Debug, Clone)]
+struct DeviceState {
+    inflight: u64,
+    since: u64,
+    hist: DeviceHistograms,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    issued: u64,
+    sectors: u64,
+    op: Op,
+    part: Option<Dev>,
+}
+
+/// One partition: its disk's first sector and length, and its own number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    /// First sector on the disk.
+    pub start: u64,
+    /// Length in sectors.
+    pub sectors: u64,
+    /// The partition's `dev_t`.
+    pub dev: Dev,
+}
+
+/// The state of every device seen since tracing began.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    inflight: HashMap<(Dev, u64), InFlight>,
+    devices: HashMap<Dev, DeviceState>,
+    partitions: HashMap<Dev, Vec<Partition>>,
+    interval_start: u64,
+    /// Completions without an issue in this interval.
+    pub unmatched: u64,
+}
+
+impl Tracker {
+    /// A tracker whose first interval starts at `now` (ns).
+    pub fn new(now: u64) -> Tracker {
+        Tracker {
+            interval_start: now,
+            ..Tracker::default()
+        }
+    }
+
+    /// Sets the partitions of each disk (replacing the previous table).
+    pub fn set_partitions(&mut self, table: HashMap<Dev, Vec<Partition>>) {
+        self.partitions = table;
+    }
+
+    fn partition_of(&self, dev: Dev, sector: u64) -> Option<Dev> {
+        self.partitions
+            .get(&dev)?
+            .iter()
+            .find_map(|p| (sector >= p.start && sector - p.start < p.sectors).then_some(p.dev))
+    }
+
+    /// Moves `dev`'s depth clock to `now` and changes its depth by `delta`.
+    fn step(&mut self, dev: Dev, now: u64, delta: i64) {
+        let start = self.interval_start;
+        let d = self.devices.entry(dev).or_insert_with(|| DeviceState {
+            inflight: 0,
+            since: start,
+            hist: DeviceHistograms::default(),
+        });
+        if now > d.since {
+            d.hist.depth.add(d.inflight, now - d.since);
+            d.since = now;
+        }
+        d.inflight = d.inflight.saturating_add_signed(delta);
+    }
+
+    fn each_target(dev: Dev, part: Option<Dev>) -> impl Iterator<Item = Dev> {
+        std::iter::once(dev).chain(part)
+    }
+
+    /// `block_rq_issue` at `now`.
+    pub fn issue(&mut self, now: u64, dev: Dev, sector: u64, sectors: u64, op: Op) {
+        let part = self.partition_of(dev, sector);
+        let req = InFlight {
+            issued: now,
+            sectors,
+            op,
+            part,
+        };
+        if let Some(old) = self.inflight.insert((dev, sector), req) {
+            // The same sector issued again without completing: the old
+            // request is gone (its completion was lost).
+            for t in Self::each_target(dev, old.part) {
+                self.step(t, now, -1);
+            }
+        }
+        for t in Self::each_target(dev, part) {
+            self.step(t, now, 1);
+        }
+    }
+
+    /// `block_rq_complete` at `now` of `sectors` sectors from `sector`.
+    pub fn complete(&mut self, now: u64, dev: Dev, sector: u64, sectors: u64) {
+        let Some(req) = self.inflight.remove(&(dev, sector)) else {
+            self.unmatched += 1;
+            return;
+        };
+        if sectors > 0 && sectors < req.sectors {
+            let rest = InFlight {
+                sectors: req.sectors - sectors,
+                ..req
+            };
+            self.inflight.insert((dev, sector + sectors), rest);
+            return;
+        }
+        let latency = now.saturating_sub(req.issued);
+        for t in Self::each_target(dev, req.part) {
+            self.step(t, now, -1);
+            if let Some(d) = self.devices.get_mut(&t) {
+                d.hist.latency[req.op as usize].add(latency, 1);
+            }
+        }
+    }
+
+    /// `block_rq_requeue` at `now`: the request leaves the queue.
+    pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64) {
+        if let Some(req) = self.inflight.remove(&(dev, sector)) {
+            for t in Self::each_target(dev, req.part) {
+                self.step(t, now, -1);
+            }
+        }
+    }
+
+    /// Forgets every request in flight (after the kernel dropped samples:
+    /// their completions may be among the lost, and a request kept for
+    /// ever would hold the queue depth up). Their completions, if they
+    /// come, count as unmatched.
+    pub fn forget_in_flight(&mut self, now: u64) {
+        let devs: Vec<Dev> = self.devices.keys().copied().collect();
+        for dev in devs {
+            self.step(dev, now, 0);
+        }
+        for d in self.devices.values_mut() {
+            d.inflight = 0;
+        }
+        self.inflight.clear();
+    }
+
+    /// Ends the interval at `now`: every device's histograms since the
+    /// last call (devices idle all along have depth 0 the whole time),
+    /// sorted by device. Devices with nothing in flight and nothing this
+    /// interval are forgotten, so a vanished device costs nothing.
+    pub fn take(&mut self, now: u64) -> Vec<(Dev, DeviceHistograms)> {
+        let devs: Vec<Dev> = self.devices.keys().copied().collect();
+        for dev in devs {
+            self.step(dev, now, 0);
+        }
+        let mut out: Vec<(Dev, DeviceHistograms)> = self
+            .devices
+            .iter_mut()
+            .map(|(&dev, d)| (dev, std::mem::take(&mut d.hist)))
+            .collect();
+        self.devices.retain(|_, d| d.inflight > 0);
+        self.interval_start = now;
+        self.unmatched = 0;
+        out.sort_by_key(|&(dev, _)| dev);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const SDA: Dev = 8 << 20;
+
+    fn one(t: &mut Tracker, now: u64, dev: Dev) -> DeviceHistograms {
+        let all = t.take(now);
+        all.into_iter().find(|&(d, _)| d == dev).expect("device").1
+    }
+
+    #[test]
+    fn rwbs_classes() {
+        assert_eq!(Op::from_rwbs(b"R"), Some(Op::Read));
+        assert_eq!(Op::from_rwbs(b"RA"), Some(Op::Read));
+        assert_eq!(Op::from_rwbs(b"WS"), Some(Op::Write));
+        assert_eq!(Op::from_rwbs(b"FWS"), Some(Op::Write), "pre-flush write");
+        assert_eq!(Op::from_rwbs(b"WFS"), Some(Op::Write), "FUA write");
+        assert_eq!(Op::from_rwbs(b"FF"), Some(Op::Flush));
+        assert_eq!(Op::from_rwbs(b"FS"), Some(Op::Flush), "a flush alone");
+        assert_eq!(Op::from_rwbs(b"F"), Some(Op::Flush));
+        assert_eq!(Op::from_rwbs(b"D"), Some(Op::Discard));
+        assert_eq!(Op::from_rwbs(b"DE"), Some(Op::Discard));
+        assert_eq!(Op::from_rwbs(b"N"), None);
+        assert_eq!(Op::from_rwbs(b""), None);
+        assert_eq!(dev_numbers(dev_of(259, 3)), (259, 3));
+    }
+
+    #[test]
+    fn latency_and_time_weighted_depth() {
+        let mut t = Tracker::new(0);
+        // 0-10 ms idle, two reads in flight 10-20 ms, one 20-30, idle to 40.
+        t.issue(10 * MS, SDA, 100, 8, Op::Read);
+        t.issue(10 * MS, SDA, 200, 8, Op::Write);
+        t.complete(20 * MS, SDA, 200, 8);
+        t.complete(30 * MS, SDA, 100, 8);
+        let h = one(&mut t, 40 * MS, SDA);
+        assert_eq!(h.latency[0].max, 20 * MS);
+        assert_eq!(h.latency[0].total, 1);
+        assert_eq!(h.latency[1].max, 10 * MS);
+        assert_eq!(h.depth.total, 40 * MS);
+        assert_eq!(h.depth.max, 2);
+        // 20 ms at 0, 10 at 1, 10 at 2: the time-weighted median is 0 (rank
+        // 20 ms of 40 falls in depth 0), 1 at 0.6.
+        assert_eq!(h.depth.quantile_low(0.5), Some(0));
+        assert_eq!(h.depth.quantile_low(0.6), Some(1));
+        assert_eq!(h.depth.quantile_low(1.0), Some(2));
+    }
+
+    #[test]
+    fn partial_completion_counts_once_at_the_end() {
+        let mut t = Tracker::new(0);
+        t.issue(0, SDA, 1000, 16, Op::Read);
+        t.complete(MS, SDA, 1000, 8);
+        t.complete(3 * MS, SDA, 1008, 8);
+        let h = one(&mut t, 4 * MS, SDA);
+        assert_eq!(h.latency[0].total, 1);
+        assert_eq!(h.latency[0].max, 3 * MS);
+        assert_eq!(t.unmatched, 0);
+    }
+
+    #[test]
+    fn requeue_restarts_and_unknown_completions_are_unmatched() {
+        let mut t = Tracker::new(0);
+        t.issue(0, SDA, 8, 8, Op::Read);
+        t.requeue(MS, SDA, 8);
+        t.issue(5 * MS, SDA, 8, 8, Op::Read);
+        t.complete(7 * MS, SDA, 8, 8);
+        t.complete(8 * MS, SDA, 4096, 8);
+        assert_eq!(t.unmatched, 1);
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(h.latency[0].total, 1);
+        assert_eq!(h.latency[0].max, 2 * MS, "from the re-issue");
+        // depth 1 during 0-1 ms and 5-7 ms.
+        assert_eq!(h.depth.quantile_low(0.8), Some(1));
+        assert_eq!(h.depth.quantile_low(0.65), Some(0));
+    }
+
+    #[test]
+    fn in_flight_requests_carry_over_and_idle_devices_are_dropped() {
+        let mut t = Tracker::new(0);
+        t.issue(5 * MS, SDA, 8, 8, Op::Write);
+        let first = one(&mut t, 10 * MS, SDA);
+        assert_eq!(first.latency[1].total, 0);
+        assert_eq!(first.depth.quantile_low(1.0), Some(1));
+        t.complete(12 * MS, SDA, 8, 8);
+        let second = one(&mut t, 20 * MS, SDA);
+        assert_eq!(second.latency[1].max, 7 * MS);
+        assert_eq!(second.depth.total, 10 * MS, "from the interval start");
+        assert!(t.take(30 * MS).is_empty(), "idle device forgotten");
+    }
+
+    #[test]
+    fn forgetting_in_flight_requests_drops_the_depth() {
+        let mut t = Tracker::new(0);
+        t.issue(0, SDA, 8, 8, Op::Read);
+        t.issue(0, SDA, 16, 8, Op::Read);
+        t.forget_in_flight(4 * MS);
+        t.complete(5 * MS, SDA, 8, 8);
+        assert_eq!(t.unmatched, 1);
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(h.latency[0].total, 0);
+        assert_eq!(h.depth.max, 2);
+        // 4 ms at depth 2, then 6 ms at 0.
+        assert_eq!(h.depth.quantile_low(0.5), Some(0));
+        assert!(t.take(20 * MS).is_empty(), "nothing left in flight");
+    }
+
+    #[test]
+    fn partitions_by_first_sector() {
+        let mut t = Tracker::new(0);
+        let sda1 = dev_of(8, 1);
+        t.set_partitions(HashMap::from([(
+            SDA,
+            vec![Partition {
+                start: 2048,
+                sectors: 1000,
+                dev: sda1,
+            }],
+        )]));
+        t.issue(0, SDA, 2048, 8, Op::Read);
+        t.issue(0, SDA, 10, 8, Op::Read);
+        t.complete(MS, SDA, 2048, 8);
+        t.complete(2 * MS, SDA, 10, 8);
+        let all = t.take(3 * MS);
+        let get = |d| &all.iter().find(|&&(x, _)| x == d).unwrap().1;
+        assert_eq!(get(SDA).latency[0].total, 2);
+        assert_eq!(get(sda1).latency[0].total, 1);
+        assert_eq!(get(sda1).latency[0].max, MS);
+    }
+}

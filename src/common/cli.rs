@@ -25,6 +25,15 @@ pub struct SourceArgs {
     pub replay: Option<PathBuf>,
 }
 
+/// Where Prometheus expositions go besides standard output.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExpoArgs {
+    /// Write one Prometheus exposition per interval to PATH, replaced atomically
+    /// (for node_exporter's textfile collector); nothing on standard output.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub textfile: Option<PathBuf>,
+}
+
 impl SourceArgs {
     /// Opens the source these arguments describe. `tool` and `args` go into a
     /// recording's header. Fails with a one-line message naming the file,

@@ -12,6 +12,8 @@
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`stdout`]: standard output that a stop signal can interrupt;
 //! * [`output`]: one writer per output format over one column description;
+//! * [`expo`], [`textfile`]: Prometheus expositions of cumulative counters,
+//!   on standard output or replaced atomically in a textfile;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
@@ -59,6 +61,7 @@ pub mod counter;
 pub mod cpulist;
 pub mod escape;
 pub mod excerpt;
+pub mod expo;
 pub mod interval;
 pub mod manual;
 pub mod output;
@@ -69,3 +72,4 @@ pub mod run;
 pub mod signals;
 pub mod source;
 pub mod stdout;
+pub mod textfile;

@@ -5,6 +5,7 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use crate::common::cli::{output_error_status, report_error};
+use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
@@ -14,6 +15,7 @@ use crate::common::stdout::StoppableStdout;
 use super::cli::{Action, Env, Options, OutputFormat, command, parse_args, usage_text};
 use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
+use super::expose::Exporter;
 use super::model::{cpu_percent, interval_cs};
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
@@ -42,7 +44,10 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
-    if let Some(conflict) = source_conflict(&opts).or_else(|| unit_conflict(&opts)) {
+    if let Some(conflict) = source_conflict(&opts)
+        .or_else(|| unit_conflict(&opts))
+        .or_else(|| textfile_conflict(&opts))
+    {
         return report_error(TOOL, conflict, 2);
     }
     if let Some(root) = &opts.source.sysroot
@@ -55,7 +60,11 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
     };
-    let result = run(&opts, source.as_mut());
+    let result = if opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() {
+        expositions(&opts, source.as_mut())
+    } else {
+        run(&opts, source.as_mut())
+    };
     match result {
         Ok(()) => 0,
         Err(e) => report(&progname, e),
@@ -96,6 +105,21 @@ fn unit_conflict(opts: &Options) -> Option<String> {
     Some(format!(
         "{option} cannot be used with -o {format}: it writes bytes, seconds and ratios \
          (base units); size options apply to the text and JSON reports"
+    ))
+}
+
+/// `--textfile` writes Prometheus expositions: another `-o` format with it
+/// would be silently dropped, so it is refused.
+fn textfile_conflict(opts: &Options) -> Option<String> {
+    opts.expo.textfile.as_ref()?;
+    let format = match opts.format {
+        OutputFormat::Text | OutputFormat::Prometheus => return None,
+        OutputFormat::Csv => "csv",
+        OutputFormat::Ndjson => "ndjson",
+        OutputFormat::SysstatJson => "JSON",
+    };
+    Some(format!(
+        "--textfile cannot be used with -o {format}: it writes Prometheus expositions"
     ))
 }
 
@@ -240,6 +264,27 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     };
     result?;
     closed?;
+    Ok(())
+}
+
+/// `-o prometheus` and `--textfile`: one exposition of the cumulative
+/// counters per interval (one in all without an interval).
+fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
+    let target = match &opts.expo.textfile {
+        Some(path) => Target::Textfile(path.clone()),
+        None => Target::Stdout,
+    };
+    let mut exporter = Exporter::new(opts);
+    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let schedule = Schedule {
+        interval: opts.interval,
+        count: opts.count,
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
+        exporter.collect(src, e)
+    })?;
     Ok(())
 }
 

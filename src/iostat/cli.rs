@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::cli::SourceArgs;
+use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::interval::{looks_like_interval, parse_interval};
 
 use super::error::IostatError;
@@ -22,6 +22,7 @@ pub const LONG_OPTIONS: &[&str] = &[
     "--sysroot",
     "--record",
     "--replay",
+    "--textfile",
     "--help",
 ];
 
@@ -244,6 +245,8 @@ pub struct Options {
     pub colors: ColorMode,
     /// Where samples come from.
     pub source: SourceArgs,
+    /// Where Prometheus expositions go besides standard output.
+    pub expo: ExpoArgs,
     /// The environment.
     pub env: Env,
 }
@@ -290,6 +293,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             _ => ColorMode::Auto,
         },
         source: SourceArgs::default(),
+        expo: ExpoArgs::default(),
         env,
     };
     let mut unit: Option<Unit> = None;
@@ -409,6 +413,10 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             }
             "--replay" => {
                 o.source.replay = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            "--textfile" => {
+                o.expo.textfile = Some(PathBuf::from(take_value(&mut i)?));
                 continue;
             }
             _ if arg.starts_with('-') => {
@@ -533,7 +541,8 @@ Options are:\n\
 [ --compact ] [ --dec={{ 0 | 1 | 2 }} ] [ --human ] [ --pretty ] [ -o JSON ]\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
-Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --help ]\n"
+Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ]\n\
+[ --textfile <file> ] [ --help ]\n"
     )
 }
 
@@ -695,6 +704,16 @@ pub fn command() -> clap::Command {
                 .value_hint(clap::ValueHint::FilePath)
                 .help("Take the samples from a recording"),
         )
+        .arg(
+            Arg::new("textfile")
+                .long("textfile")
+                .value_name("PATH")
+                .value_hint(clap::ValueHint::FilePath)
+                .help(
+                    "Write one Prometheus exposition per interval to PATH, replaced atomically \
+                     (node_exporter's textfile collector); nothing on standard output",
+                ),
+        )
         .arg(long_flag("help", "Print this help"))
         .arg(
             Arg::new("args")
@@ -836,7 +855,7 @@ mod tests {
         for long in LONG_OPTIONS {
             let args: Vec<&str> = match *long {
                 "--dec" => vec!["--dec=1"],
-                "--sysroot" | "--record" | "--replay" => vec![long, "/x"],
+                "--sysroot" | "--record" | "--replay" | "--textfile" => vec![long, "/x"],
                 other => vec![other],
             };
             assert!(parse(&args).is_ok(), "{long} refused by the scanner");

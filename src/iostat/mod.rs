@@ -8,6 +8,7 @@
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
 //! * [`colors`]: sysstat's colours and which value gets which;
 //! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
+//! * [`expose`]: the Prometheus exposition under node_exporter's names;
 //! * [`app`]: one run, and the exit status.
 
 pub mod app;
@@ -15,6 +16,7 @@ pub mod cli;
 pub mod colors;
 pub mod devices;
 pub mod error;
+pub mod expose;
 pub mod fmt;
 pub mod lookup;
 pub mod manual;

@@ -317,6 +317,7 @@ fn run_count(
         CountFormat::Core(format) => {
             CountOutput::Frames(writer_for(*format, render::schema(), ","))
         }
+        CountFormat::Expo(target) => CountOutput::Expo(target.clone()),
         CountFormat::PerfCsv(separator) => CountOutput::PerfCsv {
             separator: separator.clone(),
             intervals,
@@ -341,7 +342,13 @@ fn run_count(
     }
     let mut session = Session {
         counters,
-        view: CountView::new(&plan, pmus, options.aggregate, output),
+        // Expositions keep one series per PMU: sum by (event) aggregates.
+        view: CountView::new(
+            &plan,
+            pmus,
+            options.aggregate && !matches!(output, CountOutput::Expo(_)),
+            output,
+        ),
         notes: Vec::new(),
         previous: Vec::new(),
         last_elapsed: Duration::ZERO,

@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use clap_complete::{ArgValueCandidates, CompletionCandidate};
 
-use crate::common::cli::SourceArgs;
+use crate::common::cli::{ExpoArgs, SourceArgs};
+use crate::common::expo::Target;
 use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
 use crate::common::output::Format;
 
@@ -102,6 +103,9 @@ pub struct Args {
     /// Where kernel files come from (--sysroot, --record, --replay).
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Where Prometheus expositions go.
+    #[command(flatten)]
+    pub expo: ExpoArgs,
     /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status
     /// (127 if it is not found, 126 if it cannot be executed, as a shell).
     #[arg(last = true, value_name = "CMD", conflicts_with = "replay")]
@@ -169,8 +173,11 @@ pub struct CountOptions {
 pub enum CountFormat {
     /// Aligned text.
     Text,
-    /// A core writer (json, ndjson, the common CSV, prometheus).
+    /// A core writer (json, ndjson, the common CSV).
     Core(Format),
+    /// Prometheus expositions of the cumulative readings (`-o prometheus`,
+    /// `--textfile`).
+    Expo(Target),
     /// `perf stat -x SEP` lines with this separator.
     PerfCsv(String),
 }
@@ -259,7 +266,20 @@ impl Options {
                         "-x: expected a non-empty field separator".to_string(),
                     ));
                 }
+                (Some(_), _) | (_, Some(Format::Json | Format::Ndjson | Format::Csv))
+                    if args.expo.textfile.is_some() =>
+                {
+                    return Err(CxlError::Spec(
+                        "--textfile writes Prometheus expositions: it cannot be used with -x \
+                         or another -o format"
+                            .to_string(),
+                    ));
+                }
                 (Some(sep), _) => CountFormat::PerfCsv(sep.clone()),
+                (None, _) if args.expo.textfile.is_some() => CountFormat::Expo(Target::Textfile(
+                    args.expo.textfile.clone().unwrap_or_default(),
+                )),
+                (None, Some(Format::Prometheus)) => CountFormat::Expo(Target::Stdout),
                 (None, None | Some(Format::Text)) => CountFormat::Text,
                 (None, Some(format)) => CountFormat::Core(format),
             };

@@ -68,7 +68,6 @@ pub fn schema(cpu: bool, devices: bool) -> Schema {
     }
     Schema {
         tool: "iostat-rs",
-        metric_prefix: "iostat",
         labels: vec![("device", 16)],
         columns,
     }

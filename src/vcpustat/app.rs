@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{output_error_status, parse_error_status, report_error};
+use crate::common::expo::{Exposition, Target, run_expositions};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::signals::StopSignal;
@@ -16,8 +17,9 @@ use crate::common::stdout::StoppableStdout;
 use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
+use super::expose::RunningTotals;
 use super::kernel::{self, State};
-use super::render::{TextRenderer, View, machine_rows, prometheus_rows, prometheus_schema, schema};
+use super::render::{TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
 use super::restore::{RestorePlan, Undo, run_then_restore};
 
@@ -97,8 +99,19 @@ pub fn run(
         )?;
         out.flush()?;
     }
+    let target = expo_target(options);
     match options.mode {
         Mode::Control => Ok(source.finish()?),
+        Mode::Once if target.is_some() => {
+            let mut totals = RunningTotals::new();
+            totals.update(&kernel::read_snapshot(source, &mut Vec::new())?);
+            let mut e = Exposition::new();
+            totals.expose(options.cpus.as_ref(), &mut e);
+            target
+                .unwrap_or(Target::Stdout)
+                .publish(&mut out, e.as_str())?;
+            Ok(source.finish()?)
+        }
         Mode::Once => once(options, source, &mut out),
         Mode::Interval { .. } => {
             if !now.on {
@@ -114,8 +127,37 @@ pub fn run(
                     "switched the dispatch statistics on for this run; they are switched off again when it ends",
                 );
             }
-            intervals(options, source, stop, plan, &mut out)
+            match target {
+                Some(target) => {
+                    let mut totals = RunningTotals::new();
+                    let mut buf = Vec::new();
+                    run_expositions(
+                        &options.schedule(),
+                        source,
+                        stop,
+                        &target,
+                        &mut out,
+                        |source, e| {
+                            totals.update(&kernel::read_snapshot(source, &mut buf)?);
+                            totals.expose(options.cpus.as_ref(), e);
+                            Ok::<(), VcpuError>(())
+                        },
+                    )?;
+                    Ok(())
+                }
+                None => intervals(options, source, stop, plan, &mut out),
+            }
         }
+    }
+}
+
+/// Where expositions go: `--textfile`, or standard output with `-o
+/// prometheus`; `None` for the other formats.
+fn expo_target(options: &Options) -> Option<Target> {
+    match (&options.expo.textfile, options.format) {
+        (Some(path), _) => Some(Target::Textfile(path.clone())),
+        (None, Format::Prometheus) => Some(Target::Stdout),
+        (None, _) => None,
     }
 }
 
@@ -287,16 +329,6 @@ impl Output {
             Format::Text => Output::Text(
                 TextRenderer::new(options.view, options.timestamp),
                 Vec::new(),
-            ),
-            // Prometheus gets the aggregate under its own metric names, not
-            // as a cpu="all" series (see `prometheus_schema`).
-            Format::Prometheus => Output::Machine(
-                writer_for(
-                    Format::Prometheus,
-                    prometheus_schema(options.view == View::Raw),
-                    ",",
-                ),
-                prometheus_rows,
             ),
             format => Output::Machine(
                 writer_for(format, schema(options.view == View::Raw), ","),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::common::cli::SourceArgs;
+use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
 use crate::common::output::Format;
 
@@ -159,6 +159,9 @@ pub struct ReportArgs {
     /// Where the kernel files come from.
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Where Prometheus expositions go.
+    #[command(flatten)]
+    pub expo: ExpoArgs,
 }
 
 /// The clap command (for `--help`, man pages and completions).
@@ -218,6 +221,8 @@ pub struct Options {
     pub mode: Mode,
     /// Where kernel files come from.
     pub source: SourceArgs,
+    /// Where Prometheus expositions go besides standard output.
+    pub expo: ExpoArgs,
 }
 
 impl Options {
@@ -260,6 +265,21 @@ impl Options {
         } else {
             View::Percent
         };
+        let exposing = args.format == Format::Prometheus || args.expo.textfile.is_some();
+        if exposing && args.top.is_some() {
+            return Err(VcpuError::Usage(
+                "--top cannot be used with -o prometheus or --textfile: every selected vCPU is \
+                 exported, so that no series comes and goes (use topk() in PromQL)"
+                    .into(),
+            ));
+        }
+        if args.expo.textfile.is_some() && !matches!(args.format, Format::Text | Format::Prometheus)
+        {
+            return Err(VcpuError::Usage(
+                "--textfile writes Prometheus expositions: it cannot be used with another -o format"
+                    .into(),
+            ));
+        }
         let sort = match (args.sort, args.top) {
             (Some(key), _) => key,
             (None, Some(_)) => SortKey::Home,
@@ -278,6 +298,7 @@ impl Options {
             format: args.format,
             mode,
             source: args.source,
+            expo: args.expo,
         })
     }
 

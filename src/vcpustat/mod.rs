@@ -3,6 +3,7 @@
 //! * [`counters`]: the statistics file parsed into snapshots;
 //! * [`report`]: per-interval deltas, the `all` row, selection and notes;
 //! * [`render`]: aligned text and the machine-readable schema;
+//! * [`expose`]: the Prometheus exposition of 64-bit running totals;
 //! * [`kernel`]: reading the state and writing the control files;
 //! * [`restore`]: the plan of undo writes applied at exit;
 //! * [`cli`] and [`app`]: the command line and the run;
@@ -12,6 +13,7 @@ pub mod app;
 pub mod cli;
 pub mod counters;
 pub mod error;
+pub mod expose;
 pub mod kernel;
 pub mod manual;
 pub mod render;

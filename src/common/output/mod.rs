@@ -10,7 +10,6 @@
 
 mod csv;
 mod json;
-mod prometheus;
 mod text;
 
 use std::borrow::Cow;
@@ -19,7 +18,6 @@ use std::time::SystemTime;
 
 pub use csv::CsvWriter;
 pub use json::{JsonWriter, NdjsonWriter};
-pub use prometheus::PrometheusWriter;
 pub use text::TextWriter;
 
 /// Whether a column is a point-in-time value or an ever-increasing count.
@@ -34,11 +32,11 @@ pub enum MetricKind {
 /// One output column, described once for every format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Column {
-    /// Key in JSON and CSV, and the Prometheus metric name after the prefix.
+    /// Key in JSON and CSV.
     pub key: Cow<'static, str>,
     /// Header in text output.
     pub header: Cow<'static, str>,
-    /// One line on what the column means (help text, Prometheus `# HELP`).
+    /// One line on what the column means (help text).
     pub help: Cow<'static, str>,
     /// Gauge or counter.
     pub kind: MetricKind,
@@ -90,8 +88,6 @@ impl Column {
 pub struct Schema {
     /// Tool name, written into JSON documents.
     pub tool: &'static str,
-    /// Prefix of Prometheus metric names (`iostat`, `vcpustat`, `cxlstat`).
-    pub metric_prefix: &'static str,
     /// Label names, e.g. `["device"]` or `["pmu", "event"]`, with text widths.
     pub labels: Vec<(&'static str, usize)>,
     /// The value columns.
@@ -108,7 +104,7 @@ pub enum Value {
     /// Free text.
     Text(String),
     /// No value (nothing to divide by, not counted): `-` in text, `null` in
-    /// JSON, empty in CSV, left out of Prometheus.
+    /// JSON, empty in CSV.
     Missing,
 }
 
@@ -156,18 +152,24 @@ pub enum Format {
     Ndjson,
     /// Comma-separated values with a header line.
     Csv,
-    /// Prometheus text exposition format (0.0.4), one exposition per sample.
+    /// Prometheus text exposition format (0.0.4): not a frame format; each
+    /// tool writes expositions of its cumulative counters (`common::expo`).
     Prometheus,
 }
 
 /// Builds the writer for `format`. `separator` applies to CSV.
+///
+/// # Panics
+///
+/// For [`Format::Prometheus`], which the tools route to their expositions
+/// of cumulative counters before choosing a frame writer.
 pub fn writer_for(format: Format, schema: Schema, separator: &str) -> Box<dyn FrameWriter> {
     match format {
         Format::Text => Box::new(TextWriter::new(schema)),
         Format::Json => Box::new(JsonWriter::new(schema)),
         Format::Ndjson => Box::new(NdjsonWriter::new(schema)),
         Format::Csv => Box::new(CsvWriter::new(schema, separator)),
-        Format::Prometheus => Box::new(PrometheusWriter::new(schema)),
+        Format::Prometheus => unreachable!("Prometheus output is an exposition, not frames"),
     }
 }
 
@@ -184,7 +186,6 @@ pub(crate) mod fixture {
     pub fn schema() -> Schema {
         Schema {
             tool: "demo",
-            metric_prefix: "demo",
             labels: vec![("device", 6)],
             columns: vec![
                 Column::gauge("reads_per_second", "r/s", "Reads per second.", 8, 2),

@@ -14,6 +14,7 @@
 //! * [`output`]: one writer per output format over one column description;
 //! * [`expo`], [`textfile`]: Prometheus expositions of cumulative counters,
 //!   on standard output or replaced atomically in a textfile;
+//! * [`serve`]: `--listen`, the expositions served to Prometheus at each scrape;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
@@ -69,6 +70,7 @@ pub mod privilege;
 pub mod record;
 pub mod root;
 pub mod run;
+pub mod serve;
 pub mod signals;
 pub mod source;
 pub mod stdout;

@@ -164,6 +164,8 @@ pub struct CountOptions {
     pub output: CountFormat,
     /// Only print the attrs.
     pub dry_run: bool,
+    /// `--listen`: serve the readings at each scrape instead of reporting.
+    pub listen: Option<std::net::SocketAddr>,
     /// Command to run while counting.
     pub command: Vec<String>,
 }
@@ -283,7 +285,29 @@ impl Options {
                 (None, None | Some(Format::Text)) => CountFormat::Text,
                 (None, Some(format)) => CountFormat::Core(format),
             };
+            let other_format = match (&args.separator, args.output) {
+                (Some(_), _) => Some("-x"),
+                (None, Some(Format::Json)) => Some("json"),
+                (None, Some(Format::Ndjson)) => Some("ndjson"),
+                (None, Some(Format::Csv)) => Some("csv"),
+                (None, _) => None,
+            };
+            let interval = args.interval.is_some() || args.interval_ms.is_some();
+            if let Some(conflict) = args
+                .expo
+                .listen_conflict(&args.source, interval, other_format)
+            {
+                return Err(CxlError::Spec(conflict.replace("-o -x", "-x")));
+            }
+            if args.expo.listen.is_some() && !args.command.is_empty() {
+                return Err(CxlError::Spec(
+                    "--listen cannot be used with a command: the server counts system-wide \
+                     until stopped"
+                        .to_string(),
+                ));
+            }
             Action::Count(CountOptions {
+                listen: args.expo.listen,
                 events: args.events,
                 pmus: args.pmus,
                 timing,

@@ -300,6 +300,13 @@ fn write_perf_csv_line(
     }
 }
 
+/// (PMU, event, reading) of every slot of `rows`.
+fn series<'a>(rows: &'a [RowSpec], current: &[Reading]) -> Vec<(&'a str, &'a str, Reading)> {
+    rows.iter()
+        .flat_map(|r| r.slots.iter().map(|&s| (&*r.pmu, &*r.event, current[s])))
+        .collect()
+}
+
 /// Turns readings into rows, per PMU and event or summed over PMUs.
 pub struct CountView {
     rows: Vec<RowSpec>,
@@ -433,13 +440,8 @@ impl CountView {
         let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
         match &mut self.output {
             CountOutput::Expo(target) => {
-                let series: Vec<(&str, &str, Reading)> = self
-                    .rows
-                    .iter()
-                    .flat_map(|r| r.slots.iter().map(|&s| (&*r.pmu, &*r.event, current[s])))
-                    .collect();
                 let mut e = Exposition::new();
-                expose(&series, &mut e);
+                expose(&series(&self.rows, current), &mut e);
                 for note in notes {
                     eprintln!("cxlstat: note: {}", escape::text(note));
                 }
@@ -525,6 +527,12 @@ impl CountView {
                 out.flush()
             }
         }
+    }
+
+    /// Appends the exposition of the cumulative readings `current`, one
+    /// series per PMU and event (made with `aggregate` off).
+    pub fn expose(&self, current: &[Reading], e: &mut Exposition) {
+        expose(&series(&self.rows, current), e);
     }
 
     /// Writes what closes the output.

@@ -8,6 +8,7 @@ use crate::common::cli::{output_error_status, report_error};
 use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
+use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
@@ -60,7 +61,13 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
     };
-    let result = if opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() {
+    let listen = match listen_address(&opts) {
+        Ok(listen) => listen,
+        Err(message) => return report_error(TOOL, message, 2),
+    };
+    let result = if let Some(addr) = listen {
+        serve_metrics(&opts, addr, source.as_mut())
+    } else if opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() {
         expositions(&opts, source.as_mut())
     } else {
         run(&opts, source.as_mut())
@@ -265,6 +272,52 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     result?;
     closed?;
     Ok(())
+}
+
+/// `--listen`: the address, checked, and what it cannot be used with.
+fn listen_address(opts: &Options) -> Result<Option<std::net::SocketAddr>, String> {
+    let Some(text) = &opts.listen else {
+        return Ok(None);
+    };
+    let addr = text.parse().map_err(|_| {
+        format!(
+            "--listen {text}: expected an IP address and a port, such as 127.0.0.1:9101 or \
+             [::1]:9101"
+        )
+    })?;
+    let expo = crate::common::cli::ExpoArgs {
+        listen: Some(addr),
+        ..opts.expo.clone()
+    };
+    let format = match opts.format {
+        OutputFormat::Text | OutputFormat::Prometheus => None,
+        OutputFormat::Csv => Some("csv"),
+        OutputFormat::Ndjson => Some("ndjson"),
+        OutputFormat::SysstatJson => Some("JSON"),
+    };
+    match expo.listen_conflict(&opts.source, opts.interval.is_some(), format) {
+        Some(conflict) => Err(conflict),
+        None => Ok(Some(addr)),
+    }
+}
+
+/// `--listen`: serves the exposition, read at each scrape, until stopped.
+fn serve_metrics(
+    opts: &Options,
+    addr: std::net::SocketAddr,
+    src: &mut dyn Source,
+) -> Result<(), IostatError> {
+    let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
+    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let mut exporter = Exporter::new(opts);
+    let src: &dyn Source = src;
+    serve::serve(listener, TOOL, &["read"], &stop, &mut |e| {
+        exporter.collect(src, e).map_err(|err| ScrapeError {
+            cause: "read",
+            message: err.to_string(),
+        })
+    })
+    .map_err(|e| IostatError::Source(format!("--listen {addr}: {e}")))
 }
 
 /// `-o prometheus` and `--textfile`: one exposition of the cumulative

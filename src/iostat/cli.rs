@@ -23,6 +23,7 @@ pub const LONG_OPTIONS: &[&str] = &[
     "--record",
     "--replay",
     "--textfile",
+    "--listen",
     "--help",
 ];
 
@@ -247,6 +248,8 @@ pub struct Options {
     pub source: SourceArgs,
     /// Where Prometheus expositions go besides standard output.
     pub expo: ExpoArgs,
+    /// `--listen ADDR:PORT` as typed (checked when the run starts).
+    pub listen: Option<String>,
     /// The environment.
     pub env: Env,
 }
@@ -294,6 +297,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         },
         source: SourceArgs::default(),
         expo: ExpoArgs::default(),
+        listen: None,
         env,
     };
     let mut unit: Option<Unit> = None;
@@ -419,6 +423,10 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                 o.expo.textfile = Some(PathBuf::from(take_value(&mut i)?));
                 continue;
             }
+            "--listen" => {
+                o.listen = Some(take_value(&mut i)?);
+                continue;
+            }
             _ if arg.starts_with('-') => {
                 for letter in arg[1..].chars() {
                     match letter {
@@ -542,7 +550,7 @@ Options are:\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
 Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ]\n\
-[ --textfile <file> ] [ --help ]\n"
+[ --textfile <file> | --listen <addr:port> ] [ --help ]\n"
     )
 }
 
@@ -714,6 +722,15 @@ pub fn command() -> clap::Command {
                      (node_exporter's textfile collector); nothing on standard output",
                 ),
         )
+        .arg(
+            Arg::new("listen")
+                .long("listen")
+                .value_name("ADDR:PORT")
+                .help(
+                    "Serve Prometheus metrics at http://ADDR:PORT/metrics, read from the kernel \
+                     at each scrape (e.g. 127.0.0.1:9101; exactly that address is bound)",
+                ),
+        )
         .arg(long_flag("help", "Print this help"))
         .arg(
             Arg::new("args")
@@ -856,6 +873,7 @@ mod tests {
             let args: Vec<&str> = match *long {
                 "--dec" => vec!["--dec=1"],
                 "--sysroot" | "--record" | "--replay" | "--textfile" => vec![long, "/x"],
+                "--listen" => vec![long, "127.0.0.1:9101"],
                 other => vec![other],
             };
             assert!(parse(&args).is_ok(), "{long} refused by the scanner");

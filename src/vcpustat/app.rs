@@ -10,6 +10,7 @@ use crate::common::cli::{output_error_status, parse_error_status, report_error};
 use crate::common::expo::{Exposition, Target, run_expositions};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
+use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
@@ -87,6 +88,11 @@ pub fn run(
     stop: &StopSignal,
     plan: &mut RestorePlan,
 ) -> Result<(), VcpuError> {
+    // Bound first: a port in use fails before anything is switched on.
+    let listener = match options.mode {
+        Mode::Serve(addr) => Some(serve::bind(addr).map_err(VcpuError::Listen)?),
+        _ => None,
+    };
     let before = kernel::read_state(source)?;
     let now = apply_changes(options, source, before, plan)?;
     let mut out = BufWriter::new(StoppableStdout::new(stop));
@@ -113,6 +119,19 @@ pub fn run(
             Ok(source.finish()?)
         }
         Mode::Once => once(options, source, &mut out),
+        Mode::Serve(_) => {
+            if !now.on {
+                kernel::switch(source, true)?;
+                plan.push(Undo::SwitchOff);
+                tell(
+                    "switched the dispatch statistics on while serving; they are switched off \
+                     again when the server stops",
+                );
+            }
+            let listener =
+                listener.ok_or_else(|| VcpuError::Usage("--listen: no address".into()))?;
+            serve_metrics(options, listener, source, stop)
+        }
         Mode::Interval { .. } => {
             if !now.on {
                 if !source.is_live() {
@@ -149,6 +168,36 @@ pub fn run(
             }
         }
     }
+}
+
+/// `--listen`: the running totals, read at each scrape, until stopped.
+fn serve_metrics(
+    options: &Options,
+    listener: std::net::TcpListener,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+) -> Result<(), VcpuError> {
+    let mut totals = RunningTotals::new();
+    let mut buf = Vec::new();
+    let source: &dyn Source = source;
+    serve::serve(listener, TOOL, &["read", "parse"], stop, &mut |e| {
+        match kernel::read_snapshot(source, &mut buf) {
+            Ok(snapshot) => totals.update(&snapshot),
+            Err(err) => {
+                let cause = match err {
+                    VcpuError::Parse { .. } => "parse",
+                    _ => "read",
+                };
+                return Err(ScrapeError {
+                    cause,
+                    message: err.to_string(),
+                });
+            }
+        }
+        totals.expose(options.cpus.as_ref(), e);
+        Ok(())
+    })
+    .map_err(VcpuError::Listen)
 }
 
 /// Where expositions go: `--textfile`, or standard output with `-o

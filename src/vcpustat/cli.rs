@@ -185,6 +185,8 @@ pub enum Mode {
     Control,
     /// No interval: the cumulative counts once.
     Once,
+    /// `--listen`: serve the counters at each scrape until stopped.
+    Serve(std::net::SocketAddr),
     /// Reports every interval.
     Interval {
         /// Time between reports.
@@ -242,17 +244,31 @@ impl Options {
             ));
         }
         let interval = nonzero_interval(args.interval, args.count).map_err(VcpuError::Usage)?;
-        let mode = match interval {
-            Some(interval) => Mode::Interval {
+        let other_format = match args.format {
+            Format::Text | Format::Prometheus => None,
+            Format::Json => Some("json"),
+            Format::Ndjson => Some("ndjson"),
+            Format::Csv => Some("csv"),
+        };
+        if let Some(conflict) =
+            args.expo
+                .listen_conflict(&args.source, args.interval.is_some(), other_format)
+        {
+            return Err(VcpuError::Usage(conflict));
+        }
+        let mode = match (interval, args.expo.listen) {
+            (_, Some(addr)) => Mode::Serve(addr),
+            (Some(interval), None) => Mode::Interval {
                 interval,
                 count: args.count,
             },
-            None if changes || args.status => Mode::Control,
-            None => Mode::Once,
+            (None, None) if changes || args.status => Mode::Control,
+            (None, None) => Mode::Once,
         };
-        if switch == Some(Switch::Off) && matches!(mode, Mode::Interval { .. }) {
+        if switch == Some(Switch::Off) && matches!(mode, Mode::Interval { .. } | Mode::Serve(_)) {
             return Err(VcpuError::Usage(
-                "--disable cannot be combined with an interval: reports need the statistics on"
+                "--disable cannot be combined with an interval or --listen: reports need the \
+                 statistics on"
                     .into(),
             ));
         }
@@ -312,7 +328,7 @@ impl Options {
                 interval: Some(interval),
                 count: count.map(|c| c.saturating_add(1)),
             },
-            Mode::Control | Mode::Once => Schedule::once(),
+            Mode::Control | Mode::Once | Mode::Serve(_) => Schedule::once(),
         }
     }
 }

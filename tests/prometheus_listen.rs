@@ -181,8 +181,8 @@ fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
         ),
         25.0
     );
-    // A scrape that cannot read /proc/stat: counted by cause, no partial output.
-    std::fs::remove_file(root.join("proc/stat")).unwrap();
+    // A scrape that cannot list /sys/block: counted by cause, no partial output.
+    std::fs::remove_dir_all(root.join("sys/block")).unwrap();
     let failed = server.scrape();
     assert_eq!(value(&failed, "hwstat_scrape_success"), 0.0);
     assert_eq!(

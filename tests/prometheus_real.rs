@@ -624,3 +624,70 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's textfile recipe through node_exporter's textfile collector:
+/// the files are accepted (no scrape error) and their series come out.
+#[test]
+fn textfiles_are_accepted_by_node_exporters_textfile_collector() {
+    if !usable("textfile_recipe") {
+        return;
+    }
+    let dir = scratch("textfile");
+    let seed = format!(
+        "{}/tests/fixtures/vcpustat/seed",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let vcpu_file = dir.join("vcpustat.prom");
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--sysroot", &seed, "--textfile"])
+        .arg(&vcpu_file)
+        .args(["0.05", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .args(["-c", "--textfile"])
+        .arg(dir.join("iostat.prom"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = free_port();
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut node = start(
+        "node_exporter",
+        NODE_EXPORTER,
+        &[
+            format!("--web.listen-address={addr}"),
+            "--collector.disable-defaults".into(),
+            "--collector.textfile".into(),
+            format!("--collector.textfile.directory={}", dir.display()),
+        ],
+    );
+    wait_ready(addr, "/metrics", Duration::from_secs(20), &mut node);
+    let (_, body) = http_get(addr, "/metrics").unwrap();
+    assert!(body.contains("node_textfile_scrape_error 0\n"), "{body}");
+    assert!(
+        body.contains("vcpustat_dispatches_total{cpu=\"0\"} 6839\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("node_cpu_seconds_total{cpu=\"0\",mode=\"idle\"}"),
+        "{body}"
+    );
+    for file in ["vcpustat.prom", "iostat.prom"] {
+        let label = dir.join(file).display().to_string();
+        assert!(
+            body.contains(&format!("node_textfile_mtime_seconds{{file=\"{label}\"}}")),
+            "{body}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -310,6 +310,10 @@ fn serve_metrics(
     let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
     let stop = StopSignal::install().map_err(IostatError::Output)?;
     let mut exporter = Exporter::new(opts);
+    // Opened once, read again at each scrape (as the interval loop does).
+    for hot in ["/proc/stat", "/proc/diskstats"] {
+        src.keep_open(hot);
+    }
     let src: &dyn Source = src;
     serve::serve(listener, TOOL, &["read"], &stop, &mut |e| {
         exporter.collect(src, e).map_err(|err| ScrapeError {

@@ -34,7 +34,7 @@ pub struct ExpoArgs {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub textfile: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics, read from the kernel at each
-    /// scrape (e.g. 127.0.0.1:9101 or [::1]:9101; exactly that address is bound).
+    /// scrape (e.g. 127.0.0.1:9101; IPv6 in brackets; exactly that address is bound).
     #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
     pub listen: Option<SocketAddr>,
 }

@@ -379,10 +379,7 @@ impl Output {
                 TextRenderer::new(options.view, options.timestamp),
                 Vec::new(),
             ),
-            format => Output::Machine(
-                writer_for(format, schema(options.view == View::Raw), ","),
-                machine_rows,
-            ),
+            format => Output::Machine(writer_for(format, schema(), ","), machine_rows),
         }
     }
 

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::time::SystemTime;
 
 use crate::common::clock::strftime_local;
-use crate::common::output::{Column, MetricKind, Row, Schema, Value};
+use crate::common::output::{Column, Row, Schema, Value};
 
 use super::counters::{FIELDS, field};
 use super::report::{Dispatches, Report};
@@ -249,17 +249,11 @@ pub const COUNTER_KEYS: [(&str, &str, &str); FIELDS] = [
 ];
 
 /// The schema of JSON, NDJSON and CSV output: label `cpu` (`cpu0`, ..., `all`),
-/// the 8 counts, the unattributed dispatches and `home_pct`. Counts are
-/// per-interval gauges, or counters when `cumulative` (`-r`).
-pub fn schema(cumulative: bool) -> Schema {
-    let kind = if cumulative {
-        MetricKind::Counter
-    } else {
-        MetricKind::Gauge
-    };
-    let count = |key: &'static str, header: &'static str, help: &'static str| Column {
-        kind,
-        ..Column::counter(key, header, help, 10)
+/// the 8 counts (per interval, or since the statistics were switched on
+/// with `-r`), the unattributed dispatches and `home_pct`.
+pub fn schema() -> Schema {
+    let count = |key: &'static str, header: &'static str, help: &'static str| {
+        Column::counter(key, header, help, 10)
     };
     let mut columns: Vec<Column> = COUNTER_KEYS
         .iter()
@@ -413,6 +407,6 @@ mod tests {
         assert_eq!(rows[2].labels, vec!["all".to_string()]);
         assert_eq!(rows[1].values[9], Value::Missing);
         assert_eq!(rows[0].values[0], Value::Int(6839));
-        assert_eq!(schema(false).columns.len(), rows[0].values.len());
+        assert_eq!(schema().columns.len(), rows[0].values.len());
     }
 }

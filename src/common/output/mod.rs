@@ -20,15 +20,6 @@ pub use csv::CsvWriter;
 pub use json::{JsonWriter, NdjsonWriter};
 pub use text::TextWriter;
 
-/// Whether a column is a point-in-time value or an ever-increasing count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricKind {
-    /// A value that can go up and down (rates, ratios, percentages).
-    Gauge,
-    /// A cumulative count.
-    Counter,
-}
-
 /// One output column, described once for every format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Column {
@@ -38,8 +29,6 @@ pub struct Column {
     pub header: Cow<'static, str>,
     /// One line on what the column means (help text).
     pub help: Cow<'static, str>,
-    /// Gauge or counter.
-    pub kind: MetricKind,
     /// Text width, right-aligned.
     pub width: usize,
     /// Decimal places for floating-point values.
@@ -47,7 +36,7 @@ pub struct Column {
 }
 
 impl Column {
-    /// A gauge column with borrowed static strings.
+    /// A column of measured values (floating point) with borrowed static strings.
     pub const fn gauge(
         key: &'static str,
         header: &'static str,
@@ -59,13 +48,12 @@ impl Column {
             key: Cow::Borrowed(key),
             header: Cow::Borrowed(header),
             help: Cow::Borrowed(help),
-            kind: MetricKind::Gauge,
             width,
             precision,
         }
     }
 
-    /// A counter column with borrowed static strings.
+    /// A column of counts (integers) with borrowed static strings.
     pub const fn counter(
         key: &'static str,
         header: &'static str,
@@ -76,7 +64,6 @@ impl Column {
             key: Cow::Borrowed(key),
             header: Cow::Borrowed(header),
             help: Cow::Borrowed(help),
-            kind: MetricKind::Counter,
             width,
             precision: 0,
         }

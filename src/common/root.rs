@@ -356,7 +356,10 @@ mod tests {
         };
         let root = Root::new(dir.join("root"));
         let failures = (0..20_000)
-            .filter(|_| root.open_file("/sys/bus/pmu0/../pmu0/type", Access::Read).is_err())
+            .filter(|_| {
+                root.open_file("/sys/bus/pmu0/../pmu0/type", Access::Read)
+                    .is_err()
+            })
             .count();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         renamer.join().unwrap();

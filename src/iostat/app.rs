@@ -337,8 +337,7 @@ fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> 
         interval: opts.interval,
         count: opts.count,
     };
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = BufWriter::new(StoppableStdout::new(&stop));
     run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
         exporter.collect(src, e)
     })?;

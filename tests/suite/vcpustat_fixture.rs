@@ -170,7 +170,8 @@ fn bad_arguments_name_what_was_expected() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "vcpustat: --disable cannot be combined with an interval: reports need the statistics on\n"
+        "vcpustat: --disable cannot be combined with an interval or --listen: reports need the \
+         statistics on\n"
     );
     let out = vcpustat("seed", &["--freq", "0"]);
     assert_eq!(out.status.code(), Some(2));

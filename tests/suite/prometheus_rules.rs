@@ -2,8 +2,7 @@
 //! `promtool` against counter series whose rates were worked out by hand
 //! (contrib/prometheus/rules_test.yml). Needs Debian's `prometheus` package.
 
-#[path = "support/skip.rs"]
-mod skip;
+use crate::skip;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! while normal scrapes go on, concurrent scrapes, exactly the address
 //! given, and a clean stop on SIGTERM.
 
-mod cxlstat_support;
+use crate::cxlstat_support;
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};

@@ -110,7 +110,7 @@ fn main() {
             out.len()
         });
     }
-    let mut json = writer_for(Format::Ndjson, schema(false), ",");
+    let mut json = writer_for(Format::Ndjson, schema(), ",");
     measure("4096 vCPUs, NDJSON through the core writer", || {
         counters::parse_into(&current_text, &mut current).unwrap();
         let report = interval_report(&previous, &current, &selection);

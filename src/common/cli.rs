@@ -3,6 +3,7 @@
 
 use std::fmt::Display;
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::privilege::{self, Guarded};
@@ -23,6 +24,52 @@ pub struct SourceArgs {
     /// Take the samples from a recording instead of the live system.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub replay: Option<PathBuf>,
+}
+
+/// Where Prometheus expositions go besides standard output.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExpoArgs {
+    /// Write one Prometheus exposition per interval to PATH, replaced atomically
+    /// (for node_exporter's textfile collector); nothing on standard output.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub textfile: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics, read from the kernel at each
+    /// scrape (e.g. 127.0.0.1:9101; IPv6 in brackets; exactly that address is bound).
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
+    pub listen: Option<SocketAddr>,
+}
+
+impl ExpoArgs {
+    /// What `--listen` cannot be combined with, as a one-line message:
+    /// each scrape reads the live counters at that moment, so there is no
+    /// interval, recording, replay, textfile or other output format.
+    /// `interval` says whether one was given, `format` names a non-Prometheus
+    /// `-o` format given.
+    pub fn listen_conflict(
+        &self,
+        source: &SourceArgs,
+        interval: bool,
+        format: Option<&str>,
+    ) -> Option<String> {
+        let addr = self.listen?;
+        let other = if self.textfile.is_some() {
+            "--textfile".to_string()
+        } else if source.replay.is_some() {
+            "--replay".to_string()
+        } else if source.record.is_some() {
+            "--record".to_string()
+        } else if interval {
+            "an interval".to_string()
+        } else if let Some(format) = format {
+            format!("-o {format}")
+        } else {
+            return None;
+        };
+        Some(format!(
+            "--listen {addr} cannot be used with {other}: each scrape reads the live counters \
+             at that moment"
+        ))
+    }
 }
 
 impl SourceArgs {

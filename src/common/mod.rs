@@ -16,6 +16,9 @@
 //!   ioctls) on every architecture, and [`perf_ring`], a sampling event's
 //!   ring buffer;
 //! * [`tracefs`]: tracepoint ids and record layouts, from tracefs;
+//! * [`expo`], [`textfile`]: Prometheus expositions of cumulative counters,
+//!   on standard output or replaced atomically in a textfile;
+//! * [`serve`]: `--listen`, the expositions served to Prometheus at each scrape;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
@@ -65,6 +68,7 @@ pub mod counter;
 pub mod cpulist;
 pub mod escape;
 pub mod excerpt;
+pub mod expo;
 pub mod interval;
 pub mod manual;
 pub mod output;
@@ -74,7 +78,9 @@ pub mod privilege;
 pub mod record;
 pub mod root;
 pub mod run;
+pub mod serve;
 pub mod signals;
 pub mod source;
 pub mod stdout;
+pub mod textfile;
 pub mod tracefs;

@@ -15,6 +15,7 @@ use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
 use crate::common::privilege::{drop_capabilities, is_secure};
 use crate::common::run::run_samples;
+use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 use crate::common::stdout::{StoppableStdout, is_stopped_while_writing};
@@ -327,6 +328,7 @@ fn run_count(
         CountFormat::Core(format) => {
             CountOutput::Frames(writer_for(*format, render::schema(), ","))
         }
+        CountFormat::Expo(target) => CountOutput::Expo(target.clone()),
         CountFormat::PerfCsv(separator) => CountOutput::PerfCsv {
             separator: separator.clone(),
             intervals,
@@ -338,6 +340,11 @@ fn run_count(
     if let Some(Err(not_started)) = workload.as_ref().map(Workload::check) {
         return Ok(report_error(TOOL, not_started.error, not_started.status));
     }
+    // Bound first: a port in use fails before any counter is opened.
+    let listener = match options.listen {
+        Some(addr) => Some(serve::bind(addr).map_err(|e| CxlError::Setup(e.to_string()))?),
+        None => None,
+    };
     let stop = StopSignal::install()
         .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
     let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
@@ -351,7 +358,15 @@ fn run_count(
     }
     let mut session = Session {
         counters,
-        view: CountView::new(&plan, pmus, options.aggregate, output),
+        // Expositions keep one series per PMU: sum by (event) aggregates.
+        view: CountView::new(
+            &plan,
+            pmus,
+            options.aggregate
+                && options.listen.is_none()
+                && !matches!(output, CountOutput::Expo(_)),
+            output,
+        ),
         charts: options.svg.clone().map(|path| {
             let host = source.uname().map(|u| u.nodename).unwrap_or_default();
             let title = format!("cxlstat on {host}: CXL PMU event rates");
@@ -361,6 +376,10 @@ fn run_count(
         previous: Vec::new(),
         last_elapsed: Duration::ZERO,
     };
+    if let Some(listener) = listener {
+        serve_counts(&mut session, listener, source, &stop)?;
+        return Ok(0);
+    }
     let counted = match options.timing.schedule() {
         None => count_until_end(&mut session, workload, source, &stop, out)?,
         Some(schedule) => count_every(&mut session, workload, &schedule, source, &stop, out)?,
@@ -378,6 +397,32 @@ fn run_count(
         Err(e) => Err(CxlError::Output(e)),
         Ok(()) => Ok(status),
     }
+}
+
+/// `--listen`: reads every counter at each scrape until stopped. Notes
+/// about a reading (an event that could not be read) go to standard error
+/// and count as a `read` error of that scrape.
+fn serve_counts(
+    session: &mut Session,
+    listener: std::net::TcpListener,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+) -> Result<(), CxlError> {
+    session.counters.read_locally();
+    let source: &dyn Source = source;
+    serve::serve(listener, TOOL, &["read"], stop, &mut |e| {
+        session.notes.clear();
+        session.counters.read(source, &mut session.notes);
+        if !session.notes.is_empty() {
+            return Err(ScrapeError {
+                cause: "read",
+                message: session.notes.join("; "),
+            });
+        }
+        session.view.expose(session.counters.readings(), e);
+        Ok(())
+    })
+    .map_err(|e| CxlError::Setup(e.to_string()))
 }
 
 /// Counts until a stop signal or the end of the command, then reports once.

@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use clap_complete::{ArgValueCandidates, CompletionCandidate};
 
-use crate::common::cli::SourceArgs;
+use crate::common::cli::{ExpoArgs, SourceArgs};
+use crate::common::expo::Target;
 use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
 use crate::common::output::Format;
 
@@ -105,6 +106,9 @@ pub struct Args {
     /// Charts of the event rates (--svg).
     #[command(flatten)]
     pub chart: crate::common::chart::SvgArgs,
+    /// Where Prometheus expositions go.
+    #[command(flatten)]
+    pub expo: ExpoArgs,
     /// Command to run; counting is system-wide while it runs, and cxlstat exits with its status
     /// (127 if it is not found, 126 if it cannot be executed, as a shell).
     #[arg(last = true, value_name = "CMD", conflicts_with = "replay")]
@@ -163,6 +167,8 @@ pub struct CountOptions {
     pub output: CountFormat,
     /// Only print the attrs.
     pub dry_run: bool,
+    /// `--listen`: serve the readings at each scrape instead of reporting.
+    pub listen: Option<std::net::SocketAddr>,
     /// Command to run while counting.
     pub command: Vec<String>,
     /// `--svg FILE`: the rates as charts.
@@ -174,8 +180,11 @@ pub struct CountOptions {
 pub enum CountFormat {
     /// Aligned text.
     Text,
-    /// A core writer (json, ndjson, the common CSV, prometheus).
+    /// A core writer (json, ndjson, the common CSV).
     Core(Format),
+    /// Prometheus expositions of the cumulative readings (`-o prometheus`,
+    /// `--textfile`).
+    Expo(Target),
     /// `perf stat -x SEP` lines with this separator.
     PerfCsv(String),
 }
@@ -264,11 +273,46 @@ impl Options {
                         "-x: expected a non-empty field separator".to_string(),
                     ));
                 }
+                (Some(_), _) | (_, Some(Format::Json | Format::Ndjson | Format::Csv))
+                    if args.expo.textfile.is_some() =>
+                {
+                    return Err(CxlError::Spec(
+                        "--textfile writes Prometheus expositions: it cannot be used with -x \
+                         or another -o format"
+                            .to_string(),
+                    ));
+                }
                 (Some(sep), _) => CountFormat::PerfCsv(sep.clone()),
+                (None, _) if args.expo.textfile.is_some() => CountFormat::Expo(Target::Textfile(
+                    args.expo.textfile.clone().unwrap_or_default(),
+                )),
+                (None, Some(Format::Prometheus)) => CountFormat::Expo(Target::Stdout),
                 (None, None | Some(Format::Text)) => CountFormat::Text,
                 (None, Some(format)) => CountFormat::Core(format),
             };
+            let other_format = match (&args.separator, args.output) {
+                (Some(_), _) => Some("-x"),
+                (None, Some(Format::Json)) => Some("json"),
+                (None, Some(Format::Ndjson)) => Some("ndjson"),
+                (None, Some(Format::Csv)) => Some("csv"),
+                (None, _) => None,
+            };
+            let interval = args.interval.is_some() || args.interval_ms.is_some();
+            if let Some(conflict) = args
+                .expo
+                .listen_conflict(&args.source, interval, other_format)
+            {
+                return Err(CxlError::Spec(conflict.replace("-o -x", "-x")));
+            }
+            if args.expo.listen.is_some() && !args.command.is_empty() {
+                return Err(CxlError::Spec(
+                    "--listen cannot be used with a command: the server counts system-wide \
+                     until stopped"
+                        .to_string(),
+                ));
+            }
             Action::Count(CountOptions {
+                listen: args.expo.listen,
                 events: args.events,
                 pmus: args.pmus,
                 timing,

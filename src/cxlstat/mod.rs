@@ -7,6 +7,7 @@
 //! * [`counting`] opens and reads the counters through [`perf`](crate::common::perf) (the
 //!   kernel's perf ABI for each architecture), [`stats`] turns readings
 //!   into scaled per-interval values;
+//! * [`expose`] writes the Prometheus exposition of the cumulative readings;
 //! * [`render`] prints listings, dry runs and counts, [`chart`] draws
 //!   the rates (`--svg`); [`cli`] holds the
 //!   options and [`app`] runs them.
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod counting;
 pub mod error;
 pub mod events;
+pub mod expose;
 pub mod format;
 pub mod manual;
 pub mod render;

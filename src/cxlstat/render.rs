@@ -7,10 +7,12 @@ use std::time::{Duration, SystemTime};
 use comfy_table::{Table, presets};
 
 use crate::common::escape;
+use crate::common::expo::{Exposition, Target};
 use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
 
 use super::catalogue::{self, CXL_VENDOR_ID};
 use super::counting::describe_attr;
+use super::expose::expose;
 use super::format::{ConfigWord, EventAttr, Format};
 use super::resolve::Plan;
 use super::stats::{Measurement, Reading, measure, sum, times};
@@ -248,6 +250,8 @@ pub enum CountOutput {
     },
     /// A core writer (JSON, CSV...).
     Frames(Box<dyn FrameWriter>),
+    /// Prometheus expositions of the cumulative readings, one per report.
+    Expo(Target),
     /// `perf stat -x` lines.
     PerfCsv {
         /// The field separator.
@@ -296,6 +300,13 @@ fn write_perf_csv_line(
     }
 }
 
+/// (PMU, event, reading) of every slot of `rows`.
+fn series<'a>(rows: &'a [RowSpec], current: &[Reading]) -> Vec<(&'a str, &'a str, Reading)> {
+    rows.iter()
+        .flat_map(|r| r.slots.iter().map(|&s| (&*r.pmu, &*r.event, current[s])))
+        .collect()
+}
+
 /// Turns readings into rows, per PMU and event or summed over PMUs.
 pub struct CountView {
     rows: Vec<RowSpec>,
@@ -309,7 +320,6 @@ pub struct CountView {
 pub fn schema() -> Schema {
     Schema {
         tool: "cxlstat",
-        metric_prefix: "cxlstat",
         labels: vec![("pmu", 16), ("event", 24)],
         columns: vec![
             Column::gauge(
@@ -386,7 +396,7 @@ impl CountView {
     pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match &mut self.output {
             CountOutput::Frames(w) => w.begin(out),
-            CountOutput::PerfCsv { .. } => Ok(()),
+            CountOutput::PerfCsv { .. } | CountOutput::Expo(_) => Ok(()),
             CountOutput::Text { intervals: true } => {
                 writeln!(
                     out,
@@ -447,6 +457,14 @@ impl CountView {
         let seconds = elapsed.as_secs_f64();
         let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
         match &mut self.output {
+            CountOutput::Expo(target) => {
+                let mut e = Exposition::new();
+                expose(&series(&self.rows, current), &mut e);
+                for note in notes {
+                    eprintln!("cxlstat: note: {}", escape::text(note));
+                }
+                target.publish(out, e.as_str())
+            }
             CountOutput::Frames(writer) => {
                 for (spec, row) in self.rows.iter().zip(self.frame_rows.iter_mut()) {
                     let m = Self::measurement(spec, previous, current);
@@ -529,11 +547,19 @@ impl CountView {
         }
     }
 
+    /// Appends the exposition of the cumulative readings `current`, one
+    /// series per PMU and event (made with `aggregate` off).
+    pub fn expose(&self, current: &[Reading], e: &mut Exposition) {
+        expose(&series(&self.rows, current), e);
+    }
+
     /// Writes what closes the output.
     pub fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match &mut self.output {
             CountOutput::Frames(w) => w.end(out),
-            CountOutput::Text { .. } | CountOutput::PerfCsv { .. } => out.flush(),
+            CountOutput::Text { .. } | CountOutput::PerfCsv { .. } | CountOutput::Expo(_) => {
+                out.flush()
+            }
         }
     }
 }

@@ -5,8 +5,10 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use crate::common::cli::{output_error_status, report_error};
+use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
+use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
@@ -16,6 +18,7 @@ use super::cli::{
 };
 use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
+use super::expose::Exporter;
 use super::latency::Latency;
 use super::model::{cpu_percent, interval_cs};
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
@@ -49,6 +52,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     if let Some(conflict) = source_conflict(&opts)
         .or_else(|| unit_conflict(&opts))
         .or_else(|| latency_conflict(&opts))
+        .or_else(|| textfile_conflict(&opts))
     {
         return report_error(TOOL, conflict, 2);
     }
@@ -65,7 +69,17 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
     };
-    let result = run(&opts, source.as_mut());
+    let listen = match listen_address(&opts) {
+        Ok(listen) => listen,
+        Err(message) => return report_error(TOOL, message, 2),
+    };
+    let result = if let Some(addr) = listen {
+        serve_metrics(&opts, addr, source.as_mut())
+    } else if opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() {
+        expositions(&opts, source.as_mut())
+    } else {
+        run(&opts, source.as_mut())
+    };
     match result {
         Ok(()) => 0,
         Err(e) => report(&progname, e),
@@ -142,6 +156,21 @@ fn shows_partitions(opts: &Options) -> bool {
                 }
             )
         })
+}
+
+/// `--textfile` writes Prometheus expositions: another `-o` format with it
+/// would be silently dropped, so it is refused.
+fn textfile_conflict(opts: &Options) -> Option<String> {
+    opts.expo.textfile.as_ref()?;
+    let format = match opts.format {
+        OutputFormat::Text | OutputFormat::Prometheus => return None,
+        OutputFormat::Csv => "csv",
+        OutputFormat::Ndjson => "ndjson",
+        OutputFormat::SysstatJson => "JSON",
+    };
+    Some(format!(
+        "--textfile cannot be used with -o {format}: it writes Prometheus expositions"
+    ))
 }
 
 fn report(progname: &str, err: IostatError) -> i32 {
@@ -306,6 +335,76 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     if let Some(charts) = &charts {
         charts.finish().map_err(IostatError::Chart)?;
     }
+    Ok(())
+}
+
+/// `--listen`: the address, checked, and what it cannot be used with.
+fn listen_address(opts: &Options) -> Result<Option<std::net::SocketAddr>, String> {
+    let Some(text) = &opts.listen else {
+        return Ok(None);
+    };
+    let addr = text.parse().map_err(|_| {
+        format!(
+            "--listen {text}: expected an IP address and a port, such as 127.0.0.1:9101 or \
+             [::1]:9101"
+        )
+    })?;
+    let expo = crate::common::cli::ExpoArgs {
+        listen: Some(addr),
+        ..opts.expo.clone()
+    };
+    let format = match opts.format {
+        OutputFormat::Text | OutputFormat::Prometheus => None,
+        OutputFormat::Csv => Some("csv"),
+        OutputFormat::Ndjson => Some("ndjson"),
+        OutputFormat::SysstatJson => Some("JSON"),
+    };
+    match expo.listen_conflict(&opts.source, opts.interval.is_some(), format) {
+        Some(conflict) => Err(conflict),
+        None => Ok(Some(addr)),
+    }
+}
+
+/// `--listen`: serves the exposition, read at each scrape, until stopped.
+fn serve_metrics(
+    opts: &Options,
+    addr: std::net::SocketAddr,
+    src: &mut dyn Source,
+) -> Result<(), IostatError> {
+    let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
+    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let mut exporter = Exporter::new(opts);
+    // Opened once, read again at each scrape (as the interval loop does).
+    for hot in ["/proc/stat", "/proc/diskstats"] {
+        src.keep_open(hot);
+    }
+    let src: &dyn Source = src;
+    serve::serve(listener, TOOL, &["read"], &stop, &mut |e| {
+        exporter.collect(src, e).map_err(|err| ScrapeError {
+            cause: "read",
+            message: err.to_string(),
+        })
+    })
+    .map_err(|e| IostatError::Source(format!("--listen {addr}: {e}")))
+}
+
+/// `-o prometheus` and `--textfile`: one exposition of the cumulative
+/// counters per interval (one in all without an interval).
+fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
+    let target = match &opts.expo.textfile {
+        Some(path) => Target::Textfile(path.clone()),
+        None => Target::Stdout,
+    };
+    let mut exporter = Exporter::new(opts);
+    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let schedule = Schedule {
+        interval: opts.interval,
+        count: opts.count,
+    };
+    let mut out = BufWriter::new(StoppableStdout::new(&stop));
+    run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
+        exporter.collect(src, e)
+    })?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::cli::SourceArgs;
+use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::interval::{looks_like_interval, parse_interval};
 
 use super::error::IostatError;
@@ -26,6 +26,8 @@ pub const LONG_OPTIONS: &[&str] = &[
     "--svg",
     "--svg-top",
     "--svg-sort",
+    "--textfile",
+    "--listen",
     "--help",
 ];
 
@@ -257,6 +259,10 @@ pub struct Options {
     pub svg_top: Option<usize>,
     /// `--svg-sort COLUMN`: the column that ranks devices for `--svg-top`.
     pub svg_sort: Option<String>,
+    /// Where Prometheus expositions go besides standard output.
+    pub expo: ExpoArgs,
+    /// `--listen ADDR:PORT` as typed (checked when the run starts).
+    pub listen: Option<String>,
     /// The environment.
     pub env: Env,
 }
@@ -307,6 +313,8 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         svg: None,
         svg_top: None,
         svg_sort: None,
+        expo: ExpoArgs::default(),
+        listen: None,
         env,
     };
     let mut unit: Option<Unit> = None;
@@ -442,6 +450,14 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                 o.svg_sort = Some(take_value(&mut i)?);
                 continue;
             }
+            "--textfile" => {
+                o.expo.textfile = Some(PathBuf::from(take_value(&mut i)?));
+                continue;
+            }
+            "--listen" => {
+                o.listen = Some(take_value(&mut i)?);
+                continue;
+            }
             _ if arg.starts_with('-') => {
                 for letter in arg[1..].chars() {
                     match letter {
@@ -565,7 +581,7 @@ Options are:\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
 Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --latency ]\n\
-[ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --help ]\n"
+[ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --textfile <file> | --listen <addr:port> ] [ --help ]\n"
     )
 }
 
@@ -751,6 +767,25 @@ pub fn command() -> clap::Command {
                 .value_name("COLUMN")
                 .help("Column whose peak ranks the devices for --svg-top (default %util, or tps without -x)"),
         )
+        .arg(
+            Arg::new("textfile")
+                .long("textfile")
+                .value_name("PATH")
+                .value_hint(clap::ValueHint::FilePath)
+                .help(
+                    "Write one Prometheus exposition per interval to PATH, replaced atomically \
+                     (node_exporter's textfile collector); nothing on standard output",
+                ),
+        )
+        .arg(
+            Arg::new("listen")
+                .long("listen")
+                .value_name("ADDR:PORT")
+                .help(
+                    "Serve Prometheus metrics at http://ADDR:PORT/metrics, read from the kernel \
+                     at each scrape (e.g. 127.0.0.1:9101; exactly that address is bound)",
+                ),
+        )
         .arg(long_flag("help", "Print this help"))
         .arg(
             Arg::new("args")
@@ -892,8 +927,11 @@ mod tests {
         for long in LONG_OPTIONS {
             let args: Vec<&str> = match *long {
                 "--dec" => vec!["--dec=1"],
-                "--sysroot" | "--record" | "--replay" | "--svg" | "--svg-sort" => vec![long, "/x"],
+                "--sysroot" | "--record" | "--replay" | "--svg" | "--svg-sort" | "--textfile" => {
+                    vec![long, "/x"]
+                }
                 "--svg-top" => vec![long, "3"],
+                "--listen" => vec![long, "127.0.0.1:9101"],
                 other => vec![other],
             };
             assert!(parse(&args).is_ok(), "{long} refused by the scanner");

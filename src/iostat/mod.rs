@@ -10,6 +10,7 @@
 //! * [`colors`]: sysstat's colours and which value gets which;
 //! * [`report`], [`render_text`], [`render_json`], [`render_machine`]: output;
 //! * [`render_svg`]: the charts of `--svg`;
+//! * [`expose`]: the Prometheus exposition under node_exporter's names;
 //! * [`app`]: one run, and the exit status.
 
 pub mod app;
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod colors;
 pub mod devices;
 pub mod error;
+pub mod expose;
 pub mod fmt;
 pub mod latency;
 pub mod lookup;

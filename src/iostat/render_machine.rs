@@ -1,4 +1,5 @@
-//! The machine-readable extensions (`-o csv`, `-o ndjson`, `-o prometheus`):
+//! The machine-readable extensions `-o csv` and `-o ndjson` (`-o prometheus`
+//! exports the kernel's cumulative counters instead: [`super::expose`]):
 //! the extended statistics of every displayed device and the CPU report, in
 //! base units (bytes, seconds, ratios 0–1), through the core's writers.
 //! Names follow node_exporter where one exists (`reads_completed`,
@@ -6,7 +7,7 @@
 //!
 //! One table: every row has every column of the reports selected (`-c`,
 //! `-d`, both by default). The CPU report is the row whose `device` is empty
-//! (no `device` label in Prometheus), with the device columns missing; the
+//! with the device columns missing; the
 //! device rows have the CPU columns missing.
 
 use std::io::{self, Write};
@@ -164,7 +165,6 @@ pub fn schema(cpu: bool, devices: bool, latency: Option<bool>) -> Schema {
     }
     Schema {
         tool: "iostat-rs",
-        metric_prefix: "iostat",
         labels: vec![("device", 16)],
         columns,
     }
@@ -345,12 +345,11 @@ pub struct MachineRenderer {
 }
 
 impl MachineRenderer {
-    /// The renderer for a machine format (`Text` and `SysstatJson` are not),
+    /// The renderer for CSV or NDJSON (other formats are not its own),
     /// with the reports `opts` selects.
     pub fn new(format: OutputFormat, opts: &Options) -> MachineRenderer {
         let f = match format {
             OutputFormat::Csv => Format::Csv,
-            OutputFormat::Prometheus => Format::Prometheus,
             _ => Format::Ndjson,
         };
         let (cpu, devices) = (opts.show_cpu, opts.show_disk);

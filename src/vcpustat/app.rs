@@ -7,8 +7,10 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{output_error_status, parse_error_status, report_error};
+use crate::common::expo::{Exposition, Target, run_expositions};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
+use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
@@ -17,8 +19,9 @@ use super::chart::VcpuCharts;
 use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
+use super::expose::RunningTotals;
 use super::kernel::{self, State};
-use super::render::{TextRenderer, View, machine_rows, prometheus_rows, prometheus_schema, schema};
+use super::render::{TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
 use super::restore::{RestorePlan, Undo, run_then_restore};
 
@@ -89,6 +92,11 @@ pub fn run(
     stop: &StopSignal,
     plan: &mut RestorePlan,
 ) -> Result<(), VcpuError> {
+    // Bound first: a port in use fails before anything is switched on.
+    let listener = match options.mode {
+        Mode::Serve(addr) => Some(serve::bind(addr).map_err(VcpuError::Listen)?),
+        _ => None,
+    };
     let before = kernel::read_state(source)?;
     let now = apply_changes(options, source, before, plan)?;
     let mut out = BufWriter::new(StoppableStdout::new(stop));
@@ -101,9 +109,33 @@ pub fn run(
         )?;
         out.flush()?;
     }
+    let target = expo_target(options);
     match options.mode {
         Mode::Control => Ok(source.finish()?),
+        Mode::Once if target.is_some() => {
+            let mut totals = RunningTotals::new();
+            totals.update(&kernel::read_snapshot(source, &mut Vec::new())?);
+            let mut e = Exposition::new();
+            totals.expose(options.cpus.as_ref(), &mut e);
+            target
+                .unwrap_or(Target::Stdout)
+                .publish(&mut out, e.as_str())?;
+            Ok(source.finish()?)
+        }
         Mode::Once => once(options, source, &mut out),
+        Mode::Serve(_) => {
+            if !now.on {
+                kernel::switch(source, true)?;
+                plan.push(Undo::SwitchOff);
+                tell(
+                    "switched the dispatch statistics on while serving; they are switched off \
+                     again when the server stops",
+                );
+            }
+            let listener =
+                listener.ok_or_else(|| VcpuError::Usage("--listen: no address".into()))?;
+            serve_metrics(options, listener, source, stop)
+        }
         Mode::Interval { .. } => {
             if !now.on {
                 if !source.is_live() {
@@ -118,8 +150,67 @@ pub fn run(
                     "switched the dispatch statistics on for this run; they are switched off again when it ends",
                 );
             }
-            intervals(options, source, stop, plan, &mut out)
+            match target {
+                Some(target) => {
+                    let mut totals = RunningTotals::new();
+                    let mut buf = Vec::new();
+                    run_expositions(
+                        &options.schedule(),
+                        source,
+                        stop,
+                        &target,
+                        &mut out,
+                        |source, e| {
+                            totals.update(&kernel::read_snapshot(source, &mut buf)?);
+                            totals.expose(options.cpus.as_ref(), e);
+                            Ok::<(), VcpuError>(())
+                        },
+                    )?;
+                    Ok(())
+                }
+                None => intervals(options, source, stop, plan, &mut out),
+            }
         }
+    }
+}
+
+/// `--listen`: the running totals, read at each scrape, until stopped.
+fn serve_metrics(
+    options: &Options,
+    listener: std::net::TcpListener,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+) -> Result<(), VcpuError> {
+    let mut totals = RunningTotals::new();
+    let mut buf = Vec::new();
+    let source: &dyn Source = source;
+    serve::serve(listener, TOOL, &["read", "parse"], stop, &mut |e| {
+        match kernel::read_snapshot(source, &mut buf) {
+            Ok(snapshot) => totals.update(&snapshot),
+            Err(err) => {
+                let cause = match err {
+                    VcpuError::Parse { .. } => "parse",
+                    _ => "read",
+                };
+                return Err(ScrapeError {
+                    cause,
+                    message: err.to_string(),
+                });
+            }
+        }
+        totals.expose(options.cpus.as_ref(), e);
+        Ok(())
+    })
+    .map_err(VcpuError::Listen)
+}
+
+/// Where expositions go: `--textfile`, or standard output with `-o
+/// prometheus`; `None` for the other formats.
+fn expo_target(options: &Options) -> Option<Target> {
+    match (&options.expo.textfile, options.format) {
+        (Some(path), _) => Some(Target::Textfile(path.clone())),
+        (None, Format::Prometheus) => Some(Target::Stdout),
+        (None, _) => None,
     }
 }
 
@@ -315,20 +406,7 @@ impl Output {
                 TextRenderer::new(options.view, options.timestamp),
                 Vec::new(),
             ),
-            // Prometheus gets the aggregate under its own metric names, not
-            // as a cpu="all" series (see `prometheus_schema`).
-            Format::Prometheus => Output::Machine(
-                writer_for(
-                    Format::Prometheus,
-                    prometheus_schema(options.view == View::Raw),
-                    ",",
-                ),
-                prometheus_rows,
-            ),
-            format => Output::Machine(
-                writer_for(format, schema(options.view == View::Raw), ","),
-                machine_rows,
-            ),
+            format => Output::Machine(writer_for(format, schema(), ","), machine_rows),
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::common::cli::SourceArgs;
+use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
 use crate::common::output::Format;
 
@@ -162,6 +162,9 @@ pub struct ReportArgs {
     /// Charts of the run (--svg).
     #[command(flatten)]
     pub chart: crate::common::chart::SvgArgs,
+    /// Where Prometheus expositions go.
+    #[command(flatten)]
+    pub expo: ExpoArgs,
 }
 
 /// The clap command (for `--help`, man pages and completions).
@@ -185,6 +188,8 @@ pub enum Mode {
     Control,
     /// No interval: the cumulative counts once.
     Once,
+    /// `--listen`: serve the counters at each scrape until stopped.
+    Serve(std::net::SocketAddr),
     /// Reports every interval.
     Interval {
         /// Time between reports.
@@ -223,6 +228,8 @@ pub struct Options {
     pub source: SourceArgs,
     /// `--svg FILE`: charts of the run.
     pub svg: Option<std::path::PathBuf>,
+    /// Where Prometheus expositions go besides standard output.
+    pub expo: ExpoArgs,
 }
 
 impl Options {
@@ -242,17 +249,31 @@ impl Options {
             ));
         }
         let interval = nonzero_interval(args.interval, args.count).map_err(VcpuError::Usage)?;
-        let mode = match interval {
-            Some(interval) => Mode::Interval {
+        let other_format = match args.format {
+            Format::Text | Format::Prometheus => None,
+            Format::Json => Some("json"),
+            Format::Ndjson => Some("ndjson"),
+            Format::Csv => Some("csv"),
+        };
+        if let Some(conflict) =
+            args.expo
+                .listen_conflict(&args.source, args.interval.is_some(), other_format)
+        {
+            return Err(VcpuError::Usage(conflict));
+        }
+        let mode = match (interval, args.expo.listen) {
+            (_, Some(addr)) => Mode::Serve(addr),
+            (Some(interval), None) => Mode::Interval {
                 interval,
                 count: args.count,
             },
-            None if changes || args.status => Mode::Control,
-            None => Mode::Once,
+            (None, None) if changes || args.status => Mode::Control,
+            (None, None) => Mode::Once,
         };
-        if switch == Some(Switch::Off) && matches!(mode, Mode::Interval { .. }) {
+        if switch == Some(Switch::Off) && matches!(mode, Mode::Interval { .. } | Mode::Serve(_)) {
             return Err(VcpuError::Usage(
-                "--disable cannot be combined with an interval: reports need the statistics on"
+                "--disable cannot be combined with an interval or --listen: reports need the \
+                 statistics on"
                     .into(),
             ));
         }
@@ -265,6 +286,21 @@ impl Options {
         } else {
             View::Percent
         };
+        let exposing = args.format == Format::Prometheus || args.expo.textfile.is_some();
+        if exposing && args.top.is_some() {
+            return Err(VcpuError::Usage(
+                "--top cannot be used with -o prometheus or --textfile: every selected vCPU is \
+                 exported, so that no series comes and goes (use topk() in PromQL)"
+                    .into(),
+            ));
+        }
+        if args.expo.textfile.is_some() && !matches!(args.format, Format::Text | Format::Prometheus)
+        {
+            return Err(VcpuError::Usage(
+                "--textfile writes Prometheus expositions: it cannot be used with another -o format"
+                    .into(),
+            ));
+        }
         let sort = match (args.sort, args.top) {
             (Some(key), _) => key,
             (None, Some(_)) => SortKey::Home,
@@ -284,6 +320,7 @@ impl Options {
             mode,
             source: args.source,
             svg: args.chart.svg,
+            expo: args.expo,
         })
     }
 
@@ -297,7 +334,7 @@ impl Options {
                 interval: Some(interval),
                 count: count.map(|c| c.saturating_add(1)),
             },
-            Mode::Control | Mode::Once => Schedule::once(),
+            Mode::Control | Mode::Once | Mode::Serve(_) => Schedule::once(),
         }
     }
 }

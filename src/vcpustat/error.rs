@@ -91,6 +91,9 @@ pub enum VcpuError {
         /// What was wrong.
         error: ParseError,
     },
+    /// `--listen` could not bind or serve.
+    #[error("{0}")]
+    Listen(#[source] io::Error),
     /// A replay cannot do what was asked.
     #[error("{0}")]
     Replay(String),

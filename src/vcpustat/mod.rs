@@ -4,6 +4,7 @@
 //! * [`report`]: per-interval deltas, the `all` row, selection and notes;
 //! * [`render`]: aligned text and the machine-readable schema;
 //! * [`chart`]: the charts of `--svg`;
+//! * [`expose`]: the Prometheus exposition of 64-bit running totals;
 //! * [`kernel`]: reading the state and writing the control files;
 //! * [`restore`]: the plan of undo writes applied at exit;
 //! * [`cli`] and [`app`]: the command line and the run;
@@ -14,6 +15,7 @@ pub mod chart;
 pub mod cli;
 pub mod counters;
 pub mod error;
+pub mod expose;
 pub mod kernel;
 pub mod manual;
 pub mod render;

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::time::SystemTime;
 
 use crate::common::clock::strftime_local;
-use crate::common::output::{Column, MetricKind, Row, Schema, Value};
+use crate::common::output::{Column, Row, Schema, Value};
 
 use super::counters::{FIELDS, field};
 use super::report::{Dispatches, Report};
@@ -249,17 +249,11 @@ pub const COUNTER_KEYS: [(&str, &str, &str); FIELDS] = [
 ];
 
 /// The schema of JSON, NDJSON and CSV output: label `cpu` (`cpu0`, ..., `all`),
-/// the 8 counts, the unattributed dispatches and `home_pct`. Counts are
-/// per-interval gauges, or counters when `cumulative` (`-r`).
-pub fn schema(cumulative: bool) -> Schema {
-    let kind = if cumulative {
-        MetricKind::Counter
-    } else {
-        MetricKind::Gauge
-    };
-    let count = |key: &'static str, header: &'static str, help: &'static str| Column {
-        kind,
-        ..Column::counter(key, header, help, 10)
+/// the 8 counts (per interval, or since the statistics were switched on
+/// with `-r`), the unattributed dispatches and `home_pct`.
+pub fn schema() -> Schema {
+    let count = |key: &'static str, header: &'static str, help: &'static str| {
+        Column::counter(key, header, help, 10)
     };
     let mut columns: Vec<Column> = COUNTER_KEYS
         .iter()
@@ -279,7 +273,6 @@ pub fn schema(cumulative: bool) -> Schema {
     ));
     Schema {
         tool: "vcpustat",
-        metric_prefix: "vcpustat",
         labels: vec![("cpu", CPU_WIDTH)],
         columns,
     }
@@ -321,73 +314,6 @@ pub fn machine_rows(report: &Report) -> Vec<Row> {
         rows.push(Row {
             labels: vec!["all".to_string()],
             values: row_values(&report.all),
-        });
-    }
-    rows
-}
-
-/// Prefix of the column keys (and so of the metric names after
-/// `vcpustat_`) of the aggregate in Prometheus output.
-pub const ALL_PREFIX: &str = "all_";
-
-/// The schema of Prometheus output: the per-vCPU metrics of [`schema`], with
-/// the `cpu` label, then the same metrics for the `all` row under their own
-/// names (`vcpustat_all_...`), without labels.
-///
-/// A `cpu="all"` series beside the `cpu="cpu<N>"` ones would be counted twice
-/// by any `sum(...)` over a metric. The aggregate is still exported, under
-/// other names, because PromQL cannot rebuild it when `--top` leaves vCPUs
-/// out (it covers every selected vCPU), and because `home_pct` of the sums is
-/// not a sum or mean of the per-vCPU ratios.
-pub fn prometheus_schema(cumulative: bool) -> Schema {
-    let mut schema = schema(cumulative);
-    let all: Vec<Column> = schema
-        .columns
-        .iter()
-        .map(|c| Column {
-            key: format!("{ALL_PREFIX}{}", c.key).into(),
-            header: format!("all {}", c.header).into(),
-            help: if c.key == "home_pct" {
-                "Home-node hit ratio in percent of the dispatches of all selected vCPUs \
-                 (summed home / summed total, not a mean of ratios); absent without dispatches."
-                    .into()
-            } else {
-                format!(
-                    "Sum over all selected vCPUs (every vCPU of --cpus, also those --top leaves \
-                     out): {}",
-                    c.help
-                )
-                .into()
-            },
-            ..c.clone()
-        })
-        .collect();
-    schema.columns.extend(all);
-    schema
-}
-
-/// The rows of a report for [`prometheus_schema`]: each vCPU's values in the
-/// per-vCPU metrics, and the `all` row, without a label value (so without
-/// labels), in the `all_` metrics only. Values a row does not have are
-/// [`Value::Missing`], which the writer leaves out.
-pub fn prometheus_rows(report: &Report) -> Vec<Row> {
-    let width = FIELDS + 2;
-    let missing = || std::iter::repeat_n(Value::Missing, width);
-    let mut rows: Vec<Row> = Vec::with_capacity(report.rows.len() + 1);
-    for r in &report.rows {
-        let mut values = row_values(&r.dispatches);
-        values.extend(missing());
-        rows.push(Row {
-            labels: vec![cpu_label(r.cpu)],
-            values,
-        });
-    }
-    if has_all(report) {
-        let mut values: Vec<Value> = missing().collect();
-        values.extend(row_values(&report.all));
-        rows.push(Row {
-            labels: vec![String::new()],
-            values,
         });
     }
     rows
@@ -481,52 +407,6 @@ mod tests {
         assert_eq!(rows[2].labels, vec!["all".to_string()]);
         assert_eq!(rows[1].values[9], Value::Missing);
         assert_eq!(rows[0].values[0], Value::Int(6839));
-        assert_eq!(schema(false).columns.len(), rows[0].values.len());
-    }
-
-    #[test]
-    fn prometheus_interval_output_keeps_all_out_of_the_per_cpu_gauges() {
-        use crate::common::output::{Frame, FrameWriter, PrometheusWriter};
-        let report = seed_report();
-        let rows = prometheus_rows(&report);
-        let frame = Frame {
-            time: UNIX_EPOCH + std::time::Duration::from_secs(1),
-            index: 0,
-            rows: &rows,
-            notes: &report.notes,
-        };
-        let mut out = Vec::new();
-        PrometheusWriter::new(prometheus_schema(false))
-            .frame(&mut out, &frame)
-            .unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let samples: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("vcpustat_total_disp") || l.starts_with("vcpustat_all_total"))
-            .collect();
-        // cpu0 6839 dispatches, cpu1 none: all = 6839 (the seed's cpu0 line).
-        assert_eq!(
-            samples,
-            [
-                "vcpustat_total_disp{cpu=\"cpu0\"} 6839 1000",
-                "vcpustat_total_disp{cpu=\"cpu1\"} 0 1000",
-                "vcpustat_all_total_disp 6839 1000",
-            ]
-        );
-        assert!(text.contains("# TYPE vcpustat_all_numa_home_disp gauge\n"));
-        assert!(text.contains("\nvcpustat_all_numa_home_disp 6821 1000\n"));
-        assert!(!text.contains("all\""), "{text}");
-        // cpu1 has no ratio; the aggregate's is 6821 / 6839.
-        assert!(!text.contains("vcpustat_home_pct{cpu=\"cpu1\"}"));
-        assert!(
-            text.contains("\nvcpustat_all_home_pct 99.73680362626115 1000\n"),
-            "{text}"
-        );
-        // A report with only notes has neither per-vCPU nor aggregate samples.
-        let off = Report {
-            notes: vec!["off".into()],
-            ..Report::default()
-        };
-        assert!(prometheus_rows(&off).is_empty());
+        assert_eq!(schema().columns.len(), rows[0].values.len());
     }
 }

@@ -259,7 +259,7 @@ pub struct Tracker {
 /// True when a counter that went backwards was reset rather than wrapped: a
 /// C `int` only wraps around 2^32 after it has gone negative (2^31 and up in
 /// the 32-bit view), while a reset (the statistics re-enabled) zeroes it.
-fn was_reset(previous: u64, current: u64) -> bool {
+pub fn was_reset(previous: u64, current: u64) -> bool {
     counter::went_backwards(previous, current, Width::Bits32)
         && (previous & Width::Bits32.max()) < 1 << 31
 }

@@ -358,3 +358,58 @@ fn open_errors_from_the_kernel_are_explained() {
     let err = stderr(&run());
     assert!(err.contains("the PMU is gone or its type changed"), "{err}");
 }
+
+/// `-o prometheus` with an interval: one exposition per report of the
+/// cumulative readings, per PMU even with `--aggregate`; cpu-clock counts
+/// nanoseconds while it runs, so counted / 1e9 is its running time.
+#[test]
+fn prometheus_expositions_carry_cumulative_counts_and_times() {
+    if !perf_usable("prometheus_expositions") {
+        return;
+    }
+    let (root, cpus) = tree("prometheus");
+    let out = cxlstat(&[
+        "--sysroot",
+        root.to_str().unwrap(),
+        "-e",
+        "cpu_clock",
+        "--aggregate",
+        "-o",
+        "prometheus",
+        "0.2",
+        "2",
+    ]);
+    let text = stdout(&out);
+    let expositions: Vec<&str> = text
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .collect();
+    assert_eq!(expositions.len(), 2, "{text}");
+    let value = |e: &str, metric: &str, pmu: &str| -> f64 {
+        let prefix = format!("{metric}{{pmu=\"{pmu}\",event=\"cpu_clock\"}} ");
+        e.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("{prefix} in {e}"))
+            .parse()
+            .unwrap()
+    };
+    for e in &expositions {
+        assert_eq!(
+            e.matches("# TYPE cxlstat_event_counted_total counter")
+                .count(),
+            1
+        );
+    }
+    for cpu in cpus {
+        let pmu = format!("cxl_pmu_mem{cpu}.0");
+        let (first, second) = (expositions[0], expositions[1]);
+        let counted = value(second, "cxlstat_event_counted_total", &pmu);
+        let running = value(second, "cxlstat_event_running_seconds_total", &pmu);
+        let enabled = value(second, "cxlstat_event_enabled_seconds_total", &pmu);
+        assert!(running >= 0.3 && running <= enabled, "{second}");
+        assert!((counted / 1e9 - running).abs() / running < 0.05, "{second}");
+        // Not multiplexed: the scaled count is the count.
+        assert_eq!(value(second, "cxlstat_event_scaled_total", &pmu), counted);
+        assert!(value(first, "cxlstat_event_counted_total", &pmu) < counted);
+    }
+}

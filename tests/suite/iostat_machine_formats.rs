@@ -72,11 +72,16 @@ fn prometheus_and_ndjson_carry_the_cpu_report() {
     let root = tree("prometheus");
     let out = iostat(&root, &["-c", "-o", "prometheus"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let user = text
-        .lines()
-        .find(|l| l.starts_with("iostat_cpu_user_ratio "))
-        .unwrap_or_else(|| panic!("{text}"));
-    assert_eq!(user.split(' ').nth(1), Some("0.1"));
+    // node_exporter's CPU counters: ticks of cpu0 / USER_HZ (100).
+    for (mode, seconds) in [
+        ("user", "1"),
+        ("system", "0.5"),
+        ("iowait", "0.5"),
+        ("idle", "8"),
+    ] {
+        let line = format!("node_cpu_seconds_total{{cpu=\"0\",mode=\"{mode}\"}} {seconds}\n");
+        assert!(text.contains(&line), "{line} in {text}");
+    }
     assert!(!text.contains("device="), "{text}");
     let out = iostat(&root, &["-o", "ndjson"]);
     let line = String::from_utf8(out.stdout).unwrap();

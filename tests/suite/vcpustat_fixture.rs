@@ -51,15 +51,22 @@ fn the_seed_as_json_and_prometheus() {
     assert_eq!(rows[0]["numa_remote_disp"], 18);
     assert_eq!(rows[16]["cpu"], "all");
     assert_eq!(rows[16]["total_disp"], 40328);
+    // cpu0's line: 6839 4126 2683 30 0 6821 18 0.
     let prom = stdout(&vcpustat("seed", &["-o", "prometheus", "--cpus", "0"]));
-    assert!(
-        prom.contains("# TYPE vcpustat_numa_home_disp_total counter\n"),
-        "{prom}"
-    );
-    assert!(
-        prom.contains("vcpustat_numa_home_disp_total{cpu=\"cpu0\"} 6821 "),
-        "{prom}"
-    );
+    for line in [
+        "# TYPE vcpustat_dispatches_total counter\n",
+        "vcpustat_dispatches_total{cpu=\"0\"} 6839\n",
+        "# TYPE vcpustat_dispatches_by_numa_distance_total counter\n",
+        "vcpustat_dispatches_by_numa_distance_total{cpu=\"0\",distance=\"home\"} 6821\n",
+        "vcpustat_dispatches_by_numa_distance_total{cpu=\"0\",distance=\"adj\"} 18\n",
+        "vcpustat_dispatches_by_scope_total{cpu=\"0\",scope=\"core\"} 4126\n",
+        "vcpustat_dispatches_by_scope_total{cpu=\"0\",scope=\"chip\"} 2683\n",
+        "vcpustat_dispatches_by_scope_total{cpu=\"0\",scope=\"socket\"} 30\n",
+        "vcpustat_dispatch_statistics_enabled 1\n",
+    ] {
+        assert!(prom.contains(line), "{line} in {prom}");
+    }
+    assert!(!prom.contains("cpu=\"1\""), "{prom}");
 }
 
 /// The samples of `metric` in an exposition: (labels, value).
@@ -79,59 +86,38 @@ fn samples<'a>(prom: &'a str, metric: &str) -> Vec<(&'a str, f64)> {
 }
 
 #[test]
-fn prometheus_has_no_cpu_all_series_and_the_aggregate_under_its_own_names() {
+fn prometheus_has_per_vcpu_counters_only_and_sums_match_the_seed() {
     // Sums over the seed's 16 vCPUs, computed with awk from the fixture:
     // total 40328, core 21485, chip 18611, socket 232, cec 0, home 40206,
-    // adj 122, far 0.
+    // adj 122, far 0. No aggregate series: sum() over cpu gives it.
     let prom = stdout(&vcpustat("seed", &["-o", "prometheus"]));
     assert!(!prom.contains("cpu=\"all\""), "{prom}");
-    for metric in [
-        "vcpustat_total_disp_total",
-        "vcpustat_numa_home_disp_total",
-        "vcpustat_home_pct",
-    ] {
-        let series = samples(&prom, metric);
-        assert_eq!(series.len(), 16, "{metric}: {series:?}");
-        assert!(series.iter().all(|(l, _)| l.starts_with("cpu=\"cpu")));
-        // Summing over cpu no longer counts the aggregate twice.
-        if metric != "vcpustat_home_pct" {
-            let sum: f64 = series.iter().map(|(_, v)| v).sum();
-            let expected = if metric.contains("home") {
-                40206.0
-            } else {
-                40328.0
-            };
-            assert_eq!(sum, expected, "{metric}");
-        }
-    }
-    let all = |metric: &str| {
-        let series = samples(&prom, metric);
-        assert_eq!(series.len(), 1, "{metric}: {prom}");
-        assert_eq!(series[0].0, "", "{metric} has no labels");
-        series[0].1
+    assert!(!prom.contains("vcpustat_all_"), "{prom}");
+    let total = samples(&prom, "vcpustat_dispatches_total");
+    assert_eq!(total.len(), 16);
+    assert_eq!(total.iter().map(|(_, v)| v).sum::<f64>(), 40328.0);
+    let sum_of = |metric: &str, label: &str| -> f64 {
+        samples(&prom, metric)
+            .iter()
+            .filter(|(l, _)| l.ends_with(label))
+            .map(|(_, v)| v)
+            .sum()
     };
-    assert!(prom.contains("# TYPE vcpustat_all_total_disp_total counter\n"));
-    assert!(
-        prom.contains("\nvcpustat_all_total_disp_total 40328 "),
-        "{prom}"
-    );
-    assert_eq!(all("vcpustat_all_same_cpu_disp_total"), 21485.0);
-    assert_eq!(all("vcpustat_all_same_chip_disp_total"), 18611.0);
-    assert_eq!(all("vcpustat_all_diff_chip_disp_total"), 232.0);
-    assert_eq!(all("vcpustat_all_far_chip_disp_total"), 0.0);
-    assert_eq!(all("vcpustat_all_numa_home_disp_total"), 40206.0);
-    assert_eq!(all("vcpustat_all_numa_remote_disp_total"), 122.0);
-    assert_eq!(all("vcpustat_all_numa_far_disp_total"), 0.0);
-    assert_eq!(all("vcpustat_all_unattributed_disp_total"), 0.0);
-    let pct = all("vcpustat_all_home_pct");
-    assert!((pct - 100.0 * 40206.0 / 40328.0).abs() < 1e-9, "{pct}");
-    // With --top the per-vCPU series are cut, the aggregate is not.
-    let top = stdout(&vcpustat("seed", &["-o", "prometheus", "--top", "3"]));
-    assert_eq!(samples(&top, "vcpustat_total_disp_total").len(), 3);
-    assert_eq!(
-        samples(&top, "vcpustat_all_total_disp_total"),
-        [("", 40328.0)]
-    );
+    let scope = "vcpustat_dispatches_by_scope_total";
+    let node = "vcpustat_dispatches_by_numa_distance_total";
+    assert_eq!(sum_of(scope, "scope=\"core\""), 21485.0);
+    assert_eq!(sum_of(scope, "scope=\"chip\""), 18611.0);
+    assert_eq!(sum_of(scope, "scope=\"socket\""), 232.0);
+    assert_eq!(sum_of(scope, "scope=\"cec\""), 0.0);
+    assert_eq!(sum_of(node, "distance=\"home\""), 40206.0);
+    assert_eq!(sum_of(node, "distance=\"adj\""), 122.0);
+    assert_eq!(sum_of(node, "distance=\"far\""), 0.0);
+    // --top would make series come and go: refused with these outputs.
+    let top = vcpustat("seed", &["-o", "prometheus", "--top", "3"]);
+    assert_eq!(top.status.code(), Some(2));
+    let err = String::from_utf8(top.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--top"), "{err}");
     // JSON keeps the clearly labelled all row.
     let json: serde_json::Value =
         serde_json::from_str(&stdout(&vcpustat("seed", &["-o", "json", "--top", "3"]))).unwrap();
@@ -184,7 +170,8 @@ fn bad_arguments_name_what_was_expected() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "vcpustat: --disable cannot be combined with an interval: reports need the statistics on\n"
+        "vcpustat: --disable cannot be combined with an interval or --listen: reports need the \
+         statistics on\n"
     );
     let out = vcpustat("seed", &["--freq", "0"]);
     assert_eq!(out.status.code(), Some(2));

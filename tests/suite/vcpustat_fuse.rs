@@ -682,3 +682,87 @@ fn raw_view_shows_a_vcpu_that_came_online_from_the_next_report_as_its_note_says(
     // Offline in the reports of reads 3 and 4, just back in 5: shown in 6 only.
     assert_eq!(home_column(&stdout, "cpu2").len(), 1, "{stdout}");
 }
+
+/// Starts `vcpustat --listen` on a free port of 127.0.0.1 and waits until
+/// it answers; returns the child and the address.
+fn serve(sim: &Mounted) -> (Child, std::net::SocketAddr) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let child = vcpustat(sim, &["--listen", &addr.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (child, addr)
+}
+
+/// One scrape's value of `series`.
+fn scrape(addr: std::net::SocketAddr, series: &str) -> f64 {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("{series} in {body}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn listen_keeps_the_statistics_on_while_serving_and_restores_them_on_sigterm() {
+    let Some(sim) = mount("listen", scenario()) else {
+        return;
+    };
+    let (mut child, addr) = serve(&sim);
+    // Each read of the simulated file adds cpu0's 100 dispatches.
+    let first = scrape(addr, "vcpustat_dispatches_total{cpu=\"0\"}");
+    assert!(sim.kernel().on, "switched on while serving");
+    let second = scrape(addr, "vcpustat_dispatches_total{cpu=\"0\"}");
+    assert_eq!(second - first, 100.0);
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(wait_with_timeout(&mut child).success());
+    assert!(!sim.kernel().on, "SIGTERM left the statistics on");
+    assert_eq!(
+        stats_writes(&sim),
+        vec![
+            ("stats", "1\n".into(), Ok(2)),
+            ("stats", "0\n".into(), Ok(2))
+        ]
+    );
+}
+
+#[test]
+fn listen_exposes_64_bit_totals_across_the_kernels_32_bit_wrap() {
+    let mut kernel = scenario();
+    kernel.on = true;
+    // cpu1 counts 200 per read from -450: start-up reads it once (-250),
+    // the first scrape sees -50 (2^32 - 50), the second 150: the C int
+    // passed 2^32 between them.
+    kernel.cpus.get_mut(&1).unwrap().counts = [-450; 8];
+    let Some(sim) = mount("listen-wrap", kernel) else {
+        return;
+    };
+    let (mut child, addr) = serve(&sim);
+    let series = "vcpustat_dispatches_total{cpu=\"1\"}";
+    let values: Vec<f64> = (0..4).map(|_| scrape(addr, series)).collect();
+    for pair in values.windows(2) {
+        assert_eq!(pair[1] - pair[0], 200.0, "{values:?}");
+    }
+    assert_eq!(values[0], 4_294_967_246.0, "{values:?}");
+    assert!(values[3] > 4_294_967_296.0, "{values:?}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(wait_with_timeout(&mut child).success());
+    assert!(sim.kernel().on, "statistics found on are left on");
+}

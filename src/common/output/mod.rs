@@ -10,7 +10,6 @@
 
 mod csv;
 mod json;
-mod prometheus;
 mod text;
 
 use std::borrow::Cow;
@@ -19,29 +18,17 @@ use std::time::SystemTime;
 
 pub use csv::CsvWriter;
 pub use json::{JsonWriter, NdjsonWriter};
-pub use prometheus::PrometheusWriter;
 pub use text::TextWriter;
-
-/// Whether a column is a point-in-time value or an ever-increasing count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricKind {
-    /// A value that can go up and down (rates, ratios, percentages).
-    Gauge,
-    /// A cumulative count.
-    Counter,
-}
 
 /// One output column, described once for every format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Column {
-    /// Key in JSON and CSV, and the Prometheus metric name after the prefix.
+    /// Key in JSON and CSV.
     pub key: Cow<'static, str>,
     /// Header in text output.
     pub header: Cow<'static, str>,
-    /// One line on what the column means (help text, Prometheus `# HELP`).
+    /// One line on what the column means (help text).
     pub help: Cow<'static, str>,
-    /// Gauge or counter.
-    pub kind: MetricKind,
     /// Text width, right-aligned.
     pub width: usize,
     /// Decimal places for floating-point values.
@@ -49,7 +36,7 @@ pub struct Column {
 }
 
 impl Column {
-    /// A gauge column with borrowed static strings.
+    /// A column of measured values (floating point) with borrowed static strings.
     pub const fn gauge(
         key: &'static str,
         header: &'static str,
@@ -61,13 +48,12 @@ impl Column {
             key: Cow::Borrowed(key),
             header: Cow::Borrowed(header),
             help: Cow::Borrowed(help),
-            kind: MetricKind::Gauge,
             width,
             precision,
         }
     }
 
-    /// A counter column with borrowed static strings.
+    /// A column of counts (integers) with borrowed static strings.
     pub const fn counter(
         key: &'static str,
         header: &'static str,
@@ -78,7 +64,6 @@ impl Column {
             key: Cow::Borrowed(key),
             header: Cow::Borrowed(header),
             help: Cow::Borrowed(help),
-            kind: MetricKind::Counter,
             width,
             precision: 0,
         }
@@ -90,8 +75,6 @@ impl Column {
 pub struct Schema {
     /// Tool name, written into JSON documents.
     pub tool: &'static str,
-    /// Prefix of Prometheus metric names (`iostat`, `vcpustat`, `cxlstat`).
-    pub metric_prefix: &'static str,
     /// Label names, e.g. `["device"]` or `["pmu", "event"]`, with text widths.
     pub labels: Vec<(&'static str, usize)>,
     /// The value columns.
@@ -108,7 +91,7 @@ pub enum Value {
     /// Free text.
     Text(String),
     /// No value (nothing to divide by, not counted): `-` in text, `null` in
-    /// JSON, empty in CSV, left out of Prometheus.
+    /// JSON, empty in CSV.
     Missing,
 }
 
@@ -156,18 +139,24 @@ pub enum Format {
     Ndjson,
     /// Comma-separated values with a header line.
     Csv,
-    /// Prometheus text exposition format (0.0.4), one exposition per sample.
+    /// Prometheus text exposition format (0.0.4): not a frame format; each
+    /// tool writes expositions of its cumulative counters (`common::expo`).
     Prometheus,
 }
 
 /// Builds the writer for `format`. `separator` applies to CSV.
+///
+/// # Panics
+///
+/// For [`Format::Prometheus`], which the tools route to their expositions
+/// of cumulative counters before choosing a frame writer.
 pub fn writer_for(format: Format, schema: Schema, separator: &str) -> Box<dyn FrameWriter> {
     match format {
         Format::Text => Box::new(TextWriter::new(schema)),
         Format::Json => Box::new(JsonWriter::new(schema)),
         Format::Ndjson => Box::new(NdjsonWriter::new(schema)),
         Format::Csv => Box::new(CsvWriter::new(schema, separator)),
-        Format::Prometheus => Box::new(PrometheusWriter::new(schema)),
+        Format::Prometheus => unreachable!("Prometheus output is an exposition, not frames"),
     }
 }
 
@@ -184,7 +173,6 @@ pub(crate) mod fixture {
     pub fn schema() -> Schema {
         Schema {
             tool: "demo",
-            metric_prefix: "demo",
             labels: vec![("device", 6)],
             columns: vec![
                 Column::gauge("reads_per_second", "r/s", "Reads per second.", 8, 2),

@@ -140,7 +140,6 @@ pub fn ticks_to_us(ticks: f64, timebase_hz: u64) -> f64 {
 fn schema(labels: Vec<(&'static str, usize)>, columns: Vec<Column>) -> Schema {
     Schema {
         tool: "vcpustat trace",
-        metric_prefix: "vcpustat_trace",
         labels,
         columns,
     }

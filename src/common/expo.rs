@@ -1,0 +1,216 @@
+//! Prometheus text exposition (format 0.0.4) of cumulative counters, built
+//! one metric family at a time: `# HELP` and `# TYPE` once per family, then
+//! its samples, and no client-side timestamps. The same text is written on
+//! standard output (one exposition per report), into a textfile for
+//! node_exporter's textfile collector, and answered to a scrape.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use super::interval::Schedule;
+use super::run::{RunEnd, run_samples};
+use super::signals::StopSignal;
+use super::source::Source;
+use super::textfile;
+
+/// The type of a metric family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A cumulative count (its name ends in `_total`).
+    Counter,
+    /// A value that can go up and down.
+    Gauge,
+}
+
+/// One metric family's description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Family {
+    /// Metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
+    pub name: &'static str,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// The `# HELP` text.
+    pub help: &'static str,
+}
+
+/// An exposition being written. Families must be started in turn: all the
+/// samples of a family follow its [`Exposition::family`] call.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    text: String,
+    name: &'static str,
+}
+
+impl Exposition {
+    /// An empty exposition.
+    pub fn new() -> Exposition {
+        Exposition::default()
+    }
+
+    /// Starts family `f`: writes its `# HELP` and `# TYPE` lines.
+    pub fn family(&mut self, f: &Family) {
+        let kind = match f.kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        };
+        let _ = writeln!(self.text, "# HELP {} {}", f.name, escape_help(f.help));
+        let _ = writeln!(self.text, "# TYPE {} {kind}", f.name);
+        self.name = f.name;
+    }
+
+    /// One sample of the current family. Labels whose value is empty are
+    /// left out (Prometheus treats an empty label as an absent one).
+    pub fn sample(&mut self, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(self.name);
+        let mut first = true;
+        for (name, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
+            self.text.push(if first { '{' } else { ',' });
+            first = false;
+            self.text.push_str(name);
+            self.text.push_str("=\"");
+            escape_label_into(&mut self.text, v);
+            self.text.push('"');
+        }
+        if !first {
+            self.text.push('}');
+        }
+        self.text.push(' ');
+        push_value(&mut self.text, value);
+        self.text.push('\n');
+    }
+
+    /// The exposition so far.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The finished text.
+    pub fn into_string(self) -> String {
+        self.text
+    }
+}
+
+/// Where each exposition goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Standard output: one exposition per report, each followed by an
+    /// empty line (an exposition is the text between two empty lines).
+    Stdout,
+    /// A file replaced atomically by each new exposition (`--textfile`).
+    Textfile(PathBuf),
+}
+
+impl Target {
+    /// Publishes one complete exposition.
+    pub fn publish(&self, out: &mut dyn Write, text: &str) -> io::Result<()> {
+        match self {
+            Target::Stdout => {
+                out.write_all(text.as_bytes())?;
+                out.write_all(b"\n")?;
+                out.flush()
+            }
+            Target::Textfile(path) => textfile::replace(path, text.as_bytes()).map_err(|err| {
+                io::Error::new(err.kind(), format!("--textfile {}: {err}", path.display()))
+            }),
+        }
+    }
+}
+
+/// Writes one exposition per sample of `schedule` to `target`: `collect`
+/// reads the counters at that moment and appends its families.
+pub fn run_expositions<E: From<io::Error>>(
+    schedule: &Schedule,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    target: &Target,
+    out: &mut dyn Write,
+    mut collect: impl FnMut(&mut dyn Source, &mut Exposition) -> Result<(), E>,
+) -> Result<RunEnd, E> {
+    run_samples(schedule, source, stop, |source, _| {
+        let mut e = Exposition::new();
+        collect(source, &mut e)?;
+        target.publish(out, e.as_str())?;
+        Ok(())
+    })
+}
+
+/// Writes a sample value as Prometheus reads it: integers without a
+/// fraction, `NaN`, `+Inf` and `-Inf` spelled out.
+fn push_value(out: &mut String, value: f64) {
+    if value.is_nan() {
+        out.push_str("NaN");
+    } else if value.is_infinite() {
+        out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
+    } else {
+        let _ = write!(out, "{value}");
+    }
+}
+
+fn escape_label_into(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn escape_help(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_once_labels_escaped_empty_labels_left_out() {
+        let mut e = Exposition::new();
+        e.family(&Family {
+            name: "x_reads_total",
+            kind: Kind::Counter,
+            help: "Reads\\done\nhere.",
+        });
+        e.sample(&[("device", "sda")], 42.0);
+        e.sample(&[("device", "a\"b\\c\nd"), ("path", "")], 0.5);
+        e.family(&Family {
+            name: "x_up",
+            kind: Kind::Gauge,
+            help: "Up.",
+        });
+        e.sample(&[("path", "")], 1.0);
+        e.sample(&[], f64::NAN);
+        e.sample(&[], f64::INFINITY);
+        assert_eq!(
+            e.into_string(),
+            "# HELP x_reads_total Reads\\\\done\\nhere.\n\
+             # TYPE x_reads_total counter\n\
+             x_reads_total{device=\"sda\"} 42\n\
+             x_reads_total{device=\"a\\\"b\\\\c\\nd\"} 0.5\n\
+             # HELP x_up Up.\n\
+             # TYPE x_up gauge\n\
+             x_up 1\n\
+             x_up NaN\n\
+             x_up +Inf\n"
+        );
+    }
+
+    #[test]
+    fn big_counters_keep_every_digit() {
+        let mut e = Exposition::new();
+        e.family(&Family {
+            name: "c_total",
+            kind: Kind::Counter,
+            help: "C.",
+        });
+        e.sample(&[], 4_294_967_296.0 * 3.0);
+        e.sample(&[], 1234.567);
+        assert!(
+            e.as_str()
+                .ends_with("c_total 12884901888\nc_total 1234.567\n")
+        );
+    }
+}

@@ -1,0 +1,467 @@
+//! iostat-rs's Prometheus exposition: the kernel's cumulative counters at
+//! the moment of the call, under node_exporter's names, labels, types and
+//! units (its `diskstats` collector and `node_cpu_seconds_total`, as
+//! node_exporter 1.5.0 exports them), so its dashboards, alerts and
+//! `rate()` expressions work unchanged. No per-interval arithmetic:
+//! Prometheus computes rates (see `contrib/prometheus/` and docs/prometheus.md).
+//!
+//! Devices: those named on the command line, else every line of
+//! `/proc/diskstats` with `-p ALL`, else the whole devices `/sys/block`
+//! lists; devices that never did I/O included (a series must not come and
+//! go), groups (`-g`) left to PromQL's `sum`. Lines in the pre-2.6.25
+//! partition format are left out.
+
+use std::collections::HashSet;
+
+use crate::common::expo::{Exposition, Family, Kind};
+use crate::common::source::Source;
+
+use super::cli::{DeviceKind, ListArg, Options};
+use super::error::{IostatError, strerror};
+use super::parse::{DiskCounters, StatFormat, parse_diskstats_line};
+
+const PROC_DISKSTATS: &str = "/proc/diskstats";
+const PROC_STAT: &str = "/proc/stat";
+const SYS_BLOCK: &str = "/sys/block";
+const UDEV_DATA: &str = "/run/udev/data";
+
+/// The kernel's `USER_HZ`: `/proc/stat` counts in hundredths of a second.
+const USER_HZ: f64 = 100.0;
+
+const fn counter(name: &'static str, help: &'static str) -> Family {
+    Family {
+        name,
+        kind: Kind::Counter,
+        help,
+    }
+}
+
+/// The statistics of a `/proc/diskstats` line in the kernel's order, each
+/// with its family and the factor to base units; node_exporter exports the
+/// first `n` where the line has `n` statistics.
+const DISK_FAMILIES: [Family; 17] = [
+    counter(
+        "node_disk_reads_completed_total",
+        "The total number of reads completed successfully.",
+    ),
+    counter(
+        "node_disk_reads_merged_total",
+        "The total number of reads merged.",
+    ),
+    counter(
+        "node_disk_read_bytes_total",
+        "The total number of bytes read successfully.",
+    ),
+    counter(
+        "node_disk_read_time_seconds_total",
+        "The total number of seconds spent by all reads.",
+    ),
+    counter(
+        "node_disk_writes_completed_total",
+        "The total number of writes completed successfully.",
+    ),
+    counter(
+        "node_disk_writes_merged_total",
+        "The number of writes merged.",
+    ),
+    counter(
+        "node_disk_written_bytes_total",
+        "The total number of bytes written successfully.",
+    ),
+    counter(
+        "node_disk_write_time_seconds_total",
+        "This is the total number of seconds spent by all writes.",
+    ),
+    Family {
+        name: "node_disk_io_now",
+        kind: Kind::Gauge,
+        help: "The number of I/Os currently in progress.",
+    },
+    counter(
+        "node_disk_io_time_seconds_total",
+        "Total seconds spent doing I/Os.",
+    ),
+    counter(
+        "node_disk_io_time_weighted_seconds_total",
+        "The weighted # of seconds spent doing I/Os.",
+    ),
+    counter(
+        "node_disk_discards_completed_total",
+        "The total number of discards completed successfully.",
+    ),
+    counter(
+        "node_disk_discards_merged_total",
+        "The total number of discards merged.",
+    ),
+    counter(
+        "node_disk_discarded_sectors_total",
+        "The total number of sectors discarded successfully.",
+    ),
+    counter(
+        "node_disk_discard_time_seconds_total",
+        "This is the total number of seconds spent by all discards.",
+    ),
+    counter(
+        "node_disk_flush_requests_total",
+        "The total number of flush requests completed successfully",
+    ),
+    counter(
+        "node_disk_flush_requests_time_seconds_total",
+        "This is the total number of seconds spent by all flush requests.",
+    ),
+];
+
+const DISK_INFO: Family = Family {
+    name: "node_disk_info",
+    kind: Kind::Gauge,
+    help: "Info of /sys/block/<block_device>.",
+};
+
+const CPU_SECONDS: Family = counter(
+    "node_cpu_seconds_total",
+    "Seconds the CPUs spent in each mode.",
+);
+
+const CPU_GUEST: Family = counter(
+    "node_cpu_guest_seconds_total",
+    "Seconds the CPUs spent in guests (VMs) for each mode.",
+);
+
+/// `/proc/diskstats` statistics in base units: sectors of 512 bytes to
+/// bytes, milliseconds to seconds; discarded sectors stay sectors, as
+/// node_exporter exports them.
+fn disk_values(c: &DiskCounters) -> [f64; 17] {
+    let s = |ms: u32| f64::from(ms) / 1000.0;
+    let b = |sectors: u64| sectors as f64 * 512.0;
+    [
+        c.rd_ios as f64,
+        c.rd_merges as f64,
+        b(c.rd_sectors),
+        s(c.rd_ticks),
+        c.wr_ios as f64,
+        c.wr_merges as f64,
+        b(c.wr_sectors),
+        s(c.wr_ticks),
+        f64::from(c.ios_pgr),
+        s(c.tot_ticks),
+        s(c.rq_ticks),
+        c.dc_ios as f64,
+        c.dc_merges as f64,
+        c.dc_sectors as f64,
+        s(c.dc_ticks),
+        c.fl_ios as f64,
+        s(c.fl_ticks),
+    ]
+}
+
+/// Which devices are exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Select {
+    /// Every line (`-p ALL`).
+    Every,
+    /// The whole devices `/sys/block` lists.
+    Whole,
+    /// The devices named, each with its partitions (`-p DEV`) or alone.
+    Named(Vec<(String, bool)>),
+}
+
+/// One device read from `/proc/diskstats`.
+struct Disk {
+    name: String,
+    major: u32,
+    minor: u32,
+    stats: usize,
+    values: [f64; 17],
+}
+
+/// Builds the exposition of the reports `opts` selects.
+pub struct Exporter {
+    select: Select,
+    cpu: bool,
+    disks: bool,
+    buf: Vec<u8>,
+}
+
+impl Exporter {
+    /// The exporter for `opts` (`-c`, `-d`, the device list, `-p`).
+    pub fn new(opts: &Options) -> Exporter {
+        let named: Vec<(String, bool)> = opts
+            .list
+            .iter()
+            .filter_map(|arg| match arg {
+                ListArg::Device { name, kind, .. } => {
+                    Some((name.clone(), *kind == DeviceKind::WithPartitions))
+                }
+                _ => None,
+            })
+            .collect();
+        let select = if !named.is_empty() {
+            Select::Named(named)
+        } else if opts.everything {
+            Select::Every
+        } else {
+            Select::Whole
+        };
+        Exporter {
+            select,
+            cpu: opts.show_cpu,
+            disks: opts.show_disk,
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Reads the counters now and appends their families to `e`.
+    pub fn collect(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
+        if self.cpu {
+            self.collect_cpu(src, e)?;
+        }
+        if self.disks {
+            self.collect_disks(src, e)?;
+        }
+        Ok(())
+    }
+
+    fn collect_cpu(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
+        src.read_into(PROC_STAT, &mut self.buf)
+            .map_err(|err| IostatError::CannotOpenStat(strerror(&err)))?;
+        let cpus = per_cpu_ticks(&self.buf);
+        e.family(&CPU_SECONDS);
+        for (cpu, t) in &cpus {
+            for (mode, i) in [
+                ("idle", 3),
+                ("iowait", 4),
+                ("irq", 5),
+                ("nice", 1),
+                ("softirq", 6),
+                ("steal", 7),
+                ("system", 2),
+                ("user", 0),
+            ] {
+                e.sample(&[("cpu", cpu), ("mode", mode)], t[i] as f64 / USER_HZ);
+            }
+        }
+        e.family(&CPU_GUEST);
+        for (cpu, t) in &cpus {
+            e.sample(&[("cpu", cpu), ("mode", "nice")], t[9] as f64 / USER_HZ);
+            e.sample(&[("cpu", cpu), ("mode", "user")], t[8] as f64 / USER_HZ);
+        }
+        Ok(())
+    }
+
+    fn collect_disks(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
+        let whole: Option<HashSet<String>> = match self.select {
+            Select::Whole => Some(
+                src.list_dir(SYS_BLOCK)
+                    .map_err(|err| IostatError::Source(format!("{SYS_BLOCK}: {err}")))?
+                    .into_iter()
+                    .map(|n| n.replace('!', "/"))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let mut disks = Vec::new();
+        src.for_each_line(PROC_DISKSTATS, &mut self.buf, &mut |line| {
+            let Some(parsed) = parse_diskstats_line(line) else {
+                return;
+            };
+            if parsed.format != StatFormat::Extended {
+                return;
+            }
+            let chosen = match (&self.select, &whole) {
+                (Select::Every, _) => true,
+                (Select::Named(names), _) => names.iter().any(|(n, parts)| {
+                    parsed.name == n || (*parts && is_partition_of(parsed.name, n))
+                }),
+                (Select::Whole, Some(set)) => set.contains(parsed.name),
+                (Select::Whole, None) => false,
+            };
+            if chosen {
+                let fields = line
+                    .split(u8::is_ascii_whitespace)
+                    .filter(|f| !f.is_empty())
+                    .count();
+                disks.push(Disk {
+                    name: parsed.name.to_string(),
+                    major: parsed.major,
+                    minor: parsed.minor,
+                    stats: fields.saturating_sub(3),
+                    values: disk_values(&parsed.counters),
+                });
+            }
+        })
+        .map_err(|err| IostatError::Read {
+            path: PROC_DISKSTATS.into(),
+            err,
+        })?;
+        write_disk_info(src, &disks, e);
+        for (i, family) in DISK_FAMILIES.iter().enumerate() {
+            if !disks.iter().any(|d| i < d.stats) {
+                continue;
+            }
+            e.family(family);
+            for d in disks.iter().filter(|d| i < d.stats) {
+                e.sample(&[("device", &d.name)], d.values[i]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is a partition of `disk` (`sda1` of `sda`, `nvme0n1p1`
+/// of `nvme0n1`), by the kernel's naming rule.
+fn is_partition_of(name: &str, disk: &str) -> bool {
+    let Some(rest) = name.strip_prefix(disk) else {
+        return false;
+    };
+    let digits = if disk.ends_with(|c: char| c.is_ascii_digit()) {
+        rest.strip_prefix('p').unwrap_or("")
+    } else {
+        rest
+    };
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `node_disk_info`: one series per device with node_exporter's labels, the
+/// udev properties taken from `/run/udev/data/b<major>:<minor>` when there
+/// is one (empty, so absent, otherwise).
+fn write_disk_info(src: &dyn Source, disks: &[Disk], e: &mut Exposition) {
+    if disks.is_empty() {
+        return;
+    }
+    let present: HashSet<String> = src
+        .list_dir(UDEV_DATA)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    e.family(&DISK_INFO);
+    let mut buf = Vec::new();
+    for d in disks {
+        let file = format!("b{}:{}", d.major, d.minor);
+        let props = if present.contains(&file)
+            && src
+                .read_into(&format!("{UDEV_DATA}/{file}"), &mut buf)
+                .is_ok()
+        {
+            UdevProps::parse(&buf)
+        } else {
+            UdevProps::default()
+        };
+        let (major, minor) = (d.major.to_string(), d.minor.to_string());
+        e.sample(
+            &[
+                ("device", &d.name),
+                ("major", &major),
+                ("minor", &minor),
+                ("path", &props.path),
+                ("wwn", &props.wwn),
+                ("model", &props.model),
+                ("serial", &props.serial),
+                ("revision", &props.revision),
+            ],
+            1.0,
+        );
+    }
+}
+
+/// The udev properties node_disk_info carries.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct UdevProps {
+    path: String,
+    wwn: String,
+    model: String,
+    serial: String,
+    revision: String,
+}
+
+impl UdevProps {
+    /// Reads the `E:NAME=VALUE` lines of a udev database file.
+    fn parse(text: &[u8]) -> UdevProps {
+        let mut p = UdevProps::default();
+        for line in String::from_utf8_lossy(text).lines() {
+            let Some((key, value)) = line.strip_prefix("E:").and_then(|l| l.split_once('=')) else {
+                continue;
+            };
+            let slot = match key {
+                "ID_PATH" => &mut p.path,
+                "ID_WWN" => &mut p.wwn,
+                "ID_MODEL" => &mut p.model,
+                "ID_SERIAL_SHORT" => &mut p.serial,
+                "ID_REVISION" => &mut p.revision,
+                _ => continue,
+            };
+            *slot = value.to_string();
+        }
+        p
+    }
+}
+
+/// The `cpuN` lines of `/proc/stat`: the CPU number as text and its ten
+/// tick counters (missing ones 0), in the file's order.
+fn per_cpu_ticks(text: &[u8]) -> Vec<(String, [u64; 10])> {
+    let mut cpus = Vec::new();
+    for line in text.split(|&b| b == b'\n') {
+        let Some(rest) = line.strip_prefix(b"cpu") else {
+            continue;
+        };
+        let Ok(rest) = std::str::from_utf8(rest) else {
+            continue;
+        };
+        let mut words = rest.split_ascii_whitespace();
+        let Some(number) = words.next().filter(|n| n.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let mut ticks = [0u64; 10];
+        for (slot, word) in ticks.iter_mut().zip(words) {
+            *slot = word.parse().unwrap_or(0);
+        }
+        cpus.push((number.to_string(), ticks));
+    }
+    cpus
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_by_the_kernel_naming_rule() {
+        assert!(is_partition_of("sda1", "sda"));
+        assert!(is_partition_of("nvme0n1p2", "nvme0n1"));
+        assert!(!is_partition_of("nvme0n12", "nvme0n1"));
+        assert!(!is_partition_of("sdab", "sda"));
+        assert!(!is_partition_of("sda", "sda"));
+    }
+
+    #[test]
+    fn per_cpu_lines_only() {
+        let text = b"cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 10 20 30\ncpu12 1 1 1 1 1 1 1 1 1 1\ncpux 1\nintr 5\n";
+        let cpus = per_cpu_ticks(text);
+        assert_eq!(
+            cpus,
+            vec![
+                ("0".to_string(), [10, 20, 30, 0, 0, 0, 0, 0, 0, 0]),
+                ("12".to_string(), [1; 10]),
+            ]
+        );
+    }
+
+    #[test]
+    fn udev_properties() {
+        let p = UdevProps::parse(
+            b"S:disk/by-id/x\nE:ID_MODEL=QEMU_HARDDISK\nE:ID_SERIAL_SHORT=QM0001\nE:ID_PATH=pci-0000:00:01.1-ata-1\nE:OTHER=x\nE:ID_REVISION=2.5+\nE:ID_WWN=0x5000\n",
+        );
+        assert_eq!(
+            p,
+            UdevProps {
+                path: "pci-0000:00:01.1-ata-1".into(),
+                wwn: "0x5000".into(),
+                model: "QEMU_HARDDISK".into(),
+                serial: "QM0001".into(),
+                revision: "2.5+".into(),
+            }
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! The Prometheus expositions of iostat-rs (`-o prometheus`, `--textfile`):
+//! node_exporter's names, labels, types and base units with values worked
+//! out by hand from the fixture files, HELP/TYPE once per exposition, no
+//! client-side timestamps, and a textfile replaced atomically.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// One CPU, two disks (`sda` whole, `sda1` its partition) and a loop device
+/// in the 17-statistic format, and an old kernel's 11-statistic `sdb`.
+fn tree(test: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("hwstat-expo-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["proc", "sys/block/sda", "sys/block/sdb", "run/udev/data"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(
+        root.join("proc/stat"),
+        "cpu  250 7 50 800 50 3 4 6 20 2\ncpu0 250 7 50 800 50 3 4 6 20 2\nintr 1\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("proc/uptime"), "100.00 90.00\n").unwrap();
+    std::fs::write(
+        root.join("proc/diskstats"),
+        "   8       0 sda 10 2 80 1500 4 1 16 2500 3 4200 9000 6 7 64 11 5 12\n\
+            8       1 sda1 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n\
+            8      16 sdb 1 2 3 4 5 6 7 8 9 10 11\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("run/udev/data/b8:0"),
+        "S:disk/by-id/ata-X\nE:ID_MODEL=Model_X\nE:ID_SERIAL_SHORT=S123\nE:ID_REVISION=1.0\n",
+    )
+    .unwrap();
+    root
+}
+
+fn iostat(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .arg("--sysroot")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn disk_counters_under_node_exporters_names_in_base_units() {
+    let root = tree("disk");
+    let text = text(iostat(&root, &["-d", "-o", "prometheus"]));
+    // sda: 17 statistics; sectors * 512 = bytes, ms / 1000 = seconds,
+    // discarded sectors stay sectors (as node_exporter 1.5.0 exports them).
+    for line in [
+        "node_disk_reads_completed_total{device=\"sda\"} 10",
+        "node_disk_reads_merged_total{device=\"sda\"} 2",
+        "node_disk_read_bytes_total{device=\"sda\"} 40960",
+        "node_disk_read_time_seconds_total{device=\"sda\"} 1.5",
+        "node_disk_writes_completed_total{device=\"sda\"} 4",
+        "node_disk_writes_merged_total{device=\"sda\"} 1",
+        "node_disk_written_bytes_total{device=\"sda\"} 8192",
+        "node_disk_write_time_seconds_total{device=\"sda\"} 2.5",
+        "node_disk_io_now{device=\"sda\"} 3",
+        "node_disk_io_time_seconds_total{device=\"sda\"} 4.2",
+        "node_disk_io_time_weighted_seconds_total{device=\"sda\"} 9",
+        "node_disk_discards_completed_total{device=\"sda\"} 6",
+        "node_disk_discards_merged_total{device=\"sda\"} 7",
+        "node_disk_discarded_sectors_total{device=\"sda\"} 64",
+        "node_disk_discard_time_seconds_total{device=\"sda\"} 0.011",
+        "node_disk_flush_requests_total{device=\"sda\"} 5",
+        "node_disk_flush_requests_time_seconds_total{device=\"sda\"} 0.012",
+        "node_disk_info{device=\"sda\",major=\"8\",minor=\"0\",model=\"Model_X\",serial=\"S123\",revision=\"1.0\"} 1",
+        "node_disk_info{device=\"sdb\",major=\"8\",minor=\"16\"} 1",
+        "node_disk_io_time_weighted_seconds_total{device=\"sdb\"} 0.011",
+    ] {
+        assert!(
+            text.contains(&format!("{line}\n")),
+            "missing {line} in\n{text}"
+        );
+    }
+    // An 11-statistic line has no discard or flush series; the partition is
+    // not a whole device; one exposition has each family once, typed.
+    assert!(!text.contains("node_disk_discards_completed_total{device=\"sdb\"}"));
+    assert!(!text.contains("sda1"), "{text}");
+    assert_eq!(text.matches("# TYPE node_disk_io_now gauge\n").count(), 1);
+    assert_eq!(
+        text.matches("# TYPE node_disk_read_bytes_total counter\n")
+            .count(),
+        1
+    );
+    assert_eq!(text.matches("# TYPE node_disk_info gauge\n").count(), 1);
+    // -p ALL adds the partition; a named device is exported alone.
+    let all = self::text(iostat(&root, &["-d", "-p", "ALL", "-o", "prometheus"]));
+    assert!(all.contains("node_disk_reads_completed_total{device=\"sda1\"} 1\n"));
+    let named = self::text(iostat(&root, &["-d", "sdb", "-o", "prometheus"]));
+    assert!(!named.contains("device=\"sda\""), "{named}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn cpu_counters_under_node_exporters_names() {
+    let root = tree("cpu");
+    let text = text(iostat(&root, &["-c", "-o", "prometheus"]));
+    // Ticks / USER_HZ (100); node_exporter's user and nice include guest time.
+    for (mode, seconds) in [
+        ("user", "2.5"),
+        ("nice", "0.07"),
+        ("system", "0.5"),
+        ("idle", "8"),
+        ("iowait", "0.5"),
+        ("irq", "0.03"),
+        ("softirq", "0.04"),
+        ("steal", "0.06"),
+    ] {
+        let line = format!("node_cpu_seconds_total{{cpu=\"0\",mode=\"{mode}\"}} {seconds}\n");
+        assert!(text.contains(&line), "missing {line} in\n{text}");
+    }
+    assert!(text.contains("node_cpu_guest_seconds_total{cpu=\"0\",mode=\"user\"} 0.2\n"));
+    assert!(text.contains("node_cpu_guest_seconds_total{cpu=\"0\",mode=\"nice\"} 0.02\n"));
+    assert!(!text.contains("node_disk"), "{text}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The sample lines of an exposition: `name{labels} value`, two fields
+/// exactly (a third would be a client-side timestamp).
+fn assert_no_timestamps(exposition: &str) {
+    for line in exposition
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let after_labels = line.rsplit_once('}').map_or(line, |(_, rest)| rest);
+        assert_eq!(
+            after_labels.split_whitespace().count(),
+            if line.contains('}') { 1 } else { 2 },
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn stdout_has_one_complete_exposition_per_report() {
+    let root = tree("stdout");
+    let text = text(iostat(&root, &["-o", "prometheus", "0.01", "3"]));
+    let expositions: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(expositions.len(), 3, "{text}");
+    for e in &expositions {
+        assert_eq!(e.matches("# HELP node_disk_io_now ").count(), 1, "{e}");
+        assert_eq!(
+            e.matches("# TYPE node_cpu_seconds_total counter").count(),
+            1
+        );
+        assert_no_timestamps(e);
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn textfile_is_replaced_whole_and_nothing_goes_to_stdout() {
+    let root = tree("textfile");
+    let dir = root.join("textfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("iostat.prom");
+    let out = iostat(
+        &root,
+        &["--textfile", path.to_str().unwrap(), "-x", "0.01", "2"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        file.matches("# TYPE node_disk_io_now gauge\n").count(),
+        1,
+        "{file}"
+    );
+    assert!(file.contains("node_disk_reads_completed_total{device=\"sda\"} 10\n"));
+    assert_no_timestamps(&file);
+    // Only the file itself is left in the directory (no temporary).
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("iostat.prom")]);
+    // A directory that does not exist: one line naming the option, status 1.
+    let out = iostat(&root, &["--textfile", "/nonexistent-hwstat/x.prom"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--textfile /nonexistent-hwstat/x.prom"),
+        "{err}"
+    );
+    // Another machine format with it is refused.
+    let out = iostat(&root, &["--textfile", path.to_str().unwrap(), "-o", "csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&root).unwrap();
+}

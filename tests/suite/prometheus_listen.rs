@@ -1,0 +1,391 @@
+//! `--listen`: each tool served over HTTP on 127.0.0.1 with a free port,
+//! scraped by a plain socket client: counters read at each scrape, GET and
+//! HEAD of /metrics only, a silent client and a 1 MB request line handled
+//! while normal scrapes go on, concurrent scrapes, exactly the address
+//! given, and a clean stop on SIGTERM.
+
+use crate::cxlstat_support;
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running server, killed if the test ends without stopping it.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts `program args --listen 127.0.0.1:PORT` and waits (at most
+    /// 10 s) until it accepts connections.
+    fn start(program: &str, args: &[&str]) -> Server {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let child = Command::new(program)
+            .args(args)
+            .arg("--listen")
+            .arg(addr.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut server = Server { child, addr };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(addr).is_err() {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                let mut err = String::new();
+                server
+                    .child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                panic!("{program} exited with {status}: {err}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{program} did not listen on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// Sends `request` and reads the whole answer (the request asks the
+    /// server to close), with a 10 s bound.
+    fn ask(&self, request: &[u8]) -> String {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(request).unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    fn get(&self, method: &str, path: &str) -> String {
+        self.ask(
+            format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+    }
+
+    /// The body of a successful scrape.
+    fn scrape(&self) -> String {
+        let answer = self.get("GET", "/metrics");
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("content-type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+            "{answer}"
+        );
+        answer.split_once("\r\n\r\n").unwrap().1.to_string()
+    }
+
+    /// SIGTERM, then the exit status within 5 s.
+    fn stop(mut self) -> std::process::ExitStatus {
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit 5 s after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// One whole disk `sda` with `reads` reads completed.
+fn iostat_tree(root: &Path, reads: u64) {
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::create_dir_all(root.join("sys/block/sda")).unwrap();
+    std::fs::write(
+        root.join("proc/stat"),
+        "cpu  1 0 1 8 0 0 0 0 0 0\ncpu0 1 0 1 8 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("proc/uptime"), "100.00 90.00\n").unwrap();
+    std::fs::write(
+        root.join("proc/diskstats"),
+        format!("   8       0 sda {reads} 0 80 5 0 0 0 0 0 5 5 0 0 0 0 0 0\n"),
+    )
+    .unwrap();
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("hwstat-listen-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    root
+}
+
+fn value(exposition: &str, series: &str) -> f64 {
+    exposition
+        .lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("{series} in {exposition}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
+    let root = scratch("iostat");
+    iostat_tree(&root, 10);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap()],
+    );
+    let first = server.scrape();
+    assert_eq!(
+        value(&first, "node_disk_reads_completed_total{device=\"sda\"}"),
+        10.0
+    );
+    assert_eq!(value(&first, "hwstat_scrape_success"), 1.0);
+    assert_eq!(
+        value(&first, "hwstat_scrape_errors_total{cause=\"read\"}"),
+        0.0
+    );
+    assert!(first.contains(&format!(
+        "hwstat_build_info{{tool=\"iostat-rs\",version=\"{}\"}} 1\n",
+        env!("CARGO_PKG_VERSION")
+    )));
+    assert!(value(&first, "hwstat_scrape_duration_seconds") >= 0.0);
+    // The kernel's counters at the moment of the scrape.
+    iostat_tree(&root, 25);
+    assert_eq!(
+        value(
+            &server.scrape(),
+            "node_disk_reads_completed_total{device=\"sda\"}"
+        ),
+        25.0
+    );
+    // A scrape that cannot list /sys/block: counted by cause, no partial output.
+    std::fs::remove_dir_all(root.join("sys/block")).unwrap();
+    let failed = server.scrape();
+    assert_eq!(value(&failed, "hwstat_scrape_success"), 0.0);
+    assert_eq!(
+        value(&failed, "hwstat_scrape_errors_total{cause=\"read\"}"),
+        1.0
+    );
+    assert!(!failed.contains("node_"), "{failed}");
+    let status = server.stop();
+    assert_eq!(status.code(), Some(0), "{status}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn only_get_and_head_of_metrics_and_bounded_requests() {
+    let root = scratch("http");
+    iostat_tree(&root, 10);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap()],
+    );
+    let head = server.get("HEAD", "/metrics");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(head.ends_with("\r\n\r\n"), "HEAD has no body: {head}");
+    assert!(server.get("GET", "/").starts_with("HTTP/1.1 404 "));
+    assert!(server.get("GET", "/metrics/x").starts_with("HTTP/1.1 404 "));
+    let post = server.get("POST", "/metrics");
+    assert!(post.starts_with("HTTP/1.1 405 "), "{post}");
+    assert!(
+        post.to_ascii_lowercase().contains("allow: get, head\r\n"),
+        "{post}"
+    );
+    assert!(
+        server
+            .get("DELETE", "/metrics")
+            .starts_with("HTTP/1.1 405 ")
+    );
+    // A 1 MB request line: refused with a 4xx status, nothing buffered whole.
+    let mut long = b"GET /".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 1 << 20));
+    long.extend_from_slice(b" HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // The server may close before the whole line is sent.
+    let _ = stream.write_all(&long);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 431 ") || answer.starts_with("HTTP/1.1 414 "),
+        "{answer}"
+    );
+    server.scrape();
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn a_silent_client_blocks_nobody_and_is_closed_by_the_header_timeout() {
+    let root = scratch("silent");
+    iostat_tree(&root, 10);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap()],
+    );
+    let mut silent = TcpStream::connect(server.addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let started = Instant::now();
+    // Concurrent scrapes while the silent client holds its connection.
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let addr = server.addr;
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .unwrap();
+                let mut answer = String::new();
+                s.read_to_string(&mut answer).unwrap();
+                answer
+            })
+        })
+        .collect();
+    for t in threads {
+        let answer = t.join().unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(answer.contains("node_disk_reads_completed_total{device=\"sda\"} 10\n"));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // The silent connection is closed after the 5 s header timeout.
+    let mut rest = Vec::new();
+    let _ = silent.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(4) && waited < Duration::from_secs(10),
+        "{waited:?}"
+    );
+    server.scrape();
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn binds_exactly_the_address_given_and_refuses_a_port_in_use() {
+    let root = scratch("bind");
+    iostat_tree(&root, 10);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap()],
+    );
+    // 127.0.0.2 is loopback too, but not the address bound.
+    let other = SocketAddr::from(([127, 0, 0, 2], server.addr.port()));
+    assert!(TcpStream::connect(other).is_err());
+    // The same address again: a one-line error, status 1.
+    let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .args(["--sysroot", root.to_str().unwrap(), "--listen"])
+        .arg(server.addr.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("--listen {}", server.addr)), "{err}");
+    // What --listen cannot be combined with, and a malformed address.
+    for args in [
+        &["--listen", "127.0.0.1:1", "1"][..],
+        &["--listen", "127.0.0.1:1", "-o", "csv"],
+        &["--listen", "127.0.0.1:1", "--textfile", "/tmp/x.prom"],
+        &["--listen", "localhost"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--listen"), "{err}");
+    }
+    let addr = server.addr;
+    assert_eq!(server.stop().code(), Some(0));
+    // Stopped: nobody listens there any more.
+    assert!(TcpStream::connect(addr).is_err());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn vcpustat_serves_the_seed_counters() {
+    let seed = format!(
+        "{}/tests/fixtures/vcpustat/seed",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let server = Server::start(env!("CARGO_BIN_EXE_vcpustat"), &["--sysroot", &seed]);
+    let text = server.scrape();
+    // cpu0's line of the seed: 6839 4126 2683 30 0 6821 18 0.
+    assert_eq!(value(&text, "vcpustat_dispatches_total{cpu=\"0\"}"), 6839.0);
+    assert_eq!(
+        value(
+            &text,
+            "vcpustat_dispatches_by_numa_distance_total{cpu=\"0\",distance=\"home\"}"
+        ),
+        6821.0
+    );
+    assert_eq!(
+        value(&text, "hwstat_scrape_errors_total{cause=\"parse\"}"),
+        0.0
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+#[test]
+fn cxlstat_reads_its_open_events_at_each_scrape() {
+    if !cxlstat_support::perf_usable("cxlstat_listen") {
+        return;
+    }
+    let root = cxlstat_support::scratch("listen");
+    let cpu = cxlstat_support::test_cpus()[0];
+    cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", cpu)]);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_cxlstat"),
+        &["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock"],
+    );
+    let series = "{pmu=\"cxl_pmu_mem0.0\",event=\"cpu_clock\"}";
+    let first = server.scrape();
+    std::thread::sleep(Duration::from_millis(300));
+    let second = server.scrape();
+    let counted = |t: &str| value(t, &format!("cxlstat_event_counted_total{series}"));
+    let running = |t: &str| value(t, &format!("cxlstat_event_running_seconds_total{series}"));
+    assert!(counted(&second) > counted(&first));
+    // cpu-clock counts nanoseconds while it runs: 300 ms more, within 5 %.
+    let ran = running(&second) - running(&first);
+    assert!(ran >= 0.29, "{ran}");
+    assert!(((counted(&second) - counted(&first)) / 1e9 - ran).abs() / ran < 0.05);
+    assert!(
+        value(
+            &second,
+            &format!("cxlstat_event_enabled_seconds_total{series}")
+        ) >= running(&second)
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}

@@ -1,0 +1,695 @@
+//! The tools scraped by a real Prometheus (Debian's `prometheus`), beside
+//! node_exporter (Debian's `prometheus-node-exporter`, 1.5.0), everything on
+//! 127.0.0.1 with free ports, started here and killed at the end:
+//!
+//! * iostat-rs and node_exporter side by side while this test writes to a
+//!   loop device of its own with O_DIRECT: every `node_disk_*` and
+//!   `node_cpu_*` series of iostat-rs exists in node_exporter with the same
+//!   labels and type, and `rate()` of every disk counter agrees within 1 %;
+//! * vcpustat on simulated kernel files that this test advances at a known
+//!   pace, and cxlstat on the software-PMU fixtures: the rates Prometheus
+//!   computes equal the tools' own interval output;
+//! * `promtool check metrics` is clean for every exposition.
+//!
+//! Needs root (losetup, perf_event_open) and the two packages; skips with
+//! the reason otherwise, except under CI=true.
+
+use crate::{cxlstat_support, skip};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+const PROMETHEUS: &str = "prometheus";
+const NODE_EXPORTER: &str = "prometheus-node-exporter";
+
+/// Whether the test can run; prints or fails with the reason otherwise.
+fn usable(test: &str) -> bool {
+    for program in [PROMETHEUS, NODE_EXPORTER, "promtool"] {
+        if Command::new(program).arg("--version").output().is_err() {
+            skip::skip(
+                test,
+                &format!(
+                    "{program} not found; apt-get install prometheus prometheus-node-exporter"
+                ),
+            );
+            return false;
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        skip::skip(
+            test,
+            "needs root (a loop device, system-wide perf counting)",
+        );
+        return false;
+    }
+    true
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed at the end of the test, whatever happens.
+struct Running(Child, &'static str);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(name: &'static str, program: &str, args: &[String]) -> Running {
+    let child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    Running(child, name)
+}
+
+/// GET `path` with HTTP/1.0 (no chunking): the status line and the body.
+fn http_get(addr: SocketAddr, path: &str) -> Option<(String, String)> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    Some((head.lines().next()?.to_string(), body.to_string()))
+}
+
+/// Waits (at most `limit`) until GET `path` answers 200.
+fn wait_ready(addr: SocketAddr, path: &str, limit: Duration, running: &mut Running) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some((status, _)) = http_get(addr, path)
+            && status.contains(" 200 ")
+        {
+            return;
+        }
+        if let Some(status) = running.0.try_wait().unwrap() {
+            panic!("{} exited early: {status}", running.1);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} not ready on {addr}",
+            running.1
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A Prometheus API answer's `data`.
+fn api(addr: SocketAddr, path: &str) -> Value {
+    let (status, body) = http_get(addr, path).unwrap_or_else(|| panic!("no answer to {path}"));
+    assert!(status.contains(" 200 "), "{path}: {status} {body}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["status"], "success", "{body}");
+    doc["data"].clone()
+}
+
+/// An instant query at `time`: each result's labels and value.
+fn query(addr: SocketAddr, promql: &str, time: f64) -> Vec<(BTreeMap<String, String>, f64)> {
+    let data = api(
+        addr,
+        &format!("/api/v1/query?query={}&time={time}", encode(promql)),
+    );
+    data["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let labels = r["metric"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            let value = r["value"][1].as_str().unwrap().parse().unwrap();
+            (labels, value)
+        })
+        .collect()
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A Prometheus scraping `targets` (job name, port) every second.
+fn prometheus(dir: &Path, targets: &[(&str, u16)]) -> (Running, SocketAddr) {
+    let mut config = String::from(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
+    );
+    for (job, port) in targets {
+        config.push_str(&format!(
+            "  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ));
+    }
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+    let mut running = start(
+        "prometheus",
+        PROMETHEUS,
+        &[
+            format!("--config.file={}", dir.join("prometheus.yml").display()),
+            format!("--storage.tsdb.path={}", dir.join("data").display()),
+            format!("--web.listen-address={addr}"),
+        ],
+    );
+    wait_ready(addr, "/-/ready", Duration::from_secs(30), &mut running);
+    // Every target scraped successfully at least once.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let up = query(addr, "up == 1", now());
+        if up.len() == targets.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "targets not up: {up:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (running, addr)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hwstat-real-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A loop device over a sparse file, detached at the end.
+struct Loop(String);
+
+impl Loop {
+    fn attach(file: &Path) -> Loop {
+        std::fs::File::create(file)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop(String::from_utf8(out.stdout).unwrap().trim().to_string())
+    }
+
+    fn name(&self) -> &str {
+        self.0.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+/// Writes 64 KiB with O_DIRECT every 5 ms for `duration`, and reads each
+/// block back.
+fn steady_io(device: &str, duration: Duration) {
+    const BLOCK: usize = 64 << 10;
+    let layout = std::alloc::Layout::from_size_align(BLOCK, 4096).unwrap();
+    // SAFETY: a non-zero size; freed below with the same layout.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!ptr.is_null());
+    // SAFETY: ptr points to BLOCK initialised bytes owned here.
+    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, BLOCK) };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(device)
+        .unwrap();
+    use std::os::unix::fs::FileExt;
+    let start = Instant::now();
+    let mut i: u64 = 0;
+    while start.elapsed() < duration {
+        let offset = (i % 4000) * BLOCK as u64;
+        file.write_all_at(buf, offset).unwrap();
+        file.read_exact_at(buf, offset).unwrap();
+        i += 1;
+        let due = start + Duration::from_millis(5 * i);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(ptr, layout) };
+}
+
+/// `promtool check metrics` on an exposition: no complaint.
+fn promtool_clean(what: &str, exposition: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Label sets (without job and instance) of a job's series matching `name_re`.
+fn series(
+    prom: SocketAddr,
+    job: &str,
+    name_re: &str,
+    start: f64,
+) -> BTreeSet<Vec<(String, String)>> {
+    let selector = format!("{{job=\"{job}\",__name__=~\"{name_re}\"}}");
+    let data = api(
+        prom,
+        &format!(
+            "/api/v1/series?match[]={}&start={start}&end={}",
+            encode(&selector),
+            now()
+        ),
+    );
+    data.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s.as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| *k != "job" && *k != "instance")
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Metric name to type, as Prometheus saw them in a job's expositions.
+fn types(prom: SocketAddr, job: &str) -> BTreeMap<String, String> {
+    let data = api(
+        prom,
+        &format!(
+            "/api/v1/targets/metadata?match_target={}",
+            encode(&format!("{{job=\"{job}\"}}"))
+        ),
+    );
+    data.as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["metric"].as_str().unwrap().to_string(),
+                m["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
+    if !usable("iostat_rs_matches_node_exporter") {
+        return;
+    }
+    let dir = scratch("iostat");
+    let device = Loop::attach(&dir.join("disk.img"));
+    let node_port = free_port();
+    let mut node = start(
+        "node_exporter",
+        NODE_EXPORTER,
+        &[
+            format!("--web.listen-address=127.0.0.1:{node_port}"),
+            "--collector.disable-defaults".into(),
+            "--collector.diskstats".into(),
+            "--collector.cpu".into(),
+            // Every device, so that node_exporter has each one iostat-rs has.
+            "--collector.diskstats.device-exclude=^$".into(),
+        ],
+    );
+    wait_ready(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, node_port)),
+        "/metrics",
+        Duration::from_secs(20),
+        &mut node,
+    );
+    let iostat_port = free_port();
+    let mut iostat = start(
+        "iostat-rs",
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--listen".into(), format!("127.0.0.1:{iostat_port}")],
+    );
+    let iostat_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, iostat_port));
+    wait_ready(
+        iostat_addr,
+        "/metrics",
+        Duration::from_secs(20),
+        &mut iostat,
+    );
+    let (_prometheus, prom) = prometheus(&dir, &[("node", node_port), ("iostat", iostat_port)]);
+    let begin = now();
+    // Idle, I/O, idle: the rate window below starts and ends while the
+    // device is idle, so both exporters see the whole of this test's I/O
+    // whatever their scrape phases, and span the same 20 - 1 s of samples.
+    std::thread::sleep(Duration::from_secs(7));
+    steady_io(&device.0, Duration::from_secs(10));
+    let io_end = now();
+    std::thread::sleep(Duration::from_secs(6));
+    promtool_clean(
+        "iostat-rs --listen",
+        &http_get(iostat_addr, "/metrics").unwrap().1,
+    );
+
+    // (a) names and labels: every series of iostat-rs exists in node_exporter.
+    let names = "node_(disk|cpu)_.*";
+    let ours = series(prom, "iostat", names, begin);
+    let theirs = series(prom, "node", names, begin);
+    assert!(
+        ours.iter()
+            .any(|s| s.contains(&("device".into(), device.name().into())))
+    );
+    let missing: Vec<_> = ours.difference(&theirs).collect();
+    assert!(missing.is_empty(), "not in node_exporter: {missing:?}");
+    // Types, as Prometheus read them from the two expositions.
+    let (our_types, their_types) = (types(prom, "iostat"), types(prom, "node"));
+    for (metric, kind) in our_types.iter().filter(|(m, _)| m.starts_with("node_")) {
+        assert_eq!(their_types.get(metric), Some(kind), "{metric}");
+    }
+    // Rates over the same 20 s window, idle at both ends.
+    let at = io_end + 5.0;
+    let mut compared = 0;
+    for metric in our_types
+        .keys()
+        .filter(|m| m.starts_with("node_disk_") && m.ends_with("_total"))
+    {
+        let rate = |job: &str| {
+            let promql = format!(
+                "rate({metric}{{job=\"{job}\",device=\"{}\"}}[20s])",
+                device.name()
+            );
+            let r = query(prom, &promql, at);
+            assert_eq!(r.len(), 1, "{promql}: {r:?}");
+            r[0].1
+        };
+        let (ours, theirs) = (rate("iostat"), rate("node"));
+        let scale = ours.abs().max(theirs.abs());
+        let raw = |job: &str| {
+            let sel = format!(
+                "{metric}{{job=\"{job}\",device=\"{}\"}}[20s]",
+                device.name()
+            );
+            api(
+                prom,
+                &format!("/api/v1/query?query={}&time={at}", encode(&sel)),
+            )["result"]
+                .to_string()
+        };
+        assert!(
+            (ours - theirs).abs() <= 0.01 * scale,
+            "{metric}: iostat-rs {ours}, node_exporter {theirs}\n{}\n{}",
+            raw("iostat"),
+            raw("node")
+        );
+        compared += usize::from(scale > 0.0);
+    }
+    // The writes and reads of this test were seen (counts, bytes, times).
+    assert!(compared >= 6, "only {compared} non-zero rates");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rewrites (atomically) a vcpudispatch_stats every 10 ms until `stop`:
+/// after step i, cpu0 has 2i dispatches (i at home, i on an adjacent node,
+/// all on the same core) and cpu1 has i (all at home): 200/s and 100/s.
+fn simulate_vcpu_dispatches(root: &Path, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let dir = root.join("proc/powerpc");
+    let start = Instant::now();
+    let mut i: u64 = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let text = format!(
+            "cpu0 {} {} 0 0 0 {i} {i} 0\ncpu1 {i} {i} 0 0 0 {i} 0 0\n",
+            2 * i,
+            2 * i
+        );
+        std::fs::write(dir.join(".stats.tmp"), text).unwrap();
+        std::fs::rename(dir.join(".stats.tmp"), dir.join("vcpudispatch_stats")).unwrap();
+        i += 1;
+        let due = start + Duration::from_millis(10 * i);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// The NDJSON reports of a tool's interval run: each row's fields.
+fn ndjson_rows(program: &str, args: &[&str]) -> Vec<Vec<Value>> {
+    let out = Command::new(program).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let doc: Value = serde_json::from_str(l).unwrap();
+            doc["rows"].as_array().unwrap().clone()
+        })
+        .collect()
+}
+
+#[test]
+fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
+    if !usable("vcpustat_and_cxlstat_rates") || !cxlstat_support::perf_usable("cxlstat_rates") {
+        return;
+    }
+    let dir = scratch("rates");
+    // vcpustat's simulated kernel files, advancing at a known pace.
+    let vroot = dir.join("vcpu");
+    std::fs::create_dir_all(vroot.join("proc/powerpc")).unwrap();
+    std::fs::write(vroot.join("proc/powerpc/vcpudispatch_stats_freq"), "50\n").unwrap();
+    std::fs::write(
+        vroot.join("proc/powerpc/vcpudispatch_stats"),
+        "cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let simulator = {
+        let (root, stop) = (vroot.clone(), stop.clone());
+        std::thread::spawn(move || simulate_vcpu_dispatches(&root, stop))
+    };
+    // cxlstat's software PMU: cpu-clock counts nanoseconds, 1e9 per second.
+    let croot = cxlstat_support::scratch("real-rates");
+    let cpu = cxlstat_support::test_cpus()[0];
+    cxlstat_support::software_tree(&croot, &[("cxl_pmu_mem0.0", cpu)]);
+
+    let (vport, cport) = (free_port(), free_port());
+    let mut vcpustat = start(
+        "vcpustat",
+        env!("CARGO_BIN_EXE_vcpustat"),
+        &[
+            "--sysroot".into(),
+            vroot.display().to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{vport}"),
+        ],
+    );
+    let mut cxlstat = start(
+        "cxlstat",
+        env!("CARGO_BIN_EXE_cxlstat"),
+        &[
+            "--sysroot".into(),
+            croot.display().to_string(),
+            "-e".into(),
+            "cpu_clock".into(),
+            "--listen".into(),
+            format!("127.0.0.1:{cport}"),
+        ],
+    );
+    let (vaddr, caddr) = (
+        SocketAddr::from((Ipv4Addr::LOCALHOST, vport)),
+        SocketAddr::from((Ipv4Addr::LOCALHOST, cport)),
+    );
+    wait_ready(vaddr, "/metrics", Duration::from_secs(20), &mut vcpustat);
+    wait_ready(caddr, "/metrics", Duration::from_secs(20), &mut cxlstat);
+    let (_prometheus, prom) = prometheus(&dir, &[("vcpustat", vport), ("cxlstat", cport)]);
+    // The tools' own interval output over the same files, meanwhile.
+    let vroot_s = vroot.display().to_string();
+    let vreports = ndjson_rows(
+        env!("CARGO_BIN_EXE_vcpustat"),
+        &["--sysroot", &vroot_s, "-n", "-o", "ndjson", "2", "3"],
+    );
+    let croot_s = croot.display().to_string();
+    let creports = ndjson_rows(
+        env!("CARGO_BIN_EXE_cxlstat"),
+        &[
+            "--sysroot",
+            &croot_s,
+            "-e",
+            "cpu_clock",
+            "-o",
+            "ndjson",
+            "1",
+            "3",
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let at = now() - 1.0;
+    promtool_clean("vcpustat --listen", &http_get(vaddr, "/metrics").unwrap().1);
+    promtool_clean("cxlstat --listen", &http_get(caddr, "/metrics").unwrap().1);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    simulator.join().unwrap();
+
+    // vcpustat: dispatches per second, per vCPU.
+    for (cpu, label) in [(0, "0"), (1, "1")] {
+        let prom_rate = query(
+            prom,
+            &format!("rate(vcpustat_dispatches_total{{cpu=\"{label}\"}}[8s])"),
+            at,
+        );
+        let prom_rate = prom_rate[0].1;
+        for report in &vreports {
+            let per_second = report[cpu]["total_disp"].as_f64().unwrap() / 2.0;
+            assert!(
+                (per_second - prom_rate).abs() <= 0.03 * prom_rate,
+                "cpu{cpu}: interval {per_second}/s, Prometheus {prom_rate}/s"
+            );
+        }
+    }
+    // The home ratio of the recording rule's expression: 0.5 and 1.
+    let home = query(
+        prom,
+        "sum without (distance) (rate(vcpustat_dispatches_by_numa_distance_total{distance=\"home\"}[8s])) / rate(vcpustat_dispatches_total[8s])",
+        at,
+    );
+    let ratio = |cpu: &str| home.iter().find(|(l, _)| l["cpu"] == cpu).unwrap().1;
+    assert!(
+        (ratio("0") - 0.5).abs() < 0.01 && (ratio("1") - 1.0).abs() < 1e-9,
+        "{home:?}"
+    );
+    // cxlstat: the scaled event rate (the rule's expression) and its own rate/s.
+    let scaled = query(
+        prom,
+        "rate(cxlstat_event_counted_total[8s]) * rate(cxlstat_event_enabled_seconds_total[8s]) / rate(cxlstat_event_running_seconds_total[8s])",
+        at,
+    );
+    assert_eq!(scaled.len(), 1, "{scaled:?}");
+    for report in &creports {
+        let own = report[0]["rate_per_second"].as_f64().unwrap();
+        assert!(
+            (own - scaled[0].1).abs() <= 0.02 * own,
+            "cxlstat interval {own}/s, Prometheus {}/s",
+            scaled[0].1
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The README's textfile recipe through node_exporter's textfile collector:
+/// the files are accepted (no scrape error) and their series come out.
+#[test]
+fn textfiles_are_accepted_by_node_exporters_textfile_collector() {
+    if !usable("textfile_recipe") {
+        return;
+    }
+    let dir = scratch("textfile");
+    let seed = format!(
+        "{}/tests/fixtures/vcpustat/seed",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let vcpu_file = dir.join("vcpustat.prom");
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--sysroot", &seed, "--textfile"])
+        .arg(&vcpu_file)
+        .args(["0.05", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .args(["-c", "--textfile"])
+        .arg(dir.join("iostat.prom"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = free_port();
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut node = start(
+        "node_exporter",
+        NODE_EXPORTER,
+        &[
+            format!("--web.listen-address={addr}"),
+            "--collector.disable-defaults".into(),
+            "--collector.textfile".into(),
+            format!("--collector.textfile.directory={}", dir.display()),
+        ],
+    );
+    wait_ready(addr, "/metrics", Duration::from_secs(20), &mut node);
+    let (_, body) = http_get(addr, "/metrics").unwrap();
+    assert!(body.contains("node_textfile_scrape_error 0\n"), "{body}");
+    assert!(
+        body.contains("vcpustat_dispatches_total{cpu=\"0\"} 6839\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("node_cpu_seconds_total{cpu=\"0\",mode=\"idle\"}"),
+        "{body}"
+    );
+    for file in ["vcpustat.prom", "iostat.prom"] {
+        let label = dir.join(file).display().to_string();
+        assert!(
+            body.contains(&format!("node_textfile_mtime_seconds{{file=\"{label}\"}}")),
+            "{body}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -45,6 +45,7 @@ mod prometheus_listen;
 mod prometheus_real;
 mod prometheus_rules;
 mod properties;
+mod pseries_sim;
 mod recordings;
 mod sysstat_conformance;
 mod trace_cli;

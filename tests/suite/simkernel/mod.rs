@@ -21,7 +21,11 @@
 //!   `dtl_event_mask` (x8 attribute: reads `0x%02x`, writes parsed like
 //!   `kstrtoull(s, 0)`), `dtl_buf_entries` (u32, read-only) and `cpu-N`
 //!   (one opener at a time, EBUSY for a second; reads of 0 bytes: nothing
-//!   was dispatched, as under QEMU's TCG). Like the real debugfs files
+//!   was dispatched, as under QEMU's TCG; a read size that is not a
+//!   multiple of the 48-byte entry is EINVAL). The rings and
+//!   `vcpudispatch_stats` share the kernel's `dtl_access_lock`: while a ring
+//!   is open, enabling the statistics is EBUSY, and while they are on,
+//!   opening a ring is EBUSY. Like the real debugfs files
 //!   they are not seekable: `lseek` fails with ESPIPE. Without
 //!   `CONFIG_DTL` ([`Dtl::config_dtl`] false) debugfs has `powerpc/` but no
 //!   `dtl/`.
@@ -237,7 +241,13 @@ impl Kernel {
             return Ok(data.len());
         }
         if cmd == 1 {
-            if self.busy {
+            // dtl_worker_enable: down_write_trylock(&dtl_access_lock) fails
+            // while a cpu-N ring is open (each holds it for reading).
+            let ring_open = self
+                .debugfs
+                .as_ref()
+                .is_some_and(|d| !d.open_rings.is_empty());
+            if self.busy || ring_open {
                 return Err(libc::EBUSY);
             }
             self.enable();
@@ -340,6 +350,8 @@ const DEBUG_POWERPC: u64 = 10;
 const DTL_DIR: u64 = 11;
 const EVENT_MASK: u64 = 12;
 const BUF_ENTRIES: u64 = 13;
+/// `sizeof(struct dtl_entry)`: a ring read must be a multiple of it.
+const DTL_ENTRY_BYTES: usize = 48;
 /// `cpu-N` is inode `RING_BASE + N`.
 const RING_BASE: u64 = 1000;
 
@@ -533,12 +545,15 @@ impl Filesystem for SimFs {
         }
         if ino >= RING_BASE {
             let mut k = self.kernel();
+            let stats_on = k.on;
             let Some(dtl) = k.debugfs.as_mut() else {
                 reply.error(Errno::ENOENT);
                 return;
             };
             let cpu = (ino - RING_BASE) as u32;
-            if dtl.open_rings.contains(&cpu) {
+            // dtl_enable: one reader per ring, and none while
+            // vcpudispatch_stats holds dtl_access_lock for writing.
+            if dtl.open_rings.contains(&cpu) || stats_on {
                 reply.error(Errno::EBUSY);
                 return;
             }
@@ -579,6 +594,11 @@ impl Filesystem for SimFs {
                     .as_ref()
                     .map(|d| format!("{}\n", d.buf_entries).into_bytes())
                     .unwrap_or_default()),
+                // dtl_file_read: whole entries only, and nothing is ever
+                // logged here.
+                ring if ring >= RING_BASE && !(size as usize).is_multiple_of(DTL_ENTRY_BYTES) => {
+                    Err(libc::EINVAL)
+                }
                 ring if ring >= RING_BASE => Ok(Vec::new()),
                 _ => Err(libc::EISDIR),
             };

@@ -140,6 +140,19 @@ fn latency_conflict(opts: &Options) -> Option<String> {
                 .into(),
         );
     }
+    // The expositions carry cumulative counters; the histograms are per
+    // interval and have no Prometheus histogram metric yet: refused rather
+    // than dropped.
+    if opts.format == OutputFormat::Prometheus
+        || opts.expo.textfile.is_some()
+        || opts.listen.is_some()
+    {
+        return Some(
+            "--latency cannot be used with -o prometheus, --textfile or --listen yet: \
+             use -o JSON, ndjson or csv for the histograms"
+                .into(),
+        );
+    }
     None
 }
 

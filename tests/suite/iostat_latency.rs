@@ -471,6 +471,23 @@ fn latency_needs_the_extended_report_of_the_live_kernel() {
     assert!(e.contains("--latency needs -x"), "{e}");
     let e = one_line_error(&iostat(&["-x", "--latency", "--sysroot", "/", "1", "1"]));
     assert!(e.contains("cannot be used with --sysroot"), "{e}");
+    // No Prometheus histogram metric yet: refused, not silently dropped.
+    for extra in [
+        &["-o", "prometheus"][..],
+        &["--textfile", "/nonexistent/x.prom"],
+        &["--listen", "127.0.0.1:1"],
+    ] {
+        let mut args = vec!["-x", "--latency"];
+        args.extend_from_slice(extra);
+        args.extend(["1", "1"]);
+        let out = iostat(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let e = one_line_error(&out);
+        assert!(
+            e.contains("--latency cannot be used with -o prometheus"),
+            "{e}"
+        );
+    }
 }
 
 #[test]

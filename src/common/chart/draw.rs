@@ -4,6 +4,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::history::Span;
@@ -404,7 +405,6 @@ fn draw_bars(
     categories: &[String],
     stacks: &[Stack],
 ) -> Result<(), Failed> {
-    let n = categories.len().max(1);
     let top = (0..categories.len())
         .map(|i| {
             stacks
@@ -413,27 +413,7 @@ fn draw_bars(
                 .sum::<f64>()
         })
         .fold(0.0, f64::max);
-    let mut chart = ChartBuilder::on(area)
-        .caption(label(&panel.title, 80), (FONT, 18))
-        .margin(10)
-        .x_label_area_size(44)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..n as f64, 0.0..y_top(top))
-        .map_err(failed)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(category_ticks(categories.len(), 24))
-        .y_labels(6)
-        .x_label_formatter(&|x| category(categories, *x))
-        .y_label_formatter(&|y| number_text(*y))
-        .x_desc("vCPU")
-        .y_desc(label(&panel.y_label, 60))
-        .label_style((FONT, 12))
-        .axis_desc_style((FONT, 14))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .draw()
-        .map_err(failed)?;
+    let mut chart = vcpu_axes(area, panel, categories, top)?;
     let mut base = vec![0.0; categories.len()];
     for stack in stacks {
         let colour = rgb(stack.colour);
@@ -499,10 +479,15 @@ fn draw_lanes(area: &Area, panel: &Panel, lanes: &super::lanes::Lanes) -> Result
     Ok(())
 }
 
-fn draw_boxes(area: &Area, panel: &Panel, boxes: &[Percentiles]) -> Result<(), Failed> {
-    let n = boxes.len().max(1);
-    let top = boxes.iter().map(|b| b.max).fold(0.0, f64::max);
-    let names: Vec<String> = boxes.iter().map(|b| b.name.clone()).collect();
+/// Axes with one category per vCPU along x (`names`) and values from 0 to
+/// `top` up y, drawn with the panel's title and y label.
+fn vcpu_axes<'a, 'b>(
+    area: &'a Area<'b>,
+    panel: &Panel,
+    names: &[String],
+    top: f64,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, Failed> {
+    let n = names.len().max(1);
     let mut chart = ChartBuilder::on(area)
         .caption(label(&panel.title, 80), (FONT, 18))
         .margin(10)
@@ -513,9 +498,9 @@ fn draw_boxes(area: &Area, panel: &Panel, boxes: &[Percentiles]) -> Result<(), F
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(category_ticks(boxes.len(), 24))
+        .x_labels(category_ticks(names.len(), 24))
         .y_labels(6)
-        .x_label_formatter(&|x| category(&names, *x))
+        .x_label_formatter(&|x| category(names, *x))
         .y_label_formatter(&|y| number_text(*y))
         .x_desc("vCPU")
         .y_desc(label(&panel.y_label, 60))
@@ -524,6 +509,13 @@ fn draw_boxes(area: &Area, panel: &Panel, boxes: &[Percentiles]) -> Result<(), F
         .light_line_style(RGBColor(0xee, 0xee, 0xee))
         .draw()
         .map_err(failed)?;
+    Ok(chart)
+}
+
+fn draw_boxes(area: &Area, panel: &Panel, boxes: &[Percentiles]) -> Result<(), Failed> {
+    let top = boxes.iter().map(|b| b.max).fold(0.0, f64::max);
+    let names: Vec<String> = boxes.iter().map(|b| b.name.clone()).collect();
+    let mut chart = vcpu_axes(area, panel, &names, top)?;
     let (boxc, whisker, maxc) = (
         rgb(palette::series(0)),
         rgb(palette::series(9)),

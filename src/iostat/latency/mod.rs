@@ -12,6 +12,7 @@
 
 pub mod codec;
 pub mod collector;
+mod hash;
 pub mod histogram;
 pub mod tracker;
 

@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 
+use super::hash::FoldHash;
 use super::histogram::Histogram;
 
 /// The operation classes `-x` reports.
@@ -105,8 +106,8 @@ pub struct Partition {
 /// The state of every device seen since tracing began.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    inflight: HashMap<(Dev, u64), InFlight>,
-    devices: HashMap<Dev, DeviceState>,
+    inflight: HashMap<(Dev, u64), InFlight, FoldHash>,
+    devices: HashMap<Dev, DeviceState, FoldHash>,
     partitions: HashMap<Dev, Vec<Partition>>,
     interval_start: u64,
     /// Completions without an issue in this interval.

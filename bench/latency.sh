@@ -118,12 +118,14 @@ run() {
 }
 
 results=$(mktemp)
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for _ in $(seq "$rounds"); do
     for kind in none iostat-rs bpftrace; do
         run "$kind" | tee -a "$results" >&2
     done
 done
 
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]

@@ -21,6 +21,9 @@ pub enum Kind {
     Counter,
     /// A value that can go up and down.
     Gauge,
+    /// Cumulative bucket counts with their sum and count (samples written
+    /// with [`Exposition::histogram`]).
+    Histogram,
 }
 
 /// One metric family's description.
@@ -28,7 +31,7 @@ pub enum Kind {
 pub struct Family {
     /// Metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
     pub name: &'static str,
-    /// Counter or gauge.
+    /// Counter, gauge or histogram.
     pub kind: Kind,
     /// The `# HELP` text.
     pub help: &'static str,
@@ -53,6 +56,7 @@ impl Exposition {
         let kind = match f.kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
         };
         let _ = writeln!(self.text, "# HELP {} {}", f.name, escape_help(f.help));
         let _ = writeln!(self.text, "# TYPE {} {kind}", f.name);
@@ -62,7 +66,31 @@ impl Exposition {
     /// One sample of the current family. Labels whose value is empty are
     /// left out (Prometheus treats an empty label as an absent one).
     pub fn sample(&mut self, labels: &[(&str, &str)], value: f64) {
+        self.push_sample("", labels, None, value);
+    }
+
+    /// One histogram of the current family (of [`Kind::Histogram`]): a
+    /// `_bucket` sample per `(upper bound, observations at or below it)`
+    /// in increasing order, the `+Inf` bucket (`count`), then `_sum` and
+    /// `_count`.
+    pub fn histogram(
+        &mut self,
+        labels: &[(&str, &str)],
+        buckets: &[(f64, f64)],
+        sum: f64,
+        count: f64,
+    ) {
+        for &(le, cumulative) in buckets {
+            self.push_sample("_bucket", labels, Some(le), cumulative);
+        }
+        self.push_sample("_bucket", labels, Some(f64::INFINITY), count);
+        self.push_sample("_sum", labels, None, sum);
+        self.push_sample("_count", labels, None, count);
+    }
+
+    fn push_sample(&mut self, suffix: &str, labels: &[(&str, &str)], le: Option<f64>, value: f64) {
         self.text.push_str(self.name);
+        self.text.push_str(suffix);
         let mut first = true;
         for (name, v) in labels.iter().filter(|(_, v)| !v.is_empty()) {
             self.text.push(if first { '{' } else { ',' });
@@ -70,6 +98,12 @@ impl Exposition {
             self.text.push_str(name);
             self.text.push_str("=\"");
             escape_label_into(&mut self.text, v);
+            self.text.push('"');
+        }
+        if let Some(le) = le {
+            self.text.push_str(if first { "{le=\"" } else { ",le=\"" });
+            first = false;
+            push_value(&mut self.text, le);
             self.text.push('"');
         }
         if !first {
@@ -195,6 +229,37 @@ mod tests {
              x_up 1\n\
              x_up NaN\n\
              x_up +Inf\n"
+        );
+    }
+
+    #[test]
+    fn histograms_have_buckets_inf_sum_and_count() {
+        let mut e = Exposition::new();
+        e.family(&Family {
+            name: "h_seconds",
+            kind: Kind::Histogram,
+            help: "H.",
+        });
+        e.histogram(
+            &[("device", "sda")],
+            &[(0.001, 2.0), (0.25, 5.0)],
+            0.75,
+            6.0,
+        );
+        e.histogram(&[], &[(1.0, 0.0)], 0.0, 0.0);
+        assert_eq!(
+            e.into_string(),
+            "# HELP h_seconds H.\n\
+             # TYPE h_seconds histogram\n\
+             h_seconds_bucket{device=\"sda\",le=\"0.001\"} 2\n\
+             h_seconds_bucket{device=\"sda\",le=\"0.25\"} 5\n\
+             h_seconds_bucket{device=\"sda\",le=\"+Inf\"} 6\n\
+             h_seconds_sum{device=\"sda\"} 0.75\n\
+             h_seconds_count{device=\"sda\"} 6\n\
+             h_seconds_bucket{le=\"1\"} 0\n\
+             h_seconds_bucket{le=\"+Inf\"} 0\n\
+             h_seconds_sum 0\n\
+             h_seconds_count 0\n"
         );
     }
 

@@ -20,6 +20,7 @@ use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
 use super::expose::Exporter;
 use super::latency::Latency;
+use super::latency::prometheus::LatencyExposition;
 use super::model::{cpu_percent, interval_cs};
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
@@ -124,12 +125,13 @@ fn unit_conflict(opts: &Options) -> Option<String> {
 }
 
 /// `--latency` adds columns to the `-x` device report of the live kernel
-/// (or of a recording of it): anything else would drop them silently.
+/// (or of a recording of it), or histograms to the Prometheus expositions:
+/// anything else would drop them silently.
 fn latency_conflict(opts: &Options) -> Option<String> {
     if !opts.latency {
         return None;
     }
-    if !opts.extended || opts.short {
+    if !exposes(opts) && (!opts.extended || opts.short) {
         return Some(
             "--latency needs -x (without -s): it adds columns to the extended report".into(),
         );
@@ -140,20 +142,23 @@ fn latency_conflict(opts: &Options) -> Option<String> {
                 .into(),
         );
     }
-    // The expositions carry cumulative counters; the histograms are per
-    // interval and have no Prometheus histogram metric yet: refused rather
-    // than dropped.
-    if opts.format == OutputFormat::Prometheus
-        || opts.expo.textfile.is_some()
-        || opts.listen.is_some()
-    {
-        return Some(
-            "--latency cannot be used with -o prometheus, --textfile or --listen yet: \
-             use -o JSON, ndjson or csv for the histograms"
-                .into(),
-        );
-    }
     None
+}
+
+/// Whether the output is Prometheus expositions (`-o prometheus`,
+/// `--textfile`, `--listen`) rather than reports.
+fn exposes(opts: &Options) -> bool {
+    opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() || opts.listen.is_some()
+}
+
+/// The exporter for `opts`, measuring latency when `--latency` asks.
+fn exporter(opts: &Options, src: &dyn Source) -> Result<Exporter, IostatError> {
+    let exporter = Exporter::new(opts);
+    if !opts.latency {
+        return Ok(exporter);
+    }
+    let latency = Latency::start(src, shows_partitions(opts)).map_err(IostatError::Latency)?;
+    Ok(exporter.with_latency(LatencyExposition::new(latency)))
 }
 
 /// `-p` in any form: partitions are reported, so `--latency` attributes
@@ -386,7 +391,7 @@ fn serve_metrics(
 ) -> Result<(), IostatError> {
     let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
     let stop = StopSignal::install().map_err(IostatError::Output)?;
-    let mut exporter = Exporter::new(opts);
+    let mut exporter = exporter(opts, src)?;
     // Opened once, read again at each scrape (as the interval loop does).
     for hot in ["/proc/stat", "/proc/diskstats"] {
         src.keep_open(hot);
@@ -408,7 +413,7 @@ fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> 
         Some(path) => Target::Textfile(path.clone()),
         None => Target::Stdout,
     };
-    let mut exporter = Exporter::new(opts);
+    let mut exporter = exporter(opts, src)?;
     let stop = StopSignal::install().map_err(IostatError::Output)?;
     let schedule = Schedule {
         interval: opts.interval,

@@ -717,7 +717,8 @@ pub fn command() -> clap::Command {
         .arg(long_flag(
             "latency",
             "With -x: latency p50/p99/max (ms) per operation and queue depth p50/max, \
-             measured from the block tracepoints (root or CAP_PERFMON)",
+             measured from the block tracepoints (root or CAP_PERFMON); with -o prometheus, \
+             --textfile or --listen: the same as cumulative Prometheus histograms",
         ))
         .arg(
             Arg::new("dec")

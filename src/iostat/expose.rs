@@ -18,6 +18,7 @@ use crate::common::source::Source;
 
 use super::cli::{DeviceKind, ListArg, Options};
 use super::error::{IostatError, strerror};
+use super::latency::prometheus::LatencyExposition;
 use super::parse::{DiskCounters, StatFormat, parse_diskstats_line};
 
 const PROC_DISKSTATS: &str = "/proc/diskstats";
@@ -179,6 +180,7 @@ pub struct Exporter {
     select: Select,
     cpu: bool,
     disks: bool,
+    latency: Option<LatencyExposition>,
     buf: Vec<u8>,
 }
 
@@ -206,8 +208,15 @@ impl Exporter {
             select,
             cpu: opts.show_cpu,
             disks: opts.show_disk,
+            latency: None,
             buf: Vec::with_capacity(4096),
         }
+    }
+
+    /// Adds the `--latency` histograms of the exported devices.
+    pub fn with_latency(mut self, latency: LatencyExposition) -> Exporter {
+        self.latency = Some(latency);
+        self
     }
 
     /// Reads the counters now and appends their families to `e`.
@@ -302,6 +311,15 @@ impl Exporter {
             for d in disks.iter().filter(|d| i < d.stats) {
                 e.sample(&[("device", &d.name)], d.values[i]);
             }
+        }
+        if let Some(latency) = &mut self.latency {
+            let devices: Vec<(&str, (u32, u32))> = disks
+                .iter()
+                .map(|d| (d.name.as_str(), (d.major, d.minor)))
+                .collect();
+            latency
+                .collect(src, &devices, e)
+                .map_err(IostatError::Latency)?;
         }
         Ok(())
     }

@@ -277,6 +277,11 @@ struct Measured {
     p99_bucket: i64,
     count: u64,
     bpf: BTreeMap<u32, u64>,
+    /// The last exposition of `iostat-rs --latency -o prometheus`, which
+    /// watched the same run.
+    exposition: String,
+    /// The loop device's name.
+    device: String,
 }
 
 /// Runs `ios` 4 KiB direct random reads with fio on a loop device over a
@@ -307,6 +312,16 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     .spawn()
     .expect("iostat-rs starts");
     let iostat = watch(iostat);
+    let expo = in_namespace(
+        MOUNT_TRACEFS,
+        IOSTAT,
+        &["--latency", "-o", "prometheus", "0.5", &lo.name],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("iostat-rs -o prometheus starts");
+    let expo = watch(expo);
     std::thread::sleep(Duration::from_millis(700));
     let fio = Command::new("fio")
         .args([
@@ -327,9 +342,23 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     assert!(fio.status.success(), "fio: {}", text(&fio.stderr));
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&iostat.child);
+    interrupt(&expo.child);
     interrupt(&bpf);
     let out = wait_output(iostat, Duration::from_secs(10));
     assert!(out.stderr.is_empty(), "iostat-rs: {}", text(&out.stderr));
+    let expo = wait_output(expo, Duration::from_secs(10));
+    assert!(
+        expo.stderr.is_empty(),
+        "iostat-rs -o prometheus: {}",
+        text(&expo.stderr)
+    );
+    let expositions = text(&expo.stdout);
+    let exposition = expositions
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .last()
+        .map(|e| format!("{}\n", e.trim_start()))
+        .expect("an exposition");
     let mut rest = String::new();
     bpf_out.read_to_string(&mut rest).unwrap();
     let _ = wait_output(watch(bpf), Duration::from_secs(10));
@@ -345,7 +374,78 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         p99_bucket: bucket_position(p99_ns),
         count,
         bpf: parse_bpftrace_hist(&rest),
+        exposition,
+        device: lo.name.clone(),
     }
+}
+
+/// The read histogram of `device` in an exposition: the `(le, cumulative
+/// count)` of each `_bucket` line in order (`+Inf` as infinity), `_sum`
+/// and `_count`.
+fn exposed_read_histogram(exposition: &str, device: &str) -> (Vec<(f64, f64)>, f64, f64) {
+    let family = "iostat_rs_disk_request_latency_seconds";
+    let labels = format!("{{device=\"{device}\",op=\"read\"");
+    let (mut buckets, mut sum, mut count) = (Vec::new(), None, None);
+    for line in exposition.lines() {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap_or(f64::NAN),
+        };
+        if let Some(rest) = series.strip_prefix(&format!("{family}_bucket{labels},le=\"")) {
+            let le = rest.trim_end_matches("\"}");
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap()
+            };
+            buckets.push((le, value));
+        } else if series == format!("{family}_sum{labels}}}") {
+            sum = Some(value);
+        } else if series == format!("{family}_count{labels}}}") {
+            count = Some(value);
+        }
+    }
+    (buckets, sum.expect("a _sum"), count.expect("a _count"))
+}
+
+/// The Prometheus histogram of the same run: a valid exposition
+/// (`promtool check metrics`), cumulative buckets ending in `+Inf` =
+/// `_count`, the same requests as the report, a mean no lower than the
+/// disk's floor, and its median in the power-of-two bucket holding the
+/// report's p50 (or the next: the two watchers may differ by a request
+/// at either end).
+fn assert_exposition_agrees(m: &Measured, device: &str, floor: u64) {
+    crate::prometheus_real::promtool_clean("iostat-rs --latency -o prometheus", &m.exposition);
+    let (buckets, sum, count) = exposed_read_histogram(&m.exposition, device);
+    assert!(
+        buckets
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+        "{buckets:?}"
+    );
+    assert_eq!(buckets.last(), Some(&(f64::INFINITY, count)));
+    assert!(
+        (count - m.count as f64).abs() <= 2.0,
+        "the exposition counted {count} reads, the report {}",
+        m.count
+    );
+    assert!(
+        sum / count >= floor as f64 / 1e9,
+        "mean {} s below the floor",
+        sum / count
+    );
+    let rank = (count / 2.0).ceil();
+    let p50_le = buckets.iter().find(|&&(_, c)| c >= rank).unwrap().0;
+    let p50_s = m.p50_ns as f64 / 1e9;
+    let first_above = buckets.iter().position(|&(le, _)| le >= p50_s).unwrap();
+    let at = buckets.iter().position(|&(le, _)| le == p50_le).unwrap();
+    assert!(
+        at == first_above || at == first_above + 1,
+        "exposed p50 bucket le={p50_le}, the report's p50 {p50_s} s: {buckets:?}"
+    );
 }
 
 /// Prints what was measured (visible with `--nocapture`).
@@ -388,7 +488,7 @@ fn assert_agrees_with_bpftrace(m: &Measured) {
 fn constant_2ms_disk() {
     if !runnable(
         "constant_2ms_disk",
-        &["losetup", "unshare", "fio", "bpftrace"],
+        &["losetup", "unshare", "fio", "bpftrace", "promtool"],
     ) {
         return;
     }
@@ -400,6 +500,7 @@ fn constant_2ms_disk() {
     };
     let m = measure("constant", delays, 400);
     show("constant 2 ms", &m);
+    assert_exposition_agrees(&m, &m.device, floor);
     assert!(m.count >= 400, "{} reads measured", m.count);
     assert!(m.p50_ns >= floor, "p50 {} below the floor", m.p50_ns);
     assert!(
@@ -419,7 +520,7 @@ fn constant_2ms_disk() {
 fn tenth_of_reads_at_20ms() {
     if !runnable(
         "tenth_of_reads_at_20ms",
-        &["losetup", "unshare", "fio", "bpftrace"],
+        &["losetup", "unshare", "fio", "bpftrace", "promtool"],
     ) {
         return;
     }
@@ -431,6 +532,7 @@ fn tenth_of_reads_at_20ms() {
     };
     let m = measure("tail", delays, 300);
     show("10 % at 20 ms", &m);
+    assert_exposition_agrees(&m, &m.device, floor);
     assert!(m.count >= 300, "{} reads measured", m.count);
     assert!(
         m.p50_ns >= floor && m.p50_ns <= floor * 12 / 10,
@@ -471,22 +573,20 @@ fn latency_needs_the_extended_report_of_the_live_kernel() {
     assert!(e.contains("--latency needs -x"), "{e}");
     let e = one_line_error(&iostat(&["-x", "--latency", "--sysroot", "/", "1", "1"]));
     assert!(e.contains("cannot be used with --sysroot"), "{e}");
-    // No Prometheus histogram metric yet: refused, not silently dropped.
+    // The expositions need no -x: they carry the histograms whole. The
+    // --sysroot refusal, which comes next, shows -x was not asked for.
     for extra in [
         &["-o", "prometheus"][..],
         &["--textfile", "/nonexistent/x.prom"],
         &["--listen", "127.0.0.1:1"],
     ] {
-        let mut args = vec!["-x", "--latency"];
+        let mut args = vec!["--latency", "--sysroot", "/"];
         args.extend_from_slice(extra);
         args.extend(["1", "1"]);
         let out = iostat(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let e = one_line_error(&out);
-        assert!(
-            e.contains("--latency cannot be used with -o prometheus"),
-            "{e}"
-        );
+        assert!(e.contains("cannot be used with --sysroot"), "{args:?}: {e}");
     }
 }
 
@@ -566,39 +666,27 @@ fn replay_prints_the_latency_columns_again() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rec = std::env::temp_dir().join(format!("hwstat-latency-{}.rec", std::process::id()));
     let rec_s = rec.to_str().unwrap();
-    // Some I/O of our own during the run, so the histograms are not empty.
-    let scratch = std::env::temp_dir().join(format!("hwstat-latency-io-{}", std::process::id()));
-    let writer = std::thread::spawn({
-        let scratch = scratch.clone();
-        move || {
-            for _ in 0..20 {
-                std::fs::write(&scratch, vec![1u8; 1 << 20]).unwrap();
-                let f = std::fs::File::open(&scratch).unwrap();
-                f.sync_all().unwrap();
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    });
-    let args = ["-x", "--latency", "-o", "JSON", "0.5", "3"];
-    let mut live_args = vec!["--record", rec_s];
-    live_args.extend(args);
-    let live = in_namespace(MOUNT_TRACEFS, IOSTAT, &live_args)
-        .output()
-        .unwrap();
-    writer.join().unwrap();
-    let _ = std::fs::remove_file(&scratch);
-    assert!(live.status.success(), "{}", text(&live.stderr));
-    let live_text = text(&live.stdout);
-    assert!(
-        live_text.contains("\"latency\": {\"r\": {\"p50\": "),
-        "{live_text}"
-    );
-    let mut replay_args = vec!["--replay", rec_s];
-    replay_args.extend(args);
-    let replay = iostat(&replay_args);
-    assert!(replay.status.success(), "{}", text(&replay.stderr));
-    assert_eq!(text(&replay.stdout), live_text, "replay differs");
-    // The text report too, from the same recording.
+    // The JSON report and the Prometheus exposition (its cumulative
+    // histograms included) come back byte for byte.
+    let jsonargs = ["-x", "--latency", "-o", "JSON", "0.5", "3"];
+    let expoargs = ["--latency", "-o", "prometheus", "0.5", "3"];
+    for (args, expected) in [
+        (&expoargs[..], "iostat_rs_disk_queue_depth_count{device="),
+        (&jsonargs[..], "\"latency\": {\"r\": {\"p50\": "),
+    ] {
+        let live_text = record_with_io(rec_s, args);
+        assert!(live_text.contains(expected), "{live_text}");
+        let mut replay_args = vec!["--replay", rec_s];
+        replay_args.extend(args);
+        let replay = iostat(&replay_args);
+        assert!(replay.status.success(), "{}", text(&replay.stderr));
+        assert_eq!(
+            text(&replay.stdout),
+            live_text,
+            "replay of {args:?} differs"
+        );
+    }
+    // The text report too, from the JSON run's recording.
     let t = iostat(&["--replay", rec_s, "-x", "--latency", "0.5", "3"]);
     assert!(text(&t.stdout).contains(" qd_p50 qd_max\n"));
     // A recording made without --latency cannot give the columns.
@@ -613,6 +701,32 @@ fn replay_prints_the_latency_columns_again() {
     let e = one_line_error(&iostat(&["--replay", rec_s, "-x", "--latency"]));
     assert!(e.contains("recorded without --latency"), "{e}");
     let _ = std::fs::remove_file(&rec);
+}
+
+/// Runs `iostat-rs --record rec args` live while writing files of our
+/// own, so the histograms are not empty; its standard output.
+fn record_with_io(rec: &str, args: &[&str]) -> String {
+    let scratch = std::env::temp_dir().join(format!("hwstat-latency-io-{}", std::process::id()));
+    let writer = std::thread::spawn({
+        let scratch = scratch.clone();
+        move || {
+            for _ in 0..20 {
+                std::fs::write(&scratch, vec![1u8; 1 << 20]).unwrap();
+                let f = std::fs::File::open(&scratch).unwrap();
+                f.sync_all().unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    });
+    let mut live_args = vec!["--record", rec];
+    live_args.extend(args);
+    let live = in_namespace(MOUNT_TRACEFS, IOSTAT, &live_args)
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    let _ = std::fs::remove_file(&scratch);
+    assert!(live.status.success(), "{}", text(&live.stderr));
+    text(&live.stdout)
 }
 
 /// A file of `sectors` zero sectors with an MBR of two primary partitions

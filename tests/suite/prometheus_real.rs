@@ -275,7 +275,7 @@ fn steady_io(device: &str, duration: Duration) {
 }
 
 /// `promtool check metrics` on an exposition: no complaint.
-fn promtool_clean(what: &str, exposition: &str) {
+pub(crate) fn promtool_clean(what: &str, exposition: &str) {
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -4,7 +4,7 @@
 //!
 //! Layout: `lost, unmatched, devices`, then per device `major, minor` and
 //! five histograms (read, write, discard, flush latency, then queue depth),
-//! each `max, buckets` followed by `buckets` pairs `index, count`.
+//! each `max, sum, buckets` followed by `buckets` pairs `index, count`.
 
 use super::histogram::{Histogram, LAST_BUCKET};
 use super::tracker::{DeviceHistograms, OPS};
@@ -36,7 +36,7 @@ impl Interval {
             out.extend([u64::from(*major), u64::from(*minor)]);
             for hist in h.latency.iter().chain([&h.depth]) {
                 let buckets: Vec<(usize, u64)> = hist.buckets().collect();
-                out.extend([hist.max, buckets.len() as u64]);
+                out.extend([hist.max, hist.sum, buckets.len() as u64]);
                 for (i, c) in buckets {
                     out.extend([i as u64, c]);
                 }
@@ -60,6 +60,7 @@ impl Interval {
             let mut hists: Vec<Histogram> = Vec::with_capacity(OPS + 1);
             for _ in 0..=OPS {
                 let max = next()?;
+                let sum = next()?;
                 let n = next()?;
                 let mut buckets = Vec::new();
                 for _ in 0..n {
@@ -69,7 +70,7 @@ impl Interval {
                     }
                     buckets.push((i as usize, next()?));
                 }
-                hists.push(Histogram::from_parts(&buckets, max)?);
+                hists.push(Histogram::from_parts(&buckets, sum, max)?);
             }
             let depth = hists.pop()?;
             let latency: [Histogram; OPS] = hists.try_into().ok()?;
@@ -114,20 +115,21 @@ mod tests {
         assert_eq!(Interval::decode(&[0, 0, u64::MAX]), None, "huge count");
         // A bucket with a zero count (found by the latency_values fuzz
         // target: it decoded, then encoded to something else).
-        let zero = [0, 0, 1, 8, 0, 5, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut zero = vec![0, 0, 1, 8, 0, 5, 0, 1, 5, 0];
+        zero.extend([0u64; 12]);
         assert_eq!(Interval::decode(&zero), None);
         let mut twice = vec![0, 0, 2];
         for _ in 0..2 {
             twice.extend([7, 0]);
-            twice.extend([0u64; 10]);
+            twice.extend([0u64; 15]);
         }
         assert_eq!(Interval::decode(&twice), None, "a device twice");
         // A bucket past the last (found by the fuzz target: its bounds
         // overflowed a shift).
-        let mut far = vec![0, 0, 1, 8, 0, 5, 1, 976, 1];
-        far.extend([0u64; 8]);
+        let mut far = vec![0, 0, 1, 8, 0, 5, 0, 1, 976, 1];
+        far.extend([0u64; 12]);
         assert_eq!(Interval::decode(&far), None);
-        far[7] = 975;
+        far[8] = 975;
         assert!(Interval::decode(&far).is_some());
     }
 }

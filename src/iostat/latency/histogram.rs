@@ -42,12 +42,16 @@ pub fn bucket_high(index: usize) -> u64 {
     bucket_low(index + 1) - 1
 }
 
-/// Counts (or weights) per bucket, their total and the largest value seen.
+/// Counts (or weights) per bucket, their total, the sum of the values
+/// (each times its weight) and the largest value seen.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Histogram {
     counts: Vec<u64>,
     /// The sum of all counts.
     pub total: u64,
+    /// The sum of every value times its weight (exact; saturates at 2^64,
+    /// some 584 years of latency in one interval).
+    pub sum: u64,
     /// The largest value added (exact).
     pub max: u64,
 }
@@ -64,6 +68,7 @@ impl Histogram {
         }
         self.counts[b] += weight;
         self.total += weight;
+        self.sum = self.sum.saturating_add(value.saturating_mul(weight));
         self.max = self.max.max(value);
     }
 
@@ -77,10 +82,11 @@ impl Histogram {
     }
 
     /// Rebuilds a histogram from its non-empty buckets, in increasing
-    /// order, and its max (a recording's), as [`Histogram::buckets`] gives
-    /// them; `None` for anything else (an empty or repeated bucket, a total
-    /// past 2^64), which no histogram would have written.
-    pub fn from_parts(buckets: &[(usize, u64)], max: u64) -> Option<Histogram> {
+    /// order, its sum and its max (a recording's), as
+    /// [`Histogram::buckets`] gives them; `None` for anything else (an
+    /// empty or repeated bucket, a total past 2^64), which no histogram
+    /// would have written.
+    pub fn from_parts(buckets: &[(usize, u64)], sum: u64, max: u64) -> Option<Histogram> {
         let mut h = Histogram::default();
         for &(i, c) in buckets {
             if c == 0 || i < h.counts.len() {
@@ -90,6 +96,7 @@ impl Histogram {
             h.counts[i] = c;
             h.total = h.total.checked_add(c)?;
         }
+        h.sum = sum;
         h.max = max;
         Some(h)
     }
@@ -165,19 +172,24 @@ mod tests {
         assert_eq!(h.quantile_low(0.99), Some(19_922_944));
         assert_eq!(Histogram::default().quantile_high(0.5), None);
         let parts: Vec<_> = h.buckets().collect();
-        assert_eq!(Histogram::from_parts(&parts, h.max), Some(h));
-        assert_eq!(Histogram::from_parts(&[(3, 0)], 3), None, "empty bucket");
+        assert_eq!(h.sum, 90 * 2_000_000 + 10 * 20_000_000);
+        assert_eq!(Histogram::from_parts(&parts, h.sum, h.max), Some(h));
+        assert_eq!(Histogram::from_parts(&[(3, 0)], 0, 3), None, "empty bucket");
         assert_eq!(
-            Histogram::from_parts(&[(3, 1), (3, 1)], 3),
+            Histogram::from_parts(&[(3, 1), (3, 1)], 6, 3),
             None,
             "repeated"
         );
         assert_eq!(
-            Histogram::from_parts(&[(4, 1), (3, 1)], 4),
+            Histogram::from_parts(&[(4, 1), (3, 1)], 7, 4),
             None,
             "unsorted"
         );
         let huge = [(3, u64::MAX), (4, 1)];
-        assert_eq!(Histogram::from_parts(&huge, 4), None, "total past 2^64");
+        assert_eq!(
+            Histogram::from_parts(&huge, u64::MAX, 4),
+            None,
+            "total past 2^64"
+        );
     }
 }

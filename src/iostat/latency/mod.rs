@@ -5,7 +5,9 @@
 //! * [`tracker`]: issue matched to completion, requeues, partial
 //!   completions, partitions (pure);
 //! * [`collector`]: the tracepoints sampled through `perf_event_open`;
-//! * [`codec`]: an interval's histograms as the numbers a recording keeps.
+//! * [`codec`]: an interval's histograms as the numbers a recording keeps;
+//! * [`prometheus`]: the histograms summed over the run, as Prometheus
+//!   histograms in the expositions.
 //!
 //! A live run measures; `--record` stores each interval's histograms under
 //! [`RECORD_KEY`]; `--replay` reads them back, so the columns are the same.
@@ -14,6 +16,7 @@ pub mod codec;
 pub mod collector;
 mod hash;
 pub mod histogram;
+pub mod prometheus;
 pub mod tracker;
 
 use std::fmt::Write as _;

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::Parser;
 use cxlstat_support::{perf_usable, scratch, software_tree};
+use hwstat::common::signals::StopSignal;
 use hwstat::cxlstat::app::run;
 use hwstat::cxlstat::cli::{Args, Options};
 
@@ -63,9 +64,10 @@ fn allocations_for(root: &str, count: &str) -> u64 {
     let options = Options::from_args(Args::try_parse_from(args).unwrap()).unwrap();
     let raw: Vec<String> = args[1..].iter().map(|s| s.to_string()).collect();
     let mut sink = std::io::sink();
+    let stop = StopSignal::install().unwrap();
     ALLOCATIONS.store(0, Ordering::Relaxed);
     COUNTING.with(|c| c.set(true));
-    let status = run(&options, &raw, &mut sink);
+    let status = run(&options, &raw, &mut sink, &stop);
     COUNTING.with(|c| c.set(false));
     assert_eq!(status.unwrap(), 0);
     ALLOCATIONS.load(Ordering::Relaxed)

@@ -43,8 +43,8 @@ pub fn main() -> i32 {
         Ok(o) => o,
         Err(e) => return report_error(TOOL, e, 2),
     };
-    // The counting loop installs its own stop flag; this one only ends a
-    // write that waits for a reader who stopped reading.
+    // One stop flag: it ends the counting loop and a write that waits for
+    // a reader who stopped reading.
     let stop = match StopSignal::install() {
         Ok(stop) => stop,
         Err(e) => {
@@ -52,7 +52,7 @@ pub fn main() -> i32 {
         }
     };
     let mut out = io::BufWriter::new(StoppableStdout::new(&stop));
-    match run(&options, &raw[1..], &mut out) {
+    match run(&options, &raw[1..], &mut out, &stop) {
         Ok(status) => match out.flush() {
             Ok(()) => status,
             Err(e) => output_error_status(TOOL, &e),
@@ -65,8 +65,14 @@ pub fn main() -> i32 {
     }
 }
 
-/// Runs `options`, writing to `out`; gives the exit status on success.
-pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Result<i32, CxlError> {
+/// Runs `options`, writing to `out`, until the end of the count or `stop`;
+/// gives the exit status on success.
+pub fn run(
+    options: &Options,
+    raw_args: &[String],
+    out: &mut dyn Write,
+    stop: &StopSignal,
+) -> Result<i32, CxlError> {
     if let Action::Count(count) = &options.action {
         crate::common::chart::refuse_when_secure(count.svg.as_deref()).map_err(CxlError::Setup)?;
     }
@@ -74,7 +80,7 @@ pub fn run(options: &Options, raw_args: &[String], out: &mut dyn Write) -> Resul
         .source
         .open(TOOL, raw_args)
         .map_err(CxlError::Setup)?;
-    let result = run_on(options, source.as_mut(), out);
+    let result = run_on(options, source.as_mut(), out, stop);
     // On every path (the interval loop has already finished it: a no-op then).
     let finished = source.finish().map_err(|e| CxlError::Setup(e.to_string()));
     let status = result?;
@@ -86,6 +92,7 @@ fn run_on(
     options: &Options,
     source: &mut dyn Source,
     out: &mut dyn Write,
+    stop: &StopSignal,
 ) -> Result<i32, CxlError> {
     let pmus = sysfs::discover(source)?;
     if pmus.is_empty() {
@@ -105,7 +112,7 @@ fn run_on(
             };
             render::list_events(&chosen, out)?;
         }
-        Action::Count(count) => return run_count(count, &pmus, source, out),
+        Action::Count(count) => return run_count(count, &pmus, source, out, stop),
     }
     Ok(0)
 }
@@ -308,6 +315,7 @@ fn run_count(
     pmus: &[Pmu],
     source: &mut dyn Source,
     out: &mut dyn Write,
+    stop: &StopSignal,
 ) -> Result<i32, CxlError> {
     let specs = parse_event_args(&options.events).map_err(CxlError::Spec)?;
     let selected = select_pmus(pmus, &options.pmus)?;
@@ -345,8 +353,6 @@ fn run_count(
         Some(addr) => Some(serve::bind(addr).map_err(|e| CxlError::Setup(e.to_string()))?),
         None => None,
     };
-    let stop = StopSignal::install()
-        .map_err(|e| CxlError::Setup(format!("cannot install signal handlers: {e}")))?;
     let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
     counters.enable()?;
     // The events are open: raised privileges (CAP_PERFMON from setcap) serve
@@ -377,12 +383,12 @@ fn run_count(
         last_elapsed: Duration::ZERO,
     };
     if let Some(listener) = listener {
-        serve_counts(&mut session, listener, source, &stop)?;
+        serve_counts(&mut session, listener, source, stop)?;
         return Ok(0);
     }
     let counted = match options.timing.schedule() {
-        None => count_until_end(&mut session, workload, source, &stop, out)?,
-        Some(schedule) => count_every(&mut session, workload, &schedule, source, &stop, out)?,
+        None => count_until_end(&mut session, workload, source, stop, out)?,
+        Some(schedule) => count_every(&mut session, workload, &schedule, source, stop, out)?,
     };
     // Nothing of the statistics was written if the command did not start.
     let status = match counted {

@@ -413,3 +413,54 @@ fn prometheus_expositions_carry_cumulative_counts_and_times() {
         assert!(value(first, "cxlstat_event_counted_total", &pmu) < counted);
     }
 }
+
+/// A reader that stops reading: cxlstat, blocked writing its interval
+/// counts into a full pipe, still ends on SIGINT, SIGTERM and SIGHUP, at
+/// once and with status 0, as perf stat ends on them.
+#[test]
+fn a_stop_signal_ends_a_count_blocked_on_a_full_pipe() {
+    if !perf_usable("a_stop_signal_ends_a_count_blocked_on_a_full_pipe") {
+        return;
+    }
+    let (root, _) = tree("stalled");
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let (unread, stdout) = crate::pipes::one_page_pipe();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .args([
+                "--sysroot",
+                root.to_str().unwrap(),
+                "-e",
+                "cpu_clock,context_switches",
+            ])
+            .args(["-I", "10"])
+            .stdout(stdout)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cxlstat starts");
+        // Once the first interval is in the pipe, the next one waits for
+        // a reader; a few intervals later cxlstat is surely waiting.
+        crate::pipes::wait_for_output(&unread, Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(100));
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                panic!("signal {signal}: cxlstat stayed blocked on its output");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "signal {signal}: {status:?}, {err:?}"
+        );
+        assert!(err.is_empty(), "signal {signal}: {err:?}");
+    }
+}

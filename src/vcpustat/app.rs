@@ -110,20 +110,20 @@ pub fn run(
         out.flush()?;
     }
     let target = expo_target(options);
-    match options.mode {
-        Mode::Control => Ok(source.finish()?),
-        Mode::Once if target.is_some() => {
+    match (options.mode, target) {
+        // One exposition of the counts as they are (after a change, of the
+        // state it left: a textfile then says at once whether they are on).
+        (Mode::Control | Mode::Once, Some(target)) => {
             let mut totals = RunningTotals::new();
             totals.update(&kernel::read_snapshot(source, &mut Vec::new())?);
             let mut e = Exposition::new();
             totals.expose(options.cpus.as_ref(), &mut e);
-            target
-                .unwrap_or(Target::Stdout)
-                .publish(&mut out, e.as_str())?;
+            target.publish(&mut out, e.as_str())?;
             Ok(source.finish()?)
         }
-        Mode::Once => once(options, source, &mut out),
-        Mode::Serve(_) => {
+        (Mode::Control, None) => Ok(source.finish()?),
+        (Mode::Once, None) => once(options, source, &mut out),
+        (Mode::Serve(_), _) => {
             if !now.on {
                 kernel::switch(source, true)?;
                 plan.push(Undo::SwitchOff);
@@ -136,7 +136,7 @@ pub fn run(
                 listener.ok_or_else(|| VcpuError::Usage("--listen: no address".into()))?;
             serve_metrics(options, listener, source, stop)
         }
-        Mode::Interval { .. } => {
+        (Mode::Interval { .. }, target) => {
             if !now.on {
                 if !source.is_live() {
                     return Err(VcpuError::Replay(

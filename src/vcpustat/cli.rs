@@ -249,6 +249,13 @@ impl Options {
             ));
         }
         let interval = nonzero_interval(args.interval, args.count).map_err(VcpuError::Usage)?;
+        if args.status && args.format == Format::Prometheus && args.expo.textfile.is_none() {
+            return Err(VcpuError::Usage(
+                "--status prints text, which would break the exposition of -o prometheus: \
+                 write the exposition with --textfile FILE instead"
+                    .into(),
+            ));
+        }
         let other_format = match args.format {
             Format::Text | Format::Prometheus => None,
             Format::Json => Some("json"),

@@ -308,6 +308,50 @@ fn an_error_mid_run_restores_the_state() {
     assert!(!sim.kernel().on);
 }
 
+/// A change with `--textfile` writes one exposition of the state it left
+/// (it used to write none: the option was silently dropped); `--status`
+/// cannot share standard output with `-o prometheus`.
+#[test]
+fn a_change_with_a_textfile_writes_the_state_it_left() {
+    let Some(sim) = mount("textfile", scenario()) else {
+        return;
+    };
+    let file = std::env::temp_dir().join(format!("vcpustat-change-{}.prom", std::process::id()));
+    let file_s = file.to_str().unwrap();
+    let out = run(&sim, &["--enable", "--textfile", file_s]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let exposition = std::fs::read_to_string(&file).expect("the textfile");
+    assert!(
+        exposition.contains("\nvcpustat_dispatch_statistics_enabled 1\n"),
+        "{exposition}"
+    );
+    assert!(
+        exposition.contains("vcpustat_dispatches_total{cpu=\"0\"}"),
+        "{exposition}"
+    );
+    let out = run(&sim, &["--disable", "--textfile", file_s]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let exposition = std::fs::read_to_string(&file).expect("the textfile");
+    assert!(
+        exposition.contains("\nvcpustat_dispatch_statistics_enabled 0\n"),
+        "{exposition}"
+    );
+    assert!(
+        !exposition.contains("vcpustat_dispatches_total"),
+        "{exposition}"
+    );
+    assert!(!sim.kernel().on);
+    let out = run(&sim, &["--status", "-o", "prometheus"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--textfile FILE"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_file(&file);
+}
+
 #[test]
 fn explicit_changes_stay_unless_temporary() {
     let Some(sim) = mount("explicit", scenario()) else {

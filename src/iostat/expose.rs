@@ -383,17 +383,22 @@ fn write_disk_info(src: &dyn Source, disks: &[Disk], e: &mut Exposition) {
 
 /// The udev properties node_disk_info carries.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct UdevProps {
-    path: String,
-    wwn: String,
-    model: String,
-    serial: String,
-    revision: String,
+pub struct UdevProps {
+    /// `ID_PATH`.
+    pub path: String,
+    /// `ID_WWN`.
+    pub wwn: String,
+    /// `ID_MODEL`.
+    pub model: String,
+    /// `ID_SERIAL_SHORT`.
+    pub serial: String,
+    /// `ID_REVISION`.
+    pub revision: String,
 }
 
 impl UdevProps {
     /// Reads the `E:NAME=VALUE` lines of a udev database file.
-    fn parse(text: &[u8]) -> UdevProps {
+    pub fn parse(text: &[u8]) -> UdevProps {
         let mut p = UdevProps::default();
         for line in String::from_utf8_lossy(text).lines() {
             let Some((key, value)) = line.strip_prefix("E:").and_then(|l| l.split_once('=')) else {
@@ -415,7 +420,7 @@ impl UdevProps {
 
 /// The `cpuN` lines of `/proc/stat`: the CPU number as text and its ten
 /// tick counters (missing ones 0), in the file's order.
-fn per_cpu_ticks(text: &[u8]) -> Vec<(String, [u64; 10])> {
+pub fn per_cpu_ticks(text: &[u8]) -> Vec<(String, [u64; 10])> {
     let mut cpus = Vec::new();
     for line in text.split(|&b| b == b'\n') {
         let Some(rest) = line.strip_prefix(b"cpu") else {

@@ -99,6 +99,35 @@ fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
     }
 }
 
+/// The programs users run are the release build's: checked too when the
+/// tests themselves run on the debug build (`cargo test`). `.ci/run`
+/// builds them first; elsewhere, without them, the check says so.
+#[test]
+fn the_release_programs_are_hardened_too() {
+    let built = Path::new(env!("CARGO_BIN_EXE_iostat-rs"));
+    let Some(target) = built.parent().and_then(Path::parent) else {
+        panic!("{}: not in a target directory", built.display());
+    };
+    let release = target.join("release");
+    let programs: Vec<_> = ["iostat-rs", "vcpustat", "cxlstat"]
+        .iter()
+        .map(|name| release.join(name))
+        .collect();
+    if let Some(missing) = programs.iter().find(|p| !p.exists()) {
+        skip::skip(
+            "the_release_programs_are_hardened_too",
+            &format!(
+                "{} is not built: run `cargo build --release` first",
+                missing.display()
+            ),
+        );
+        return;
+    }
+    for program in &programs {
+        assert_eq!(inspect(program), Hardening::FULL, "{}", program.display());
+    }
+}
+
 #[test]
 fn the_checker_sees_a_program_built_without_hardening() {
     let dir = std::env::temp_dir().join(format!("hwstat-hardening-{}", std::process::id()));

@@ -2,13 +2,13 @@
 //!
 //! One program instead of one per file: each test program links the library,
 //! the standard library and the test-only crates again, and with thirty of
-//! them that linking was most of the time `cargo test --release` took on a
+//! them that linking was most of the time `cargo test` took on a
 //! clean clone (BENCHMARKS.md). Two stay apart: `tests/cxlstat_alloc.rs`
 //! installs its own global allocator, and `tests/perf_abi.rs` is also built
 //! and run for other architectures by `.ci/cross`.
 //!
 //! Each module is one subject; run one with a filter on its name, e.g.
-//! `cargo test --release --test suite vcpustat_fuse::`.
+//! `cargo test --test suite vcpustat_fuse::`.
 
 // Helpers shared by several subjects.
 mod cxlstat_support;

@@ -153,7 +153,7 @@ pub fn sysstat_on_tree_with_env(
 /// Why Debian's iostat cannot be run in a namespace here, if it cannot.
 pub fn namespace_unavailable() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root for a private mount namespace: run the tests as root (e.g. sudo -E cargo test --release)".into());
+        return Some("needs root for a private mount namespace: run the tests as root (e.g. sudo -E cargo test)".into());
     }
     if !Path::new(SYSSTAT).exists() {
         return Some(format!("{SYSSTAT} is missing (apt-get install sysstat)"));

@@ -1012,20 +1012,33 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
         return;
     };
     let (root, _) = healthy_tree("stalled");
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let (_unread, stdout) = crate::pipes::one_page_pipe();
-        let mut child = pinned(&mut Command::new(&bin))
-            .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // A -x report of the healthy tree is over 1 KiB: the page is full
-        // after a few of the 50 reports due in half a second.
-        thread::sleep(Duration::from_millis(500));
+    // One run per signal, all at once: each mostly waits.
+    let runs: Vec<_> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+        .into_iter()
+        .map(|signal| {
+            let (unread, stdout) = crate::pipes::one_page_pipe();
+            let child = pinned(&mut Command::new(&bin))
+                .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
+                .stdout(stdout)
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            (signal, unread, child)
+        })
+        .collect();
+    // A -x report of the healthy tree is over 1 KiB: the page is full
+    // after a few of the 50 reports due in half a second.
+    thread::sleep(Duration::from_millis(500));
+    for (signal, _, child) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (signal, _unread, mut child) in runs {
+        let status = wait_with_timeout(
+            &mut child,
+            deadline.saturating_duration_since(Instant::now()),
+        );
         let mut err = String::new();
         child
             .stderr
@@ -1051,20 +1064,33 @@ fn stop_signals_close_the_json_document() {
         return;
     };
     let (root, _) = healthy_tree("signals");
-    for (name, signal) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
-        let mut child = pinned(&mut Command::new(&bin))
-            .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // Let reports 0, 1 and 2 be due (at 0, 1 and 2 s), then signal in the
-        // middle of an interval; two of them are printed even on a loaded
-        // machine.
-        thread::sleep(Duration::from_millis(2500));
+    // One run per signal, both at once: each mostly waits.
+    let runs: Vec<_> = [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)]
+        .into_iter()
+        .map(|(name, signal)| {
+            let child = pinned(&mut Command::new(&bin))
+                .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            (name, signal, child)
+        })
+        .collect();
+    // Let reports 0, 1 and 2 be due (at 0, 1 and 2 s), then signal in the
+    // middle of an interval; two of them are printed even on a loaded
+    // machine.
+    thread::sleep(Duration::from_millis(2500));
+    for (_, signal, child) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (name, _, mut child) in runs {
+        let status = wait_with_timeout(
+            &mut child,
+            deadline.saturating_duration_since(Instant::now()),
+        );
         let mut out = String::new();
         child
             .stdout

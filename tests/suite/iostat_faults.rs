@@ -559,61 +559,76 @@ const FAULTS: &[Fault] = &[
 ];
 
 /// Every fault through `--sysroot`, compared with sysstat on the same tree.
+/// The faults run at once: each mostly waits for its programs and their
+/// mount namespaces.
 #[test]
 fn faulty_kernel_files_behave_like_the_c_iostat() {
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
     let compare = can_compare("faults");
-    let mut failures = Vec::new();
-    for fault in FAULTS {
-        let (root, sc) = healthy_tree(fault.name);
-        (fault.apply)(&root, &sc);
-        let mut args: Vec<String> = fault.args.iter().map(|a| a.to_string()).collect();
-        if fault.named {
-            let disks = sc.samples[0].devices.iter().filter(|d| d.parent.is_none());
-            args.extend(disks.take(5).map(|d| d.name.clone()));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut rs_args = vec!["--sysroot", root.to_str().expect("utf-8 temp path")];
-        rs_args.extend_from_slice(&args);
-        let rs = run_rs(&bin, &rs_args);
-        assert_no_panic(fault.name, &rs);
-        if compare {
-            let verdict = match fault.expect {
-                Expect::Sysstat => same_behaviour(&sysstat_on_tree(&root, &args).unwrap(), &rs),
-                Expect::SysstatOrOpenError(file) => {
-                    let sys = sysstat_on_tree(&root, &args).unwrap();
-                    same_behaviour(&sys, &rs).or_else(|e| {
-                        let one_line = rs.stderr.lines().count() == 1;
-                        if rs.code == Some(2) && one_line && rs.stderr.contains(file) {
-                            Ok(())
-                        } else {
-                            Err(format!(
-                                "{e}\n(nor the open error: exit 2, one line naming {file})"
-                            ))
-                        }
-                    })
-                }
-                Expect::Healthy => {
-                    let (healthy, _) = healthy_tree(&format!("{}-healthy", fault.name));
-                    let sys = sysstat_on_tree(&healthy, &args).unwrap();
-                    let _ = fs::remove_dir_all(healthy.parent().expect("temp dir"));
-                    same_behaviour(&sys, &rs)
-                        .map_err(|e| format!("(compared with sysstat on the healthy tree) {e}"))
-                }
-            };
-            if let Err(e) = verdict {
-                failures.push(format!("{} (iostat {}): {e}", fault.name, args.join(" ")));
-            }
-        }
-        let _ = fs::remove_dir_all(root.parent().expect("temp dir"));
-    }
+    let failures: Vec<String> = thread::scope(|s| {
+        let runs: Vec<_> = FAULTS
+            .iter()
+            .map(|fault| s.spawn(|| check_fault(&bin, compare, fault)))
+            .collect();
+        runs.into_iter()
+            .filter_map(|run| run.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     assert!(
         failures.is_empty(),
         "faults differing from sysstat:\n{}",
         failures.join("\n\n")
     );
+}
+
+/// One fault through `--sysroot`: how it differs from sysstat, if it does
+/// (compared only when `compare`); panics if iostat-rs panics.
+fn check_fault(bin: &Path, compare: bool, fault: &Fault) -> Option<String> {
+    let (root, sc) = healthy_tree(fault.name);
+    (fault.apply)(&root, &sc);
+    let mut args: Vec<String> = fault.args.iter().map(|a| a.to_string()).collect();
+    if fault.named {
+        let disks = sc.samples[0].devices.iter().filter(|d| d.parent.is_none());
+        args.extend(disks.take(5).map(|d| d.name.clone()));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut rs_args = vec!["--sysroot", root.to_str().expect("utf-8 temp path")];
+    rs_args.extend_from_slice(&args);
+    let rs = run_rs(bin, &rs_args);
+    assert_no_panic(fault.name, &rs);
+    let mut failure = None;
+    if compare {
+        let verdict = match fault.expect {
+            Expect::Sysstat => same_behaviour(&sysstat_on_tree(&root, &args).unwrap(), &rs),
+            Expect::SysstatOrOpenError(file) => {
+                let sys = sysstat_on_tree(&root, &args).unwrap();
+                same_behaviour(&sys, &rs).or_else(|e| {
+                    let one_line = rs.stderr.lines().count() == 1;
+                    if rs.code == Some(2) && one_line && rs.stderr.contains(file) {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{e}\n(nor the open error: exit 2, one line naming {file})"
+                        ))
+                    }
+                })
+            }
+            Expect::Healthy => {
+                let (healthy, _) = healthy_tree(&format!("{}-healthy", fault.name));
+                let sys = sysstat_on_tree(&healthy, &args).unwrap();
+                let _ = fs::remove_dir_all(healthy.parent().expect("temp dir"));
+                same_behaviour(&sys, &rs)
+                    .map_err(|e| format!("(compared with sysstat on the healthy tree) {e}"))
+            }
+        };
+        if let Err(e) = verdict {
+            failure = Some(format!("{} (iostat {}): {e}", fault.name, args.join(" ")));
+        }
+    }
+    let _ = fs::remove_dir_all(root.parent().expect("temp dir"));
+    failure
 }
 
 /// Same exit status; sysstat's error text inside iostat-rs's one error line;

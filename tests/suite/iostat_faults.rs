@@ -559,61 +559,76 @@ const FAULTS: &[Fault] = &[
 ];
 
 /// Every fault through `--sysroot`, compared with sysstat on the same tree.
+/// The faults run at once: each mostly waits for its programs and their
+/// mount namespaces.
 #[test]
 fn faulty_kernel_files_behave_like_the_c_iostat() {
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
     let compare = can_compare("faults");
-    let mut failures = Vec::new();
-    for fault in FAULTS {
-        let (root, sc) = healthy_tree(fault.name);
-        (fault.apply)(&root, &sc);
-        let mut args: Vec<String> = fault.args.iter().map(|a| a.to_string()).collect();
-        if fault.named {
-            let disks = sc.samples[0].devices.iter().filter(|d| d.parent.is_none());
-            args.extend(disks.take(5).map(|d| d.name.clone()));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut rs_args = vec!["--sysroot", root.to_str().expect("utf-8 temp path")];
-        rs_args.extend_from_slice(&args);
-        let rs = run_rs(&bin, &rs_args);
-        assert_no_panic(fault.name, &rs);
-        if compare {
-            let verdict = match fault.expect {
-                Expect::Sysstat => same_behaviour(&sysstat_on_tree(&root, &args).unwrap(), &rs),
-                Expect::SysstatOrOpenError(file) => {
-                    let sys = sysstat_on_tree(&root, &args).unwrap();
-                    same_behaviour(&sys, &rs).or_else(|e| {
-                        let one_line = rs.stderr.lines().count() == 1;
-                        if rs.code == Some(2) && one_line && rs.stderr.contains(file) {
-                            Ok(())
-                        } else {
-                            Err(format!(
-                                "{e}\n(nor the open error: exit 2, one line naming {file})"
-                            ))
-                        }
-                    })
-                }
-                Expect::Healthy => {
-                    let (healthy, _) = healthy_tree(&format!("{}-healthy", fault.name));
-                    let sys = sysstat_on_tree(&healthy, &args).unwrap();
-                    let _ = fs::remove_dir_all(healthy.parent().expect("temp dir"));
-                    same_behaviour(&sys, &rs)
-                        .map_err(|e| format!("(compared with sysstat on the healthy tree) {e}"))
-                }
-            };
-            if let Err(e) = verdict {
-                failures.push(format!("{} (iostat {}): {e}", fault.name, args.join(" ")));
-            }
-        }
-        let _ = fs::remove_dir_all(root.parent().expect("temp dir"));
-    }
+    let failures: Vec<String> = thread::scope(|s| {
+        let runs: Vec<_> = FAULTS
+            .iter()
+            .map(|fault| s.spawn(|| check_fault(&bin, compare, fault)))
+            .collect();
+        runs.into_iter()
+            .filter_map(|run| run.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     assert!(
         failures.is_empty(),
         "faults differing from sysstat:\n{}",
         failures.join("\n\n")
     );
+}
+
+/// One fault through `--sysroot`: how it differs from sysstat, if it does
+/// (compared only when `compare`); panics if iostat-rs panics.
+fn check_fault(bin: &Path, compare: bool, fault: &Fault) -> Option<String> {
+    let (root, sc) = healthy_tree(fault.name);
+    (fault.apply)(&root, &sc);
+    let mut args: Vec<String> = fault.args.iter().map(|a| a.to_string()).collect();
+    if fault.named {
+        let disks = sc.samples[0].devices.iter().filter(|d| d.parent.is_none());
+        args.extend(disks.take(5).map(|d| d.name.clone()));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut rs_args = vec!["--sysroot", root.to_str().expect("utf-8 temp path")];
+    rs_args.extend_from_slice(&args);
+    let rs = run_rs(bin, &rs_args);
+    assert_no_panic(fault.name, &rs);
+    let mut failure = None;
+    if compare {
+        let verdict = match fault.expect {
+            Expect::Sysstat => same_behaviour(&sysstat_on_tree(&root, &args).unwrap(), &rs),
+            Expect::SysstatOrOpenError(file) => {
+                let sys = sysstat_on_tree(&root, &args).unwrap();
+                same_behaviour(&sys, &rs).or_else(|e| {
+                    let one_line = rs.stderr.lines().count() == 1;
+                    if rs.code == Some(2) && one_line && rs.stderr.contains(file) {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{e}\n(nor the open error: exit 2, one line naming {file})"
+                        ))
+                    }
+                })
+            }
+            Expect::Healthy => {
+                let (healthy, _) = healthy_tree(&format!("{}-healthy", fault.name));
+                let sys = sysstat_on_tree(&healthy, &args).unwrap();
+                let _ = fs::remove_dir_all(healthy.parent().expect("temp dir"));
+                same_behaviour(&sys, &rs)
+                    .map_err(|e| format!("(compared with sysstat on the healthy tree) {e}"))
+            }
+        };
+        if let Err(e) = verdict {
+            failure = Some(format!("{} (iostat {}): {e}", fault.name, args.join(" ")));
+        }
+    }
+    let _ = fs::remove_dir_all(root.parent().expect("temp dir"));
+    failure
 }
 
 /// Same exit status; sysstat's error text inside iostat-rs's one error line;
@@ -1012,20 +1027,33 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
         return;
     };
     let (root, _) = healthy_tree("stalled");
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let (_unread, stdout) = crate::pipes::one_page_pipe();
-        let mut child = pinned(&mut Command::new(&bin))
-            .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // A -x report of the healthy tree is over 1 KiB: the page is full
-        // after a few of the 50 reports due in half a second.
-        thread::sleep(Duration::from_millis(500));
+    // One run per signal, all at once: each mostly waits.
+    let runs: Vec<_> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+        .into_iter()
+        .map(|signal| {
+            let (unread, stdout) = crate::pipes::one_page_pipe();
+            let child = pinned(&mut Command::new(&bin))
+                .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
+                .stdout(stdout)
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            (signal, unread, child)
+        })
+        .collect();
+    // A -x report of the healthy tree is over 1 KiB: the page is full
+    // after a few of the 50 reports due in half a second.
+    thread::sleep(Duration::from_millis(500));
+    for (signal, _, child) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (signal, _unread, mut child) in runs {
+        let status = wait_with_timeout(
+            &mut child,
+            deadline.saturating_duration_since(Instant::now()),
+        );
         let mut err = String::new();
         child
             .stderr
@@ -1051,20 +1079,33 @@ fn stop_signals_close_the_json_document() {
         return;
     };
     let (root, _) = healthy_tree("signals");
-    for (name, signal) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
-        let mut child = pinned(&mut Command::new(&bin))
-            .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // Let reports 0, 1 and 2 be due (at 0, 1 and 2 s), then signal in the
-        // middle of an interval; two of them are printed even on a loaded
-        // machine.
-        thread::sleep(Duration::from_millis(2500));
+    // One run per signal, both at once: each mostly waits.
+    let runs: Vec<_> = [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)]
+        .into_iter()
+        .map(|(name, signal)| {
+            let child = pinned(&mut Command::new(&bin))
+                .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            (name, signal, child)
+        })
+        .collect();
+    // Let reports 0, 1 and 2 be due (at 0, 1 and 2 s), then signal in the
+    // middle of an interval; two of them are printed even on a loaded
+    // machine.
+    thread::sleep(Duration::from_millis(2500));
+    for (_, signal, child) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        let status = wait_with_timeout(&mut child, Duration::from_secs(5));
+        assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (name, _, mut child) in runs {
+        let status = wait_with_timeout(
+            &mut child,
+            deadline.saturating_duration_since(Instant::now()),
+        );
         let mut out = String::new();
         child
             .stdout

@@ -54,11 +54,16 @@ fn usable(test: &str) -> bool {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free ports: all are held until the last is picked, so that
+/// servers started later on them do not collide.
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 
 /// A child process killed at the end of the test, whatever happens.
@@ -166,39 +171,68 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-/// A Prometheus scraping `targets` (job name, port) every second.
-fn prometheus(dir: &Path, targets: &[(&str, u16)]) -> (Running, SocketAddr) {
-    let mut config = String::from(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
-    );
-    for (job, port) in targets {
-        config.push_str(&format!(
-            "  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
-        ));
-    }
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    let mut running = start(
-        "prometheus",
-        PROMETHEUS,
-        &[
-            format!("--config.file={}", dir.join("prometheus.yml").display()),
-            format!("--storage.tsdb.path={}", dir.join("data").display()),
-            format!("--web.listen-address={addr}"),
-        ],
-    );
-    wait_ready(addr, "/-/ready", Duration::from_secs(30), &mut running);
-    // Every target scraped successfully at least once.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let up = query(addr, "up == 1", now());
-        if up.len() == targets.len() {
-            break;
+/// A Prometheus scraping `targets` (job name, port) every second, started
+/// but not yet scraping: its target discovery hands it the targets only
+/// about 5 s after it starts (Prometheus 2.42), so a test starts it first,
+/// sets up its targets meanwhile, then calls [`Prometheus::wait_up`].
+struct Prometheus {
+    running: Running,
+    addr: SocketAddr,
+    targets: usize,
+}
+
+impl Prometheus {
+    fn start(dir: &Path, port: u16, targets: &[(&str, u16)]) -> Prometheus {
+        let mut config = String::from(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
+        );
+        for (job, port) in targets {
+            config.push_str(&format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+            ));
         }
-        assert!(Instant::now() < deadline, "targets not up: {up:?}");
-        std::thread::sleep(Duration::from_millis(200));
+        std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let running = start(
+            "prometheus",
+            PROMETHEUS,
+            &[
+                format!("--config.file={}", dir.join("prometheus.yml").display()),
+                format!("--storage.tsdb.path={}", dir.join("data").display()),
+                format!("--web.listen-address={addr}"),
+            ],
+        );
+        Prometheus {
+            running,
+            addr,
+            targets: targets.len(),
+        }
     }
-    (running, addr)
+
+    /// Waits until every target has been scraped successfully at least
+    /// once; the time that was seen, and Prometheus, killed when dropped.
+    fn wait_up(mut self) -> (f64, Running, SocketAddr) {
+        let addr = self.addr;
+        wait_ready(addr, "/-/ready", Duration::from_secs(30), &mut self.running);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let at = now();
+            let up = query(addr, "up == 1", at);
+            if up.len() == self.targets {
+                return (at, self.running, addr);
+            }
+            assert!(Instant::now() < deadline, "targets not up: {up:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Sleeps until the Unix time `t`.
+fn sleep_until(t: f64) {
+    let wait = t - now();
+    if wait > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(wait));
+    }
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -349,14 +383,24 @@ fn types(prom: SocketAddr, job: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The window of the disk rates compared, seconds: 2 s idle, the I/O, 2 s
+/// idle. The two exporters' increases over it are equal whatever its
+/// length, and so are their rates.
+const RATE_WINDOW: u64 = 8;
+
 #[test]
 fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
     if !usable("iostat_rs_matches_node_exporter") {
         return;
     }
     let dir = scratch("iostat");
+    let [node_port, iostat_port, prom_port] = free_ports();
+    let prometheus = Prometheus::start(
+        &dir,
+        prom_port,
+        &[("node", node_port), ("iostat", iostat_port)],
+    );
     let device = Loop::attach(&dir.join("disk.img"));
-    let node_port = free_port();
     let mut node = start(
         "node_exporter",
         NODE_EXPORTER,
@@ -369,13 +413,6 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
             "--collector.diskstats.device-exclude=^$".into(),
         ],
     );
-    wait_ready(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, node_port)),
-        "/metrics",
-        Duration::from_secs(20),
-        &mut node,
-    );
-    let iostat_port = free_port();
     let mut iostat = start(
         "iostat-rs",
         env!("CARGO_BIN_EXE_iostat-rs"),
@@ -383,20 +420,29 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
     );
     let iostat_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, iostat_port));
     wait_ready(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, node_port)),
+        "/metrics",
+        Duration::from_secs(20),
+        &mut node,
+    );
+    wait_ready(
         iostat_addr,
         "/metrics",
         Duration::from_secs(20),
         &mut iostat,
     );
-    let (_prometheus, prom) = prometheus(&dir, &[("node", node_port), ("iostat", iostat_port)]);
-    let begin = now();
-    // Idle, I/O, idle: the rate window below starts and ends while the
-    // device is idle, so both exporters see the whole of this test's I/O
-    // whatever their scrape phases, and span the same 20 - 1 s of samples.
-    std::thread::sleep(Duration::from_secs(7));
-    steady_io(&device.0, Duration::from_secs(10));
+    let (begin, _prometheus, prom) = prometheus.wait_up();
+    // Idle, I/O, idle: the rate window below (RATE_WINDOW s, from `begin`,
+    // when both exporters had been scraped) starts and ends while the device
+    // is idle, two scrape intervals either side of the I/O, so both
+    // exporters see the whole of this test's I/O whatever their scrape
+    // phases, and span the same RATE_WINDOW - 1 s of samples.
+    std::thread::sleep(Duration::from_secs(2));
+    steady_io(&device.0, Duration::from_secs(RATE_WINDOW - 4));
     let io_end = now();
-    std::thread::sleep(Duration::from_secs(6));
+    let at = io_end + 2.0;
+    // One more scrape interval: the last samples of the window are stored.
+    sleep_until(at + 1.0);
     promtool_clean(
         "iostat-rs --listen",
         &http_get(iostat_addr, "/metrics").unwrap().1,
@@ -417,8 +463,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
     for (metric, kind) in our_types.iter().filter(|(m, _)| m.starts_with("node_")) {
         assert_eq!(their_types.get(metric), Some(kind), "{metric}");
     }
-    // Rates over the same 20 s window, idle at both ends.
-    let at = io_end + 5.0;
+    // Rates over the same window, idle at both ends.
     let mut compared = 0;
     for metric in our_types
         .keys()
@@ -426,7 +471,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
     {
         let rate = |job: &str| {
             let promql = format!(
-                "rate({metric}{{job=\"{job}\",device=\"{}\"}}[20s])",
+                "rate({metric}{{job=\"{job}\",device=\"{}\"}}[{RATE_WINDOW}s])",
                 device.name()
             );
             let r = query(prom, &promql, at);
@@ -437,7 +482,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_rates() {
         let scale = ours.abs().max(theirs.abs());
         let raw = |job: &str| {
             let sel = format!(
-                "{metric}{{job=\"{job}\",device=\"{}\"}}[20s]",
+                "{metric}{{job=\"{job}\",device=\"{}\"}}[{RATE_WINDOW}s]",
                 device.name()
             );
             api(
@@ -500,12 +545,20 @@ fn ndjson_rows(program: &str, args: &[&str]) -> Vec<Vec<Value>> {
         .collect()
 }
 
+/// The window of the vcpustat and cxlstat rates, seconds: 6 scrapes of
+/// counters that grow at a constant pace, 500 steps of the simulated
+/// dispatch counters, so a late or early scrape moves a rate by well under
+/// the 3 % and 2 % allowed.
+const RATES_WINDOW: u64 = 6;
+
 #[test]
 fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     if !usable("vcpustat_and_cxlstat_rates") || !cxlstat_support::perf_usable("cxlstat_rates") {
         return;
     }
     let dir = scratch("rates");
+    let [vport, cport, prom_port] = free_ports();
+    let prometheus = Prometheus::start(&dir, prom_port, &[("vcpustat", vport), ("cxlstat", cport)]);
     // vcpustat's simulated kernel files, advancing at a known pace.
     let vroot = dir.join("vcpu");
     std::fs::create_dir_all(vroot.join("proc/powerpc")).unwrap();
@@ -525,7 +578,6 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     let cpu = cxlstat_support::test_cpus()[0];
     cxlstat_support::software_tree(&croot, &[("cxl_pmu_mem0.0", cpu)]);
 
-    let (vport, cport) = (free_port(), free_port());
     let mut vcpustat = start(
         "vcpustat",
         env!("CARGO_BIN_EXE_vcpustat"),
@@ -554,29 +606,43 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     );
     wait_ready(vaddr, "/metrics", Duration::from_secs(20), &mut vcpustat);
     wait_ready(caddr, "/metrics", Duration::from_secs(20), &mut cxlstat);
-    let (_prometheus, prom) = prometheus(&dir, &[("vcpustat", vport), ("cxlstat", cport)]);
-    // The tools' own interval output over the same files, meanwhile.
+    // The tools' own interval output over the same files, meanwhile: both
+    // at once, while Prometheus gets its targets and scrapes them.
     let vroot_s = vroot.display().to_string();
-    let vreports = ndjson_rows(
-        env!("CARGO_BIN_EXE_vcpustat"),
-        &["--sysroot", &vroot_s, "-n", "-o", "ndjson", "2", "3"],
-    );
     let croot_s = croot.display().to_string();
-    let creports = ndjson_rows(
-        env!("CARGO_BIN_EXE_cxlstat"),
-        &[
-            "--sysroot",
-            &croot_s,
-            "-e",
-            "cpu_clock",
-            "-o",
-            "ndjson",
-            "1",
-            "3",
-        ],
-    );
-    std::thread::sleep(Duration::from_secs(2));
-    let at = now() - 1.0;
+    let (vreports, creports, (up, _prometheus, prom)) = std::thread::scope(|s| {
+        let vreports = s.spawn(|| {
+            ndjson_rows(
+                env!("CARGO_BIN_EXE_vcpustat"),
+                &["--sysroot", &vroot_s, "-n", "-o", "ndjson", "2", "3"],
+            )
+        });
+        let creports = s.spawn(|| {
+            ndjson_rows(
+                env!("CARGO_BIN_EXE_cxlstat"),
+                &[
+                    "--sysroot",
+                    &croot_s,
+                    "-e",
+                    "cpu_clock",
+                    "-o",
+                    "ndjson",
+                    "1",
+                    "3",
+                ],
+            )
+        });
+        let prometheus = prometheus.wait_up();
+        (
+            vreports.join().unwrap(),
+            creports.join().unwrap(),
+            prometheus,
+        )
+    });
+    // A window scraped all through, and one more scrape interval for its
+    // last samples to be stored.
+    let at = up + RATES_WINDOW as f64;
+    sleep_until(at + 1.0);
     promtool_clean("vcpustat --listen", &http_get(vaddr, "/metrics").unwrap().1);
     promtool_clean("cxlstat --listen", &http_get(caddr, "/metrics").unwrap().1);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -586,7 +652,7 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     for (cpu, label) in [(0, "0"), (1, "1")] {
         let prom_rate = query(
             prom,
-            &format!("rate(vcpustat_dispatches_total{{cpu=\"{label}\"}}[8s])"),
+            &format!("rate(vcpustat_dispatches_total{{cpu=\"{label}\"}}[{RATES_WINDOW}s])"),
             at,
         );
         let prom_rate = prom_rate[0].1;
@@ -601,7 +667,9 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     // The home ratio of the recording rule's expression: 0.5 and 1.
     let home = query(
         prom,
-        "sum without (distance) (rate(vcpustat_dispatches_by_numa_distance_total{distance=\"home\"}[8s])) / rate(vcpustat_dispatches_total[8s])",
+        &format!(
+            "sum without (distance) (rate(vcpustat_dispatches_by_numa_distance_total{{distance=\"home\"}}[{RATES_WINDOW}s])) / rate(vcpustat_dispatches_total[{RATES_WINDOW}s])"
+        ),
         at,
     );
     let ratio = |cpu: &str| home.iter().find(|(l, _)| l["cpu"] == cpu).unwrap().1;
@@ -612,7 +680,10 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     // cxlstat: the scaled event rate (the rule's expression) and its own rate/s.
     let scaled = query(
         prom,
-        "rate(cxlstat_event_counted_total[8s]) * rate(cxlstat_event_enabled_seconds_total[8s]) / rate(cxlstat_event_running_seconds_total[8s])",
+        &format!(
+            "rate(cxlstat_event_counted_total[{w}s]) * rate(cxlstat_event_enabled_seconds_total[{w}s]) / rate(cxlstat_event_running_seconds_total[{w}s])",
+            w = RATES_WINDOW
+        ),
         at,
     );
     assert_eq!(scaled.len(), 1, "{scaled:?}");

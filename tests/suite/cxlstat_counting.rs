@@ -415,15 +415,16 @@ fn prometheus_expositions_carry_cumulative_counts_and_times() {
 }
 
 /// A reader that stops reading: cxlstat, blocked writing its interval
-/// counts into a full pipe, still ends on SIGINT, SIGTERM and SIGHUP, at
-/// once and with status 0, as perf stat ends on them.
+/// counts into a full pipe, still ends on a stop signal, at once and with
+/// status 0, as perf stat ends on it. (The three stop signals share one
+/// flag, `common::signals`; iostat_faults and vcpustat_fuse send each.)
 #[test]
 fn a_stop_signal_ends_a_count_blocked_on_a_full_pipe() {
     if !perf_usable("a_stop_signal_ends_a_count_blocked_on_a_full_pipe") {
         return;
     }
     let (root, _) = tree("stalled");
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for signal in [libc::SIGTERM] {
         let (unread, stdout) = crate::pipes::one_page_pipe();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
             .args([

@@ -700,13 +700,12 @@ fn replay_prints_the_latency_columns_again() {
     if !runnable("replay_prints_the_latency_columns_again", &["unshare"]) {
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rec = std::env::temp_dir().join(format!("hwstat-latency-{}.rec", std::process::id()));
     let rec_s = rec.to_str().unwrap();
     // The JSON report and the Prometheus exposition (its cumulative
     // histograms included) come back byte for byte.
     let jsonargs = ["-x", "--latency", "-o", "JSON", "0.5", "3"];
-    let expoargs = ["--latency", "-o", "prometheus", "0.5", "3"];
+    let expoargs = ["--latency", "-o", "prometheus", "0.25", "3"];
     for (args, expected) in [
         (&expoargs[..], "iostat_rs_disk_queue_depth_count{device="),
         (&jsonargs[..], "\"latency\": {\"r\": {\"p50\": "),
@@ -744,10 +743,11 @@ fn replay_prints_the_latency_columns_again() {
 /// own, so the histograms are not empty; its standard output.
 fn record_with_io(rec: &str, args: &[&str]) -> String {
     let scratch = std::env::temp_dir().join(format!("hwstat-latency-io-{}", std::process::id()));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = std::thread::spawn({
-        let scratch = scratch.clone();
+        let (scratch, done) = (scratch.clone(), std::sync::Arc::clone(&done));
         move || {
-            for _ in 0..20 {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 std::fs::write(&scratch, vec![1u8; 1 << 20]).unwrap();
                 let f = std::fs::File::open(&scratch).unwrap();
                 f.sync_all().unwrap();
@@ -760,6 +760,7 @@ fn record_with_io(rec: &str, args: &[&str]) -> String {
     let live = in_namespace(MOUNT_TRACEFS, IOSTAT, &live_args)
         .output()
         .unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     let _ = std::fs::remove_file(&scratch);
     assert!(live.status.success(), "{}", text(&live.stderr));

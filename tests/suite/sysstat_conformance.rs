@@ -542,53 +542,98 @@ fn cases_dir_or_skip(test: &str) -> Option<PathBuf> {
 
 /// Runs every case of the test data in `dir`; panics with the summary if
 /// any fails.
+/// What one case came to.
+enum Verdict {
+    Passed,
+    Deviated(String),
+    Failed(String),
+}
+
+/// Runs one case: its recording written under `work`, iostat-rs replaying it.
+fn judge(
+    case: &Case,
+    dir: &Path,
+    roots: &mut Roots,
+    work: &Path,
+    deviations: &HashMap<String, Deviation>,
+) -> Verdict {
+    let mut withhold = None;
+    match deviations.get(&case.id) {
+        Some(Deviation::SysstatBug(reason)) => {
+            return Verdict::Deviated(format!(
+                "DEVIATION {} (sysstat bug, skipped): {reason}\n",
+                case.id
+            ));
+        }
+        Some(Deviation::Fixture(_)) => withhold = Some("read /proc/diskstats"),
+        None => {}
+    }
+    let args = product_args(&case.args);
+    let file = work.join(format!("{}.rec", case.id));
+    write_recording(roots, case, &args, &file, withhold);
+    let out = run(case, &file, &args);
+    match check(case, dir, &out) {
+        Ok(()) if withhold.is_some() => Verdict::Deviated(format!(
+            "DEVIATION {} (fixture data no kernel produces): passes with /proc/diskstats withheld\n",
+            case.id
+        )),
+        Ok(()) => Verdict::Passed,
+        Err(why) => Verdict::Failed(format!(
+            "FAIL {} [{}] iostat {}: {why}\n",
+            case.id,
+            case.kind,
+            case.args.join(" ")
+        )),
+    }
+}
+
+/// Cases judged at once: each mostly waits for the iostat-rs it started.
+const WORKERS: usize = 4;
+
 fn conformance(dir: &Path, label: &str) {
     let cases = read_cases(dir);
     let deviations = deviations();
     let work =
         std::env::temp_dir().join(format!("iostat-conformance-{}-{label}", std::process::id()));
     fs::create_dir_all(&work).unwrap();
-    let mut roots = Roots {
-        dir: dir.to_path_buf(),
-        cache: HashMap::new(),
-    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut verdicts: Vec<(usize, Verdict)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut roots = Roots {
+                        dir: dir.to_path_buf(),
+                        cache: HashMap::new(),
+                    };
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(case) = cases.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, judge(case, dir, &mut roots, &work, &deviations)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    verdicts.sort_by_key(|&(i, _)| i);
     let (mut passed, mut failed, mut deviated) = (0, 0, 0);
     let mut report = String::new();
-    for case in &cases {
-        let mut withhold = None;
-        match deviations.get(&case.id) {
-            Some(Deviation::SysstatBug(reason)) => {
+    for (_, verdict) in verdicts {
+        match verdict {
+            Verdict::Passed => passed += 1,
+            Verdict::Deviated(line) => {
                 deviated += 1;
-                report.push_str(&format!(
-                    "DEVIATION {} (sysstat bug, skipped): {reason}\n",
-                    case.id
-                ));
-                continue;
+                report.push_str(&line);
             }
-            Some(Deviation::Fixture(_)) => withhold = Some("read /proc/diskstats"),
-            None => {}
-        }
-        let args = product_args(&case.args);
-        let file = work.join(format!("{}.rec", case.id));
-        write_recording(&mut roots, case, &args, &file, withhold);
-        let out = run(case, &file, &args);
-        match check(case, dir, &out) {
-            Ok(()) if withhold.is_some() => {
-                deviated += 1;
-                report.push_str(&format!(
-                    "DEVIATION {} (fixture data no kernel produces): passes with /proc/diskstats withheld\n",
-                    case.id
-                ));
-            }
-            Ok(()) => passed += 1,
-            Err(why) => {
+            Verdict::Failed(line) => {
                 failed += 1;
-                report.push_str(&format!(
-                    "FAIL {} [{}] iostat {}: {why}\n",
-                    case.id,
-                    case.kind,
-                    case.args.join(" ")
-                ));
+                report.push_str(&line);
             }
         }
     }

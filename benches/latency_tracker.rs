@@ -9,25 +9,18 @@
 //!
 //! Run with `cargo bench --bench latency_tracker`.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::time::Duration;
+use support::cpu_time;
 
 use hwstat::iostat::latency::tracker::{Op, Tracker, dev_of};
 
 const REQUESTS: u64 = 4_000_000;
 const DEPTH: usize = 32;
 const ROUNDS: usize = 5;
-
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
 
 /// A xorshift generator: the sectors only need to be scattered.
 fn next(state: &mut u64) -> u64 {

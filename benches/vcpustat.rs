@@ -4,8 +4,11 @@
 //!
 //! Run with `cargo bench --bench vcpustat`.
 
+mod support;
+
 use std::hint::black_box;
 use std::time::{Duration, UNIX_EPOCH};
+use support::cpu_time;
 
 use hwstat::common::output::{Format, Frame, writer_for};
 use hwstat::vcpustat::counters::{self, Snapshot};
@@ -34,16 +37,6 @@ fn stats_file(age: u64) -> String {
         ));
     }
     out
-}
-
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for the duration of the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn measure(name: &str, mut interval: impl FnMut() -> usize) {

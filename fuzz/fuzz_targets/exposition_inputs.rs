@@ -24,16 +24,7 @@ fuzz_target!(|data: &[u8]| {
     for (cpu, ticks) in &cpus {
         e.sample(&[("cpu", cpu)], ticks[0] as f64);
     }
-    e.sample(
-        &[
-            ("path", &props.path),
-            ("wwn", &props.wwn),
-            ("model", &props.model),
-            ("serial", &props.serial),
-            ("revision", &props.revision),
-        ],
-        1.0,
-    );
+    e.sample(&props.labels(), 1.0);
     let text = e.into_string();
     // HELP, TYPE, one line per CPU and one for the udev labels.
     assert_eq!(text.lines().count(), 3 + cpus.len(), "{text}");

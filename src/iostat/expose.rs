@@ -365,19 +365,13 @@ fn write_disk_info(src: &dyn Source, disks: &[Disk], e: &mut Exposition) {
             UdevProps::default()
         };
         let (major, minor) = (d.major.to_string(), d.minor.to_string());
-        e.sample(
-            &[
-                ("device", &d.name),
-                ("major", &major),
-                ("minor", &minor),
-                ("path", &props.path),
-                ("wwn", &props.wwn),
-                ("model", &props.model),
-                ("serial", &props.serial),
-                ("revision", &props.revision),
-            ],
-            1.0,
-        );
+        let mut labels = vec![
+            ("device", d.name.as_str()),
+            ("major", &major),
+            ("minor", &minor),
+        ];
+        labels.extend(props.labels());
+        e.sample(&labels, 1.0);
     }
 }
 
@@ -397,6 +391,17 @@ pub struct UdevProps {
 }
 
 impl UdevProps {
+    /// The properties as node_disk_info's labels.
+    pub fn labels(&self) -> [(&'static str, &str); 5] {
+        [
+            ("path", &self.path),
+            ("wwn", &self.wwn),
+            ("model", &self.model),
+            ("serial", &self.serial),
+            ("revision", &self.revision),
+        ]
+    }
+
     /// Reads the `E:NAME=VALUE` lines of a udev database file.
     pub fn parse(text: &[u8]) -> UdevProps {
         let mut p = UdevProps::default();

@@ -12,7 +12,7 @@
 //! a bucket counts the seconds spent at that depth or below, `_count` the
 //! seconds measured, `_sum` the integral of the depth (request-seconds).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::expo::{Exposition, Family, Kind};
 use crate::common::source::Source;
@@ -180,8 +180,8 @@ impl LatencyExposition {
     fn add(&mut self, interval: &Interval, devices: &[(&str, (u32, u32))]) {
         self.lost = self.lost.saturating_add(interval.lost);
         self.unmatched = self.unmatched.saturating_add(interval.unmatched);
-        self.totals
-            .retain(|devnum, _| devices.iter().any(|(_, d)| d == devnum));
+        let listed: BTreeSet<(u32, u32)> = devices.iter().map(|&(_, devnum)| devnum).collect();
+        self.totals.retain(|devnum, _| listed.contains(devnum));
         for &(_, devnum) in devices {
             let totals = self.totals.entry(devnum).or_insert_with(|| DeviceTotals {
                 latency: std::array::from_fn(|_| Cumulative::new(&self.latency_bounds)),

@@ -4,9 +4,9 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use plotters::coord::Shift;
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+use super::axis::Axis;
 use super::history::Span;
 use super::palette::{self, Colour};
 use super::{Chart, Line, Panel, PanelKind, Percentiles, Stack, TimeAxis, WIDTH, label};
@@ -275,7 +275,7 @@ fn draw_lines(
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(72)
-        .build_cartesian_2d(x0..x1, 0.0..y_top(top))
+        .build_cartesian_2d(Axis::new(x0..x1), Axis::new(0.0..y_top(top)))
         .map_err(failed)?;
     chart
         .configure_mesh()
@@ -350,7 +350,10 @@ fn draw_heat_map(
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(90)
-        .build_cartesian_2d(0.0..columns as f64, 0.0..rows.len().max(1) as f64)
+        .build_cartesian_2d(
+            Axis::new(0.0..columns as f64),
+            Axis::new(0.0..rows.len().max(1) as f64),
+        )
         .map_err(failed)?;
     let time_at = |x: f64| {
         times
@@ -445,7 +448,10 @@ fn draw_lanes(area: &Area, panel: &Panel, lanes: &super::lanes::Lanes) -> Result
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(90)
-        .build_cartesian_2d(start..end, 0.0..names.len().max(1) as f64)
+        .build_cartesian_2d(
+            Axis::new(start..end),
+            Axis::new(0.0..names.len().max(1) as f64),
+        )
         .map_err(failed)?;
     chart
         .configure_mesh()
@@ -486,14 +492,14 @@ fn vcpu_axes<'a, 'b>(
     panel: &Panel,
     names: &[String],
     top: f64,
-) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, Failed> {
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<Axis, Axis>>, Failed> {
     let n = names.len().max(1);
     let mut chart = ChartBuilder::on(area)
         .caption(label(&panel.title, 80), (FONT, 18))
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(72)
-        .build_cartesian_2d(0.0..n as f64, 0.0..y_top(top))
+        .build_cartesian_2d(Axis::new(0.0..n as f64), Axis::new(0.0..y_top(top)))
         .map_err(failed)?;
     chart
         .configure_mesh()

@@ -8,6 +8,7 @@
 //!   few points per pixel column;
 //! * [`lanes`]: swimlanes (who ran when) decimated to pixel columns;
 //! * [`palette`]: the series colours;
+//! * `axis`: the numeric axes and their ticks;
 //! * [`file`](mod@file): the atomic writer (a browser reloading the file never sees
 //!   half of it).
 //!
@@ -16,6 +17,7 @@
 //! every name from the kernel or a recording with its control characters
 //! escaped (plotters escapes `<`, `&` and quotes).
 
+mod axis;
 mod draw;
 pub mod file;
 pub mod history;

@@ -4,6 +4,9 @@
 //! non-executable stack (`PT_GNU_STACK` without `PF_X`). cxlstat is meant
 //! to carry `cap_perfmon`, which makes this matter.
 //!
+//! They also load no shared library but the C library (see
+//! [`the_three_programs_load_only_the_c_library`]).
+//!
 //! The ELF headers are read with the `object` crate. The checker itself is
 //! tested on a program built without any of the three (with gcc), so a
 //! checker that accepted everything would fail here.
@@ -92,9 +95,8 @@ fn inspect_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Hardening {
 /// `.ci/run` points it at `target/release`, the build users run, since
 /// the README's `cargo test` builds the debug programs (linked with the
 /// same settings: Cargo's profiles do not change them).
-#[test]
-fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
-    let programs: Vec<PathBuf> = match std::env::var_os("HWSTAT_PROGRAMS_DIR") {
+fn programs() -> Vec<PathBuf> {
+    match std::env::var_os("HWSTAT_PROGRAMS_DIR") {
         Some(dir) => ["iostat-rs", "vcpustat", "cxlstat"]
             .iter()
             .map(|name| Path::new(&dir).join(name))
@@ -107,9 +109,66 @@ fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
         .iter()
         .map(PathBuf::from)
         .collect(),
-    };
-    for program in &programs {
+    }
+}
+
+#[test]
+fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
+    for program in &programs() {
         assert_eq!(inspect(program), Hardening::FULL, "{}", program.display());
+    }
+}
+
+/// The shared libraries `path` names in `DT_NEEDED`.
+fn needed(path: &Path) -> Vec<String> {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    match FileKind::parse(&*data).expect("an object file") {
+        FileKind::Elf64 => needed_elf::<elf::FileHeader64<Endianness>>(&data),
+        FileKind::Elf32 => needed_elf::<elf::FileHeader32<Endianness>>(&data),
+        other => panic!("{}: not ELF but {other:?}", path.display()),
+    }
+}
+
+fn needed_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {
+    let header = H::parse(data).expect("ELF header");
+    let endian = header.endian().expect("ELF endianness");
+    let sections = header.sections(endian, data).expect("section headers");
+    let Some((entries, strings_index)) = sections.dynamic(endian, data).expect("dynamic section")
+    else {
+        return Vec::new();
+    };
+    let strings = sections
+        .strings(endian, data, strings_index)
+        .expect("dynamic string table");
+    entries
+        .iter()
+        .filter(|entry| entry.d_tag(endian).into() == u64::from(elf::DT_NEEDED))
+        .map(|entry| {
+            let name = entry.string(endian, strings).expect("DT_NEEDED name");
+            String::from_utf8_lossy(name).into_owned()
+        })
+        .collect()
+}
+
+/// Each shared library costs every run its loading and constructors: on the
+/// VM of BENCHMARKS.md ("Start-up"), `libgcc_s.so.1` 0.13 ms and
+/// `libm.so.6` 0.08 ms of a 1 ms `iostat-rs -x`. build.rs links the
+/// unwinder statically and the charts' axes need no `libm`, so the C
+/// library is all the programs load; a dependency that brings one back
+/// fails here.
+#[test]
+fn the_three_programs_load_only_the_c_library() {
+    // glibc's dynamic loader (named per architecture) may be listed too:
+    // it is mapped in any case, so it costs nothing more.
+    let glibc =
+        |name: &str| name == "libc.so.6" || name.starts_with("ld-linux") || name == "ld64.so.2";
+    for program in &programs() {
+        let libraries = needed(program);
+        assert!(
+            libraries.contains(&"libc.so.6".to_string()) && libraries.iter().all(|l| glibc(l)),
+            "{} loads {libraries:?}",
+            program.display()
+        );
     }
 }
 

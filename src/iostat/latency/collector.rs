@@ -222,14 +222,13 @@ impl Collector {
         let mut followers: Vec<OwnedFd> = Vec::new();
         let mut rings = Vec::new();
         for &cpu in cpus.cpus() {
-            let open = |l: &Layout| {
-                open_tracepoint(l.id, cpu as i32)
-                    .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))
-            };
-            let leader = open(&layouts[0])?;
-            rings.push(map_ring(&leader)?);
+            let (leader, ring) = open_leader(layouts[0].id, cpu as i32)?;
+            rings.push(ring);
             for l in &layouts[1..] {
-                let fd = open(l)?;
+                // A follower's own watermark is unused: it writes into the
+                // leader's ring.
+                let fd = open_tracepoint(l.id, cpu as i32, 0)
+                    .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))?;
                 perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, leader.as_raw_fd() as u64)
                     .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?;
                 followers.push(fd);
@@ -313,15 +312,36 @@ impl Drop for Collector {
     }
 }
 
-/// Maps the ring of leader `fd`: [`RING_PAGES`], or [`RING_PAGES_SMALL`]
-/// when the locked-memory limit refuses the large one.
-fn map_ring(fd: &OwnedFd) -> Result<Ring, String> {
-    Ring::map(fd.as_fd(), RING_PAGES)
-        .or_else(|e| match e.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::ENOMEM) => Ring::map(fd.as_fd(), RING_PAGES_SMALL),
-            _ => Err(e),
-        })
-        .map_err(|e| format!("mmap of a perf ring buffer: {e}"))
+/// Opens the event that owns `cpu`'s ring and maps the ring: [`RING_PAGES`],
+/// or [`RING_PAGES_SMALL`] when the locked-memory limit refuses the large
+/// one. The kernel wakes the drain thread when the ring is a quarter full,
+/// so the watermark is set from the size actually mapped (the event is
+/// opened again for the small ring): at 200,000 I/O a second a quarter of
+/// the large ring is some 60 ms of events per CPU, where a fixed
+/// 128 KiB woke the thread every 7 ms (BENCHMARKS.md, issue 15.5).
+fn open_leader(id: u64, cpu: i32) -> Result<(OwnedFd, Ring), String> {
+    let open = |pages: usize| {
+        open_tracepoint(id, cpu, quarter_of(pages))
+            .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))
+    };
+    let leader = open(RING_PAGES)?;
+    match Ring::map(leader.as_fd(), RING_PAGES) {
+        Ok(ring) => return Ok((leader, ring)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => {}
+        Err(e) => return Err(format!("mmap of a perf ring buffer: {e}")),
+    }
+    drop(leader);
+    let leader = open(RING_PAGES_SMALL)?;
+    let ring = Ring::map(leader.as_fd(), RING_PAGES_SMALL)
+        .map_err(|e| format!("mmap of a perf ring buffer: {e}"))?;
+    Ok((leader, ring))
+}
+
+/// A quarter of `pages` data pages, in bytes (the watermark).
+fn quarter_of(pages: usize) -> u32 {
+    // SAFETY: sysconf has no memory effects.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    u32::try_from(pages.saturating_mul(page) / 4).unwrap_or(u32::MAX)
 }
 
 /// Sleeps until a ring reaches its watermark or [`DRAIN_EVERY`] passed.
@@ -337,8 +357,8 @@ fn wait_for_data(polled: &mut [libc::pollfd]) {
 }
 
 /// A sampling event for every occurrence of tracepoint `id` on `cpu`,
-/// waking a poller when its ring holds a quarter of [`RING_PAGES_SMALL`].
-fn open_tracepoint(id: u64, cpu: i32) -> io::Result<OwnedFd> {
+/// waking a poller when its ring holds `watermark` bytes.
+fn open_tracepoint(id: u64, cpu: i32, watermark: u32) -> io::Result<OwnedFd> {
     let mut attr = PerfEventAttr::default();
     attr.type_ = perf::TYPE_TRACEPOINT;
     attr.size = perf::PERF_ATTR_SIZE;
@@ -346,7 +366,7 @@ fn open_tracepoint(id: u64, cpu: i32) -> io::Result<OwnedFd> {
     attr.sample_period = 1;
     attr.sample_type = perf::SAMPLE_TIME | perf::SAMPLE_RAW;
     attr.flags = perf::FLAG_USE_CLOCKID | perf::FLAG_WATERMARK;
-    attr.wakeup_events = (RING_PAGES_SMALL * 4096 / 4) as u32;
+    attr.wakeup_events = watermark;
     attr.clockid = libc::CLOCK_MONOTONIC;
     perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
 }

@@ -215,7 +215,10 @@ pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
         if start == pos || pos - start > 10 {
             return None;
         }
-        *slot = std::str::from_utf8(&line[start..pos]).ok()?.parse().ok()?;
+        // At most 10 ASCII digits: no overflow in a u64.
+        *slot = line[start..pos]
+            .iter()
+            .fold(0, |n, &d| n * 10 + u64::from(d - b'0'));
     }
     while pos < line.len() && line[pos].is_ascii_whitespace() {
         pos += 1;

@@ -32,13 +32,18 @@ pub struct Ring {
 // thread moves that ownership (the kernel writes to it from any CPU anyway).
 unsafe impl Send for Ring {}
 
+/// The size of a memory page, the unit of a ring's length.
+pub fn page_size() -> io::Result<usize> {
+    // SAFETY: sysconf has no memory effects.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .map_err(|_| io::Error::other("no page size"))
+}
+
 impl Ring {
     /// Maps `fd`'s ring with `data_pages` data pages (a power of two).
     pub fn map(fd: BorrowedFd<'_>, data_pages: usize) -> io::Result<Ring> {
         assert!(data_pages.is_power_of_two(), "perf rings are 2^n pages");
-        // SAFETY: sysconf has no memory effects.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-            .map_err(|_| io::Error::other("no page size"))?;
+        let page = page_size()?;
         let map_len = page * (1 + data_pages);
         // SAFETY: a fresh shared mapping of the descriptor; the kernel checks
         // the length and the descriptor.

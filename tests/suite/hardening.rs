@@ -37,13 +37,22 @@ impl Hardening {
     };
 }
 
-fn inspect(path: &Path) -> Hardening {
+/// Reads the ELF file at `path` and hands it to `elf64` or `elf32`.
+fn with_elf<R>(path: &Path, elf64: fn(&[u8]) -> R, elf32: fn(&[u8]) -> R) -> R {
     let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     match FileKind::parse(&*data).expect("an object file") {
-        FileKind::Elf64 => inspect_elf::<elf::FileHeader64<Endianness>>(&data),
-        FileKind::Elf32 => inspect_elf::<elf::FileHeader32<Endianness>>(&data),
+        FileKind::Elf64 => elf64(&data),
+        FileKind::Elf32 => elf32(&data),
         other => panic!("{}: not ELF but {other:?}", path.display()),
     }
+}
+
+fn inspect(path: &Path) -> Hardening {
+    with_elf(
+        path,
+        inspect_elf::<elf::FileHeader64<Endianness>>,
+        inspect_elf::<elf::FileHeader32<Endianness>>,
+    )
 }
 
 fn inspect_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Hardening {
@@ -121,12 +130,11 @@ fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
 
 /// The shared libraries `path` names in `DT_NEEDED`.
 fn needed(path: &Path) -> Vec<String> {
-    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    match FileKind::parse(&*data).expect("an object file") {
-        FileKind::Elf64 => needed_elf::<elf::FileHeader64<Endianness>>(&data),
-        FileKind::Elf32 => needed_elf::<elf::FileHeader32<Endianness>>(&data),
-        other => panic!("{}: not ELF but {other:?}", path.display()),
-    }
+    with_elf(
+        path,
+        needed_elf::<elf::FileHeader64<Endianness>>,
+        needed_elf::<elf::FileHeader32<Endianness>>,
+    )
 }
 
 fn needed_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {

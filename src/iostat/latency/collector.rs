@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::common::cpulist::CpuList;
 use crate::common::perf::{self, PerfEventAttr};
-use crate::common::perf_ring::{RECORD_LOST, RECORD_SAMPLE, Ring};
+use crate::common::perf_ring::{self, RECORD_LOST, RECORD_SAMPLE, Ring};
 use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 
 use super::codec::Interval;
@@ -339,8 +339,7 @@ fn open_leader(id: u64, cpu: i32) -> Result<(OwnedFd, Ring), String> {
 
 /// A quarter of `pages` data pages, in bytes (the watermark).
 fn quarter_of(pages: usize) -> u32 {
-    // SAFETY: sysconf has no memory effects.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let page = perf_ring::page_size().unwrap_or(4096);
     u32::try_from(pages.saturating_mul(page) / 4).unwrap_or(u32::MAX)
 }
 

@@ -6,7 +6,7 @@
 #![no_main]
 
 use hwstat::common::record::Entry;
-use hwstat::iostat::parse::{line_name, parse_diskstats_line, parse_sysfs_stat};
+use hwstat::iostat::parse::{diskstats_head, parse_diskstats_line, parse_sysfs_stat};
 use hwstat_fuzz::{drive_iostat, parts, reads_entries, replay_of};
 use libfuzzer_sys::fuzz_target;
 
@@ -15,7 +15,7 @@ const OPTION_SETS: [&[&str]; 3] = [&["-x"], &["-dx", "-p", "ALL", "-k"], &["-z",
 fuzz_target!(|data: &[u8]| {
     for line in data.split(|&b| b == b'\n') {
         let _ = parse_diskstats_line(line);
-        let _ = line_name(line);
+        let _ = diskstats_head(line);
     }
     let _ = parse_sysfs_stat(data);
     let p = parts(data, 2);
@@ -41,8 +41,8 @@ fuzz_target!(|data: &[u8]| {
             ]);
             let names = diskstats
                 .split(|&b| b == b'\n')
-                .filter_map(line_name)
-                .map(str::to_string)
+                .filter_map(diskstats_head)
+                .map(|h| h.name.to_string())
                 .collect();
             entries.insert("list /sys/block".into(), Entry::List(names));
             entries

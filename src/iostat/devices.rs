@@ -20,7 +20,9 @@ use super::cli::{AltMode, DeviceKind, ListArg, Options};
 use super::lookup::{NameMap, PositionHints};
 use super::model::looks_readded;
 use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
-use super::parse::{DiskCounters, StatFormat, line_name, parse_diskstats_line, parse_sysfs_stat};
+use super::parse::{
+    DiskCounters, StatFormat, diskstats_head, parse_diskstats_line, parse_sysfs_stat,
+};
 
 const PROC_DISKSTATS: &str = "/proc/diskstats";
 const SYS_BLOCK: &str = "/sys/block";
@@ -431,16 +433,16 @@ impl DeviceList {
         let mut pos = 0;
         // A read error ends the file: devices not staged fall back to sysfs.
         let _ = src.for_each_line(PROC_DISKSTATS, &mut buf, &mut |line| {
-            let Some(name) = line_name(line) else {
+            let Some(head) = diskstats_head(line) else {
                 return;
             };
             if let Some(idx) =
-                Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, name)
+                Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, head.name)
             {
                 self.line_hints.set(pos, idx);
                 // These counters stand for the device's sysfs `stat` file,
                 // which sysstat keeps under `-x` even in the old 4-field format.
-                if let Some(l) = parse_diskstats_line(line) {
+                if let Some(l) = head.parse() {
                     let e = &mut self.entries[idx];
                     e.slots[curr] = l.counters;
                     e.staged = self.generation;

@@ -36,42 +36,33 @@ fn exact_scaled(value: f64, decimals: usize) -> Option<u64> {
     Some(if frac > 0.5 { n + 1 } else { n })
 }
 
-const PAD: usize = 40;
-
+/// Writes `scaled / 10^decimals` with `decimals` (0 to 2) decimals,
+/// right-aligned in `width`. The integer part goes through `itoa` (two
+/// digits per step from a table, and a `&str` that needs no UTF-8 check):
+/// at 10,000 devices this runs 200,000 times a report.
 fn push_scaled(out: &mut String, scaled: u64, width: usize, decimals: usize) {
-    let mut tmp = [b' '; PAD];
-    let mut pos = PAD;
-    let mut n = scaled;
-    for _ in 0..decimals {
-        pos -= 1;
-        tmp[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    if decimals > 0 {
-        pos -= 1;
-        tmp[pos] = b'.';
-    }
-    loop {
-        pos -= 1;
-        tmp[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let len = PAD - pos;
-    let start = if width > len {
-        let pad = width - len;
-        if pad <= pos {
-            pos - pad
-        } else {
-            out.extend(std::iter::repeat_n(' ', pad - pos));
-            0
-        }
-    } else {
-        pos
+    // Constant divisors: a `div` by a variable was an eighth of the time.
+    let (whole, fraction) = match decimals {
+        0 => (scaled, 0),
+        1 => (scaled / 10, scaled % 10),
+        _ => (scaled / 100, scaled % 100),
     };
-    out.push_str(std::str::from_utf8(&tmp[start..]).expect("ASCII digits"));
+    let mut digits = itoa::Buffer::new();
+    let whole = digits.format(whole);
+    let len = whole.len() + if decimals > 0 { decimals + 1 } else { 0 };
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
+    out.push_str(whole);
+    if decimals > 0 {
+        out.push('.');
+        if decimals == 2 {
+            out.push(ascii_digit(fraction / 10));
+        }
+        out.push(ascii_digit(fraction % 10));
+    }
+}
+
+fn ascii_digit(d: u64) -> char {
+    char::from(b'0' + (d % 10) as u8)
 }
 
 /// Appends `text` left-aligned in `width` characters (`%-13s`).

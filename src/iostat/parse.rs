@@ -105,13 +105,20 @@ fn scan_numbers<const N: usize>(text: &[u8], out: &mut [u64; N]) -> usize {
             break;
         }
         pos += usize::from(signed);
-        let mut value: Option<u64> = Some(0);
+        let start = pos;
         while pos < text.len() && text[pos].is_ascii_digit() {
-            value = value
-                .and_then(|v| v.checked_mul(10))
-                .and_then(|v| v.checked_add(u64::from(text[pos] - b'0')));
             pos += 1;
         }
+        let digits = &text[start..pos];
+        let digit = |d: &u8| u64::from(d - b'0');
+        // Up to 19 digits cannot overflow: no checks per digit.
+        let value = if digits.len() <= 19 {
+            Some(digits.iter().fold(0, |v, d| v * 10 + digit(d)))
+        } else {
+            digits
+                .iter()
+                .try_fold(0u64, |v, d| v.checked_mul(10)?.checked_add(digit(d)))
+        };
         out[count] = match value {
             None => u64::MAX,
             Some(v) if negative => v.wrapping_neg(),
@@ -196,14 +203,25 @@ pub struct DiskstatsLine<'a> {
     pub format: StatFormat,
 }
 
-/// Parses one `/proc/diskstats` line the way sysstat's `sscanf` does: major,
-/// minor, name, then at least 11 statistics (14 fields in all; 18 add
-/// discards, 20 add flushes) or exactly 4 (7 fields, the old partition
-/// format). Other lines are `None` and are skipped by the caller.
-pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
+/// The first three fields of a `/proc/diskstats` line, and the rest of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskstatsHead<'a> {
+    /// Major device number.
+    pub major: u32,
+    /// Minor device number.
+    pub minor: u32,
+    /// Kernel name.
+    pub name: &'a str,
+    /// The statistics, not yet parsed.
+    rest: &'a [u8],
+}
+
+/// Reads the major and minor numbers (at most 10 digits each, within 32
+/// bits) and the name of a `/proc/diskstats` line, leaving the statistics
+/// unparsed: the default report parses them only for the names it lists.
+pub fn diskstats_head(line: &[u8]) -> Option<DiskstatsHead<'_>> {
     let mut head = [0u64; 2];
     let mut pos = 0;
-    // major and minor
     for slot in head.iter_mut() {
         while pos < line.len() && line[pos].is_ascii_whitespace() {
             pos += 1;
@@ -230,35 +248,40 @@ pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
     if start == pos {
         return None;
     }
-    let name = std::str::from_utf8(&line[start..pos]).ok()?;
-    let mut f = [0u64; 17];
-    let (counters, format) = match scan_numbers(&line[pos..], &mut f) {
-        n if n >= 11 => (counters_from_fields(&f, n), StatFormat::Extended),
-        4 => (old_partition(&f), StatFormat::OldPartition),
-        _ => return None,
-    };
-    Some(DiskstatsLine {
+    Some(DiskstatsHead {
         major: u32::try_from(head[0]).ok()?,
         minor: u32::try_from(head[1]).ok()?,
-        name,
-        counters,
-        format,
+        name: std::str::from_utf8(&line[start..pos]).ok()?,
+        rest: &line[pos..],
     })
 }
 
-/// The device name of a `/proc/diskstats` line (third field), without
-/// parsing the statistics; `None` when the line does not start with two
-/// numbers and a name.
-pub fn line_name(line: &[u8]) -> Option<&str> {
-    let mut fields = line
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|f| !f.is_empty());
-    let major = fields.next()?;
-    let minor = fields.next()?;
-    if !major.iter().chain(minor).all(u8::is_ascii_digit) {
-        return None;
+impl<'a> DiskstatsHead<'a> {
+    /// Parses the statistics the way sysstat's `sscanf` does: at least 11
+    /// (14 fields in all; 18 add discards, 20 add flushes) or exactly 4 (7
+    /// fields, the old partition format); `None` otherwise.
+    pub fn parse(self) -> Option<DiskstatsLine<'a>> {
+        let mut f = [0u64; 17];
+        let (counters, format) = match scan_numbers(self.rest, &mut f) {
+            n if n >= 11 => (counters_from_fields(&f, n), StatFormat::Extended),
+            4 => (old_partition(&f), StatFormat::OldPartition),
+            _ => return None,
+        };
+        Some(DiskstatsLine {
+            major: self.major,
+            minor: self.minor,
+            name: self.name,
+            counters,
+            format,
+        })
     }
-    std::str::from_utf8(fields.next()?).ok()
+}
+
+/// Parses one `/proc/diskstats` line: [`diskstats_head`], then
+/// [`DiskstatsHead::parse`]. Other lines are `None` and are skipped by the
+/// caller.
+pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
+    diskstats_head(line)?.parse()
 }
 
 /// Parses `/proc/uptime` into hundredths of a second the way sysstat does
@@ -423,9 +446,12 @@ mod tests {
         assert_eq!(l[3].counters.wr_sectors, 40);
         assert!(parse_diskstats_line(b"8 1 sdz1 1 2 3").is_none());
         assert!(parse_diskstats_line(b"").is_none());
-        assert_eq!(line_name(b"   8       1 sdz1 1 2 3"), Some("sdz1"));
-        assert_eq!(line_name(b"x 1 sdz1 1"), None);
-        assert_eq!(line_name(b"8 1"), None);
+        assert_eq!(
+            diskstats_head(b"   8       1 sdz1 1 2 3").map(|h| h.name),
+            Some("sdz1")
+        );
+        assert_eq!(diskstats_head(b"x 1 sdz1 1"), None);
+        assert_eq!(diskstats_head(b"8 1"), None);
         assert!(parse_diskstats_line(b"x y z 1 2 3 4 5 6 7 8 9 10 11").is_none());
     }
 

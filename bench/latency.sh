@@ -18,7 +18,10 @@
 # rusage: the submission side, where block_rq_issue fires, so it includes
 # that tracepoint's cost: perf writing a sample, or bpftrace's program
 # updating its map); the watcher's own CPU (utime + stime of /proc/PID/stat
-# over the fio run) as a share of one core and per I/O. The table shows
+# over the fio run) as a share of one core and per I/O; and the whole
+# machine's busy CPU time per I/O (/proc/stat, all CPUs), which also counts
+# the loop driver's worker, where block_rq_complete fires and where fio's
+# own figure cannot see either watcher's completion handler. The table shows
 # each run kind's median over the rounds and the IOPS drop against the
 # median of the runs without a watcher. IOPS are wall-clock figures and
 # swing with whatever else runs on the machine; so does CPU time per I/O,
@@ -65,6 +68,12 @@ BT
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
+# Busy ticks of the whole machine (all CPUs, everything but idle and iowait):
+# what every party to an I/O costs, wherever it runs. The completion side of
+# a loop device runs in the loop driver's worker, not in fio, so fio's own
+# CPU misses where both watchers' block_rq_complete handlers run.
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+
 # prints "IOPS IOS FIO_CPU_US_PER_IO"
 fio_run() {
     fio --name=bench --filename="$loopdev" --rw=randread --bs=4k --direct=1 \
@@ -78,7 +87,7 @@ cpu_s = (j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1000
 print(round(j["read"]["iops"]), ios, f"{1e6 * cpu_s / ios:.2f}")'
 }
 
-# run KIND: prints "KIND IOPS FIO_US_PER_IO CPU% WATCHER_US_PER_IO"
+# run KIND: prints "KIND IOPS FIO_US_PER_IO CPU% WATCHER_US_PER_IO SYSTEM_US_PER_IO"
 run() {
     local kind=$1 pid="" before after iops
     case $kind in
@@ -98,9 +107,10 @@ run() {
     esac
     sleep 1
     [ -n "$pid" ] && before=$(cpu_ticks "$pid")
-    local start=$(date +%s.%N)
+    local start=$(date +%s.%N) busy_before=$(busy_ticks)
     read -r iops ios fio_us < <(fio_run)
-    local end=$(date +%s.%N)
+    local end=$(date +%s.%N) busy_after=$(busy_ticks)
+    local system_us=$(python3 -c "print(f'{1e6 * ($busy_after - $busy_before) / $hz / $ios:.3f}')")
     if [ -n "$pid" ]; then
         after=$(cpu_ticks "$pid")
         for _ in $(seq 30); do
@@ -114,7 +124,7 @@ run() {
         cpu=-
         per_io=-
     fi
-    echo "$kind $iops $fio_us $cpu $per_io"
+    echo "$kind $iops $fio_us $cpu $per_io $system_us"
 }
 
 results=$(mktemp)
@@ -130,13 +140,14 @@ python3 - "$results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}
-for kind, iops, fio_us, cpu, per_io in rows:
-    by.setdefault(kind, []).append((int(iops), float(fio_us), cpu, per_io))
+for kind, iops, fio_us, cpu, per_io, system_us in rows:
+    by.setdefault(kind, []).append((int(iops), float(fio_us), cpu, per_io, float(system_us)))
 med = lambda kind, i: statistics.median(r[i] for r in by[kind])
 base = med("none", 0)
 best = {k: (max(r[0] for r in v), min(r[1] for r in v)) for k, v in by.items()}
-print("| watcher | fio read IOPS (median) | IOPS drop | best IOPS | best IOPS drop | fio CPU µs per I/O (median) | least fio CPU µs per I/O | watcher CPU, % of one core | watcher CPU µs per I/O |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| watcher | fio read IOPS (median) | IOPS drop | best IOPS | best IOPS drop | fio CPU µs per I/O (median) | least fio CPU µs per I/O | watcher CPU, % of one core | watcher CPU µs per I/O | machine CPU µs per I/O (median) | added |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+base_system = med("none", 4)
 for kind in ["none", "iostat-rs", "bpftrace"]:
     iops = med(kind, 0)
     drop = "-" if kind == "none" else f"{100 * (base - iops) / base:.1f} %"
@@ -144,7 +155,8 @@ for kind in ["none", "iostat-rs", "bpftrace"]:
     if kind != "none":
         extra = [f"{statistics.median(float(r[j]) for r in by[kind]):.{p}f}" for j, p in ((2, 1), (3, 3))]
     name = {"none": "none", "iostat-rs": "`iostat-rs -x --latency 1`", "bpftrace": "bpftrace biolatency"}[kind]
+    added = "-" if kind == "none" else f"{med(kind, 4) - base_system:.2f}"
     bdrop = "-" if kind == "none" else f"{100 * (best['none'][0] - best[kind][0]) / best['none'][0]:.1f} %"
-    print(f"| {name} | {iops:,.0f} | {drop} | {best[kind][0]:,} | {bdrop} | {med(kind, 1):.2f} | {best[kind][1]:.2f} | {extra[0]} | {extra[1]} |")
+    print(f"| {name} | {iops:,.0f} | {drop} | {best[kind][0]:,} | {bdrop} | {med(kind, 1):.2f} | {best[kind][1]:.2f} | {extra[0]} | {extra[1]} | {med(kind, 4):.2f} | {added} |")
 PY
 rm -f "$results"

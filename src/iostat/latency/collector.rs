@@ -31,6 +31,9 @@ use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
 pub const DRAIN_EVERY: Duration = Duration::from_millis(100);
 /// Events younger than this wait for the next drain (see the module doc).
 pub const SETTLE: u64 = 2_000_000;
+/// A request held in flight longer than this, beyond the kernel's own
+/// count, has completed without its sample (see [`Tracker::trim_in_flight`]).
+pub const STALE: u64 = 1_000_000_000;
 /// Data pages per CPU ring: 4 MiB with 4 KiB pages (some 50,000 events),
 /// else, where the locked-memory limit refuses that (a CAP_PERFMON user
 /// without CAP_IPC_LOCK: `perf_event_mlock_kb`, 516 KiB a CPU by
@@ -285,6 +288,12 @@ impl Collector {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let cutoff = monotonic_ns().saturating_sub(SETTLE);
         s.drain(cutoff);
+        for (dev, _) in s.tracker.in_flight_disks() {
+            if let Some(kernel) = kernel_in_flight(dev) {
+                s.tracker
+                    .trim_in_flight(cutoff, dev, kernel, cutoff.saturating_sub(STALE));
+            }
+        }
         let unmatched = s.tracker.unmatched;
         let devices = s
             .tracker
@@ -368,6 +377,19 @@ fn open_tracepoint(id: u64, cpu: i32, watermark: u32) -> io::Result<OwnedFd> {
     attr.wakeup_events = watermark;
     attr.clockid = libc::CLOCK_MONOTONIC;
     perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
+}
+
+/// The kernel's count of `dev`'s requests in flight (reads and writes of
+/// `/sys/dev/block/MAJ:MIN/inflight`); `None` when unreadable (the device
+/// is gone).
+fn kernel_in_flight(dev: Dev) -> Option<u64> {
+    let (major, minor) = dev_numbers(dev);
+    let text = fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/inflight")).ok()?;
+    let mut counts = text.split_whitespace().map(str::parse::<u64>);
+    match (counts.next(), counts.next()) {
+        (Some(Ok(reads)), Some(Ok(writes))) => reads.checked_add(writes),
+        _ => None,
+    }
 }
 
 /// Every partition under `/sys/class/block`, by its disk: `start` and

@@ -60,6 +60,7 @@
 //! assert!(!source.next_sample().unwrap(), "a replay ends after its last frame");
 //! ```
 
+pub mod bpf;
 pub mod chart;
 pub mod cli;
 pub mod clock;

@@ -78,7 +78,8 @@ fn in_namespace(setup: &str, program: &str, args: &[&str]) -> Command {
     cmd
 }
 
-const MOUNT_TRACEFS: &str = "mount -t tracefs nodev /sys/kernel/tracing";
+const MOUNT_TRACEFS: &str =
+    "{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; }";
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -695,6 +696,21 @@ fn without_privilege_names_cap_perfmon() {
     assert!(e.contains("permission denied"), "{e}");
 }
 
+/// As root the events are forwarded by the eBPF programs: no notice on
+/// stderr (the perf fallback prints one).
+#[test]
+fn as_root_the_events_are_forwarded_by_ebpf() {
+    if !runnable("as_root_the_events_are_forwarded_by_ebpf", &["unshare"]) {
+        return;
+    }
+    let out = in_namespace(MOUNT_TRACEFS, IOSTAT, &["-x", "--latency", "0.2", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "forwarded, no notice");
+    assert!(text(&out.stdout).contains(" qd_p50 qd_max\n"));
+}
+
 #[test]
 fn replay_prints_the_latency_columns_again() {
     if !runnable("replay_prints_the_latency_columns_again", &["unshare"]) {
@@ -856,7 +872,7 @@ fn without_locked_memory_the_small_ring_measures() {
         }
     });
     let child = in_namespace(
-        "mount -t tracefs -o mode=755 nodev /sys/kernel/tracing",
+        "umount /sys/kernel/tracing 2>/dev/null; mount -t tracefs -o mode=755 nodev /sys/kernel/tracing",
         "prlimit",
         &[
             "--memlock=0:0",
@@ -895,6 +911,12 @@ fn without_locked_memory_the_small_ring_measures() {
     }
     let out = wait_output(watched, Duration::from_secs(30));
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // Without CAP_BPF the events are sampled by perf, and it says so.
+    let notice = text(&out.stderr);
+    assert!(
+        notice.contains("CAP_BPF") && notice.contains("sampling the tracepoints with perf"),
+        "{notice}"
+    );
     assert!(rings.contains(&small), "ring sizes {rings:?}, page {page}");
     assert!(rings.iter().all(|&r| r == small || r == large), "{rings:?}");
     drop(reads);

@@ -45,7 +45,14 @@ impl Latency {
     /// replay measures nothing and reads the recorded histograms.
     pub fn start(src: &dyn Source, partitions: bool) -> Result<Latency, String> {
         let collector = if src.is_live() {
-            Some(Collector::start(partitions)?)
+            let c = Collector::start(partitions)?;
+            if let Some(why) = c.notice() {
+                eprintln!(
+                    "iostat-rs: --latency: {why}: sampling the tracepoints with perf instead, \
+                     which misses completions in interrupts of an idle CPU on some kernels"
+                );
+            }
+            Some(c)
         } else {
             None
         };

@@ -693,6 +693,7 @@ fn without_privilege_names_cap_perfmon() {
     .unwrap();
     let e = one_line_error(&out);
     assert!(e.contains("CAP_PERFMON"), "{e}");
+    assert!(e.contains("CAP_BPF"), "{e}");
     assert!(e.contains("permission denied"), "{e}");
 }
 

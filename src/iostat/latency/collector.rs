@@ -298,8 +298,9 @@ pub struct Collector {
 pub fn open_error(what: &str, err: &io::Error) -> String {
     match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "{what}: permission denied: system-wide tracepoint sampling needs root or \
-             CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8), or kernel.perf_event_paranoid=-1"
+            "{what}: permission denied: --latency needs root, or CAP_BPF with CAP_PERFMON \
+             (CAP_PERFMON alone: sampled by perf; CAP_SYS_ADMIN before Linux 5.8), or \
+             kernel.perf_event_paranoid=-1"
         ),
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => format!(
             "{what}: this kernel cannot sample tracepoints through perf_event_open \
@@ -641,23 +642,7 @@ mod tests {
 
     #[test]
     fn raw_records_decode_at_the_format_offsets() {
-        let layout = Layout {
-            id: 2104,
-            kind: Kind::Issue,
-            dev: Field { offset: 8, size: 4 },
-            sector: Field {
-                offset: 16,
-                size: 8,
-            },
-            nr_sector: Field {
-                offset: 24,
-                size: 4,
-            },
-            rwbs: Field {
-                offset: 34,
-                size: 10,
-            },
-        };
+        let layout = layout(Kind::Issue);
         let mut raw = vec![0u8; 64];
         raw[0..2].copy_from_slice(&2104u16.to_ne_bytes());
         raw[8..12].copy_from_slice(&dev_of(7, 3).to_ne_bytes());
@@ -679,6 +664,7 @@ mod tests {
         assert!(decode(&body[..30], &[layout]).is_none(), "cut short");
     }
 
+    /// The offsets of block_rq_issue's format on Linux 6.18.
     fn layout(kind: Kind) -> Layout {
         Layout {
             id: 2104,
@@ -756,6 +742,7 @@ mod tests {
             &io::Error::from_raw_os_error(libc::EACCES),
         );
         assert!(e.contains("CAP_PERFMON"), "{e}");
+        assert!(e.contains("CAP_BPF"), "{e}");
         assert!(!e.contains('\n'));
     }
 }

@@ -79,17 +79,6 @@ pub enum Size {
 }
 
 impl Size {
-    /// The size of a field of `bytes` bytes, if one load can read it.
-    pub fn of(bytes: usize) -> Option<Size> {
-        match bytes {
-            1 => Some(Size::Byte),
-            2 => Some(Size::Half),
-            4 => Some(Size::Word),
-            8 => Some(Size::Double),
-            _ => None,
-        }
-    }
-
     fn code(self) -> u8 {
         match self {
             Size::Word => 0x00,

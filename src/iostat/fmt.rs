@@ -61,8 +61,9 @@ fn push_scaled(out: &mut String, scaled: u64, width: usize, decimals: usize) {
     }
 }
 
+/// The character of one decimal digit (`d` < 10).
 fn ascii_digit(d: u64) -> char {
-    char::from(b'0' + (d % 10) as u8)
+    char::from(b'0' + d as u8)
 }
 
 /// Appends `text` left-aligned in `width` characters (`%-13s`).

@@ -113,8 +113,8 @@ fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
     let raw = body.get(12..12 + size)?;
     let common_type = u64::from(u16::from_ne_bytes(raw.get(0..2)?.try_into().ok()?));
     let l = layouts.iter().find(|l| l.id == common_type)?;
+    // `Op::from_rwbs` reads at most two letters; a NUL is not one.
     let rwbs = raw.get(l.rwbs.offset..l.rwbs.offset + l.rwbs.size)?;
-    let rwbs = &rwbs[..rwbs.iter().position(|&b| b == 0).unwrap_or(rwbs.len())];
     Some(Sample {
         time,
         kind: l.kind,
@@ -130,13 +130,12 @@ fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
 /// bytes, and the [`Kind`] (u32).
 const FORWARDED_LEN: usize = 32;
 
+/// The kinds by the number the forwarding program writes.
+const KINDS: [Kind; 3] = [Kind::Issue, Kind::Complete, Kind::Requeue];
+
 impl Kind {
     fn number(self) -> i32 {
-        match self {
-            Kind::Issue => 0,
-            Kind::Complete => 1,
-            Kind::Requeue => 2,
-        }
+        KINDS.iter().position(|&k| k == self).unwrap_or(0) as i32
     }
 }
 
@@ -146,14 +145,8 @@ fn decode_forwarded(body: &[u8]) -> Option<Sample> {
     let raw = body.get(4..4 + size)?.get(..FORWARDED_LEN)?;
     let u64_at = |at: usize| raw[at..at + 8].try_into().ok().map(u64::from_ne_bytes);
     let u32_at = |at: usize| raw[at..at + 4].try_into().ok().map(u32::from_ne_bytes);
-    let kind = match u32_at(28)? {
-        0 => Kind::Issue,
-        1 => Kind::Complete,
-        2 => Kind::Requeue,
-        _ => return None,
-    };
+    let kind = *KINDS.get(u32_at(28)? as usize)?;
     let rwbs = &raw[24..26];
-    let rwbs = &rwbs[..rwbs.iter().position(|&b| b == 0).unwrap_or(2)];
     Some(Sample {
         time: u64_at(0)?,
         kind,
@@ -399,10 +392,10 @@ impl Collector {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let cutoff = monotonic_ns().saturating_sub(SETTLE);
         s.drain(cutoff);
-        for (dev, _) in s.tracker.in_flight_disks() {
-            if let Some(kernel) = kernel_in_flight(dev) {
-                s.tracker
-                    .trim_in_flight(cutoff, dev, kernel, cutoff.saturating_sub(STALE));
+        let stale = cutoff.saturating_sub(STALE);
+        for (dev, held) in s.tracker.in_flight_disks(stale) {
+            if let Some(kernel) = kernel_in_flight(dev).filter(|&k| k < held) {
+                s.tracker.trim_in_flight(cutoff, dev, kernel, stale);
             }
         }
         let unmatched = s.tracker.unmatched;

@@ -211,13 +211,21 @@ impl Tracker {
         }
     }
 
-    /// The disks with requests in flight, and how many each has.
-    pub fn in_flight_disks(&self) -> Vec<(Dev, u64)> {
-        let mut counts: HashMap<Dev, u64, FoldHash> = HashMap::default();
-        for &(dev, _) in self.inflight.keys() {
-            *counts.entry(dev).or_default() += 1;
+    /// The disks holding a request issued before `before`, each with how
+    /// many requests it holds in all: the only ones
+    /// [`Tracker::trim_in_flight`] can trim, so the only ones whose kernel
+    /// count is worth reading.
+    pub fn in_flight_disks(&self, before: u64) -> Vec<(Dev, u64)> {
+        let mut held: HashMap<Dev, (u64, bool), FoldHash> = HashMap::default();
+        for (&(dev, _), req) in &self.inflight {
+            let (count, old) = held.entry(dev).or_default();
+            *count += 1;
+            *old |= req.issued < before;
         }
-        counts.into_iter().collect()
+        held.into_iter()
+            .filter(|&(_, (_, old))| old)
+            .map(|(dev, (count, _))| (dev, count))
+            .collect()
     }
 
     /// Given `kernel`, the kernel's own count of `dev`'s requests in flight
@@ -304,15 +312,15 @@ mod tests {
         t.issue(2 * MS, SDA, 200, 8, Op::Write);
         t.issue(3 * MS, SDA, 300, 8, Op::Write);
         t.issue(1990 * MS, SDA, 400, 8, Op::Write);
-        assert_eq!(t.in_flight_disks(), vec![(SDA, 4)]);
+        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 4)]);
         // The kernel holds two: two of the four are gone, the oldest ones.
         assert_eq!(t.trim_in_flight(2000 * MS, SDA, 2, 1000 * MS), 2);
-        assert_eq!(t.in_flight_disks(), vec![(SDA, 2)]);
+        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 2)]);
         t.complete(2001 * MS, SDA, 100, 8);
         assert_eq!(t.unmatched, 1, "the oldest was forgotten");
         t.complete(2001 * MS, SDA, 300, 8);
         assert_eq!(t.unmatched, 1, "the third is still held");
-        assert_eq!(t.in_flight_disks(), vec![(SDA, 1)]);
+        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 1)]);
         // Young requests are never trimmed, even beyond the kernel's count.
         assert_eq!(t.trim_in_flight(2002 * MS, SDA, 0, 1000 * MS), 0);
         let h = one(&mut t, 2010 * MS, SDA);

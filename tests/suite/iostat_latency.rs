@@ -13,6 +13,8 @@ use crate::{skip, slowdisk};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -238,6 +240,11 @@ type Bucket = (u64, u64);
 /// iostat-rs's read histograms of `device`, summed over every report:
 /// (low ns, high ns) -> count, and the largest reported max.
 fn iostat_read_hist(ndjson: &str, device: &str) -> (Vec<(Bucket, u64)>, f64) {
+    iostat_hist(ndjson, device, "read")
+}
+
+/// iostat-rs's `op` histograms of `device` (as [`iostat_read_hist`]).
+fn iostat_hist(ndjson: &str, device: &str, op: &str) -> (Vec<(Bucket, u64)>, f64) {
     let mut sum: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut max: f64 = 0.0;
     for line in ndjson.lines() {
@@ -246,14 +253,14 @@ fn iostat_read_hist(ndjson: &str, device: &str) -> (Vec<(Bucket, u64)>, f64) {
             if row["device"] != device {
                 continue;
             }
-            let buckets = row["read_latency_histogram_ns"].as_str().unwrap();
+            let buckets = row[format!("{op}_latency_histogram_ns")].as_str().unwrap();
             for b in buckets.split_whitespace() {
                 let (range, count) = b.split_once(':').unwrap();
                 let (low, high) = range.split_once('-').unwrap();
                 *sum.entry((low.parse().unwrap(), high.parse().unwrap()))
                     .or_default() += count.parse::<u64>().unwrap();
             }
-            if let Some(m) = row["read_latency_max_seconds"].as_f64() {
+            if let Some(m) = row[format!("{op}_latency_max_seconds")].as_f64() {
                 max = max.max(m);
             }
         }
@@ -1070,4 +1077,110 @@ fn partitions_and_devices_appearing_mid_run() {
     // Detaching removed the partitions: they vanish from the report.
     let last = stdout.lines().last().unwrap();
     assert!(!last.contains(&format!("\"{p2}\"")), "{p2} still listed");
+}
+
+/// The fields of block device `name`'s `stat` file (the kernel's counts:
+/// 0 reads, 4 writes, 11 discards, 15 flushes, see
+/// Documentation/block/stat.rst).
+fn kernel_stat(name: &str) -> Vec<u64> {
+    let stat =
+        std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("the device's stat");
+    stat.split_whitespace()
+        .map(|f| f.parse().expect("a count"))
+        .collect()
+}
+
+/// The requests in `op`'s histograms of `device` over every report.
+fn measured_requests(ndjson: &str, device: &str, op: &str) -> u64 {
+    iostat_hist(ndjson, device, op)
+        .0
+        .iter()
+        .map(|&(_, c)| c)
+        .sum()
+}
+
+/// `fsync` on a disk with a write-back cache: the kernel counts one write
+/// of no data (`blkdev_issue_flush`'s empty pre-flush write) and one
+/// flush, but only the flush reaches the device. So `/proc/diskstats`
+/// counts twice the writes the device executes, and the write histogram
+/// holds the device's writes; the flush histogram holds every flush.
+#[test]
+fn fsync_counts_a_write_the_device_never_sees() {
+    const TEST: &str = "fsync_counts_a_write_the_device_never_sees";
+    const SYNCS: u64 = 20;
+    if !runnable(TEST, &["losetup", "unshare"]) {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let image = std::env::temp_dir().join(format!("hwstat-latency-fsync-{}", std::process::id()));
+    std::fs::write(&image, vec![0u8; 32 << 20]).unwrap();
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "losetup: {}", text(&out.stderr));
+    let lo = Loop {
+        name: text(&out.stdout)
+            .trim()
+            .trim_start_matches("/dev/")
+            .to_string(),
+        dev: (0, 0),
+    };
+    let cache = std::fs::read_to_string(format!("/sys/block/{}/queue/write_cache", lo.name));
+    assert_eq!(
+        cache.unwrap_or_default().trim(),
+        "write back",
+        "a writable loop device has a write-back cache"
+    );
+    let iostat = in_namespace(
+        MOUNT_TRACEFS,
+        IOSTAT,
+        &["-x", "--latency", "-o", "ndjson", "0.5", &lo.name],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("iostat-rs starts");
+    let iostat = watch(iostat);
+    std::thread::sleep(Duration::from_millis(700));
+    let before = kernel_stat(&lo.name);
+    let disk = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(format!("/dev/{}", lo.name))
+        .unwrap();
+    let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+    // SAFETY: a non-zero size; freed below with the same layout.
+    let block = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!block.is_null());
+    for i in 0..SYNCS {
+        // SAFETY: `block` holds 4096 bytes; the offset is 1 MiB aligned.
+        let n = unsafe { libc::pwrite(disk.as_raw_fd(), block.cast(), 4096, (i << 20) as i64) };
+        assert_eq!(n, 4096, "a direct write");
+        disk.sync_all().unwrap();
+    }
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(block, layout) };
+    let after = kernel_stat(&lo.name);
+    std::thread::sleep(Duration::from_millis(1200));
+    interrupt(&iostat.child);
+    let out = wait_output(iostat, Duration::from_secs(10));
+    assert!(out.stderr.is_empty(), "iostat-rs: {}", text(&out.stderr));
+    let _ = std::fs::remove_file(&image);
+    let kernel = |field: usize| after[field] - before[field];
+    assert_eq!(
+        (kernel(4), kernel(15)),
+        (2 * SYNCS, SYNCS),
+        "the kernel counts a data write and an empty one per fsync, and a flush"
+    );
+    let ndjson = text(&out.stdout);
+    assert_eq!(
+        (
+            measured_requests(&ndjson, &lo.name, "write"),
+            measured_requests(&ndjson, &lo.name, "flush"),
+        ),
+        (SYNCS, SYNCS),
+        "the device executes one write and one flush per fsync"
+    );
 }

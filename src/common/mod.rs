@@ -60,7 +60,6 @@
 //! assert!(!source.next_sample().unwrap(), "a replay ends after its last frame");
 //! ```
 
-pub mod bpf;
 pub mod chart;
 pub mod cli;
 pub mod clock;

@@ -80,11 +80,6 @@ pub const FLAG_WATERMARK: u64 = attr_flag(14);
 /// `use_clockid`: sample times come from [`PerfEventAttr::clockid`].
 pub const FLAG_USE_CLOCKID: u64 = attr_flag(25);
 
-/// `PERF_TYPE_SOFTWARE`.
-pub const TYPE_SOFTWARE: u32 = 1;
-/// `PERF_COUNT_SW_BPF_OUTPUT`: the software event `bpf_perf_event_output`
-/// writes into.
-pub const COUNT_SW_BPF_OUTPUT: u64 = 10;
 /// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint's tracefs `id`.
 pub const TYPE_TRACEPOINT: u32 = 2;
 
@@ -114,8 +109,6 @@ pub struct IocLayout {
     pub none: u32,
     /// `_IOC_READ`: the kernel writes to the argument.
     pub read: u32,
-    /// `_IOC_WRITE`: the kernel reads the argument.
-    pub write: u32,
     /// `_IOC_SIZEBITS` (the direction takes the bits above).
     pub size_bits: u32,
 }
@@ -124,7 +117,6 @@ pub struct IocLayout {
 pub const IOC_GENERIC: IocLayout = IocLayout {
     none: 0,
     read: 2,
-    write: 1,
     size_bits: 14,
 };
 
@@ -132,7 +124,6 @@ pub const IOC_GENERIC: IocLayout = IocLayout {
 pub const IOC_POWERPC_MIPS: IocLayout = IocLayout {
     none: 1,
     read: 2,
-    write: 4,
     size_bits: 13,
 };
 
@@ -172,11 +163,6 @@ impl IocLayout {
         self.ioc(self.none, kind, nr, 0)
     }
 
-    /// `_IOW(type, nr, T)`: the kernel reads a `T` (of `size` bytes).
-    pub const fn iow(self, kind: u8, nr: u8, size: usize) -> u32 {
-        self.ioc(self.write, kind, nr, size)
-    }
-
     /// `_IOR(type, nr, T)`: the kernel writes a `T` (of `size` bytes).
     pub const fn ior(self, kind: u8, nr: u8, size: usize) -> u32 {
         self.ioc(self.read, kind, nr, size)
@@ -195,9 +181,6 @@ pub const RESET: u32 = IOC.io(PERF_IOC_TYPE, 3);
 /// `PERF_EVENT_IOC_SET_OUTPUT`, `_IO('$', 5)`: samples go to another
 /// event's ring buffer (same CPU).
 pub const SET_OUTPUT: u32 = IOC.io(PERF_IOC_TYPE, 5);
-/// `PERF_EVENT_IOC_SET_BPF`, `_IOW('$', 8, __u32)`: runs a BPF program
-/// (its descriptor the argument) on each occurrence of a tracepoint.
-pub const SET_BPF: u32 = IOC.iow(PERF_IOC_TYPE, 8, std::mem::size_of::<u32>());
 /// `PERF_EVENT_IOC_ID`, `_IOR('$', 7, __u64 *)`.
 pub const ID: u32 = IOC.ior(PERF_IOC_TYPE, 7, std::mem::size_of::<*mut u64>());
 
@@ -273,8 +256,6 @@ mod tests {
         assert_eq!(IOC_GENERIC.io(b'$', 3), 0x0000_2403);
         assert_eq!(IOC_GENERIC.io(b'$', 5), 0x0000_2405);
         assert_eq!(IOC_GENERIC.ior(b'$', 7, 8), 0x8008_2407);
-        // PERF_EVENT_IOC_SET_BPF, _IOW with _IOC_WRITE = 1.
-        assert_eq!(IOC_GENERIC.iow(b'$', 8, 4), 0x4004_2408);
     }
 
     #[test]
@@ -284,28 +265,21 @@ mod tests {
         assert_eq!(IOC_POWERPC_MIPS.io(b'$', 1), 0x2000_2401);
         assert_eq!(IOC_POWERPC_MIPS.io(b'$', 3), 0x2000_2403);
         assert_eq!(IOC_POWERPC_MIPS.ior(b'$', 7, 8), 0x4008_2407);
-        assert_eq!(IOC_POWERPC_MIPS.iow(b'$', 8, 4), 0x8004_2408);
     }
 
     /// The numbers compiled in for this architecture, written out by hand:
     /// run under qemu-user by `.ci/cross` for ppc64le and aarch64.
     #[test]
     fn compiled_ioctl_numbers_are_this_architectures() {
-        let expected: [u32; 5] = if cfg!(target_arch = "powerpc64") {
-            [
-                0x2000_2400,
-                0x2000_2401,
-                0x2000_2403,
-                0x4008_2407,
-                0x8004_2408,
-            ]
+        let expected: [u32; 4] = if cfg!(target_arch = "powerpc64") {
+            [0x2000_2400, 0x2000_2401, 0x2000_2403, 0x4008_2407]
         } else if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-            [0x2400, 0x2401, 0x2403, 0x8008_2407, 0x4004_2408]
+            [0x2400, 0x2401, 0x2403, 0x8008_2407]
         } else {
             return;
         };
         assert_eq!(
-            [ENABLE, DISABLE, RESET, ID, SET_BPF],
+            [ENABLE, DISABLE, RESET, ID],
             expected,
             "{}",
             std::env::consts::ARCH

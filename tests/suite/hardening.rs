@@ -83,7 +83,8 @@ fn inspect_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Hardening {
         };
         for entry in dynamic {
             let value = entry.d_val(endian).into();
-            match entry.d_tag(endian).into() as u32 {
+            let tag: i64 = entry.d_tag(endian).into();
+            match tag {
                 elf::DT_BIND_NOW => found.bind_now = true,
                 elf::DT_FLAGS if value & u64::from(elf::DF_BIND_NOW) != 0 => found.bind_now = true,
                 elf::DT_FLAGS_1 => {
@@ -150,7 +151,10 @@ fn needed_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {
         .expect("dynamic string table");
     entries
         .iter()
-        .filter(|entry| entry.d_tag(endian).into() == u64::from(elf::DT_NEEDED))
+        .filter(|entry| {
+            let tag: i64 = entry.d_tag(endian).into();
+            tag == elf::DT_NEEDED
+        })
         .map(|entry| {
             let name = entry.string(endian, strings).expect("DT_NEEDED name");
             String::from_utf8_lossy(name).into_owned()

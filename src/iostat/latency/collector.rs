@@ -1,13 +1,13 @@
 //! The live measurement of `block_rq_issue`, `block_rq_complete` and
 //! `block_rq_requeue` on every online CPU, in one of two ways:
 //!
-//! * **Forwarded** (root, or CAP_BPF with CAP_PERFMON): a 25-instruction
-//!   eBPF program on each tracepoint copies the fields the tracker needs
-//!   (time, device, sector, length, operation) into a per-CPU perf ring
-//!   with `bpf_perf_event_output`. It runs for every event, including
-//!   those fired in an interrupt while the CPU is idle, which perf's own
-//!   tracepoint sampling does not deliver on recent kernels (BENCHMARKS.md:
-//!   a virtio disk lost 80 % of its completions that way).
+//! * **Forwarded** (root, or CAP_BPF with CAP_PERFMON): an eBPF program on
+//!   each tracepoint (`latency::forward`, loaded by aya) copies
+//!   the fields the tracker needs (time, device, sector, length,
+//!   operation) into one BPF ring buffer. It runs for every event,
+//!   including those fired in an interrupt while the CPU is idle, which
+//!   perf's own tracepoint sampling does not deliver on recent kernels
+//!   (BENCHMARKS.md: a virtio disk lost 80 % of its completions that way).
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint
 //!   (`PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`), the three events
 //!   of a CPU sharing one ring buffer; iostat-rs says so on stderr.
@@ -23,19 +23,19 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::common::bpf::{self, Program, Reg, Size};
 use crate::common::cpulist::CpuList;
 use crate::common::perf::{self, PerfEventAttr};
 use crate::common::perf_ring::{self, RECORD_LOST, RECORD_SAMPLE, Ring};
 use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 
 use super::codec::Interval;
+use super::forward::Forwarder;
 use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
 
 /// How often the rings are emptied at least.
@@ -55,7 +55,7 @@ const RING_PAGES_SMALL: usize = 128;
 
 /// What a tracepoint means to the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Issue,
     Complete,
     Requeue,
@@ -63,13 +63,13 @@ enum Kind {
 
 /// Where one event's fields are in its raw record.
 #[derive(Debug, Clone, Copy)]
-struct Layout {
-    id: u64,
-    kind: Kind,
-    dev: Field,
-    sector: Field,
-    nr_sector: Field,
-    rwbs: Field,
+pub(super) struct Layout {
+    pub id: u64,
+    pub kind: Kind,
+    pub dev: Field,
+    pub sector: Field,
+    pub nr_sector: Field,
+    pub rwbs: Field,
 }
 
 impl Layout {
@@ -87,13 +87,13 @@ impl Layout {
 
 /// One decoded event.
 #[derive(Debug, Clone, Copy)]
-struct Sample {
-    time: u64,
-    kind: Kind,
-    dev: Dev,
-    sector: u64,
-    sectors: u64,
-    op: Option<Op>,
+pub(super) struct Sample {
+    pub time: u64,
+    pub kind: Kind,
+    pub dev: Dev,
+    pub sector: u64,
+    pub sectors: u64,
+    pub op: Option<Op>,
 }
 
 fn read_uint(raw: &[u8], f: Field) -> Option<u64> {
@@ -125,84 +125,9 @@ fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
     })
 }
 
-/// The record the forwarding program writes: time (u64), sector (u64),
-/// dev (u32), nr_sector (u32), the first two bytes of `rwbs`, two zero
-/// bytes, and the [`Kind`] (u32).
-const FORWARDED_LEN: usize = 32;
-
-/// The kinds by the number the forwarding program writes.
-const KINDS: [Kind; 3] = [Kind::Issue, Kind::Complete, Kind::Requeue];
-
-impl Kind {
-    fn number(self) -> i32 {
-        KINDS.iter().position(|&k| k == self).unwrap_or(0) as i32
-    }
-}
-
-/// Decodes a `PERF_RECORD_SAMPLE` body (raw) of a forwarded event.
-fn decode_forwarded(body: &[u8]) -> Option<Sample> {
-    let size = u32::from_ne_bytes(body.get(0..4)?.try_into().ok()?) as usize;
-    let raw = body.get(4..4 + size)?.get(..FORWARDED_LEN)?;
-    let u64_at = |at: usize| raw[at..at + 8].try_into().ok().map(u64::from_ne_bytes);
-    let u32_at = |at: usize| raw[at..at + 4].try_into().ok().map(u32::from_ne_bytes);
-    let kind = *KINDS.get(u32_at(28)? as usize)?;
-    let rwbs = &raw[24..26];
-    Some(Sample {
-        time: u64_at(0)?,
-        kind,
-        dev: u32_at(16)?,
-        sector: u64_at(8)?,
-        sectors: u64::from(u32_at(20)?),
-        op: Op::from_rwbs(rwbs),
-    })
-}
-
-/// The program that forwards one tracepoint's events as [`decode_forwarded`]
-/// reads them; `None` when a field's size is not one it can copy.
-fn forwarding_program(l: &Layout, rings: BorrowedFd<'_>) -> Option<Program> {
-    let (r0, r1, r2, r3, r4, r5, r6, fp) = (
-        Reg(0),
-        Reg(1),
-        Reg(2),
-        Reg(3),
-        Reg(4),
-        Reg(5),
-        Reg(6),
-        Reg(10),
-    );
-    let offset = |f: Field| i16::try_from(f.offset).ok();
-    if (l.sector.size, l.dev.size, l.nr_sector.size) != (8, 4, 4) || l.rwbs.size < 2 {
-        return None;
-    }
-    let base = -(FORWARDED_LEN as i16);
-    let mut p = Program::default();
-    p.mov_reg(r6, r1)
-        .call(bpf::HELPER_KTIME_GET_NS)
-        .store(Size::Double, fp, base, r0)
-        .load(Size::Double, r1, r6, offset(l.sector)?)
-        .store(Size::Double, fp, base + 8, r1)
-        .load(Size::Word, r1, r6, offset(l.dev)?)
-        .store(Size::Word, fp, base + 16, r1)
-        .load(Size::Word, r1, r6, offset(l.nr_sector)?)
-        .store(Size::Word, fp, base + 20, r1)
-        .load(Size::Byte, r1, r6, offset(l.rwbs)?)
-        .store(Size::Byte, fp, base + 24, r1)
-        .load(Size::Byte, r1, r6, offset(l.rwbs)? + 1)
-        .store(Size::Byte, fp, base + 25, r1)
-        .store_imm(Size::Half, fp, base + 26, 0)
-        .store_imm(Size::Word, fp, base + 28, l.kind.number())
-        // bpf_perf_event_output(ctx, rings, BPF_F_CURRENT_CPU, record, 32)
-        .mov_reg(r1, r6)
-        .load_map(r2, rings)
-        .mov32_imm(r3, u32::MAX)
-        .mov_reg(r4, fp)
-        .add_imm(r4, base.into())
-        .mov_imm(r5, FORWARDED_LEN as i32)
-        .call(bpf::HELPER_PERF_EVENT_OUTPUT)
-        .mov_imm(r0, 0)
-        .exit();
-    Some(p)
-}
+/// The kinds by number, as the forwarding program numbers them (`ISSUE`,
+/// `COMPLETE`, `REQUEUE` in block.bpf.c; `Kind as usize` is the same).
+pub(super) const KINDS: [Kind; 3] = [Kind::Issue, Kind::Complete, Kind::Requeue];
 
 /// `CLOCK_MONOTONIC` in nanoseconds, the clock the samples carry.
 pub fn monotonic_ns() -> u64 {
@@ -215,16 +140,45 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// How the rings' records are to be read.
+/// Where the events come from.
 enum Feed {
-    /// Written by the forwarding programs.
-    Forwarded,
-    /// Perf's samples of the tracepoints, in these layouts.
-    Sampled(Vec<Layout>),
+    /// The forwarding programs' ring.
+    Forwarded(Box<Forwarder>),
+    /// Perf's samples of the tracepoints, in these layouts, one ring a CPU
+    /// (the descriptors owning them are kept in the [`Collector`]).
+    Sampled {
+        rings: Vec<Ring>,
+        layouts: Vec<Layout>,
+    },
+}
+
+impl Feed {
+    /// Moves every event waiting in the rings to `out`; returns how many
+    /// the kernel reported lost.
+    fn drain(&mut self, out: &mut Vec<Sample>) -> u64 {
+        match self {
+            Feed::Forwarded(forwarder) => forwarder.drain(out),
+            Feed::Sampled { rings, layouts } => {
+                let mut lost = 0;
+                for ring in rings.iter_mut() {
+                    ring.drain(&mut |kind, body| match kind {
+                        RECORD_SAMPLE => out.extend(decode(body, layouts)),
+                        RECORD_LOST => {
+                            lost += body
+                                .get(8..16)
+                                .and_then(|b| b.try_into().ok())
+                                .map_or(0, u64::from_ne_bytes)
+                        }
+                        _ => {}
+                    });
+                }
+                lost
+            }
+        }
+    }
 }
 
 struct State {
-    rings: Vec<Ring>,
     feed: Feed,
     tracker: Tracker,
     waiting: Vec<Sample>,
@@ -234,30 +188,8 @@ struct State {
 impl State {
     /// Empties every ring and feeds the tracker the events up to `cutoff`.
     fn drain(&mut self, cutoff: u64) {
-        let State {
-            rings,
-            feed,
-            waiting,
-            lost,
-            ..
-        } = self;
-        let mut lost_now = 0;
-        for ring in rings.iter_mut() {
-            ring.drain(&mut |kind, body| match kind {
-                RECORD_SAMPLE => waiting.extend(match feed {
-                    Feed::Forwarded => decode_forwarded(body),
-                    Feed::Sampled(layouts) => decode(body, layouts),
-                }),
-                RECORD_LOST => {
-                    lost_now += body
-                        .get(8..16)
-                        .and_then(|b| b.try_into().ok())
-                        .map_or(0, u64::from_ne_bytes)
-                }
-                _ => {}
-            });
-        }
-        *lost += lost_now;
+        let lost_now = self.feed.drain(&mut self.waiting);
+        self.lost += lost_now;
         self.waiting.sort_by_key(|s| s.time);
         let ready = self.waiting.partition_point(|s| s.time <= cutoff);
         for s in self.waiting.drain(..ready) {
@@ -322,25 +254,45 @@ impl Collector {
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
         let cpus = CpuList::parse(online.trim_end())
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
-        let (opened, feed, notice) = match forward(&layouts, cpus.cpus()) {
-            Ok(opened) => (opened, Feed::Forwarded, None),
-            Err(why) => (
-                sample(&layouts, cpus.cpus())?,
-                Feed::Sampled(layouts),
-                Some(why),
+        let (feed, fds, notice) = match Forwarder::start(&layouts, cpus.cpus().len()) {
+            Ok(forwarder) => (
+                Feed::Forwarded(Box::new(forwarder)),
+                (Vec::new(), Vec::new()),
+                None,
             ),
+            Err(why) => {
+                let s = sample(&layouts, cpus.cpus())?;
+                let owners: Vec<RawFd> = s.owners.iter().map(|fd| fd.as_raw_fd()).collect();
+                let feed = Feed::Sampled {
+                    rings: s.rings,
+                    layouts,
+                };
+                (
+                    feed,
+                    (owners, s.owners.into_iter().chain(s.followers).collect()),
+                    Some(why),
+                )
+            }
         };
-        let Opened {
-            owners,
-            others,
-            rings,
-        } = opened;
+        let (polled, fds) = fds;
+        // The rings outlive the thread (joined in drop, before the
+        // descriptors close).
+        let mut polled: Vec<libc::pollfd> = match &feed {
+            Feed::Forwarded(forwarder) => vec![forwarder.fd()],
+            Feed::Sampled { .. } => polled,
+        }
+        .into_iter()
+        .map(|fd: RawFd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
         let mut tracker = Tracker::new(monotonic_ns());
         if partitions {
             tracker.set_partitions(partition_table());
         }
         let state = Arc::new(Mutex::new(State {
-            rings,
             feed,
             tracker,
             waiting: Vec::new(),
@@ -349,16 +301,6 @@ impl Collector {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
-            // The owners' rings outlive the thread (joined in drop, before
-            // the descriptors close).
-            let mut polled: Vec<libc::pollfd> = owners
-                .iter()
-                .map(|fd| libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
             std::thread::Builder::new()
                 .name("latency".into())
                 .spawn(move || {
@@ -376,7 +318,7 @@ impl Collector {
             thread: Some(thread),
             partitions,
             notice,
-            _fds: owners.into_iter().chain(others).collect(),
+            _fds: fds,
         })
     }
 
@@ -425,62 +367,20 @@ impl Drop for Collector {
     }
 }
 
-/// The descriptors of a running measurement.
-struct Opened {
+/// The perf sampling of the tracepoints.
+struct Sampling {
     /// One per CPU, each owning the ring the thread polls.
     owners: Vec<OwnedFd>,
-    /// Everything else that must stay open (events, programs, the map).
-    others: Vec<OwnedFd>,
+    /// The other events, writing into their CPU's owner's ring.
+    followers: Vec<OwnedFd>,
     rings: Vec<Ring>,
-}
-
-/// Forwards the events through eBPF: per CPU a `BPF_OUTPUT` event owning a
-/// ring, slotted in a `PERF_EVENT_ARRAY` by CPU number, and a program on
-/// each tracepoint writing there. The reason when that is not possible.
-fn forward(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
-    let bpf_error = |what: &str, e: io::Error| match e.raw_os_error() {
-        Some(libc::EPERM) => "eBPF needs root, or CAP_BPF with CAP_PERFMON".to_string(),
-        _ => format!("{what}: {e}"),
-    };
-    let slots = cpus.iter().max().map_or(1, |&c| c.saturating_add(1));
-    let map = bpf::perf_event_array(slots).map_err(|e| bpf_error("BPF_MAP_CREATE", e))?;
-    let mut owners = Vec::new();
-    let mut rings = Vec::new();
-    for &cpu in cpus {
-        let (owner, ring) = open_ring_owner(|watermark| open_bpf_output(cpu as i32, watermark))?;
-        bpf::set_slot(map.as_fd(), cpu, owner.as_fd())
-            .map_err(|e| bpf_error("BPF_MAP_UPDATE_ELEM", e))?;
-        owners.push(owner);
-        rings.push(ring);
-    }
-    let mut others = Vec::new();
-    let first_cpu = cpus.first().map_or(0, |&c| c as i32);
-    for l in layouts {
-        let program = forwarding_program(l, map.as_fd())
-            .ok_or("a block tracepoint field has a size the eBPF program cannot copy")?;
-        let prog = bpf::load_tracepoint_program(&program, "hwstat_block")
-            .map_err(|e| bpf_error("BPF_PROG_LOAD", e))?;
-        // A program on one CPU's event runs on every CPU.
-        let tracepoint = open_tracepoint(l.id, first_cpu, 0)
-            .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))?;
-        perf::ioctl(tracepoint.as_fd(), perf::SET_BPF, prog.as_raw_fd() as u64)
-            .map_err(|e| bpf_error("PERF_EVENT_IOC_SET_BPF", e))?;
-        others.push(prog);
-        others.push(tracepoint);
-    }
-    others.push(map);
-    Ok(Opened {
-        owners,
-        others,
-        rings,
-    })
 }
 
 /// Samples the tracepoints with perf: per CPU the first event (the leader)
 /// owns the ring, the others write into it.
-fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
+fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Sampling, String> {
     let mut owners = Vec::new();
-    let mut others = Vec::new();
+    let mut followers = Vec::new();
     let mut rings = Vec::new();
     for &cpu in cpus {
         let (leader, ring) =
@@ -493,13 +393,13 @@ fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
                 .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))?;
             perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, leader.as_raw_fd() as u64)
                 .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?;
-            others.push(fd);
+            followers.push(fd);
         }
         owners.push(leader);
     }
-    Ok(Opened {
+    Ok(Sampling {
         owners,
-        others,
+        followers,
         rings,
     })
 }
@@ -573,20 +473,6 @@ fn kernel_in_flight(dev: Dev) -> Option<u64> {
         (Some(Ok(reads)), Some(Ok(writes))) => reads.checked_add(writes),
         _ => None,
     }
-}
-
-/// The event `bpf_perf_event_output` writes into on `cpu`, waking a
-/// poller when its ring holds `watermark` bytes.
-fn open_bpf_output(cpu: i32, watermark: u32) -> io::Result<OwnedFd> {
-    let mut attr = PerfEventAttr::default();
-    attr.type_ = perf::TYPE_SOFTWARE;
-    attr.size = perf::PERF_ATTR_SIZE;
-    attr.config = perf::COUNT_SW_BPF_OUTPUT;
-    attr.sample_period = 1;
-    attr.sample_type = perf::SAMPLE_RAW;
-    attr.flags = perf::FLAG_WATERMARK;
-    attr.wakeup_events = watermark;
-    perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
 }
 
 /// Every partition under `/sys/class/block`, by its disk: `start` and
@@ -676,56 +562,6 @@ mod tests {
                 size: 10,
             },
         }
-    }
-
-    #[test]
-    fn forwarded_records_decode() {
-        // As bpf_perf_event_output hands them over: the raw size (padded
-        // so the record stays 8-byte aligned), then the program's record.
-        let mut record = Vec::new();
-        record.extend(987_654_321u64.to_ne_bytes());
-        record.extend(2048u64.to_ne_bytes());
-        record.extend(dev_of(254, 0).to_ne_bytes());
-        record.extend(16u32.to_ne_bytes());
-        record.extend(*b"FW\0\0");
-        record.extend(1u32.to_ne_bytes());
-        let mut body = Vec::new();
-        body.extend(36u32.to_ne_bytes());
-        body.extend(&record);
-        body.extend([0u8; 4]);
-        let s = decode_forwarded(&body).expect("decodes");
-        assert_eq!(s.time, 987_654_321);
-        assert_eq!(s.kind, Kind::Complete);
-        assert_eq!(dev_numbers(s.dev), (254, 0));
-        assert_eq!((s.sector, s.sectors, s.op), (2048, 16, Some(Op::Write)));
-        // One-letter rwbs ("R" then a NUL).
-        body[4 + 24..4 + 26].copy_from_slice(b"R\0");
-        assert_eq!(decode_forwarded(&body).unwrap().op, Some(Op::Read));
-        body[4 + 28..4 + 32].copy_from_slice(&7u32.to_ne_bytes());
-        assert!(decode_forwarded(&body).is_none(), "no such kind");
-        assert!(decode_forwarded(&body[..20]).is_none(), "cut short");
-    }
-
-    #[test]
-    fn the_program_needs_fields_it_can_copy() {
-        let map = std::io::stdin();
-        let program = forwarding_program(&layout(Kind::Issue), map.as_fd()).expect("builds");
-        // Every byte of the 32-byte record is written before the output
-        // call, once (the verifier refuses uninitialised stack).
-        let mut written: Vec<i16> = program
-            .insns()
-            .iter()
-            .filter_map(|i| i.stack_bytes_stored())
-            .flatten()
-            .collect();
-        written.sort_unstable();
-        assert_eq!(written, (-32..0).collect::<Vec<i16>>());
-        let mut odd = layout(Kind::Issue);
-        odd.dev.size = 8;
-        assert!(forwarding_program(&odd, map.as_fd()).is_none());
-        let mut short = layout(Kind::Complete);
-        short.rwbs.size = 1;
-        assert!(forwarding_program(&short, map.as_fd()).is_none());
     }
 
     #[test]

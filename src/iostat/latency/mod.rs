@@ -4,7 +4,8 @@
 //! * [`histogram`]: log-linear histograms and nearest-rank quantiles;
 //! * [`tracker`]: issue matched to completion, requeues, partial
 //!   completions, partitions (pure);
-//! * [`collector`]: the tracepoints sampled through `perf_event_open`;
+//! * [`collector`]: the tracepoints measured live, into the tracker;
+//! * `forward`: the eBPF programs that forward them (loaded by aya);
 //! * [`codec`]: an interval's histograms as the numbers a recording keeps;
 //! * [`prometheus`]: the histograms summed over the run, as Prometheus
 //!   histograms in the expositions.
@@ -14,6 +15,7 @@
 
 pub mod codec;
 pub mod collector;
+mod forward;
 mod hash;
 pub mod histogram;
 pub mod prometheus;

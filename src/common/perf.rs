@@ -80,6 +80,11 @@ pub const FLAG_WATERMARK: u64 = attr_flag(14);
 /// `use_clockid`: sample times come from [`PerfEventAttr::clockid`].
 pub const FLAG_USE_CLOCKID: u64 = attr_flag(25);
 
+/// `PERF_TYPE_SOFTWARE`.
+pub const TYPE_SOFTWARE: u32 = 1;
+/// `PERF_COUNT_SW_BPF_OUTPUT`: the software event `bpf_perf_event_output`
+/// writes into.
+pub const COUNT_SW_BPF_OUTPUT: u64 = 10;
 /// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint's tracefs `id`.
 pub const TYPE_TRACEPOINT: u32 = 2;
 

@@ -2,12 +2,12 @@
 //! `block_rq_requeue` on every online CPU, in one of two ways:
 //!
 //! * **Forwarded** (root, or CAP_BPF with CAP_PERFMON): an eBPF program on
-//!   each tracepoint (`latency::forward`, loaded by aya) copies
-//!   the fields the tracker needs (time, device, sector, length,
-//!   operation) into one BPF ring buffer. It runs for every event,
-//!   including those fired in an interrupt while the CPU is idle, which
-//!   perf's own tracepoint sampling does not deliver on recent kernels
-//!   (BENCHMARKS.md: a virtio disk lost 80 % of its completions that way).
+//!   each tracepoint (`latency::forward`, loaded by aya) copies the fields
+//!   the tracker needs (time, device, sector, length, operation) into a
+//!   per-CPU perf ring with `bpf_perf_event_output`. It runs for every event, including
+//!   those fired in an interrupt while the CPU is idle, which perf's own
+//!   tracepoint sampling does not deliver on recent kernels (BENCHMARKS.md:
+//!   a virtio disk lost 80 % of its completions that way).
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint
 //!   (`PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`), the three events
 //!   of a CPU sharing one ring buffer; iostat-rs says so on stderr.
@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -35,7 +35,7 @@ use crate::common::perf_ring::{self, RECORD_LOST, RECORD_SAMPLE, Ring};
 use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 
 use super::codec::Interval;
-use super::forward::Forwarder;
+use super::forward::Programs;
 use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
 
 /// How often the rings are emptied at least.
@@ -87,13 +87,13 @@ impl Layout {
 
 /// One decoded event.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Sample {
-    pub time: u64,
-    pub kind: Kind,
-    pub dev: Dev,
-    pub sector: u64,
-    pub sectors: u64,
-    pub op: Option<Op>,
+struct Sample {
+    time: u64,
+    kind: Kind,
+    dev: Dev,
+    sector: u64,
+    sectors: u64,
+    op: Option<Op>,
 }
 
 fn read_uint(raw: &[u8], f: Field) -> Option<u64> {
@@ -125,9 +125,33 @@ fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
     })
 }
 
+/// The record the forwarding program writes (`struct record` of
+/// block.bpf.c): time (u64), sector (u64), dev (u32), nr_sector (u32), the
+/// first two bytes of `rwbs`, two zero bytes, and the [`Kind`] (u32).
+const FORWARDED_LEN: usize = 32;
+
+/// The kinds by the number the forwarding program writes.
 /// The kinds by number, as the forwarding program numbers them (`ISSUE`,
 /// `COMPLETE`, `REQUEUE` in block.bpf.c; `Kind as usize` is the same).
-pub(super) const KINDS: [Kind; 3] = [Kind::Issue, Kind::Complete, Kind::Requeue];
+const KINDS: [Kind; 3] = [Kind::Issue, Kind::Complete, Kind::Requeue];
+
+/// Decodes a `PERF_RECORD_SAMPLE` body (raw) of a forwarded event.
+fn decode_forwarded(body: &[u8]) -> Option<Sample> {
+    let size = u32::from_ne_bytes(body.get(0..4)?.try_into().ok()?) as usize;
+    let raw = body.get(4..4 + size)?.get(..FORWARDED_LEN)?;
+    let u64_at = |at: usize| raw[at..at + 8].try_into().ok().map(u64::from_ne_bytes);
+    let u32_at = |at: usize| raw[at..at + 4].try_into().ok().map(u32::from_ne_bytes);
+    let kind = *KINDS.get(u32_at(28)? as usize)?;
+    let rwbs = &raw[24..26];
+    Some(Sample {
+        time: u64_at(0)?,
+        kind,
+        dev: u32_at(16)?,
+        sector: u64_at(8)?,
+        sectors: u64::from(u32_at(20)?),
+        op: Op::from_rwbs(rwbs),
+    })
+}
 
 /// `CLOCK_MONOTONIC` in nanoseconds, the clock the samples carry.
 pub fn monotonic_ns() -> u64 {
@@ -140,45 +164,16 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Where the events come from.
+/// How the rings' records are to be read.
 enum Feed {
-    /// The forwarding programs' ring.
-    Forwarded(Box<Forwarder>),
-    /// Perf's samples of the tracepoints, in these layouts, one ring a CPU
-    /// (the descriptors owning them are kept in the [`Collector`]).
-    Sampled {
-        rings: Vec<Ring>,
-        layouts: Vec<Layout>,
-    },
-}
-
-impl Feed {
-    /// Moves every event waiting in the rings to `out`; returns how many
-    /// the kernel reported lost.
-    fn drain(&mut self, out: &mut Vec<Sample>) -> u64 {
-        match self {
-            Feed::Forwarded(forwarder) => forwarder.drain(out),
-            Feed::Sampled { rings, layouts } => {
-                let mut lost = 0;
-                for ring in rings.iter_mut() {
-                    ring.drain(&mut |kind, body| match kind {
-                        RECORD_SAMPLE => out.extend(decode(body, layouts)),
-                        RECORD_LOST => {
-                            lost += body
-                                .get(8..16)
-                                .and_then(|b| b.try_into().ok())
-                                .map_or(0, u64::from_ne_bytes)
-                        }
-                        _ => {}
-                    });
-                }
-                lost
-            }
-        }
-    }
+    /// Written by the forwarding programs.
+    Forwarded,
+    /// Perf's samples of the tracepoints, in these layouts.
+    Sampled(Vec<Layout>),
 }
 
 struct State {
+    rings: Vec<Ring>,
     feed: Feed,
     tracker: Tracker,
     waiting: Vec<Sample>,
@@ -188,8 +183,30 @@ struct State {
 impl State {
     /// Empties every ring and feeds the tracker the events up to `cutoff`.
     fn drain(&mut self, cutoff: u64) {
-        let lost_now = self.feed.drain(&mut self.waiting);
-        self.lost += lost_now;
+        let State {
+            rings,
+            feed,
+            waiting,
+            lost,
+            ..
+        } = self;
+        let mut lost_now = 0;
+        for ring in rings.iter_mut() {
+            ring.drain(&mut |kind, body| match kind {
+                RECORD_SAMPLE => waiting.extend(match feed {
+                    Feed::Forwarded => decode_forwarded(body),
+                    Feed::Sampled(layouts) => decode(body, layouts),
+                }),
+                RECORD_LOST => {
+                    lost_now += body
+                        .get(8..16)
+                        .and_then(|b| b.try_into().ok())
+                        .map_or(0, u64::from_ne_bytes)
+                }
+                _ => {}
+            });
+        }
+        *lost += lost_now;
         self.waiting.sort_by_key(|s| s.time);
         let ready = self.waiting.partition_point(|s| s.time <= cutoff);
         for s in self.waiting.drain(..ready) {
@@ -215,6 +232,8 @@ pub struct Collector {
     thread: Option<JoinHandle<()>>,
     partitions: bool,
     notice: Option<String>,
+    /// Detached (dropped) before the rings' descriptors close.
+    _programs: Option<Programs>,
     /// Kept open for the rings' lifetime.
     _fds: Vec<OwnedFd>,
 }
@@ -254,45 +273,26 @@ impl Collector {
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
         let cpus = CpuList::parse(online.trim_end())
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
-        let (feed, fds, notice) = match Forwarder::start(&layouts, cpus.cpus().len()) {
-            Ok(forwarder) => (
-                Feed::Forwarded(Box::new(forwarder)),
-                (Vec::new(), Vec::new()),
-                None,
+        let (opened, feed, notice) = match forward(&layouts, cpus.cpus()) {
+            Ok(opened) => (opened, Feed::Forwarded, None),
+            Err(why) => (
+                sample(&layouts, cpus.cpus())?,
+                Feed::Sampled(layouts),
+                Some(why),
             ),
-            Err(why) => {
-                let s = sample(&layouts, cpus.cpus())?;
-                let owners: Vec<RawFd> = s.owners.iter().map(|fd| fd.as_raw_fd()).collect();
-                let feed = Feed::Sampled {
-                    rings: s.rings,
-                    layouts,
-                };
-                (
-                    feed,
-                    (owners, s.owners.into_iter().chain(s.followers).collect()),
-                    Some(why),
-                )
-            }
         };
-        let (polled, fds) = fds;
-        // The rings outlive the thread (joined in drop, before the
-        // descriptors close).
-        let mut polled: Vec<libc::pollfd> = match &feed {
-            Feed::Forwarded(forwarder) => vec![forwarder.fd()],
-            Feed::Sampled { .. } => polled,
-        }
-        .into_iter()
-        .map(|fd: RawFd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+        let Opened {
+            owners,
+            others,
+            rings,
+            programs,
+        } = opened;
         let mut tracker = Tracker::new(monotonic_ns());
         if partitions {
             tracker.set_partitions(partition_table());
         }
         let state = Arc::new(Mutex::new(State {
+            rings,
             feed,
             tracker,
             waiting: Vec::new(),
@@ -301,6 +301,16 @@ impl Collector {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
+            // The owners' rings outlive the thread (joined in drop, before
+            // the descriptors close).
+            let mut polled: Vec<libc::pollfd> = owners
+                .iter()
+                .map(|fd| libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
             std::thread::Builder::new()
                 .name("latency".into())
                 .spawn(move || {
@@ -318,7 +328,8 @@ impl Collector {
             thread: Some(thread),
             partitions,
             notice,
-            _fds: fds,
+            _programs: programs,
+            _fds: owners.into_iter().chain(others).collect(),
         })
     }
 
@@ -367,20 +378,46 @@ impl Drop for Collector {
     }
 }
 
-/// The perf sampling of the tracepoints.
-struct Sampling {
+/// The descriptors of a running measurement.
+struct Opened {
     /// One per CPU, each owning the ring the thread polls.
     owners: Vec<OwnedFd>,
-    /// The other events, writing into their CPU's owner's ring.
-    followers: Vec<OwnedFd>,
+    /// Everything else that must stay open (the events writing into the
+    /// owners' rings).
+    others: Vec<OwnedFd>,
     rings: Vec<Ring>,
+    /// The forwarding programs, attached while this lives.
+    programs: Option<Programs>,
+}
+
+/// Forwards the events through eBPF: per CPU a `BPF_OUTPUT` event owning a
+/// ring, slotted in the programs' `PERF_EVENT_ARRAY` by CPU number, then
+/// the programs attached. The reason when that is not possible.
+fn forward(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
+    let slots = cpus.iter().max().map_or(1, |&c| c.saturating_add(1));
+    let mut programs = Programs::load(layouts, slots)?;
+    let mut owners = Vec::new();
+    let mut rings = Vec::new();
+    for &cpu in cpus {
+        let (owner, ring) = open_ring_owner(|watermark| open_bpf_output(cpu as i32, watermark))?;
+        programs.set_ring(cpu, owner.as_fd())?;
+        owners.push(owner);
+        rings.push(ring);
+    }
+    programs.attach()?;
+    Ok(Opened {
+        owners,
+        others: Vec::new(),
+        rings,
+        programs: Some(programs),
+    })
 }
 
 /// Samples the tracepoints with perf: per CPU the first event (the leader)
 /// owns the ring, the others write into it.
-fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Sampling, String> {
+fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
     let mut owners = Vec::new();
-    let mut followers = Vec::new();
+    let mut others = Vec::new();
     let mut rings = Vec::new();
     for &cpu in cpus {
         let (leader, ring) =
@@ -393,14 +430,15 @@ fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Sampling, String> {
                 .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))?;
             perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, leader.as_raw_fd() as u64)
                 .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?;
-            followers.push(fd);
+            others.push(fd);
         }
         owners.push(leader);
     }
-    Ok(Sampling {
+    Ok(Opened {
         owners,
-        followers,
+        others,
         rings,
+        programs: None,
     })
 }
 
@@ -473,6 +511,20 @@ fn kernel_in_flight(dev: Dev) -> Option<u64> {
         (Some(Ok(reads)), Some(Ok(writes))) => reads.checked_add(writes),
         _ => None,
     }
+}
+
+/// The event `bpf_perf_event_output` writes into on `cpu`, waking a
+/// poller when its ring holds `watermark` bytes.
+fn open_bpf_output(cpu: i32, watermark: u32) -> io::Result<OwnedFd> {
+    let mut attr = PerfEventAttr::default();
+    attr.type_ = perf::TYPE_SOFTWARE;
+    attr.size = perf::PERF_ATTR_SIZE;
+    attr.config = perf::COUNT_SW_BPF_OUTPUT;
+    attr.sample_period = 1;
+    attr.sample_type = perf::SAMPLE_RAW;
+    attr.flags = perf::FLAG_WATERMARK;
+    attr.wakeup_events = watermark;
+    perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
 }
 
 /// Every partition under `/sys/class/block`, by its disk: `start` and
@@ -562,6 +614,34 @@ mod tests {
                 size: 10,
             },
         }
+    }
+
+    #[test]
+    fn forwarded_records_decode() {
+        // As bpf_perf_event_output hands them over: the raw size (padded
+        // so the record stays 8-byte aligned), then the program's record.
+        let mut record = Vec::new();
+        record.extend(987_654_321u64.to_ne_bytes());
+        record.extend(2048u64.to_ne_bytes());
+        record.extend(dev_of(254, 0).to_ne_bytes());
+        record.extend(16u32.to_ne_bytes());
+        record.extend(*b"FW\0\0");
+        record.extend(1u32.to_ne_bytes());
+        let mut body = Vec::new();
+        body.extend(36u32.to_ne_bytes());
+        body.extend(&record);
+        body.extend([0u8; 4]);
+        let s = decode_forwarded(&body).expect("decodes");
+        assert_eq!(s.time, 987_654_321);
+        assert_eq!(s.kind, Kind::Complete);
+        assert_eq!(dev_numbers(s.dev), (254, 0));
+        assert_eq!((s.sector, s.sectors, s.op), (2048, 16, Some(Op::Write)));
+        // One-letter rwbs ("R" then a NUL).
+        body[4 + 24..4 + 26].copy_from_slice(b"R\0");
+        assert_eq!(decode_forwarded(&body).unwrap().op, Some(Op::Read));
+        body[4 + 28..4 + 32].copy_from_slice(&7u32.to_ne_bytes());
+        assert!(decode_forwarded(&body).is_none(), "no such kind");
+        assert!(decode_forwarded(&body[..20]).is_none(), "cut short");
     }
 
     #[test]

@@ -1,26 +1,30 @@
-//! The eBPF path of the [`collector`](super::collector): the program in
-//! `bpf/block.bpf.c` (compiled into the `bpf/block.bpf.o` embedded here, so
-//! a build needs no BPF compiler) runs on `block_rq_issue`,
+//! The eBPF programs of the [`collector`](super::collector)'s forwarded
+//! feed: `bpf/block.bpf.c`, compiled into the `bpf/block.bpf.o` embedded
+//! here (so a build needs no BPF compiler), runs on `block_rq_issue`,
 //! `block_rq_complete` and `block_rq_requeue` and writes 32 bytes an event
-//! into one BPF ring buffer. aya loads it: it creates the maps, sets the
-//! field offsets tracefs gives (the program's read-only globals, which the
-//! verifier then knows as constants), loads and attaches the programs.
+//! into the perf ring of the CPU it runs on. aya loads it: it creates the
+//! map, sets the field offsets tracefs gives (the program's read-only
+//! globals, which the verifier then knows as constants), loads the
+//! programs through the verifier and attaches them.
 //!
-//! The program wakes the reader only when a quarter of the ring is full
-//! (`BPF_RB_FORCE_WAKEUP`, else `BPF_RB_NO_WAKEUP`): one wake-up per event
-//! costs more than the event (BENCHMARKS.md, the drain thread's watermark).
-//! Events the full ring refuses are counted in the `LOST` map.
+//! The rings are the collector's own `BPF_OUTPUT` events, not aya's
+//! `PerfEventArray` buffers: aya (0.14) opens those to wake the reader at
+//! every event, an interrupt-work item per block request, where the
+//! collector's wake it when a ring is a quarter full (BENCHMARKS.md, the
+//! drain thread's watermark). aya has no call to store a descriptor in a
+//! `PERF_EVENT_ARRAY`, so [`Programs::set_ring`] makes that one `bpf(2)`
+//! call itself. (A BPF ring buffer, which aya reads with the wake-ups
+//! under the program's control, cost fio 0.09 µs more per I/O than these
+//! per-CPU rings: BENCHMARKS.md, session 7.)
 
 use std::error::Error;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use aya::maps::{Array, MapData, RingBuf};
 use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
 
-use super::collector::{KINDS, Kind, Layout, Sample};
-use super::tracker::{Dev, Op};
+use super::collector::Layout;
 
 /// The compiled program (`bash src/iostat/latency/bpf/build.sh`).
 static OBJECT: &[u8] = aya::include_bytes_aligned!("bpf/block.bpf.o");
@@ -28,40 +32,31 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("bpf/block.bpf.o");
 /// The bytes of a tracepoint record the program copies to read the fields
 /// from (`SPAN` in block.bpf.c).
 const SPAN: usize = 48;
-/// The size of a forwarded record ([`decode`]).
-const RECORD_LEN: usize = 32;
-/// Ring bytes per CPU (rounded up to a power of two in all).
-const RING_PER_CPU: u32 = 4 << 20;
-/// The largest ring: 256 MiB.
-const RING_MAX: u32 = 1 << 28;
 
-/// The loaded programs and the ring they write.
-pub(super) struct Forwarder {
-    ring: RingBuf<MapData>,
-    lost: Array<MapData, u64>,
-    lost_seen: u64,
-    /// Owns the programs: they stay attached while it lives.
-    _ebpf: Ebpf,
+/// The programs, in the object, and the tracepoints they go on.
+const PROGRAMS: [(&str, &str); 3] = [
+    ("issue", "block_rq_issue"),
+    ("complete", "block_rq_complete"),
+    ("requeue", "block_rq_requeue"),
+];
+
+/// The loaded programs and their map; detached when dropped.
+pub struct Programs {
+    ebpf: Ebpf,
 }
 
-impl Forwarder {
-    /// Loads and attaches the programs for events in `layouts`, with a ring
-    /// sized for `cpus` CPUs. The reason, as one line, when that fails.
-    pub(super) fn start(layouts: &[Layout], cpus: usize) -> Result<Forwarder, String> {
+impl Programs {
+    /// Loads the programs for events in `layouts` (through the verifier,
+    /// not yet attached), with `slots` rings (CPU numbers) in their map.
+    /// The reason, as one line, when that fails.
+    pub(super) fn load(layouts: &[Layout], slots: u32) -> Result<Programs, String> {
         let field_at = field_table(layouts)?;
-        let ring_bytes = ring_bytes(cpus);
-        let wake_at = u64::from(ring_bytes / 4);
         let mut ebpf = EbpfLoader::new()
             .override_global("FIELD_AT", &field_at, true)
-            .override_global("WAKE_AT", &wake_at, true)
-            .map_max_entries("EVENTS", ring_bytes)
+            .map_max_entries("EVENTS", slots)
             .load(OBJECT)
             .map_err(|e| describe("loading the eBPF object", &e))?;
-        for (program, tracepoint) in [
-            ("issue", "block_rq_issue"),
-            ("complete", "block_rq_complete"),
-            ("requeue", "block_rq_requeue"),
-        ] {
+        for (program, tracepoint) in PROGRAMS {
             let what = format!("the eBPF program for {tracepoint}");
             let p: &mut TracePoint = ebpf
                 .program_mut(program)
@@ -69,39 +64,75 @@ impl Forwarder {
                 .try_into()
                 .map_err(|e| describe(&what, &e))?;
             p.load().map_err(|e| describe(&what, &e))?;
+        }
+        Ok(Programs { ebpf })
+    }
+
+    /// Sends the events of CPU `cpu` to `event`'s ring (a `BPF_OUTPUT`
+    /// perf event on that CPU).
+    pub(super) fn set_ring(&mut self, cpu: u32, event: BorrowedFd<'_>) -> Result<(), String> {
+        let map = self
+            .ebpf
+            .map("EVENTS")
+            .ok_or("the eBPF object has no map EVENTS")?;
+        let aya::maps::Map::PerfEventArray(data) = map else {
+            return Err("the eBPF object's EVENTS is not a perf event array".into());
+        };
+        map_update(data.fd().as_fd(), cpu, event.as_raw_fd() as u32)
+            .map_err(|e| describe("BPF_MAP_UPDATE_ELEM", &e))
+    }
+
+    /// Attaches the programs to their tracepoints.
+    pub(super) fn attach(&mut self) -> Result<(), String> {
+        for (program, tracepoint) in PROGRAMS {
+            let what = format!("the eBPF program for {tracepoint}");
+            let p: &mut TracePoint = self
+                .ebpf
+                .program_mut(program)
+                .ok_or_else(|| format!("{what}: not in the object"))?
+                .try_into()
+                .map_err(|e| describe(&what, &e))?;
             p.attach("block", tracepoint)
                 .map_err(|e| describe(&what, &e))?;
         }
-        let mut map = |name: &str| {
-            ebpf.take_map(name)
-                .ok_or_else(|| format!("the eBPF object has no map {name}"))
-        };
-        let ring = RingBuf::try_from(map("EVENTS")?).map_err(|e| describe("EVENTS", &e))?;
-        let lost = Array::try_from(map("LOST")?).map_err(|e| describe("LOST", &e))?;
-        Ok(Forwarder {
-            ring,
-            lost,
-            lost_seen: 0,
-            _ebpf: ebpf,
-        })
+        Ok(())
     }
+}
 
-    /// The descriptor to poll: readable when the program woke it.
-    pub(super) fn fd(&self) -> RawFd {
-        self.ring.as_raw_fd()
+/// `bpf(BPF_MAP_UPDATE_ELEM)` of a `u32` key and value (`union bpf_attr`:
+/// map_fd, 4 bytes of padding, the key's and the value's addresses, flags).
+fn map_update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()> {
+    #[repr(C)]
+    struct Attr {
+        map_fd: u32,
+        pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
     }
-
-    /// Moves every record in the ring to `out`; returns how many events
-    /// the full ring refused since the last call.
-    pub(super) fn drain(&mut self, out: &mut Vec<Sample>) -> u64 {
-        while let Some(item) = self.ring.next() {
-            out.extend(decode(&item));
-        }
-        let lost = self.lost.get(&0, 0).unwrap_or(self.lost_seen);
-        let new = lost.saturating_sub(self.lost_seen);
-        self.lost_seen = lost;
-        new
+    /// `BPF_MAP_UPDATE_ELEM`.
+    const MAP_UPDATE_ELEM: libc::c_long = 2;
+    let attr = Attr {
+        map_fd: map.as_raw_fd() as u32,
+        pad: 0,
+        key: &key as *const u32 as u64,
+        value: &value as *const u32 as u64,
+        flags: 0,
+    };
+    // SAFETY: attr is a valid bpf_attr prefix of its size; the key and
+    // value it points to live until the call returns.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            MAP_UPDATE_ELEM,
+            &attr as *const Attr,
+            std::mem::size_of::<Attr>(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
     }
+    Ok(())
 }
 
 /// `FIELD_AT` of block.bpf.c: per kind, the offsets of dev, sector,
@@ -128,20 +159,10 @@ fn field_table(layouts: &[Layout]) -> Result<[[u32; 4]; 3], String> {
     Ok(table)
 }
 
-/// The ring's size for `cpus` CPUs: [`RING_PER_CPU`] each, a power of two,
-/// at most [`RING_MAX`].
-fn ring_bytes(cpus: usize) -> u32 {
-    let cpus = u32::try_from(cpus.max(1)).unwrap_or(u32::MAX);
-    RING_PER_CPU
-        .saturating_mul(cpus)
-        .checked_next_power_of_two()
-        .map_or(RING_MAX, |b| b.min(RING_MAX))
-}
-
 /// One line for `err` (its causes after colons) as met doing `what`;
 /// a refusal for want of privilege names it.
 fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
-    let mut causes = vec![err.to_string()];
+    let mut causes: Vec<String> = Vec::new();
     let mut denied = false;
     let mut next = Some(err);
     while let Some(cause) = next {
@@ -159,60 +180,20 @@ fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
     }
     // The verifier's log, when there is one, ends with why it refused.
     let joined = causes.join(": ");
-    let line = joined.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
     let first = joined.lines().next().unwrap_or("");
-    if line == first {
+    let last = joined.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    if last == first {
         format!("{what}: {first}")
     } else {
-        format!("{what}: {first} ({})", line.trim())
+        format!("{what}: {first} ({})", last.trim())
     }
-}
-
-/// Decodes a forwarded record (`struct record` of block.bpf.c): time
-/// (u64), sector (u64), dev (u32), nr_sector (u32), the first two bytes of
-/// `rwbs`, two zero bytes, and the [`Kind`] (u32).
-pub(super) fn decode(record: &[u8]) -> Option<Sample> {
-    let raw = record.get(..RECORD_LEN)?;
-    let u64_at = |at: usize| raw[at..at + 8].try_into().ok().map(u64::from_ne_bytes);
-    let u32_at = |at: usize| raw[at..at + 4].try_into().ok().map(u32::from_ne_bytes);
-    let kind: Kind = *KINDS.get(u32_at(28)? as usize)?;
-    Some(Sample {
-        time: u64_at(0)?,
-        kind,
-        dev: u32_at(16)? as Dev,
-        sector: u64_at(8)?,
-        sectors: u64::from(u32_at(20)?),
-        op: Op::from_rwbs(&raw[24..26]),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::common::tracefs::Field;
-    use crate::iostat::latency::tracker::{dev_numbers, dev_of};
-
-    #[test]
-    fn forwarded_records_decode() {
-        let mut record = Vec::new();
-        record.extend(987_654_321u64.to_ne_bytes());
-        record.extend(2048u64.to_ne_bytes());
-        record.extend(dev_of(254, 0).to_ne_bytes());
-        record.extend(16u32.to_ne_bytes());
-        record.extend(*b"FW\0\0");
-        record.extend(1u32.to_ne_bytes());
-        let s = decode(&record).expect("decodes");
-        assert_eq!(s.time, 987_654_321);
-        assert_eq!(s.kind, Kind::Complete);
-        assert_eq!(dev_numbers(s.dev), (254, 0));
-        assert_eq!((s.sector, s.sectors, s.op), (2048, 16, Some(Op::Write)));
-        // One-letter rwbs ("R" then a NUL).
-        record[24..26].copy_from_slice(b"R\0");
-        assert_eq!(decode(&record).unwrap().op, Some(Op::Read));
-        record[28..32].copy_from_slice(&7u32.to_ne_bytes());
-        assert!(decode(&record).is_none(), "no such kind");
-        assert!(decode(&record[..20]).is_none(), "cut short");
-    }
+    use crate::iostat::latency::collector::Kind;
 
     fn field(offset: usize, size: usize) -> Field {
         Field { offset, size }
@@ -245,14 +226,6 @@ mod tests {
         let mut short = requeue();
         short.rwbs = field(30, 1);
         assert!(field_table(&[short]).is_err());
-    }
-
-    #[test]
-    fn the_ring_grows_with_the_cpus_by_powers_of_two() {
-        assert_eq!(ring_bytes(0), 4 << 20);
-        assert_eq!(ring_bytes(2), 8 << 20);
-        assert_eq!(ring_bytes(3), 16 << 20);
-        assert_eq!(ring_bytes(4096), 1 << 28);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
 // iostat-rs --latency: forwards the block tracepoints iostat-rs's tracker
-// needs (block_rq_issue, block_rq_complete, block_rq_requeue) into one BPF
-// ring buffer, 32 bytes an event. Loaded by aya (src/iostat/latency/
-// collector.rs), which sets the globals below before loading.
+// needs (block_rq_issue, block_rq_complete, block_rq_requeue) into the perf
+// ring of the CPU they fire on, 32 bytes an event. Loaded by aya
+// (src/iostat/latency/forward.rs), which sets the globals below before
+// loading; iostat-rs puts its rings in EVENTS.
 //
 // The compiled object beside this file is what iostat-rs embeds, so a build
 // needs no BPF compiler; `bash src/iostat/latency/bpf/build.sh` makes it
@@ -21,20 +22,15 @@ typedef unsigned long long u64;
 #define INLINE static inline __attribute__((always_inline))
 
 // enum bpf_map_type
-#define BPF_MAP_TYPE_ARRAY 2
-#define BPF_MAP_TYPE_RINGBUF 27
-// bpf_ringbuf_submit flags, bpf_ringbuf_query flags
-#define BPF_RB_NO_WAKEUP 1
-#define BPF_RB_FORCE_WAKEUP 2
-#define BPF_RB_AVAIL_DATA 0
+#define BPF_MAP_TYPE_PERF_EVENT_ARRAY 4
+// bpf_perf_event_output: the slot of the CPU the program runs on
+#define BPF_F_CURRENT_CPU 0xffffffffULL
 
 // enum bpf_func_id
-static void *(*map_lookup_elem)(void *map, const void *key) = (void *)1;
 static u64 (*ktime_get_ns)(void) = (void *)5;
+static long (*perf_event_output)(void *ctx, void *map, u64 flags, void *data, u64 size) =
+	(void *)25;
 static long (*probe_read_kernel)(void *dst, u32 size, const void *src) = (void *)113;
-static void *(*ringbuf_reserve)(void *ringbuf, u64 size, u64 flags) = (void *)131;
-static void (*ringbuf_submit)(void *data, u64 flags) = (void *)132;
-static u64 (*ringbuf_query)(void *ringbuf, u64 flags) = (void *)134;
 
 // A map in the legacy `maps` section: type, key size, value size, entries,
 // flags.
@@ -46,10 +42,9 @@ struct map_def {
 	u32 flags;
 };
 
-// The events; its size is set at load time (a power of two of pages).
-struct map_def EVENTS SEC("maps") = { BPF_MAP_TYPE_RINGBUF, 0, 0, 1 << 22, 0 };
-// Events dropped because the ring was full.
-struct map_def LOST SEC("maps") = { BPF_MAP_TYPE_ARRAY, 4, 8, 1, 0 };
+// Per CPU number, the perf event whose ring takes that CPU's events (the
+// number of slots is set at load time).
+struct map_def EVENTS SEC("maps") = { BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, 1, 0 };
 
 // The tracepoints, in the order of the kinds iostat-rs decodes.
 #define ISSUE 0
@@ -64,8 +59,6 @@ struct map_def LOST SEC("maps") = { BPF_MAP_TYPE_ARRAY, 4, 8, 1, 0 };
 #define NR_SECTOR 2
 #define RWBS 3
 const volatile u32 FIELD_AT[3][4] = {};
-// Wake the reader when this many bytes wait in the ring.
-const volatile u64 WAKE_AT = 0;
 
 // The part of a record copied to read the fields from.
 #define SPAN 48
@@ -85,29 +78,22 @@ INLINE int forward(void *ctx, u32 kind)
 {
 	u64 copy[SPAN / 8];
 	const u8 *raw = (const u8 *)copy;
-	struct record *r;
+	struct record r;
 
+	// The offsets are the verifier's constants (FIELD_AT is read-only),
+	// but a tracepoint's record can only be read at offsets fixed in the
+	// instructions: so it is copied to the stack first.
 	if (probe_read_kernel(copy, sizeof(copy), ctx) != 0)
 		return 0;
-	r = ringbuf_reserve(&EVENTS, sizeof(*r), 0);
-	if (!r) {
-		u32 first = 0;
-		u64 *lost = map_lookup_elem(&LOST, &first);
-
-		if (lost)
-			__sync_fetch_and_add(lost, 1);
-		return 0;
-	}
-	r->time = ktime_get_ns();
-	r->sector = *(const u64 *)(raw + FIELD_AT[kind][SECTOR]);
-	r->dev = *(const u32 *)(raw + FIELD_AT[kind][DEV]);
-	r->nr_sector = *(const u32 *)(raw + FIELD_AT[kind][NR_SECTOR]);
-	r->rwbs[0] = raw[FIELD_AT[kind][RWBS]];
-	r->rwbs[1] = raw[FIELD_AT[kind][RWBS] + 1];
-	r->zero = 0;
-	r->kind = kind;
-	ringbuf_submit(r, ringbuf_query(&EVENTS, BPF_RB_AVAIL_DATA) >= WAKE_AT ?
-				  BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	r.time = ktime_get_ns();
+	r.sector = *(const u64 *)(raw + FIELD_AT[kind][SECTOR]);
+	r.dev = *(const u32 *)(raw + FIELD_AT[kind][DEV]);
+	r.nr_sector = *(const u32 *)(raw + FIELD_AT[kind][NR_SECTOR]);
+	r.rwbs[0] = raw[FIELD_AT[kind][RWBS]];
+	r.rwbs[1] = raw[FIELD_AT[kind][RWBS] + 1];
+	r.zero = 0;
+	r.kind = kind;
+	perf_event_output(ctx, &EVENTS, BPF_F_CURRENT_CPU, &r, sizeof(r));
 	return 0;
 }
 

@@ -94,13 +94,24 @@ struct Loop {
 }
 
 impl Loop {
+    /// `file` attached read-only.
     fn attach(file: &std::path::Path) -> Loop {
+        Loop::attach_with(file, &["-r"])
+    }
+
+    /// `file` attached with losetup's `options` (besides `-f --show`).
+    fn attach_with(file: &std::path::Path, options: &[&str]) -> Loop {
         let out = Command::new("losetup")
-            .args(["-r", "-f", "--show"])
+            .args(options)
+            .args(["-f", "--show"])
             .arg(file)
             .output()
             .expect("losetup runs");
-        assert!(out.status.success(), "losetup: {}", text(&out.stderr));
+        assert!(
+            out.status.success(),
+            "losetup {options:?}: {}",
+            text(&out.stderr)
+        );
         let path = text(&out.stdout).trim().to_string();
         let name = path.trim_start_matches("/dev/").to_string();
         let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).expect("dev");
@@ -986,19 +997,7 @@ fn partitions_and_devices_appearing_mid_run() {
     .expect("iostat-rs starts");
     let iostat = watch(iostat);
     std::thread::sleep(Duration::from_millis(500));
-    let out = Command::new("losetup")
-        .args(["-P", "-f", "--show"])
-        .arg(&image)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "losetup -P: {}", text(&out.stderr));
-    let lo = Loop {
-        name: text(&out.stdout)
-            .trim()
-            .trim_start_matches("/dev/")
-            .to_string(),
-        dev: (0, 0),
-    };
+    let lo = Loop::attach_with(&image, &["-P"]);
     let p2 = format!("{}p2", lo.name);
     let sys_dev = format!("/sys/class/block/{p2}/dev");
     let appears = |limit: Duration| {
@@ -1114,19 +1113,7 @@ fn fsync_counts_a_write_the_device_never_sees() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let image = std::env::temp_dir().join(format!("hwstat-latency-fsync-{}", std::process::id()));
     std::fs::write(&image, vec![0u8; 32 << 20]).unwrap();
-    let out = Command::new("losetup")
-        .args(["-f", "--show"])
-        .arg(&image)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "losetup: {}", text(&out.stderr));
-    let lo = Loop {
-        name: text(&out.stdout)
-            .trim()
-            .trim_start_matches("/dev/")
-            .to_string(),
-        dev: (0, 0),
-    };
+    let lo = Loop::attach_with(&image, &[]);
     let cache = std::fs::read_to_string(format!("/sys/block/{}/queue/write_cache", lo.name));
     assert_eq!(
         cache.unwrap_or_default().trim(),

@@ -154,6 +154,20 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<V
     })
 }
 
+/// `iostat-rs -x --latency -o ndjson 0.5 device`, running.
+fn watch_latency(device: &str) -> Watched {
+    let iostat = in_namespace(
+        MOUNT_TRACEFS,
+        IOSTAT,
+        &["-x", "--latency", "-o", "ndjson", "0.5", device],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("iostat-rs starts");
+    watch(iostat)
+}
+
 fn watch(mut child: Child) -> Watched {
     Watched {
         stdout: drain(child.stdout.take()),
@@ -324,16 +338,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         line.clear();
         assert!(bpf_out.read_line(&mut line).unwrap() > 0, "bpftrace ended");
     }
-    let iostat = in_namespace(
-        MOUNT_TRACEFS,
-        IOSTAT,
-        &["-x", "--latency", "-o", "ndjson", "0.5", &lo.name],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("iostat-rs starts");
-    let iostat = watch(iostat);
+    let iostat = watch_latency(&lo.name);
     let expo = in_namespace(
         MOUNT_TRACEFS,
         IOSTAT,
@@ -345,7 +350,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     .expect("iostat-rs -o prometheus starts");
     let expo = watch(expo);
     std::thread::sleep(Duration::from_millis(700));
-    let reads_before = completed_reads(&lo.name);
+    let reads_before = kernel_stat(&lo.name)[0];
     let fio = Command::new("fio")
         .args([
             "--name=latency",
@@ -363,7 +368,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         .output()
         .expect("fio runs");
     assert!(fio.status.success(), "fio: {}", text(&fio.stderr));
-    let kernel_reads = completed_reads(&lo.name) - reads_before;
+    let kernel_reads = kernel_stat(&lo.name)[0] - reads_before;
     std::thread::sleep(Duration::from_millis(1500));
     interrupt(&iostat.child);
     interrupt(&expo.child);
@@ -471,18 +476,6 @@ fn assert_exposition_agrees(m: &Measured, device: &str, floor: u64) {
         at == first_above || at == first_above + 1,
         "exposed p50 bucket le={p50_le}, the report's p50 {p50_s} s: {buckets:?}"
     );
-}
-
-/// The reads completed on block device `name`, from its `stat` file (the
-/// kernel's own count).
-fn completed_reads(name: &str) -> u64 {
-    let stat =
-        std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("the device's stat");
-    stat.split_whitespace()
-        .next()
-        .expect("a first field")
-        .parse()
-        .expect("a count")
 }
 
 /// Prints what was measured (visible with `--nocapture`).
@@ -1120,16 +1113,7 @@ fn fsync_counts_a_write_the_device_never_sees() {
         "write back",
         "a writable loop device has a write-back cache"
     );
-    let iostat = in_namespace(
-        MOUNT_TRACEFS,
-        IOSTAT,
-        &["-x", "--latency", "-o", "ndjson", "0.5", &lo.name],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("iostat-rs starts");
-    let iostat = watch(iostat);
+    let iostat = watch_latency(&lo.name);
     std::thread::sleep(Duration::from_millis(700));
     let before = kernel_stat(&lo.name);
     let disk = std::fs::OpenOptions::new()

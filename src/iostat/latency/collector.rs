@@ -4,8 +4,8 @@
 //! * **Forwarded** (root, or CAP_BPF with CAP_PERFMON): an eBPF program on
 //!   each tracepoint (`latency::forward`, loaded by aya) copies the fields
 //!   the tracker needs (time, device, sector, length, operation) into a
-//!   per-CPU perf ring with `bpf_perf_event_output`. It runs for every event, including
-//!   those fired in an interrupt while the CPU is idle, which perf's own
+//!   per-CPU perf ring with `bpf_perf_event_output`. It runs for every
+//!   event, including those fired in an interrupt while the CPU is idle, which perf's own
 //!   tracepoint sampling does not deliver on recent kernels (BENCHMARKS.md:
 //!   a virtio disk lost 80 % of its completions that way).
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint
@@ -130,7 +130,6 @@ fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
 /// first two bytes of `rwbs`, two zero bytes, and the [`Kind`] (u32).
 const FORWARDED_LEN: usize = 32;
 
-/// The kinds by the number the forwarding program writes.
 /// The kinds by number, as the forwarding program numbers them (`ISSUE`,
 /// `COMPLETE`, `REQUEUE` in block.bpf.c; `Kind as usize` is the same).
 const KINDS: [Kind; 3] = [Kind::Issue, Kind::Complete, Kind::Requeue];

@@ -51,21 +51,17 @@ impl Programs {
     /// The reason, as one line, when that fails.
     pub(super) fn load(layouts: &[Layout], slots: u32) -> Result<Programs, String> {
         let field_at = field_table(layouts)?;
-        let mut ebpf = EbpfLoader::new()
+        let ebpf = EbpfLoader::new()
             .override_global("FIELD_AT", &field_at, true)
             .map_max_entries("EVENTS", slots)
             .load(OBJECT)
             .map_err(|e| describe("loading the eBPF object", &e))?;
+        let mut programs = Programs { ebpf };
         for (program, tracepoint) in PROGRAMS {
-            let what = format!("the eBPF program for {tracepoint}");
-            let p: &mut TracePoint = ebpf
-                .program_mut(program)
-                .ok_or_else(|| format!("{what}: not in the object"))?
-                .try_into()
-                .map_err(|e| describe(&what, &e))?;
+            let (p, what) = programs.tracepoint(program, tracepoint)?;
             p.load().map_err(|e| describe(&what, &e))?;
         }
-        Ok(Programs { ebpf })
+        Ok(programs)
     }
 
     /// Sends the events of CPU `cpu` to `event`'s ring (a `BPF_OUTPUT`
@@ -85,17 +81,28 @@ impl Programs {
     /// Attaches the programs to their tracepoints.
     pub(super) fn attach(&mut self) -> Result<(), String> {
         for (program, tracepoint) in PROGRAMS {
-            let what = format!("the eBPF program for {tracepoint}");
-            let p: &mut TracePoint = self
-                .ebpf
-                .program_mut(program)
-                .ok_or_else(|| format!("{what}: not in the object"))?
-                .try_into()
-                .map_err(|e| describe(&what, &e))?;
+            let (p, what) = self.tracepoint(program, tracepoint)?;
             p.attach("block", tracepoint)
                 .map_err(|e| describe(&what, &e))?;
         }
         Ok(())
+    }
+
+    /// The object's tracepoint program `program`, and how errors name it
+    /// (by its `tracepoint`).
+    fn tracepoint(
+        &mut self,
+        program: &str,
+        tracepoint: &str,
+    ) -> Result<(&mut TracePoint, String), String> {
+        let what = format!("the eBPF program for {tracepoint}");
+        let p: &mut TracePoint = self
+            .ebpf
+            .program_mut(program)
+            .ok_or_else(|| format!("{what}: not in the object"))?
+            .try_into()
+            .map_err(|e| describe(&what, &e))?;
+        Ok((p, what))
     }
 }
 

@@ -76,39 +76,8 @@ for f in diskstats uptime stat; do
     : >"$work/$f"
     mount --bind "$work/$f" "/proc/$f"
 done
-cpus=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
-
-# Writes N devices (nvme<i>n1, 20-field lines) to /proc/diskstats and
-# /sys/block/<dev>/stat with the same counters, plus uptime and stat.
-make_devices() {
-    local n=$1
-    find /sys/block -mindepth 1 -delete
-    seq 0 $((n - 1)) | sed 's/^/\/sys\/block\/nvme/; s/$/n1/' | xargs mkdir
-    awk -v n="$n" -v work="$work" 'BEGIN {
-        srand(42)
-        for (i = 0; i < n; i++) {
-            rd = int(rand() * 1e7) + 1; wr = int(rand() * 1e7)
-            split(rd " " int(rd/3) " " rd*8 " " int(rand()*2e9) " " \
-                  wr " " int(wr/2) " " wr*16 " " int(rand()*2e9) " " \
-                  int(rand()*4) " " int(rand()*2e9) " " int(rand()*2e9) " " \
-                  int(rand()*1e5) " 0 " int(rand()*1e8) " " int(rand()*1e6) " " \
-                  int(rand()*1e5) " " int(rand()*1e6), v, " ")
-            line = ""; sys = ""
-            for (k = 1; k <= 17; k++) { line = line " " v[k]; sys = sys sprintf("%s%8d", k > 1 ? " " : "", v[k]) }
-            printf "%4d %7d nvme%dn1%s\n", 259, i, i, line > (work "/diskstats")
-            f = "/sys/block/nvme" i "n1/stat"
-            print sys > f
-            close(f)
-        }
-    }'
-    # `>` in awk truncated the bind-mounted files in place (same inode).
-    echo "123456.78 234567.89" >"$work/uptime"
-    {
-        echo "cpu  4705 150 1120 16250 520 0 30 0 0 0"
-        for c in $(seq 0 $((cpus - 1))); do echo "cpu$c 2352 75 560 8125 260 0 15 0 0 0"; done
-        echo "intr 0"; echo "ctxt 1000"; echo "btime 1591000000"; echo "processes 100"
-    } >"$work/stat"
-}
+# shellcheck source=bench/fake-devices.sh
+. "$here/bench/fake-devices.sh"
 
 # CPU milliseconds (task-clock, user+sys) of one run of "$@".
 one_ms() {
@@ -180,7 +149,7 @@ echo
 printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio | sysstat private kB | iostat-rs private kB | private ratio |\n'
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for n in "${sizes[@]}"; do
-    make_devices "$n"
+    make_devices "$n" "$work" /sys/block
     check_setup "$n"
     reps=$REPS
     [ "$n" -ge 10000 ] && reps=$(( REPS < 15 ? REPS : 15 ))

@@ -105,7 +105,7 @@ fn inspect_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Hardening {
 /// `.ci/run` points it at `target/release`, the build users run, since
 /// the README's `cargo test` builds the debug programs (linked with the
 /// same settings: Cargo's profiles do not change them).
-fn programs() -> Vec<PathBuf> {
+pub fn programs() -> Vec<PathBuf> {
     match std::env::var_os("HWSTAT_PROGRAMS_DIR") {
         Some(dir) => ["iostat-rs", "vcpustat", "cxlstat"]
             .iter()

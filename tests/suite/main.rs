@@ -40,6 +40,7 @@ mod iostat_faults;
 mod iostat_latency;
 mod iostat_machine_formats;
 mod iostat_record_replay;
+mod layout;
 mod prometheus_exposition;
 mod prometheus_listen;
 mod prometheus_real;

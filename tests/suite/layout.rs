@@ -1,0 +1,171 @@
+//! The programs keep the code usual runs execute together at the start of
+//! their text (build.rs hands `link/hot-functions.txt` to the linker), so
+//! the kernel's fault-around maps little of the rest.
+//!
+//! Two checks: every build places the listed functions it has first, in
+//! the list's order (the linker took the list); and the shipped (`dist`)
+//! iostat-rs, during a usual `-x` interval run, has at most a quarter of
+//! its text resident. The second fails when the list has gone stale (a
+//! toolchain or dependency upgrade renamed the functions): run
+//! `link/profile.sh` again. Unordered, 87 to 99 % of it was resident
+//! (BENCHMARKS.md, "Hot code first").
+
+use crate::hardening::programs;
+use crate::skip;
+
+use object::read::elf::ElfFile64;
+use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const HOT_FUNCTIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/link/hot-functions.txt");
+
+/// The function names of `link/hot-functions.txt`, in order.
+fn hot_functions() -> Vec<String> {
+    std::fs::read_to_string(HOT_FUNCTIONS)
+        .expect("link/hot-functions.txt")
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The start of `.text` and the address of each named function in it.
+fn text_symbols(program: &Path) -> (u64, std::collections::HashMap<String, u64>) {
+    let data = std::fs::read(program).unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    let elf = ElfFile64::<Endianness>::parse(&*data).expect("a 64-bit ELF program");
+    let text = elf.section_by_name(".text").expect("a .text section");
+    let symbols = elf
+        .symbols()
+        .filter(|symbol| {
+            symbol.kind() == SymbolKind::Text && symbol.section_index() == Some(text.index())
+        })
+        .filter_map(|symbol| Some((symbol.name().ok()?.to_owned(), symbol.address())))
+        .collect();
+    (text.address(), symbols)
+}
+
+#[test]
+fn the_listed_functions_come_first_in_the_lists_order() {
+    if option_env!("HWSTAT_HOT_FUNCTIONS_FIRST").is_none() {
+        skip::skip(
+            "layout::the_listed_functions_come_first_in_the_lists_order",
+            "this build's linker is not LLD, the only one that takes link/hot-functions.txt \
+             (build.rs); Rust >= 1.90 links x86_64 GNU/Linux with LLD unless a linker is configured",
+        );
+        return;
+    }
+    let list = hot_functions();
+    for program in programs() {
+        let (text_start, symbols) = text_symbols(&program);
+        let placed: Vec<(&str, u64)> = list
+            .iter()
+            .filter_map(|name| symbols.get(name).map(|&address| (name.as_str(), address)))
+            .collect();
+        // The C start-up functions head the list and are in every program
+        // of every profile; the Rust names match only the dist build's.
+        assert!(
+            placed.len() >= 5,
+            "{}: only {} listed functions found",
+            program.display(),
+            placed.len()
+        );
+        assert_eq!(placed[0].0, "_start", "{}", program.display());
+        assert!(
+            placed[0].1 - text_start < 64,
+            "{}: _start at {:#x}, .text starts at {:#x}",
+            program.display(),
+            placed[0].1,
+            text_start
+        );
+        for pair in placed.windows(2) {
+            assert!(
+                pair[0].1 < pair[1].1,
+                "{}: {} ({:#x}) is listed before {} ({:#x}) but placed after it",
+                program.display(),
+                pair[0].0,
+                pair[0].1,
+                pair[1].0,
+                pair[1].1
+            );
+        }
+    }
+}
+
+/// Resident and total pages of the executable mapping of `program` in
+/// process `pid`, from `/proc/PID/maps` and the present bit (63) of
+/// `/proc/PID/pagemap`.
+fn resident_text_pages(pid: u32, program: &Path) -> (u64, u64) {
+    let page = 4096u64;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+    let mut pagemap = File::open(format!("/proc/{pid}/pagemap")).expect("pagemap");
+    let (mut resident, mut total) = (0, 0);
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 6 || fields[1] != "r-xp" || Path::new(fields[5]) != program {
+            continue;
+        }
+        let (start, end) = fields[0].split_once('-').expect("a range");
+        let start = u64::from_str_radix(start, 16).expect("hex");
+        let end = u64::from_str_radix(end, 16).expect("hex");
+        let pages = (end - start) / page;
+        let mut entries = vec![0u8; pages as usize * 8];
+        pagemap
+            .seek(SeekFrom::Start(start / page * 8))
+            .expect("seek");
+        pagemap.read_exact(&mut entries).expect("pagemap entries");
+        resident += entries
+            .chunks_exact(8)
+            .filter(|entry| u64::from_le_bytes((*entry).try_into().expect("8 bytes")) >> 63 == 1)
+            .count() as u64;
+        total += pages;
+    }
+    (resident, total)
+}
+
+#[test]
+#[ignore = "checks the dist build: cargo build --profile dist --bins && \
+            HWSTAT_PROGRAMS_DIR=target/dist cargo test --test suite layout:: -- --include-ignored \
+            (.ci/run does)"]
+fn a_usual_run_keeps_at_most_a_quarter_of_the_text_resident() {
+    let dir = std::env::var_os("HWSTAT_PROGRAMS_DIR")
+        .expect("HWSTAT_PROGRAMS_DIR must name the dist build's directory (target/dist)");
+    let program: PathBuf =
+        std::fs::canonicalize(Path::new(&dir).join("iostat-rs")).expect("iostat-rs");
+    let mut child = Command::new(&program)
+        .args(["-x", "0.5", "3"])
+        .env("LC_ALL", "C")
+        .env("S_COLORS", "never")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("iostat-rs starts");
+    // After the first device report the program sleeps to its next sample:
+    // everything one report needs has run.
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut in_report = false;
+    for line in lines.by_ref() {
+        let line = line.expect("a line");
+        if line.starts_with("Device") {
+            in_report = true;
+        } else if in_report && line.is_empty() {
+            break;
+        }
+    }
+    assert!(in_report, "iostat-rs -x printed no device report");
+    let (resident, total) = resident_text_pages(child.id(), &program);
+    child.kill().ok();
+    child.wait().expect("iostat-rs ends");
+    eprintln!("iostat-rs -x: {resident} of {total} text pages resident");
+    assert!(
+        total > 0,
+        "no executable mapping of {} found",
+        program.display()
+    );
+    assert!(
+        resident * 4 <= total,
+        "iostat-rs -x keeps {resident} of its {total} text pages resident (more than a quarter): \
+         link/hot-functions.txt is stale or was not used; run link/profile.sh"
+    );
+}

@@ -23,10 +23,12 @@
 # start, and each mode after it adds only what it needs beyond the modes
 # before it.
 #
-# The names are the symbols of this toolchain's and these dependencies'
-# build. After an upgrade of either the list still works for every name
-# that did not change, and names it does not find are skipped: run this
-# again when the layout test (tests/suite/layout.rs) fails.
+# The names are the symbols of this toolchain's build of this Cargo.toml
+# and Cargo.lock: a new toolchain, or a change to the dependencies or the
+# version, changes the hash in every name of this crate, and names the
+# list has and a program lacks are skipped (build.rs). So run this again
+# after such a change, or when new code joins a usual run: the layout test
+# (tests/suite/layout.rs, run by .ci/run) fails until then.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"

@@ -12,12 +12,10 @@
 //! by line through a fixed-size piece (`Source::for_each_dir_entry`,
 //! `Source::for_each_line`), so neither is ever held whole.
 
-use std::rc::Rc;
-
 use crate::common::source::Source;
 
 use super::cli::{AltMode, DeviceKind, ListArg, Options};
-use super::lookup::{NameMap, PositionHints};
+use super::lookup::{NameIndex, NameMap, PositionHints};
 use super::model::looks_readded;
 use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
 use super::parse::{
@@ -37,12 +35,25 @@ enum EntryKind {
     Group,
 }
 
+/// Where an entry's name is in [`DeviceList::names`].
+#[derive(Debug, Clone, Copy)]
+struct NameSpan {
+    start: u32,
+    len: u32,
+}
+
+impl NameSpan {
+    /// The name in `names`.
+    fn of(self, names: &str) -> &str {
+        &names[self.start as usize..][..self.len as usize]
+    }
+}
+
 /// One device or group and its two alternating sample slots.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// Stored name (`!` for `/`; groups start with a space), shared with
-    /// the name index.
-    name: Rc<str>,
+    /// Stored name (`!` for `/`; groups start with a space).
+    name: NameSpan,
     kind: EntryKind,
     from_cmdline: bool,
     exists: bool,
@@ -93,14 +104,19 @@ pub struct DeviceList {
     order: Vec<usize>,
     /// Entries added during this sample, not yet placed in `order`.
     fresh: Vec<usize>,
-    index: NameMap<Rc<str>, usize>,
+    index: NameIndex,
+    /// Every entry's name, one after another: no allocation per device
+    /// (40 bytes a device less than an `Rc<str>` in each entry, 400 kB at
+    /// 10,000 devices; BENCHMARKS.md, "Hot code first").
+    names: String,
     /// What is shown for an entry, where it differs from its name (`-j`,
     /// `-N`, `/` restored): rare, so kept out of the entries.
     displays: NameMap<usize, Box<str>>,
     tail_group: bool,
     rules: Rules,
-    /// The entries of the names a `/sys/block` listing gave, in its order.
-    listed: Vec<usize>,
+    /// The entries of the names a `/sys/block` listing gave, in its order
+    /// (`u32`, as the name index keeps them).
+    listed: Vec<u32>,
     line_hints: PositionHints,
     dir_hints: PositionHints,
     generation: u64,
@@ -139,7 +155,8 @@ impl DeviceList {
             entries: Vec::new(),
             order: Vec::new(),
             fresh: Vec::new(),
-            index: NameMap::default(),
+            index: NameIndex::default(),
+            names: String::new(),
             displays: NameMap::default(),
             tail_group: false,
             rules,
@@ -201,12 +218,13 @@ impl DeviceList {
         }
         let mut fresh = std::mem::take(&mut self.fresh);
         if self.rules.sorted {
-            let entries = &self.entries;
-            fresh.sort_unstable_by(|&a, &b| entries[a].name.cmp(&entries[b].name));
+            let (entries, names) = (&self.entries, self.names.as_str());
+            let name = |idx: usize| entries[idx].name.of(names);
+            fresh.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
             let mut merged = Vec::with_capacity(self.order.len() + fresh.len());
             let (mut i, mut j) = (0, 0);
             while i < self.order.len() && j < fresh.len() {
-                if entries[self.order[i]].name <= entries[fresh[j]].name {
+                if name(self.order[i]) <= name(fresh[j]) {
                     merged.push(self.order[i]);
                     i += 1;
                 } else {
@@ -230,8 +248,9 @@ impl DeviceList {
 
     fn push_group(&mut self, name: &str) {
         self.place_fresh();
+        let name = self.store_name(name);
         self.entries.push(Entry {
-            name: name.into(),
+            name,
             kind: EntryKind::Group,
             from_cmdline: true,
             exists: true,
@@ -269,14 +288,14 @@ impl DeviceList {
 
     /// The entry of `name`, made (not yet placed) when there is none.
     fn find_or_make(&mut self, name: &str) -> usize {
-        if let Some(&idx) = self.index.get(name) {
+        let (entries, names) = (&self.entries, self.names.as_str());
+        if let Some(idx) = self.index.get(name, |i| entries[i].name.of(names)) {
             return idx;
         }
         let idx = self.entries.len();
-        let name: Rc<str> = name.into();
-        self.index.insert(Rc::clone(&name), idx);
+        let span = self.store_name(name);
         self.entries.push(Entry {
-            name,
+            name: span,
             kind: EntryKind::Device(DeviceKind::Single),
             from_cmdline: false,
             exists: false,
@@ -286,7 +305,26 @@ impl DeviceList {
             staged: 0,
             placed: false,
         });
+        let (entries, names) = (&self.entries, self.names.as_str());
+        self.index.insert(name, idx, |i| entries[i].name.of(names));
         idx
+    }
+
+    /// Appends `name` to [`Self::names`].
+    fn store_name(&mut self, name: &str) -> NameSpan {
+        // Names are at most a directory entry long, and there cannot be
+        // enough of them to fill 4 GB.
+        let span = NameSpan {
+            start: u32::try_from(self.names.len()).expect("names under 4 GB"),
+            len: u32::try_from(name.len()).expect("a name under 4 GB"),
+        };
+        self.names.push_str(name);
+        span
+    }
+
+    /// The stored name of entry `idx`.
+    fn name(&self, idx: usize) -> &str {
+        self.entries[idx].name.of(&self.names)
     }
 
     /// Gives an entry not yet placed its display name and queues it for the
@@ -295,9 +333,9 @@ impl DeviceList {
         if self.entries[idx].placed {
             return;
         }
-        let name = Rc::clone(&self.entries[idx].name);
+        let name = self.name(idx).to_owned();
         let display = self.display_name(src, &name, self.entries[idx].devnum);
-        if *display != *name {
+        if display != name {
             self.displays.insert(idx, display.into());
         }
         self.entries[idx].placed = true;
@@ -414,13 +452,14 @@ impl DeviceList {
     fn entry_at(
         hints: &PositionHints,
         entries: &[Entry],
-        index: &NameMap<Rc<str>, usize>,
+        names: &str,
+        index: &NameIndex,
         pos: usize,
         name: &str,
     ) -> Option<usize> {
         match hints.get(pos) {
-            Some(idx) if entries.get(idx).is_some_and(|e| *e.name == *name) => Some(idx),
-            _ => index.get(name).copied(),
+            Some(idx) if entries.get(idx).is_some_and(|e| e.name.of(names) == name) => Some(idx),
+            _ => index.get(name, |i| entries[i].name.of(names)),
         }
     }
 
@@ -436,9 +475,14 @@ impl DeviceList {
             let Some(head) = diskstats_head(line) else {
                 return;
             };
-            if let Some(idx) =
-                Self::entry_at(&self.line_hints, &self.entries, &self.index, pos, head.name)
-            {
+            if let Some(idx) = Self::entry_at(
+                &self.line_hints,
+                &self.entries,
+                &self.names,
+                &self.index,
+                pos,
+                head.name,
+            ) {
                 self.line_hints.set(pos, idx);
                 // These counters stand for the device's sysfs `stat` file,
                 // which sysstat keeps under `-x` even in the old 4-field format.
@@ -463,12 +507,19 @@ impl DeviceList {
         listed.clear();
         let mut pos = 0;
         let listing = src.for_each_dir_entry(dir, &mut |name| {
-            let idx = match Self::entry_at(&self.dir_hints, &self.entries, &self.index, pos, name) {
+            let idx = match Self::entry_at(
+                &self.dir_hints,
+                &self.entries,
+                &self.names,
+                &self.index,
+                pos,
+                name,
+            ) {
                 Some(idx) => idx,
                 None => self.find_or_make(name),
             };
             self.dir_hints.set(pos, idx);
-            listed.push(idx);
+            listed.extend(u32::try_from(idx));
             pos += 1;
         });
         if listing.is_err() {
@@ -479,13 +530,13 @@ impl DeviceList {
         if use_diskstats && !listed.is_empty() {
             self.stage_diskstats(src, curr);
         }
-        for &idx in &listed {
+        for idx in listed.iter().map(|&idx| idx as usize) {
             if use_diskstats && self.entries[idx].staged == self.generation {
                 self.entries[idx].exists = true;
                 self.place(src, idx);
                 continue;
             }
-            let name = Rc::clone(&self.entries[idx].name);
+            let name = self.name(idx).to_owned();
             let counters = self.read_stat_file(src, &format!("{dir}/{name}/stat"));
             let devnum = match counters {
                 Some(_) if self.entries[idx].devnum.is_none() && self.rules.mapper => src
@@ -527,7 +578,7 @@ impl DeviceList {
         dirs: &[(String, String)],
         curr: usize,
     ) {
-        let name = self.entries[idx].name.to_string();
+        let name = self.name(idx).to_owned();
         let kind = self.entries[idx].kind;
         for (block, dev_block) in dirs {
             let dev_dir = format!("{block}/{name}");
@@ -604,7 +655,10 @@ impl DeviceList {
             let (cur, old) = (&e.slots[curr], &e.slots[prev]);
             match e.kind {
                 EntryKind::Group => Some(DeviceRow {
-                    name: self.displays.get(&idx).map_or(&*e.name, |d| d),
+                    name: self
+                        .displays
+                        .get(&idx)
+                        .map_or(e.name.of(&self.names), |d| d),
                     cur,
                     prev: old,
                     devices: e.members,
@@ -623,7 +677,10 @@ impl DeviceList {
                         return None;
                     }
                     Some(DeviceRow {
-                        name: self.displays.get(&idx).map_or(&*e.name, |d| d),
+                        name: self
+                            .displays
+                            .get(&idx)
+                            .map_or(e.name.of(&self.names), |d| d),
                         cur,
                         prev: old,
                         devices: 1,

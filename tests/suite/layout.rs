@@ -4,10 +4,11 @@
 //!
 //! Two checks: every build places the listed functions it has first, in
 //! the list's order (the linker took the list); and the shipped (`dist`)
-//! iostat-rs, during a usual `-x` interval run, has at most a quarter of
-//! its text resident. The second fails when the list has gone stale (a
-//! toolchain or dependency upgrade renamed the functions): run
-//! `link/profile.sh` again. Unordered, 87 to 99 % of it was resident
+//! iostat-rs, during a usual `-x` interval run, has at most a fifth of
+//! its text resident. The second fails when the list has gone stale: a
+//! new toolchain, or any change to the dependencies or the version in
+//! Cargo.toml, renames every function (the symbol hashes change), and new
+//! code is not listed yet. Then run `link/profile.sh` again. Unordered, 87 to 99 % of it was resident
 //! (BENCHMARKS.md, "Hot code first").
 
 use crate::hardening::programs;
@@ -129,7 +130,7 @@ fn resident_text_pages(pid: u32, program: &Path) -> (u64, u64) {
 #[ignore = "checks the dist build: cargo build --profile dist --bins && \
             HWSTAT_PROGRAMS_DIR=target/dist cargo test --test suite layout:: -- --include-ignored \
             (.ci/run does)"]
-fn a_usual_run_keeps_at_most_a_quarter_of_the_text_resident() {
+fn a_usual_run_keeps_at_most_a_fifth_of_the_text_resident() {
     let dir = std::env::var_os("HWSTAT_PROGRAMS_DIR")
         .expect("HWSTAT_PROGRAMS_DIR must name the dist build's directory (target/dist)");
     let program: PathBuf =
@@ -164,8 +165,8 @@ fn a_usual_run_keeps_at_most_a_quarter_of_the_text_resident() {
         program.display()
     );
     assert!(
-        resident * 4 <= total,
-        "iostat-rs -x keeps {resident} of its {total} text pages resident (more than a quarter): \
+        resident * 5 <= total,
+        "iostat-rs -x keeps {resident} of its {total} text pages resident (more than a fifth): \
          link/hot-functions.txt is stale or was not used; run link/profile.sh"
     );
 }

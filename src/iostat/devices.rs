@@ -536,11 +536,11 @@ impl DeviceList {
                 self.place(src, idx);
                 continue;
             }
-            let name = self.name(idx).to_owned();
-            let counters = self.read_stat_file(src, &format!("{dir}/{name}/stat"));
+            let stat_path = format!("{dir}/{}/stat", self.name(idx));
+            let counters = self.read_stat_file(src, &stat_path);
             let devnum = match counters {
                 Some(_) if self.entries[idx].devnum.is_none() && self.rules.mapper => src
-                    .device_number(&format!("/dev/{}", name.replace('!', "/")))
+                    .device_number(&format!("/dev/{}", self.name(idx).replace('!', "/")))
                     .ok(),
                 _ => None,
             };

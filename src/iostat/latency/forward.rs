@@ -221,18 +221,15 @@ mod tests {
     #[test]
     fn the_program_reads_fields_of_its_sizes_within_the_span() {
         assert_eq!(field_table(&[requeue()]).unwrap()[2], [8, 16, 24, 30]);
-        let mut wide = requeue();
-        wide.dev = field(8, 8);
-        assert!(field_table(&[wide]).is_err(), "a 64-bit dev_t");
-        let mut misaligned = requeue();
-        misaligned.sector = field(12, 8);
-        assert!(field_table(&[misaligned]).is_err());
-        let mut far = requeue();
-        far.rwbs = field(47, 10);
-        assert!(field_table(&[far]).is_err(), "beyond the copied span");
-        let mut short = requeue();
-        short.rwbs = field(30, 1);
-        assert!(field_table(&[short]).is_err());
+        let refused = |what: &str, change: fn(&mut _)| {
+            let mut layout = requeue();
+            change(&mut layout);
+            assert!(field_table(&[layout]).is_err(), "{what}");
+        };
+        refused("a 64-bit dev_t", |l| l.dev = field(8, 8));
+        refused("a misaligned sector", |l| l.sector = field(12, 8));
+        refused("beyond the copied span", |l| l.rwbs = field(47, 10));
+        refused("a 1-byte rwbs", |l| l.rwbs = field(30, 1));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Two link-time choices for the programs.
+//! Link-time choices for the programs.
 //!
 //! **The unwinder from `libgcc_eh.a`.** The stack unwinder that Rust's
 //! standard library calls (libgcc's `_Unwind_*`) is linked from gcc's
@@ -23,14 +23,33 @@
 //! linker rustc uses for this target is LLD (Rust's default for
 //! x86_64 GNU/Linux since 1.90); with another linker the build is the same
 //! as before, in another order.
+//!
+//! **Sections in the order runs read them.** With LLD, `link/sections.ld`
+//! moves the exception tables (`.gcc_except_table`, read only while a panic
+//! unwinds) from between the relocations and `.rodata` to the end of the
+//! read-only segment, and `.init`, `.fini` and `.plt` from the end of the
+//! text to its start, next to the hot functions: for the same 64 kB
+//! reason, one window fewer resident in each segment.
+//!
+//! **Packed relocations.** A position-independent program carries one
+//! relocation per pointer in its read-only data; packed (`DT_RELR`, glibc
+//! 2.36 and later) they take 3 kB instead of 54 kB, which every run reads
+//! at start. Only when the build is for this machine and a probe program
+//! linked so runs here (see [`loader_takes_packed_relocations`]).
 
 use std::env;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 /// The list of hot functions, relative to the package.
 const HOT_FUNCTIONS: &str = "link/hot-functions.txt";
+
+/// The linker script that orders some sections (see the module's doc).
+const SECTION_ORDER: &str = "link/sections.ld";
+
+/// The linker option for relative relocations in the packed (RELR) form.
+const PACK_RELATIVE_RELOCS: &str = "-Wl,-z,pack-relative-relocs";
 
 fn main() {
     let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -40,12 +59,12 @@ fn main() {
         // library's `-lgcc_s`, which `--as-needed` then leaves out.
         println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
     }
-    if os == "linux" && links_with_lld() {
-        let list =
-            Path::new(&env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default()).join(HOT_FUNCTIONS);
+    let package = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let lld = os == "linux" && probe_link(&[]).is_some_and(|probe| probe.uses_lld());
+    if lld {
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-            list.display()
+            package.join(HOT_FUNCTIONS).display()
         );
         // Names the list has and a program does not (each program uses
         // part of the list; a dependency upgrade renames some) are skipped.
@@ -53,22 +72,70 @@ fn main() {
         // Tells tests/suite/layout.rs that the order was asked for.
         println!("cargo:rustc-env=HWSTAT_HOT_FUNCTIONS_FIRST=1");
     }
+    // The script names x86-64's sections: elsewhere `.plt` is not code
+    // (on ppc64 it is writable data), and the layout was measured here.
+    if lld && env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "x86_64") {
+        println!(
+            "cargo:rustc-link-arg-bins=-Wl,-T,{}",
+            package.join(SECTION_ORDER).display()
+        );
+        println!("cargo:rustc-env=HWSTAT_SECTIONS_ORDERED=1");
+    }
+    if os == "linux" && target_env == "gnu" && loader_takes_packed_relocations() {
+        println!("cargo:rustc-link-arg-bins={PACK_RELATIVE_RELOCS}");
+        // Tells tests/suite/layout.rs that packed relocations were asked for.
+        println!("cargo:rustc-env=HWSTAT_PACKED_RELOCATIONS=1");
+    }
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={HOT_FUNCTIONS}");
+    println!("cargo:rerun-if-changed={SECTION_ORDER}");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
 }
 
-/// Whether rustc links this target's programs with LLD: asks rustc to link
-/// an empty program with this build's flags and reads the link command it
-/// prints. Any failure counts as "no".
-fn links_with_lld() -> bool {
-    let (Some(rustc), Some(out_dir), Ok(target)) = (
-        env::var_os("RUSTC"),
-        env::var_os("OUT_DIR"),
-        env::var("TARGET"),
-    ) else {
+/// Whether the programs can carry their relative relocations packed
+/// (`DT_RELR`): only when building for this very machine, and a probe
+/// program linked so runs here. Such a program needs glibc 2.36 or later
+/// (it requires the version `GLIBC_ABI_DT_RELR`, which older loaders
+/// refuse) and binutils 2.38 or LLD to link; a cross build, or any doubt,
+/// keeps the usual form.
+fn loader_takes_packed_relocations() -> bool {
+    if env::var("HOST").ok() != env::var("TARGET").ok() {
+        return false;
+    }
+    let Some(probe) = probe_link(&[PACK_RELATIVE_RELOCS]) else {
         return false;
     };
+    Command::new(&probe.program)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// An empty program linked as this build links its programs.
+struct LinkProbe {
+    /// The link command rustc ran.
+    command_line: String,
+    /// The linked program.
+    program: PathBuf,
+}
+
+impl LinkProbe {
+    /// Whether the linker is LLD.
+    fn uses_lld(&self) -> bool {
+        self.command_line.contains("-fuse-ld=lld") || self.command_line.contains("ld.lld")
+    }
+}
+
+/// Links an empty program with this build's flags, plus `link_args`, and
+/// returns the link command rustc printed. `None` when anything fails.
+fn probe_link(link_args: &[&str]) -> Option<LinkProbe> {
+    let rustc = env::var_os("RUSTC")?;
+    let out_dir = env::var_os("OUT_DIR")?;
+    let target = env::var("TARGET").ok()?;
+    let name = format!("link_probe{}", link_args.len());
+    let program = PathBuf::from(out_dir).join(&name);
     let mut command = Command::new(rustc);
     command
         .args([
@@ -77,10 +144,10 @@ fn links_with_lld() -> bool {
             "--crate-type",
             "bin",
             "--crate-name",
-            "lld_probe",
+            &name,
         ])
         .args(["--print", "link-args", "-o"])
-        .arg(PathBuf::from(out_dir).join("lld_probe"))
+        .arg(&program)
         .arg("-");
     // The flags and linker this build uses (RUSTFLAGS, config, --config).
     if let Ok(flags) = env::var("CARGO_ENCODED_RUSTFLAGS") {
@@ -93,22 +160,21 @@ fn links_with_lld() -> bool {
             option
         });
     }
-    let Ok(mut child) = command
+    for arg in link_args {
+        command.arg("-C").arg(format!("link-arg={arg}"));
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-    else {
-        return false;
-    };
+        .ok()?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(b"fn main() {}\n");
     }
-    match child.wait_with_output() {
-        Ok(output) if output.status.success() => {
-            let command_line = String::from_utf8_lossy(&output.stdout);
-            command_line.contains("-fuse-ld=lld") || command_line.contains("ld.lld")
-        }
-        _ => false,
-    }
+    let output = child.wait_with_output().ok()?;
+    output.status.success().then(|| LinkProbe {
+        command_line: String::from_utf8_lossy(&output.stdout).into_owned(),
+        program,
+    })
 }

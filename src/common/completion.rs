@@ -21,9 +21,16 @@ pub const VARIABLE: &str = "COMPLETE";
 pub fn answer_if_asked(command: fn() -> clap::Command) {
     // clap_complete reads the working directory before it looks at the
     // variable: look first, so an ordinary run pays nothing for completion.
-    if std::env::var_os(VARIABLE).is_none() {
-        return;
+    if std::env::var_os(VARIABLE).is_some() {
+        complete(command);
     }
+}
+
+/// Answers the shell and exits. Out of line, away from the code every run
+/// executes.
+#[cold]
+#[inline(never)]
+fn complete(command: fn() -> clap::Command) {
     clap_complete::CompleteEnv::with_factory(command)
         .var(VARIABLE)
         .complete();

@@ -40,13 +40,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Err(e) => return report(&progname, e),
     };
     match opts.action {
-        Action::Help => {
-            let help = command().render_long_help().to_string();
-            return match io::stdout().write_all(help.as_bytes()) {
-                Ok(()) => 0,
-                Err(e) => output_error_status(TOOL, &e),
-            };
-        }
+        Action::Help => return print_help(),
         Action::Version => return print_version(&opts.env),
         Action::Run => {}
     }
@@ -191,6 +185,10 @@ fn textfile_conflict(opts: &Options) -> Option<String> {
     ))
 }
 
+// Out of line (here and below): a path most runs never take, kept out of
+// `main_with_args` and `run`, whose code every run executes (build.rs,
+// "Hot code first").
+#[inline(never)]
 fn report(progname: &str, err: IostatError) -> i32 {
     match &err {
         IostatError::Usage => eprint!("{}", usage_text(progname)),
@@ -201,8 +199,19 @@ fn report(progname: &str, err: IostatError) -> i32 {
     err.exit_status()
 }
 
+/// `--help`: the long help, from the command-line definition.
+#[inline(never)]
+fn print_help() -> i32 {
+    let help = command().render_long_help().to_string();
+    match io::stdout().write_all(help.as_bytes()) {
+        Ok(()) => 0,
+        Err(e) => output_error_status(TOOL, &e),
+    }
+}
+
 /// `-V`: the environment variables iostat reads, then the version. The
 /// version line names iostat-rs, not sysstat.
+#[inline(never)]
 fn print_version(env: &Env) -> i32 {
     let mut text = String::new();
     for (name, value) in [
@@ -358,9 +367,17 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
 
 /// `--listen`: the address, checked, and what it cannot be used with.
 fn listen_address(opts: &Options) -> Result<Option<std::net::SocketAddr>, String> {
-    let Some(text) = &opts.listen else {
-        return Ok(None);
-    };
+    match &opts.listen {
+        None => Ok(None),
+        Some(text) => checked_listen_address(text, opts).map(Some),
+    }
+}
+
+/// The address `--listen` names, unless it is malformed or conflicts with
+/// another option. Out of line, as serving is a mode of its own.
+#[cold]
+#[inline(never)]
+fn checked_listen_address(text: &str, opts: &Options) -> Result<std::net::SocketAddr, String> {
     let addr = text.parse().map_err(|_| {
         format!(
             "--listen {text}: expected an IP address and a port, such as 127.0.0.1:9101 or \
@@ -379,11 +396,12 @@ fn listen_address(opts: &Options) -> Result<Option<std::net::SocketAddr>, String
     };
     match expo.listen_conflict(&opts.source, opts.interval.is_some(), format) {
         Some(conflict) => Err(conflict),
-        None => Ok(Some(addr)),
+        None => Ok(addr),
     }
 }
 
 /// `--listen`: serves the exposition, read at each scrape, until stopped.
+#[inline(never)]
 fn serve_metrics(
     opts: &Options,
     addr: std::net::SocketAddr,
@@ -408,6 +426,7 @@ fn serve_metrics(
 
 /// `-o prometheus` and `--textfile`: one exposition of the cumulative
 /// counters per interval (one in all without an interval).
+#[inline(never)]
 fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     let target = match &opts.expo.textfile {
         Some(path) => Target::Textfile(path.clone()),

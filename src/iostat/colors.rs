@@ -50,6 +50,9 @@ impl Colors {
     /// rest consists of digits and `;`; its first byte picks the colour
     /// (`I`, `N`, `Z`, `W`/`M`, `X`/`H`; other keys are sysstat's other
     /// tools' and are ignored). A later entry overrides an earlier one.
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn new(sgr: Option<&str>) -> Colors {
         let mut c = Colors {
             name: "\x1b[32;22m".into(),

@@ -142,12 +142,7 @@ impl DeviceList {
             mapper: opts.mapper_names,
         };
         let dm_major = if opts.mapper_names {
-            src.read("/proc/devices").ok().and_then(|text| {
-                String::from_utf8_lossy(&text)
-                    .lines()
-                    .find(|l| l.contains("device-mapper"))
-                    .and_then(|l| l.split_whitespace().next()?.parse().ok())
-            })
+            device_mapper_major(src)
         } else {
             None
         };
@@ -181,24 +176,7 @@ impl DeviceList {
                     kind,
                     persistent,
                     mapper,
-                } => {
-                    let mut stored = canonical_name(src, name);
-                    if *mapper && let Ok(target) = src.read_link(&format!("/dev/mapper/{stored}")) {
-                        stored = basename(&target).to_string();
-                    }
-                    if let Some(kind_dir) = persistent
-                        && let Ok(target) =
-                            src.read_link(&format!("/dev/disk/by-{kind_dir}/{stored}"))
-                    {
-                        stored = basename(&target).to_string();
-                    }
-                    let stored = truncate_name(stored);
-                    let devnum = src
-                        .device_number(&format!("/dev/{}", stored.replace('!', "/")))
-                        .ok();
-                    let idx = list.add(src, &stored, devnum, *kind);
-                    list.entries[idx].from_cmdline = true;
-                }
+                } => list.add_named(src, name, *kind, persistent.as_deref(), *mapper),
             }
         }
         if let Some(last) = pending_group {
@@ -207,6 +185,36 @@ impl DeviceList {
         }
         list.place_fresh();
         list
+    }
+
+    /// Adds a device named on the command line, under the name its
+    /// `/dev/mapper` or `/dev/disk/by-KIND` link leads to when asked.
+    // Out of line: only runs that name devices take this path; inlined, it
+    // would sit among the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
+    fn add_named(
+        &mut self,
+        src: &dyn Source,
+        name: &str,
+        kind: DeviceKind,
+        persistent: Option<&str>,
+        mapper: bool,
+    ) {
+        let mut stored = canonical_name(src, name);
+        if mapper && let Ok(target) = src.read_link(&format!("/dev/mapper/{stored}")) {
+            stored = basename(&target).to_string();
+        }
+        if let Some(kind_dir) = persistent
+            && let Ok(target) = src.read_link(&format!("/dev/disk/by-{kind_dir}/{stored}"))
+        {
+            stored = basename(&target).to_string();
+        }
+        let stored = truncate_name(stored);
+        let devnum = src
+            .device_number(&format!("/dev/{}", stored.replace('!', "/")))
+            .ok();
+        let idx = self.add(src, &stored, devnum, kind);
+        self.entries[idx].from_cmdline = true;
     }
 
     /// Places the entries added since the last call: merged in `strcmp`
@@ -426,6 +434,9 @@ impl DeviceList {
         e.exists = true;
     }
 
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     fn read_diskstats_file(&mut self, src: &dyn Source, path: &str, curr: usize) {
         let mut buf = std::mem::take(&mut self.buf);
         // A read error ends the file: the lines before it count, as with fgets.
@@ -571,6 +582,9 @@ impl DeviceList {
     /// Reads a device named on the command line: a whole device from
     /// `<block>/<name>/stat` (plus its partitions with `-p dev`), a partition
     /// from `<dev/block>/<major>:<minor>/stat`. With `+f`, the system first.
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     fn read_listed(
         &mut self,
         src: &dyn Source,
@@ -714,6 +728,17 @@ fn failed_to_open(err: &std::io::Error) -> bool {
         ),
         None => true,
     }
+}
+
+/// The major number of device-mapper devices, from `/proc/devices` (`-N`).
+#[inline(never)]
+fn device_mapper_major(src: &dyn Source) -> Option<u32> {
+    src.read("/proc/devices").ok().and_then(|text| {
+        String::from_utf8_lossy(&text)
+            .lines()
+            .find(|l| l.contains("device-mapper"))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+    })
 }
 
 #[cfg(test)]

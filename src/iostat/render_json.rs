@@ -21,6 +21,9 @@ pub struct JsonRenderer {
 
 impl JsonRenderer {
     /// A renderer for these options.
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn new(opts: &Options) -> JsonRenderer {
         JsonRenderer {
             opts: opts.clone(),

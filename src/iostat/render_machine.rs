@@ -347,6 +347,9 @@ pub struct MachineRenderer {
 impl MachineRenderer {
     /// The renderer for CSV or NDJSON (other formats are not its own),
     /// with the reports `opts` selects.
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn new(format: OutputFormat, opts: &Options) -> MachineRenderer {
         let f = match format {
             OutputFormat::Csv => Format::Csv,

@@ -151,9 +151,22 @@ impl SvgCharts {
     /// `live`: the file is rewritten after each report, else once by
     /// [`SvgCharts::finish`] (a replay).
     pub fn new(opts: &Options, banner: &Banner, live: bool) -> Result<Option<SvgCharts>, String> {
-        let Some(path) = opts.svg.clone() else {
-            return Ok(None);
-        };
+        match &opts.svg {
+            None => Ok(None),
+            Some(path) => Self::to_file(path.clone(), opts, banner, live).map(Some),
+        }
+    }
+
+    /// The charts for `--svg PATH`. Kept out of line: most runs draw none,
+    /// and its code would otherwise sit among the code every run executes.
+    #[cold]
+    #[inline(never)]
+    fn to_file(
+        path: PathBuf,
+        opts: &Options,
+        banner: &Banner,
+        live: bool,
+    ) -> Result<SvgCharts, String> {
         let report = match (opts.extended, opts.short) {
             (false, _) => Report::Basic,
             (true, false) => Report::Extended,
@@ -175,7 +188,7 @@ impl SvgCharts {
                 })?,
         };
         let u = &banner.uname;
-        Ok(Some(SvgCharts {
+        Ok(SvgCharts {
             path,
             title: format!(
                 "iostat-rs on {} ({} {}), {}",
@@ -191,12 +204,14 @@ impl SvgCharts {
             live,
             devices_history: None,
             cpu: opts.show_cpu.then(|| History::new(CPU_COLUMNS.len())),
-        }))
+        })
     }
 
     /// Adds a report to the charts and, live, rewrites the file. The first report
     /// (since boot) is left out when there is an interval, and so is the
     /// one `-y` skips.
+    // Out of line: only this mode runs it (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn sample(&mut self, s: &Sample, skipped: bool) -> Result<(), String> {
         if skipped || (s.index == 0 && self.since_boot_skipped) {
             return Ok(());
@@ -233,6 +248,8 @@ impl SvgCharts {
     }
 
     /// Writes the file at the end of a replay (a live run wrote it already).
+    // Out of line: only this mode runs it (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn finish(&self) -> Result<(), String> {
         if self.live { Ok(()) } else { self.write() }
     }

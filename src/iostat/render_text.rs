@@ -225,6 +225,9 @@ impl TextRenderer {
         self.buf.push_str("\n\n");
     }
 
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     fn basic_header(&mut self) {
         let u = self.unit.label(true);
         if self.short {
@@ -321,6 +324,9 @@ impl TextRenderer {
 
     /// `--latency`'s columns: ms with two decimals, `0.00` where no request
     /// of the kind completed (as `-x` prints an await), depths as integers.
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     fn latency_cells(&mut self, l: &LatencyStats) {
         for op in l.ops {
             for v in op.unwrap_or_default() {

@@ -70,6 +70,9 @@ impl Replay {
     /// first: a damaged line, a recording of another tool or of no sample
     /// is an error naming the file (and the line). A last line cut short
     /// is left out, and [`Replay::cut`] says so.
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn open(path: &Path, tool: &str) -> Result<Replay, ReplayError> {
         let loaded = load(path, tool)?;
         let mut replay = Replay::from_parts(loaded.header, loaded.frames);

@@ -76,6 +76,9 @@ pub struct Recorder {
 impl Recorder {
     /// Creates `path` and writes the header; fails before any sampling if the
     /// file cannot be created or written (a full disk, `/dev/full`).
+    // Out of line: only some runs take this path; inlined, it would sit among
+    // the code every run executes (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn create(
         path: &Path,
         inner: Box<dyn Source>,

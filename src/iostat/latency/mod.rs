@@ -45,6 +45,8 @@ pub struct Latency {
 impl Latency {
     /// Starts measuring on a live source (partitions too with `-p`); a
     /// replay measures nothing and reads the recorded histograms.
+    // Out of line: only this mode runs it (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn start(src: &dyn Source, partitions: bool) -> Result<Latency, String> {
         let collector = if src.is_live() {
             let c = Collector::start(partitions)?;
@@ -62,6 +64,8 @@ impl Latency {
     }
 
     /// The histograms of the interval ending now (recorded on the way).
+    // Out of line: only this mode runs it (build.rs, "Hot code first").
+    #[inline(never)]
     pub fn sample(&self, src: &dyn Source) -> Result<Interval, String> {
         let mut read = || match &self.collector {
             Some(c) => Ok(c.take().encode()),

@@ -109,6 +109,16 @@ fn section_addresses(program: &Path) -> std::collections::HashMap<String, (u64, 
         .collect()
 }
 
+/// The address of the data symbol of `program` whose name contains `part`.
+fn data_symbol(program: &Path, part: &str) -> u64 {
+    let data = std::fs::read(program).unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    let elf = ElfFile64::<Endianness>::parse(&*data).expect("a 64-bit ELF program");
+    elf.symbols()
+        .find(|symbol| symbol.name().is_ok_and(|name| name.contains(part)))
+        .unwrap_or_else(|| panic!("{}: no symbol named *{part}*", program.display()))
+        .address()
+}
+
 #[test]
 fn the_sections_every_run_reads_are_together() {
     if option_env!("HWSTAT_SECTIONS_ORDERED").is_none() {
@@ -138,6 +148,16 @@ fn the_sections_every_run_reads_are_together() {
                 at(read)
             );
         }
+        // What every report reads in .rodata is at its start: itoa's
+        // digit pairs (and this crate's jump tables, which have no symbol).
+        let rodata = at(".rodata");
+        let digit_pairs = data_symbol(&program, "itoa13DECIMAL_PAIRS");
+        assert!(
+            digit_pairs - rodata < 16 * 1024,
+            "{}: itoa's DECIMAL_PAIRS at {digit_pairs:#x}, {} bytes into .rodata",
+            program.display(),
+            digit_pairs - rodata
+        );
         // The code every run executes outside .text is next to its start.
         for code in [".init", ".fini", ".plt"] {
             assert!(

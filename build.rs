@@ -105,12 +105,20 @@ fn loader_takes_packed_relocations() -> bool {
     let Some(probe) = probe_link(&[PACK_RELATIVE_RELOCS]) else {
         return false;
     };
-    Command::new(&probe.program)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    // A linker that does not know the option (binutils before 2.38) only
+    // warns: then the probe has no `.relr.dyn` section, whose name would
+    // be in its section-name table.
+    let packed = std::fs::read(&probe.program).is_ok_and(|elf| {
+        elf.windows(b".relr.dyn\0".len())
+            .any(|w| w == b".relr.dyn\0")
+    });
+    packed
+        && Command::new(&probe.program)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
 }
 
 /// An empty program linked as this build links its programs.

@@ -24,12 +24,14 @@
 //! x86_64 GNU/Linux since 1.90); with another linker the build is the same
 //! as before, in another order.
 //!
-//! **Sections in the order runs read them.** With LLD, `link/sections.ld`
-//! moves the exception tables (`.gcc_except_table`, read only while a panic
-//! unwinds) from between the relocations and `.rodata` to the end of the
-//! read-only segment, and `.init`, `.fini` and `.plt` from the end of the
-//! text to its start, next to the hot functions: for the same 64 kB
-//! reason, one window fewer resident in each segment.
+//! **Sections in the order runs read them.** With LLD on x86_64,
+//! `link/sections.ld` moves the exception tables (`.gcc_except_table`,
+//! read only while a panic unwinds) from between the relocations and
+//! `.rodata` to the end of the read-only segment, what every report reads
+//! in `.rodata` to its start, and `.init`, `.fini` and `.plt` from the end
+//! of the text to its start, next to the hot functions: for the same 64 kB
+//! reason, fewer windows resident (BENCHMARKS.md, "Read-only data
+//! together").
 //!
 //! **Packed relocations.** A position-independent program carries one
 //! relocation per pointer in its read-only data; packed (`DT_RELR`, glibc

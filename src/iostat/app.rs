@@ -1,6 +1,11 @@
 //! One run: options in, reports out. Opens the source, reads each sample
 //! (uptime, CPU, devices) on the core's interval loop and hands it to the
 //! renderer; maps every failure to sysstat's message and exit status.
+//!
+//! The paths most runs never take (errors, `--help`, `-V`, `--listen`,
+//! expositions) are `#[inline(never)]`: inlined into `main_with_args` or
+//! `run`, whose code every run executes, they would keep their pages
+//! resident in every run (build.rs, "Hot code first").
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
@@ -185,9 +190,7 @@ fn textfile_conflict(opts: &Options) -> Option<String> {
     ))
 }
 
-// Out of line (here and below): a path most runs never take, kept out of
-// `main_with_args` and `run`, whose code every run executes (build.rs,
-// "Hot code first").
+/// Prints `err` as sysstat would and returns the exit status.
 #[inline(never)]
 fn report(progname: &str, err: IostatError) -> i32 {
     match &err {

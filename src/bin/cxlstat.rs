@@ -1,6 +1,15 @@
 //! `cxlstat`: count CXL PMU events. See `docs/cxlstat.md`.
+//!
+//! No Rust `main`: the program starts in [`hwstat::common::entry::run`],
+//! whose documentation says why.
+#![no_main]
 
-fn main() {
-    hwstat::common::completion::answer_if_asked(hwstat::cxlstat::cli::command);
-    std::process::exit(hwstat::cxlstat::app::main());
+use std::ffi::{c_char, c_int};
+
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+    hwstat::common::entry::run(|| {
+        hwstat::common::completion::answer_if_asked(hwstat::cxlstat::cli::command);
+        hwstat::cxlstat::app::main()
+    })
 }

@@ -5,6 +5,7 @@
 //! * [`root`]: opening kernel files under a root: never blocking, regular
 //!   files only, never outside the root;
 //! * [`record`]: the recording format, its writer and its replayer;
+//! * [`entry`]: the programs' start, before their own code runs;
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
 //! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
@@ -66,6 +67,7 @@ pub mod clock;
 pub mod completion;
 pub mod counter;
 pub mod cpulist;
+pub mod entry;
 pub mod escape;
 pub mod excerpt;
 pub mod expo;

@@ -3,7 +3,8 @@
 //! SIGINT, SIGTERM and SIGHUP do not kill the process: they set a flag that
 //! the interval loop checks, so the current report is finished, a JSON
 //! document is closed and anything a tool changed is restored. A closed
-//! output pipe is not a signal here: Rust ignores SIGPIPE, so the write fails
+//! output pipe is not a signal here: the programs ignore SIGPIPE
+//! ([`crate::common::entry`]), so the write fails
 //! with `BrokenPipe`, which the binaries treat as a quiet, normal end.
 
 use std::io;

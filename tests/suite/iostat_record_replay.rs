@@ -261,6 +261,52 @@ fn a_closed_pipe_ends_quietly() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// A program started with its standard descriptors closed must not let a
+/// file it opens take their place: the report would be written into the
+/// recording. Rust's own start guards against this; iostat-rs starts without
+/// it (src/common/entry.rs) and must do the same.
+#[test]
+fn closed_standard_descriptors_do_not_receive_the_recording() {
+    use std::os::unix::process::CommandExt;
+    let dir = fixture("closed-fds");
+    let root = dir.to_str().unwrap();
+    let rec = dir.join("run.rec");
+    let mut live = Command::new(BIN);
+    live.args([
+        "--sysroot",
+        root,
+        "--record",
+        rec.to_str().unwrap(),
+        "-x",
+        "0.01",
+        "2",
+    ]);
+    // SAFETY: close is async-signal-safe, as a pre_exec closure requires.
+    unsafe {
+        live.pre_exec(|| {
+            for fd in 0..=2 {
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
+    assert_eq!(live.status().unwrap().code(), Some(0));
+    let recording = fs::read_to_string(&rec).unwrap();
+    assert!(
+        recording.starts_with("{\"format\":\"hwstat-recording\"") && !recording.contains("avg-cpu"),
+        "the report went into the recording:\n{recording}"
+    );
+    let replay = run(&["--replay", rec.to_str().unwrap(), "-x", "0.01", "2"]);
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("avg-cpu"));
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn usage_errors_print_usage_and_exit_1() {
     for args in [

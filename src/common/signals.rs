@@ -4,8 +4,8 @@
 //! the interval loop checks, so the current report is finished, a JSON
 //! document is closed and anything a tool changed is restored. A closed
 //! output pipe is not a signal here: the programs ignore SIGPIPE
-//! ([`crate::common::entry`]), so the write fails
-//! with `BrokenPipe`, which the binaries treat as a quiet, normal end.
+//! ([`crate::common::entry`]), so the write fails with `BrokenPipe`, which
+//! the binaries treat as a quiet, normal end.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};

@@ -18,8 +18,9 @@
 //!   process with status 101;
 //! * buffered standard output is flushed at the end.
 //!
-//! A stack overflow still stops at the kernel's guard gap; it is then
-//! reported as a plain SIGSEGV, without Rust's message.
+//! What differs: a stack overflow still stops at the kernel's guard gap,
+//! but as a plain SIGSEGV without Rust's message, and a panic's message
+//! names the thread `<unnamed>`, not `main`.
 
 use std::ffi::c_int;
 use std::io;

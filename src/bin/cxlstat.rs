@@ -1,15 +1,6 @@
 //! `cxlstat`: count CXL PMU events. See `docs/cxlstat.md`.
 //!
-//! No Rust `main`: the program starts in [`hwstat::common::entry::run`],
-//! whose documentation says why.
+//! No Rust `main`: see [`hwstat::common::entry`].
 #![no_main]
 
-use std::ffi::{c_char, c_int};
-
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
-    hwstat::common::entry::run(|| {
-        hwstat::common::completion::answer_if_asked(hwstat::cxlstat::cli::command);
-        hwstat::cxlstat::app::main()
-    })
-}
+hwstat::program_main!(hwstat::cxlstat::cli::command, hwstat::cxlstat::app::main());

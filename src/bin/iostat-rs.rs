@@ -1,15 +1,9 @@
 //! `iostat-rs`: report CPU and block device I/O statistics like sysstat's iostat.
 //!
-//! No Rust `main`: the program starts in [`hwstat::common::entry::run`],
-//! whose documentation says why.
+//! No Rust `main`: see [`hwstat::common::entry`].
 #![no_main]
 
-use std::ffi::{c_char, c_int};
-
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
-    hwstat::common::entry::run(|| {
-        hwstat::common::completion::answer_if_asked(hwstat::iostat::cli::command);
-        hwstat::iostat::app::main_with_args(std::env::args().collect())
-    })
-}
+hwstat::program_main!(
+    hwstat::iostat::cli::command,
+    hwstat::iostat::app::main_with_args(std::env::args().collect())
+);

@@ -6,8 +6,8 @@
 //! `pthread_getattr_np`, which opens, reads and parses `/proc/self/maps`:
 //! 30 µs of the 750 µs an `iostat-rs -x` report takes (BENCHMARKS.md, "The
 //! program's start"). So the programs are built with `#![no_main]`, and their
-//! C `main` calls [`run`], which keeps what the programs rely on from that
-//! start:
+//! C `main` ([`program_main!`](crate::program_main)) calls [`run`], which
+//! keeps what the programs rely on from that start:
 //!
 //! * descriptors 0, 1 and 2 are open, on `/dev/null` if they were closed, so
 //!   a file the program opens (a recording, a textfile) can never become its
@@ -22,7 +22,6 @@
 //! but as a plain SIGSEGV without Rust's message, and a panic's message
 //! names the thread `<unnamed>`, not `main`.
 
-use std::ffi::c_int;
 use std::io;
 use std::panic::{self, UnwindSafe};
 
@@ -63,7 +62,7 @@ fn open_closed_standard_descriptors() -> io::Result<()> {
         if null == -1 {
             return Err(io::Error::last_os_error());
         }
-        if null != fd as c_int {
+        if null != fd {
             // SAFETY: `null` was just opened here and is owned by nobody else.
             unsafe { libc::close(null) };
             return Err(io::Error::other(format!(
@@ -72,4 +71,24 @@ fn open_closed_standard_descriptors() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Defines a program's C `main`: answers a shell's completion request with
+/// the clap command `$command` builds, else runs `$body` (an expression of
+/// type `i32`, the exit status) through [`run`]. The binary must be
+/// `#![no_main]`.
+#[macro_export]
+macro_rules! program_main {
+    ($command:path, $body:expr) => {
+        #[unsafe(no_mangle)]
+        extern "C" fn main(
+            _argc: ::std::ffi::c_int,
+            _argv: *const *const ::std::ffi::c_char,
+        ) -> ::std::ffi::c_int {
+            $crate::common::entry::run(|| {
+                $crate::common::completion::answer_if_asked($command);
+                $body
+            })
+        }
+    };
 }

@@ -136,6 +136,27 @@ fn interrupt(child: &Child) {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
 }
 
+/// Waits for bpftrace, already sent SIGINT, to print its maps and exit;
+/// sends SIGINT again every 5 s, and fails after `limit`. bpftrace can miss
+/// the first: a CI run waited four minutes on a bpftrace in `epoll_wait`
+/// with SIGINT caught and none pending, which a second SIGINT ended.
+fn await_bpftrace(bpf: &mut Child, limit: Duration) {
+    let start = Instant::now();
+    let mut sent = Instant::now();
+    while bpf.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = bpf.kill();
+            let _ = bpf.wait();
+            panic!("bpftrace did not exit within {limit:?} of SIGINT");
+        }
+        if sent.elapsed() > Duration::from_secs(5) {
+            interrupt(bpf);
+            sent = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A running child whose output is read as it comes, so a full pipe
 /// never blocks it.
 struct Watched {
@@ -388,9 +409,9 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         .last()
         .map(|e| format!("{}\n", e.trim_start()))
         .expect("an exposition");
+    await_bpftrace(&mut bpf, Duration::from_secs(30));
     let mut rest = String::new();
     bpf_out.read_to_string(&mut rest).unwrap();
-    let _ = wait_output(watch(bpf), Duration::from_secs(10));
     let (hist, max_s) = iostat_read_hist(&text(&out.stdout), &lo.name);
     let count: u64 = hist.iter().map(|&(_, c)| c).sum();
     let highs: Vec<(u64, u64)> = hist.iter().map(|&((_, h), c)| (h, c)).collect();

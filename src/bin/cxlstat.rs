@@ -3,4 +3,4 @@
 //! No Rust `main`: see [`hwstat::common::entry`].
 #![no_main]
 
-hwstat::program_main!(hwstat::cxlstat::cli::command, hwstat::cxlstat::app::main());
+hwstat::program_main!(hwstat::cxlstat::app::PROGRAM);

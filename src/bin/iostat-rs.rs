@@ -3,7 +3,4 @@
 //! No Rust `main`: see [`hwstat::common::entry`].
 #![no_main]
 
-hwstat::program_main!(
-    hwstat::iostat::cli::command,
-    hwstat::iostat::app::main_with_args(std::env::args().collect())
-);
+hwstat::program_main!(hwstat::iostat::app::PROGRAM);

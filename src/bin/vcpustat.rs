@@ -3,7 +3,4 @@
 //! No Rust `main`: see [`hwstat::common::entry`].
 #![no_main]
 
-hwstat::program_main!(
-    hwstat::vcpustat::cli::command,
-    hwstat::vcpustat::app::main()
-);
+hwstat::program_main!(hwstat::vcpustat::app::PROGRAM);

@@ -18,19 +18,47 @@
 //!   process with status 101;
 //! * buffered standard output is flushed at the end.
 //!
+//! The arguments are the ones the C runtime hands `main`, taken as they are
+//! on every C library (Rust's own capture of them without its start is
+//! glibc's only). An argument that is not UTF-8 is a usage error naming it,
+//! not the panic of `std::env::args`.
+//!
 //! What differs: a stack overflow still stops at the kernel's guard gap,
 //! but as a plain SIGSEGV without Rust's message, and a panic's message
 //! names the thread `<unnamed>`, not `main`.
 
+use std::ffi::{CStr, c_char, c_int};
 use std::io;
-use std::panic::{self, UnwindSafe};
+use std::panic;
+
+use crate::common::cli::report_error;
+use crate::common::completion;
+use crate::common::excerpt::excerpt;
 
 /// The exit status of a run that panicked, as Rust's own start gives it.
 pub const PANIC_STATUS: i32 = 101;
 
-/// Prepares the process as described in the module documentation, runs
-/// `main` and exits with its status.
-pub fn run(main: impl FnOnce() -> i32 + UnwindSafe) -> ! {
+/// What [`run`] needs to know of a program.
+pub struct Program {
+    /// The name its messages start with.
+    pub name: &'static str,
+    /// Its exit status for a usage error.
+    pub usage_status: i32,
+    /// Its command-line definition, for shell completion.
+    pub command: fn() -> clap::Command,
+    /// The program: its arguments (its own name first) in, its exit status out.
+    pub main: fn(Vec<String>) -> i32,
+}
+
+/// Prepares the process as described in the module documentation, answers
+/// a shell's completion request or runs `program` with the arguments, and
+/// exits with its status.
+///
+/// # Safety
+///
+/// `argv` holds `argc` pointers to NUL-terminated strings, as the C
+/// runtime passes them to `main`.
+pub unsafe fn run(program: &Program, argc: c_int, argv: *const *const c_char) -> ! {
     if let Err(err) = open_closed_standard_descriptors() {
         // When descriptor 2 is the one left closed, this line is lost:
         // Rust's standard error ignores a closed descriptor.
@@ -39,9 +67,41 @@ pub fn run(main: impl FnOnce() -> i32 + UnwindSafe) -> ! {
     }
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let status = panic::catch_unwind(main).unwrap_or(PANIC_STATUS);
+    let status = panic::catch_unwind(|| {
+        completion::answer_if_asked(program.command);
+        // SAFETY: passed on from the caller.
+        match unsafe { utf8_arguments(argc, argv) } {
+            Ok(args) => (program.main)(args),
+            Err(message) => report_error(program.name, message, program.usage_status),
+        }
+    })
+    .unwrap_or(PANIC_STATUS);
     // `exit` flushes Rust's standard output before the process ends.
     std::process::exit(status)
+}
+
+/// The arguments as strings, or an error naming the first that is not UTF-8.
+///
+/// # Safety
+///
+/// As for [`run`].
+unsafe fn utf8_arguments(argc: c_int, argv: *const *const c_char) -> Result<Vec<String>, String> {
+    let count = usize::try_from(argc).unwrap_or(0);
+    let mut args = Vec::with_capacity(count);
+    for position in 0..count {
+        // SAFETY: the caller's promise: `argc` valid pointers.
+        let arg = unsafe { CStr::from_ptr(*argv.add(position)) };
+        match arg.to_str() {
+            Ok(text) => args.push(text.to_owned()),
+            Err(_) => {
+                return Err(format!(
+                    "argument {position} is not valid UTF-8: {}",
+                    excerpt(arg.to_bytes())
+                ));
+            }
+        }
+    }
+    Ok(args)
 }
 
 /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed.
@@ -73,22 +133,51 @@ fn open_closed_standard_descriptors() -> io::Result<()> {
     Ok(())
 }
 
-/// Defines a program's C `main`: answers a shell's completion request with
-/// the clap command `$command` builds, else runs `$body` (an expression of
-/// type `i32`, the exit status) through [`run`]. The binary must be
-/// `#![no_main]`.
+/// Defines a program's C `main`, which calls [`run`] with `$program`, a
+/// [`Program`]. The binary must be `#![no_main]`.
 #[macro_export]
 macro_rules! program_main {
-    ($command:path, $body:expr) => {
+    ($program:expr) => {
         #[unsafe(no_mangle)]
         extern "C" fn main(
-            _argc: ::std::ffi::c_int,
-            _argv: *const *const ::std::ffi::c_char,
+            argc: ::std::ffi::c_int,
+            argv: *const *const ::std::ffi::c_char,
         ) -> ::std::ffi::c_int {
-            $crate::common::entry::run(|| {
-                $crate::common::completion::answer_if_asked($command);
-                $body
-            })
+            // SAFETY: argc and argv are what the C runtime passed to main.
+            unsafe { $crate::common::entry::run(&$program, argc, argv) }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    /// `utf8_arguments` over `args`, passed as the C runtime passes them.
+    fn arguments(args: &[&[u8]]) -> Result<Vec<String>, String> {
+        let owned: Vec<CString> = args.iter().map(|a| CString::new(*a).unwrap()).collect();
+        let mut argv: Vec<*const c_char> = owned.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let argc = c_int::try_from(owned.len()).unwrap();
+        // SAFETY: argc pointers to the NUL-terminated strings of `owned`.
+        unsafe { utf8_arguments(argc, argv.as_ptr()) }
+    }
+
+    #[test]
+    fn arguments_are_taken_in_order() {
+        assert_eq!(
+            arguments(&[b"iostat-rs", b"-x", b"1", "sd\u{e9}".as_bytes()]).unwrap(),
+            ["iostat-rs", "-x", "1", "sd\u{e9}"]
+        );
+        assert_eq!(arguments(&[]).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_named_and_escaped() {
+        assert_eq!(
+            arguments(&[b"cxlstat", b"-e", b"a\xff\x1b[2J"]).unwrap_err(),
+            "argument 2 is not valid UTF-8: \"a\\xff\\x1b[2J\""
+        );
+    }
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{output_error_status, parse_error_status, report_error};
+use crate::common::entry::Program;
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
 use crate::common::privilege::{drop_capabilities, is_secure};
@@ -32,9 +33,18 @@ use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
 
 const TOOL: &str = "cxlstat";
 
-/// The program: parses `std::env::args`, runs, and gives the exit status.
-pub fn main() -> i32 {
-    let raw: Vec<String> = std::env::args().collect();
+/// cxlstat, as its binary starts it ([`crate::common::entry`]).
+pub const PROGRAM: Program = Program {
+    name: TOOL,
+    // clap's status for a usage error, as `parse_error_status` gives it.
+    usage_status: 2,
+    command: super::cli::command,
+    main,
+};
+
+/// The program: parses `raw` (the program's name first), runs, and gives
+/// the exit status.
+pub fn main(raw: Vec<String>) -> i32 {
     let args = match Args::try_parse_from(&raw) {
         Ok(args) => args,
         Err(e) => return parse_error_status(TOOL, &e),
@@ -52,7 +62,7 @@ pub fn main() -> i32 {
         }
     };
     let mut out = io::BufWriter::new(StoppableStdout::new(&stop));
-    match run(&options, &raw[1..], &mut out, &stop) {
+    match run(&options, raw.get(1..).unwrap_or(&[]), &mut out, &stop) {
         Ok(status) => match out.flush() {
             Ok(()) => status,
             Err(e) => output_error_status(TOOL, &e),

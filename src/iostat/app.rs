@@ -10,6 +10,7 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use crate::common::cli::{output_error_status, report_error};
+use crate::common::entry::Program;
 use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
@@ -35,6 +36,15 @@ use super::render_text::TextRenderer;
 use super::report::{Banner, Renderer, Sample, banner_date};
 
 const TOOL: &str = "iostat-rs";
+
+/// iostat-rs, as its binary starts it ([`crate::common::entry`]).
+pub const PROGRAM: Program = Program {
+    name: TOOL,
+    // sysstat's status for a usage error.
+    usage_status: 1,
+    command: super::cli::command,
+    main: main_with_args,
+};
 
 /// Runs iostat-rs with `args` (program name first) and returns the exit status.
 pub fn main_with_args(args: Vec<String>) -> i32 {

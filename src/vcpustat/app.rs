@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{output_error_status, parse_error_status, report_error};
+use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
@@ -28,19 +29,30 @@ use super::restore::{RestorePlan, Undo, run_then_restore};
 /// The program name in messages.
 pub const TOOL: &str = "vcpustat";
 
-/// Runs vcpustat with the process arguments and returns the exit status.
+/// vcpustat, as its binary starts it ([`crate::common::entry`]).
+pub const PROGRAM: Program = Program {
+    name: TOOL,
+    // clap's status for a usage error, as `parse_error_status` gives it.
+    usage_status: 2,
+    command: super::cli::command,
+    main,
+};
+
+/// Runs vcpustat with `args` (the program's name first) and returns the
+/// exit status.
 ///
 /// The restore plan is applied here, after the run, whatever the run's
 /// outcome (a panic included), before the status is chosen.
-pub fn main() -> i32 {
-    let args: Vec<String> = std::env::args().collect();
+pub fn main(args: Vec<String>) -> i32 {
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => return parse_error_status(TOOL, &err),
     };
     if let Some(tool) = cli.command {
         return match tool {
-            Tool::Trace(trace) => crate::vcpustat::trace::cli::run_args(&trace),
+            Tool::Trace(trace) => {
+                crate::vcpustat::trace::cli::run_args(&trace, args.get(1..).unwrap_or(&[]))
+            }
         };
     }
     let options = match Options::from_args(cli.report) {

@@ -98,3 +98,30 @@ fn bad_command_lines_are_one_line_errors() {
         .stderr;
     assert!(String::from_utf8(err).unwrap().contains("--freq"));
 }
+
+/// An argument that is not UTF-8 (a Linux argument may be any bytes) is a
+/// usage error naming it, escaped, with each tool's usage status: before,
+/// all three panicked in `std::env::args`.
+#[test]
+fn an_argument_that_is_not_utf8_is_a_usage_error_naming_it() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    for (program, status) in [
+        (env!("CARGO_BIN_EXE_iostat-rs"), 1),
+        (env!("CARGO_BIN_EXE_vcpustat"), 2),
+        (env!("CARGO_BIN_EXE_cxlstat"), 2),
+    ] {
+        let out = Command::new(program)
+            .arg("-o")
+            .arg(OsStr::from_bytes(b"json\xff\x1b]0;owned\x07"))
+            .output()
+            .unwrap();
+        let name = Path::new(program).file_name().unwrap().to_str().unwrap();
+        assert_eq!(out.status.code(), Some(status), "{name}");
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            format!("{name}: argument 2 is not valid UTF-8: \"json\\xff\\x1b]0;owned\\x07\"\n"),
+        );
+        assert!(out.stdout.is_empty(), "{name}");
+    }
+}

@@ -133,10 +133,11 @@ impl RecordArgs {
     }
 }
 
-/// Runs parsed `trace` arguments; returns the exit status.
-pub fn run_args(args: &TraceArgs) -> i32 {
+/// Runs parsed `trace` arguments; returns the exit status. `argv` is the
+/// command line after the program's name, kept in a recording's header.
+pub fn run_args(args: &TraceArgs, argv: &[String]) -> i32 {
     match &args.command {
-        TraceCommand::Record(a) => match run_record(a) {
+        TraceCommand::Record(a) => match run_record(a, argv) {
             Ok(()) => 0,
             Err(e) => report_error(TOOL, e, 1),
         },
@@ -144,10 +145,9 @@ pub fn run_args(args: &TraceArgs) -> i32 {
     }
 }
 
-fn run_record(args: &RecordArgs) -> Result<(), TraceError> {
+fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
     let options = args.options()?;
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let mut source = args.source.open(TOOL, &argv).map_err(TraceError::Input)?;
+    let mut source = args.source.open(TOOL, argv).map_err(TraceError::Input)?;
     let root = args
         .source
         .sysroot

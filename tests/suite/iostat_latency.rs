@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use slowdisk::{Delays, SlowDisk};
@@ -134,6 +135,38 @@ impl Drop for Loop {
 fn interrupt(child: &Child) {
     // SAFETY: signalling our own child by its pid.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+}
+
+/// The lines of a child's output, read by a thread as they come, so that
+/// waiting for one can have a limit.
+fn lines_of(pipe: ChildStdout) -> mpsc::Receiver<String> {
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    received
+}
+
+/// Waits until bpftrace says it is attached (at most `limit`); kills it and
+/// fails otherwise.
+fn await_attached(bpf: &mut Child, lines: &mpsc::Receiver<String>, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.starts_with("Attaching") => return,
+            Ok(_) => {}
+            Err(err) => {
+                let _ = bpf.kill();
+                let _ = bpf.wait();
+                panic!("bpftrace did not attach within {limit:?}: {err}");
+            }
+        }
+    }
 }
 
 /// Waits for bpftrace, already sent SIGINT, to print its maps and exit;
@@ -353,12 +386,8 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         .stderr(Stdio::null())
         .spawn()
         .expect("bpftrace starts");
-    let mut bpf_out = BufReader::new(bpf.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("Attaching") {
-        line.clear();
-        assert!(bpf_out.read_line(&mut line).unwrap() > 0, "bpftrace ended");
-    }
+    let bpf_lines = lines_of(bpf.stdout.take().unwrap());
+    await_attached(&mut bpf, &bpf_lines, Duration::from_secs(60));
     let iostat = watch_latency(&lo.name);
     let expo = in_namespace(
         MOUNT_TRACEFS,
@@ -410,8 +439,8 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         .map(|e| format!("{}\n", e.trim_start()))
         .expect("an exposition");
     await_bpftrace(&mut bpf, Duration::from_secs(30));
-    let mut rest = String::new();
-    bpf_out.read_to_string(&mut rest).unwrap();
+    // bpftrace has exited: its pipe is closed, so the lines end.
+    let rest: String = bpf_lines.into_iter().map(|line| line + "\n").collect();
     let (hist, max_s) = iostat_read_hist(&text(&out.stdout), &lo.name);
     let count: u64 = hist.iter().map(|&(_, c)| c).sum();
     let highs: Vec<(u64, u64)> = hist.iter().map(|&((_, h), c)| (h, c)).collect();

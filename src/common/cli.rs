@@ -149,9 +149,13 @@ pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
     }
 }
 
+/// The exit status of a usage error in the tools whose command line clap
+/// parses (vcpustat, cxlstat), as clap's own programs give it.
+pub const USAGE_STATUS: i32 = 2;
+
 /// Ends a command line clap could not parse: `--help` and `--version` print
 /// as clap prints them (status 0); an error is one line, `tool: what is
-/// wrong (see 'tool --help')`, with status 2.
+/// wrong (see 'tool --help')`, with [`USAGE_STATUS`].
 pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
     if !err.use_stderr() {
         let _ = err.print();
@@ -168,7 +172,11 @@ pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
         .collect();
     let joined = paragraph.join(" ");
     let what = joined.strip_prefix("error: ").unwrap_or(&joined);
-    report_error(tool, format_args!("{what} (see '{tool} --help')"), 2)
+    report_error(
+        tool,
+        format_args!("{what} (see '{tool} --help')"),
+        USAGE_STATUS,
+    )
 }
 
 #[cfg(test)]

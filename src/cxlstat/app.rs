@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use crate::common::cli::{output_error_status, parse_error_status, report_error};
+use crate::common::cli::{USAGE_STATUS, output_error_status, parse_error_status, report_error};
 use crate::common::entry::Program;
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
@@ -36,8 +36,7 @@ const TOOL: &str = "cxlstat";
 /// cxlstat, as its binary starts it ([`crate::common::entry`]).
 pub const PROGRAM: Program = Program {
     name: TOOL,
-    // clap's status for a usage error, as `parse_error_status` gives it.
-    usage_status: 2,
+    usage_status: USAGE_STATUS,
     command: super::cli::command,
     main,
 };

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use clap::Parser;
 
-use crate::common::cli::{output_error_status, parse_error_status, report_error};
+use crate::common::cli::{USAGE_STATUS, output_error_status, parse_error_status, report_error};
 use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
@@ -32,8 +32,7 @@ pub const TOOL: &str = "vcpustat";
 /// vcpustat, as its binary starts it ([`crate::common::entry`]).
 pub const PROGRAM: Program = Program {
     name: TOOL,
-    // clap's status for a usage error, as `parse_error_status` gives it.
-    usage_status: 2,
+    usage_status: USAGE_STATUS,
     command: super::cli::command,
     main,
 };
@@ -48,11 +47,11 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(cli) => cli,
         Err(err) => return parse_error_status(TOOL, &err),
     };
+    // The command line after the program's name, kept in a recording.
+    let argv = args.get(1..).unwrap_or(&[]);
     if let Some(tool) = cli.command {
         return match tool {
-            Tool::Trace(trace) => {
-                crate::vcpustat::trace::cli::run_args(&trace, args.get(1..).unwrap_or(&[]))
-            }
+            Tool::Trace(trace) => crate::vcpustat::trace::cli::run_args(&trace, argv),
         };
     }
     let options = match Options::from_args(cli.report) {
@@ -66,7 +65,7 @@ pub fn main(args: Vec<String>) -> i32 {
     if let Err(message) = crate::common::chart::refuse_when_secure(options.svg.as_deref()) {
         return report_error(TOOL, message, 1);
     }
-    let mut source = match options.source.open(TOOL, args.get(1..).unwrap_or(&[])) {
+    let mut source = match options.source.open(TOOL, argv) {
         Ok(source) => source,
         Err(message) => return report_error(TOOL, message, 1),
     };

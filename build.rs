@@ -31,7 +31,11 @@
 //! in `.rodata` to its start, and `.init`, `.fini` and `.plt` from the end
 //! of the text to its start, next to the hot functions: for the same 64 kB
 //! reason, fewer windows resident (BENCHMARKS.md, "Read-only data
-//! together").
+//! together"). Where the script says `HOT_RODATA`, build.rs writes the
+//! input sections of `link/hot-rodata.txt` (also written by
+//! `link/profile.sh`): the constants usual runs read, which then end in
+//! the read-only segment's first 64 kB (BENCHMARKS.md, "Read-only data a
+//! run reads, first").
 //!
 //! **Packed relocations.** A position-independent program carries one
 //! relocation per pointer in its read-only data; packed (`DT_RELR`, glibc
@@ -49,6 +53,12 @@ const HOT_FUNCTIONS: &str = "link/hot-functions.txt";
 
 /// The linker script that orders some sections (see the module's doc).
 const SECTION_ORDER: &str = "link/sections.ld";
+
+/// The read-only data usual runs read, relative to the package.
+const HOT_RODATA: &str = "link/hot-rodata.txt";
+
+/// The line of [`SECTION_ORDER`] that stands for [`HOT_RODATA`]'s sections.
+const HOT_RODATA_MARK: &str = "HOT_RODATA";
 
 /// The linker option for relative relocations in the packed (RELR) form.
 const PACK_RELATIVE_RELOCS: &str = "-Wl,-z,pack-relative-relocs";
@@ -77,10 +87,8 @@ fn main() {
     // The script names x86-64's sections: elsewhere `.plt` is not code
     // (on ppc64 it is writable data), and the layout was measured here.
     if lld && env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "x86_64") {
-        println!(
-            "cargo:rustc-link-arg-bins=-Wl,-T,{}",
-            package.join(SECTION_ORDER).display()
-        );
+        let script = section_order_script(&package);
+        println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
         println!("cargo:rustc-env=HWSTAT_SECTIONS_ORDERED=1");
     }
     if os == "linux" && target_env == "gnu" && loader_takes_packed_relocations() {
@@ -91,7 +99,37 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={HOT_FUNCTIONS}");
     println!("cargo:rerun-if-changed={SECTION_ORDER}");
+    println!("cargo:rerun-if-changed={HOT_RODATA}");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+}
+
+/// Writes the linker script: [`SECTION_ORDER`] with its [`HOT_RODATA_MARK`]
+/// line replaced by one input-section pattern per name of [`HOT_RODATA`]
+/// (none if the list is missing). Returns its path, in `OUT_DIR`.
+fn section_order_script(package: &std::path::Path) -> PathBuf {
+    let template = std::fs::read_to_string(package.join(SECTION_ORDER))
+        .unwrap_or_else(|e| panic!("{SECTION_ORDER}: {e}"));
+    let hot = std::fs::read_to_string(package.join(HOT_RODATA)).unwrap_or_default();
+    let patterns: String = hot
+        .lines()
+        .map(str::trim)
+        .filter(|name| !name.is_empty() && !name.starts_with('#'))
+        .map(|name| format!("    *({name})\n"))
+        .collect();
+    let script: String = template
+        .lines()
+        .map(|line| {
+            if line.trim() == HOT_RODATA_MARK {
+                patterns.clone()
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    let out =
+        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("sections.ld");
+    std::fs::write(&out, script).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    out
 }
 
 /// Whether the programs can carry their relative relocations packed

@@ -11,7 +11,11 @@
 # the 2 MB text but keeps 1.8 MB of it resident (BENCHMARKS.md, "Hot code
 # first"), every page of it private to the process.
 #
-# Usage: link/profile.sh        (needs root and valgrind)
+# It also writes link/hot-rodata.txt, the read-only data the main job
+# reads (link/hot_rodata.py explains it), from valgrind lackey traces of
+# the main job and LLD's map of iostat-rs.
+#
+# Usage: link/profile.sh        (needs root, valgrind, python3 and strings)
 #
 # The runs, in priority order: iostat-rs's main job (`-x` at an interval)
 # on fake kernels of 10, 1,000 and 10,000 devices and on this machine's own
@@ -62,6 +66,11 @@ if [ -n "${HWSTAT_PROFILE_WORK:-}" ]; then
     done
     for n in 10 1000 10000; do
         make_devices "$n" "$work/proc" /sys/block
+        if [ "$n" = 10 ]; then
+            # Every data access of the main job, for link/hot_rodata.py.
+            valgrind --tool=lackey --trace-mem=yes --log-file="$work/trace.fake" \
+                "$bin/iostat-rs" -x 0.01 3 >/dev/null
+        fi
         rank=10
         for mode in "-x" "-x -p ALL" "" "-d" "-dx -k" "-xz" "-c"; do
             # shellcheck disable=SC2086 # $mode is a list of options
@@ -78,10 +87,29 @@ fi
 for tool in valgrind unshare; do
     command -v "$tool" >/dev/null || { echo "link/profile.sh: $tool is missing" >&2; exit 2; }
 done
-cargo build --profile dist --quiet --bins
+for tool in python3 strings; do
+    command -v "$tool" >/dev/null || { echo "link/profile.sh: $tool is missing" >&2; exit 2; }
+done
 work=$(mktemp -d /tmp/hwstat-profile.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+# The crate's rlib (its LLVM bitcode in the dist profile) names its
+# anonymous constants `anon.<hash>.<n>`: the hash marks this crate's group.
+rlib=$(cargo build --profile dist --quiet --bins --message-format=json |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "hwstat" and "lib" in m["target"]["kind"]:
+        print(next(f for f in m["filenames"] if f.endswith(".rlib")))')
+group=$(strings -a "$rlib" | grep -o 'anon\.[0-9a-f]\{32\}\.' | sort | uniq -c | sort -rn |
+    awk 'NR == 1 { print substr($2, 6, 32) }')
+# The same iostat-rs linked again with LLD's map of its input sections.
+cargo rustc --profile dist --quiet --bin iostat-rs -- -C "link-arg=-Wl,-Map=$work/iostat-rs.map"
 HWSTAT_PROFILE_WORK=$work unshare -m --propagation private "$0"
+valgrind --tool=lackey --trace-mem=yes --log-file="$work/trace.live" \
+    "$bin/iostat-rs" -x 0.01 3 >/dev/null
+python3 link/hot_rodata.py "$work/iostat-rs.map" "$group" "$work/trace.fake" "$work/trace.live" \
+    >link/hot-rodata.txt
+echo "link/profile.sh: $(grep -vc '^#' link/hot-rodata.txt) read-only data sections in link/hot-rodata.txt"
 profile 10 iostat-rs -x 0.01 3
 profile 30 iostat-rs --replay tests/fixtures/charts/iostat.rec -x 1
 profile 31 iostat-rs --replay tests/fixtures/charts/iostat.rec -x -o JSON 1

@@ -358,68 +358,91 @@ impl TextRenderer {
 
     fn disk_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
         if !self.extended {
-            self.basic_header();
-            for row in s.devices.rows(s.curr) {
-                self.basic_row(&row, s.itv);
-                self.spill(out)?;
-            }
+            self.basic_report(out, s)
         } else if self.short {
-            let u = format!("{}/s", self.unit.label(false));
-            self.header(&[
-                ("tps", 8),
-                (&u, 9),
-                ("rqm/s", 8),
-                ("await", 7),
-                ("areq-sz", 8),
-                ("aqu-sz", 7),
-                ("%util", 6),
-            ]);
+            self.short_report(out, s)
+        } else {
+            self.extended_report(out, s)
+        }
+    }
+
+    /// The device report without `-x`.
+    // Each form of the report out of line: inlined into one function, the
+    // forms a run does not print sat among the code every run executes
+    // (build.rs, "Hot code first").
+    #[inline(never)]
+    fn basic_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
+        self.basic_header();
+        for row in s.devices.rows(s.curr) {
+            self.basic_row(&row, s.itv);
+            self.spill(out)?;
+        }
+        Ok(())
+    }
+
+    /// The device report of `-x -s`.
+    #[inline(never)]
+    fn short_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
+        let u = format!("{}/s", self.unit.label(false));
+        self.header(&[
+            ("tps", 8),
+            (&u, 9),
+            ("rqm/s", 8),
+            ("await", 7),
+            ("areq-sz", 8),
+            ("aqu-sz", 7),
+            ("%util", 6),
+        ]);
+        for row in s.devices.rows(s.curr) {
+            let x = ext_short_stats(row.prev, row.cur, s.itv, row.devices);
+            self.name_start(row.name);
+            self.f(8, 2, x.tps);
+            self.size(9, x.sectors);
+            self.f(8, 2, x.merges);
+            self.f(7, 2, x.await_ms);
+            self.kb(8, x.req_kb);
+            self.f(7, 2, x.aqu_sz);
+            self.pct(6, 2, x.util, Extremes::High);
+            self.name_end(row.name);
+            self.spill(out)?;
+        }
+        Ok(())
+    }
+
+    /// The device report of `-x`, in one part or split in four (`--split`).
+    #[inline(never)]
+    fn extended_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
+        let parts: Vec<Vec<usize>> = if self.split {
+            (0..4).map(|p| vec![p]).collect()
+        } else {
+            vec![vec![0, 1, 2, 3]]
+        };
+        for (n, part) in parts.iter().enumerate() {
+            if !self.pretty {
+                self.buf.push_str("Device       ");
+            }
+            for &p in part {
+                self.ext_header(p);
+            }
+            if self.pretty {
+                self.buf.push_str(" Device");
+            }
+            self.buf.push('\n');
             for row in s.devices.rows(s.curr) {
-                let x = ext_short_stats(row.prev, row.cur, s.itv, row.devices);
+                let x = ext_stats(row.prev, row.cur, s.itv, row.devices);
                 self.name_start(row.name);
-                self.f(8, 2, x.tps);
-                self.size(9, x.sectors);
-                self.f(8, 2, x.merges);
-                self.f(7, 2, x.await_ms);
-                self.kb(8, x.req_kb);
-                self.f(7, 2, x.aqu_sz);
-                self.pct(6, 2, x.util, Extremes::High);
+                for &p in part {
+                    self.ext_row_part(&x, p);
+                    if p == 3 && self.opts.latency {
+                        let l = s.latency_stats(&row).unwrap_or_default();
+                        self.latency_cells(&l);
+                    }
+                }
                 self.name_end(row.name);
                 self.spill(out)?;
             }
-        } else {
-            let parts: Vec<Vec<usize>> = if self.split {
-                (0..4).map(|p| vec![p]).collect()
-            } else {
-                vec![vec![0, 1, 2, 3]]
-            };
-            for (n, part) in parts.iter().enumerate() {
-                if !self.pretty {
-                    self.buf.push_str("Device       ");
-                }
-                for &p in part {
-                    self.ext_header(p);
-                }
-                if self.pretty {
-                    self.buf.push_str(" Device");
-                }
+            if n + 1 < parts.len() {
                 self.buf.push('\n');
-                for row in s.devices.rows(s.curr) {
-                    let x = ext_stats(row.prev, row.cur, s.itv, row.devices);
-                    self.name_start(row.name);
-                    for &p in part {
-                        self.ext_row_part(&x, p);
-                        if p == 3 && self.opts.latency {
-                            let l = s.latency_stats(&row).unwrap_or_default();
-                            self.latency_cells(&l);
-                        }
-                    }
-                    self.name_end(row.name);
-                    self.spill(out)?;
-                }
-                if n + 1 < parts.len() {
-                    self.buf.push('\n');
-                }
             }
         }
         Ok(())

@@ -19,7 +19,7 @@
 use crate::hardening::programs;
 use crate::skip;
 
-use object::read::elf::ElfFile64;
+use object::read::elf::{ElfFile64, ProgramHeader as _};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -165,6 +165,22 @@ fn the_sections_every_run_reads_are_together() {
             (rodata..rodata + 16 * 1024).contains(&digit_pairs),
             "{}: itoa's DECIMAL_PAIRS at {digit_pairs:#x}, not in the first 16 kB of .rodata \
              ({rodata:#x})",
+            program.display()
+        );
+        // Loadable segments aligned to the kernel's 64 kB fault-around
+        // window, so that its windows cover the same blocks of the file in
+        // every run.
+        let alignments = in_elf(&program, |elf| {
+            let endian = elf.endian();
+            elf.elf_program_headers()
+                .iter()
+                .filter(|header| header.p_type(endian) == object::elf::PT_LOAD)
+                .map(|header| header.p_align(endian))
+                .collect::<Vec<u64>>()
+        });
+        assert!(
+            !alignments.is_empty() && alignments.iter().all(|&align| align >= 64 * 1024),
+            "{}: loadable segments aligned to {alignments:?}, not 64 kB",
             program.display()
         );
         // The code every run executes outside .text is next to its start.

@@ -15,7 +15,7 @@ use std::cell::OnceCell;
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -272,43 +272,64 @@ fn set_blocking(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads the entries of an open directory with `readdir(3)`.
+/// Reads the entries of an open directory with `getdents64(2)`, 4 kB at
+/// a time.
+///
+/// Not `readdir(3)`: glibc's `opendir` allocates a 32 kB buffer for every
+/// listing, and iostat lists `/sys/block` at every sample; at 1,000 devices
+/// the kernel fills all of it, 28 kB more resident heap than this buffer on
+/// the stack (BENCHMARKS.md, "The directory buffer").
 fn read_directory(fd: OwnedFd, each: &mut dyn FnMut(&OsStr)) -> io::Result<()> {
-    struct Stream(*mut libc::DIR);
-    impl Drop for Stream {
-        fn drop(&mut self) {
-            // SAFETY: a stream fdopendir returned, closed once.
-            unsafe { libc::closedir(self.0) };
-        }
-    }
-    let raw = fd.into_raw_fd();
-    // SAFETY: `raw` is an open directory descriptor; the stream owns it from here.
-    let dir = unsafe { libc::fdopendir(raw) };
-    if dir.is_null() {
-        let err = io::Error::last_os_error();
-        // SAFETY: fdopendir failed, so `raw` is still ours to close.
-        unsafe { libc::close(raw) };
-        return Err(err);
-    }
-    let stream = Stream(dir);
+    // u64s: the kernel's records are 8-byte aligned.
+    let mut buf = [0u64; 512];
     loop {
-        // SAFETY: errno is thread-local; reset so that end and error differ.
-        unsafe { *libc::__errno_location() = 0 };
-        // SAFETY: a valid stream; the entry lives until the next readdir.
-        let entry = unsafe { libc::readdir(stream.0) };
-        if entry.is_null() {
-            let err = io::Error::last_os_error();
-            return match err.raw_os_error() {
-                Some(0) | None => Ok(()),
-                Some(_) => Err(err),
-            };
-        }
-        // SAFETY: d_name is NUL-terminated within the entry.
-        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
-        if name != b"." && name != b".." {
-            each(OsStr::from_bytes(name));
-        }
+        // SAFETY: `fd` is an open directory; `buf` is writable for its size.
+        let filled = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                std::mem::size_of_val(&buf),
+            )
+        };
+        let filled = match usize::try_from(filled) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n.min(std::mem::size_of_val(&buf)),
+            Err(_) => return Err(io::Error::last_os_error()),
+        };
+        // SAFETY: the first `filled` bytes of `buf` are initialised (the
+        // whole array is) and u8 has no alignment.
+        let records = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), filled) };
+        dirent_names(records, &mut |name| {
+            if name != b"." && name != b".." {
+                each(OsStr::from_bytes(name));
+            }
+        })?;
     }
+}
+
+/// Calls `each` with the names in `records`, a buffer `getdents64(2)`
+/// filled: each record is `d_ino` (8 bytes), `d_off` (8), `d_reclen` (2),
+/// `d_type` (1) and the NUL-terminated name, padded to `d_reclen`.
+fn dirent_names(records: &[u8], each: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+    const NAME_AT: usize = 19;
+    let mut rest = records;
+    while !rest.is_empty() {
+        let reclen = match rest.get(16..18) {
+            Some(len) => usize::from(u16::from_ne_bytes([len[0], len[1]])),
+            None => 0,
+        };
+        let Some(record) = rest.get(NAME_AT..reclen) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("getdents64: a record of {reclen} bytes"),
+            ));
+        };
+        let name_len = record.iter().position(|&b| b == 0).unwrap_or(record.len());
+        each(&record[..name_len]);
+        rest = &rest[reclen..];
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -432,6 +453,82 @@ mod tests {
         .unwrap();
         names.sort();
         assert_eq!(names, ["abs", "inside", "ok", "rel"]);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// One `getdents64` record of `name`, padded to 8 bytes.
+    fn dirent(name: &[u8]) -> Vec<u8> {
+        let reclen = (19 + name.len() + 1).next_multiple_of(8);
+        let mut record = vec![0u8; reclen];
+        record[..8].copy_from_slice(&7u64.to_ne_bytes());
+        record[16..18].copy_from_slice(&(reclen as u16).to_ne_bytes());
+        record[18] = libc::DT_DIR;
+        record[19..19 + name.len()].copy_from_slice(name);
+        record
+    }
+
+    fn names_of(records: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+        let mut names = Vec::new();
+        dirent_names(records, &mut |n| names.push(n.to_vec()))?;
+        Ok(names)
+    }
+
+    #[test]
+    fn dirent_records_give_their_names() {
+        let long = [b'x'; 255];
+        let records = [
+            dirent(b"."),
+            dirent(b"sda"),
+            dirent(b"nvme0n1"),
+            dirent(&long),
+        ]
+        .concat();
+        assert_eq!(
+            names_of(&records).unwrap(),
+            [
+                b".".to_vec(),
+                b"sda".to_vec(),
+                b"nvme0n1".to_vec(),
+                long.to_vec()
+            ]
+        );
+        assert!(names_of(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_record_that_does_not_fit_is_an_error_not_a_loop() {
+        let whole = dirent(b"sda");
+        // Cut short, a length of zero, a length past the buffer.
+        let mut zero = whole.clone();
+        zero[16..18].copy_from_slice(&0u16.to_ne_bytes());
+        let mut past = whole.clone();
+        past[16..18].copy_from_slice(&64u16.to_ne_bytes());
+        for bad in [&whole[..10], &whole[..20], &zero[..], &past[..]] {
+            let err = names_of(bad).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_directory_larger_than_the_buffer_is_listed_whole() {
+        let dir = scratch("many");
+        let block = dir.join("root/proc");
+        // About 60 kB of records: fifteen reads of the 4 kB buffer.
+        let mut expected: Vec<String> = (0..600)
+            .map(|i| format!("device-{i:04}-{}", "n".repeat(80)))
+            .collect();
+        for name in &expected {
+            fs::write(block.join(name), "").unwrap();
+        }
+        let root = Root::new(dir.join("root"));
+        let mut names = Vec::new();
+        root.for_each_entry("/proc", &mut |n| {
+            names.push(n.to_string_lossy().into_owned())
+        })
+        .unwrap();
+        names.sort();
+        expected.sort();
+        assert_eq!(names, expected);
         fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -33,9 +33,11 @@
 //! reason, fewer windows resident (BENCHMARKS.md, "Read-only data
 //! together"). Where the script says `HOT_RODATA`, build.rs writes the
 //! input sections of `link/hot-rodata.txt` (also written by
-//! `link/profile.sh`): the constants usual runs read, which then end in
-//! the read-only segment's first 64 kB (BENCHMARKS.md, "Read-only data a
-//! run reads, first").
+//! `link/profile.sh`): the constants usual runs read, which with this
+//! crate's own constants then end in the read-only segment's first 64 kB;
+//! where it says `DEPENDENCY_RODATA`, the constants of the standard
+//! library and the dependencies (`link/dependency-rodata.txt`), which go
+//! to its end (BENCHMARKS.md, "Read-only data a run reads, first").
 //!
 //! **Segments aligned to 64 kB** (`-z max-page-size=65536`, with the
 //! script). The kernel places the program at an address aligned to its
@@ -69,11 +71,13 @@ const SECTION_ORDER: &str = "link/sections.ld";
 /// module's doc).
 const SEGMENT_ALIGNMENT: &str = "-Wl,-z,max-page-size=65536";
 
-/// The read-only data usual runs read, relative to the package.
-const HOT_RODATA: &str = "link/hot-rodata.txt";
+/// The read-only data usual runs read, relative to the package, and the
+/// line of [`SECTION_ORDER`] that stands for its sections.
+const HOT_RODATA: (&str, &str) = ("link/hot-rodata.txt", "HOT_RODATA");
 
-/// The line of [`SECTION_ORDER`] that stands for [`HOT_RODATA`]'s sections.
-const HOT_RODATA_MARK: &str = "HOT_RODATA";
+/// The groups of anonymous constants of the standard library and the
+/// dependencies, and the line of [`SECTION_ORDER`] that stands for them.
+const DEPENDENCY_RODATA: (&str, &str) = ("link/dependency-rodata.txt", "DEPENDENCY_RODATA");
 
 /// The linker option for relative relocations in the packed (RELR) form.
 const PACK_RELATIVE_RELOCS: &str = "-Wl,-z,pack-relative-relocs";
@@ -115,31 +119,35 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={HOT_FUNCTIONS}");
     println!("cargo:rerun-if-changed={SECTION_ORDER}");
-    println!("cargo:rerun-if-changed={HOT_RODATA}");
+    println!("cargo:rerun-if-changed={}", HOT_RODATA.0);
+    println!("cargo:rerun-if-changed={}", DEPENDENCY_RODATA.0);
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
 }
 
-/// Writes the linker script: [`SECTION_ORDER`] with its [`HOT_RODATA_MARK`]
-/// line replaced by one input-section pattern per name of [`HOT_RODATA`]
-/// (none if the list is missing). Returns its path, in `OUT_DIR`.
+/// Writes the linker script: [`SECTION_ORDER`] with the marker line of
+/// [`HOT_RODATA`] and of [`DEPENDENCY_RODATA`] each replaced by one
+/// input-section pattern per line of its list (none if the list is
+/// missing). Returns its path, in `OUT_DIR`.
 fn section_order_script(package: &std::path::Path) -> PathBuf {
     let template = std::fs::read_to_string(package.join(SECTION_ORDER))
         .unwrap_or_else(|e| panic!("{SECTION_ORDER}: {e}"));
-    let hot = std::fs::read_to_string(package.join(HOT_RODATA)).unwrap_or_default();
-    let patterns: String = hot
-        .lines()
-        .map(str::trim)
-        .filter(|name| !name.is_empty() && !name.starts_with('#'))
-        .map(|name| format!("    *({name})\n"))
-        .collect();
+    let lists = [HOT_RODATA, DEPENDENCY_RODATA].map(|(list, mark)| {
+        let names = std::fs::read_to_string(package.join(list)).unwrap_or_default();
+        let patterns: String = names
+            .lines()
+            .map(str::trim)
+            .filter(|name| !name.is_empty() && !name.starts_with('#'))
+            .map(|name| format!("    *({name})\n"))
+            .collect();
+        (mark, patterns)
+    });
     let script: String = template
         .lines()
         .map(|line| {
-            if line.trim() == HOT_RODATA_MARK {
-                patterns.clone()
-            } else {
-                format!("{line}\n")
-            }
+            lists
+                .iter()
+                .find(|(mark, _)| line.trim() == *mark)
+                .map_or_else(|| format!("{line}\n"), |(_, patterns)| patterns.clone())
         })
         .collect();
     let out =

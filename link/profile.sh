@@ -12,8 +12,9 @@
 # first"), every page of it private to the process.
 #
 # It also writes link/hot-rodata.txt, the read-only data the main job
-# reads (link/hot_rodata.py explains it), from valgrind lackey traces of
-# the main job and LLD's map of iostat-rs.
+# reads, and link/dependency-rodata.txt, the other crates' constants
+# (link/hot_rodata.py explains both), from valgrind lackey traces of the
+# main job and LLD's map of iostat-rs.
 #
 # Usage: link/profile.sh        (needs root, valgrind, python3 and strings)
 #
@@ -122,9 +123,11 @@ group=$(strings -a "$rlib" | grep -o 'anon\.[0-9a-f]\{32\}\.' | sort | uniq -c |
 cargo rustc --profile dist --quiet --bin iostat-rs -- -C "link-arg=-Wl,-Map=$work/iostat-rs.map"
 HWSTAT_PROFILE_WORK=$work unshare -m --propagation private "$0"
 trace live -x 0.01 3
-python3 link/hot_rodata.py "$work/iostat-rs.map" "$group" "$work"/trace.* >link/hot-rodata.txt
+python3 link/hot_rodata.py "$work/iostat-rs.map" "$group" link/dependency-rodata.txt \
+    "$work"/trace.* >link/hot-rodata.txt
 rm "$work"/trace.*
-echo "link/profile.sh: $(grep -vc '^#' link/hot-rodata.txt) read-only data sections in link/hot-rodata.txt"
+echo "link/profile.sh: $(grep -vc '^#' link/hot-rodata.txt) read-only data sections in link/hot-rodata.txt," \
+    "$(grep -vc '^#' link/dependency-rodata.txt) groups in link/dependency-rodata.txt"
 profile 10 iostat-rs -x 0.01 3
 profile 30 iostat-rs --replay tests/fixtures/charts/iostat.rec -x 1
 profile 31 iostat-rs --replay tests/fixtures/charts/iostat.rec -x -o JSON 1

@@ -157,6 +157,22 @@ fn the_sections_every_run_reads_are_together() {
                 at(read)
             );
         }
+        // This crate's constants follow .rodata; the other crates' go to
+        // the end of the segment, after the exception tables.
+        for (before, after) in [
+            (".rodata", ".rodata.hwstat"),
+            (".rodata.hwstat", ".rodata.rest"),
+            (".rodata.rest", ".eh_frame_hdr"),
+            (".gcc_except_table", ".rodata.deps"),
+        ] {
+            assert!(
+                at(before) < at(after),
+                "{}: {after} at {:#x} is not after {before} at {:#x}",
+                program.display(),
+                at(after),
+                at(before)
+            );
+        }
         // What every report reads in .rodata is at its start: itoa's
         // digit pairs (and this crate's jump tables, which have no symbol).
         let rodata = at(".rodata");

@@ -45,7 +45,7 @@
 //! same 64 kB of the file in every run, the blocks the layout above fills,
 //! instead of straddling two of them at a random 4 kB offset; the page
 //! cache's large folios, 64 kB aligned in the file, are mapped whole. The
-//! text a `-x` run keeps went from 140 or 204 kB (by the offset) to 140 kB
+//! text a `-x` run keeps went from 160 to 204 kB (by the offset) to 140 kB
 //! in every run. The cost: 4 fewer bits of address randomisation for the
 //! program's own image (24 of 28 on x86_64), the alignment aarch64 and
 //! ppc64le programs have by default.

@@ -278,7 +278,7 @@ fn set_blocking(fd: RawFd) -> io::Result<()> {
 /// Not `readdir(3)`: glibc's `opendir` allocates a 32 kB buffer for every
 /// listing, and iostat lists `/sys/block` at every sample; at 1,000 devices
 /// the kernel fills all of it, 28 kB more resident heap than this buffer on
-/// the stack (BENCHMARKS.md, "The directory buffer").
+/// the stack (BENCHMARKS.md, "Read-only data a run reads, first").
 fn read_directory(fd: OwnedFd, each: &mut dyn FnMut(&OsStr)) -> io::Result<()> {
     // u64s: the kernel's records are 8-byte aligned.
     let mut buf = [0u64; 512];

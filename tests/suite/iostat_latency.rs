@@ -942,8 +942,13 @@ fn without_locked_memory_the_small_ring_measures() {
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
-            "--inh-caps=-all,+perfmon",
-            "--ambient-caps=-all,+perfmon",
+            // Read access to tracefs: its event files are root's, mode
+            // 0440 (Linux 6.x); an administrator grants a group with the
+            // gid= mount option, which would change the one tracefs
+            // instance for the whole machine, so the run gets
+            // CAP_DAC_READ_SEARCH instead.
+            "--inh-caps=-all,+perfmon,+dac_read_search",
+            "--ambient-caps=-all,+perfmon,+dac_read_search",
             IOSTAT,
             "-x",
             "--latency",

@@ -253,15 +253,29 @@ pub fn open_error(what: &str, err: &io::Error) -> String {
     }
 }
 
+/// Why the block tracepoints cannot be read, as one line. Denied, it names
+/// all that `--latency` needs, not only tracefs: granted read access to
+/// tracefs alone, the run would next stop at the eBPF program.
+fn tracefs_error(err: TracefsError) -> String {
+    match err {
+        TracefsError::Denied { path } => format!(
+            "{path}: permission denied: --latency needs root, or CAP_BPF with CAP_PERFMON \
+             (CAP_PERFMON alone: sampled by perf; CAP_SYS_ADMIN before Linux 5.8), and read \
+             access to tracefs"
+        ),
+        other => other.to_string(),
+    }
+}
+
 impl Collector {
     /// Starts measuring (per-partition too when `partitions`).
     pub fn start(partitions: bool) -> Result<Collector, String> {
-        let tracefs = Tracefs::find().map_err(|e| e.to_string())?;
+        let tracefs = Tracefs::find().map_err(tracefs_error)?;
         let event = |name: &str, kind| {
             tracefs
                 .event("block", name)
                 .and_then(|e| Layout::of(&e, kind))
-                .map_err(|e| e.to_string())
+                .map_err(tracefs_error)
         };
         let layouts = vec![
             event("block_rq_issue", Kind::Issue)?,
@@ -652,5 +666,20 @@ mod tests {
         assert!(e.contains("CAP_PERFMON"), "{e}");
         assert!(e.contains("CAP_BPF"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_tracefs_denial_names_all_that_latency_needs() {
+        let path = "/sys/kernel/tracing/events/block/block_rq_issue/id".to_string();
+        let e = tracefs_error(TracefsError::Denied { path: path.clone() });
+        assert!(e.starts_with(&format!("{path}: permission denied")), "{e}");
+        for needed in ["CAP_BPF", "CAP_PERFMON", "read access to tracefs"] {
+            assert!(e.contains(needed), "{e}");
+        }
+        // Other errors keep their own words.
+        assert_eq!(
+            tracefs_error(TracefsError::NotMounted),
+            TracefsError::NotMounted.to_string()
+        );
     }
 }

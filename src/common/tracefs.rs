@@ -20,8 +20,8 @@ pub enum TracefsError {
     NotMounted,
     /// tracefs is there but not readable.
     #[error(
-        "{path}: permission denied: reading the block tracepoints needs root, or \
-         CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8) and read access to tracefs"
+        "{path}: permission denied: reading tracefs needs root, or read access to it \
+         (the group of its gid= mount option)"
     )]
     Denied {
         /// The file.

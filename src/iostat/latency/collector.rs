@@ -237,14 +237,16 @@ pub struct Collector {
     _fds: Vec<OwnedFd>,
 }
 
+/// What `--latency` needs, for the messages of a permission denied.
+const LATENCY_NEEDS: &str = "--latency needs root, or CAP_BPF with CAP_PERFMON (CAP_PERFMON \
+                             alone: sampled by perf; CAP_SYS_ADMIN before Linux 5.8)";
+
 /// Why the measurement cannot start, as one line.
 pub fn open_error(what: &str, err: &io::Error) -> String {
     match err.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "{what}: permission denied: --latency needs root, or CAP_BPF with CAP_PERFMON \
-             (CAP_PERFMON alone: sampled by perf; CAP_SYS_ADMIN before Linux 5.8), or \
-             kernel.perf_event_paranoid=-1"
-        ),
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            format!("{what}: permission denied: {LATENCY_NEEDS}, or kernel.perf_event_paranoid=-1")
+        }
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => format!(
             "{what}: this kernel cannot sample tracepoints through perf_event_open \
              (CONFIG_PERF_EVENTS and CONFIG_EVENT_TRACING needed)"
@@ -258,11 +260,9 @@ pub fn open_error(what: &str, err: &io::Error) -> String {
 /// tracefs alone, the run would next stop at the eBPF program.
 fn tracefs_error(err: TracefsError) -> String {
     match err {
-        TracefsError::Denied { path } => format!(
-            "{path}: permission denied: --latency needs root, or CAP_BPF with CAP_PERFMON \
-             (CAP_PERFMON alone: sampled by perf; CAP_SYS_ADMIN before Linux 5.8), and read \
-             access to tracefs"
-        ),
+        TracefsError::Denied { path } => {
+            format!("{path}: permission denied: {LATENCY_NEEDS}, and read access to tracefs")
+        }
         other => other.to_string(),
     }
 }

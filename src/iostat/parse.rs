@@ -106,18 +106,24 @@ fn scan_numbers<const N: usize>(text: &[u8], out: &mut [u64; N]) -> usize {
         }
         pos += usize::from(signed);
         let start = pos;
-        while pos < text.len() && text[pos].is_ascii_digit() {
+        // One pass finds the digits and sums them: up to 19 digits cannot
+        // overflow, so there is no check per digit. (A second pass over the
+        // digits was 5 % of the instructions of a 10,000-device report.)
+        let mut sum = 0u64;
+        while let Some(digit) = text
+            .get(pos)
+            .map(|b| b.wrapping_sub(b'0'))
+            .filter(|d| *d <= 9)
+        {
+            sum = sum.wrapping_mul(10).wrapping_add(u64::from(digit));
             pos += 1;
         }
-        let digits = &text[start..pos];
-        let digit = |d: &u8| u64::from(d - b'0');
-        // Up to 19 digits cannot overflow: no checks per digit.
-        let value = if digits.len() <= 19 {
-            Some(digits.iter().fold(0, |v, d| v * 10 + digit(d)))
+        let value = if pos - start <= 19 {
+            Some(sum)
         } else {
-            digits
-                .iter()
-                .try_fold(0u64, |v, d| v.checked_mul(10)?.checked_add(digit(d)))
+            text[start..pos].iter().try_fold(0u64, |v, d| {
+                v.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
         };
         out[count] = match value {
             None => u64::MAX,

@@ -76,34 +76,68 @@ fn rounded_exactly(value: f64, decimals: usize) -> u64 {
     rounded as u64
 }
 
-/// Writes `scaled / 10^decimals` with `decimals` (0 to 2) decimals,
-/// right-aligned in `width`. The integer part goes through `itoa` (two
-/// digits per step from a table, and a `&str` that needs no UTF-8 check):
-/// at 10,000 devices this runs 200,000 times a report.
-fn push_scaled(out: &mut String, scaled: u64, width: usize, decimals: usize) {
-    // Constant divisors: a `div` by a variable was an eighth of the time.
-    let (whole, fraction) = match decimals {
-        0 => (scaled, 0),
-        1 => (scaled / 10, scaled % 10),
-        _ => (scaled / 100, scaled % 100),
-    };
-    let mut digits = itoa::Buffer::new();
-    let whole = digits.format(whole);
-    let len = whole.len() + if decimals > 0 { decimals + 1 } else { 0 };
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
-    out.push_str(whole);
-    if decimals > 0 {
-        out.push('.');
-        if decimals == 2 {
-            out.push(ascii_digit(fraction / 10));
-        }
-        out.push(ascii_digit(fraction % 10));
-    }
-}
+/// The two digits of 0 to 99, in order: each step of [`push_scaled`] writes
+/// two digits. A named static, so that link/sections.ld can place it with
+/// the read-only data every report reads.
+static DIGIT_PAIRS: [u8; 200] = *b"0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
 
-/// The character of one decimal digit (`d` < 10).
-fn ascii_digit(d: u64) -> char {
-    char::from(b'0' + d as u8)
+/// Writes `scaled / 10^decimals` with `decimals` (0 to 2) decimals,
+/// right-aligned in `width`: at 10,000 devices this runs 200,000 times a
+/// report.
+///
+/// The field is built right to left in a stack buffer of spaces, two
+/// digits a step, and appended in one copy. Through `itoa` and a `push`
+/// for each space, the point and each decimal, a value took 1.6 times the
+/// instructions (callgrind) and a 10,000-device report 4 % more time.
+fn push_scaled(out: &mut String, scaled: u64, width: usize, decimals: usize) {
+    // scaled < 1e11: 11 digits and the point at most; then the padding.
+    const FIELD: usize = 32;
+    let pair = |n: u64| {
+        let at = 2 * n as usize;
+        [DIGIT_PAIRS[at], DIGIT_PAIRS[at + 1]]
+    };
+    let mut field = [b' '; FIELD];
+    // Constant divisors: a `div` by a variable was an eighth of the time.
+    let (mut whole, mut pos) = match decimals {
+        0 => (scaled, FIELD),
+        1 => {
+            field[FIELD - 2] = b'.';
+            field[FIELD - 1] = b'0' + (scaled % 10) as u8;
+            (scaled / 10, FIELD - 2)
+        }
+        _ => {
+            field[FIELD - 3] = b'.';
+            field[FIELD - 2..].copy_from_slice(&pair(scaled % 100));
+            (scaled / 100, FIELD - 3)
+        }
+    };
+    while whole >= 100 {
+        pos -= 2;
+        field[pos..pos + 2].copy_from_slice(&pair(whole % 100));
+        whole /= 100;
+    }
+    if whole >= 10 {
+        pos -= 2;
+        field[pos..pos + 2].copy_from_slice(&pair(whole));
+    } else {
+        pos -= 1;
+        field[pos] = b'0' + whole as u8;
+    }
+    let pad = width.saturating_sub(FIELD - pos);
+    let within = pad.min(pos);
+    out.extend(std::iter::repeat_n(' ', pad - within));
+    pos -= within;
+    let text = &field[pos..];
+    debug_assert!(text.is_ascii());
+    // SAFETY: `text` is ASCII (spaces, digits from DIGIT_PAIRS or
+    // `b'0' + d` with d < 10, a point), so `out` stays valid UTF-8.
+    // `str::from_utf8` would have checked it at 100 instructions a field,
+    // more than all the rest.
+    unsafe { out.as_mut_vec() }.extend_from_slice(text);
 }
 
 /// Appends `text` left-aligned in `width` characters (`%-13s`).

@@ -95,10 +95,11 @@ def main():
             anywhere.add(name)
             if name not in listed and not name.startswith(ours):
                 listed.append(name)
-    # Every report reads itoa's digit pairs: if no run did, the trace is
-    # not of this program loaded where valgrind usually loads it.
-    if not any("itoa13DECIMAL_PAIRS" in name for name in anywhere):
-        sys.exit("hot_rodata.py: no run read itoa's DECIMAL_PAIRS; wrong map or load address")
+    # Every report reads constants of this crate's functions (the jump
+    # tables of its column matches): if no run did, the trace is not of
+    # this program loaded where valgrind usually loads it.
+    if not any("6hwstat" in name for name in anywhere):
+        sys.exit("hot_rodata.py: no run read this crate's constants; wrong map or load address")
     groups = sorted(
         {m.group(1) for _, _, name in sections if (m := ANONYMOUS.match(name))} - {group}
     )

@@ -9,7 +9,8 @@
 #   REPS        repetitions of each one-report run (default: 20)
 #   COUNT       reports in each interval run (default: 5)
 #   IREPS       repetitions of each interval run (default: 3)
-#   RSS_REPS    runs per peak-memory figure (default: 5)
+#   RSS_REPS    runs per peak-memory figure (default: 15)
+#   PRIVATE_REPS runs per private-memory figure (default: 5)
 #
 # Needs root: everything runs in a private mount namespace where a tmpfs is
 # mounted over /sys/block and the generated /proc/{diskstats,uptime,stat}
@@ -27,10 +28,14 @@
 #                    interval run the total of `iostat -x 1 COUNT` / COUNT
 #                    (IREPS pairs).
 #   peak memory    = max RSS from /usr/bin/time -f %M, the median of RSS_REPS
-#                    runs (sysstat's varies by up to +-130 kB from run to run).
+#                    runs of each program, alternated. Both vary by up to
+#                    +-150 kB from run to run: the C library is mapped at a
+#                    random 4 kB offset, so the kernel's 64 kB fault-around
+#                    windows map a different share of its code each time;
+#                    medians of 5 runs still differed by 100 kB.
 #   private memory = Private_Clean + Private_Dirty of /proc/PID/smaps_rollup
 #                    during an interval run (`1 3`, sampled after the first
-#                    report), the median of RSS_REPS runs: what the program
+#                    report), the median of PRIVATE_REPS runs: what the program
 #                    costs beyond the shared C library.
 # Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
 # iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
@@ -42,7 +47,8 @@ sizes=("$@")
 REPS=${REPS:-20}
 COUNT=${COUNT:-5}
 IREPS=${IREPS:-3}
-RSS_REPS=${RSS_REPS:-5}
+RSS_REPS=${RSS_REPS:-15}
+PRIVATE_REPS=${PRIVATE_REPS:-5}
 SYSSTAT=${SYSSTAT:-/usr/bin/iostat}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -61,7 +67,7 @@ if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
         IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/dist/iostat-rs
     fi
     [ -x "$IOSTAT_RS" ] || { echo "bench/iostat.sh: no binary at $IOSTAT_RS" >&2; exit 2; }
-    export IOSTAT_RS SYSSTAT REPS COUNT IREPS RSS_REPS HWSTAT_BENCH_IN_NAMESPACE=1
+    export IOSTAT_RS SYSSTAT REPS COUNT IREPS RSS_REPS PRIVATE_REPS HWSTAT_BENCH_IN_NAMESPACE=1
     exec unshare -m --propagation private "$0" "${sizes[@]}"
 fi
 
@@ -107,22 +113,28 @@ paired_ms() {
     echo "$(median <"$work/s") $(median <"$work/r") $(median <"$work/q")"
 }
 
-# Peak RSS in kB of "$@": the median of RSS_REPS runs.
+# Peak RSS in kB of sysstat and iostat-rs with the same arguments,
+# "sysstat-kB iostat-rs-kB": the medians of RSS_REPS runs each, alternated.
 max_rss_kb() {
     local i
+    : >"$work/rs"
+    : >"$work/rr"
     for ((i = 0; i < RSS_REPS; i++)); do
-        /usr/bin/time -f %M -o "$work/rss" "$@" >/dev/null
-        tail -1 "$work/rss"
-    done | median
+        /usr/bin/time -f %M -o "$work/rss" "$SYSSTAT" "$@" >/dev/null
+        tail -1 "$work/rss" >>"$work/rs"
+        /usr/bin/time -f %M -o "$work/rss" "$IOSTAT_RS" "$@" >/dev/null
+        tail -1 "$work/rss" >>"$work/rr"
+    done
+    echo "$(median <"$work/rs") $(median <"$work/rr")"
 }
 
 # Private memory in kB (Private_Clean + Private_Dirty of smaps_rollup) of
 # "$@" run as an interval run, sampled 1.5 s in (after its first report,
 # while it sleeps): the memory the program itself costs the machine, without
-# the shared C library pages every process maps. Median of RSS_REPS runs.
+# the shared C library pages every process maps. Median of PRIVATE_REPS runs.
 private_kb() {
     local i pid
-    for ((i = 0; i < RSS_REPS; i++)); do
+    for ((i = 0; i < PRIVATE_REPS; i++)); do
         "$@" 1 3 >/dev/null &
         pid=$!
         sleep 1.5
@@ -144,7 +156,7 @@ check_setup() {
 
 echo "iostat-rs: $IOSTAT_RS"
 echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
-echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS RSS_REPS=$RSS_REPS; files on tmpfs"
+echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS RSS_REPS=$RSS_REPS PRIVATE_REPS=$PRIVATE_REPS; files on tmpfs"
 echo
 printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio | sysstat private kB | iostat-rs private kB | private ratio |\n'
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
@@ -157,13 +169,11 @@ for n in "${sizes[@]}"; do
         # shellcheck disable=SC2086 # $mode is a list of options
         {
             read -r s1 r1 q1 < <(paired_ms "$reps" $mode)
-            sm=$(max_rss_kb "$SYSSTAT" $mode)
-            rm_=$(max_rss_kb "$IOSTAT_RS" $mode)
+            read -r sm rm_ < <(max_rss_kb $mode)
             printf '| %s | `%s` | one report | %.3f | %.3f | %.3f | %s | %s | %s | | | |\n' \
                 "$n" "$mode" "$s1" "$r1" "$q1" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
             read -r si ri qi < <(paired_ms "$IREPS" $mode 1 "$COUNT")
-            sm=$(max_rss_kb "$SYSSTAT" $mode 1 2)
-            rm_=$(max_rss_kb "$IOSTAT_RS" $mode 1 2)
+            read -r sm rm_ < <(max_rss_kb $mode 1 2)
             sp=$(private_kb "$SYSSTAT" $mode)
             rp=$(private_kb "$IOSTAT_RS" $mode)
             printf '| %s | `%s` | `1 %s`, per report | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s |\n' \

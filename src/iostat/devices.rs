@@ -396,21 +396,17 @@ impl DeviceList {
         devnum: Option<(u32, u32)>,
     ) -> Option<String> {
         let name = name.of(&self.names);
-        let display = if let Some(kind) = &self.rules.persistent
-            && let Some(p) = self.persistent_names.lookup(src, kind, name)
-        {
-            p
-        } else if self.rules.persistent.is_none()
-            && self.rules.mapper
-            && let (Some(dm), Some((major, minor))) = (self.dm_major, devnum)
-            && major == dm
-            && let Some(mapped) = mapper_name(src, major, minor)
-        {
-            mapped
-        } else if name.contains('!') {
-            name.replace('!', "/")
-        } else {
-            return None;
+        let chosen = match &self.rules.persistent {
+            Some(kind) => self.persistent_names.lookup(src, kind, name),
+            None if self.rules.mapper => devnum
+                .filter(|&(major, _)| Some(major) == self.dm_major)
+                .and_then(|(major, minor)| mapper_name(src, major, minor)),
+            None => None,
+        };
+        let display = match chosen {
+            Some(display) => display,
+            None if name.contains('!') => name.replace('!', "/"),
+            None => return None,
         };
         (display != name).then_some(display)
     }

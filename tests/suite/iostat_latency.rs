@@ -1,7 +1,7 @@
 //! `iostat-rs -x --latency` on the real kernel: its percentiles against a
 //! disk of known latency (a loop device over a FUSE file whose reads sleep
 //! a scripted time) and against an independent measurement of the same
-//! tracepoints over the same run (a bpftrace biolatency-style histogram);
+//! tracepoints over the same run (bpftrace timing every request, exactly);
 //! its one-line errors; and a replay that prints what the live run printed.
 //!
 //! Needs root, /dev/fuse, loop devices, `losetup`, `unshare`, `fio` and
@@ -255,54 +255,41 @@ fn wait_output(w: Watched, limit: Duration) -> Output {
     }
 }
 
-/// bpftrace's biolatency-style histogram of one device: latency in µs from
-/// block_rq_issue to block_rq_complete, keyed like the kernel request.
+/// bpftrace's measurement of one device: each request's latency in ns from
+/// block_rq_issue to block_rq_complete, keyed like the kernel request, one
+/// `lat NS` line per request. Exact values, not a histogram: they are the
+/// oracle for iostat-rs's percentiles whatever the machine's load makes the
+/// disk's real latencies.
 fn bpftrace_script(dev: (u32, u32)) -> String {
     let kdev = (dev.0 << 20) | dev.1;
     format!(
         "tracepoint:block:block_rq_issue /args->dev == {kdev}/ {{ @start[args->sector] = nsecs; }}\n\
          tracepoint:block:block_rq_complete /args->dev == {kdev} && @start[args->sector]/ {{\n\
-           @usecs = hist((nsecs - @start[args->sector]) / 1000); delete(@start[args->sector]); }}\n\
+           printf(\"lat %llu\\n\", nsecs - @start[args->sector]); delete(@start[args->sector]); }}\n\
          END {{ clear(@start); }}\n"
     )
 }
 
-/// bpftrace's `hist()` lines `[LOW, HIGH) COUNT |...|` as (log2 of LOW in
-/// µs, count); `K`, `M` are powers of 1024.
-fn parse_bpftrace_hist(out: &str) -> BTreeMap<u32, u64> {
-    let value = |s: &str| -> u64 {
-        let s = s.trim();
-        let (num, mult) = match s.chars().last() {
-            Some('K') => (&s[..s.len() - 1], 1 << 10),
-            Some('M') => (&s[..s.len() - 1], 1 << 20),
-            _ => (s, 1),
-        };
-        num.parse::<u64>().expect("bucket bound") * mult
-    };
-    let mut hist = BTreeMap::new();
-    for line in out.lines() {
-        let Some(rest) = line.strip_prefix('[') else {
-            continue;
-        };
-        let Some((range, tail)) = rest.split_once(')') else {
-            continue;
-        };
-        let low = value(range.split(',').next().unwrap());
-        let count: u64 = tail.split_whitespace().next().unwrap().parse().unwrap();
-        let log2 = if low == 0 {
-            0
-        } else {
-            63 - low.leading_zeros()
-        };
-        hist.insert(log2, count);
-    }
-    hist
+/// The latencies of bpftrace's `lat NS` lines, sorted.
+fn parse_bpftrace_latencies(out: &str) -> Vec<u64> {
+    let mut latencies: Vec<u64> = out
+        .lines()
+        .filter_map(|line| line.strip_prefix("lat "))
+        .map(|ns| ns.trim().parse().expect("a latency in ns"))
+        .collect();
+    latencies.sort_unstable();
+    latencies
+}
+
+/// The 1-based nearest rank of the `q` quantile among `n` values.
+fn nearest_rank(q: f64, n: u64) -> u64 {
+    ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
 }
 
 /// The nearest-rank `q` quantile of a histogram of (key, count).
 fn rank_quantile<K: Copy>(hist: &[(K, u64)], q: f64) -> K {
     let total: u64 = hist.iter().map(|&(_, c)| c).sum();
-    let rank = ((q * total as f64).ceil() as u64).max(1);
+    let rank = nearest_rank(q, total);
     let mut seen = 0;
     for &(k, c) in hist {
         seen += c;
@@ -361,12 +348,12 @@ fn bucket_position(v: u64) -> i64 {
 struct Measured {
     p50_ns: u64,
     p99_ns: u64,
-    p99_bucket: i64,
     count: u64,
     /// Reads the kernel completed on the device while fio ran
     /// (`/sys/block/DEV/stat`).
     kernel_reads: u64,
-    bpf: BTreeMap<u32, u64>,
+    /// bpftrace's latency of each request, in ns, sorted.
+    bpf: Vec<u64>,
     /// The last exposition of `iostat-rs --latency -o prometheus`, which
     /// watched the same run.
     exposition: String,
@@ -450,10 +437,9 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     Measured {
         p50_ns,
         p99_ns,
-        p99_bucket: bucket_position(p99_ns),
         count,
         kernel_reads,
-        bpf: parse_bpftrace_hist(&rest),
+        bpf: parse_bpftrace_latencies(&rest),
         exposition,
         device: lo.name.clone(),
     }
@@ -530,16 +516,18 @@ fn assert_exposition_agrees(m: &Measured, device: &str, floor: u64) {
 
 /// Prints what was measured (visible with `--nocapture`).
 fn show(name: &str, m: &Measured) {
+    let n = m.bpf.len() as u64;
+    let at = |q| m.bpf.get(nearest_rank(q, n) as usize - 1);
     eprintln!(
         "{name}: {} reads ({} by the kernel's count while fio ran), p50 {} ns, p99 {} ns; \
-         bpftrace log2(µs) histogram {:?}",
-        m.count, m.kernel_reads, m.p50_ns, m.p99_ns, m.bpf
+         bpftrace: {n} reads, p50 {:?} ns, p99 {:?} ns",
+        m.count,
+        m.kernel_reads,
+        m.p50_ns,
+        m.p99_ns,
+        at(0.5),
+        at(0.99)
     );
-}
-
-fn log2_us(ns: u64) -> u32 {
-    let us = ns / 1000;
-    63 - us.max(1).leading_zeros()
 }
 
 /// Every read the kernel completed while fio ran is measured (the
@@ -561,24 +549,30 @@ fn assert_all_reads_measured(m: &Measured, ios: u64) {
 }
 
 /// The agreement with bpftrace: the same requests, and p50 and p99 in the
-/// same log2 bucket of µs, or the next one.
+/// bucket of bpftrace's latency at the same rank, or a neighbouring one
+/// (the two time the same tracepoints microseconds apart). Where one saw a
+/// request or two the other did not (udev probing the new device), the
+/// rank may move by as many.
 fn assert_agrees_with_bpftrace(m: &Measured) {
-    let bpf: Vec<(u32, u64)> = m.bpf.iter().map(|(&k, &c)| (k, c)).collect();
-    let bpf_count: u64 = bpf.iter().map(|&(_, c)| c).sum();
+    let n = m.bpf.len() as u64;
+    let extra = m.count.abs_diff(n);
     assert!(
-        m.count.abs_diff(bpf_count) <= 2,
-        "iostat-rs saw {} reads, bpftrace {bpf_count}: {:?}",
-        m.count,
-        m.bpf
+        extra <= 2 && n > 0,
+        "iostat-rs saw {} reads, bpftrace {n}",
+        m.count
     );
+    let at_rank = |rank: u64| m.bpf[rank.clamp(1, n) as usize - 1];
     for (q, ours) in [(0.5, m.p50_ns), (0.99, m.p99_ns)] {
-        let theirs = rank_quantile(&bpf, q);
+        let rank = nearest_rank(q, n);
+        let (low, high) = (at_rank(rank.saturating_sub(extra)), at_rank(rank + extra));
+        let bucket = bucket_position(ours);
         assert!(
-            log2_us(ours).abs_diff(theirs) <= 1,
-            "p{}: iostat-rs {ours} ns (log2 µs {}), bpftrace log2 µs bucket {theirs}: {:?}",
+            bucket >= bucket_position(low) - 1 && bucket <= bucket_position(high) + 1,
+            "p{}: iostat-rs {ours} ns (bucket {bucket}), bpftrace {low}..={high} ns \
+             (buckets {}..={})",
             q * 100.0,
-            log2_us(ours),
-            m.bpf
+            bucket_position(low),
+            bucket_position(high)
         );
     }
 }
@@ -601,16 +595,12 @@ fn constant_2ms_disk() {
     show("constant 2 ms", &m);
     assert_exposition_agrees(&m, &m.device, floor);
     assert_all_reads_measured(&m, 400);
+    // No read is faster than the disk's sleep. How much slower each is
+    // depends on the machine's load (a sleep overshooting, the loop
+    // device's worker waiting for a CPU: p99 23 ms for a 20 ms sleep with
+    // the suite on 8 threads of 2 cores), so the upper side is bpftrace's
+    // exact timing of the same requests.
     assert!(m.p50_ns >= floor, "p50 {} below the floor", m.p50_ns);
-    assert!(
-        m.p50_ns <= floor * 12 / 10,
-        "p50 {} more than 20 % over",
-        m.p50_ns
-    );
-    // The tail of a constant disk is the machine's scheduling noise (a
-    // sleep overshooting on a loaded CI host), not a known value: it is
-    // held to the floor and to bpftrace's measurement of the same run.
-    // The known tail is tenth_of_reads_at_20ms's.
     assert!(m.p99_ns >= floor, "p99 {} below the floor", m.p99_ns);
     assert_agrees_with_bpftrace(&m);
 }
@@ -633,19 +623,14 @@ fn tenth_of_reads_at_20ms() {
     show("10 % at 20 ms", &m);
     assert_exposition_agrees(&m, &m.device, floor);
     assert_all_reads_measured(&m, 300);
+    // The median is a fast read and p99 a slow one; bounded above by
+    // bpftrace's timing of the same requests, as in constant_2ms_disk.
     assert!(
-        m.p50_ns >= floor && m.p50_ns <= floor * 12 / 10,
-        "p50 {}",
+        m.p50_ns >= floor && m.p50_ns < tail,
+        "p50 {} outside [2 ms, 20 ms)",
         m.p50_ns
     );
     assert!(m.p99_ns >= tail, "p99 {} below the 20 ms tail", m.p99_ns);
-    let expected = bucket_position(tail);
-    assert!(
-        m.p99_bucket.abs_diff(expected) <= 1,
-        "p99 {} ns is {} buckets from 20 ms",
-        m.p99_ns,
-        m.p99_bucket - expected
-    );
     assert_agrees_with_bpftrace(&m);
 }
 

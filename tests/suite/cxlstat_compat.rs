@@ -124,9 +124,11 @@ fn a_command_the_kernel_refuses_to_execute_prints_no_statistics() {
     software_tree(&root, &[(name.as_str(), cpus[0])]);
     // Executable by its mode, but neither ELF nor script: execve says ENOEXEC
     // only after the counters are open.
+    let written = root.join("garbage.bytes");
+    fs::write(&written, [0u8, 1, 2, 3]).unwrap();
+    fs::set_permissions(&written, fs::Permissions::from_mode(0o755)).unwrap();
     let garbage = root.join("garbage");
-    fs::write(&garbage, [0u8, 1, 2, 3]).unwrap();
-    fs::set_permissions(&garbage, fs::Permissions::from_mode(0o755)).unwrap();
+    cxlstat_support::copy_executable(&written, &garbage);
     let root_arg = root.to_str().unwrap();
     let garbage = garbage.to_str().unwrap();
     for timing in [&[][..], &["-I", "100"], &["-o", "json"]] {

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::skip;
-use cxlstat_support::{scratch, software_tree};
+use cxlstat_support::{copy_executable, scratch, software_tree};
 
 fn can_run(test: &str) -> bool {
     let missing: Vec<&str> = ["/usr/bin/setpriv", "/usr/sbin/setcap", "/usr/bin/unshare"]
@@ -78,7 +78,7 @@ fn as_nobody_over_fixture_sys(root: &Path, binary: &Path, args: &[&str]) -> Comm
 /// A copy of cxlstat with `cap_perfmon+ep`, in `root`.
 fn binary_with_cap_perfmon(root: &Path) -> std::path::PathBuf {
     let binary = root.join("cxlstat");
-    std::fs::copy(env!("CARGO_BIN_EXE_cxlstat"), &binary).unwrap();
+    copy_executable(Path::new(env!("CARGO_BIN_EXE_cxlstat")), &binary);
     let status = Command::new("/usr/sbin/setcap")
         .arg("cap_perfmon+ep")
         .arg(&binary)
@@ -96,7 +96,7 @@ fn eacces_explains_cap_perfmon_and_setcap_is_enough() {
     let root = scratch("privileges");
     software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
     let plain = root.join("plain-cxlstat");
-    std::fs::copy(env!("CARGO_BIN_EXE_cxlstat"), &plain).unwrap();
+    copy_executable(Path::new(env!("CARGO_BIN_EXE_cxlstat")), &plain);
     let args = [
         "--sysroot",
         root.to_str().unwrap(),

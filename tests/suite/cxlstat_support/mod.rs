@@ -128,3 +128,18 @@ pub fn perf_usable(test: &str) -> bool {
         Err(_) => true,
     }
 }
+
+/// Copies `from` to `to` in a `cp` process, for a file a test then
+/// executes. Written by this process, the file would be open for writing
+/// for a moment, and a child another test thread forks in that moment
+/// inherits the descriptor until it execs: executing the file then fails
+/// with ETXTBSY (`setpriv` exited 126 with the suite on 8 threads beside
+/// 8 busy loops).
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+}

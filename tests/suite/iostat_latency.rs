@@ -196,16 +196,44 @@ struct Watched {
     child: Child,
     stdout: std::thread::JoinHandle<Vec<u8>>,
     stderr: std::thread::JoinHandle<Vec<u8>>,
+    /// Hears once when the first bytes reach standard output.
+    printed: mpsc::Receiver<()>,
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+/// Reads `pipe` to its end in a thread; `first`, if given, hears when the
+/// first bytes arrive.
+fn drain<R: Read + Send + 'static>(
+    pipe: Option<R>,
+    mut first: Option<mpsc::Sender<()>>,
+) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
-        if let Some(mut p) = pipe {
-            p.read_to_end(&mut bytes).unwrap();
+        let Some(mut p) = pipe else { return bytes };
+        let mut chunk = [0u8; 4096];
+        loop {
+            match p.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    bytes.extend_from_slice(&chunk[..n]);
+                    if let Some(first) = first.take() {
+                        let _ = first.send(());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => panic!("reading a child's output: {e}"),
+            }
         }
         bytes
     })
+}
+
+/// Waits until `w` prints its first report, which iostat-rs writes only
+/// once the tracepoints are attached: from then on it sees every request.
+/// A sleep stood here, which a loaded machine can outlast.
+fn await_first_report(w: &Watched, limit: Duration) {
+    if w.printed.recv_timeout(limit).is_err() {
+        panic!("no report within {limit:?}");
+    }
 }
 
 /// `iostat-rs -x --latency -o ndjson 0.5 device`, running.
@@ -223,9 +251,11 @@ fn watch_latency(device: &str) -> Watched {
 }
 
 fn watch(mut child: Child) -> Watched {
+    let (first, printed) = mpsc::channel();
     Watched {
-        stdout: drain(child.stdout.take()),
-        stderr: drain(child.stderr.take()),
+        stdout: drain(child.stdout.take(), Some(first)),
+        stderr: drain(child.stderr.take(), None),
+        printed,
         child,
     }
 }
@@ -236,6 +266,7 @@ fn wait_output(w: Watched, limit: Duration) -> Output {
         mut child,
         stdout,
         stderr,
+        ..
     } = w;
     let start = Instant::now();
     let status = loop {
@@ -386,7 +417,8 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     .spawn()
     .expect("iostat-rs -o prometheus starts");
     let expo = watch(expo);
-    std::thread::sleep(Duration::from_millis(700));
+    await_first_report(&iostat, Duration::from_secs(60));
+    await_first_report(&expo, Duration::from_secs(60));
     let reads_before = kernel_stat(&lo.name)[0];
     let fio = Command::new("fio")
         .args([
@@ -1029,7 +1061,7 @@ fn partitions_and_devices_appearing_mid_run() {
     .spawn()
     .expect("iostat-rs starts");
     let iostat = watch(iostat);
-    std::thread::sleep(Duration::from_millis(500));
+    await_first_report(&iostat, Duration::from_secs(60));
     let lo = Loop::attach_with(&image, &["-P"]);
     let p2 = format!("{}p2", lo.name);
     let sys_dev = format!("/sys/class/block/{p2}/dev");

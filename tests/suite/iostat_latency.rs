@@ -392,6 +392,15 @@ struct Measured {
     device: String,
 }
 
+impl Measured {
+    /// bpftrace's latency at the 1-based `rank`, the last one past the
+    /// end; `None` if bpftrace saw no request.
+    fn bpf_at_rank(&self, rank: u64) -> Option<u64> {
+        let last = self.bpf.len().checked_sub(1)?;
+        Some(self.bpf[(rank.max(1) as usize - 1).min(last)])
+    }
+}
+
 /// Runs `ios` 4 KiB direct random reads with fio on a loop device over a
 /// slow disk, with iostat-rs and bpftrace watching.
 fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
@@ -549,7 +558,7 @@ fn assert_exposition_agrees(m: &Measured, device: &str, floor: u64) {
 /// Prints what was measured (visible with `--nocapture`).
 fn show(name: &str, m: &Measured) {
     let n = m.bpf.len() as u64;
-    let at = |q| m.bpf.get(nearest_rank(q, n) as usize - 1);
+    let at = |q| m.bpf_at_rank(nearest_rank(q, n));
     eprintln!(
         "{name}: {} reads ({} by the kernel's count while fio ran), p50 {} ns, p99 {} ns; \
          bpftrace: {n} reads, p50 {:?} ns, p99 {:?} ns",
@@ -593,7 +602,7 @@ fn assert_agrees_with_bpftrace(m: &Measured) {
         "iostat-rs saw {} reads, bpftrace {n}",
         m.count
     );
-    let at_rank = |rank: u64| m.bpf[rank.clamp(1, n) as usize - 1];
+    let at_rank = |rank: u64| m.bpf_at_rank(rank).expect("bpftrace saw requests");
     for (q, ours) in [(0.5, m.p50_ns), (0.99, m.p99_ns)] {
         let rank = nearest_rank(q, n);
         let (low, high) = (at_rank(rank.saturating_sub(extra)), at_rank(rank + extra));

@@ -51,7 +51,7 @@ impl TextRenderer {
             banner_blank: !(opts.skip_first && opts.interval.is_some()),
             colors: colors_on.then(|| Colors::new(opts.env.s_colors_sgr.as_deref())),
             opts: opts.clone(),
-            buf: String::with_capacity(4096),
+            buf: String::with_capacity(BUF_BYTES),
         }
     }
 
@@ -448,10 +448,12 @@ impl TextRenderer {
         Ok(())
     }
 
-    /// Writes out what is buffered once it is large, so that a report of
-    /// 10,000 devices never sits whole in memory.
+    /// Writes out what is buffered before the next line could make the
+    /// buffer grow, so that a report of many devices never sits whole in
+    /// memory, and a growing one does not leave a trail of freed buffers
+    /// of twice the size each (32 kB resident at 100 devices).
     fn spill(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        if self.buf.len() >= SPILL_BYTES {
+        if self.buf.len() + LINE_ROOM > self.buf.capacity() {
             out.write_all(self.buf.as_bytes())?;
             self.buf.clear();
         }
@@ -459,8 +461,15 @@ impl TextRenderer {
     }
 }
 
-/// Buffered output size that triggers a write.
-const SPILL_BYTES: usize = 32 * 1024;
+/// The report buffer's first allocation, which it keeps whatever the number
+/// of devices (a 100-device `-x` report is 20 kB) unless a line is longer
+/// than [`LINE_ROOM`].
+const BUF_BYTES: usize = 4096;
+
+/// Room kept free in the report buffer for the next device's line (an `-x`
+/// line is under 300 bytes): [`TextRenderer::spill`] writes the buffer out
+/// before it has less.
+const LINE_ROOM: usize = 1024;
 
 impl Renderer for TextRenderer {
     fn begin(&mut self, out: &mut dyn Write, banner: &Banner) -> io::Result<()> {

@@ -35,8 +35,14 @@
 #                    medians of 5 runs still differed by 100 kB.
 #   private memory = Private_Clean + Private_Dirty of /proc/PID/smaps_rollup
 #                    during an interval run (`1 3`, sampled after the first
-#                    report), the median of PRIVATE_REPS runs: what the program
-#                    costs beyond the shared C library.
+#                    report), the median of PRIVATE_REPS runs. It leaves out
+#                    the shared C library but counts the program's own clean
+#                    file pages (its code and constants) whenever one copy
+#                    runs.
+#   anonymous      = Anonymous of the same samples: heap, stack, relocated
+#                    and written data, which no other process shares. After
+#                    the table, its growth per device from the smallest to
+#                    the largest size, the memory that grows with the work.
 # Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
 # iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
 # and `-x -p ALL` (both read every device from /proc/diskstats).
@@ -128,22 +134,29 @@ max_rss_kb() {
     echo "$(median <"$work/rs") $(median <"$work/rr")"
 }
 
-# Private memory in kB (Private_Clean + Private_Dirty of smaps_rollup) of
-# "$@" run as an interval run, sampled 1.5 s in (after its first report,
-# while it sleeps): the memory the program itself costs the machine, without
-# the shared C library pages every process maps. Median of PRIVATE_REPS runs.
-private_kb() {
+# "private-kB anonymous-kB" of "$@" run as an interval run, sampled 1.5 s
+# in (after its first report, while it sleeps): Private_Clean +
+# Private_Dirty and Anonymous of smaps_rollup, each the median of
+# PRIVATE_REPS runs.
+private_anon_kb() {
     local i pid
+    : >"$work/private"
+    : >"$work/anon"
     for ((i = 0; i < PRIVATE_REPS; i++)); do
         "$@" 1 3 >/dev/null &
         pid=$!
         sleep 1.5
-        awk '/^Private_(Clean|Dirty):/ { kb += $2 } END { print kb }' "/proc/$pid/smaps_rollup"
+        awk '/^Private_(Clean|Dirty):/ { kb += $2 } END { print kb }' "/proc/$pid/smaps_rollup" >>"$work/private"
+        awk '/^Anonymous:/ { print $2 }' "/proc/$pid/smaps_rollup" >>"$work/anon"
         wait "$pid"
-    done | median
+    done
+    echo "$(median <"$work/private") $(median <"$work/anon")"
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
+
+# Bytes per device from "$1" kB to "$2" kB over "$3" more devices.
+per_device_bytes() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (b - a) * 1024 / n }'; }
 
 # Sanity: both programs see the generated devices.
 check_setup() {
@@ -158,8 +171,9 @@ echo "iostat-rs: $IOSTAT_RS"
 echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
 echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS RSS_REPS=$RSS_REPS PRIVATE_REPS=$PRIVATE_REPS; files on tmpfs"
 echo
-printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio | sysstat private kB | iostat-rs private kB | private ratio |\n'
-printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio | sysstat private kB | iostat-rs private kB | private ratio | sysstat anonymous kB | iostat-rs anonymous kB |\n'
+printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+declare -A anon_s anon_r
 for n in "${sizes[@]}"; do
     make_devices "$n" "$work" /sys/block
     check_setup "$n"
@@ -170,18 +184,32 @@ for n in "${sizes[@]}"; do
         {
             read -r s1 r1 q1 < <(paired_ms "$reps" $mode)
             read -r sm rm_ < <(max_rss_kb $mode)
-            printf '| %s | `%s` | one report | %.3f | %.3f | %.3f | %s | %s | %s | | | |\n' \
+            printf '| %s | `%s` | one report | %.3f | %.3f | %.3f | %s | %s | %s | | | | | |\n' \
                 "$n" "$mode" "$s1" "$r1" "$q1" "$sm" "$rm_" "$(ratio "$rm_" "$sm")"
             read -r si ri qi < <(paired_ms "$IREPS" $mode 1 "$COUNT")
             read -r sm rm_ < <(max_rss_kb $mode 1 2)
-            sp=$(private_kb "$SYSSTAT" $mode)
-            rp=$(private_kb "$IOSTAT_RS" $mode)
-            printf '| %s | `%s` | `1 %s`, per report | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s |\n' \
+            read -r sp sa < <(private_anon_kb "$SYSSTAT" $mode)
+            read -r rp ra < <(private_anon_kb "$IOSTAT_RS" $mode)
+            anon_s["$n $mode"]=$sa
+            anon_r["$n $mode"]=$ra
+            printf '| %s | `%s` | `1 %s`, per report | %.3f | %.3f | %.3f | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
                 "$n" "$mode" "$COUNT" "$(awk -v t="$si" -v c="$COUNT" 'BEGIN { print t / c }')" \
                 "$(awk -v t="$ri" -v c="$COUNT" 'BEGIN { print t / c }')" "$qi" "$sm" "$rm_" "$(ratio "$rm_" "$sm")" \
-                "$sp" "$rp" "$(ratio "$rp" "$sp")"
+                "$sp" "$rp" "$(ratio "$rp" "$sp")" "$sa" "$ra"
         }
     done
 done
+first=${sizes[0]}
+last=${sizes[${#sizes[@]} - 1]}
+if [ "$last" -gt "$first" ]; then
+    echo
+    echo "Anonymous memory per device, interval runs, from $first to $last devices (bytes):"
+    for mode in "-x" "-x -p ALL"; do
+        ps=$(per_device_bytes "${anon_s["$first $mode"]}" "${anon_s["$last $mode"]}" $((last - first)))
+        pr=$(per_device_bytes "${anon_r["$first $mode"]}" "${anon_r["$last $mode"]}" $((last - first)))
+        echo "  \`$mode\`: sysstat $ps, iostat-rs $pr, ratio $(ratio "$pr" "$ps")"
+    done
+fi
 echo
 echo "Targets: CPU ratio <= 0.100 at 10000 devices and <= 1 at 10; peak RSS ratio <= 1 at 1000 and 10000 devices; private-memory ratio <= 1 at 10 devices."
+echo "Proposed instead of the private-memory target (BENCHMARKS.md, session 12): anonymous memory per device ratio <= 1."

@@ -43,6 +43,15 @@
 #                    and written data, which no other process shares. After
 #                    the table, its growth per device from the smallest to
 #                    the largest size, the memory that grows with the work.
+#   work per report = at the smallest size, after the table: user-space
+#                    instructions (valgrind's callgrind) and system calls
+#                    (strace) that one more report of an interval run costs,
+#                    (run `1 COUNT` - run `1 1`) / (COUNT - 1). Both are
+#                    exact counts. Task-clock at this size is mostly the
+#                    wakeup between reports, which on a virtual machine
+#                    swings by milliseconds (BENCHMARKS.md, session 14);
+#                    these counts are the work itself. Skipped, with a line
+#                    saying so, without valgrind and strace.
 # Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
 # iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
 # and `-x -p ALL` (both read every device from /proc/diskstats).
@@ -158,6 +167,26 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else
 # Bytes per device from "$1" kB to "$2" kB over "$3" more devices.
 per_device_bytes() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (b - a) * 1024 / n }'; }
 
+# "instructions system-calls" of one run of "$@": callgrind's user-space
+# instruction count and the number of system calls strace saw.
+work_of_run() {
+    local ir
+    ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+        awk '/Collected :/ { print $NF }')
+    strace -f -qq -o "$work/strace" "$@" >/dev/null
+    echo "$ir $(grep -cv -e ' +++ ' -e ' --- ' -e 'resumed>' "$work/strace")"
+}
+
+# "instructions system-calls" that one more report of an interval run of
+# "$@" costs: (run `1 COUNT` - run `1 1`) / (COUNT - 1).
+work_per_report() {
+    local i1 s1 in sn
+    read -r i1 s1 < <(work_of_run "$@" 1 1)
+    read -r in sn < <(work_of_run "$@" 1 "$COUNT")
+    awk -v a="$i1" -v b="$in" -v c="$s1" -v d="$sn" -v n="$COUNT" \
+        'BEGIN { printf "%.0f %.1f\n", (b - a) / (n - 1), (d - c) / (n - 1) }'
+}
+
 # Sanity: both programs see the generated devices.
 check_setup() {
     local n=$1 seen
@@ -210,6 +239,29 @@ if [ "$last" -gt "$first" ]; then
         echo "  \`$mode\`: sysstat $ps, iostat-rs $pr, ratio $(ratio "$pr" "$ps")"
     done
 fi
+if [ "$COUNT" -lt 2 ]; then
+    echo
+    echo "Work per report: skipped, COUNT=$COUNT leaves no second report to count."
+elif ! command -v valgrind >/dev/null || ! command -v strace >/dev/null; then
+    echo
+    echo "Work per report: skipped, it needs valgrind and strace (apt-get install valgrind strace)."
+else
+    make_devices "$first" "$work" /sys/block
+    echo
+    echo "Work per report at $first devices, interval runs (exact counts; user-space instructions from callgrind, system calls from strace):"
+    echo
+    echo '| mode | sysstat instructions | iostat-rs instructions | ratio | sysstat system calls | iostat-rs system calls | ratio |'
+    echo '|---|---:|---:|---:|---:|---:|---:|'
+    for mode in "-x" "-x -p ALL"; do
+        # shellcheck disable=SC2086 # $mode is a list of options
+        read -r si ss < <(work_per_report "$SYSSTAT" $mode)
+        # shellcheck disable=SC2086
+        read -r ri rs < <(work_per_report "$IOSTAT_RS" $mode)
+        printf '| `%s` | %s | %s | %s | %s | %s | %s |\n' \
+            "$mode" "$si" "$ri" "$(ratio "$ri" "$si")" "$ss" "$rs" "$(ratio "$rs" "$ss")"
+    done
+fi
 echo
 echo "Targets: CPU ratio <= 0.100 at 10000 devices and <= 1 at 10; peak RSS ratio <= 1 at 1000 and 10000 devices; private-memory ratio <= 1 at 10 devices."
 echo "Proposed instead of the private-memory target (BENCHMARKS.md, session 12): anonymous memory per device ratio <= 1."
+echo "Proposed beside the CPU target at $first devices, whose interval runs time the wakeups (BENCHMARKS.md, session 14): work per report ratios <= 1."

@@ -74,7 +74,7 @@ impl StopSignal {
             };
             // SAFETY: one valid pollfd for the duration of the call.
             unsafe { libc::poll(&mut fds, 1, millis) };
-            self.drain();
+            self.drain_if_woken(fds.revents);
         }
     }
 
@@ -111,14 +111,22 @@ impl StopSignal {
             ];
             // SAFETY: two valid pollfds for the duration of the call.
             unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            self.drain();
+            self.drain_if_woken(fds[0].revents);
             if fds[1].revents != 0 {
                 return true;
             }
         }
     }
 
-    fn drain(&self) {
+    /// Empties the wake-up socket once `poll` reported it readable
+    /// (`revents`). A timeout or a ready output reads nothing: one system
+    /// call fewer per wait. A byte left behind by a signal that raced the
+    /// wait makes the next `poll` return at once, and the flag is checked
+    /// before every wait anyway.
+    fn drain_if_woken(&self, revents: libc::c_short) {
+        if revents == 0 {
+            return;
+        }
         let mut buf = [0u8; 64];
         // SAFETY: reading into a local buffer from a non-blocking socket we own.
         while unsafe { libc::read(self.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {

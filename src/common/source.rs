@@ -244,14 +244,13 @@ fn read_lines(
     buf: &mut Vec<u8>,
     each: &mut dyn FnMut(&[u8]),
 ) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
     buf.clear();
     let mut offset = 0u64;
     loop {
         let filled = buf.len();
         // `filled` is an unfinished line carried over (without a newline).
         // A short one leaves room for half a piece or more in one piece's
-        // bytes: read into that, so that the buffer never grows (a resize
+        // bytes: read into that, so that the buffer never grows (growing
         // past its capacity doubles it, 16 kB for every file over 8). A line
         // longer than half a piece gets a whole piece after it.
         let room = if filled <= LINE_CHUNK / 2 {
@@ -259,19 +258,13 @@ fn read_lines(
         } else {
             LINE_CHUNK
         };
-        buf.resize(filled + room, 0);
-        let n = match file.read_at(&mut buf[filled..], offset) {
+        let n = match pread_append(file, buf, room, offset) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                buf.truncate(filled);
-                continue;
-            }
             Err(e) => {
-                buf.truncate(filled);
+                buf.clear();
                 return Err(e);
             }
         };
-        buf.truncate(filled + n);
         if n == 0 {
             split_lines(buf, each);
             buf.clear();
@@ -284,6 +277,44 @@ fn read_lines(
         }
         let done = complete_lines(buf, filled, each);
         buf.drain(..done);
+    }
+}
+
+/// Reads up to `max` bytes of `file` at `offset` onto the end of `buf`
+/// (growing its capacity as needed) and returns how many it read: 0 at the
+/// end of the file. Retries a read a signal interrupted.
+///
+/// The bytes go straight into the spare capacity, which is not zeroed
+/// first (as `read_to_end` does): a report touches only the memory the
+/// kernel's data fills, not a whole piece twice per read.
+fn pread_append(file: &File, buf: &mut Vec<u8>, max: usize, offset: u64) -> io::Result<usize> {
+    buf.reserve(max);
+    let filled = buf.len();
+    let room = &mut buf.spare_capacity_mut()[..max];
+    let offset = libc::off_t::try_from(offset)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset out of range"))?;
+    loop {
+        // SAFETY: pread writes at most `room.len()` bytes into `room`, spare
+        // capacity of `buf` that stays allocated and unaliased during the
+        // call; the descriptor is open for as long as `file` is borrowed.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                room.as_mut_ptr().cast(),
+                room.len(),
+                offset,
+            )
+        };
+        if n >= 0 {
+            let n = n as usize;
+            // SAFETY: pread initialised these `n` bytes just past `filled`.
+            unsafe { buf.set_len(filled + n) };
+            return Ok(n);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
     }
 }
 
@@ -353,40 +384,25 @@ impl RootFs {
 fn pread_all(file: &File, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
     loop {
-        if buf.len() == buf.capacity() {
-            // Grows by doubling (at least a small first piece).
-            buf.reserve(PREAD_PIECE);
-        }
-        let filled = buf.len();
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: pread writes at most `spare.len()` bytes into the spare
-        // capacity of `buf`, which stays allocated and unaliased during the
-        // call; the fd is open for as long as `file` is borrowed.
-        let n = unsafe {
-            libc::pread(
-                file.as_raw_fd(),
-                spare.as_mut_ptr().cast(),
-                spare.len(),
-                filled as libc::off_t,
-            )
+        // The room left, or once it is full a piece more (which doubles
+        // the capacity).
+        let room = match buf.capacity() - buf.len() {
+            0 => PREAD_PIECE,
+            spare => spare,
         };
-        match n {
-            0 => return Ok(()),
-            n if n > 0 => {
-                // SAFETY: pread initialised these `n` bytes just past `filled`.
-                unsafe { buf.set_len(filled + n as usize) };
-                if buf.len() as u64 > limit {
-                    buf.clear();
-                    return Err(too_large(limit));
-                }
+        let n = match pread_append(file, buf, room, buf.len() as u64) {
+            Ok(n) => n,
+            Err(e) => {
+                buf.clear();
+                return Err(e);
             }
-            _ => {
-                let err = io::Error::last_os_error();
-                if err.kind() != io::ErrorKind::Interrupted {
-                    buf.clear();
-                    return Err(err);
-                }
-            }
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        if buf.len() as u64 > limit {
+            buf.clear();
+            return Err(too_large(limit));
         }
     }
 }

@@ -677,13 +677,24 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             at,
         );
         let prom_rate = prom_rate[0].1;
-        for report in &vreports {
-            let per_second = report[cpu]["total_disp"].as_f64().unwrap() / 2.0;
-            assert!(
-                (per_second - prom_rate).abs() <= 0.03 * prom_rate,
-                "cpu{cpu}: interval {per_second}/s, Prometheus {prom_rate}/s"
-            );
-        }
+        // Over the three intervals (6 s, as the window) within 3 %; each
+        // interval within 10 %. A stall of the simulator or of vcpustat at
+        // an interval's end moves that interval by 0.5 % per 10 ms, and the
+        // whole run only at its two outer ends, by a third as much: with 3 %
+        // on each interval the test failed once in six runs of the suite
+        // beside a fuzzer.
+        let per_second: Vec<f64> = vreports
+            .iter()
+            .map(|report| report[cpu]["total_disp"].as_f64().unwrap() / 2.0)
+            .collect();
+        let mean = per_second.iter().sum::<f64>() / per_second.len() as f64;
+        assert!(
+            (mean - prom_rate).abs() <= 0.03 * prom_rate
+                && per_second
+                    .iter()
+                    .all(|r| (r - prom_rate).abs() <= 0.10 * prom_rate),
+            "cpu{cpu}: intervals {per_second:?}/s, Prometheus {prom_rate}/s"
+        );
     }
     // The home ratio of the recording rule's expression: 0.5 and 1.
     let home = query(

@@ -162,6 +162,21 @@ private_anon_kb() {
     echo "$(median <"$work/private") $(median <"$work/anon")"
 }
 
+# Task-clock ms that one wake-up costs this machine now: `sleep 0.2` minus
+# `true`, medians of 5 runs each. It moves with the host's load, and the
+# 10-device interval rows and the 10,000-device rows move with it
+# (BENCHMARKS.md, session 15).
+wake_charge_ms() {
+    local i
+    : >"$work/ws"
+    : >"$work/wt"
+    for ((i = 0; i < 5; i++)); do
+        one_ms sleep 0.2 >>"$work/ws"
+        one_ms true >>"$work/wt"
+    done
+    awk -v a="$(median <"$work/ws")" -v b="$(median <"$work/wt")" 'BEGIN { printf "%.3f", a - b }'
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
 # Bytes per device from "$1" kB to "$2" kB over "$3" more devices.
@@ -199,6 +214,7 @@ check_setup() {
 echo "iostat-rs: $IOSTAT_RS"
 echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
 echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS RSS_REPS=$RSS_REPS PRIVATE_REPS=$PRIVATE_REPS; files on tmpfs"
+echo "wake-up:   $(wake_charge_ms) ms of task clock per wake-up at the start (sleep 0.2 minus true: 0.2-0.5 on this VM when its host is quiet, 1.5-2.6 when busy)"
 echo
 printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio | sysstat private kB | iostat-rs private kB | private ratio | sysstat anonymous kB | iostat-rs anonymous kB |\n'
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
@@ -261,6 +277,8 @@ else
             "$mode" "$si" "$ri" "$(ratio "$ri" "$si")" "$ss" "$rs" "$(ratio "$rs" "$ss")"
     done
 fi
+echo
+echo "wake-up:   $(wake_charge_ms) ms of task clock per wake-up at the end"
 echo
 echo "Targets: CPU ratio <= 0.100 at 10000 devices and <= 1 at 10; peak RSS ratio <= 1 at 1000 and 10000 devices; private-memory ratio <= 1 at 10 devices."
 echo "Proposed instead of the private-memory target (BENCHMARKS.md, session 12): anonymous memory per device ratio <= 1."

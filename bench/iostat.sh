@@ -52,6 +52,9 @@
 #                    swings by milliseconds (BENCHMARKS.md, session 14);
 #                    these counts are the work itself. Skipped, with a line
 #                    saying so, without valgrind and strace.
+#   wake-up        = before and after the table: the task clock one wake-up
+#                    costs the machine (`sleep 0.2` minus `true`), which says
+#                    how loaded the host was while the rows were measured.
 # Modes: `-x` (sysstat reads /sys/block/*/stat, one file per device;
 # iostat-rs lists /sys/block and takes the counters from /proc/diskstats)
 # and `-x -p ALL` (both read every device from /proc/diskstats).

@@ -62,11 +62,16 @@ impl StopSignal {
             if now >= deadline {
                 return true;
             }
-            // Round up so that we never wake just before the deadline and spin.
-            let millis = (deadline - now)
-                .as_nanos()
-                .div_ceil(1_000_000)
-                .min(i32::MAX as u128) as i32;
+            // Round up so that we never wake just before the deadline and
+            // spin. In 64 bits: `as_nanos` is a u128, whose division is a
+            // call into the C runtime's `__udivti3`, out of the code every
+            // report runs (build.rs, "Hot code first").
+            let left = deadline - now;
+            let millis = left
+                .as_secs()
+                .saturating_mul(1000)
+                .saturating_add(u64::from(left.subsec_nanos().div_ceil(1_000_000)))
+                .min(i32::MAX as u64) as i32;
             let mut fds = libc::pollfd {
                 fd: self.wake.as_raw_fd(),
                 events: libc::POLLIN,

@@ -319,10 +319,16 @@ fn a_usual_run_keeps_little_of_the_program_resident() {
         "no executable mapping of {} found",
         program.display()
     );
+    // Three of the kernel's 64 kB fault-around windows: the start of the
+    // text (`.init`, `.plt`) and the listed block, which a run keeps to 35
+    // pages. One function of a report left out of the list (`__udivti3`,
+    // once) costs a window more, 51 pages, which a looser bound (a fifth of
+    // the text, 97 pages) let through.
     assert!(
-        resident * 5 <= total,
-        "iostat-rs -x keeps {resident} of its {total} text pages resident (more than a fifth): \
-         link/hot-functions.txt is stale or was not used; run link/profile.sh"
+        resident <= 48,
+        "iostat-rs -x keeps {resident} of its {total} text pages resident (more than three \
+         64 kB windows): a function it runs is missing from link/hot-functions.txt, or the \
+         list was not used; run link/profile.sh"
     );
     // One fault-around window: its first page, read at start, faults in
     // the first 64 kB, and everything the run reads is in them.

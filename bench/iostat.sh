@@ -217,7 +217,7 @@ check_setup() {
 echo "iostat-rs: $IOSTAT_RS"
 echo "sysstat:   $SYSSTAT ($("$SYSSTAT" -V 2>&1 | head -1))"
 echo "machine:   $(nproc) CPUs, $(uname -r); REPS=$REPS COUNT=$COUNT IREPS=$IREPS RSS_REPS=$RSS_REPS PRIVATE_REPS=$PRIVATE_REPS; files on tmpfs"
-echo "wake-up:   $(wake_charge_ms) ms of task clock per wake-up at the start (sleep 0.2 minus true: 0.2-0.5 on this VM when its host is quiet, 1.5-2.6 when busy)"
+echo "wake-up:   $(wake_charge_ms) ms of task clock per wake-up at the start (sleep 0.2 minus true: under 0.5 on this VM when its host is quiet, 0.6-2.6 when busy)"
 echo
 printf '| devices | mode | run | sysstat CPU ms/report | iostat-rs CPU ms/report | CPU ratio rs/sysstat (median of pairs) | sysstat max RSS kB | iostat-rs max RSS kB | RSS ratio | sysstat private kB | iostat-rs private kB | private ratio | sysstat anonymous kB | iostat-rs anonymous kB |\n'
 printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'

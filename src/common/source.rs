@@ -407,8 +407,10 @@ fn pread_all(file: &File, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
     }
 }
 
-/// The first piece [`pread_all`] reads a file in: `/proc/uptime` and the
-/// `cpu` lines of a small machine's `/proc/stat` fit in one.
+/// What [`pread_all`] adds to a buffer that has no room left (an empty one,
+/// or one a file filled): the capacity then doubles, as `read_to_end`'s
+/// does. Callers that keep their buffer between samples pass one with room
+/// for the file (iostat-rs's holds 4 kB; `/proc/stat` of 2 CPUs is 1.2 kB).
 const PREAD_PIECE: usize = 1024;
 
 /// Reads `file` from where it stands to its end into `buf` (cleared

@@ -27,6 +27,10 @@ pub struct TextRenderer {
     banner_blank: bool,
     colors: Option<Colors>,
     opts: Options,
+    /// The device report's header lines, one per part (four with
+    /// `--split`): they depend only on the options, so they are built once
+    /// instead of being formatted again, some 25 strings, in every report.
+    headers: Vec<String>,
     buf: String,
 }
 
@@ -38,7 +42,7 @@ impl TextRenderer {
             ColorMode::Never => false,
             ColorMode::Auto => tty,
         };
-        TextRenderer {
+        let mut renderer = TextRenderer {
             show_cpu: opts.show_cpu,
             show_disk: opts.show_disk,
             extended: opts.extended,
@@ -51,7 +55,36 @@ impl TextRenderer {
             banner_blank: !(opts.skip_first && opts.interval.is_some()),
             colors: colors_on.then(|| Colors::new(opts.env.s_colors_sgr.as_deref())),
             opts: opts.clone(),
+            headers: Vec::new(),
             buf: String::with_capacity(BUF_BYTES),
+        };
+        if renderer.show_disk {
+            renderer.headers = renderer.device_headers();
+        }
+        renderer
+    }
+
+    /// The header lines of the device report these options print.
+    fn device_headers(&self) -> Vec<String> {
+        if !self.extended {
+            vec![self.basic_header()]
+        } else if self.short {
+            vec![self.short_header()]
+        } else {
+            self.ext_parts()
+                .iter()
+                .map(|part| self.ext_header(part))
+                .collect()
+        }
+    }
+
+    /// The column groups of the `-x` report: all four on one line, or each
+    /// under its own header with `--split`.
+    fn ext_parts(&self) -> &'static [&'static [usize]] {
+        if self.split {
+            &[&[0], &[1], &[2], &[3]]
+        } else {
+            &[&[0, 1, 2, 3]]
         }
     }
 
@@ -199,17 +232,20 @@ impl TextRenderer {
         self.buf.push('\n');
     }
 
-    fn header(&mut self, cells: &[(&str, usize)]) {
+    /// A header line: `Device` and the right-aligned column labels.
+    fn header(&self, cells: &[(&str, usize)]) -> String {
+        let mut line = String::new();
         if !self.pretty {
-            self.buf.push_str("Device       ");
+            line.push_str("Device       ");
         }
         for (label, width) in cells {
-            let _ = write!(self.buf, "{label:>w$}", w = width + 1);
+            let _ = write!(line, "{label:>w$}", w = width + 1);
         }
         if self.pretty {
-            self.buf.push_str(" Device");
+            line.push_str(" Device");
         }
-        self.buf.push('\n');
+        line.push('\n');
+        line
     }
 
     fn cpu(&mut self, s: &Sample) {
@@ -225,10 +261,22 @@ impl TextRenderer {
         self.buf.push_str("\n\n");
     }
 
-    // Out of line: only some runs take this path; inlined, it would sit among
-    // the code every run executes (build.rs, "Hot code first").
-    #[inline(never)]
-    fn basic_header(&mut self) {
+    /// The header of the `-x -s` report.
+    fn short_header(&self) -> String {
+        let u = format!("{}/s", self.unit.label(false));
+        self.header(&[
+            ("tps", 8),
+            (&u, 9),
+            ("rqm/s", 8),
+            ("await", 7),
+            ("areq-sz", 8),
+            ("aqu-sz", 7),
+            ("%util", 6),
+        ])
+    }
+
+    /// The header of the report without `-x`.
+    fn basic_header(&self) -> String {
         let u = self.unit.label(true);
         if self.short {
             let (r, wd, rt, wdt) = (
@@ -237,7 +285,7 @@ impl TextRenderer {
                 format!("{u}_read"),
                 format!("{u}_w+d"),
             );
-            self.header(&[("tps", 8), (&r, 12), (&wd, 12), (&rt, 10), (&wdt, 10)]);
+            self.header(&[("tps", 8), (&r, 12), (&wd, 12), (&rt, 10), (&wdt, 10)])
         } else {
             let l = [
                 format!("{u}_read/s"),
@@ -255,7 +303,7 @@ impl TextRenderer {
                 (&l[3], 10),
                 (&l[4], 10),
                 (&l[5], 10),
-            ]);
+            ])
         }
     }
 
@@ -284,9 +332,17 @@ impl TextRenderer {
         self.name_end(row.name);
     }
 
-    fn ext_header(&mut self, part: usize) {
+    /// The header line of the `-x` column groups in `part`.
+    fn ext_header(&self, part: &[usize]) -> String {
+        let labels: Vec<(String, usize)> = part.iter().flat_map(|&p| self.ext_labels(p)).collect();
+        let cells: Vec<(&str, usize)> = labels.iter().map(|(l, w)| (l.as_str(), *w)).collect();
+        self.header(&cells)
+    }
+
+    /// The labels and widths of one `-x` column group.
+    fn ext_labels(&self, part: usize) -> Vec<(String, usize)> {
         let u = self.unit.label(false);
-        let cells: Vec<(String, usize)> = match part {
+        match part {
             0..=2 => {
                 let p = ["r", "w", "d"][part];
                 vec![
@@ -316,9 +372,6 @@ impl TextRenderer {
                 }
                 cells
             }
-        };
-        for (label, width) in cells {
-            let _ = write!(self.buf, "{label:>w$}", w = width + 1);
         }
     }
 
@@ -372,7 +425,7 @@ impl TextRenderer {
     // (build.rs, "Hot code first").
     #[inline(never)]
     fn basic_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
-        self.basic_header();
+        self.buf.push_str(&self.headers[0]);
         for row in s.devices.rows(s.curr) {
             self.basic_row(&row, s.itv);
             self.spill(out)?;
@@ -383,16 +436,7 @@ impl TextRenderer {
     /// The device report of `-x -s`.
     #[inline(never)]
     fn short_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
-        let u = format!("{}/s", self.unit.label(false));
-        self.header(&[
-            ("tps", 8),
-            (&u, 9),
-            ("rqm/s", 8),
-            ("await", 7),
-            ("areq-sz", 8),
-            ("aqu-sz", 7),
-            ("%util", 6),
-        ]);
+        self.buf.push_str(&self.headers[0]);
         for row in s.devices.rows(s.curr) {
             let x = ext_short_stats(row.prev, row.cur, s.itv, row.devices);
             self.name_start(row.name);
@@ -412,22 +456,9 @@ impl TextRenderer {
     /// The device report of `-x`, in one part or split in four (`--split`).
     #[inline(never)]
     fn extended_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
-        let parts: Vec<Vec<usize>> = if self.split {
-            (0..4).map(|p| vec![p]).collect()
-        } else {
-            vec![vec![0, 1, 2, 3]]
-        };
-        for (n, part) in parts.iter().enumerate() {
-            if !self.pretty {
-                self.buf.push_str("Device       ");
-            }
-            for &p in part {
-                self.ext_header(p);
-            }
-            if self.pretty {
-                self.buf.push_str(" Device");
-            }
-            self.buf.push('\n');
+        let parts = self.ext_parts();
+        for (n, &part) in parts.iter().enumerate() {
+            self.buf.push_str(&self.headers[n]);
             for row in s.devices.rows(s.curr) {
                 let x = ext_stats(row.prev, row.cur, s.itv, row.devices);
                 self.name_start(row.name);

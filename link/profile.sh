@@ -18,7 +18,8 @@
 #
 # Usage: link/profile.sh        (needs root, valgrind, python3 and strings)
 #
-# The runs, in priority order: iostat-rs's main job (`-x` at an interval)
+# The runs, in priority order: one report of iostat-rs's main job once
+# it runs (at 10 and 1,000 devices); iostat-rs's main job (`-x` at an interval)
 # on fake kernels of 10, 1,000 and 10,000 devices and on this machine's own
 # /proc and /sys; then its other usual modes; then a recording replayed as
 # text and JSON; then vcpustat and cxlstat from the test recordings.
@@ -50,6 +51,21 @@ profile() {
         --callgrind-out-file="$work/run.$priority.$(find "$work" -name 'run.*' | wc -l)" \
         "$bin/$program" "$@" >/dev/null 2>"$work/log" ||
         { cat "$work/log" >&2; echo "link/profile.sh: $program $* failed" >&2; exit 1; }
+}
+
+# steady PRIORITY ARGS...: the functions the third report of
+# `iostat-rs ARGS 0.01 4` executes (callgrind's part between the second
+# and third waits), kept as $work/run.PRIORITY.N. Listed first, the code an
+# interval run executes again and again takes the fewest pages, apart from
+# its start-up code.
+steady() {
+    local priority=$1
+    shift
+    valgrind --tool=callgrind --demangle=no --dump-before='*StopSignal*sleep_until*' \
+        --callgrind-out-file="$work/steady" "$bin/iostat-rs" "$@" 0.01 4 >/dev/null 2>"$work/log" ||
+        { cat "$work/log" >&2; echo "link/profile.sh: iostat-rs $* 0.01 4 failed" >&2; exit 1; }
+    mv "$work/steady.3" "$work/run.$priority.$(find "$work" -name 'run.*' | wc -l)"
+    rm -f "$work"/steady*
 }
 
 # trace LABEL ARGS...: a valgrind lackey trace of iostat-rs ARGS, kept as
@@ -87,6 +103,10 @@ if [ -n "${HWSTAT_PROFILE_WORK:-}" ]; then
         elif [ "$n" = 1000 ]; then
             trace "$n" -x
             trace "$n" -x -p ALL
+        fi
+        if [ "$n" != 10000 ]; then
+            steady 05 -x
+            steady 05 -x -p ALL
         fi
         rank=10
         # The main job as users run it, at a whole second: a wait that

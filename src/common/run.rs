@@ -24,6 +24,12 @@ pub enum RunEnd {
 /// Live sources sleep until each sample is due (`start + index * interval`);
 /// replays do not sleep. The source is finished (a recording writes its last
 /// frame) on every path out, errors included.
+// Out of line: each tool's loop (this function with its `sample` inlined)
+// is then the only code of the run function an interval executes again,
+// instead of one part of the start-up code around it, so the pages each
+// report touches are few and together (link/profile.sh lists the loop's
+// functions first; BENCHMARKS.md, session 16).
+#[inline(never)]
 pub fn run_samples<E: From<io::Error>>(
     schedule: &Schedule,
     source: &mut dyn Source,

@@ -19,6 +19,7 @@
 //! * [`tracefs`]: tracepoint ids and record layouts, from tracefs;
 //! * [`expo`], [`textfile`]: Prometheus expositions of cumulative counters,
 //!   on standard output or replaced atomically in a textfile;
+//! * [`temp_file`]: replacing a file atomically, never through a planted link;
 //! * [`serve`]: `--listen`, the expositions served to Prometheus at each scrape;
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
@@ -84,5 +85,6 @@ pub mod serve;
 pub mod signals;
 pub mod source;
 pub mod stdout;
+pub mod temp_file;
 pub mod textfile;
 pub mod tracefs;

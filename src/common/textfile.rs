@@ -4,48 +4,22 @@
 //! filesystem), synced, made world-readable and renamed over `PATH`: a reader
 //! sees the previous exposition or the new one, never a part.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
-/// The temporary file beside `path`: `.NAME.tmp.PID`, hidden and without
-/// the `.prom` ending the textfile collector reads.
-fn temporary(path: &Path) -> io::Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "expected a file name, not a directory",
-        )
-    })?;
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".tmp.{}", std::process::id()));
-    Ok(path.with_file_name(tmp))
-}
+use super::temp_file;
 
-/// Replaces `path` with `text` atomically. On an error the temporary file is
-/// removed and `path` is left as it was.
+/// Replaces `path` with `text` atomically, readable by every user (the
+/// collector may run as another), and synced. On an error the temporary
+/// file is removed and `path` is left as it was.
 pub fn replace(path: &Path, text: &[u8]) -> io::Result<()> {
-    let tmp = temporary(path)?;
-    let written = write_synced(&tmp, text).and_then(|()| fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
-}
-
-fn write_synced(tmp: &Path, text: &[u8]) -> io::Result<()> {
-    let mut file: File = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(tmp)?;
-    file.set_permissions(fs::Permissions::from_mode(0o644))?;
-    file.write_all(text)?;
-    file.sync_all()
+    temp_file::replace_with(path, 0o644, |file: &mut File| {
+        file.set_permissions(fs::Permissions::from_mode(0o644))?;
+        file.write_all(text)?;
+        file.sync_all()
+    })
 }
 
 #[cfg(test)]

@@ -2,40 +2,21 @@
 //! file or the new one, never a part: a temporary file in the same
 //! directory, renamed over the target.
 
-use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
+
+use crate::common::temp_file;
 
 /// Replaces `path` with `contents` atomically. The error names the file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
-    let temp = temp_path(path);
-    let result = (|| -> io::Result<()> {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)?;
-        file.write_all(contents)?;
-        fs::rename(&temp, path)
-    })();
-    result.map_err(|err| {
-        let _ = fs::remove_file(&temp);
-        format!("--svg {}: cannot write: {err}", path.display())
-    })
-}
-
-/// `.NAME.PID.tmp` beside `path`.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "chart.svg".to_string());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+    temp_file::replace_with(path, 0o666, |file| file.write_all(contents))
+        .map_err(|err| format!("--svg {}: cannot write: {err}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn replaces_the_file_and_leaves_no_temporary_behind() {

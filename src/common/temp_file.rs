@@ -1,0 +1,109 @@
+//! Replacing a file atomically through a temporary file beside it, renamed
+//! over the target: a reader sees the old file or the new one, never a
+//! part (`--textfile`, `--svg`).
+//!
+//! The temporary is always created afresh (`O_CREAT | O_EXCL`, which also
+//! refuses a symbolic link, dangling or not), never opened if it exists:
+//! the tools run as root, and a link planted under the predictable name in
+//! a directory others can write would otherwise make them write through it
+//! to any file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Replaces `path` with what `write` writes into a new file created with
+/// `mode` (less the umask). On an error the temporary file is removed and
+/// `path` is left as it was.
+pub fn replace_with(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    let temp = temporary_name(path)?;
+    let mut file = create_fresh(&temp, mode)?;
+    let written = write(&mut file).and_then(|()| fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written
+}
+
+/// `.NAME.PID.tmp` beside `path`: hidden, and without the ending a reader
+/// of the directory looks for (node_exporter's textfile collector reads
+/// `*.prom`).
+fn temporary_name(path: &Path) -> io::Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "expected a file name, not a directory",
+        )
+    })?;
+    let mut temp = std::ffi::OsString::from(".");
+    temp.push(name);
+    temp.push(format!(".{}.tmp", std::process::id()));
+    Ok(path.with_file_name(temp))
+}
+
+/// Creates `temp`, which must not exist. One left by an earlier process of
+/// the same id (killed before its rename) is removed, without following
+/// it if it is a link, and the creation tried once more.
+fn create_fresh(temp: &Path, mode: u32) -> io::Result<File> {
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(temp)
+    };
+    match create() {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(temp)?;
+            create()
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("hwstat-temp-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_link_planted_under_the_temporary_name_is_not_written_through() {
+        let dir = scratch("planted");
+        let victim = dir.join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let target = dir.join("c.svg");
+        let planted = dir.join(format!(".c.svg.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        replace_with(&target, 0o644, |f| f.write_all(b"<svg/>")).unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(fs::read(&target).unwrap(), b"<svg/>");
+        assert!(!fs::symlink_metadata(&target).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&planted).is_err(), "the link was removed");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_target_and_no_temporary() {
+        let dir = scratch("failed");
+        let target = dir.join("x.prom");
+        fs::write(&target, b"old").unwrap();
+        let err = replace_with(&target, 0o644, |_| Err(io::Error::other("disk full")));
+        assert_eq!(err.unwrap_err().to_string(), "disk full");
+        assert_eq!(fs::read(&target).unwrap(), b"old");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

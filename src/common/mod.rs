@@ -25,6 +25,8 @@
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
 //! * [`chart`]: SVG charts of a run or a recording (`--svg`);
+//! * [`user_file`]: files named on the command line, opened without
+//!   blocking and read a bounded line at a time;
 //! * [`privilege`]: what a set-user-ID or `setcap` run refuses, and dropping
 //!   capabilities.
 //!
@@ -88,3 +90,4 @@ pub mod stdout;
 pub mod temp_file;
 pub mod textfile;
 pub mod tracefs;
+pub mod user_file;

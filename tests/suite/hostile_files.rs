@@ -323,3 +323,48 @@ fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
     }
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// Recordings named on the command line: a device that never ends
+/// (`/dev/zero`, which grew iostat-rs to 3.6 GB in 10 s), a FIFO with no
+/// writer (whose blocking `open(2)` a stop signal did not end in vcpustat
+/// and cxlstat) and one with no reader for `--record`.
+#[test]
+fn recordings_that_are_devices_or_idle_fifos_end_at_once() {
+    let dir = scratch("recordings");
+    let cxlstat = env!("CARGO_BIN_EXE_cxlstat");
+    for (program, args) in [
+        (IOSTAT, &["-x"][..]),
+        (VCPUSTAT, &[][..]),
+        (cxlstat, &["-e", "clock_ticks"][..]),
+    ] {
+        let replay = [&["--replay", "/dev/zero"][..], args].concat();
+        let out = run(program, &replay);
+        assert_one_line_error(&out, "/dev/zero", "a character device, expected a file");
+
+        let fifo = dir.join("idle");
+        mkfifo(&fifo);
+        let fifo = fifo.to_str().unwrap();
+        let replay = [&["--replay", fifo][..], args].concat();
+        let out = run(program, &replay);
+        assert_one_line_error(&out, fifo, "empty file, expected a recording header");
+    }
+    let fifo = dir.join("unread");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    let out = run(IOSTAT, &["--record", fifo, "-x", "1", "1"]);
+    assert_one_line_error(&out, fifo, "a FIFO that no process reads");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A replay of an endless line stops at 64 MiB with an error, instead of
+/// holding all of it.
+#[test]
+fn a_recording_line_is_read_no_further_than_64_mib() {
+    let dir = scratch("long-line");
+    let path = dir.join("long.rec");
+    fs::write(&path, vec![b'x'; (64 << 20) + 10]).unwrap();
+    let path = path.to_str().unwrap();
+    let out = run(IOSTAT, &["--replay", path, "-x"]);
+    assert_one_line_error(&out, path, "a line longer than 64 MiB");
+    fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,8 +3,7 @@
 //! its line before anything is reported. A last line cut short (the run was
 //! killed, the disk filled up) is left out and remembered, not refused.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -12,6 +11,7 @@ use serde::Deserialize;
 use super::replay::ReplayError;
 use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, parse_hex};
 use crate::common::excerpt::{clip, excerpt};
+use crate::common::user_file::{open_to_read, read_line_bounded};
 
 /// The `format` of `vcpustat trace record` files, which `--replay` cannot read.
 const DTL_FORMAT_NAME: &str = "vcpustat-dtl";
@@ -59,9 +59,9 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         path: shown.clone(),
         source,
     };
-    let mut reader = BufReader::new(File::open(path).map_err(io_err)?);
+    let mut reader = BufReader::new(open_to_read(path).map_err(io_err)?);
     let mut line = Vec::new();
-    if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+    if read_line_bounded(&mut reader, &mut line).map_err(io_err)? == 0 {
         return Err(bad(1, "empty file, expected a recording header".into()));
     }
     let header = read_header(&line, tool).map_err(|what| match what {
@@ -76,8 +76,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
     let mut number = 1;
     let mut cut_line = None;
     loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+        if read_line_bounded(&mut reader, &mut line).map_err(io_err)? == 0 {
             break;
         }
         number += 1;

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
 use crate::common::source::{Source, Uname};
+use crate::common::user_file;
 
 /// A recording file could not be created or written: the message names the
 /// file, so that a full disk is not mistaken for a broken standard output.
@@ -91,7 +92,7 @@ impl Recorder {
             path: shown.clone(),
             source,
         };
-        let file = File::create(path).map_err(|e| fail("create", e))?;
+        let file = user_file::create(path).map_err(|e| fail("create", e))?;
         let header = Header {
             format: FORMAT_NAME.to_string(),
             version: FORMAT_VERSION,

@@ -1,0 +1,168 @@
+//! Files a user names on the command line (a recording to replay or to
+//! write, a trace, a topology): opened without ever blocking, and read a
+//! bounded line at a time.
+//!
+//! A FIFO without a process at its other end blocks `open(2)` until one
+//! comes, and a stop signal does not end that wait (the tools' handlers
+//! only raise a flag); a device such as `/dev/zero` never ends. So files
+//! are opened with `O_NONBLOCK` and then switched back to blocking I/O,
+//! devices, sockets and directories are refused, and a reader never holds
+//! more than one line of [`LINE_LIMIT`] bytes.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The longest line a recording reader accepts: a frame of a 10,000-device
+/// machine is about 2 MB.
+pub const LINE_LIMIT: usize = 64 << 20;
+
+/// Opens `path` for reading: a regular file, or a FIFO or pipe (a
+/// recording decompressed on the fly, `--replay <(zcat run.rec.gz)`).
+pub fn open_to_read(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !(kind.is_file() || kind.is_fifo()) {
+        return Err(not_a_file(&kind));
+    }
+    set_blocking(&file)?;
+    Ok(file)
+}
+
+/// Creates (or truncates) `path` for writing. A FIFO must have a reader
+/// already; a device such as `/dev/null` is taken as it is.
+pub fn create(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ENXIO) => io::Error::new(
+                io::ErrorKind::NotConnected,
+                "a FIFO that no process reads: start its reader first",
+            ),
+            _ => err,
+        })?;
+    if file.metadata()?.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    set_blocking(&file)?;
+    Ok(file)
+}
+
+/// Reads the next line of `reader` into `line` (cleared first), newline
+/// included; returns its length, 0 at the end. A line longer than
+/// [`LINE_LIMIT`] is an error, read no further than that.
+pub fn read_line_bounded(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
+    line.clear();
+    let n = reader
+        .by_ref()
+        .take(LINE_LIMIT as u64 + 1)
+        .read_until(b'\n', line)?;
+    if n > LINE_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a line longer than {} MiB", LINE_LIMIT >> 20),
+        ));
+    }
+    Ok(n)
+}
+
+/// The error for a file of type `kind` where a file was expected.
+fn not_a_file(kind: &std::fs::FileType) -> io::Error {
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}, expected a file"),
+    )
+}
+
+/// Clears `O_NONBLOCK`: the open is done; reads and writes may wait.
+fn set_blocking(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a valid descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("hwstat-user-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused_and_fifos_do_not_block() {
+        let err = open_to_read(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(err.to_string(), "a character device, expected a file");
+        let err = open_to_read(Path::new("/")).unwrap_err();
+        assert_eq!(err.to_string(), "a directory, expected a file");
+        let dir = scratch("fifo");
+        let fifo = dir.join("ff");
+        mkfifo(&fifo);
+        // No writer: the open returns at once and the reader sees the end.
+        let mut text = String::new();
+        open_to_read(&fifo)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "");
+        // No reader: refused at once, not a wait.
+        let err = create(&fifo).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a FIFO that no process reads: start its reader first"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_an_error_after_reading_no_more_than_it() {
+        let mut endless = io::BufReader::new(io::repeat(b'x'));
+        let mut line = Vec::new();
+        let err = read_line_bounded(&mut endless, &mut line).unwrap_err();
+        assert_eq!(err.to_string(), "a line longer than 64 MiB");
+        assert_eq!(line.len(), LINE_LIMIT + 1);
+        let mut two = io::Cursor::new(b"a\nbc".to_vec());
+        assert_eq!(read_line_bounded(&mut two, &mut line).unwrap(), 2);
+        assert_eq!(line, b"a\n");
+        assert_eq!(read_line_bounded(&mut two, &mut line).unwrap(), 2);
+        assert_eq!(line, b"bc");
+        assert_eq!(read_line_bounded(&mut two, &mut line).unwrap(), 0);
+    }
+}

@@ -1,8 +1,13 @@
 //! Signals that end a run: the stop flag, and sleeping that a signal cuts short.
 //!
-//! SIGINT, SIGTERM and SIGHUP do not kill the process: they set a flag that
-//! the interval loop checks, so the current report is finished, a JSON
-//! document is closed and anything a tool changed is restored. A closed
+//! SIGINT, SIGTERM, SIGHUP, and every other signal whose default action
+//! would kill the process from outside (SIGQUIT, SIGUSR1, SIGALRM,
+//! SIGXFSZ...), do not kill it: they set a flag that the interval loop
+//! checks, so the current report is finished, a JSON document is closed and
+//! anything a tool changed is restored. Only SIGKILL, which cannot be
+//! caught, and the signals of a fault in the program itself (SIGSEGV,
+//! SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), after which it must
+//! not go on, end it as the kernel's default does. A closed
 //! output pipe is not a signal here: the programs ignore SIGPIPE
 //! ([`crate::common::entry`]), so the write fails with `BrokenPipe`, which
 //! the binaries treat as a quiet, normal end.
@@ -14,8 +19,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// The signals that end a run.
-pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signals that end a run: those a terminal, a service manager or
+/// `kill` sends to stop a program, and the others whose default action
+/// would end it without its restores (a SIGXFSZ from `ulimit -f` while
+/// recording, a stray SIGUSR1).
+pub const STOP_SIGNALS: [i32; 13] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGIO,
+    libc::SIGPWR,
+];
 
 /// A flag set by a stop signal, with a way to sleep until a deadline or until
 /// a signal arrives, whichever is first.

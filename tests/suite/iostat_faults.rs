@@ -1020,7 +1020,10 @@ fn wait_with_timeout(
 }
 
 /// A reader that stops reading must not keep iostat-rs from answering a stop
-/// signal: it ends within a second instead of waiting for the reader.
+/// signal: it ends within a second instead of waiting for the reader. Every
+/// signal that would kill it by default from outside ends it the same way,
+/// with its output finished (SIGQUIT, SIGUSR1, SIGALRM and SIGXFSZ used to
+/// kill it on the spot).
 #[test]
 fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
     let Some(bin) = binary_or_skip("faults") else {
@@ -1028,7 +1031,16 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
     };
     let (root, _) = healthy_tree("stalled");
     // One run per signal, all at once: each mostly waits.
-    let runs: Vec<_> = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+    let signals = [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGALRM,
+        libc::SIGXFSZ,
+    ];
+    let runs: Vec<_> = signals
         .into_iter()
         .map(|signal| {
             let (unread, stdout) = crate::pipes::one_page_pipe();

@@ -137,6 +137,8 @@ pub struct SvgCharts {
     top: usize,
     devices: bool,
     since_boot_skipped: bool,
+    /// Whether a report was added: a run that charted none wrote no file.
+    charted: bool,
     /// Rewrite the file after each report (a live run), or once at the end.
     live: bool,
     /// Per device, a value per metric (created at the first sample, sized
@@ -201,6 +203,7 @@ impl SvgCharts {
             top: opts.svg_top.unwrap_or(DEFAULT_TOP),
             devices: opts.show_disk,
             since_boot_skipped: opts.interval.is_some(),
+            charted: false,
             live,
             devices_history: None,
             cpu: opts.show_cpu.then(|| History::new(CPU_COLUMNS.len())),
@@ -244,13 +247,23 @@ impl SvgCharts {
                 cpu.add(series, v);
             }
         }
+        self.charted = true;
         if self.live { self.write() } else { Ok(()) }
     }
 
     /// Writes the file at the end of a replay (a live run wrote it already).
+    /// A run that charted no report (one report since boot, then the count
+    /// or a stop signal) is an error: it wrote no file.
     // Out of line: only this mode runs it (build.rs, "Hot code first").
     #[inline(never)]
     pub fn finish(&self) -> Result<(), String> {
+        if !self.charted {
+            return Err(format!(
+                "--svg {}: no chart written: an interval run charts its reports after the \
+                 first (since boot), and there was none; ask for a count of 2 or more",
+                self.path.display()
+            ));
+        }
         if self.live { Ok(()) } else { self.write() }
     }
 

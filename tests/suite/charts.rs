@@ -685,6 +685,44 @@ fn sysroot(dir: &Path) -> PathBuf {
     root
 }
 
+/// A live run of one report charts nothing (the report since boot is left
+/// out of charts): it used to end with status 0 and no file. It fails and
+/// says why; with no interval its one report is charted.
+#[test]
+fn a_run_that_charts_no_report_fails_and_says_why() {
+    let dir = scratch("one-report");
+    let root = sysroot(&dir);
+    let svg = dir.join("one.svg");
+    let out = Command::new(IOSTAT)
+        .args(["--sysroot", root.to_str().unwrap(), "-x", "--svg"])
+        .args([svg.to_str().unwrap(), "0.1", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "iostat-rs: --svg {}: no chart written:",
+            svg.display()
+        )) && err.contains("a count of 2 or more"),
+        "{err}"
+    );
+    assert!(!svg.exists());
+    let out = Command::new(IOSTAT)
+        .args(["--sysroot", root.to_str().unwrap(), "-x", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    roxmltree::Document::parse(&std::fs::read_to_string(&svg).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Live, the chart is rewritten after every report, and a reader polling
 /// the file meanwhile only ever finds a whole chart (temporary file and
 /// rename), never a part of one.

@@ -90,8 +90,16 @@ mod tests {
         replace_with(&target, 0o644, |f| f.write_all(b"<svg/>")).unwrap();
         assert_eq!(fs::read(&victim).unwrap(), b"precious");
         assert_eq!(fs::read(&target).unwrap(), b"<svg/>");
-        assert!(!fs::symlink_metadata(&target).unwrap().file_type().is_symlink());
-        assert!(fs::symlink_metadata(&planted).is_err(), "the link was removed");
+        assert!(
+            !fs::symlink_metadata(&target)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            fs::symlink_metadata(&planted).is_err(),
+            "the link was removed"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -99,7 +99,10 @@ pub const SECTIONS: &[Section] = &[
             ),
             (
                 "2",
-                "/proc/stat cannot be opened or /proc/uptime cannot be read (as sysstat)",
+                "/proc/stat cannot be opened or /proc/uptime cannot be read (as sysstat); \
+                 an option iostat-rs adds conflicts with another (--replay with --record, \
+                 --latency without -x, --listen with an interval) or --listen names no \
+                 address, as vcpustat and cxlstat refuse theirs",
             ),
         ],
     },
@@ -176,7 +179,7 @@ pub const SECTIONS: &[Section] = &[
                 "one CSV row per device and interval",
             ),
             (
-                "iostat-rs --record run.rec -x 1 60; iostat-rs --replay run.rec -x -p ALL",
+                "iostat-rs --record run.rec -x 1 60; iostat-rs --replay run.rec -x -p ALL 1",
                 "keep the kernel's inputs, then report them again with other options",
             ),
         ],

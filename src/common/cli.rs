@@ -157,6 +157,13 @@ pub const USAGE_STATUS: i32 = 2;
 /// as clap prints them (status 0); an error is one line, `tool: what is
 /// wrong (see 'tool --help')`, with [`USAGE_STATUS`].
 pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
+    parse_error_status_with_help(tool, tool, err)
+}
+
+/// [`parse_error_status`] for an error in a subcommand's arguments: the
+/// line points to `help_command --help` (`vcpustat trace record --help`),
+/// which lists that subcommand's options.
+pub fn parse_error_status_with_help(tool: &str, help_command: &str, err: &clap::Error) -> i32 {
     if !err.use_stderr() {
         let _ = err.print();
         return 0;
@@ -174,7 +181,7 @@ pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
     let what = joined.strip_prefix("error: ").unwrap_or(&joined);
     report_error(
         tool,
-        format_args!("{what} (see '{tool} --help')"),
+        format_args!("{what} (see '{help_command} --help')"),
         USAGE_STATUS,
     )
 }

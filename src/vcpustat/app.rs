@@ -6,7 +6,9 @@ use std::time::SystemTime;
 
 use clap::Parser;
 
-use crate::common::cli::{USAGE_STATUS, output_error_status, parse_error_status, report_error};
+use crate::common::cli::{
+    USAGE_STATUS, output_error_status, parse_error_status_with_help, report_error,
+};
 use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
@@ -45,7 +47,7 @@ pub const PROGRAM: Program = Program {
 pub fn main(args: Vec<String>) -> i32 {
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => return parse_error_status(TOOL, &err),
+        Err(err) => return usage_error_status(&args, &err),
     };
     // The command line after the program's name, kept in a recording.
     let argv = args.get(1..).unwrap_or(&[]);
@@ -88,6 +90,33 @@ pub fn main(args: Vec<String>) -> i32 {
         );
     }
     status
+}
+
+/// Ends a command line clap could not parse; an error in a subcommand's
+/// arguments points to that subcommand's help (`see 'vcpustat trace record
+/// --help'`), which lists its options, rather than to vcpustat's.
+fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
+    parse_error_status_with_help(TOOL, &help_command(args), err)
+}
+
+/// The command whose help explains an error in `args`: `vcpustat`, or the
+/// subcommand clap had reached (`vcpustat trace`, `vcpustat trace record`),
+/// as clap parses `args` when it does not stop at errors.
+fn help_command(args: &[String]) -> String {
+    let mut name = TOOL.to_string();
+    let Ok(matches) = super::cli::command()
+        .ignore_errors(true)
+        .try_get_matches_from(args)
+    else {
+        return name;
+    };
+    let mut at = &matches;
+    while let Some((sub, sub_matches)) = at.subcommand() {
+        name.push(' ');
+        name.push_str(sub);
+        at = sub_matches;
+    }
+    name
 }
 
 /// Prints a control message on standard error (standard output carries

@@ -17,22 +17,14 @@ use crate::common::cpulist::CpuList;
 const ABOUT: &str = "POWER shared-processor LPAR dispatch statistics: control \
 /proc/powerpc/vcpudispatch_stats and report per-interval home-node hit ratios";
 
+/// The notes of `-h` (NOTES of the man page); the examples are a section of
+/// the manual (`super::manual`), shown by `--help`.
 const AFTER_HELP: &str = "\
-Workflow:
-  vcpustat --status            show whether the statistics are on, and the frequency
-  vcpustat 5                   every 5 s, per-vCPU shares of the interval's dispatches
-  vcpustat -n --top 10 2 30    the 10 vCPUs with the worst home ratio, as counts
-  vcpustat --enable --freq 100 5
-                               switch on (stays on), drain the log 100 times/s,
-                               report every 5 s
-  vcpustat --freq 100 --temporary 5
-                               the same for this run only: restored at exit
-  vcpustat                     cumulative counts once (the statistics must be on)
-
 Safety: vcpustat reads the state first. What it changes on its own to report
 (switching the statistics on for an interval run) is undone on every way out:
-count reached, Ctrl-C, SIGTERM, SIGHUP, a closed output pipe, an error. What you
-ask for (--enable, --disable, --freq) stays, unless --temporary is given.
+count reached, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT or another signal that would
+kill it, a closed output pipe, an error. What you ask for (--enable,
+--disable, --freq) stays, unless --temporary is given.
 Switching the statistics on resets every counter. The files are root-only.
 
 Columns (dispatches in the interval; shares of total in the default view):

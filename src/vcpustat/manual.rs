@@ -1,5 +1,5 @@
-//! vcpustat's manual beyond the options and the workflow, safety and column
-//! notes of `--help`: exit statuses, files and related pages (shown by
+//! vcpustat's manual beyond the options and the safety and column notes of
+//! `--help`: exit statuses, files, examples and related pages (shown by
 //! `--help` and in the man page).
 
 use crate::common::manual::Section;
@@ -46,6 +46,36 @@ pub const SECTIONS: &[Section] = &[
             (
                 "/sys/kernel/debug/powerpc/dtl",
                 "the Dispatch Trace Log that vcpustat trace records",
+            ),
+        ],
+    },
+    Section {
+        title: "EXAMPLES",
+        text: "",
+        items: &[
+            (
+                "vcpustat --status",
+                "show whether the statistics are on, and the frequency",
+            ),
+            (
+                "vcpustat 5",
+                "every 5 s, per-vCPU shares of the interval's dispatches",
+            ),
+            (
+                "vcpustat -n --top 10 2 30",
+                "the 10 vCPUs with the worst home ratio, as counts",
+            ),
+            (
+                "vcpustat --enable --freq 100 5",
+                "switch on (stays on), drain the log 100 times/s, report every 5 s",
+            ),
+            (
+                "vcpustat --freq 100 --temporary 5",
+                "the same for this run only: restored at exit",
+            ),
+            (
+                "vcpustat",
+                "cumulative counts once (the statistics must be on)",
             ),
         ],
     },

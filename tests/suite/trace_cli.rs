@@ -174,7 +174,7 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
     let root = fixture(&dir, 3, &[2]);
     std::fs::remove_file(root.join("proc/powerpc/lparcfg")).unwrap();
     let out = dir.join("none.dtl");
-    let status = trace(&[
+    let (status, _, err) = trace_output(&[
         "record",
         "--sysroot",
         root.to_str().unwrap(),
@@ -184,6 +184,14 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(status, 1);
+    // The message names the path the manual names (and the older one),
+    // each with its error.
+    assert_eq!(
+        err,
+        "vcpustat: cannot read the partition identity (/proc/powerpc/lparcfg: No such file or \
+         directory (os error 2); /proc/ppc64/lparcfg: No such file or directory (os error 2)); \
+         trace needs a pseries LPAR\n"
+    );
     assert!(!out.exists());
     assert_eq!(
         std::fs::read_to_string(root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
@@ -209,10 +217,6 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
         std::fs::read_to_string(dir.join("root4/sys/kernel/debug/powerpc/dtl/dtl_event_mask"))
             .unwrap(),
         "0x07\n"
-    );
-    assert_eq!(
-        trace(&["record", "--replay", "r.rec", "-w", out.to_str().unwrap()]),
-        1
     );
     assert_eq!(
         trace(&["record", "--poll", "0", "-w", out.to_str().unwrap()]),
@@ -271,7 +275,8 @@ fn csv_is_one_table_chosen_with_table() {
     assert!(out.is_empty());
     assert!(
         err.contains(
-            "-o csv writes one table: choose it with --table (latency, reasons, processors, shares)"
+            "-o csv writes one table: choose it with --table \
+             (latency, reasons, processors, shares, timeline)"
         ),
         "{err}"
     );
@@ -583,5 +588,113 @@ fn progress_shows_on_a_terminal_and_is_erased() {
     assert_eq!(status, 0, "{seen}");
     assert!(seen.contains("per-vCPU pass: "), "{seen:?}");
     assert!(seen.ends_with("\r\x1b[K"), "{seen:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn trace_without_a_subcommand_says_one_is_required() {
+    let (status, out, err) = trace_output(&[]);
+    assert_eq!(status, 2);
+    assert!(out.is_empty());
+    assert_eq!(
+        err,
+        "vcpustat: 'vcpustat trace' requires a subcommand but one was not provided \
+         [subcommands: record, report, help] (see 'vcpustat trace --help')\n"
+    );
+}
+
+#[test]
+fn usage_errors_of_a_trace_subcommand_point_to_its_help() {
+    for (args, help) in [
+        (&["record"][..], "vcpustat trace record --help"),
+        (
+            &["record", "-w", "x.dtl", "--cpus", "3-1"][..],
+            "vcpustat trace record --help",
+        ),
+        (&["report"][..], "vcpustat trace report --help"),
+        (
+            &["report", "--table", "all", "x.dtl"][..],
+            "vcpustat trace report --help",
+        ),
+        (&["bogus"][..], "vcpustat trace --help"),
+    ] {
+        let (status, _, err) = trace_output(args);
+        assert_eq!(status, 2, "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.ends_with(&format!(" (see '{help}')\n")),
+            "{args:?}: {err}"
+        );
+    }
+    // The report's own usage errors still point to vcpustat's help.
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--cpus", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).ends_with(" (see 'vcpustat --help')\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn record_does_not_offer_replay() {
+    let (status, help, _) = trace_output(&["record", "--help"]);
+    assert_eq!(status, 0);
+    assert!(help.contains("--sysroot <DIR>"), "{help}");
+    assert!(help.contains("--record <FILE>"), "{help}");
+    assert!(!help.contains("--replay"), "{help}");
+    // Given anyway, it is an unknown option: a usage error, nothing written.
+    let dir = tempdir("replay");
+    let out = dir.join("x.dtl");
+    let (status, _, err) =
+        trace_output(&["record", "--replay", "r.rec", "-w", out.to_str().unwrap()]);
+    assert_eq!(status, 2);
+    assert_eq!(
+        err,
+        "vcpustat: unexpected argument '--replay' found (see 'vcpustat trace record --help')\n"
+    );
+    assert!(!out.exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_header_count_of_u64_max_is_refused_without_a_panic() {
+    let dir = tempdir("overflow");
+    let root = fixture(&dir, 1, &[2]);
+    let good = dir.join("good.dtl");
+    let status = trace(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "10ms",
+        "-w",
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0);
+    let bytes = std::fs::read(&good).unwrap();
+    let newline = bytes.iter().position(|&b| b == b'\n').unwrap();
+    let line = std::str::from_utf8(&bytes[..newline]).unwrap();
+    for field in ["entries", "reads", "possibly_lost_reads"] {
+        let zero = format!("\"{field}\":0");
+        assert!(line.contains(&zero), "{line}");
+        let crafted = line.replacen(&zero, &format!("\"{field}\":18446744073709551615"), 1);
+        let path = dir.join(format!("{field}.dtl"));
+        std::fs::write(&path, [crafted.as_bytes(), &bytes[newline..]].concat()).unwrap();
+        let (status, out, err) = trace_output(&["report", path.to_str().unwrap()]);
+        assert_eq!(status, 1, "{field}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(
+            err,
+            format!(
+                "vcpustat: {}: cpu 0: {field} is 18446744073709551615 in the header, where \
+                 version 2 has 0 (the blocks carry the counts)\n",
+                path.display()
+            )
+        );
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -181,7 +181,8 @@ fn bad_arguments_name_what_was_expected() {
 fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
     let help = stdout(&vcpustat("seed", &["--help"]));
     for needle in [
-        "Workflow:",
+        "Examples:\n  vcpustat --status\n      show whether the statistics are on",
+        "  vcpustat --freq 100 --temporary 5\n      the same for this run only",
         "Safety:",
         "unless --temporary is given",
         "home%   home-node hit ratio",
@@ -251,4 +252,18 @@ fn a_malformed_file_is_named_with_its_line() {
         "vcpustat: /proc/powerpc/vcpudispatch_stats_freq: line 1: expected a decimal frequency\n"
     );
     std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn help_describes_prometheus_output_for_users() {
+    let help = stdout(&vcpustat("seed", &["--help"]));
+    assert!(
+        help.contains(
+            "- prometheus: Prometheus text exposition (format 0.0.4) of the cumulative counters\n"
+        ),
+        "{help}"
+    );
+    // No implementation notes (module paths, frame writers) in the help.
+    assert!(!help.contains("common::"), "{help}");
+    assert!(!help.contains("frame format"), "{help}");
 }

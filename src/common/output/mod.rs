@@ -139,8 +139,9 @@ pub enum Format {
     Ndjson,
     /// Comma-separated values with a header line.
     Csv,
-    /// Prometheus text exposition format (0.0.4): not a frame format; each
-    /// tool writes expositions of its cumulative counters (`common::expo`).
+    /// Prometheus text exposition (format 0.0.4) of the cumulative counters.
+    // Not a frame format: each tool writes expositions of its cumulative
+    // counters (`common::expo`) instead of choosing a frame writer.
     Prometheus,
 }
 

@@ -25,7 +25,13 @@ use crate::common::signals::StopSignal;
 const TOOL: &str = "vcpustat";
 
 /// `vcpustat trace`: the Dispatch Trace Log.
+///
+/// A subcommand is required. clap's derive would also show the help when
+/// none is given (`arg_required_else_help`), an error whose one-line form is
+/// the command's description; without it, the error says that a subcommand
+/// is required and lists them.
 #[derive(Debug, Clone, Args)]
+#[command(subcommand_required = true, arg_required_else_help = false)]
 pub struct TraceArgs {
     /// What to do.
     #[command(subcommand)]
@@ -77,7 +83,32 @@ pub struct RecordArgs {
     pub force: bool,
     /// Where kernel files come from.
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub source: LiveSourceArgs,
+}
+
+/// Where `trace record` reads the kernel files: [`SourceArgs`] without
+/// `--replay`, which `trace record` does not offer (the DTL is a stream that
+/// a replay cannot reproduce; `trace report` reads the recordings). The
+/// options are the same as those of [`SourceArgs`] (a test compares them).
+#[derive(Debug, Clone, Default, Args)]
+pub struct LiveSourceArgs {
+    /// Read every kernel file under DIR instead of / (offline analysis, tests).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub sysroot: Option<PathBuf>,
+    /// Write every kernel input read, with the sample times, to FILE.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub record: Option<PathBuf>,
+}
+
+impl LiveSourceArgs {
+    /// The same source as [`SourceArgs`], which opens it.
+    pub fn source_args(&self) -> SourceArgs {
+        SourceArgs {
+            sysroot: self.sysroot.clone(),
+            record: self.record.clone(),
+            replay: None,
+        }
+    }
 }
 
 /// Arguments of `trace report`.
@@ -116,12 +147,6 @@ impl RecordArgs {
         if self.poll.is_zero() {
             return Err(TraceError::Input("--poll must be greater than 0".into()));
         }
-        if self.source.replay.is_some() {
-            return Err(TraceError::Input(
-                "--replay: a DTL cannot be replayed; record it and use `vcpustat trace report`"
-                    .into(),
-            ));
-        }
         Ok(RecordOptions {
             cpus: self.cpus.clone().map(CpuList::into_vec),
             duration: self.duration,
@@ -147,7 +172,11 @@ pub fn run_args(args: &TraceArgs, argv: &[String]) -> i32 {
 
 fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
     let options = args.options()?;
-    let mut source = args.source.open(TOOL, argv).map_err(TraceError::Input)?;
+    let mut source = args
+        .source
+        .source_args()
+        .open(TOOL, argv)
+        .map_err(TraceError::Input)?;
     let root = args
         .source
         .sysroot
@@ -275,6 +304,60 @@ mod tests {
     /// `vcpustat trace` as the binary mounts it.
     fn command() -> Command {
         TraceArgs::augment_args(Command::new("trace"))
+    }
+
+    #[test]
+    fn record_takes_the_shared_source_options_but_replay() {
+        let shared = SourceArgs::augment_args(Command::new("shared"));
+        let record = LiveSourceArgs::augment_args(Command::new("record"));
+        let ids = |c: &Command| {
+            c.get_arguments()
+                .map(|a| a.get_id().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&record), ["sysroot", "record"]);
+        assert_eq!(ids(&shared), ["sysroot", "record", "replay"]);
+        for arg in record.get_arguments() {
+            let same = shared
+                .get_arguments()
+                .find(|a| a.get_id() == arg.get_id())
+                .unwrap();
+            assert_eq!(arg.get_long(), same.get_long());
+            assert_eq!(
+                arg.get_help().map(ToString::to_string),
+                same.get_help().map(ToString::to_string)
+            );
+            assert_eq!(arg.get_value_names(), same.get_value_names());
+            assert_eq!(arg.get_value_hint(), same.get_value_hint());
+        }
+        let m = command()
+            .try_get_matches_from([
+                "trace",
+                "record",
+                "--sysroot",
+                "/r",
+                "--record",
+                "k.rec",
+                "-w",
+                "x",
+            ])
+            .unwrap();
+        let TraceCommand::Record(r) = TraceArgs::from_arg_matches(&m).unwrap().command else {
+            panic!("not record")
+        };
+        let source = r.source.source_args();
+        assert_eq!(source.sysroot.as_deref(), Some(std::path::Path::new("/r")));
+        assert_eq!(
+            source.record.as_deref(),
+            Some(std::path::Path::new("k.rec"))
+        );
+        assert_eq!(source.replay, None);
+        let err = command()
+            .try_get_matches_from(["trace", "record", "--replay", "r.rec", "-w", "x"])
+            .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        let err = command().try_get_matches_from(["trace"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingSubcommand);
     }
 
     #[test]

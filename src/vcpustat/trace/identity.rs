@@ -29,9 +29,11 @@ pub struct Partition {
 }
 
 /// Reads the partition identity: `partition_id` and `serial_number` of
-/// lparcfg, and the partition name of the device tree.
+/// lparcfg, and the partition name of the device tree. When no lparcfg can
+/// be read, the error names each path tried, the one the documentation
+/// names first, with its error.
 pub fn partition(source: &dyn Source) -> Result<Partition, String> {
-    let mut last_error = String::new();
+    let mut errors = Vec::new();
     for path in LPARCFG {
         match source.read_string(path) {
             Ok(text) => {
@@ -53,11 +55,12 @@ pub fn partition(source: &dyn Source) -> Result<Partition, String> {
                     system_serial,
                 });
             }
-            Err(e) => last_error = format!("{path}: {e}"),
+            Err(e) => errors.push(format!("{path}: {e}")),
         }
     }
     Err(format!(
-        "cannot read the partition identity ({last_error}); trace needs a pseries LPAR"
+        "cannot read the partition identity ({}); trace needs a pseries LPAR",
+        errors.join("; ")
     ))
 }
 
@@ -109,6 +112,15 @@ mod tests {
         std::fs::create_dir_all(dir.join("proc/device-tree")).unwrap();
         std::fs::write(dir.join("proc/device-tree/ibm,partition-name"), "db-lpar\0").unwrap();
         assert_eq!(partition(&src).unwrap().name.as_deref(), Some("db-lpar"));
+        std::fs::remove_file(dir.join("proc/ppc64/lparcfg")).unwrap();
+        let enoent = std::io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(
+            partition(&src).unwrap_err(),
+            format!(
+                "cannot read the partition identity (/proc/powerpc/lparcfg: {enoent}; \
+                 /proc/ppc64/lparcfg: {enoent}); trace needs a pseries LPAR"
+            )
+        );
         assert_eq!(timebase_hz(&src).unwrap(), 512_000_000);
         std::fs::write(dir.join("proc/cpuinfo"), "processor : 0\n").unwrap();
         assert!(timebase_hz(&src).unwrap_err().contains("no timebase"));

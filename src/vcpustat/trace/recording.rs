@@ -443,13 +443,30 @@ fn index_v1(header: &Header, data_start: u64, len: u64) -> Result<Vec<Vec<Block>
 
 /// Scans the block headers of a version-2 file, adding each block's counts
 /// to the header's totals; returns the blocks and, for a file without end
-/// marker, why it is incomplete.
+/// marker, why it is incomplete. The header's counts must be 0, as written:
+/// the blocks hold them, and a count from elsewhere would be reported as
+/// recorded (and could overflow the totals).
 fn index_v2(
     header: &mut Header,
     data: &Data,
     data_start: u64,
     len: u64,
 ) -> Result<(Vec<Vec<Block>>, Option<String>), HeaderError> {
+    for c in &header.cpus {
+        for (field, value) in [
+            ("entries", c.entries),
+            ("reads", c.reads),
+            ("possibly_lost_reads", c.possibly_lost_reads),
+        ] {
+            if value != 0 {
+                return Err(HeaderError::Format(format!(
+                    "cpu {}: {field} is {value} in the header, where version 2 has 0 \
+                     (the blocks carry the counts)",
+                    c.cpu
+                )));
+            }
+        }
+    }
     let mut blocks = vec![Vec::new(); header.cpus.len()];
     let mut at = data_start;
     let mut head = [0u8; BLOCK_HEADER_BYTES];
@@ -486,9 +503,24 @@ fn index_v2(
         let offset = at + BLOCK_HEADER_BYTES as u64;
         let present = (len - offset) / ENTRY_BYTES as u64;
         let entries = claimed.min(present);
-        cpu.entries += entries;
-        cpu.reads += u64::from(le32(&head, 12));
-        cpu.possibly_lost_reads += u64::from(le32(&head, 16));
+        // Sums past u64::MAX (reads of more than 2^32 blocks) are refused
+        // rather than wrapped.
+        for (field, total, add) in [
+            ("entries", &mut cpu.entries, entries),
+            ("reads", &mut cpu.reads, u64::from(le32(&head, 12))),
+            (
+                "possibly_lost_reads",
+                &mut cpu.possibly_lost_reads,
+                u64::from(le32(&head, 16)),
+            ),
+        ] {
+            *total = total.checked_add(add).ok_or_else(|| {
+                HeaderError::Format(format!(
+                    "cpu {}: {field} overflows a 64-bit count at the block at byte {at}",
+                    cpu.cpu
+                ))
+            })?;
+        }
         if entries > 0 {
             blocks[index].push(Block { offset, entries });
         }
@@ -578,6 +610,36 @@ mod tests {
         bad[first_block] = b'X';
         let err = Recording::from_bytes("b.dtl", bad).unwrap_err().to_string();
         assert!(err.contains("expected a block (DTLB)"), "{err}");
+    }
+
+    #[test]
+    fn counts_in_a_version_2_header_are_refused_not_added() {
+        let mut w = RecordingWriter::new(Vec::new(), header()).unwrap();
+        w.block(0, &[1u8; 48], 1, 1).unwrap();
+        let written = w.finish(5).unwrap();
+        let header_end = written.iter().position(|&b| b == b'\n').unwrap();
+        for (field, value) in [
+            ("entries", u64::MAX),
+            ("reads", u64::MAX),
+            ("possibly_lost_reads", u64::MAX),
+            ("reads", 1),
+        ] {
+            let line = String::from_utf8(written[..header_end].to_vec()).unwrap();
+            let zero = format!("\"{field}\":0");
+            assert!(line.contains(&zero), "{line}");
+            let crafted = line.replacen(&zero, &format!("\"{field}\":{value}"), 1);
+            let bytes = [crafted.as_bytes(), &written[header_end..]].concat();
+            let err = Recording::from_bytes("c.dtl", bytes)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "c.dtl: cpu 0: {field} is {value} in the header, where version 2 has 0 \
+                     (the blocks carry the counts)"
+                )
+            );
+        }
     }
 
     #[test]

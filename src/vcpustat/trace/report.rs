@@ -99,10 +99,23 @@ impl ReportOptions {
             Some(t) => Ok(vec![t]),
             None if self.format == ReportFormat::Csv => Err(format!(
                 "-o csv writes one table: choose it with --table ({})",
-                all.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+                self.table_choices().join(", ")
             )),
             None => Ok(all),
         }
+    }
+
+    /// The values of `--table` these options accept, named and ordered as
+    /// `--help` lists them (from [`Table`]'s `ValueEnum`): every table but
+    /// those `--timeline` replaces.
+    pub fn table_choices(&self) -> Vec<String> {
+        use clap::ValueEnum;
+        Table::value_variants()
+            .iter()
+            .filter(|t| !(self.timeline && matches!(t, Table::Processors | Table::Shares)))
+            .filter_map(|t| t.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect()
     }
 }
 
@@ -901,6 +914,36 @@ fn write_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_without_table_lists_every_table_the_option_accepts() {
+        let options = |timeline| ReportOptions {
+            format: ReportFormat::Csv,
+            timeline,
+            table: None,
+        };
+        assert_eq!(
+            options(false).tables().unwrap_err(),
+            "-o csv writes one table: choose it with --table \
+             (latency, reasons, processors, shares, timeline)"
+        );
+        // --timeline replaces the processors and shares tables.
+        assert_eq!(
+            options(true).tables().unwrap_err(),
+            "-o csv writes one table: choose it with --table (latency, reasons, timeline)"
+        );
+        // Every name listed is accepted by --table, and names the table
+        // in titles and JSON.
+        for name in options(false).table_choices() {
+            let table = <Table as clap::ValueEnum>::from_str(&name, false).unwrap();
+            assert_eq!(table.name(), name);
+            let chosen = ReportOptions {
+                table: Some(table),
+                ..options(false)
+            };
+            assert_eq!(chosen.tables().unwrap(), vec![table]);
+        }
+    }
 
     #[test]
     fn micros_are_exact_fixed_point() {

@@ -15,8 +15,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-/// The longest line a recording reader accepts: a frame of a 10,000-device
-/// machine is about 2 MB.
+/// The longest line a recording reader accepts (a frame of a 10,000-device
+/// machine is about 2 MB), and the largest text file [`read_text`] reads.
 pub const LINE_LIMIT: usize = 64 << 20;
 
 /// Opens `path` for reading: a regular file, or a FIFO or pipe (a
@@ -55,6 +55,22 @@ pub fn create(path: &Path) -> io::Result<File> {
     }
     set_blocking(&file)?;
     Ok(file)
+}
+
+/// Reads the whole of text file `path` (a topology), opened as
+/// [`open_to_read`] opens it; more than [`LINE_LIMIT`] bytes is an error.
+pub fn read_text(path: &Path) -> io::Result<String> {
+    let mut text = String::new();
+    open_to_read(path)?
+        .take(LINE_LIMIT as u64 + 1)
+        .read_to_string(&mut text)?;
+    if text.len() > LINE_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", LINE_LIMIT >> 20),
+        ));
+    }
+    Ok(text)
 }
 
 /// Reads the next line of `reader` into `line` (cleared first), newline
@@ -132,6 +148,8 @@ mod tests {
         assert_eq!(err.to_string(), "a character device, expected a file");
         let err = open_to_read(Path::new("/")).unwrap_err();
         assert_eq!(err.to_string(), "a directory, expected a file");
+        let err = read_text(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(err.to_string(), "a character device, expected a file");
         let dir = scratch("fifo");
         let fifo = dir.join("ff");
         mkfifo(&fifo);

@@ -288,6 +288,40 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// The files `vcpustat trace` is given: a `-w` FIFO that no process reads
+/// (whose blocking open a stop signal did not end) and a `--topology` that
+/// never ends (which grew memory to 6 GB in 10 s).
+#[test]
+fn trace_output_and_topology_files_that_would_block_or_never_end_are_refused() {
+    let dir = scratch("trace-files");
+    let root = trace_tree(&dir);
+    let fifo = dir.join("unread.dtl");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    let out = run(
+        VCPUSTAT,
+        &["trace", "record", "--sysroot", root.to_str().unwrap()]
+            .into_iter()
+            .chain(["--duration", "1s", "-w", fifo])
+            .collect::<Vec<_>>(),
+    );
+    assert_one_line_error(&out, fifo, "a FIFO that no process reads");
+    assert_eq!(
+        fs::read_to_string(root.join(DTL).join("dtl_event_mask")).unwrap(),
+        "0x07\n"
+    );
+    let recording = format!(
+        "{}/tests/fixtures/charts/lpar1.dtl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = run(
+        VCPUSTAT,
+        &["trace", "report", &recording, "--topology", "/dev/zero"],
+    );
+    assert_one_line_error(&out, "/dev/zero", "a character device, expected a file");
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
     if !cxlstat_support::perf_usable("sigterm_ends_cxlstat_and_the_command_it_waits_for") {

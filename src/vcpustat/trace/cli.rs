@@ -221,11 +221,12 @@ fn run_report(args: &ReportArgs) -> i32 {
     if let Err(e) = options.tables() {
         return report_error(TOOL, e, 2);
     }
-    if let Err(e) = crate::common::chart::refuse_when_secure(args.chart.svg.as_deref()) {
+    if let Err(e) = crate::common::privilege::refuse_chosen_outputs(args.chart.svg.as_deref(), None)
+    {
         return report_error(TOOL, e, 1);
     }
     let topology = match &args.topology {
-        Some(path) => match std::fs::read_to_string(path)
+        Some(path) => match crate::common::user_file::read_text(path)
             .map_err(|e| format!("{}: {e}", path.display()))
             .and_then(|t| Topology::parse(&path.display().to_string(), &t))
         {

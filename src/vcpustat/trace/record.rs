@@ -2,7 +2,6 @@
 //! per vCPU and write them to the recording as blocks, at least once a
 //! second, so that a killed run leaves a readable file.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -243,7 +242,7 @@ pub fn record_with(
     progress: &mut Progress,
 ) -> Result<RecordSummary, TraceError> {
     let path = options.output.display().to_string();
-    let file = File::create(&options.output)
+    let file = crate::common::user_file::create(&options.output)
         .map_err(|e| TraceError::io(format!("cannot write the recording {path}"), e))?;
     let result = record_to(
         options,

@@ -5,6 +5,7 @@
 //! and capabilities are dropped once they have served.
 
 use std::io;
+use std::path::Path;
 
 /// True when the kernel started this program with raised privileges
 /// (`AT_SECURE`: set-user-ID, set-group-ID or file capabilities).
@@ -35,6 +36,28 @@ pub fn refuse_when_secure(secure: bool, options: &[Guarded]) -> Result<(), Strin
         )),
         None => Ok(()),
     }
+}
+
+/// Refuses, when the program runs with raised privileges, `--svg` and
+/// `--textfile`, as `--record` is refused: each writes a file the caller
+/// chooses (with a set-user-ID root install, as root).
+pub fn refuse_chosen_outputs(svg: Option<&Path>, textfile: Option<&Path>) -> Result<(), String> {
+    let why = "writes a file the caller chooses";
+    refuse_when_secure(
+        is_secure(),
+        &[
+            Guarded {
+                option: "--svg",
+                given: svg.is_some(),
+                why,
+            },
+            Guarded {
+                option: "--textfile",
+                given: textfile.is_some(),
+                why,
+            },
+        ],
+    )
 }
 
 /// Drops every capability (effective, permitted and inheritable, and so the

@@ -83,7 +83,12 @@ pub fn run(
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
     if let Action::Count(count) = &options.action {
-        crate::common::chart::refuse_when_secure(count.svg.as_deref()).map_err(CxlError::Setup)?;
+        let textfile = match &count.output {
+            CountFormat::Expo(crate::common::expo::Target::Textfile(path)) => Some(path.as_path()),
+            _ => None,
+        };
+        crate::common::privilege::refuse_chosen_outputs(count.svg.as_deref(), textfile)
+            .map_err(CxlError::Setup)?;
     }
     let mut source = options
         .source

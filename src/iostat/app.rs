@@ -72,7 +72,10 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         let msg = format!("--sysroot {}: not a directory", root.display());
         return report(&progname, IostatError::Source(msg));
     }
-    if let Err(msg) = crate::common::chart::refuse_when_secure(opts.svg.as_deref()) {
+    if let Err(msg) = crate::common::privilege::refuse_chosen_outputs(
+        opts.svg.as_deref(),
+        opts.expo.textfile.as_deref(),
+    ) {
         return report(&progname, IostatError::Source(msg));
     }
     let mut source = match opts.source.open(TOOL, rest) {

@@ -64,7 +64,10 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(stop) => stop,
         Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
     };
-    if let Err(message) = crate::common::chart::refuse_when_secure(options.svg.as_deref()) {
+    if let Err(message) = crate::common::privilege::refuse_chosen_outputs(
+        options.svg.as_deref(),
+        options.expo.textfile.as_deref(),
+    ) {
         return report_error(TOOL, message, 1);
     }
     let mut source = match options.source.open(TOOL, argv) {

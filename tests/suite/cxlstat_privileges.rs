@@ -1,8 +1,9 @@
 //! Without root: EACCES explains CAP_PERFMON, and `setcap cap_perfmon+ep`
 //! on the binary is enough to count. With that capability the caller cannot
-//! choose the kernel files (`--sysroot`, `--replay`, `--record` are refused),
-//! so the fixture PMUs are bind-mounted over `/sys` in a private mount
-//! namespace instead; once counting, the process has no capability left.
+//! choose the kernel files or the files written (`--sysroot`, `--replay`,
+//! `--record`, `--svg`, `--textfile` are refused), so the fixture PMUs are
+//! bind-mounted over `/sys` in a private mount namespace instead; once
+//! counting, the process has no capability left.
 //! Needs root (to switch to `nobody`, to set the capability and to mount),
 //! setpriv, setcap and unshare; skips with the reason otherwise, unless
 //! CI=true.
@@ -145,11 +146,13 @@ fn with_file_capabilities_the_caller_cannot_choose_the_files() {
     let tree = root.to_str().unwrap();
     let recording = format!("{tree}/r.rec");
     let chart = format!("{tree}/c.svg");
+    let textfile = format!("{tree}/c.prom");
     for (option, value) in [
         ("--sysroot", tree),
         ("--replay", recording.as_str()),
         ("--record", recording.as_str()),
         ("--svg", chart.as_str()),
+        ("--textfile", textfile.as_str()),
     ] {
         let run = as_nobody(&binary, &[option, value, "-e", "cpu_clock", "0.05", "1"]);
         let err = String::from_utf8_lossy(&run.stderr);
@@ -164,6 +167,7 @@ fn with_file_capabilities_the_caller_cannot_choose_the_files() {
     }
     assert!(!Path::new(&recording).exists());
     assert!(!Path::new(&chart).exists());
+    assert!(!Path::new(&textfile).exists());
 }
 
 /// `CapEff` and `CapPrm` of every thread of `pid`.

@@ -34,21 +34,6 @@ pub struct SvgArgs {
     pub svg: Option<std::path::PathBuf>,
 }
 
-/// Refuses `--svg` when the program runs with raised privileges (see
-/// [`crate::common::privilege`]), as `--record` is: it writes a file the
-/// caller chooses.
-pub fn refuse_when_secure(svg: Option<&std::path::Path>) -> Result<(), String> {
-    use crate::common::privilege::{self, Guarded};
-    privilege::refuse_when_secure(
-        privilege::is_secure(),
-        &[Guarded {
-            option: "--svg",
-            given: svg.is_some(),
-            why: "writes a file the caller chooses",
-        }],
-    )
-}
-
 /// The width every chart is drawn at, in pixels.
 pub const WIDTH: u32 = 1280;
 

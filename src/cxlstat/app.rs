@@ -52,6 +52,13 @@ pub fn main(raw: Vec<String>) -> i32 {
         Ok(o) => o,
         Err(e) => return report_error(TOOL, e, 2),
     };
+    // The source before the stop handlers: a stop signal while a replay is
+    // read (from a pipe whose writer stalls) ends the program as by
+    // default, when nothing has been changed yet.
+    let source = match open_source(&options, raw.get(1..).unwrap_or(&[])) {
+        Ok(source) => source,
+        Err(e) => return report_error(TOOL, e, 1),
+    };
     // One stop flag: it ends the counting loop and a write that waits for
     // a reader who stopped reading.
     let stop = match StopSignal::install() {
@@ -61,7 +68,7 @@ pub fn main(raw: Vec<String>) -> i32 {
         }
     };
     let mut out = io::BufWriter::new(StoppableStdout::new(&stop));
-    match run(&options, raw.get(1..).unwrap_or(&[]), &mut out, &stop) {
+    match run_with(&options, source, &mut out, &stop) {
         Ok(status) => match out.flush() {
             Ok(()) => status,
             Err(e) => output_error_status(TOOL, &e),
@@ -82,6 +89,13 @@ pub fn run(
     out: &mut dyn Write,
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
+    let source = open_source(options, raw_args)?;
+    run_with(options, source, out, stop)
+}
+
+/// Opens where the kernel files come from, after refusing what raised
+/// privileges must not allow.
+fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>, CxlError> {
     if let Action::Count(count) = &options.action {
         let textfile = match &count.output {
             CountFormat::Expo(crate::common::expo::Target::Textfile(path)) => Some(path.as_path()),
@@ -90,10 +104,16 @@ pub fn run(
         crate::common::privilege::refuse_chosen_outputs(count.svg.as_deref(), textfile)
             .map_err(CxlError::Setup)?;
     }
-    let mut source = options
-        .source
-        .open(TOOL, raw_args)
-        .map_err(CxlError::Setup)?;
+    options.source.open(TOOL, raw_args).map_err(CxlError::Setup)
+}
+
+/// Runs `options` on `source`, then finishes it (a recording's last frame).
+fn run_with(
+    options: &Options,
+    mut source: Box<dyn Source>,
+    out: &mut dyn Write,
+    stop: &StopSignal,
+) -> Result<i32, CxlError> {
     let result = run_on(options, source.as_mut(), out, stop);
     // On every path (the interval loop has already finished it: a no-op then).
     let finished = source.finish().map_err(|e| CxlError::Setup(e.to_string()));

@@ -60,19 +60,22 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(options) => options,
         Err(err) => return report_error(TOOL, &err, err.exit_status()),
     };
-    let stop = match StopSignal::install() {
-        Ok(stop) => stop,
-        Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
-    };
     if let Err(message) = crate::common::privilege::refuse_chosen_outputs(
         options.svg.as_deref(),
         options.expo.textfile.as_deref(),
     ) {
         return report_error(TOOL, message, 1);
     }
+    // The source before the stop handlers: a stop signal while a replay is
+    // read (from a pipe whose writer stalls) ends the program as by
+    // default, before anything is changed.
     let mut source = match options.source.open(TOOL, argv) {
         Ok(source) => source,
         Err(message) => return report_error(TOOL, message, 1),
+    };
+    let stop = match StopSignal::install() {
+        Ok(stop) => stop,
+        Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
     };
     let mut plan = RestorePlan::new();
     let (outcome, failures) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {

@@ -402,3 +402,60 @@ fn a_recording_line_is_read_no_further_than_64_mib() {
     assert_one_line_error(&out, path, "a line longer than 64 MiB");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A replay read from a pipe whose writer stalls waits in `read(2)`: a
+/// stop signal then ends the program at once, as nothing has been changed
+/// yet (vcpustat and cxlstat installed their stop handlers first, which
+/// only raised a flag, and went on waiting).
+#[test]
+fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("stalled-replay");
+    let cxlstat = env!("CARGO_BIN_EXE_cxlstat");
+    for (n, (program, args)) in [
+        (IOSTAT, &["-x"][..]),
+        (VCPUSTAT, &[][..]),
+        (cxlstat, &["-e", "clock_ticks"][..]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fifo = dir.join(format!("stalled{n}"));
+        mkfifo(&fifo);
+        let mut child = Command::new(program)
+            .arg("--replay")
+            .arg(&fifo)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The writer end, held open and silent.
+        let _writer = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{program}: ended early"
+        );
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                panic!("{program}: SIGTERM did not end a replay waiting on a pipe");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGTERM),
+            "{program}: {status:?}"
+        );
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}

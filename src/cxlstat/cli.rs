@@ -13,21 +13,13 @@ use crate::common::output::Format;
 
 use super::error::CxlError;
 
-/// The examples at the end of `--help`.
-const AFTER_HELP: &str = "Examples:\n  cxlstat --list\n  cxlstat --list-events cxl_pmu_mem0.0\n  \
-                          cxlstat -e d2h_req_rdshared,clock_ticks -a\n  \
-                          cxlstat -e cxl_pmu_mem0.0/vid=0x19e5,gid=0,mask=0xff/ -I 1000\n  \
-                          cxlstat -e '{clock_ticks,m2s_req_memrd}' -- ./workload\n  \
-                          cxlstat -e clock_ticks 1 5";
-
 /// Count CXL PMU events (CXL memory devices' performance monitoring units).
 #[derive(Debug, Parser)]
 #[command(
     name = "cxlstat",
     version,
     about = "Discover CXL PMUs and count their named and raw vid/gid/mask events",
-    after_help = AFTER_HELP,
-    after_long_help = crate::common::manual::long_help(AFTER_HELP, super::manual::SECTIONS)
+    after_long_help = crate::common::manual::help_text(super::manual::SECTIONS)
 )]
 pub struct Args {
     /// List the CXL PMUs: perf type, CPU, memory device, filters, events.

@@ -1,5 +1,5 @@
-//! cxlstat's manual beyond the options: the columns, exit statuses, files
-//! and related pages (shown by `--help` and in the man page).
+//! cxlstat's manual beyond the options: the columns, exit statuses, files,
+//! examples and related pages (shown by `--help` and in the man page).
 
 use crate::common::manual::Section;
 
@@ -70,6 +70,33 @@ pub const SECTIONS: &[Section] = &[
         text: "Counting a CXL PMU is system-wide counting: it needs root or CAP_PERFMON \
                (setcap cap_perfmon+ep on the program), whatever perf_event_paranoid says.",
         items: &[],
+    },
+    Section {
+        title: "EXAMPLES",
+        text: "",
+        items: &[
+            (
+                "cxlstat --list",
+                "the CXL PMUs: perf type, CPU, memory device, filters, events",
+            ),
+            (
+                "cxlstat --list-events cxl_pmu_mem0.0",
+                "the events of one PMU, by event group",
+            ),
+            (
+                "cxlstat -e d2h_req_rdshared,clock_ticks -a",
+                "two named events on every CXL PMU until Ctrl-C, as perf stat -a",
+            ),
+            (
+                "cxlstat -e cxl_pmu_mem0.0/vid=0x19e5,gid=0,mask=0xff/ -I 1000",
+                "a raw vendor event of one PMU, printed every 1,000 ms",
+            ),
+            (
+                "cxlstat -e '{clock_ticks,m2s_req_memrd}' -- ./workload",
+                "two events counted as one group while ./workload runs",
+            ),
+            ("cxlstat -e clock_ticks 1 5", "every second, five times"),
+        ],
     },
     Section {
         title: "SEE ALSO",

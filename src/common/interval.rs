@@ -21,6 +21,15 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// [`parse_interval`] for a period that cannot be zero (a poll period):
+/// 0 is refused by the parser, as a usage error.
+pub fn parse_positive_interval(text: &str) -> Result<Duration, String> {
+    match parse_interval(text)? {
+        d if d.is_zero() => Err(format!("{text:?}: must be greater than 0")),
+        d => Ok(d),
+    }
+}
+
 /// Tells whether `text` looks like an interval rather than a name: digits with
 /// at most one dot, or digits followed by a humantime unit (`250ms`).
 pub fn looks_like_interval(text: &str) -> bool {
@@ -103,6 +112,17 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_positive_interval_refuses_zero_in_every_spelling() {
+        for zero in ["0", "0.0", "0ms", "0s"] {
+            assert_eq!(
+                parse_positive_interval(zero),
+                Err(format!("{zero:?}: must be greater than 0"))
+            );
+        }
+        assert_eq!(parse_positive_interval("1ms"), Ok(Duration::from_millis(1)));
+    }
 
     #[test]
     fn intervals_accept_seconds_fractions_and_durations() {

@@ -218,9 +218,10 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
             .unwrap(),
         "0x07\n"
     );
+    // A usage error, refused by the parser like any other (status 2).
     assert_eq!(
         trace(&["record", "--poll", "0", "-w", out.to_str().unwrap()]),
-        1
+        2
     );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -19,7 +19,7 @@ use super::ring::DebugfsRings;
 use super::topology::Topology;
 use crate::common::cli::{SourceArgs, output_error_status, report_error};
 use crate::common::cpulist::CpuList;
-use crate::common::interval::parse_interval;
+use crate::common::interval::{parse_interval, parse_positive_interval};
 use crate::common::signals::StopSignal;
 
 const TOOL: &str = "vcpustat";
@@ -69,7 +69,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "D", value_parser = parse_interval)]
     pub duration: Option<Duration>,
     /// Time between two polls of each ring (85 records each).
-    #[arg(long, value_name = "D", value_parser = parse_interval, default_value = "10ms")]
+    #[arg(long, value_name = "D", value_parser = parse_positive_interval, default_value = "10ms")]
     pub poll: Duration,
     /// Events to log (sets dtl_event_mask while recording, then restores it;
     /// after a killed run, write the old value back, e.g. 0x07).
@@ -144,9 +144,6 @@ pub struct ReportArgs {
 impl RecordArgs {
     /// The typed options of a recording.
     pub fn options(&self) -> Result<RecordOptions, TraceError> {
-        if self.poll.is_zero() {
-            return Err(TraceError::Input("--poll must be greater than 0".into()));
-        }
         Ok(RecordOptions {
             cpus: self.cpus.clone().map(CpuList::into_vec),
             duration: self.duration,

@@ -63,6 +63,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         .or_else(|| unit_conflict(&opts))
         .or_else(|| latency_conflict(&opts))
         .or_else(|| textfile_conflict(&opts))
+        .or_else(|| chart_option_conflict(&opts))
     {
         return report_error(TOOL, conflict, 2);
     }
@@ -200,6 +201,24 @@ fn textfile_conflict(opts: &Options) -> Option<String> {
     };
     Some(format!(
         "--textfile cannot be used with -o {format}: it writes Prometheus expositions"
+    ))
+}
+
+/// `--svg-top` or `--svg-sort` without `--svg`: they choose what the charts
+/// draw, so without charts they would be silently ignored.
+fn chart_option_conflict(opts: &Options) -> Option<String> {
+    if opts.svg.is_some() {
+        return None;
+    }
+    let option = if opts.svg_top.is_some() {
+        "--svg-top"
+    } else if opts.svg_sort.is_some() {
+        "--svg-sort"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{option} needs --svg FILE: it chooses the devices the charts draw"
     ))
 }
 

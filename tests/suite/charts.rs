@@ -236,6 +236,26 @@ fn iostat_top_and_sort_options_choose_the_devices_drawn() {
     assert_eq!(svg.count("sda"), 4);
 }
 
+/// The options that choose what the charts draw, without charts: refused
+/// as a conflict (status 2), not silently ignored.
+#[test]
+fn iostat_chart_options_without_svg_are_refused() {
+    for (option, value) in [("--svg-top", "3"), ("--svg-sort", "await")] {
+        let out = Command::new(IOSTAT)
+            .args(["--replay", FIXTURES_IOSTAT, "-x", option, value, "1"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{option}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "iostat-rs: {option} needs --svg FILE: it chooses the devices the charts draw\n"
+            )
+        );
+        assert!(out.stdout.is_empty(), "{option}");
+    }
+}
+
 #[test]
 fn iostat_refuses_a_sort_column_the_report_does_not_have() {
     let dir = scratch("iostat-bad-sort");

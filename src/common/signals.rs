@@ -54,9 +54,32 @@ impl StopSignal {
         let (reader, writer) = UnixStream::pair()?;
         reader.set_nonblocking(true)?;
         writer.set_nonblocking(true)?;
+        // One action per signal that does both jobs of signal-hook's
+        // `flag::register_usize` and `low_level::pipe::register`: each
+        // registration copies signal-hook's whole table, and the 26 of the
+        // two helpers for 13 signals left 12-16 kB more heap in every run.
+        let wake_writer = Arc::new(writer.try_clone()?);
         for signal in STOP_SIGNALS {
-            signal_hook::flag::register_usize(signal, Arc::clone(&caught), signal as usize)?;
-            signal_hook::low_level::pipe::register(signal, writer.try_clone()?)?;
+            let caught = Arc::clone(&caught);
+            let wake_writer = Arc::clone(&wake_writer);
+            let action = move || {
+                caught.store(signal as usize, Ordering::SeqCst);
+                // SAFETY: send(2) of one byte from a live buffer on a socket
+                // the action owns (an Arc of it); non-blocking, so a full
+                // socket (wakes already pending) drops the byte.
+                unsafe {
+                    libc::send(
+                        wake_writer.as_raw_fd(),
+                        [1u8].as_ptr().cast(),
+                        1,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+            };
+            // SAFETY: the action is async-signal-safe: an atomic store and
+            // send(2), without allocating or locking (signal-hook keeps
+            // errno around it).
+            unsafe { signal_hook::low_level::register(signal, action) }?;
         }
         Ok(StopSignal {
             caught,

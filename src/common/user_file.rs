@@ -3,11 +3,14 @@
 //! bounded line at a time.
 //!
 //! A FIFO without a process at its other end blocks `open(2)` until one
-//! comes, and a stop signal does not end that wait (the tools' handlers
-//! only raise a flag); a device such as `/dev/zero` never ends. So files
-//! are opened with `O_NONBLOCK` and then switched back to blocking I/O,
-//! devices, sockets and directories are refused, and a reader never holds
-//! more than one line of [`LINE_LIMIT`] bytes.
+//! comes, and a stop signal does not end that wait once the tools' handlers
+//! are installed (they only raise a flag); a device such as `/dev/zero`
+//! never ends. So files are opened with `O_NONBLOCK` and then switched back
+//! to blocking I/O, devices, sockets and directories are refused, and a
+//! reader never holds more than one line of [`LINE_LIMIT`] bytes. A FIFO
+//! to read from is waited on with `poll(2)` until its writer has written
+//! or gone, as `cat` would wait; the tools read their recordings before
+//! installing their stop handlers, so a stop signal ends that wait.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
@@ -30,8 +33,34 @@ pub fn open_to_read(path: &Path) -> io::Result<File> {
     if !(kind.is_file() || kind.is_fifo()) {
         return Err(not_a_file(&kind));
     }
+    if kind.is_fifo() {
+        wait_for_writer(&file)?;
+    }
     set_blocking(&file)?;
     Ok(file)
+}
+
+/// Waits until FIFO `file`, opened without blocking, has data or had a
+/// writer that left: before any writer opened it, a read would see the end
+/// at once (the writer may be starting after this program).
+fn wait_for_writer(file: &File) -> io::Result<()> {
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd, no timeout.
+        match unsafe { libc::poll(&mut fd, 1, -1) } {
+            n if n > 0 => return Ok(()),
+            _ => {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+        }
+    }
 }
 
 /// Creates (or truncates) `path` for writing. A FIFO must have a reader
@@ -153,13 +182,22 @@ mod tests {
         let dir = scratch("fifo");
         let fifo = dir.join("ff");
         mkfifo(&fifo);
-        // No writer: the open returns at once and the reader sees the end.
+        // A writer that comes after the reader opened: its text is read,
+        // not an end seen before it came.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                std::fs::write(&fifo, "late\n").unwrap();
+            })
+        };
         let mut text = String::new();
         open_to_read(&fifo)
             .unwrap()
             .read_to_string(&mut text)
             .unwrap();
-        assert_eq!(text, "");
+        writer.join().unwrap();
+        assert_eq!(text, "late\n");
         // No reader: refused at once, not a wait.
         let err = create(&fifo).unwrap_err();
         assert_eq!(

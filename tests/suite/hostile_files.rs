@@ -10,7 +10,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A fresh directory for one test.
@@ -60,6 +60,23 @@ fn run(program: &str, args: &[&str]) -> Output {
         std::thread::sleep(Duration::from_millis(10));
     }
     child.wait_with_output().unwrap()
+}
+
+/// Waits for `child` at most `limit`; past it, kills it and fails with
+/// `why`.
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration, why: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{why}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The run failed with one line on standard error that names `file` and
@@ -435,17 +452,11 @@ fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
         );
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if start.elapsed() > Duration::from_secs(5) {
-                let _ = child.kill();
-                panic!("{program}: SIGTERM did not end a replay waiting on a pipe");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = wait_or_kill(
+            &mut child,
+            Duration::from_secs(5),
+            &format!("{program}: SIGTERM did not end a replay waiting on a pipe"),
+        );
         assert_eq!(
             status.signal(),
             Some(libc::SIGTERM),
@@ -475,18 +486,12 @@ fn cxlstat_plans_tens_of_thousands_of_events_without_stalling() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        // About 1.5 s in the debug build; by the square, minutes before.
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("cxlstat took over 30 s to plan 50,000 events");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    // About 1.5 s in the debug build; by the square, minutes before.
+    let status = wait_or_kill(
+        &mut child,
+        Duration::from_secs(30),
+        "cxlstat took over 30 s to plan 50,000 events",
+    );
     assert!(status.success(), "{status:?}");
     // Each event on both PMUs, a heading line each.
     let headings = fs::read_to_string(&printed)

@@ -243,7 +243,7 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
 }
 
 /// The type of an open file, in words.
-fn file_kind(fd: &OwnedFd) -> io::Result<&'static str> {
+pub(crate) fn file_kind(fd: &OwnedFd) -> io::Result<&'static str> {
     Ok(match fstat(fd.as_raw_fd())?.st_mode & libc::S_IFMT {
         libc::S_IFREG => "regular file",
         libc::S_IFDIR => "directory",
@@ -263,7 +263,7 @@ fn not_regular(kind: &str) -> io::Error {
 }
 
 /// Clears `O_NONBLOCK`: the open is done, reads and writes may wait for the kernel.
-fn set_blocking(fd: RawFd) -> io::Result<()> {
+pub(crate) fn set_blocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a valid descriptor with integer arguments.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {

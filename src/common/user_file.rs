@@ -14,9 +14,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use super::root::{file_kind, set_blocking};
 
 /// The longest line a recording reader accepts (a frame of a 10,000-device
 /// machine is about 2 MB), and the largest text file [`read_text`] reads.
@@ -25,18 +27,23 @@ pub const LINE_LIMIT: usize = 64 << 20;
 /// Opens `path` for reading: a regular file, or a FIFO or pipe (a
 /// recording decompressed on the fly, `--replay <(zcat run.rec.gz)`).
 pub fn open_to_read(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
+    let fd: OwnedFd = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)?;
-    let kind = file.metadata()?.file_type();
-    if !(kind.is_file() || kind.is_fifo()) {
-        return Err(not_a_file(&kind));
+        .open(path)?
+        .into();
+    let kind = file_kind(&fd)?;
+    let file = File::from(fd);
+    if !matches!(kind, "regular file" | "FIFO") {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a {kind}, expected a file"),
+        ));
     }
-    if kind.is_fifo() {
+    if kind == "FIFO" {
         wait_for_writer(&file)?;
     }
-    set_blocking(&file)?;
+    set_blocking(file.as_raw_fd())?;
     Ok(file)
 }
 
@@ -82,7 +89,7 @@ pub fn create(path: &Path) -> io::Result<File> {
     if file.metadata()?.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));
     }
-    set_blocking(&file)?;
+    set_blocking(file.as_raw_fd())?;
     Ok(file)
 }
 
@@ -118,37 +125,6 @@ pub fn read_line_bounded(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::R
         ));
     }
     Ok(n)
-}
-
-/// The error for a file of type `kind` where a file was expected.
-fn not_a_file(kind: &std::fs::FileType) -> io::Error {
-    let what = if kind.is_dir() {
-        "a directory"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    };
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("{what}, expected a file"),
-    )
-}
-
-/// Clears `O_NONBLOCK`: the open is done; reads and writes may wait.
-fn set_blocking(file: &File) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a valid descriptor with integer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

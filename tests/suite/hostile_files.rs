@@ -5,12 +5,13 @@
 //! one-line error naming the kernel file and leave the tree as it was.
 
 use crate::cxlstat_support;
+use crate::interval_limits::wait_with_timeout;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A fresh directory for one test.
@@ -60,23 +61,6 @@ fn run(program: &str, args: &[&str]) -> Output {
         std::thread::sleep(Duration::from_millis(10));
     }
     child.wait_with_output().unwrap()
-}
-
-/// Waits for `child` at most `limit`; past it, kills it and fails with
-/// `why`.
-fn wait_or_kill(child: &mut std::process::Child, limit: Duration, why: &str) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{why}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// The run failed with one line on standard error that names `file` and
@@ -452,10 +436,10 @@ fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
         );
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let status = wait_or_kill(
+        let status = wait_with_timeout(
             &mut child,
             Duration::from_secs(5),
-            &format!("{program}: SIGTERM did not end a replay waiting on a pipe"),
+            &format!("{program} waiting on a stalled pipe, after SIGTERM,"),
         );
         assert_eq!(
             status.signal(),
@@ -487,10 +471,10 @@ fn cxlstat_plans_tens_of_thousands_of_events_without_stalling() {
         .spawn()
         .unwrap();
     // About 1.5 s in the debug build; by the square, minutes before.
-    let status = wait_or_kill(
+    let status = wait_with_timeout(
         &mut child,
         Duration::from_secs(30),
-        "cxlstat took over 30 s to plan 50,000 events",
+        "cxlstat planning 50,000 events",
     );
     assert!(status.success(), "{status:?}");
     // Each event on both PMUs, a heading line each.

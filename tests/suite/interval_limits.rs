@@ -89,7 +89,9 @@ fn interrupt_after_first_sample(
     (status, String::from_utf8_lossy(&out).into_owned(), err)
 }
 
-fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+/// Waits for `child` at most `limit`; past it, kills it and fails naming
+/// `what`.
+pub(crate) fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {

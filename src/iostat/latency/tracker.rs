@@ -10,6 +10,11 @@
 //! * A requeued request leaves the queue; its next issue starts anew.
 //! * Merges happen before issue, so the issued request already covers
 //!   the merged ones (one latency for all of them, as biolatency counts).
+//! * A request without a sector (a flush) is issued at sector 0 but
+//!   completes at the unset position, all ones: the issue and requeue
+//!   events report `blk_rq_trace_sector()`, which hides it, the completion
+//!   `blk_rq_pos()` (seen for every flush of a virtio-blk disk with a
+//!   write-back cache, Linux 6.18). Such a completion is matched at 0.
 //! * A completion without an issue (issued before tracing began, or its
 //!   issue lost) is counted as unmatched and changes nothing else.
 //! * An issue whose completion never arrives (perf does not deliver every
@@ -181,6 +186,7 @@ impl Tracker {
 
     /// `block_rq_complete` at `now` of `sectors` sectors from `sector`.
     pub fn complete(&mut self, now: u64, dev: Dev, sector: u64, sectors: u64) {
+        let sector = issued_sector(sector);
         let Some(req) = self.inflight.remove(&(dev, sector)) else {
             self.unmatched += 1;
             return;
@@ -204,7 +210,7 @@ impl Tracker {
 
     /// `block_rq_requeue` at `now`: the request leaves the queue.
     pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64) {
-        if let Some(req) = self.inflight.remove(&(dev, sector)) {
+        if let Some(req) = self.inflight.remove(&(dev, issued_sector(sector))) {
             for t in Self::each_target(dev, req.part) {
                 self.step(t, now, -1);
             }
@@ -290,6 +296,12 @@ impl Tracker {
         out.sort_by_key(|&(dev, _)| dev);
         out
     }
+}
+
+/// The sector `block_rq_issue` reported for a request that an event
+/// reports at `sector`: 0 for the unset position (see the module doc).
+fn issued_sector(sector: u64) -> u64 {
+    if sector == u64::MAX { 0 } else { sector }
 }
 
 #[cfg(test)]
@@ -398,6 +410,24 @@ mod tests {
         // depth 1 during 0-1 ms and 5-7 ms.
         assert_eq!(h.depth.quantile_low(0.8), Some(1));
         assert_eq!(h.depth.quantile_low(0.65), Some(0));
+    }
+
+    #[test]
+    fn a_flush_completes_at_the_unset_position_and_is_matched() {
+        // vda under `dd conv=fsync` (ftrace, Linux 6.18):
+        //   block_rq_issue: 254,0 FF 0 () 0 + 0
+        //   block_rq_complete: 254,0 FF () 18446744073709551615 + 0
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 0, 0, Op::Flush);
+        t.complete(3 * MS, SDA, u64::MAX, 0);
+        t.issue(4 * MS, SDA, 0, 0, Op::Flush);
+        t.requeue(5 * MS, SDA, u64::MAX);
+        assert_eq!(t.unmatched, 0);
+        assert!(t.in_flight_disks(u64::MAX).is_empty(), "nothing held");
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(h.latency[Op::Flush as usize].total, 1);
+        assert_eq!(h.latency[Op::Flush as usize].max, 2 * MS);
+        assert_eq!(h.depth.max, 1);
     }
 
     #[test]

@@ -74,6 +74,12 @@ struct record {
 	u32 kind;
 };
 
+// Each program returns 1: a tracepoint's eBPF program that returns 0 tells
+// perf to drop the event for every perf event on that tracepoint, so
+// `perf record -e block:block_rq_issue` (or another iostat-rs sampling
+// with CAP_PERFMON alone) would see nothing while iostat-rs runs. Passing
+// the event on costs nothing here: the perf event iostat-rs attaches
+// through counts without sampling, on one CPU.
 INLINE int forward(void *ctx, u32 kind)
 {
 	u64 copy[SPAN / 8];
@@ -84,7 +90,7 @@ INLINE int forward(void *ctx, u32 kind)
 	// but a tracepoint's record can only be read at offsets fixed in the
 	// instructions: so it is copied to the stack first.
 	if (probe_read_kernel(copy, sizeof(copy), ctx) != 0)
-		return 0;
+		return 1;
 	r.time = ktime_get_ns();
 	r.sector = *(const u64 *)(raw + FIELD_AT[kind][SECTOR]);
 	r.dev = *(const u32 *)(raw + FIELD_AT[kind][DEV]);
@@ -94,7 +100,7 @@ INLINE int forward(void *ctx, u32 kind)
 	r.zero = 0;
 	r.kind = kind;
 	perf_event_output(ctx, &EVENTS, BPF_F_CURRENT_CPU, &r, sizeof(r));
-	return 0;
+	return 1;
 }
 
 SEC("tracepoint/block/block_rq_issue")

@@ -559,9 +559,10 @@ fn assert_exposition_agrees(m: &Measured, device: &str, floor: u64) {
 fn show(name: &str, m: &Measured) {
     let n = m.bpf.len() as u64;
     let at = |q| m.bpf_at_rank(nearest_rank(q, n));
+    let undelivered = undelivered(&m.exposition, &m.device);
     eprintln!(
-        "{name}: {} reads ({} by the kernel's count while fio ran), p50 {} ns, p99 {} ns; \
-         bpftrace: {n} reads, p50 {:?} ns, p99 {:?} ns",
+        "{name}: {} reads ({} by the kernel's count while fio ran, {undelivered} never \
+         completed), p50 {} ns, p99 {} ns; bpftrace: {n} reads, p50 {:?} ns, p99 {:?} ns",
         m.count,
         m.kernel_reads,
         m.p50_ns,
@@ -571,14 +572,41 @@ fn show(name: &str, m: &Measured) {
     );
 }
 
-/// Every read the kernel completed while fio ran is measured (the
-/// watchers ran longer, so they may see a few more: udev probing a new
-/// device), and fio did about the `ios` asked (its own count can be one
-/// short, so the kernel's is the reference).
+/// The completions of `device` that never reached iostat-rs, from the
+/// exposition.
+fn undelivered(exposition: &str, device: &str) -> u64 {
+    let series = format!("iostat_rs_latency_undelivered_completions_total{{device=\"{device}\"}} ");
+    exposition
+        .lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {series}in the exposition"))
+}
+
+/// Every read the kernel completed while fio ran is measured, or counted
+/// as a completion that never arrived (the watchers ran longer, so they
+/// may see a few more: udev probing a new device), and fio did about the
+/// `ios` asked (its own count can be one short, so the kernel's is the
+/// reference).
+///
+/// The kernel does not hand every `block_rq_complete` to the programs
+/// attached to it: 3 reads in about 39,000 here reached neither iostat-rs
+/// nor bpftrace, while an ftrace instance on the same tracepoint recorded
+/// them (BENCHMARKS.md, "Completions the tracepoint's programs do not
+/// see"). Such a request is forgotten once the kernel no longer
+/// counts it in flight, and counted in
+/// `iostat_rs_latency_undelivered_completions_total`. Both watchers run
+/// the same programs, so the exposition's count stands for both; at most
+/// 1 % of the reads may go that way.
 fn assert_all_reads_measured(m: &Measured, ios: u64) {
+    let undelivered = undelivered(&m.exposition, &m.device);
     assert!(
-        m.count >= m.kernel_reads,
-        "{} reads measured, {} completed by the kernel",
+        undelivered * 100 <= ios,
+        "{undelivered} of {ios} completions never arrived"
+    );
+    assert!(
+        m.count + undelivered >= m.kernel_reads,
+        "{} reads measured and {undelivered} never completed, {} completed by the kernel",
         m.count,
         m.kernel_reads
     );
@@ -927,6 +955,11 @@ fn read_number(path: &str) -> i64 {
 /// iostat-rs opens the events again for the 512 KiB ring, and measures
 /// (direct reads of a loop device, which completes them in its worker
 /// thread: see README.md on completions in interrupts of an idle CPU).
+///
+/// A root iostat-rs forwarding the same tracepoints by eBPF runs beside
+/// it all along: its programs pass each event on (they return 1), so
+/// perf's samples still reach the other. Programs that return 0 leave
+/// every perf event on the tracepoint empty.
 #[test]
 fn without_locked_memory_the_small_ring_measures() {
     const TEST: &str = "without_locked_memory_the_small_ring_measures";
@@ -959,6 +992,8 @@ fn without_locked_memory_the_small_ring_measures() {
                 .status();
         }
     });
+    let forwarded = watch_latency(&lo.name);
+    await_first_report(&forwarded, Duration::from_secs(60));
     let child = in_namespace(
         "umount /sys/kernel/tracing 2>/dev/null; mount -t tracefs -o mode=755 nodev /sys/kernel/tracing",
         "prlimit",
@@ -1003,7 +1038,16 @@ fn without_locked_memory_the_small_ring_measures() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = wait_output(watched, Duration::from_secs(30));
+    interrupt(&forwarded.child);
+    let forwarded = wait_output(forwarded, Duration::from_secs(10));
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(forwarded.stderr.is_empty(), "{}", text(&forwarded.stderr));
+    let (hist, _) = iostat_read_hist(&text(&forwarded.stdout), &lo.name);
+    let forwarded_reads: u64 = hist.iter().map(|&(_, c)| c).sum();
+    assert!(
+        forwarded_reads >= 64,
+        "the eBPF watcher measured {forwarded_reads} reads"
+    );
     // Without CAP_BPF the events are sampled by perf, and it says so.
     let notice = text(&out.stderr);
     assert!(

@@ -4,7 +4,9 @@
 //!
 //! Layout: `lost, unmatched, devices`, then per device `major, minor` and
 //! five histograms (read, write, discard, flush latency, then queue depth),
-//! each `max, sum, buckets` followed by `buckets` pairs `index, count`.
+//! each `max, sum, buckets` followed by `buckets` pairs `index, count`;
+//! last, `undelivered` devices, each `major, minor, count` (absent from
+//! recordings made before it was counted, which read as none).
 
 use super::histogram::{Histogram, LAST_BUCKET};
 use super::tracker::{DeviceHistograms, OPS};
@@ -16,6 +18,11 @@ pub struct Interval {
     pub lost: u64,
     /// Completions whose issue was not seen.
     pub unmatched: u64,
+    /// Per `(major, minor)`, in order, the requests the kernel no longer
+    /// counts in flight whose completion never reached iostat-rs (see
+    /// [`super::tracker::Tracker::trim_in_flight`]): the histograms miss
+    /// them. Devices with none are left out.
+    pub undelivered: Vec<((u32, u32), u64)>,
     /// Per `(major, minor)`, in order.
     pub devices: Vec<((u32, u32), DeviceHistograms)>,
 }
@@ -27,6 +34,13 @@ impl Interval {
             .binary_search_by_key(&devnum, |&(d, _)| d)
             .ok()
             .map(|i| &self.devices[i].1)
+    }
+
+    /// How many of `(major, minor)`'s completions never arrived.
+    pub fn undelivered_on(&self, devnum: (u32, u32)) -> u64 {
+        self.undelivered
+            .binary_search_by_key(&devnum, |&(d, _)| d)
+            .map_or(0, |i| self.undelivered[i].1)
     }
 
     /// The numbers a recording stores.
@@ -41,6 +55,10 @@ impl Interval {
                     out.extend([i as u64, c]);
                 }
             }
+        }
+        out.push(self.undelivered.len() as u64);
+        for &((major, minor), count) in &self.undelivered {
+            out.extend([u64::from(major), u64::from(minor), count]);
         }
         out
     }
@@ -76,13 +94,21 @@ impl Interval {
             let latency: [Histogram; OPS] = hists.try_into().ok()?;
             devices.push(((major, minor), DeviceHistograms { latency, depth }));
         }
-        let increasing = devices.windows(2).all(|w| w[0].0 < w[1].0);
+        let mut undelivered = Vec::new();
+        for _ in 0..next().unwrap_or(0) {
+            let major = u32::try_from(next()?).ok()?;
+            let minor = u32::try_from(next()?).ok()?;
+            undelivered.push(((major, minor), next()?));
+        }
+        let increasing = devices.windows(2).all(|w| w[0].0 < w[1].0)
+            && undelivered.windows(2).all(|w| w[0].0 < w[1].0);
         if next().is_some() || !increasing {
             return None;
         }
         Some(Interval {
             lost,
             unmatched,
+            undelivered,
             devices,
         })
     }
@@ -101,14 +127,33 @@ mod tests {
         let i = Interval {
             lost: 4,
             unmatched: 1,
+            undelivered: vec![((7, 0), 6), ((8, 0), 1)],
             devices: vec![((7, 0), h.clone()), ((8, 0), DeviceHistograms::default())],
         };
         let v = i.encode();
         assert_eq!(&v[..5], &[4, 1, 2, 7, 0]);
+        assert_eq!(&v[v.len() - 7..], &[2, 7, 0, 6, 8, 0, 1]);
         assert_eq!(Interval::decode(&v), Some(i.clone()));
         assert_eq!(i.device((7, 0)), Some(&h));
         assert_eq!(i.device((9, 0)), None);
-        assert_eq!(Interval::decode(&v[..v.len() - 1]), None, "cut short");
+        assert_eq!((i.undelivered_on((8, 0)), i.undelivered_on((9, 0))), (1, 0));
+        // Recorded before `undelivered` was counted: the same, with none.
+        let older = Interval::decode(&v[..v.len() - 7]).expect("the older layout");
+        assert_eq!(
+            (older.undelivered, older.devices),
+            (vec![], i.devices.clone())
+        );
+        for cut in [1, 2, 8] {
+            assert_eq!(
+                Interval::decode(&v[..v.len() - cut]),
+                None,
+                "cut short by {cut}"
+            );
+        }
+        let mut swapped = v.clone();
+        let at = v.len() - 6;
+        swapped[at..].copy_from_slice(&[8, 0, 1, 7, 0, 6]);
+        assert_eq!(Interval::decode(&swapped), None, "undelivered out of order");
         let mut extra = v.clone();
         extra.push(0);
         assert_eq!(Interval::decode(&extra), None, "trailing numbers");

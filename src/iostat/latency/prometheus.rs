@@ -55,6 +55,15 @@ const UNMATCHED_FAMILY: Family = Family {
            iostat-rs started, or its sample lost).",
 };
 
+/// Completions that never arrived, per device.
+const UNDELIVERED_FAMILY: Family = Family {
+    name: "iostat_rs_latency_undelivered_completions_total",
+    kind: Kind::Counter,
+    help: "Block requests whose completion never reached iostat-rs, forgotten once \
+           the kernel no longer counted them in flight, since iostat-rs started; \
+           the latency histograms miss them.",
+};
+
 /// The `op` label of each [`super::tracker::Op`].
 const OP_LABELS: [&str; OPS] = ["read", "write", "discard", "flush"];
 
@@ -134,6 +143,7 @@ impl Cumulative {
 struct DeviceTotals {
     latency: [Cumulative; OPS],
     depth: Cumulative,
+    undelivered: u64,
 }
 
 /// The measurement and its totals since the start.
@@ -186,10 +196,14 @@ impl LatencyExposition {
             let totals = self.totals.entry(devnum).or_insert_with(|| DeviceTotals {
                 latency: std::array::from_fn(|_| Cumulative::new(&self.latency_bounds)),
                 depth: Cumulative::new(&self.depth_bounds),
+                undelivered: 0,
             });
             if let Some(h) = interval.device(devnum) {
                 add_device(totals, h, &self.latency_bounds, &self.depth_bounds);
             }
+            totals.undelivered = totals
+                .undelivered
+                .saturating_add(interval.undelivered_on(devnum));
         }
     }
 
@@ -220,6 +234,12 @@ impl LatencyExposition {
         e.sample(&[], self.lost as f64);
         e.family(&UNMATCHED_FAMILY);
         e.sample(&[], self.unmatched as f64);
+        e.family(&UNDELIVERED_FAMILY);
+        for &(name, devnum) in devices {
+            if let Some(t) = self.totals.get(&devnum) {
+                e.sample(&[("device", name)], t.undelivered as f64);
+            }
+        }
     }
 }
 
@@ -286,6 +306,7 @@ mod tests {
         let interval = Interval {
             lost: 3,
             unmatched: 1,
+            undelivered: vec![((7, 0), 2), ((9, 0), 5)],
             devices: vec![((7, 0), h)],
         };
         let both = [("loop0", (7, 0)), ("sda", (8, 0))];
@@ -294,6 +315,9 @@ mod tests {
         assert_eq!(e.totals[&(7, 0)].latency[0].count, 2);
         assert_eq!(e.totals[&(8, 0)].latency[0].count, 0, "listed, idle");
         assert_eq!((e.lost, e.unmatched), (6, 2));
+        assert_eq!(e.totals[&(7, 0)].undelivered, 4);
+        assert_eq!(e.totals[&(8, 0)].undelivered, 0);
+        assert!(!e.totals.contains_key(&(9, 0)), "not listed, not exported");
         e.add(&Interval::default(), &both[1..]);
         e.add(&interval, &both);
         assert_eq!(e.totals[&(7, 0)].latency[0].count, 1, "back from zero");
@@ -320,6 +344,10 @@ mod tests {
         );
         assert!(
             text.contains("iostat_rs_latency_lost_samples_total 9\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iostat_rs_latency_undelivered_completions_total{device=\"loop0\"} 2\n"),
             "{text}"
         );
     }

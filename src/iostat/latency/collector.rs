@@ -7,11 +7,10 @@
 //!   per-CPU perf ring with `bpf_perf_event_output`. It runs for events
 //!   fired in an interrupt while the CPU is idle, which perf's own
 //!   tracepoint sampling does not deliver on recent kernels (BENCHMARKS.md:
-//!   a virtio disk lost 80 % of its completions that way); still, a few
+//!   a virtio disk lost 80 % of its completions that way). Still, a few
 //!   completions reach no program on the tracepoint (3 reads of about
-//!   39,000 in the tests' runs; the
-//!   requests [`Tracker::trim_in_flight`] forgets, counted per device in
-//!   [`Interval::undelivered`]).
+//!   39,000 in the tests' runs): the requests [`Tracker::trim_in_flight`]
+//!   forgets, counted per device in [`Interval::undelivered`].
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint
 //!   (`PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`), the three events
 //!   of a CPU sharing one ring buffer; iostat-rs says so on stderr.

@@ -58,7 +58,8 @@ struct Entry {
     from_cmdline: bool,
     exists: bool,
     devnum: Option<(u32, u32)>,
-    /// For groups: members summed in the current sample.
+    /// For groups: sysstat's `%util` divisor, its members present in each
+    /// sample, added up over every sample so far (sysstat never resets it).
     members: u32,
     /// The sample whose `/proc/diskstats` line was stored in the current slot.
     staged: u64,
@@ -110,7 +111,8 @@ pub struct DeviceRow<'a> {
     pub cur: &'a DiskCounters,
     /// The previous sample's counters (zeros on the first report).
     pub prev: &'a DiskCounters,
-    /// 1 for a device, the number of members summed for a group.
+    /// 1 for a device; for a group, its members present in each sample,
+    /// added up over every sample so far (sysstat's `%util` divisor).
     pub devices: u32,
     /// The device's (major, minor), when known (never for a group).
     pub devnum: Option<(u32, u32)>,
@@ -123,7 +125,6 @@ struct Rules {
     all_devices: bool,
     unfiltered: bool,
     extended: bool,
-    sorted: bool,
     omit_inactive: bool,
     groups_only: bool,
     alt: Option<(String, AltMode)>,
@@ -146,7 +147,9 @@ pub struct DeviceList {
     /// What is shown for an entry, where it differs from its name (`-j`,
     /// `-N`, `/` restored): rare, so kept out of the entries.
     displays: NameMap<usize, Box<str>>,
-    tail_group: bool,
+    /// A group is in the list: entries are appended from then on (they
+    /// belong to the last group), no longer inserted in `strcmp` order.
+    has_groups: bool,
     rules: Rules,
     /// The entries of the names a `/sys/block` listing gave, in its order
     /// (`u32`, as the name index keeps them).
@@ -168,7 +171,6 @@ impl DeviceList {
             all_devices: opts.all_devices,
             unfiltered: opts.unfiltered,
             extended: opts.extended,
-            sorted: !opts.groups_defined && !opts.everything,
             omit_inactive: opts.omit_inactive,
             groups_only: opts.groups_only,
             alt: opts.alt_dir.as_ref().map(|a| (a.path.clone(), a.mode)),
@@ -188,7 +190,7 @@ impl DeviceList {
             index: NameIndex::default(),
             names: String::new(),
             displays: NameMap::default(),
-            tail_group: false,
+            has_groups: false,
             rules,
             listed: Vec::new(),
             line_hints: PositionHints::default(),
@@ -198,14 +200,9 @@ impl DeviceList {
             dm_major,
             persistent_names: PersistentNames::default(),
         };
-        let mut pending_group: Option<&str> = None;
         for arg in &opts.list {
             match arg {
-                ListArg::Group(name) => {
-                    if let Some(prev) = pending_group.replace(name) {
-                        list.push_group(prev);
-                    }
-                }
+                ListArg::Group(name) => list.add_group(name),
                 ListArg::Device {
                     name,
                     kind,
@@ -213,10 +210,6 @@ impl DeviceList {
                     mapper,
                 } => list.add_named(src, name, *kind, persistent.as_deref(), *mapper),
             }
-        }
-        if let Some(last) = pending_group {
-            list.push_group(last);
-            list.tail_group = true;
         }
         list.place_fresh();
         list
@@ -252,15 +245,15 @@ impl DeviceList {
         self.entries[idx].from_cmdline = true;
     }
 
-    /// Places the entries added since the last call: merged in `strcmp`
-    /// order (sorted mode), else appended before the last group, as
-    /// `add_list_device` would have placed them one by one.
+    /// Places the entries added since the last call as `add_list_device`
+    /// would have placed them one by one: merged in `strcmp` order until a
+    /// group is in the list (and never with `-p ALL`), else appended.
     fn place_fresh(&mut self) {
         if self.fresh.is_empty() {
             return;
         }
         let mut fresh = std::mem::take(&mut self.fresh);
-        if self.rules.sorted {
+        if !self.has_groups && !self.rules.everything {
             let (entries, names) = (&self.entries, self.names.as_str());
             let name = |idx: usize| entries[idx].name.of(names);
             fresh.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
@@ -278,10 +271,6 @@ impl DeviceList {
             merged.extend_from_slice(&self.order[i..]);
             merged.extend_from_slice(&fresh[j..]);
             self.order = merged;
-        } else if self.tail_group {
-            let tail = self.order.pop().expect("the tail group is in the order");
-            self.order.extend_from_slice(&fresh);
-            self.order.push(tail);
         } else {
             self.order.extend_from_slice(&fresh);
         }
@@ -289,11 +278,24 @@ impl DeviceList {
         self.fresh = fresh;
     }
 
-    fn push_group(&mut self, name: &str) {
+    /// Adds a `-g` group (its name starts with a space) at the end of the
+    /// list, after the devices named before it; a name already in the list
+    /// is that group again, where it stands. The devices that follow a
+    /// group in the list, up to the next group, are its members.
+    fn add_group(&mut self, name: &str) {
         self.place_fresh();
-        let name = self.store_name(name);
+        let (entries, names) = (&self.entries, self.names.as_str());
+        if self
+            .index
+            .get(name, |i| entries[i].name.of(names))
+            .is_some()
+        {
+            return;
+        }
+        let idx = self.entries.len();
+        let span = self.store_name(name);
         self.entries.push(Entry {
-            name,
+            name: span,
             kind: EntryKind::Group,
             from_cmdline: true,
             exists: true,
@@ -302,12 +304,16 @@ impl DeviceList {
             staged: 0,
             placed: true,
         });
-        self.order.push(self.entries.len() - 1);
+        let (entries, names) = (&self.entries, self.names.as_str());
+        self.index.insert(name, idx, |i| entries[i].name.of(names));
+        self.order.push(idx);
+        self.has_groups = true;
     }
 
     /// sysstat's `add_list_device`: finds `name` or inserts it (sorted by
-    /// `strcmp` unless `-g` or `-p ALL`; otherwise appended before the last
-    /// group). Marks it present in this sample.
+    /// `strcmp` until a group is in the list and unless `-p ALL`; otherwise
+    /// appended). Marks it present in this sample. A group's name finds
+    /// the group, unchanged.
     fn add(
         &mut self,
         src: &dyn Source,
@@ -317,6 +323,9 @@ impl DeviceList {
     ) -> usize {
         let idx = self.find_or_make(name);
         let e = &mut self.entries[idx];
+        if e.kind == EntryKind::Group {
+            return idx;
+        }
         if kind == DeviceKind::WithPartitions {
             e.kind = EntryKind::Device(kind);
         }
@@ -383,8 +392,8 @@ impl DeviceList {
     }
 
     /// The name shown for a device, when it is not its stored name: its
-    /// persistent name (`-j`), its device-mapper name (`-N`), or its kernel
-    /// name with `!` back to `/`.
+    /// persistent name (`-j`), else its device-mapper name (`-N`), else its
+    /// kernel name with `!` back to `/`.
     ///
     /// `None` for most devices, which costs no allocation: a one-report run
     /// places every device once, and two `String`s each were 3 % of its
@@ -396,13 +405,15 @@ impl DeviceList {
         devnum: Option<(u32, u32)>,
     ) -> Option<String> {
         let name = name.of(&self.names);
-        let chosen = match &self.rules.persistent {
+        let persistent = match &self.rules.persistent {
             Some(kind) => self.persistent_names.lookup(src, kind, name),
-            None if self.rules.mapper => devnum
-                .filter(|&(major, _)| Some(major) == self.dm_major)
-                .and_then(|(major, minor)| mapper_name(src, major, minor)),
             None => None,
         };
+        let chosen = persistent.or_else(|| {
+            devnum
+                .filter(|&(major, _)| self.rules.mapper && Some(major) == self.dm_major)
+                .and_then(|(major, minor)| mapper_name(src, major, minor))
+        });
         let display = match chosen {
             Some(display) => display,
             None if name.contains('!') => name.replace('!', "/"),
@@ -674,79 +685,129 @@ impl DeviceList {
         }
     }
 
-    /// Sums group members into each group's slot `curr` (every sample,
-    /// skipped ones included, as sysstat does).
+    /// Sums each group's members into the group's slot `curr` (every
+    /// sample, skipped ones included, as sysstat does). A member counts
+    /// towards the `%util` divisor whenever it is present, and is summed
+    /// only if it ever did I/O (unless devices were named); devices before
+    /// the first group belong to none.
     pub fn compute_groups(&mut self, curr: usize) {
+        if !self.has_groups {
+            return;
+        }
+        let mut group: Option<usize> = None;
         let mut acc = DiskCounters::default();
-        let mut members = 0;
-        for &idx in &self.order {
-            let e = &mut self.entries[idx];
-            match e.kind {
-                EntryKind::Group => {
-                    *self.slots.get_mut(curr, idx) = acc;
-                    e.members = members;
-                    // A group whose members vanished looks "re-added" too.
-                    if looks_readded(self.slots.get(curr ^ 1, idx), &acc) {
-                        self.slots.clear(curr ^ 1, idx);
-                    }
-                    acc = DiskCounters::default();
-                    members = 0;
-                }
-                EntryKind::Device(_) => {
-                    let counters = self.slots.get(curr, idx);
-                    if !e.exists || (!self.rules.unfiltered && counters.all_ios() == 0) {
+        for pos in 0..=self.order.len() {
+            let idx = self.order.get(pos).copied();
+            match idx.map(|i| self.entries[i].kind) {
+                Some(EntryKind::Device(_)) => {
+                    let (Some(g), Some(idx)) = (group, idx) else {
+                        continue;
+                    };
+                    if !self.entries[idx].exists {
                         continue;
                     }
-                    acc.accumulate(counters);
-                    members += 1;
+                    let members = &mut self.entries[g].members;
+                    *members = members.saturating_add(1);
+                    let counters = self.slots.get(curr, idx);
+                    if self.rules.unfiltered || counters.all_ios() != 0 {
+                        acc.accumulate(counters);
+                    }
+                }
+                // The next group, or the end: the group so far is complete.
+                Some(EntryKind::Group) | None => {
+                    if let Some(g) = group {
+                        *self.slots.get_mut(curr, g) = acc;
+                        // A group whose members vanished looks "re-added" too.
+                        if looks_readded(self.slots.get(curr ^ 1, g), &acc) {
+                            self.slots.clear(curr ^ 1, g);
+                        }
+                    }
+                    group = idx;
+                    acc = DiskCounters::default();
                 }
             }
         }
     }
 
     /// The rows to display for the sample in slot `curr`, in order, after
-    /// sysstat's filters (absent, never used, `-z`, `-H`).
+    /// sysstat's filters (absent, never used, `-z`, `-H`). A group's row
+    /// follows its members; it is filtered as a device is, and left out of
+    /// the extended reports while no member was ever present.
     pub fn rows(&self, curr: usize) -> impl Iterator<Item = DeviceRow<'_>> + '_ {
-        let prev = curr ^ 1;
-        self.order.iter().filter_map(move |&idx| {
-            let e = &self.entries[idx];
-            let (cur, old) = (self.slots.get(curr, idx), self.slots.get(prev, idx));
-            match e.kind {
-                EntryKind::Group => Some(DeviceRow {
-                    name: self
-                        .displays
-                        .get(&idx)
-                        .map_or(e.name.of(&self.names), |d| d),
-                    cur,
-                    prev: old,
-                    devices: e.members,
-                    devnum: None,
-                }),
-                EntryKind::Device(_) => {
-                    if !e.exists
-                        || (!self.rules.unfiltered && cur.all_ios() == 0)
-                        || self.rules.groups_only
-                        || (self.rules.omit_inactive
-                            && cur.rd_ios == old.rd_ios
-                            && cur.wr_ios == old.wr_ios
-                            && cur.dc_ios == old.dc_ios
-                            && cur.fl_ios == old.fl_ios)
-                    {
-                        return None;
+        let mut group: Option<usize> = None;
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            loop {
+                let Some(&idx) = self.order.get(pos) else {
+                    let last = group.take()?;
+                    if let Some(row) = self.group_row(last, curr) {
+                        return Some(row);
                     }
-                    Some(DeviceRow {
-                        name: self
-                            .displays
-                            .get(&idx)
-                            .map_or(e.name.of(&self.names), |d| d),
-                        cur,
-                        prev: old,
-                        devices: 1,
-                        devnum: e.devnum,
-                    })
+                    continue;
+                };
+                pos += 1;
+                let row = match self.entries[idx].kind {
+                    EntryKind::Group => group
+                        .replace(idx)
+                        .and_then(|done| self.group_row(done, curr)),
+                    EntryKind::Device(_) => self.device_row(idx, curr, group.is_some()),
+                };
+                if row.is_some() {
+                    return row;
                 }
             }
         })
+    }
+
+    /// Device `idx`'s row, unless a filter hides it (`in_group`: under a
+    /// `-g`, where `-H` hides it).
+    fn device_row(&self, idx: usize, curr: usize, in_group: bool) -> Option<DeviceRow<'_>> {
+        let e = &self.entries[idx];
+        let (cur, old) = (self.slots.get(curr, idx), self.slots.get(curr ^ 1, idx));
+        if !e.exists || (in_group && self.rules.groups_only) || self.hidden(cur, old) {
+            return None;
+        }
+        Some(DeviceRow {
+            name: self.display(idx),
+            cur,
+            prev: old,
+            devices: 1,
+            devnum: e.devnum,
+        })
+    }
+
+    /// Group `idx`'s row, unless a filter hides it.
+    fn group_row(&self, idx: usize, curr: usize) -> Option<DeviceRow<'_>> {
+        let e = &self.entries[idx];
+        let (cur, old) = (self.slots.get(curr, idx), self.slots.get(curr ^ 1, idx));
+        if (self.rules.extended && e.members == 0) || self.hidden(cur, old) {
+            return None;
+        }
+        Some(DeviceRow {
+            name: self.display(idx),
+            cur,
+            prev: old,
+            devices: e.members,
+            devnum: None,
+        })
+    }
+
+    /// sysstat's filters on counters: never used (unless devices were
+    /// named), and no I/O in the interval (`-z`).
+    fn hidden(&self, cur: &DiskCounters, old: &DiskCounters) -> bool {
+        (!self.rules.unfiltered && cur.all_ios() == 0)
+            || (self.rules.omit_inactive
+                && cur.rd_ios == old.rd_ios
+                && cur.wr_ios == old.wr_ios
+                && cur.dc_ios == old.dc_ios
+                && cur.fl_ios == old.fl_ios)
+    }
+
+    /// The name shown for entry `idx`.
+    fn display(&self, idx: usize) -> &str {
+        self.displays
+            .get(&idx)
+            .map_or(self.entries[idx].name.of(&self.names), |d| d)
     }
 }
 
@@ -794,19 +855,25 @@ mod tests {
     use crate::common::source::Uname;
     use crate::iostat::cli::{Env, parse_args};
 
-    /// A replay whose frames hold `/proc/diskstats` and the `/sys/block` list.
-    fn replay(samples: &[&[(&str, u64)]]) -> Replay {
+    /// A replay whose frames hold `/proc/diskstats`, the `/sys/block` list
+    /// and each device's sysfs `stat` file (`dm-*` have major 253), plus
+    /// `extra` in every frame.
+    fn replay_with(samples: &[&[(&str, u64)]], extra: &[(&str, Entry)]) -> Replay {
         let frames = samples
             .iter()
             .enumerate()
             .map(|(k, devs)| {
-                let mut entries = BTreeMap::new();
+                let mut entries: BTreeMap<String, Entry> = extra
+                    .iter()
+                    .map(|(key, entry)| (key.to_string(), entry.clone()))
+                    .collect();
                 let mut text = String::new();
                 for (minor, (name, ios)) in devs.iter().enumerate() {
-                    text.push_str(&format!(
-                        "8 {minor} {name} {ios} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-                        ios * 8
-                    ));
+                    let major = if name.starts_with("dm-") { 253 } else { 8 };
+                    let stat = format!("{ios} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", ios * 8);
+                    text.push_str(&format!("{major} {minor} {name} {stat}"));
+                    entries.insert(format!("isdir /sys/block/{name}"), Entry::IsDir(true));
+                    entries.insert(format!("read /sys/block/{name}/stat"), Entry::Text(stat));
                 }
                 entries.insert("read /proc/diskstats".into(), Entry::Text(text));
                 entries.insert(
@@ -835,6 +902,35 @@ mod tests {
             start_unix_ns: 0,
         };
         Replay::from_parts(header, frames)
+    }
+
+    /// [`replay_with`] and nothing else.
+    fn replay(samples: &[&[(&str, u64)]]) -> Replay {
+        replay_with(samples, &[])
+    }
+
+    /// The rows of each sample in turn, groups computed, as (name, rd_ios,
+    /// devices).
+    fn reports(args: &[&str], samples: &[&[(&str, u64)]]) -> Vec<Vec<(String, u64, u32)>> {
+        let mut src = replay(samples);
+        let o = opts(args);
+        let mut list = DeviceList::new(&o, &src);
+        (0..samples.len())
+            .map(|k| {
+                if k > 0 {
+                    src.next_sample().unwrap();
+                }
+                list.read_sample(&src, k % 2);
+                list.compute_groups(k % 2);
+                list.rows(k % 2)
+                    .map(|r| (r.name.to_string(), r.cur.rd_ios, r.devices))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn row(name: &str, ios: u64, devices: u32) -> (String, u64, u32) {
+        (name.to_string(), ios, devices)
     }
 
     fn opts(args: &[&str]) -> Options {
@@ -914,6 +1010,101 @@ mod tests {
                 ("sda".into(), 1, 1),
                 (" rest".into(), 6, 2),
             ]
+        );
+    }
+
+    #[test]
+    fn list_position_decides_order_and_group_membership() {
+        let sample: &[(&str, u64)] = &[("sda", 1), ("sdb", 2), ("sdc", 4), ("sdd", 8), ("sde", 16)];
+        // Before any -g: strcmp order, no group. After it: appended, in the
+        // last group of the list. A repeated device keeps its place, a
+        // repeated group is the same group (sde follows H in the list).
+        let args = [
+            "-d", "sdc", "sdb", "-g", "G", "sdd", "sdb", "-g", "H", "sda", "-g", "G", "sde",
+        ];
+        assert_eq!(
+            reports(&args, &[sample]),
+            [[
+                row("sdb", 2, 1),
+                row("sdc", 4, 1),
+                row("sdd", 8, 1),
+                row(" G", 8, 1),
+                row("sda", 1, 1),
+                row("sde", 16, 1),
+                row(" H", 17, 2),
+            ]]
+        );
+        // -H hides group members only.
+        assert_eq!(
+            reports(&["-d", "-H", "sdb", "-g", "G", "sda"], &[sample]),
+            [[row("sdb", 2, 1), row(" G", 1, 1)]]
+        );
+    }
+
+    #[test]
+    fn group_rows_are_filtered_as_devices_are() {
+        // No device named: a group that never did I/O is not shown.
+        let idle: &[(&str, u64)] = &[("sda", 5), ("sdb", 0)];
+        assert_eq!(
+            reports(&["-d", "-g", "E", "-g", "G"], &[idle]),
+            [[row("sda", 5, 1), row(" G", 5, 2)]]
+        );
+        // -z: nor one without I/O in the interval.
+        assert_eq!(
+            reports(&["-dz", "-g", "G", "sda"], &[idle, idle]),
+            [vec![row("sda", 5, 1), row(" G", 5, 1)], vec![]]
+        );
+        // A group no member of which was ever present: shown in the basic
+        // report, left out of the extended ones.
+        assert_eq!(
+            reports(&["-d", "-g", "E", "nosuch"], &[idle]),
+            [[row(" E", 0, 0)]]
+        );
+        assert_eq!(reports(&["-x", "-g", "E", "nosuch"], &[idle]), [[]]);
+    }
+
+    #[test]
+    fn group_util_divisor_adds_up_present_members_over_the_samples() {
+        // sdb never did I/O: not summed, not shown, but counted; sdc is
+        // present in the first sample only.
+        let first: &[(&str, u64)] = &[("sda", 1), ("sdb", 0), ("sdc", 2)];
+        let second: &[(&str, u64)] = &[("sda", 3), ("sdb", 0)];
+        assert_eq!(
+            reports(&["-x", "-g", "G"], &[first, second, second]),
+            [
+                vec![row("sda", 1, 1), row("sdc", 2, 1), row(" G", 3, 3)],
+                vec![row("sda", 3, 1), row(" G", 3, 5)],
+                vec![row("sda", 3, 1), row(" G", 3, 7)],
+            ]
+        );
+    }
+
+    #[test]
+    fn a_device_without_a_persistent_name_falls_back_to_its_mapper_name() {
+        let src = replay_with(
+            &[&[("dm-0", 1), ("sda", 2)]],
+            &[
+                (
+                    "read /proc/devices",
+                    Entry::Text("Block devices:\n  8 sd\n253 device-mapper\n".into()),
+                ),
+                ("devnum /dev/dm-0", Entry::Device(253, 0)),
+                ("devnum /dev/sda", Entry::Device(8, 1)),
+                ("list /dev/mapper", Entry::List(vec!["vg0-root".into()])),
+                ("devnum /dev/mapper/vg0-root", Entry::Device(253, 0)),
+                ("list /dev/disk/by-path", Entry::List(vec!["pci-0".into()])),
+                (
+                    "link /dev/disk/by-path/pci-0",
+                    Entry::Link("../../sda".into()),
+                ),
+            ],
+        );
+        let o = opts(&["-d", "-N", "-j", "PATH", "dm-0", "sda"]);
+        let mut list = DeviceList::new(&o, &src);
+        list.read_sample(&src, 0);
+        assert_eq!(
+            shown(&list, 0),
+            [("vg0-root".into(), 0, 1), ("pci-0".into(), 0, 2)]
         );
     }
 

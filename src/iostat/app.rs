@@ -52,7 +52,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     let rest = args.get(1..).unwrap_or(&[]);
     let opts = match parse_args(rest, Env::from_process()) {
         Ok(o) => o,
-        Err(e) => return report(&progname, e),
+        Err(e) => return report(&progname, persistent_type_first(e)),
     };
     match opts.action {
         Action::Help => return print_help(),
@@ -222,11 +222,29 @@ fn chart_option_conflict(opts: &Options) -> Option<String> {
     ))
 }
 
+/// A usage error met after `-j TYPE` as sysstat reports it: it checks the
+/// type first, so an invalid type (no `/dev/disk/by-TYPE`) is the error.
+#[inline(never)]
+fn persistent_type_first(err: IostatError) -> IostatError {
+    match err {
+        IostatError::UsageAfterPersistent(kind) => {
+            if std::path::Path::new(&format!("/dev/disk/by-{kind}")).is_dir() {
+                IostatError::Usage
+            } else {
+                IostatError::InvalidPersistentType
+            }
+        }
+        e => e,
+    }
+}
+
 /// Prints `err` as sysstat would and returns the exit status.
 #[inline(never)]
 fn report(progname: &str, err: IostatError) -> i32 {
     match &err {
-        IostatError::Usage => eprint!("{}", usage_text(progname)),
+        IostatError::Usage | IostatError::UsageAfterPersistent(_) => {
+            eprint!("{}", usage_text(progname))
+        }
         IostatError::Output(e) => return output_error_status(TOOL, e),
         e if e.is_sysstat_message() => eprintln!("{e}"),
         e => eprintln!("{TOOL}: {e}"),

@@ -272,9 +272,9 @@ fn all_digits(s: &str) -> bool {
 }
 
 /// Scans the arguments (without the program name) left to right, as sysstat
-/// does. Errors are usage errors, except where noted.
+/// does. Errors are usage errors, except where noted; one met after `-j TYPE`
+/// is [`IostatError::UsageAfterPersistent`], as TYPE is checked first.
 pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
-    let usage = || IostatError::Usage;
     let mut o = Options {
         action: Action::Run,
         show_cpu: false,
@@ -317,6 +317,21 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         listen: None,
         env,
     };
+    match scan(&mut o, args) {
+        Ok(()) => Ok(o),
+        // sysstat checks `-j TYPE` where it meets it, so after a `-j` the
+        // type's check comes before a usage error; the caller makes it.
+        Err(IostatError::Usage) => Err(match o.persistent.take() {
+            Some(kind) => IostatError::UsageAfterPersistent(kind),
+            None => IostatError::Usage,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The scan of [`parse_args`], into `o` (the defaults and the environment).
+fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
+    let usage = || IostatError::Usage;
     let mut unit: Option<Unit> = None;
     let mut numbers = 0;
     let mut i = 0;
@@ -357,7 +372,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                             if dev == "ALL" {
                                 o.everything = true;
                             } else {
-                                add_device(&mut o, dev, DeviceKind::WithPartitions);
+                                add_device(o, dev, DeviceKind::WithPartitions);
                             }
                         }
                         o.unfiltered = true;
@@ -383,7 +398,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
             "--latency" if inline.is_none() => o.latency = true,
             "--help" if inline.is_none() => {
                 o.action = Action::Help;
-                return Ok(o);
+                return Ok(());
             }
             "--dec" => {
                 let v = inline.ok_or_else(usage)?;
@@ -469,7 +484,8 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                             o.human = true;
                         }
                         'k' | 'm' | 'G' => {
-                            if unit.is_some() {
+                            // Only another size option conflicts: `-k -k` is fine.
+                            if o.unit_option.is_some_and(|given| given != letter) {
                                 return Err(usage());
                             }
                             o.unit_option = Some(letter);
@@ -493,7 +509,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                         'z' => o.omit_inactive = true,
                         'V' => {
                             o.action = Action::Version;
-                            return Ok(o);
+                            return Ok(());
                         }
                         _ => return Err(usage()),
                     }
@@ -504,7 +520,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
                 if arg == "ALL" {
                     o.all_devices = true;
                 } else {
-                    add_device(&mut o, arg, DeviceKind::Single);
+                    add_device(o, arg, DeviceKind::Single);
                 }
             }
             _ => {
@@ -557,7 +573,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         None if o.env.posixly_correct.is_some() => Unit::Sectors,
         None => Unit::Kilobytes,
     };
-    Ok(o)
+    Ok(())
 }
 
 fn absolute(dir: &str) -> String {
@@ -630,7 +646,7 @@ pub fn command() -> clap::Command {
         .arg(flag(
             "group-only",
             'H',
-            "With -g, display only the group totals",
+            "With -g, display each group's total instead of its devices",
         ))
         .arg(flag("human-pretty", 'h', "Same as --human --pretty"))
         .arg(flag("kilobytes", 'k', "Display statistics in kilobytes"))
@@ -875,6 +891,25 @@ mod tests {
         assert!(is_usage(parse(&["99999999999999999999"])));
         let o = parse(&["-y", "0"]).unwrap();
         assert!(!o.skip_first);
+    }
+
+    #[test]
+    fn a_size_option_conflicts_only_with_the_other_sizes() {
+        assert_eq!(parse(&["-k", "-k"]).unwrap().unit, Unit::Kilobytes);
+        assert_eq!(parse(&["-kk"]).unwrap().unit, Unit::Kilobytes);
+        assert_eq!(parse(&["-m", "-m"]).unwrap().unit, Unit::Megabytes);
+        assert!(is_usage(parse(&["-mG"])));
+    }
+
+    #[test]
+    fn a_usage_error_after_j_leaves_the_type_to_be_checked_first() {
+        let after = |args: &[&str]| match parse(args) {
+            Err(IostatError::UsageAfterPersistent(kind)) => Some(kind),
+            _ => None,
+        };
+        assert_eq!(after(&["-m", "-j", "FOO", "-k"]), Some("foo".into()));
+        assert_eq!(after(&["-j", "id", "-H"]), Some("id".into()));
+        assert!(is_usage(parse(&["-m", "-k", "-j", "FOO"])));
     }
 
     #[test]

@@ -11,6 +11,11 @@ pub enum IostatError {
     /// `-j TYPE` with no `/dev/disk/by-TYPE` directory.
     #[error("Invalid type of persistent device name")]
     InvalidPersistentType,
+    /// A malformed command line after `-j TYPE` (the type): sysstat checks
+    /// the type first, so this is [`IostatError::InvalidPersistentType`]
+    /// unless the type is valid, then [`IostatError::Usage`].
+    #[error("usage")]
+    UsageAfterPersistent(String),
     /// `/proc/stat` cannot be opened (sysstat's message, status 2).
     #[error("Cannot open /proc/stat: {0}")]
     CannotOpenStat(String),
@@ -44,7 +49,9 @@ impl IostatError {
     /// The exit status sysstat uses for this error.
     pub fn exit_status(&self) -> i32 {
         match self {
-            IostatError::Usage | IostatError::InvalidPersistentType => 1,
+            IostatError::Usage
+            | IostatError::UsageAfterPersistent(_)
+            | IostatError::InvalidPersistentType => 1,
             IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
             IostatError::Source(_)
             | IostatError::Read { .. }

@@ -161,6 +161,9 @@ pub enum ListArg {
     },
     /// `-g NAME`: the devices after it (until the next `-g`) form a group.
     Group(String),
+    /// `-p ALL` (or `-p` alone) was given here: sysstat sorts the devices
+    /// named before it, and appends those that come after.
+    Everything,
 }
 
 /// The environment variables iostat reads.
@@ -370,7 +373,7 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                     {
                         for dev in list.split(',').filter(|d| !d.is_empty()) {
                             if dev == "ALL" {
-                                o.everything = true;
+                                everything(o);
                             } else {
                                 add_device(o, dev, DeviceKind::WithPartitions);
                             }
@@ -379,7 +382,7 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                         i += 2;
                     }
                     _ => {
-                        o.everything = true;
+                        everything(o);
                         i += 1;
                     }
                 }
@@ -496,7 +499,7 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                             });
                         }
                         'N' => o.mapper_names = true,
-                        'p' => o.everything = true,
+                        'p' => everything(o),
                         's' => o.short = true,
                         't' => {
                             if o.timestamp == Timestamp::None {
@@ -574,6 +577,14 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
         None => Unit::Kilobytes,
     };
     Ok(())
+}
+
+/// `-p ALL`: every line of `/proc/diskstats`, from this point of the list on.
+fn everything(o: &mut Options) {
+    if !o.everything {
+        o.everything = true;
+        o.list.push(ListArg::Everything);
+    }
 }
 
 fn absolute(dir: &str) -> String {

@@ -17,7 +17,9 @@ use crate::common::source::Source;
 use super::cli::{AltMode, DeviceKind, ListArg, Options};
 use super::lookup::{NameIndex, NameMap, PositionHints};
 use super::model::looks_readded;
-use super::names::{PersistentNames, basename, canonical_name, mapper_name, truncate_name};
+use super::names::{
+    PersistentNames, basename, canonical_name, kernel_name, mapper_name, truncate_name,
+};
 use super::parse::{
     DiskCounters, StatFormat, diskstats_head, parse_diskstats_line, parse_sysfs_stat,
 };
@@ -147,9 +149,20 @@ pub struct DeviceList {
     /// What is shown for an entry, where it differs from its name (`-j`,
     /// `-N`, `/` restored): rare, so kept out of the entries.
     displays: NameMap<usize, Box<str>>,
-    /// A group is in the list: entries are appended from then on (they
-    /// belong to the last group), no longer inserted in `strcmp` order.
+    /// The name an entry not yet placed is placed by, where it is not its
+    /// stored name: a device given by its device-mapper name under `-N`
+    /// is stored as `dm-N`, but sysstat's `add_list_device` compares the
+    /// name given.
+    placed_by: NameMap<usize, Box<str>>,
+    /// An entry was placed by a name other than its stored one: the list
+    /// is no longer in `strcmp` order of the stored names.
+    unsorted: bool,
+    /// A group is in the list (see [`DeviceList::compute_groups`]).
     has_groups: bool,
+    /// A group or `-p ALL` came before in the list: entries are appended
+    /// from then on (after a group, they belong to the last one), no
+    /// longer inserted in `strcmp` order.
+    appending: bool,
     rules: Rules,
     /// The entries of the names a `/sys/block` listing gave, in its order
     /// (`u32`, as the name index keeps them).
@@ -190,7 +203,10 @@ impl DeviceList {
             index: NameIndex::default(),
             names: String::new(),
             displays: NameMap::default(),
+            placed_by: NameMap::default(),
+            unsorted: false,
             has_groups: false,
+            appending: false,
             rules,
             listed: Vec::new(),
             line_hints: PositionHints::default(),
@@ -203,6 +219,10 @@ impl DeviceList {
         for arg in &opts.list {
             match arg {
                 ListArg::Group(name) => list.add_group(name),
+                ListArg::Everything => {
+                    list.place_fresh();
+                    list.appending = true;
+                }
                 ListArg::Device {
                     name,
                     kind,
@@ -229,8 +249,12 @@ impl DeviceList {
         mapper: bool,
     ) {
         let mut stored = canonical_name(src, name);
+        let mut given = None;
         if mapper && let Ok(target) = src.read_link(&format!("/dev/mapper/{stored}")) {
-            stored = basename(&target).to_string();
+            given = Some(std::mem::replace(
+                &mut stored,
+                basename(&target).to_string(),
+            ));
         }
         if let Some(kind_dir) = persistent
             && let Ok(target) = src.read_link(&format!("/dev/disk/by-{kind_dir}/{stored}"))
@@ -243,19 +267,34 @@ impl DeviceList {
             .ok();
         let idx = self.add(src, &stored, devnum, kind);
         self.entries[idx].from_cmdline = true;
+        // Placed just now (queued last): placed by the name given.
+        if let Some(given) = given.filter(|_| self.fresh.last() == Some(&idx)) {
+            self.placed_by.insert(idx, given.into());
+        }
     }
 
     /// Places the entries added since the last call as `add_list_device`
-    /// would have placed them one by one: merged in `strcmp` order until a
-    /// group is in the list (and never with `-p ALL`), else appended.
+    /// would have placed them one by one: in `strcmp` order until a group
+    /// or `-p ALL` is in the list, else appended. While the
+    /// list is sorted a merge does that; once an entry was placed by a name
+    /// other than its stored one, they are inserted one by one.
     fn place_fresh(&mut self) {
         if self.fresh.is_empty() {
             return;
         }
         let mut fresh = std::mem::take(&mut self.fresh);
-        if !self.has_groups && !self.rules.everything {
-            let (entries, names) = (&self.entries, self.names.as_str());
-            let name = |idx: usize| entries[idx].name.of(names);
+        self.unsorted |= !self.placed_by.is_empty();
+        let (entries, names) = (&self.entries, self.names.as_str());
+        let name = |idx: usize| entries[idx].name.of(names);
+        if self.appending {
+            self.order.extend_from_slice(&fresh);
+        } else if self.unsorted {
+            let placed_by = |idx: usize| self.placed_by.get(&idx).map_or(name(idx), |n| n);
+            for &idx in &fresh {
+                let at = self.order.iter().position(|&o| name(o) > placed_by(idx));
+                self.order.insert(at.unwrap_or(self.order.len()), idx);
+            }
+        } else {
             fresh.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
             let mut merged = Vec::with_capacity(self.order.len() + fresh.len());
             let (mut i, mut j) = (0, 0);
@@ -271,9 +310,8 @@ impl DeviceList {
             merged.extend_from_slice(&self.order[i..]);
             merged.extend_from_slice(&fresh[j..]);
             self.order = merged;
-        } else {
-            self.order.extend_from_slice(&fresh);
         }
+        self.placed_by.clear();
         fresh.clear();
         self.fresh = fresh;
     }
@@ -308,6 +346,7 @@ impl DeviceList {
         self.index.insert(name, idx, |i| entries[i].name.of(names));
         self.order.push(idx);
         self.has_groups = true;
+        self.appending = true;
     }
 
     /// sysstat's `add_list_device`: finds `name` or inserts it (sorted by
@@ -406,7 +445,14 @@ impl DeviceList {
     ) -> Option<String> {
         let name = name.of(&self.names);
         let persistent = match &self.rules.persistent {
-            Some(kind) => self.persistent_names.lookup(src, kind, name),
+            // A name given as a path that is not a link to the kernel's
+            // name (`/dev/mapper/vg0-swap` as a block node): sysstat looks
+            // the persistent name up by the device's number.
+            Some(kind) => self.persistent_names.lookup(src, kind, name).or_else(|| {
+                let (major, minor) = devnum.filter(|_| name.contains('!'))?;
+                let kernel = kernel_name(src, major, minor)?;
+                self.persistent_names.lookup(src, kind, &kernel)
+            }),
             None => None,
         };
         let chosen = persistent.or_else(|| {
@@ -438,37 +484,20 @@ impl DeviceList {
                 Some((dir, AltMode::Also)) => vec![sys.to_string(), format!("{dir}/{alt_sub}")],
             }
         };
+        // With `-p ALL` sysstat reads `/proc/diskstats` alone: a name that
+        // is not a line of it (`/dev/mapper/vg0-swap` as a block node) has
+        // no statistics. Otherwise it reads the devices named first (with
+        // `-p dev`, their partitions too), then with `ALL` every device.
         if self.rules.everything {
             for file in sys_and_alt(PROC_DISKSTATS, "diskstats") {
                 self.read_diskstats_file(src, &file, curr);
             }
-        } else if self.rules.all_devices {
-            for dir in sys_and_alt(SYS_BLOCK, "block") {
-                self.read_block_dir(src, &dir, curr);
-            }
-        }
-        let pending: Vec<usize> = self
-            .order
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let e = &self.entries[i];
-                e.from_cmdline && !e.exists && e.kind != EntryKind::Group
-            })
-            .collect();
-        if !pending.is_empty() {
-            let dirs: Vec<(String, String)> = match &alt {
-                None => vec![(SYS_BLOCK.into(), SYS_DEV_BLOCK.into())],
-                Some((dir, AltMode::Only)) => {
-                    vec![(format!("{dir}/block"), format!("{dir}/dev/block"))]
+        } else {
+            self.read_named(src, curr, alt.as_ref());
+            if self.rules.all_devices {
+                for dir in sys_and_alt(SYS_BLOCK, "block") {
+                    self.read_block_dir(src, &dir, curr);
                 }
-                Some((dir, AltMode::Also)) => vec![
-                    (SYS_BLOCK.into(), SYS_DEV_BLOCK.into()),
-                    (format!("{dir}/block"), format!("{dir}/dev/block")),
-                ],
-            };
-            for idx in pending {
-                self.read_listed(src, idx, &dirs, curr);
             }
         }
         self.place_fresh();
@@ -480,6 +509,36 @@ impl DeviceList {
             {
                 self.slots.clear(prev, idx);
             }
+        }
+    }
+
+    /// sysstat's `read_sysfs_dlist_stat`: the devices named on the command
+    /// line not read yet this sample, from sysfs (`alt`: `-f`/`+f`).
+    fn read_named(&mut self, src: &dyn Source, curr: usize, alt: Option<&(String, AltMode)>) {
+        let pending: Vec<usize> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let e = &self.entries[i];
+                e.from_cmdline && !e.exists && e.kind != EntryKind::Group
+            })
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        let dirs: Vec<(String, String)> = match alt {
+            None => vec![(SYS_BLOCK.into(), SYS_DEV_BLOCK.into())],
+            Some((dir, AltMode::Only)) => {
+                vec![(format!("{dir}/block"), format!("{dir}/dev/block"))]
+            }
+            Some((dir, AltMode::Also)) => vec![
+                (SYS_BLOCK.into(), SYS_DEV_BLOCK.into()),
+                (format!("{dir}/block"), format!("{dir}/dev/block")),
+            ],
+        };
+        for idx in pending {
+            self.read_listed(src, idx, &dirs, curr);
         }
     }
 
@@ -1105,6 +1164,129 @@ mod tests {
         assert_eq!(
             shown(&list, 0),
             [("vg0-root".into(), 0, 1), ("pci-0".into(), 0, 2)]
+        );
+    }
+
+    /// `/dev/mapper/vg0-swap` as a block node of dm-1 (no udev links), with
+    /// a by-id name for dm-1.
+    fn mapper_node() -> Replay {
+        let link = |target: &str| Entry::Link(target.into());
+        replay_with(
+            &[&[("dm-0", 1), ("dm-1", 2)]],
+            &[
+                (
+                    "realpath /dev/mapper/vg0-swap",
+                    Entry::Path("/dev/mapper/vg0-swap".into()),
+                ),
+                ("devnum /dev/mapper/vg0-swap", Entry::Device(253, 1)),
+                (
+                    "read /sys/dev/block/253:1/stat",
+                    Entry::Text("2 0 16 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n".into()),
+                ),
+                (
+                    "link /sys/dev/block/253:1",
+                    link("../../devices/virtual/block/dm-1"),
+                ),
+                (
+                    "list /dev/disk/by-id",
+                    Entry::List(vec!["dm-name-vg0-swap".into()]),
+                ),
+                ("link /dev/disk/by-id/dm-name-vg0-swap", link("../../dm-1")),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_device_named_by_a_path_has_the_persistent_name_of_its_number() {
+        let src = mapper_node();
+        let mut list = DeviceList::new(&opts(&["-d", "-j", "id", "/dev/mapper/vg0-swap"]), &src);
+        list.read_sample(&src, 0);
+        assert_eq!(shown(&list, 0), [("dm-name-vg0-swap".into(), 0, 2)]);
+        // Without -j it keeps the name it was given.
+        let mut list = DeviceList::new(&opts(&["-d", "/dev/mapper/vg0-swap"]), &src);
+        list.read_sample(&src, 0);
+        assert_eq!(shown(&list, 0), [("mapper/vg0-swap".into(), 0, 2)]);
+    }
+
+    #[test]
+    fn with_p_all_a_name_not_in_diskstats_has_no_statistics() {
+        let src = mapper_node();
+        let mut list = DeviceList::new(&opts(&["-d", "-p", "ALL", "/dev/mapper/vg0-swap"]), &src);
+        list.read_sample(&src, 0);
+        assert_eq!(
+            shown(&list, 0),
+            [("dm-0".into(), 0, 1), ("dm-1".into(), 0, 2)]
+        );
+    }
+
+    #[test]
+    fn a_device_given_by_its_mapper_name_is_placed_by_that_name() {
+        let link = |target: &str| Entry::Link(target.into());
+        let src = replay_with(
+            &[&[("dm-0", 1), ("sda", 2)]],
+            &[
+                (
+                    "read /proc/devices",
+                    Entry::Text("Block devices:\n  8 sd\n253 device-mapper\n".into()),
+                ),
+                ("link /dev/mapper/vg0-root", link("../dm-0")),
+                ("devnum /dev/dm-0", Entry::Device(253, 0)),
+                ("list /dev/mapper", Entry::List(vec!["vg0-root".into()])),
+                ("devnum /dev/mapper/vg0-root", Entry::Device(253, 0)),
+            ],
+        );
+        // sysstat inserts vg0-root (stored as dm-0) by the name given, and
+        // the next name by the stored ones: as if neither were sorted.
+        for (args, expected) in [
+            (["-d", "-N", "sda", "vg0-root"], ["sda", "vg0-root"]),
+            (["-d", "-N", "vg0-root", "sda"], ["vg0-root", "sda"]),
+        ] {
+            let mut list = DeviceList::new(&opts(&args), &src);
+            list.read_sample(&src, 0);
+            let names: Vec<String> = shown(&list, 0).into_iter().map(|r| r.0).collect();
+            assert_eq!(names, expected, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn devices_named_before_p_all_are_sorted_and_those_after_appended() {
+        let src = replay(&[&[("sdc", 1), ("sdb", 2), ("sda", 3)]]);
+        for (args, expected) in [
+            (["-d", "sdb", "sda", "-p"], ["sda", "sdb", "sdc"]),
+            (["-d", "-p", "ALL", "sdb"], ["sdb", "sdc", "sda"]),
+        ] {
+            let mut list = DeviceList::new(&opts(&args), &src);
+            list.read_sample(&src, 0);
+            let names: Vec<String> = shown(&list, 0).into_iter().map(|r| r.0).collect();
+            assert_eq!(names, expected, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn with_all_a_device_named_by_p_still_shows_its_partitions() {
+        let src = replay_with(
+            &[&[("sda", 3), ("sdb", 4)]],
+            &[
+                (
+                    "list /sys/block/sda",
+                    Entry::List(vec!["sda1".into(), "stat".into()]),
+                ),
+                (
+                    "read /sys/block/sda/sda1/stat",
+                    Entry::Text("1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n".into()),
+                ),
+                ("devnum /dev/sda1", Entry::Device(8, 9)),
+            ],
+        );
+        let mut list = DeviceList::new(&opts(&["-d", "-p", "sda", "ALL"]), &src);
+        list.read_sample(&src, 0);
+        assert_eq!(
+            shown(&list, 0),
+            [
+                ("sda".into(), 0, 3),
+                ("sda1".into(), 0, 1),
+                ("sdb".into(), 0, 4)
+            ]
         );
     }
 

@@ -36,6 +36,15 @@ pub fn truncate_name(mut name: String) -> String {
     name
 }
 
+/// The kernel's name of block device `major:minor`: the last component of
+/// the `/sys/dev/block/M:m` link (sysstat's `get_devname_from_sysfs()`).
+pub fn kernel_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
+    let target = src
+        .read_link(&format!("/sys/dev/block/{major}:{minor}"))
+        .ok()?;
+    Some(basename(&target).to_string())
+}
+
 /// The `/dev/mapper` entry whose device number is `major:minor`.
 pub fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
     let names = src.list_dir("/dev/mapper").ok()?;

@@ -19,8 +19,8 @@
 //! prints after the banner with `-y` is dropped. The same formulas are checked
 //! against 12.6.1 on every other `-x` line, so the oracle itself is tested.
 //! Group rows (`-g`) are taken as 12.6.1 printed them, so `-x` sets with
-//! groups run on scenarios where no counter goes backwards and no device
-//! comes or goes.
+//! groups run on scenarios where no counter goes backwards or wraps and no
+//! device comes or goes.
 //!
 //! Needs root and `unshare`; without them the test prints why and skips,
 //! unless `CI=true`. `IOSTAT_RS=/path` overrides the binary under test.
@@ -81,6 +81,10 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-x", "-o", "JSON", "-p", "ALL", "-t", "-z"],
     &["-dm", "-o", "JSON"],
     &["-dk", "-k"],
+    // A disk named by -p, then ALL: its partitions still show.
+    &["-d", "-p", "{DISK}", "ALL"],
+    // Named before -p (ALL): sorted; every other device in file order.
+    &["-d", "vda", "sda", "-p"],
     // Groups (reference §1.1, §2.3). Named before any -g: sorted, in no group.
     &["-d", "vda", "sda", "-g", "G", "nvme0n1"],
     // -H hides group members only; a device named again keeps its place.
@@ -120,7 +124,8 @@ fn cases() -> Vec<Case> {
             // -y reads one sample more than it prints.
             let skips_first = set.iter().any(|a| a.starts_with('-') && a.contains('y'));
             // The oracle has no group formulas: under -x a group's counters
-            // must not fall (no device going backwards or away), where
+            // must not fall (no device going backwards or away, and no tick
+            // counter wrapping 32 bits, which wraps the group's sum), where
             // 12.6.1 and current sysstat would print its line differently.
             let grouped_x = set.contains(&"-g")
                 && set
@@ -132,6 +137,7 @@ fn cases() -> Vec<Case> {
                 samples: SAMPLES + usize::from(skips_first),
                 backwards: (j == 0 || rng.chance(50)) && !grouped_x,
                 hotplug: rng.chance(40) && !grouped_x,
+                ticks_wrap: !grouped_x,
             };
             let scenario = Scenario::generate(seed, &shape);
             let disk = scenario.samples[0]

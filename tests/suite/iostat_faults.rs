@@ -133,6 +133,7 @@ fn healthy_tree(name: &str) -> (PathBuf, Scenario) {
                 samples: 2,
                 backwards: false,
                 hotplug: false,
+                ticks_wrap: true,
             },
         );
         // Want partitions and at least two used disks.
@@ -887,6 +888,7 @@ fn devices_coming_and_going_and_counters_going_backwards() {
                     samples: 4,
                     backwards: true,
                     hotplug: true,
+                    ticks_wrap: true,
                 },
             );
             let names = |k: usize| {

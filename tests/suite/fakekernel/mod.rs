@@ -202,6 +202,8 @@ pub struct Shape {
     pub backwards: bool,
     /// Let devices appear and disappear between samples.
     pub hotplug: bool,
+    /// Start some tick counters just below 2^32, so that they wrap.
+    pub ticks_wrap: bool,
 }
 
 struct Kind {
@@ -353,7 +355,7 @@ impl Scenario {
                 minor,
                 name: name.clone(),
                 parent: None,
-                counters: initial(&mut rng, activity, discards, format, true),
+                counters: initial(&mut rng, activity, discards, format, true, shape.ticks_wrap),
             };
             plans.push(Plan {
                 device: disk,
@@ -372,7 +374,7 @@ impl Scenario {
                     minor: minor + p as u32,
                     name: part_name(p),
                     parent: Some(name.clone()),
-                    counters: initial(&mut rng, pact, discards, format, false),
+                    counters: initial(&mut rng, pact, discards, format, false, shape.ticks_wrap),
                 };
                 plans.push(Plan {
                     device: dev,
@@ -569,6 +571,7 @@ fn initial(
     discards: bool,
     format: Format,
     disk: bool,
+    ticks_wrap: bool,
 ) -> Counters {
     use field::*;
     let mut c = Counters::default();
@@ -586,7 +589,7 @@ fn initial(
         c.0[f] = rng.magnitude(9) & 0xffff_ffff;
     }
     // Some tick counters sit just below 2^32 so that they wrap during the run.
-    if rng.chance(30) {
+    if ticks_wrap && rng.chance(30) {
         for f in [RD_TICKS, WR_TICKS, IO_TICKS, RQ_TICKS, DC_TICKS, FL_TICKS] {
             if rng.chance(50) {
                 c.0[f] = 0xffff_ffff - rng.range(0, 3000);

@@ -1219,6 +1219,13 @@ mod tests {
         );
     }
 
+    /// The names the first sample of `src` shows, in order, under `args`.
+    fn names_shown(args: &[&str], src: &Replay) -> Vec<String> {
+        let mut list = DeviceList::new(&opts(args), src);
+        list.read_sample(src, 0);
+        shown(&list, 0).into_iter().map(|r| r.0).collect()
+    }
+
     #[test]
     fn a_device_given_by_its_mapper_name_is_placed_by_that_name() {
         let link = |target: &str| Entry::Link(target.into());
@@ -1241,10 +1248,7 @@ mod tests {
             (["-d", "-N", "sda", "vg0-root"], ["sda", "vg0-root"]),
             (["-d", "-N", "vg0-root", "sda"], ["vg0-root", "sda"]),
         ] {
-            let mut list = DeviceList::new(&opts(&args), &src);
-            list.read_sample(&src, 0);
-            let names: Vec<String> = shown(&list, 0).into_iter().map(|r| r.0).collect();
-            assert_eq!(names, expected, "{args:?}");
+            assert_eq!(names_shown(&args, &src), expected, "{args:?}");
         }
     }
 
@@ -1255,10 +1259,7 @@ mod tests {
             (["-d", "sdb", "sda", "-p"], ["sda", "sdb", "sdc"]),
             (["-d", "-p", "ALL", "sdb"], ["sdb", "sdc", "sda"]),
         ] {
-            let mut list = DeviceList::new(&opts(&args), &src);
-            list.read_sample(&src, 0);
-            let names: Vec<String> = shown(&list, 0).into_iter().map(|r| r.0).collect();
-            assert_eq!(names, expected, "{args:?}");
+            assert_eq!(names_shown(&args, &src), expected, "{args:?}");
         }
     }
 

@@ -28,6 +28,7 @@ use super::expose::Exporter;
 use super::latency::Latency;
 use super::latency::prometheus::LatencyExposition;
 use super::model::{cpu_percent, interval_cs};
+use super::names::persistent_dir;
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
 use super::render_machine::MachineRenderer;
@@ -228,7 +229,7 @@ fn chart_option_conflict(opts: &Options) -> Option<String> {
 fn persistent_type_first(err: IostatError) -> IostatError {
     match err {
         IostatError::UsageAfterPersistent(kind) => {
-            if std::path::Path::new(&format!("/dev/disk/by-{kind}")).is_dir() {
+            if std::path::Path::new(&persistent_dir(&kind)).is_dir() {
                 IostatError::Usage
             } else {
                 IostatError::InvalidPersistentType
@@ -333,7 +334,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         return Err(IostatError::Usage);
     }
     if let Some(kind) = &opts.persistent
-        && !src.is_dir(&format!("/dev/disk/by-{kind}"))
+        && !src.is_dir(&persistent_dir(kind))
     {
         return Err(IostatError::InvalidPersistentType);
     }

@@ -18,7 +18,8 @@ use super::cli::{AltMode, DeviceKind, ListArg, Options};
 use super::lookup::{NameIndex, NameMap, PositionHints};
 use super::model::looks_readded;
 use super::names::{
-    PersistentNames, basename, canonical_name, kernel_name, mapper_name, truncate_name,
+    PersistentNames, basename, canonical_name, kernel_name, mapper_name, persistent_dir,
+    truncate_name,
 };
 use super::parse::{
     DiskCounters, StatFormat, diskstats_head, parse_diskstats_line, parse_sysfs_stat,
@@ -219,10 +220,7 @@ impl DeviceList {
         for arg in &opts.list {
             match arg {
                 ListArg::Group(name) => list.add_group(name),
-                ListArg::Everything => {
-                    list.place_fresh();
-                    list.appending = true;
-                }
+                ListArg::Everything => list.append_from_here(),
                 ListArg::Device {
                     name,
                     kind,
@@ -257,7 +255,7 @@ impl DeviceList {
             ));
         }
         if let Some(kind_dir) = persistent
-            && let Ok(target) = src.read_link(&format!("/dev/disk/by-{kind_dir}/{stored}"))
+            && let Ok(target) = src.read_link(&format!("{}/{stored}", persistent_dir(kind_dir)))
         {
             stored = basename(&target).to_string();
         }
@@ -321,31 +319,25 @@ impl DeviceList {
     /// is that group again, where it stands. The devices that follow a
     /// group in the list, up to the next group, are its members.
     fn add_group(&mut self, name: &str) {
-        self.place_fresh();
-        let (entries, names) = (&self.entries, self.names.as_str());
-        if self
-            .index
-            .get(name, |i| entries[i].name.of(names))
-            .is_some()
-        {
+        self.append_from_here();
+        let known = self.entries.len();
+        let idx = self.find_or_make(name);
+        if idx < known {
             return;
         }
-        let idx = self.entries.len();
-        let span = self.store_name(name);
-        self.entries.push(Entry {
-            name: span,
-            kind: EntryKind::Group,
-            from_cmdline: true,
-            exists: true,
-            devnum: None,
-            members: 0,
-            staged: 0,
-            placed: true,
-        });
-        let (entries, names) = (&self.entries, self.names.as_str());
-        self.index.insert(name, idx, |i| entries[i].name.of(names));
+        let e = &mut self.entries[idx];
+        e.kind = EntryKind::Group;
+        e.from_cmdline = true;
+        e.exists = true;
+        e.placed = true;
         self.order.push(idx);
         self.has_groups = true;
+    }
+
+    /// A group or `-p ALL` is in the list here: what came before is placed,
+    /// what comes after is appended.
+    fn append_from_here(&mut self) {
+        self.place_fresh();
         self.appending = true;
     }
 

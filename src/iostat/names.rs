@@ -54,6 +54,11 @@ pub fn mapper_name(src: &dyn Source, major: u32, minor: u32) -> Option<String> {
         .find(|n| src.device_number(&format!("/dev/mapper/{n}")).ok() == Some((major, minor)))
 }
 
+/// The directory of the persistent names of type `kind` (`-j`).
+pub fn persistent_dir(kind: &str) -> String {
+    format!("/dev/disk/by-{kind}")
+}
+
 /// Persistent names of one type (`/dev/disk/by-<type>`), read once: for
 /// each kernel name, the first link (in `strcmp` order) that points to it.
 #[derive(Debug, Default)]
@@ -63,7 +68,7 @@ impl PersistentNames {
     /// The persistent name of kernel device `name`, if any.
     pub fn lookup(&mut self, src: &dyn Source, kind: &str, name: &str) -> Option<String> {
         let map = self.0.get_or_insert_with(|| {
-            let dir = format!("/dev/disk/by-{kind}");
+            let dir = persistent_dir(kind);
             let mut links = src.list_dir(&dir).unwrap_or_default();
             links.sort();
             let mut map = HashMap::new();

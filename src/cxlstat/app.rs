@@ -354,6 +354,13 @@ fn run_count(
     let specs = parse_event_args(&options.events).map_err(CxlError::Spec)?;
     let selected = select_pmus(pmus, &options.pmus)?;
     let plan = resolve(pmus, &specs, &selected)?;
+    let exposed = options.listen.is_some() || matches!(options.output, CountFormat::Expo(_));
+    if let Some(event) = plan.repeated_event(pmus).filter(|_| exposed) {
+        return Err(CxlError::Spec(format!(
+            "{event} is given twice on its PMU, and a Prometheus series must be unique: \
+             drop one, or tell them apart with a name= term (PMU/...,name=NAME/)"
+        )));
+    }
     for warning in threshold_warnings(&plan, pmus) {
         eprintln!(
             "{TOOL}: warning: {}",

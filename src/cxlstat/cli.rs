@@ -29,8 +29,8 @@ pub struct Args {
     #[arg(long, value_name = "PMU", num_args = 0..=1, default_missing_value = "", conflicts_with = "events",
           add = ArgValueCandidates::new(cxl_pmu_names))]
     pub list_events: Option<String>,
-    /// Events to count: NAME, PMU/NAME/, PMU/term=value,.../, vid=..,gid=..,mask=..,
-    /// {a,b} groups; comma lists and repeated -e.
+    /// Events to count: NAME, PMU/NAME/, PMU/term=value,.../ (name=NAME names it),
+    /// vid=..,gid=..,mask=.., {a,b} groups; comma lists and repeated -e.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Count unqualified events only on these PMUs (comma list or repeated).

@@ -168,9 +168,8 @@ pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()>
             let member = unit.grouped && i > 0;
             writeln!(
                 out,
-                "{}/{}/  ({})",
-                escape::text(&pmu.name),
-                escape::text(&event.label),
+                "{}  ({})",
+                escape::text(&event.perf_name(&pmu.name)),
                 describe_attr(pmu, &event.attr)
             )?;
             writeln!(out, "{RULE}\nperf_event_attr:")?;
@@ -194,9 +193,8 @@ pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()>
             writeln!(out, "{RULE}")?;
             let group = if member {
                 format!(
-                    "leader {}/{}/",
-                    escape::text(&pmu.name),
-                    escape::text(&unit.events[0].label)
+                    "leader {}",
+                    escape::text(&unit.events[0].perf_name(&pmu.name))
                 )
             } else {
                 "-1".to_string()
@@ -363,7 +361,7 @@ impl CountView {
                 rows.push(RowSpec {
                     pmu: pmus[event.pmu].name.clone(),
                     event: event.label.clone(),
-                    perf_name: format!("{}/{}/", pmus[event.pmu].name, event.label),
+                    perf_name: event.perf_name(&pmus[event.pmu].name),
                     slots: vec![slot],
                 });
             }
@@ -585,6 +583,7 @@ mod tests {
         let event = |pmu, spec: usize, label: &str| ResolvedEvent {
             pmu,
             label: label.to_string(),
+            named: false,
             spec,
             attr: EventAttr::default(),
         };

@@ -1,9 +1,12 @@
 //! Resolution of event specifications against the PMUs found: which PMUs
 //! each event runs on and the `perf_event_attr` config words it gets.
 //!
-//! A named event starts from the terms of its `events/` file; the user's
-//! terms are then applied in order, each replacing the bits of its field.
-//! Unset fields are 0.
+//! As in perf, whole config words (`config=`, `config1=`, ..., and the
+//! `events/` file of a named event) are set first, in order, and the format
+//! fields (`vid=`, `threshold`, ...) are then applied over them in order.
+//! Where perf ORs a field into the bits already set (so `vid=1,vid=2` gives
+//! 3, and a mask given after a named event adds to the event's mask), a
+//! field here replaces its bits. Unset fields are 0.
 
 use super::catalogue;
 use super::error::CxlError;
@@ -18,13 +21,26 @@ use super::sysfs::{Pmu, PmuEvent};
 pub struct ResolvedEvent {
     /// Index of the PMU in the discovered list.
     pub pmu: usize,
-    /// How the event is shown (the terms as written).
+    /// How the event is shown (the terms as written, or the `name=` given).
     pub label: String,
+    /// True when `label` is a `name=` term's.
+    pub named: bool,
     /// Index of the specification it came from (rows of the same index are
     /// summed by `--aggregate`).
     pub spec: usize,
     /// Type and config words.
     pub attr: EventAttr,
+}
+
+impl ResolvedEvent {
+    /// The event as perf names it: the `name=` given, else `PMU/terms/`.
+    pub fn perf_name(&self, pmu: &str) -> String {
+        if self.named {
+            self.label.clone()
+        } else {
+            format!("{pmu}/{}/", self.label)
+        }
+    }
 }
 
 /// What is opened and read as one: a single event, or a group on one PMU.
@@ -51,6 +67,16 @@ impl Plan {
     /// Every event, in unit order.
     pub fn events(&self) -> impl Iterator<Item = &ResolvedEvent> {
         self.units.iter().flat_map(|u| u.events.iter())
+    }
+
+    /// The first event shown twice on one PMU (the same label there), as
+    /// perf names it: such rows cannot be told apart, and as Prometheus
+    /// series they would be one series given twice.
+    pub fn repeated_event(&self, pmus: &[Pmu]) -> Option<String> {
+        let mut seen = std::collections::HashSet::new();
+        self.events()
+            .find(|e| !seen.insert((e.pmu, e.label.as_str())))
+            .map(|e| e.perf_name(&pmus[e.pmu].name))
     }
 }
 
@@ -108,6 +134,7 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                     resolved.push(ResolvedEvent {
                         pmu,
                         label: member.label.clone(),
+                        named: member.named,
                         spec,
                         attr,
                     });
@@ -174,7 +201,7 @@ pub fn threshold_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
         });
         if let Some(value) = too_big {
             let name = if one_pmu {
-                format!("{}/{label}/", pmus[first.pmu].name)
+                first.perf_name(&pmus[first.pmu].name)
             } else {
                 label.clone()
             };
@@ -260,32 +287,33 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
             pmu.name
         )));
     }
-    let name = event_name(pmu, terms);
-    let mut selects_event = false;
-    if let Some(name) = name {
-        match find_event(pmu, name) {
-            Some(event) => {
-                let path = format!(
-                    "{}/{}/events/{}",
-                    super::sysfs::EVENT_SOURCE_DIR,
-                    pmu.name,
-                    event.name
-                );
-                for term in &event.terms {
-                    apply(pmu, &mut attr, term, label)
-                        .map_err(|e| CxlError::bad_file(&path, &e.to_string()))?;
-                }
-                selects_event = true;
-            }
+    let event = match event_name(pmu, terms) {
+        Some(name) => match find_event(pmu, name) {
+            Some(event) => Some(event),
             None => return Ok(None),
+        },
+        None => None,
+    };
+    let mut selects_event = event.is_some();
+    let user_terms: Vec<&Term> = terms.iter().filter(|t| !names_event(pmu, t)).collect();
+    for words_pass in [true, false] {
+        let this_pass = |term: &Term| ConfigWord::from_name(&term.name).is_some() == words_pass;
+        if let Some(event) = event {
+            let path = format!(
+                "{}/{}/events/{}",
+                super::sysfs::EVENT_SOURCE_DIR,
+                pmu.name,
+                event.name
+            );
+            for term in event.terms.iter().filter(|t| this_pass(t)) {
+                apply(pmu, &mut attr, term, label)
+                    .map_err(|e| CxlError::bad_file(&path, &e.to_string()))?;
+            }
         }
-    }
-    for term in terms {
-        if names_event(pmu, term) {
-            continue;
+        for term in user_terms.iter().filter(|t| this_pass(t)) {
+            apply(pmu, &mut attr, term, label)?;
+            selects_event |= lands_in_config(pmu, &term.name);
         }
-        apply(pmu, &mut attr, term, label)?;
-        selects_event |= lands_in_config(pmu, &term.name);
     }
     if !selects_event {
         return Err(CxlError::Spec(format!(

@@ -2,12 +2,14 @@
 //!
 //! * `NAME`: a named event, on every CXL PMU (or those chosen with `--pmu`);
 //! * `PMU/TERMS/`: on one PMU, where TERMS is a comma list of an event name
-//!   and `term=value` (or bare flag) terms from that PMU's `format/`;
+//!   and `term=value` (or bare flag) terms from that PMU's `format/`, and
+//!   perf's `name=NAME`, which names the event in the output;
 //! * `vid=..,gid=..,mask=..`: raw terms without a PMU, on every CXL PMU;
 //! * `{a,b,...}`: a group, counted together (one group per PMU);
 //! * comma lists of all of these in one `-e`, and repeated `-e`.
 
-use super::events::{Term, parse_term, parse_terms};
+use super::events::{Term, parse_term};
+use crate::common::excerpt::excerpt;
 
 /// One event as written by the user, not yet resolved against a PMU.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,8 +18,11 @@ pub struct EventSpec {
     pub pmu: Option<String>,
     /// The terms: a bare name is an event name (or a flag), others set fields.
     pub terms: Vec<Term>,
-    /// How the event is shown in output: the terms as written, without the PMU.
+    /// How the event is shown in output: the terms as written, without the
+    /// PMU, or the `name=` given.
     pub label: String,
+    /// True when `label` is a `name=` term's: shown as it is, never as `PMU/label/`.
+    pub named: bool,
 }
 
 /// A comma-list item: one event alone, or a `{...}` group.
@@ -46,11 +51,13 @@ pub fn parse_event_list(text: &str) -> Result<Vec<SpecGroup>, String> {
     let mut groups = Vec::new();
     for item in split_top_level(text)? {
         if let Some(inner) = item.strip_prefix('{') {
-            let inner = inner.strip_suffix('}').ok_or_else(|| {
-                format!(
-                    "group {item:?} must end with '}}' (modifiers after a group are not supported)"
-                )
-            })?;
+            let inner = match inner.rsplit_once('}') {
+                Some((inner, "")) => inner,
+                Some((_, tail)) if tail.starts_with(':') && looks_like_modifiers(tail) => {
+                    return Err(modifiers_refused(item, tail));
+                }
+                _ => return Err(format!("group {item:?} must end with '}}'")),
+            };
             let members = parse_members(&split_top_level(inner)?)?;
             if members.is_empty() {
                 return Err("empty group {}".to_string());
@@ -119,16 +126,21 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
             return Err(format!("{item:?}: groups cannot be nested"));
         }
         if let Some((pmu, rest)) = item.split_once('/') {
-            let inner = rest
-                .strip_suffix('/')
-                .ok_or_else(|| format!("{item:?}: expected PMU/TERMS/"))?;
+            let inner = match rest.rsplit_once('/') {
+                Some((inner, "")) => inner,
+                Some((_, tail)) if looks_like_modifiers(tail) => {
+                    return Err(modifiers_refused(item, tail));
+                }
+                _ => return Err(format!("{item:?}: expected PMU/TERMS/")),
+            };
             if pmu.is_empty() {
                 return Err(format!("{item:?}: expected a PMU name before '/'"));
             }
-            let terms = parse_terms(inner).map_err(|e| format!("{item:?}: {e}"))?;
+            let (terms, name) = pmu_terms(inner).map_err(|e| format!("{item:?}: {e}"))?;
             members.push(EventSpec {
                 pmu: Some(pmu.to_string()),
-                label: inner.trim().to_string(),
+                named: name.is_some(),
+                label: name.unwrap_or_else(|| inner.trim().to_string()),
                 terms,
             });
             raw_run = false;
@@ -142,21 +154,83 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                 _ => members.push(EventSpec {
                     pmu: None,
                     label: item.to_string(),
+                    named: false,
                     terms: vec![term],
                 }),
             }
             raw_run = true;
         } else {
+            if let Some((_, tail)) = item
+                .split_once(':')
+                .filter(|(_, t)| looks_like_modifiers(t))
+            {
+                return Err(modifiers_refused(item, tail));
+            }
             let term = parse_term(item)?;
             members.push(EventSpec {
                 pmu: None,
                 label: term.name.clone(),
+                named: false,
                 terms: vec![term],
             });
             raw_run = false;
         }
     }
     Ok(members)
+}
+
+/// True for what perf takes as event modifiers after an event or group:
+/// letters, optionally after a `:` (`u`, `:k`, `D`).
+fn looks_like_modifiers(tail: &str) -> bool {
+    let letters = tail.strip_prefix(':').unwrap_or(tail);
+    !letters.is_empty() && letters.bytes().all(|b| b.is_ascii_alphabetic())
+}
+
+/// Why perf's event modifiers are refused.
+fn modifiers_refused(item: &str, modifiers: &str) -> String {
+    format!(
+        "{item:?}: event modifiers ({modifiers:?}) are not supported: a CXL PMU counts all \
+         of its device's traffic, and the cxl_pmu driver refuses the privilege and \
+         host/guest filters and the sampling they select"
+    )
+}
+
+/// The terms inside `PMU/.../`, and the name of perf's `name=NAME` term
+/// among them (given at most once).
+fn pmu_terms(inner: &str) -> Result<(Vec<Term>, Option<String>), String> {
+    let mut name = None;
+    let mut terms = Vec::new();
+    for text in inner.split(',') {
+        match text.trim().strip_prefix("name=") {
+            Some(_) if name.is_some() => return Err("name= is given twice".to_string()),
+            Some(value) => name = Some(display_name(value)?),
+            None => terms.push(parse_term(text)?),
+        }
+    }
+    Ok((terms, name))
+}
+
+/// The longest `name=` accepted, in bytes.
+const NAME_MAX: usize = 255;
+
+/// Checks a `name=` value: what perf's lexer takes as a name, a letter or
+/// `_` then letters, digits, `_`, `.` and `-` (without perf's glob
+/// characters), at most `NAME_MAX` bytes.
+fn display_name(value: &str) -> Result<String, String> {
+    let mut bytes = value.bytes();
+    let starts_well = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+    let rest_ok = bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if starts_well && rest_ok && value.len() <= NAME_MAX {
+        Ok(value.to_string())
+    } else {
+        Err(format!(
+            "name={}: expected a name of at most {NAME_MAX} letters, digits, '_', '.' and '-', \
+             starting with a letter or '_'",
+            excerpt(value)
+        ))
+    }
 }
 
 /// Joins single raw-term events that the top-level split cut apart
@@ -244,6 +318,42 @@ mod tests {
     }
 
     #[test]
+    fn a_name_term_names_the_event_and_is_not_a_term() {
+        let groups =
+            parse_event_list("cxl_pmu_mem0.0/vid=0x19e5,name=rd.all-x_1,gid=1,mask=1/").unwrap();
+        let event = &groups[0].members[0];
+        assert_eq!((event.label.as_str(), event.named), ("rd.all-x_1", true));
+        let names: Vec<&str> = event.terms.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["vid", "gid", "mask"]);
+        let plain = &parse_event_list("cxl_pmu_mem0.0/clock_ticks/").unwrap()[0].members[0];
+        assert_eq!((plain.label.as_str(), plain.named), ("clock_ticks", false));
+        for (bad, why) in [
+            ("cxl_pmu_mem0.0/clock_ticks,name=a,name=b/", "given twice"),
+            ("cxl_pmu_mem0.0/clock_ticks,name=/", "expected a name"),
+            (
+                "cxl_pmu_mem0.0/clock_ticks,name=9lives/",
+                "starting with a letter",
+            ),
+            ("cxl_pmu_mem0.0/clock_ticks,name=a b/", "expected a name"),
+            (
+                "cxl_pmu_mem0.0/clock_ticks,name=a\u{1b}[31m/",
+                "expected a name",
+            ),
+        ] {
+            let err = parse_event_list(bad).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+            assert!(!err.contains('\u{1b}'), "{bad:?}: {err:?}");
+        }
+        let long = format!(
+            "cxl_pmu_mem0.0/clock_ticks,name={}/",
+            "n".repeat(NAME_MAX + 1)
+        );
+        assert!(parse_event_list(&long).unwrap_err().contains("at most 255"));
+        let longest = format!("cxl_pmu_mem0.0/clock_ticks,name={}/", "n".repeat(NAME_MAX));
+        assert!(parse_event_list(&longest).is_ok());
+    }
+
+    #[test]
     fn malformed_lists_are_refused_with_the_reason() {
         for (bad, why) in [
             ("{a,b", "unbalanced '{'"),
@@ -254,7 +364,12 @@ mod tests {
             ("{}", "empty"),
             ("/x/", "PMU name"),
             ("mask=zz", "expected a number"),
-            ("{a}:u", "modifiers"),
+            ("{a}:u", "modifiers (\":u\") are not supported"),
+            ("cxl_pmu_mem0.0/clock_ticks/u", "modifiers (\"u\")"),
+            ("cxl_pmu_mem0.0/clock_ticks/:D", "modifiers (\":D\")"),
+            ("clock_ticks:k", "modifiers (\"k\")"),
+            ("{a}x,b", "must end with '}'"),
+            ("cxl_pmu_mem0.0/a/1", "expected PMU/TERMS/"),
         ] {
             let err = parse_event_list(bad).unwrap_err();
             assert!(err.contains(why), "{bad:?}: {err}");

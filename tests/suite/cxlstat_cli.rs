@@ -257,3 +257,28 @@ fn a_threshold_above_255_is_warned_about_once() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
 }
+
+#[test]
+fn an_event_given_twice_on_a_pmu_is_refused_only_where_it_would_be_one_series_twice() {
+    let twice = "clock_ticks,cxl_pmu_mem0.0/clock_ticks/";
+    // Rows may repeat an event, as in perf stat.
+    let out = with_fixture(&["--dry-run", "-e", twice]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A Prometheus series may not: the exposition would be invalid.
+    for output in [["-o", "prometheus"], ["--listen", "127.0.0.1:0"]] {
+        let out = with_fixture(&["--dry-run", "-e", twice, output[0], output[1]]);
+        assert_eq!(out.status.code(), Some(1), "{output:?}");
+        assert_eq!(
+            stderr(&out),
+            "cxlstat: cxl_pmu_mem0.0/clock_ticks/ is given twice on its PMU, and a \
+             Prometheus series must be unique: drop one, or tell them apart with a name= \
+             term (PMU/...,name=NAME/)\n"
+        );
+        assert!(stdout(&out).is_empty());
+        // Named apart, both are counted.
+        let apart = "clock_ticks,cxl_pmu_mem0.0/clock_ticks,name=ticks_again/";
+        let out = with_fixture(&["--dry-run", "-e", apart, output[0], output[1]]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stdout(&out).contains("\nticks_again  (vid=0x1e98,gid=0x0,mask=0x1)\n"));
+    }
+}

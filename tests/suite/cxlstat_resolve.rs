@@ -158,3 +158,26 @@ fn multi_range_formats_from_sysfs() {
     let err = resolve(&pmus, &specs, &[0]).unwrap_err().to_string();
     assert!(err.contains("too wide for split (8 bits"), "{err}");
 }
+
+#[test]
+fn config_words_come_first_and_fields_go_over_them_as_in_perf() {
+    let pmus = fixture();
+    // perf 6.1 (`perf stat -vv`, this fixture bound over /sys) gives these
+    // words; a field written before a word is not lost to it.
+    let p = plan(
+        &pmus,
+        &[
+            "cxl_pmu_mem1.0/invert,config1=0x3817,config2=0x10,m2s_rwd_memwrptl/",
+            "cxl_pmu_mem0.0/vid=0x19e5,hdm=255,gid=0,mask=2,config2=0x10,invert/",
+            "cxl_pmu_mem0.0/clock_ticks,config=0x5/",
+        ],
+    );
+    let c = configs(&p);
+    assert_eq!((c[0].2, c[0].3), (0x1_3817, 0x10));
+    assert_eq!(
+        (c[1].1, c[1].2, c[1].3),
+        (0x19e5_0000_0000_0002, 0x1_0000, 0xff)
+    );
+    // A word replaces the event file's word, as the user's terms come later.
+    assert_eq!(c[2].1, 0x5);
+}

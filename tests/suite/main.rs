@@ -24,6 +24,7 @@ mod completions;
 mod cxlstat_cli;
 mod cxlstat_compat;
 mod cxlstat_counting;
+mod cxlstat_perf_parity;
 mod cxlstat_privileges;
 mod cxlstat_replay;
 mod cxlstat_resolve;

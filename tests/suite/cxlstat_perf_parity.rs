@@ -1,0 +1,202 @@
+//! cxlstat's event parser side by side with the real perf (Debian's
+//! `linux-perf`): the fixture PMUs are bind-mounted over `/sys` in a private
+//! mount namespace, `perf stat -vv -a` prints the `perf_event_attr` of each
+//! event before its open fails (the fixture's types are not the kernel's),
+//! and `cxlstat --dry-run` must give the same type and config words for
+//! every event, or refuse the same specifications.
+//!
+//! Where cxlstat deliberately differs (a field term replaces its bits where
+//! perf ORs them in; raw terms without a PMU; `0X` hex), no case is listed
+//! here: docs/cxlstat.md says so. Nor are groups: perf gives up on a group
+//! once its leader fails to open, so it shows the leader's attr alone.
+//!
+//! Needs root, `unshare` and `perf`; skips with the reason otherwise,
+//! unless CI=true.
+
+use crate::cxlstat_support::{cxlstat, stdout, two_memdevs};
+use crate::skip;
+
+use std::path::Path;
+use std::process::Command;
+
+/// (type, config, config1, config2) of one event.
+type Attr = (u64, u64, u64, u64);
+
+/// Specifications both programs accept, covering each kind of term.
+const ACCEPTED: &[&str] = &[
+    "clock_ticks",
+    "Clock_Ticks",
+    "ddr_act,m2s_req_memrd",
+    "d2h_req_rdshared",
+    "cxl_pmu_mem1.0/ddr_refresh/",
+    "cxl_pmu_mem0.0/H2D_REQ_SNPCUR/",
+    "cxl_pmu_mem0.0/vid=0x1e98,gid=0x10,mask=0x3e/",
+    "cxl_pmu_mem1.0/vid=0x19e5,gid=7,mask=0xff,threshold=200,edge,invert/",
+    "cxl_pmu_mem0.0/d2h_req_rdshared,threshold=1,hdm_filter_en,hdm=0x3/",
+    "cxl_pmu_mem0.0/m2s_req_memrd,hdm_filter_en=1,hdm=0xffff/",
+    "cxl_pmu_mem0.0/config=0x1e98001000000008/",
+    "cxl_pmu_mem0.0/config=0x19e5000700000001,config1=0x30001,config2=0x2/",
+    "cxl_pmu_mem1.0/invert,config1=0x3817,config2=0x10,m2s_rwd_memwrptl/",
+    "cxl_pmu_mem0.0/vid=0x19e5,hdm=255,gid=0,mask=2,config2=0x10,invert/",
+    "cxl_pmu_mem0.0/clock_ticks,config=0x5/",
+    "cxl_pmu_mem0.0/vid=0x19e5,gid=1,mask=1,name=vendor_rd/",
+    "cxl_pmu_mem1.0/vid=65535,gid=65535,mask=4294967295,threshold=0xffff/",
+];
+
+/// Specifications both programs refuse.
+const REFUSED: &[&str] = &[
+    "clock_tick",
+    "cxl_pmu_mem1.0/d2h_req_rdshared/",
+    "cxl_pmu_mem1.0/clock_ticks,hdm=1/",
+    "cxl_pmu_mem0.0/clock_ticks,VID=1/",
+    "cxl_pmu_mem0.0/vid=0x10000,gid=0,mask=1/",
+    "cxl_pmu_mem0.0/clock_ticks,threshold=0x10000/",
+    "cxl_pmu_mem0.0/clock_ticks,hdm_filter_en=2/",
+    "cxl_pmu_mem0.0/clock_ticks,foo=1/",
+    "cxl_pmu_mem2.0/clock_ticks/",
+    "cxl_pmu_mem0.0/clock_ticks,gid=-1/",
+];
+
+fn can_run(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let perf = Command::new("perf").arg("--version").output();
+    let reason = if !root {
+        Some("not root (perf runs in a private mount namespace)".to_string())
+    } else if !Path::new("/usr/bin/unshare").exists() {
+        Some("no /usr/bin/unshare: install util-linux".to_string())
+    } else if !perf.as_ref().is_ok_and(|o| o.status.success()) {
+        Some("no working perf: install linux-perf (Debian) or perf".to_string())
+    } else {
+        None
+    };
+    match reason {
+        None => true,
+        Some(why) => {
+            skip::skip(test, &why);
+            false
+        }
+    }
+}
+
+/// The attrs `perf_event_attr:` blocks give, sorted (perf prints them in
+/// the order it opens them, CPU by CPU), or `None` with perf's error.
+fn attrs_in(text: &str) -> Vec<Attr> {
+    let mut attrs = Vec::new();
+    let mut current: Option<Attr> = None;
+    for line in text.lines() {
+        if line.starts_with("perf_event_attr:") {
+            attrs.extend(current.take());
+            current = Some((u64::MAX, 0, 0, 0));
+            continue;
+        }
+        let Some(attr) = current.as_mut() else {
+            continue;
+        };
+        let Some((key, value)) = line.trim().rsplit_once(char::is_whitespace) else {
+            continue;
+        };
+        let number = || {
+            let value = value.trim();
+            match value.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+                None => value.parse().unwrap(),
+            }
+        };
+        match key.trim() {
+            "type" => attr.0 = number(),
+            "config" => attr.1 = number(),
+            "config1" | "{ bp_addr, config1 }" => attr.2 = number(),
+            "config2" | "{ bp_len, config2 }" => attr.3 = number(),
+            _ => {}
+        }
+    }
+    attrs.extend(current);
+    attrs.sort();
+    attrs
+}
+
+/// perf's attrs for `spec`, or its error lines.
+fn perf(spec: &str) -> Result<Vec<Attr>, String> {
+    let sys = two_memdevs().join("sys");
+    let output = Command::new("/usr/bin/unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(r#"mount --bind "$1" /sys && exec perf stat -vv -e "$2" -a true"#)
+        .arg("sh")
+        .arg(&sys)
+        .arg(spec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr).into_owned();
+    if text.contains("event syntax error") || !text.contains("perf_event_attr:") {
+        return Err(text);
+    }
+    Ok(attrs_in(&text))
+}
+
+/// cxlstat's attrs for `spec`, or its error.
+fn dry_run(spec: &str) -> Result<Vec<Attr>, String> {
+    let root = two_memdevs();
+    let output = cxlstat(&["--sysroot", root.to_str().unwrap(), "--dry-run", "-e", spec]);
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    Ok(attrs_in(&stdout(&output)))
+}
+
+#[test]
+fn perf_and_cxlstat_give_every_event_the_same_attr() {
+    if !can_run("perf_and_cxlstat_give_every_event_the_same_attr") {
+        return;
+    }
+    for spec in ACCEPTED {
+        let theirs = perf(spec).unwrap_or_else(|e| panic!("perf refused {spec}: {e}"));
+        let ours = dry_run(spec).unwrap_or_else(|e| panic!("cxlstat refused {spec}: {e}"));
+        assert!(!theirs.is_empty(), "{spec}: perf printed no attr");
+        assert_eq!(
+            ours, theirs,
+            "{spec}: cxlstat (left) and perf (right) differ"
+        );
+    }
+}
+
+#[test]
+fn perf_and_cxlstat_refuse_the_same_events() {
+    if !can_run("perf_and_cxlstat_refuse_the_same_events") {
+        return;
+    }
+    for spec in REFUSED {
+        let theirs = perf(spec);
+        assert!(theirs.is_err(), "{spec}: perf accepted it: {theirs:?}");
+        let ours = dry_run(spec);
+        assert!(ours.is_err(), "{spec}: cxlstat accepted it: {ours:?}");
+    }
+}
+
+#[test]
+fn a_name_term_names_the_event_as_in_perf() {
+    if !can_run("a_name_term_names_the_event_as_in_perf") {
+        return;
+    }
+    // perf's counting line names the event by its name= term; so does the
+    // dry run, and every output names it the same way.
+    let spec = "cxl_pmu_mem0.0/vid=0x19e5,gid=1,mask=1,name=vendor_rd/";
+    let sys = two_memdevs().join("sys");
+    let output = Command::new("/usr/bin/unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(r#"mount --bind "$1" /sys && exec perf stat -e "$2" -a true"#)
+        .arg("sh")
+        .arg(&sys)
+        .arg(spec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().last() == Some("vendor_rd")),
+        "{text}"
+    );
+    let root = two_memdevs();
+    let ours = cxlstat(&["--sysroot", root.to_str().unwrap(), "--dry-run", "-e", spec]);
+    assert!(stdout(&ours).starts_with("vendor_rd  (vid=0x19e5,gid=0x1,mask=0x1)\n"));
+}

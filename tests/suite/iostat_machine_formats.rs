@@ -1,6 +1,6 @@
 //! iostat-rs's machine formats (`-o csv`, `ndjson`, `prometheus`) carry the
 //! CPU report when it is selected, in one table, and refuse the size options
-//! they would otherwise ignore.
+//! they would otherwise ignore; `-o JSON` stays JSON where sysstat's does not.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -111,4 +111,31 @@ fn size_options_are_refused_where_base_units_are_written() {
         assert!(iostat(&root, format).status.success(), "{format:?}");
     }
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn json_stays_valid_where_sysstat_leaves_a_comma_for_an_empty_group() {
+    // `-x` leaves out a group none of whose devices was ever present. sysstat
+    // 12.6.1 (and its development line) still writes the comma before it, so
+    // `iostat -x -o JSON sda -g G` is not JSON; iostat-rs's output is.
+    let root = tree("empty-group");
+    // A named device's counters come from its sysfs `stat`, as in sysstat.
+    std::fs::write(
+        root.join("sys/block/sda/stat"),
+        "10 0 80 5 0 0 0 0 0 5 5 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let out = iostat(&root, &["-x", "-o", "JSON", "sda", "-g", "G"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let disks = &json["sysstat"]["hosts"][0]["statistics"][0]["disk"];
+    let names: Vec<&str> = disks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["disk_device"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sda"]);
+    let _ = std::fs::remove_dir_all(&root);
 }

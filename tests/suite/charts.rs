@@ -35,11 +35,34 @@ fn fixture(name: &str) -> String {
     format!("{FIXTURES}/{name}")
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A test's own empty directory, removed with what the test wrote in it
+/// (charts and Chromium's profile and renders) when the test ends.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("hwstat-charts-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// Runs `bin` with `args`; panics with its stderr unless it succeeds.
@@ -740,7 +763,6 @@ fn a_run_that_charts_no_report_fails_and_says_why() {
         String::from_utf8_lossy(&out.stderr)
     );
     roxmltree::Document::parse(&std::fs::read_to_string(&svg).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Live, the chart is rewritten after every report, and a reader polling

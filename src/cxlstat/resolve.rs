@@ -331,6 +331,16 @@ fn lands_in_config(pmu: &Pmu, name: &str) -> bool {
             .is_some_and(|f| f.word == ConfigWord::Config)
 }
 
+/// perf's terms that set up sampling, which a CXL PMU cannot do: named as
+/// such instead of as unknown terms.
+const PERF_SAMPLING_TERMS: [&str; 5] = [
+    "period",
+    "freq",
+    "max-stack",
+    "stack-size",
+    "aux-sample-size",
+];
+
 fn apply(pmu: &Pmu, attr: &mut EventAttr, term: &Term, label: &str) -> Result<(), CxlError> {
     let value = term.value.unwrap_or(1);
     if let Some(word) = ConfigWord::from_name(&term.name) {
@@ -343,6 +353,9 @@ fn apply(pmu: &Pmu, attr: &mut EventAttr, term: &Term, label: &str) -> Result<()
             label: label.to_string(),
             reason: e.to_string(),
         }),
+        None if PERF_SAMPLING_TERMS.contains(&term.name.as_str()) => Err(CxlError::PerTask(
+            format!("perf's sampling term {}=", term.name),
+        )),
         None => Err(CxlError::UnknownTerm {
             pmu: pmu.name.clone(),
             term: term.name.clone(),

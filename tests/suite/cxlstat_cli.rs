@@ -137,6 +137,20 @@ fn per_task_counting_is_refused_with_the_reason() {
         err.contains("-p 1") && err.contains("system-wide") && err.contains("EOPNOTSUPP"),
         "{err}"
     );
+    // perf's sampling terms are named as such, not as unknown terms.
+    for term in ["period=1000", "freq=99"] {
+        let spec = format!("cxl_pmu_mem0.0/clock_ticks,{term}/");
+        let out = with_fixture(&["--dry-run", "-e", &spec]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = stderr(&out);
+        let name = term.split('=').next().unwrap();
+        assert!(
+            err.starts_with(&format!(
+                "cxlstat: perf's sampling term {name}= is not possible"
+            )) && err.contains("refuses sampling"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

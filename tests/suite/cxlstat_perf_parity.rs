@@ -116,18 +116,26 @@ fn attrs_in(text: &str) -> Vec<Attr> {
     attrs
 }
 
-/// perf's attrs for `spec`, or its error lines.
-fn perf(spec: &str) -> Result<Vec<Attr>, String> {
-    let sys = two_memdevs().join("sys");
+/// What `perf stat [-vv] -e SPEC -a true` writes (all of it to standard
+/// error) with the fixture's sysfs over `/sys`.
+fn perf_stat(verbose: bool, spec: &str) -> String {
+    let script = if verbose {
+        r#"mount --bind "$1" /sys && exec perf stat -vv -e "$2" -a true"#
+    } else {
+        r#"mount --bind "$1" /sys && exec perf stat -e "$2" -a true"#
+    };
     let output = Command::new("/usr/bin/unshare")
-        .args(["-m", "sh", "-c"])
-        .arg(r#"mount --bind "$1" /sys && exec perf stat -vv -e "$2" -a true"#)
-        .arg("sh")
-        .arg(&sys)
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(two_memdevs().join("sys"))
         .arg(spec)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&output.stderr).into_owned();
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// perf's attrs for `spec`, or its error lines.
+fn perf(spec: &str) -> Result<Vec<Attr>, String> {
+    let text = perf_stat(true, spec);
     if text.contains("event syntax error") || !text.contains("perf_event_attr:") {
         return Err(text);
     }
@@ -181,16 +189,7 @@ fn a_name_term_names_the_event_as_in_perf() {
     // perf's counting line names the event by its name= term; so does the
     // dry run, and every output names it the same way.
     let spec = "cxl_pmu_mem0.0/vid=0x19e5,gid=1,mask=1,name=vendor_rd/";
-    let sys = two_memdevs().join("sys");
-    let output = Command::new("/usr/bin/unshare")
-        .args(["-m", "sh", "-c"])
-        .arg(r#"mount --bind "$1" /sys && exec perf stat -e "$2" -a true"#)
-        .arg("sh")
-        .arg(&sys)
-        .arg(spec)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stderr);
+    let text = perf_stat(false, spec);
     assert!(
         text.lines()
             .any(|l| l.split_whitespace().last() == Some("vendor_rd")),

@@ -161,7 +161,7 @@ pub fn run_expositions<E: From<io::Error>>(
     out: &mut dyn Write,
     mut collect: impl FnMut(&mut dyn Source, &mut Exposition) -> Result<(), E>,
 ) -> Result<RunEnd, E> {
-    run_samples(schedule, source, stop, |source, _| {
+    run_samples(schedule, source, stop, None, |source, _| {
         let mut e = Exposition::new();
         collect(source, &mut e)?;
         target.publish(out, e.as_str())?;

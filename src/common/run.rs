@@ -1,6 +1,7 @@
 //! The interval loop every tool runs its samples through.
 
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 use super::interval::Schedule;
@@ -21,8 +22,10 @@ pub enum RunEnd {
 /// Takes samples on `schedule` until its count is reached, a stop signal
 /// arrives or a replay runs out, calling `sample(source, index)` for each.
 ///
-/// Live sources sleep until each sample is due (`start + index * interval`);
-/// replays do not sleep. The source is finished (a recording writes its last
+/// Live sources sleep until each sample is due (`start + index * interval`),
+/// or until `wake_early` is readable (a command's pidfd: cxlstat's last
+/// report ends when the command does, as perf stat's does); replays do not
+/// sleep. The source is finished (a recording writes its last
 /// frame) on every path out, errors included.
 // Out of line: each tool's loop (this function with its `sample` inlined)
 // is then the only code of the run function an interval executes again,
@@ -34,6 +37,7 @@ pub fn run_samples<E: From<io::Error>>(
     schedule: &Schedule,
     source: &mut dyn Source,
     stop: &StopSignal,
+    wake_early: Option<BorrowedFd>,
     mut sample: impl FnMut(&mut dyn Source, u64) -> Result<(), E>,
 ) -> Result<RunEnd, E> {
     let result = (|| -> Result<RunEnd, E> {
@@ -53,8 +57,15 @@ pub fn run_samples<E: From<io::Error>>(
             if !source.next_sample()? {
                 return Ok(RunEnd::Exhausted);
             }
-            if source.is_live() && !stop.sleep_until(schedule.due(start, index)) {
-                return Ok(RunEnd::Interrupted(stop.caught().unwrap_or(libc::SIGINT)));
+            if source.is_live() {
+                let due = schedule.due(start, index);
+                let slept = match wake_early {
+                    Some(fd) => stop.sleep_until_or_readable(due, fd),
+                    None => stop.sleep_until(due),
+                };
+                if !slept {
+                    return Ok(RunEnd::Interrupted(stop.caught().unwrap_or(libc::SIGINT)));
+                }
             }
         }
     })();

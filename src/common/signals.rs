@@ -13,7 +13,7 @@
 //! the binaries treat as a quiet, normal end.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -107,24 +107,36 @@ impl StopSignal {
             if now >= deadline {
                 return true;
             }
-            // Round up so that we never wake just before the deadline and
-            // spin. In 64 bits: `as_nanos` is a u128, whose division is a
-            // call into the C runtime's `__udivti3`, out of the code every
-            // report runs (build.rs, "Hot code first").
-            let left = deadline - now;
-            let millis = left
-                .as_secs()
-                .saturating_mul(1000)
-                .saturating_add(u64::from(left.subsec_nanos().div_ceil(1_000_000)))
-                .min(i32::MAX as u64) as i32;
             let mut fds = libc::pollfd {
                 fd: self.wake.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             };
             // SAFETY: one valid pollfd for the duration of the call.
-            unsafe { libc::poll(&mut fds, 1, millis) };
+            unsafe { libc::poll(&mut fds, 1, poll_millis(deadline - now)) };
             self.drain_if_woken(fds.revents);
+        }
+    }
+
+    /// Sleeps until `deadline`, or less if `fd` becomes readable first (a
+    /// pidfd whose process ended). Returns `false` if a stop signal came
+    /// first (or had already come).
+    pub fn sleep_until_or_readable(&self, deadline: Instant, fd: BorrowedFd) -> bool {
+        loop {
+            if self.caught().is_some() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            let mut fds = [self.wake_pollfd(), pollfd(fd, libc::POLLIN)];
+            // SAFETY: two valid pollfds for the duration of the call.
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, poll_millis(deadline - now)) };
+            self.drain_if_woken(fds[0].revents);
+            if fds[1].revents != 0 {
+                return true;
+            }
         }
     }
 
@@ -147,18 +159,7 @@ impl StopSignal {
             if self.caught().is_some() {
                 return false;
             }
-            let mut fds = [
-                libc::pollfd {
-                    fd: self.wake.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events,
-                    revents: 0,
-                },
-            ];
+            let mut fds = [self.wake_pollfd(), pollfd(fd, events)];
             // SAFETY: two valid pollfds for the duration of the call.
             unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
             self.drain_if_woken(fds[0].revents);
@@ -166,6 +167,11 @@ impl StopSignal {
                 return true;
             }
         }
+    }
+
+    /// The wake-up socket's entry for `poll`.
+    fn wake_pollfd(&self) -> libc::pollfd {
+        pollfd(self.wake.as_fd(), libc::POLLIN)
     }
 
     /// Empties the wake-up socket once `poll` reported it readable
@@ -182,6 +188,28 @@ impl StopSignal {
         while unsafe { libc::read(self.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {
         }
     }
+}
+
+/// A `poll` entry waiting for `events` on `fd`.
+fn pollfd(fd: BorrowedFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    }
+}
+
+/// `poll`'s timeout for `left`: milliseconds rounded up, so that a wait
+/// never ends just before its deadline and spins. In 64 bits: `as_nanos`
+/// is a u128, whose division is a call into the C runtime's `__udivti3`,
+/// out of the code every report runs (build.rs, "Hot code first"); inlined
+/// for the same reason, into `sleep_until`, which every interval runs.
+#[inline(always)]
+fn poll_millis(left: std::time::Duration) -> i32 {
+    left.as_secs()
+        .saturating_mul(1000)
+        .saturating_add(u64::from(left.subsec_nanos().div_ceil(1_000_000)))
+        .min(i32::MAX as u64) as i32
 }
 
 /// True when an I/O error means the reader of our output went away.
@@ -210,6 +238,16 @@ mod tests {
         assert!(stop.wait_readable(std::os::fd::AsFd::as_fd(&reader)));
         assert!(start.elapsed() >= Duration::from_millis(50));
         let _writer = writes.join().unwrap();
+        // A readable descriptor ends a sleep early; an idle one lets it run
+        // to its deadline.
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(30);
+        assert!(stop.sleep_until_or_readable(deadline, reader.as_fd()));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let (idle, _idle_writer) = UnixStream::pair().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(50);
+        assert!(stop.sleep_until_or_readable(deadline, idle.as_fd()));
+        assert!(Instant::now() >= deadline);
         let start = Instant::now();
         let raiser = std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(50));
@@ -229,5 +267,7 @@ mod tests {
         assert!(!stop.wait_readable(std::os::fd::AsFd::as_fd(&idle)));
         assert_eq!(stop.caught(), Some(libc::SIGTERM));
         raiser.join().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        assert!(!stop.sleep_until_or_readable(deadline, idle.as_fd()));
     }
 }

@@ -229,20 +229,24 @@ impl Workload<'_> {
     /// (SIGTERM, SIGHUP) is passed on to the command, as perf stat does, so
     /// that both end promptly; Ctrl-C reaches both from the terminal anyway.
     fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
-        // SAFETY: pidfd_open(2) of our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
-        if pidfd >= 0 {
-            // SAFETY: a fresh descriptor that nobody else owns.
-            let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
-            if !stop.wait_readable(pidfd.as_fd())
-                && let Some(signal) = stop.caught()
-            {
-                // SAFETY: signalling our own child, not yet reaped.
-                unsafe { libc::kill(child.id() as i32, signal) };
-            }
+        if let Some(pidfd) = pidfd(child)
+            && !stop.wait_readable(pidfd.as_fd())
+            && let Some(signal) = stop.caught()
+        {
+            // SAFETY: signalling our own child, not yet reaped.
+            unsafe { libc::kill(child.id() as i32, signal) };
         }
         child.wait().map(exit_code).map_err(|e| self.error(e))
     }
+}
+
+/// A pidfd of `child` (readable once it ends), or `None` on kernels
+/// before 5.3, where the waits fall back to `waitpid` and to the interval.
+fn pidfd(child: &Child) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open(2) of our own child, not yet reaped.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
+    // SAFETY: a fresh descriptor that nobody else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Whether `program` can be executed, with the errno `execvp` would give.
@@ -531,10 +535,14 @@ fn count_every(
     // Read where the counters live, after the command started so that it
     // keeps the CPUs it was given.
     session.counters.read_locally();
+    // The last report ends when the command does, as perf stat's does,
+    // not at the next interval.
+    let ended = child.as_ref().and_then(pidfd);
     let result = run_samples(
         schedule,
         source,
         stop,
+        ended.as_ref().map(|fd| fd.as_fd()),
         |source, index| -> Result<(), Halt> {
             session.sample(source, index, out)?;
             if let (Some(child), Some(w)) = (child.as_mut(), &workload)

@@ -73,7 +73,8 @@ impl Plan {
     /// perf names it: such rows cannot be told apart, and as Prometheus
     /// series they would be one series given twice.
     pub fn repeated_event(&self, pmus: &[Pmu]) -> Option<String> {
-        let mut seen = std::collections::HashSet::new();
+        // Ordered, not hashed: no random keys to fetch from the kernel.
+        let mut seen = std::collections::BTreeSet::new();
         self.events()
             .find(|e| !seen.insert((e.pmu, e.label.as_str())))
             .map(|e| e.perf_name(&pmus[e.pmu].name))

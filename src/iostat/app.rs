@@ -374,7 +374,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         curr: 0,
         buf: Vec::with_capacity(4096),
     };
-    let result = run_samples(&schedule, src, &stop, |src, index| {
+    let result = run_samples(&schedule, src, &stop, None, |src, index| {
         let curr = carry.curr;
         carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
         carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;

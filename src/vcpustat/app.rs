@@ -372,7 +372,7 @@ fn intervals(
     let mut reports = 0u64;
     let mut charts = charts(options, source);
     output.begin(out)?;
-    let result = run_samples(&options.schedule(), source, stop, |source, index| {
+    let result = run_samples(&options.schedule(), source, stop, None, |source, index| {
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
         let time = source.now();
         let mut handover = None;

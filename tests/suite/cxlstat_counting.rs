@@ -275,6 +275,33 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
         "{reports} reports of 50 ms for a 300 ms command"
     );
 
+    // The last report ends with the command, as perf stat's does: a 300 ms
+    // command under -I 1000 gets one report, at about 0.3 s, not at 1 s.
+    let started = Instant::now();
+    let out = cxlstat(&[
+        "--sysroot",
+        &root,
+        "-x",
+        ",",
+        "-e",
+        "cpu_clock",
+        "-I",
+        "1000",
+        "--",
+        "sleep",
+        "0.3",
+    ]);
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let times: Vec<f64> = text
+        .lines()
+        .map(|l| l.split(',').next().unwrap().trim().parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), cpus.len(), "{text}");
+    assert!(times.iter().all(|&t| (0.3..0.9).contains(&t)), "{text}");
+    assert!(took < Duration::from_millis(900), "{took:?}");
+
     let started = Instant::now();
     let out = cxlstat(&[
         "--sysroot",

@@ -6,7 +6,7 @@
 
 use crate::common::expo::{Exposition, Family, Kind};
 
-use super::stats::Reading;
+use super::stats::{Reading, scale};
 
 const COUNTED: Family = Family {
     name: "cxlstat_event_counted_total",
@@ -18,7 +18,7 @@ const SCALED: Family = Family {
     name: "cxlstat_event_scaled_total",
     kind: Kind::Counter,
     help: "Events counted, scaled for multiplexing as perf stat does \
-           (counted * enabled / running, rounded); absent before the event ran.",
+           (counted * enabled / running, rounded down); absent before the event ran.",
 };
 
 const ENABLED: Family = Family {
@@ -34,7 +34,7 @@ const RUNNING: Family = Family {
 };
 
 /// perf's scaled count of a cumulative reading: `count * enabled / running`
-/// rounded, the count itself when it ran all the time; `None` if it never ran.
+/// rounded down, the count itself when it ran all the time; `None` if it never ran.
 fn scaled(r: Reading) -> Option<u64> {
     if r.running == 0 || r.enabled == 0 {
         return None;
@@ -42,8 +42,7 @@ fn scaled(r: Reading) -> Option<u64> {
     if r.running >= r.enabled {
         return Some(r.count);
     }
-    let wide = (r.count as u128 * r.enabled as u128 + r.running as u128 / 2) / r.running as u128;
-    Some(wide.min(u64::MAX as u128) as u64)
+    Some(scale(r.count, r.enabled, r.running))
 }
 
 /// Nanoseconds to seconds.
@@ -115,6 +114,15 @@ mod tests {
                 running: 2
             }),
             Some(15)
+        );
+        // Rounded down as perf does: 7 * 10 / 4 = 17.5 -> 17.
+        assert_eq!(
+            scaled(Reading {
+                count: 7,
+                enabled: 10,
+                running: 4
+            }),
+            Some(17)
         );
     }
 }

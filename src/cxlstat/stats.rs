@@ -76,14 +76,22 @@ pub fn measure(previous: Reading, current: Reading) -> Measurement {
     let scaled = if running >= enabled {
         count
     } else {
-        // Rounded as perf does it: count * enabled / running + 0.5.
-        let wide = (count as u128 * enabled as u128 + running as u128 / 2) / running as u128;
-        wide.min(u64::MAX as u128) as u64
+        scale(count, enabled, running)
     };
     Measurement {
         count: Some(scaled),
         running: Some((running as f64 / enabled as f64).min(1.0)),
     }
+}
+
+/// perf stat's scaling of a multiplexed count, `count * enabled / running`
+/// rounded down: perf (since its counts moved to libperf) truncates, so
+/// 7 counted in 4 of 10 ns shows as 17, not 18 (checked against perf 6.1
+/// by tests/suite/cxlstat_perf_parity.rs). Exact in 128 bits, where perf
+/// goes through a double.
+pub fn scale(count: u64, enabled: u64, running: u64) -> u64 {
+    let wide = count as u128 * enabled as u128 / running.max(1) as u128;
+    wide.min(u64::MAX as u128) as u64
 }
 
 /// The running and enabled times (ns) between two readings.
@@ -143,8 +151,13 @@ mod tests {
         let m = measure(r(0, 0, 0), r(250, 4_000, 1_000));
         assert_eq!(m.count, Some(1_000));
         assert_eq!(m.running, Some(0.25));
-        // Rounded to nearest: 1 * 3 / 2 = 1.5 -> 2.
-        assert_eq!(measure(r(0, 0, 0), r(1, 3, 2)).count, Some(2));
+        // Rounded down, as perf 6.1 prints them: 1 * 3 / 2 = 1.5 -> 1,
+        // 7 * 10 / 4 = 17.5 -> 17.
+        assert_eq!(measure(r(0, 0, 0), r(1, 3, 2)).count, Some(1));
+        assert_eq!(measure(r(0, 0, 0), r(7, 10, 4)).count, Some(17));
+        // Beyond 64 bits in the product, exact; saturated if the result is.
+        assert_eq!(scale(u64::MAX / 2, 4, 2), u64::MAX - 1);
+        assert_eq!(scale(u64::MAX, 3, 1), u64::MAX);
     }
 
     #[test]

@@ -10,10 +10,14 @@
 //! here: docs/cxlstat.md says so. Nor are groups: perf gives up on a group
 //! once its leader fails to open, so it shows the leader's attr alone.
 //!
-//! Needs root, `unshare` and `perf`; skips with the reason otherwise,
-//! unless CI=true.
+//! Counts are compared too: an `LD_PRELOAD` library makes every counter
+//! read look multiplexed, and `perf stat -x ,` and `cxlstat -x ,` must scale
+//! and print them alike.
+//!
+//! Needs root, `unshare` and `perf` (and `gcc` for the library); skips with
+//! the reason otherwise, unless CI=true.
 
-use crate::cxlstat_support::{cxlstat, stdout, two_memdevs};
+use crate::cxlstat_support::{cxlstat, scratch, software_tree, stdout, two_memdevs};
 use crate::skip;
 
 use std::path::Path;
@@ -198,4 +202,76 @@ fn a_name_term_names_the_event_as_in_perf() {
     let root = two_memdevs();
     let ours = cxlstat(&["--sysroot", root.to_str().unwrap(), "--dry-run", "-e", spec]);
     assert!(stdout(&ours).starts_with("vendor_rd  (vid=0x19e5,gid=0x1,mask=0x1)\n"));
+}
+
+/// The `-x ,` lines of a run, each cut to its first five fields after the
+/// time (count, unit, event, running time, running percentage), with the
+/// event's name left out: perf calls the software event
+/// `context-switches`, cxlstat its fixture PMU's event.
+fn counts_as_printed(text: &str, intervals: bool) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| l.contains("context"))
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').skip(usize::from(intervals)).collect();
+            [0, 1, 3, 4]
+                .iter()
+                .map(|&i| fields[i].to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn multiplexed_counts_are_scaled_and_printed_as_perf_does() {
+    const TEST: &str = "multiplexed_counts_are_scaled_and_printed_as_perf_does";
+    if !can_run(TEST) {
+        return;
+    }
+    if Command::new("gcc").arg("--version").output().is_err() {
+        skip::skip(TEST, "no gcc to build the LD_PRELOAD library: install gcc");
+        return;
+    }
+    let dir = scratch("perf-parity-shim");
+    let shim = dir.join("multiplexed_reads.so");
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cxl/shim/multiplexed_reads.c");
+    let built = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(built.success());
+    software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    for intervals in [false, true] {
+        let every: &[&str] = if intervals { &["-I", "30"] } else { &[] };
+        let theirs = Command::new("perf")
+            .args(["stat", "-x", ",", "-e", "context-switches", "-C", "0"])
+            .args(every)
+            .args(["--", "sleep", "0.1"])
+            .env("LD_PRELOAD", &shim)
+            .output()
+            .unwrap();
+        let ours = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .arg("--sysroot")
+            .arg(&*dir)
+            .args(["-x", ",", "-e", "context_switches"])
+            .args(every)
+            .args(["--", "sleep", "0.1"])
+            .env("LD_PRELOAD", &shim)
+            .output()
+            .unwrap();
+        let theirs = counts_as_printed(&String::from_utf8_lossy(&theirs.stderr), intervals);
+        let ours = counts_as_printed(&stdout(&ours), intervals);
+        // 7 counted in 4 of 10 ns: 17.5, printed 17 (rounded down) with
+        // 40.00 % (an integer percentage), in every interval and in the
+        // total. (How many intervals each prints depends on where the
+        // command's end falls, so only their lines are compared.)
+        let expected = ["17", "", "4", "40.00"];
+        for (who, lines) in [("perf", &theirs), ("cxlstat", &ours)] {
+            assert!(!lines.is_empty(), "{who} printed no count");
+            assert!(lines.iter().all(|f| f == &expected), "{who}: {lines:?}");
+        }
+    }
 }

@@ -260,13 +260,32 @@ impl DeviceList {
             stored = basename(&target).to_string();
         }
         let stored = truncate_name(stored);
+        let listed = {
+            let (entries, names) = (&self.entries, self.names.as_str());
+            self.index
+                .get(&stored, |i| entries[i].name.of(names))
+                .is_some_and(|i| entries[i].placed)
+        };
         let devnum = src
             .device_number(&format!("/dev/{}", stored.replace('!', "/")))
             .ok();
         let idx = self.add(src, &stored, devnum, kind);
         self.entries[idx].from_cmdline = true;
-        // Placed just now (queued last): placed by the name given.
-        if let Some(given) = given.filter(|_| self.fresh.last() == Some(&idx)) {
+        let Some(given) = given else {
+            return;
+        };
+        if listed && !self.rules.everything {
+            // sysstat looks the name given up among the stored (dm-N) names,
+            // finds none, and lists the device once more: `-N dm-0 vg0-root`
+            // and `-N vg0-root vg0-root` show it twice, with the same
+            // statistics, and a group counts it twice. Not with `-p ALL`:
+            // its reading of /proc/diskstats finds the first entry only, and
+            // the second, never present, is not shown.
+            self.place_fresh();
+            self.fresh.push(idx);
+            self.placed_by.insert(idx, given.into());
+        } else if self.fresh.last() == Some(&idx) {
+            // Placed just now (queued last): placed by the name given.
             self.placed_by.insert(idx, given.into());
         }
     }
@@ -1241,6 +1260,31 @@ mod tests {
             (["-d", "-N", "vg0-root", "sda"], ["vg0-root", "sda"]),
         ] {
             assert_eq!(names_shown(&args, &src), expected, "{args:?}");
+        }
+        // A device-mapper name given when the device is listed already
+        // (as dm-0, or by that name) lists it again, as sysstat does (found
+        // side by side with 12.6.1 and its development line); dm-0 given
+        // after vg0-root finds it.
+        for (args, expected) in [
+            (
+                &["-d", "-N", "dm-0", "vg0-root"][..],
+                &["vg0-root", "vg0-root"][..],
+            ),
+            (
+                &["-d", "-N", "vg0-root", "vg0-root"],
+                &["vg0-root", "vg0-root"],
+            ),
+            (&["-d", "-N", "vg0-root", "dm-0"], &["vg0-root"]),
+            (
+                &["-d", "-N", "dm-0", "sda", "vg0-root"],
+                &["vg0-root", "sda", "vg0-root"],
+            ),
+            (
+                &["-d", "-N", "-p", "ALL", "vg0-root", "vg0-root"],
+                &["vg0-root", "sda"],
+            ),
+        ] {
+            assert_eq!(names_shown(args, &src), expected, "{args:?}");
         }
     }
 

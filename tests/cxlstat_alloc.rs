@@ -5,6 +5,8 @@
 
 #[path = "suite/cxlstat_support/mod.rs"]
 mod cxlstat_support;
+// The suite's skip helpers; this program uses only `skip`.
+#[allow(dead_code)]
 #[path = "suite/skip.rs"]
 mod skip;
 

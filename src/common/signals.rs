@@ -99,69 +99,55 @@ impl StopSignal {
     /// Sleeps until `deadline`. Returns `false` if a stop signal came first
     /// (or had already come).
     pub fn sleep_until(&self, deadline: Instant) -> bool {
-        loop {
-            if self.caught().is_some() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return true;
-            }
-            let mut fds = libc::pollfd {
-                fd: self.wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd for the duration of the call.
-            unsafe { libc::poll(&mut fds, 1, poll_millis(deadline - now)) };
-            self.drain_if_woken(fds.revents);
-        }
+        self.wait(Some(deadline), NO_DESCRIPTOR)
     }
 
     /// Sleeps until `deadline`, or less if `fd` becomes readable first (a
     /// pidfd whose process ended). Returns `false` if a stop signal came
     /// first (or had already come).
     pub fn sleep_until_or_readable(&self, deadline: Instant, fd: BorrowedFd) -> bool {
-        loop {
-            if self.caught().is_some() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return true;
-            }
-            let mut fds = [self.wake_pollfd(), pollfd(fd, libc::POLLIN)];
-            // SAFETY: two valid pollfds for the duration of the call.
-            unsafe { libc::poll(fds.as_mut_ptr(), 2, poll_millis(deadline - now)) };
-            self.drain_if_woken(fds[0].revents);
-            if fds[1].revents != 0 {
-                return true;
-            }
-        }
+        self.wait(Some(deadline), pollfd(fd, libc::POLLIN))
     }
 
     /// Sleeps until `fd` is readable (for example a pidfd whose process
     /// ended). Returns `false` if a stop signal came first (or had already
     /// come).
     pub fn wait_readable(&self, fd: BorrowedFd) -> bool {
-        self.wait_for(fd, libc::POLLIN)
+        self.wait(None, pollfd(fd, libc::POLLIN))
     }
 
     /// Sleeps until `fd` can be written to without blocking (or is in
     /// error, which the write then reports). Returns `false` if a stop
     /// signal came first (or had already come).
     pub fn wait_writable(&self, fd: BorrowedFd) -> bool {
-        self.wait_for(fd, libc::POLLOUT)
+        self.wait(None, pollfd(fd, libc::POLLOUT))
     }
 
-    fn wait_for(&self, fd: BorrowedFd, events: libc::c_short) -> bool {
+    /// Waits until `deadline` (if any) or until `other` is ready, whichever
+    /// comes first; `false` if a stop signal came first (or had already
+    /// come). `other` may be [`NO_DESCRIPTOR`], which `poll` skips.
+    // Inlined into each waiting function: `sleep_until` runs every interval
+    // and stays one function of the code a report touches (build.rs, "Hot
+    // code first").
+    #[inline(always)]
+    fn wait(&self, deadline: Option<Instant>, other: libc::pollfd) -> bool {
         loop {
             if self.caught().is_some() {
                 return false;
             }
-            let mut fds = [self.wake_pollfd(), pollfd(fd, events)];
+            let timeout = match deadline {
+                None => -1,
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return true;
+                    }
+                    poll_millis(deadline - now)
+                }
+            };
+            let mut fds = [self.wake_pollfd(), other];
             // SAFETY: two valid pollfds for the duration of the call.
-            unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
             self.drain_if_woken(fds[0].revents);
             if fds[1].revents != 0 {
                 return true;
@@ -189,6 +175,14 @@ impl StopSignal {
         }
     }
 }
+
+/// A `poll` entry that `poll` skips (a negative descriptor): its
+/// `revents` stays 0.
+const NO_DESCRIPTOR: libc::pollfd = libc::pollfd {
+    fd: -1,
+    events: 0,
+    revents: 0,
+};
 
 /// A `poll` entry waiting for `events` on `fd`.
 fn pollfd(fd: BorrowedFd, events: libc::c_short) -> libc::pollfd {

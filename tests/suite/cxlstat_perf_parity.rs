@@ -74,17 +74,11 @@ fn can_run(test: &str) -> bool {
     } else {
         None
     };
-    match reason {
-        None => true,
-        Some(why) => {
-            skip::skip(test, &why);
-            false
-        }
-    }
+    skip::runs_unless(test, reason)
 }
 
-/// The attrs `perf_event_attr:` blocks give, sorted (perf prints them in
-/// the order it opens them, CPU by CPU), or `None` with perf's error.
+/// The (type, config words) the `perf_event_attr:` blocks of `text` give,
+/// sorted (perf prints them in the order it opens them, CPU by CPU).
 fn attrs_in(text: &str) -> Vec<Attr> {
     let mut attrs = Vec::new();
     let mut current: Option<Attr> = None;

@@ -40,13 +40,7 @@ fn can_run(test: &str) -> bool {
     } else {
         None
     };
-    match reason {
-        None => true,
-        Some(why) => {
-            skip::skip(test, &why);
-            false
-        }
-    }
+    skip::runs_unless(test, reason)
 }
 
 const NOBODY: [&str; 3] = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];

@@ -18,3 +18,15 @@ pub fn skip(test: &str, reason: &str) {
     assert!(!in_ci(), "{test} cannot run under CI=true: {reason}");
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
 }
+
+/// Whether `test` can run: true when nothing is `missing`; otherwise
+/// reports what is, as [`skip`] does, and returns false.
+pub fn runs_unless(test: &str, missing: Option<String>) -> bool {
+    match missing {
+        None => true,
+        Some(why) => {
+            skip(test, &why);
+            false
+        }
+    }
+}

@@ -5,15 +5,20 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::cli::Options;
+use super::cli::{Options, Unit};
 use super::latency::json_object;
 use super::model::{basic_stats, ext_short_stats, ext_stats};
-use super::report::{Banner, Renderer, Sample, timestamp_text};
+use super::report::{Banner, Renderer, ReportTime, Sample};
 use crate::common::escape;
 
 /// The `-o JSON` renderer.
 pub struct JsonRenderer {
-    opts: Options,
+    show_cpu: bool,
+    show_disk: bool,
+    extended: bool,
+    short: bool,
+    unit: Unit,
+    time: ReportTime,
     /// A sample's closing `}` was written without its line end yet.
     open_sample: bool,
     buf: String,
@@ -26,14 +31,19 @@ impl JsonRenderer {
     #[inline(never)]
     pub fn new(opts: &Options) -> JsonRenderer {
         JsonRenderer {
-            opts: opts.clone(),
+            show_cpu: opts.show_cpu,
+            show_disk: opts.show_disk,
+            extended: opts.extended,
+            short: opts.short,
+            unit: opts.unit,
+            time: ReportTime::of(opts),
             open_sample: false,
             buf: String::with_capacity(4096),
         }
     }
 
     fn disk(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
-        let unit = self.opts.unit;
+        let unit = self.unit;
         let fctr = unit.sectors_per_unit() as f64;
         let u = unit.label(false);
         self.buf.push_str("\t\t\t\t\t\"disk\": [\n");
@@ -53,7 +63,7 @@ impl JsonRenderer {
                 "\t\t\t\t\t\t{{\"disk_device\": \"{}\", ",
                 escape::json(row.name)
             );
-            if !self.opts.extended {
+            if !self.extended {
                 let x = basic_stats(row.prev, row.cur, s.itv);
                 let bu = unit.label(true);
                 let per = unit.sectors_per_unit();
@@ -68,7 +78,7 @@ impl JsonRenderer {
                     x.totals[1] / per,
                     x.totals[2] / per
                 );
-            } else if self.opts.short {
+            } else if self.short {
                 let x = ext_short_stats(row.prev, row.cur, s.itv, row.devices);
                 let _ = write!(
                     b,
@@ -146,26 +156,26 @@ impl Renderer for JsonRenderer {
                 self.buf.push_str(",\n");
             }
             self.buf.push_str("\t\t\t\t{\n");
-            if let Some(ts) = timestamp_text(&self.opts, s.time) {
+            if let Some(ts) = self.time.text(s.time) {
                 let _ = writeln!(
                     self.buf,
                     "\t\t\t\t\t\"timestamp\": \"{}\",",
                     escape::json(&ts)
                 );
             }
-            if self.opts.show_cpu {
+            if self.show_cpu {
                 let c = s.cpu;
                 let _ = write!(
                     self.buf,
                     "\t\t\t\t\t\"avg-cpu\":  {{\"user\": {:.2}, \"nice\": {:.2}, \"system\": {:.2}, \"iowait\": {:.2}, \"steal\": {:.2}, \"idle\": {:.2}}}",
                     c.user, c.nice, c.system, c.iowait, c.steal, c.idle
                 );
-                if self.opts.show_disk {
+                if self.show_disk {
                     self.buf.push(',');
                 }
                 self.buf.push('\n');
             }
-            if self.opts.show_disk {
+            if self.show_disk {
                 self.disk(out, s)?;
             }
             self.buf.push_str("\t\t\t\t}");

@@ -10,7 +10,7 @@ use super::devices::DeviceRow;
 use super::fmt::{push_fixed, push_left};
 use super::latency::{LatencyStats, OP_NAMES};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
-use super::report::{Banner, Renderer, Sample, timestamp_text};
+use super::report::{Banner, Renderer, ReportTime, Sample};
 use crate::common::escape;
 
 /// The text renderer.
@@ -26,7 +26,9 @@ pub struct TextRenderer {
     decimals: Option<usize>,
     banner_blank: bool,
     colors: Option<Colors>,
-    opts: Options,
+    time: ReportTime,
+    /// `--latency`: the extended report's latency columns.
+    latency: bool,
     /// The device report's header lines, one per part (four with
     /// `--split`): they depend only on the options, so they are built once
     /// instead of being formatted again, some 25 strings, in every report.
@@ -54,7 +56,8 @@ impl TextRenderer {
             decimals: opts.decimals,
             banner_blank: !(opts.skip_first && opts.interval.is_some()),
             colors: colors_on.then(|| Colors::new(opts.env.s_colors_sgr.as_deref())),
-            opts: opts.clone(),
+            time: ReportTime::of(opts),
+            latency: opts.latency,
             headers: Vec::new(),
             buf: String::with_capacity(BUF_BYTES),
         };
@@ -361,7 +364,7 @@ impl TextRenderer {
                     ("aqu-sz".into(), 7),
                     ("%util".into(), 6),
                 ];
-                if self.opts.latency {
+                if self.latency {
                     for op in OP_NAMES {
                         for q in ["p50", "p99", "max"] {
                             cells.push((format!("{op}_{q}"), 7));
@@ -464,7 +467,7 @@ impl TextRenderer {
                 self.name_start(row.name);
                 for &p in part {
                     self.ext_row_part(&x, p);
-                    if p == 3 && self.opts.latency {
+                    if p == 3 && self.latency {
                         let l = s.latency_stats(&row).unwrap_or_default();
                         self.latency_cells(&l);
                     }
@@ -524,7 +527,7 @@ impl Renderer for TextRenderer {
     fn sample(&mut self, out: &mut dyn Write, s: &Sample, skipped: bool) -> io::Result<()> {
         self.buf.clear();
         if !skipped {
-            if let Some(ts) = timestamp_text(&self.opts, s.time) {
+            if let Some(ts) = self.time.text(s.time) {
                 self.buf.push_str(&ts);
                 self.buf.push('\n');
             }

@@ -79,14 +79,32 @@ pub fn banner_date(opts: &Options, time: SystemTime) -> String {
     strftime_local(format, time).unwrap_or_else(|| "?/?/?".to_string())
 }
 
-/// The `-t`/`-U` timestamp text, or `None` without them.
-pub fn timestamp_text(opts: &Options, time: SystemTime) -> Option<String> {
-    match opts.timestamp {
-        Timestamp::None => None,
-        Timestamp::Epoch => Some(unix_seconds(time).to_string()),
-        Timestamp::Local => {
-            let format = if opts.iso_time { "%FT%T%z" } else { "%x %X" };
-            Some(strftime_local(format, time).unwrap_or_default())
+/// How each report's time is printed: not at all, `-t` (local time, ISO 8601
+/// with `S_TIME_FORMAT=ISO`) or `-U` (seconds since the epoch).
+#[derive(Debug, Clone, Copy)]
+pub struct ReportTime {
+    kind: Timestamp,
+    iso: bool,
+}
+
+impl ReportTime {
+    /// The report time these options ask for.
+    pub fn of(opts: &Options) -> ReportTime {
+        ReportTime {
+            kind: opts.timestamp,
+            iso: opts.iso_time,
+        }
+    }
+
+    /// The `-t`/`-U` timestamp text, or `None` without them.
+    pub fn text(self, time: SystemTime) -> Option<String> {
+        match self.kind {
+            Timestamp::None => None,
+            Timestamp::Epoch => Some(unix_seconds(time).to_string()),
+            Timestamp::Local => {
+                let format = if self.iso { "%FT%T%z" } else { "%x %X" };
+                Some(strftime_local(format, time).unwrap_or_default())
+            }
         }
     }
 }

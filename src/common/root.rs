@@ -244,15 +244,21 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
 
 /// The type of an open file, in words.
 pub(crate) fn file_kind(fd: &OwnedFd) -> io::Result<&'static str> {
-    Ok(match fstat(fd.as_raw_fd())?.st_mode & libc::S_IFMT {
+    Ok(kind_of_mode(fstat(fd.as_raw_fd())?.st_mode))
+}
+
+/// The file type in `st_mode`, in words.
+pub(crate) fn kind_of_mode(mode: libc::mode_t) -> &'static str {
+    match mode & libc::S_IFMT {
         libc::S_IFREG => "regular file",
         libc::S_IFDIR => "directory",
         libc::S_IFIFO => "FIFO",
         libc::S_IFCHR => "character device",
         libc::S_IFBLK => "block device",
         libc::S_IFSOCK => "socket",
+        libc::S_IFLNK => "symbolic link",
         _ => "special file",
-    })
+    }
 }
 
 fn not_regular(kind: &str) -> io::Error {

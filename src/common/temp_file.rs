@@ -7,11 +7,18 @@
 //! the tools run as root, and a link planted under the predictable name in
 //! a directory others can write would otherwise make them write through it
 //! to any file.
+//!
+//! The target itself must be a regular file or not exist yet: a rename
+//! replaces whatever has the name, so `--svg /dev/null` or `--textfile
+//! /dev/stdout` would otherwise replace the device node or the link with a
+//! file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use super::root::kind_of_mode;
 
 /// Replaces `path` with what `write` writes into a new file created with
 /// `mode` (less the umask). On an error the temporary file is removed and
@@ -22,12 +29,56 @@ pub fn replace_with(
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
     let temp = temporary_name(path)?;
+    refuse_non_regular(path)?;
     let mut file = create_fresh(&temp, mode)?;
     let written = write(&mut file).and_then(|()| fs::rename(&temp, path));
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }
     written
+}
+
+/// Checks, before a run, each file an option such as `--svg` or
+/// `--textfile` will replace: it has a file name, its directory exists, and
+/// it is a regular file or does not exist yet. The error names the option
+/// and the file.
+pub fn check_targets(targets: &[(&str, Option<&Path>)]) -> Result<(), String> {
+    for (option, path) in targets {
+        if let Some(path) = path {
+            check_target(path).map_err(|err| format!("{option} {}: {err}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_target(path: &Path) -> io::Result<()> {
+    temporary_name(path)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let in_dir = |err: io::Error| io::Error::new(err.kind(), format!("{}: {err}", dir.display()));
+    if !fs::metadata(dir).map_err(in_dir)?.is_dir() {
+        return Err(in_dir(io::Error::from_raw_os_error(libc::ENOTDIR)));
+    }
+    refuse_non_regular(path)
+}
+
+/// Fails unless `path` is a regular file or does not exist. The link
+/// itself is looked at, not what it points to: the rename would replace
+/// the link.
+fn refuse_non_regular(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a {}, expected a regular file or a new name (the file is replaced, not written into)",
+                kind_of_mode(meta.mode())
+            ),
+        )),
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
 }
 
 /// `.NAME.PID.tmp` beside `path`: hidden, and without the ending a reader
@@ -100,6 +151,44 @@ mod tests {
             fs::symlink_metadata(&planted).is_err(),
             "the link was removed"
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_or_directory_under_the_name_is_refused_not_replaced() {
+        let dir = scratch("non-regular");
+        let victim = dir.join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let link = dir.join("x.prom");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let err = replace_with(&link, 0o644, |f| f.write_all(b"a 1\n")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("a symbolic link, expected a regular file")
+        );
+        assert_eq!(fs::read_link(&link).unwrap(), victim);
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        let err = check_targets(&[("--svg", None), ("--textfile", Some(&dir))]).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "--textfile {}: a directory, expected a regular file or a new name \
+                 (the file is replaced, not written into)",
+                dir.display()
+            )
+        );
+        let missing = dir.join("none/x.svg");
+        let err = check_targets(&[("--svg", Some(&missing))]).unwrap_err();
+        assert!(
+            err.ends_with("none: No such file or directory (os error 2)"),
+            "{err}"
+        );
+        assert_eq!(
+            check_targets(&[("--svg", Some(&dir.join("new.svg")))]),
+            Ok(())
+        );
+        assert_eq!(check_targets(&[("--svg", Some(&victim))]), Ok(()));
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -20,6 +20,7 @@ use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 use crate::common::stdout::{StoppableStdout, is_stopped_while_writing};
+use crate::common::temp_file::check_targets;
 
 use super::chart::CxlCharts;
 use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
@@ -101,7 +102,9 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
             CountFormat::Expo(crate::common::expo::Target::Textfile(path)) => Some(path.as_path()),
             _ => None,
         };
-        crate::common::privilege::refuse_chosen_outputs(count.svg.as_deref(), textfile)
+        let svg = count.svg.as_deref();
+        crate::common::privilege::refuse_chosen_outputs(svg, textfile)
+            .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))
             .map_err(CxlError::Setup)?;
     }
     options.source.open(TOOL, raw_args).map_err(CxlError::Setup)

@@ -18,6 +18,7 @@ use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
+use crate::common::temp_file::check_targets;
 
 use super::cli::{
     Action, DeviceKind, Env, ListArg, Options, OutputFormat, command, parse_args, usage_text,
@@ -74,10 +75,10 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         let msg = format!("--sysroot {}: not a directory", root.display());
         return report(&progname, IostatError::Source(msg));
     }
-    if let Err(msg) = crate::common::privilege::refuse_chosen_outputs(
-        opts.svg.as_deref(),
-        opts.expo.textfile.as_deref(),
-    ) {
+    let (svg, textfile) = (opts.svg.as_deref(), opts.expo.textfile.as_deref());
+    if let Err(msg) = crate::common::privilege::refuse_chosen_outputs(svg, textfile)
+        .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))
+    {
         return report(&progname, IostatError::Source(msg));
     }
     let mut source = match opts.source.open(TOOL, rest) {

@@ -17,6 +17,7 @@ use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
+use crate::common::temp_file::check_targets;
 
 use super::chart::VcpuCharts;
 use super::cli::{Cli, Mode, Options, Switch, Tool};
@@ -60,10 +61,10 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(options) => options,
         Err(err) => return report_error(TOOL, &err, err.exit_status()),
     };
-    if let Err(message) = crate::common::privilege::refuse_chosen_outputs(
-        options.svg.as_deref(),
-        options.expo.textfile.as_deref(),
-    ) {
+    let (svg, textfile) = (options.svg.as_deref(), options.expo.textfile.as_deref());
+    if let Err(message) = crate::common::privilege::refuse_chosen_outputs(svg, textfile)
+        .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))
+    {
         return report_error(TOOL, message, 1);
     }
     // The source before the stop handlers: a stop signal while a replay is

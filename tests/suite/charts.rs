@@ -345,7 +345,7 @@ fn an_svg_that_cannot_be_written_is_named_and_fails_the_run() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.starts_with("iostat-rs: --svg /nonexistent/dir/x.svg: cannot write: No such file"),
+        err.starts_with("iostat-rs: --svg /nonexistent/dir/x.svg: /nonexistent/dir: No such file"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1);

@@ -3,6 +3,8 @@
 //! `/dev/zero` (which grew memory without end), and links that lead out of
 //! the root (which writes followed). Every run must end promptly with a
 //! one-line error naming the kernel file and leave the tree as it was.
+//! Also the files `--svg` and `--textfile` replace: a device, FIFO, link or
+//! directory under that name is refused, not replaced.
 
 use crate::cxlstat_support;
 use crate::interval_limits::wait_with_timeout;
@@ -486,3 +488,151 @@ fn cxlstat_plans_tens_of_thousands_of_events_without_stalling() {
     assert_eq!(headings, 100_000);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What `--svg` and `--textfile` must not replace, created in `dir`, with
+/// the word the error gives for each: a FIFO, a link to a file, a dangling
+/// link, a directory and, as root, a character device (the `/dev/null` of
+/// `--svg /dev/null`). Their rename would put a regular file in its place.
+fn non_regular_targets(dir: &Path, keep: &Path) -> Vec<(PathBuf, &'static str)> {
+    let mut targets = vec![
+        (dir.join("fifo"), "a FIFO"),
+        (dir.join("link"), "a symbolic link"),
+        (dir.join("dangling"), "a symbolic link"),
+        (dir.join("directory"), "a directory"),
+    ];
+    mkfifo(&targets[0].0);
+    symlink(keep, &targets[1].0).unwrap();
+    symlink(dir.join("nothing"), &targets[2].0).unwrap();
+    fs::create_dir(&targets[3].0).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let device = dir.join("null");
+        let c = CString::new(device.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; the numbers of /dev/null.
+        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        assert_eq!(made, 0, "mknod {}", device.display());
+        targets.push((device, "a character device"));
+    } else {
+        crate::skip::skip(
+            "outputs_that_are_not_regular_files_are_refused_and_left_as_they_were (the device)",
+            "mknod needs root: run the tests as root to check a character device too",
+        );
+    }
+    targets
+}
+
+/// The file type of `path` itself (a link is not followed).
+fn file_type(path: &Path) -> fs::FileType {
+    fs::symlink_metadata(path).unwrap().file_type()
+}
+
+#[test]
+fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
+    let dir = scratch("outputs");
+    let iostat_root = iostat_tree(&dir);
+    let vcpustat_root = vcpustat_tree(&dir);
+    let stats_before = fs::read_to_string(vcpustat_root.join(STATS)).unwrap();
+    let cxl_root = format!(
+        "{}/tests/fixtures/cxl/two-memdevs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let recording = format!(
+        "{}/tests/fixtures/charts/lpar1.dtl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let keep = dir.join("keep");
+    fs::write(&keep, "precious").unwrap();
+    let targets_dir = dir.join("targets");
+    fs::create_dir(&targets_dir).unwrap();
+    let mut targets = non_regular_targets(&targets_dir, &keep);
+    let created = targets.len();
+    let missing_dir = targets_dir.join("no-such-directory/out");
+    targets.push((missing_dir, "no-such-directory: No such file or directory"));
+    let types_before: Vec<_> = targets
+        .iter()
+        .map(|(path, _)| fs::symlink_metadata(path).ok().map(|m| m.file_type()))
+        .collect();
+    let (iostat_root, vcpustat_root) = (
+        iostat_root.to_str().unwrap(),
+        vcpustat_root.to_str().unwrap(),
+    );
+    for (target, kind) in &targets {
+        let path = target.to_str().unwrap();
+        let runs: [(&str, Vec<&str>); 7] = [
+            (
+                IOSTAT,
+                vec!["--sysroot", iostat_root, "--svg", path, "-x", "30", "2"],
+            ),
+            (
+                IOSTAT,
+                vec!["--sysroot", iostat_root, "--textfile", path, "30", "2"],
+            ),
+            (
+                VCPUSTAT,
+                vec!["--sysroot", vcpustat_root, "--svg", path, "30", "2"],
+            ),
+            (
+                VCPUSTAT,
+                vec!["--sysroot", vcpustat_root, "--textfile", path, "30", "2"],
+            ),
+            (VCPUSTAT, vec!["trace", "report", "--svg", path, &recording]),
+            (
+                env!("CARGO_BIN_EXE_cxlstat"),
+                vec![
+                    "--sysroot",
+                    &cxl_root,
+                    "--svg",
+                    path,
+                    "-e",
+                    "clock_ticks",
+                    "-a",
+                    "-I",
+                    "30000",
+                    "--",
+                    "sleep",
+                    "60",
+                ],
+            ),
+            (
+                env!("CARGO_BIN_EXE_cxlstat"),
+                vec![
+                    "--sysroot",
+                    &cxl_root,
+                    "--textfile",
+                    path,
+                    "-e",
+                    "clock_ticks",
+                    "-a",
+                    "-I",
+                    "30000",
+                    "--",
+                    "sleep",
+                    "60",
+                ],
+            ),
+        ];
+        // Intervals of 30 s: a refusal that waited for the first report
+        // would make `run` fail the test as hung after 10 s.
+        for (program, args) in runs {
+            assert_one_line_error(&run(program, &args), path, kind);
+        }
+    }
+    for ((target, _), before) in targets.iter().zip(types_before) {
+        let now = fs::symlink_metadata(target).ok().map(|m| m.file_type());
+        assert_eq!(now, before, "{}", target.display());
+    }
+    assert!(file_type(&targets_dir.join("link")).is_symlink());
+    assert_eq!(fs::read_link(targets_dir.join("link")).unwrap(), keep);
+    assert_eq!(fs::read_to_string(&keep).unwrap(), "precious");
+    assert_eq!(
+        fs::read_to_string(Path::new(vcpustat_root).join(STATS)).unwrap(),
+        stats_before
+    );
+    assert_eq!(
+        fs::read_dir(&targets_dir).unwrap().count(),
+        created,
+        "no temporary file is left"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+

@@ -15,7 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use super::root::{file_kind, set_blocking};
@@ -71,7 +71,9 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 }
 
 /// Creates (or truncates) `path` for writing. A FIFO must have a reader
-/// already; a device such as `/dev/null` is taken as it is.
+/// already; a character device such as `/dev/null` is taken as it is. A
+/// block device is refused before anything is written: the tools run as
+/// root, and `--record /dev/sdb` would write over the disk.
 pub fn create(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
@@ -86,8 +88,15 @@ pub fn create(path: &Path) -> io::Result<File> {
             ),
             _ => err,
         })?;
-    if file.metadata()?.is_dir() {
+    let kind = file.metadata()?.file_type();
+    if kind.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    if kind.is_block_device() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a block device, expected a file: writing would overwrite the disk",
+        ));
     }
     set_blocking(file.as_raw_fd())?;
     Ok(file)

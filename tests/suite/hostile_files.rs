@@ -636,3 +636,84 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--record` and `vcpustat trace record -w` write where they are told,
+/// devices such as `/dev/null` included, but never over a block device (a
+/// slip such as `--record /dev/sdb`, run as root): refused before a byte is
+/// written. The device is a loop device over a scratch file of zeros.
+#[test]
+fn a_recording_is_never_written_over_a_block_device() {
+    let test = "a_recording_is_never_written_over_a_block_device";
+    // SAFETY: geteuid has no preconditions.
+    let missing = if unsafe { libc::geteuid() } != 0 {
+        Some("needs root to attach a loop device: run the tests as root".to_string())
+    } else if !Path::new("/dev/loop-control").exists() {
+        Some("needs loop devices (/dev/loop-control): modprobe loop".to_string())
+    } else {
+        None
+    };
+    if !crate::skip::runs_unless(test, missing) {
+        return;
+    }
+    let dir = scratch("block-device");
+    let backing = dir.join("disk.img");
+    fs::write(&backing, vec![0u8; 1 << 20]).unwrap();
+    let disk = crate::iostat_latency::Loop::attach_with(&backing, &[]);
+    let device = format!("/dev/{}", disk.name);
+    let iostat_root = iostat_tree(&dir);
+    let vcpustat_root = vcpustat_tree(&dir);
+    let trace_root = trace_tree(&dir);
+    let runs: [(&str, Vec<&str>); 3] = [
+        (
+            IOSTAT,
+            vec![
+                "--sysroot",
+                iostat_root.to_str().unwrap(),
+                "--record",
+                &device,
+                "1",
+                "1",
+            ],
+        ),
+        (
+            VCPUSTAT,
+            vec![
+                "--sysroot",
+                vcpustat_root.to_str().unwrap(),
+                "--record",
+                &device,
+                "1",
+                "1",
+            ],
+        ),
+        (
+            VCPUSTAT,
+            vec![
+                "trace",
+                "record",
+                "--sysroot",
+                trace_root.to_str().unwrap(),
+                "--duration",
+                "1s",
+                "-w",
+                &device,
+            ],
+        ),
+    ];
+    for (program, args) in runs {
+        assert_one_line_error(
+            &run(program, &args),
+            &device,
+            "a block device, expected a file",
+        );
+    }
+    drop(disk);
+    assert!(
+        fs::read(&backing).unwrap().iter().all(|&b| b == 0),
+        "the disk was written"
+    );
+    assert_eq!(
+        fs::read_to_string(trace_root.join(DTL).join("dtl_event_mask")).unwrap(),
+        "0x07\n"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}

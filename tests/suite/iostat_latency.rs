@@ -89,8 +89,9 @@ fn text(b: &[u8]) -> String {
 }
 
 /// A loop device over a file, detached on drop.
-struct Loop {
-    name: String,
+pub(crate) struct Loop {
+    /// `loopN`.
+    pub(crate) name: String,
     dev: (u32, u32),
 }
 
@@ -101,7 +102,7 @@ impl Loop {
     }
 
     /// `file` attached with losetup's `options` (besides `-f --show`).
-    fn attach_with(file: &std::path::Path, options: &[&str]) -> Loop {
+    pub(crate) fn attach_with(file: &std::path::Path, options: &[&str]) -> Loop {
         let out = Command::new("losetup")
             .args(options)
             .args(["-f", "--show"])

@@ -38,7 +38,12 @@ pub struct SpecGroup {
 pub fn parse_event_args(args: &[String]) -> Result<Vec<SpecGroup>, String> {
     let mut groups = Vec::new();
     for arg in args {
-        groups.extend(parse_event_list(arg).map_err(|e| format!("-e {arg:?}: {e}"))?);
+        groups.extend(parse_event_list(arg).map_err(|e| {
+            // An argument of one item is named once, not as `-e` and again
+            // as the item.
+            let item = format!("{arg:?}: ");
+            format!("-e {arg:?}: {}", e.strip_prefix(&item).unwrap_or(&e))
+        })?);
     }
     if groups.is_empty() {
         return Err("no event given: use -e NAME (see --list-events)".to_string());
@@ -375,5 +380,15 @@ mod tests {
             assert!(err.contains(why), "{bad:?}: {err}");
         }
         assert!(parse_event_args(&[]).unwrap_err().contains("no event"));
+        assert_eq!(
+            parse_event_args(&["cxl_pmu_mem0.0/vid=-1/".into()]).unwrap_err(),
+            "-e \"cxl_pmu_mem0.0/vid=-1/\": \"vid=-1\": expected a number after '=' (decimal or 0x hex)"
+        );
+        assert_eq!(
+            parse_event_args(&["clock_ticks,x/a/u".into()]).unwrap_err(),
+            "-e \"clock_ticks,x/a/u\": \"x/a/u\": event modifiers (\"u\") are not supported: \
+             a CXL PMU counts all of its device's traffic, and the cxl_pmu driver refuses the \
+             privilege and host/guest filters and the sampling they select"
+        );
     }
 }

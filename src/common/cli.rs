@@ -75,10 +75,16 @@ impl ExpoArgs {
 impl SourceArgs {
     /// Opens the source these arguments describe. `tool` and `args` go into a
     /// recording's header. Fails with a one-line message naming the file,
-    /// or the option, when the program runs with raised privileges and an
-    /// option would let the caller choose what it opens (see [`privilege`]).
+    /// or the option: when the program runs with raised privileges and an
+    /// option would let the caller choose what it opens (see [`privilege`]),
+    /// and when `--sysroot` is not a directory.
     pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, String> {
         self.refuse_when_secure(privilege::is_secure())?;
+        if let Some(root) = &self.sysroot
+            && !root.is_dir()
+        {
+            return Err(format!("--sysroot {}: not a directory", root.display()));
+        }
         if let Some(path) = &self.replay {
             let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
             if let Some(warning) = replay.cut() {

@@ -69,12 +69,6 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     {
         return report_error(TOOL, conflict, 2);
     }
-    if let Some(root) = &opts.source.sysroot
-        && !root.is_dir()
-    {
-        let msg = format!("--sysroot {}: not a directory", root.display());
-        return report(&progname, IostatError::Source(msg));
-    }
     let (svg, textfile) = (opts.svg.as_deref(), opts.expo.textfile.as_deref());
     if let Err(msg) = crate::common::privilege::refuse_chosen_outputs(svg, textfile)
         .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))

@@ -1,5 +1,6 @@
 //! Bad kernel files give one short line naming the file and the problem:
 //! the contents are quoted as a short escaped prefix, never echoed whole.
+//! So does a `--sysroot` that is not a directory, in every tool.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -105,4 +106,48 @@ fn bad_cxl_pmu_files_give_one_short_escaped_line() {
         );
     }
     fs::remove_dir_all(root).unwrap();
+}
+
+/// A `--sysroot` typed wrong is named as the option, the same way in every
+/// tool, not reported as a kernel without the feature; nothing is written
+/// (`trace record -w` creates no file).
+#[test]
+fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
+    let written = std::env::temp_dir().join(format!("hwstat-sysroot-{}.dtl", std::process::id()));
+    for root in ["/nonexistent-root", "/etc/hostname"] {
+        let runs: [(&str, Vec<&str>); 4] = [
+            (env!("CARGO_BIN_EXE_iostat-rs"), vec!["-x", "1", "1"]),
+            (env!("CARGO_BIN_EXE_vcpustat"), vec!["1", "1"]),
+            (env!("CARGO_BIN_EXE_cxlstat"), vec!["--list"]),
+            (
+                env!("CARGO_BIN_EXE_vcpustat"),
+                vec![
+                    "trace",
+                    "record",
+                    "--duration",
+                    "1s",
+                    "-w",
+                    written.to_str().unwrap(),
+                ],
+            ),
+        ];
+        for (program, args) in runs {
+            let (before, after) = args.split_at(if args[0] == "trace" { 2 } else { 0 });
+            let out = Command::new(program)
+                .args(before)
+                .args(["--sysroot", root])
+                .args(after)
+                .output()
+                .unwrap();
+            let name = Path::new(program).file_name().unwrap().to_str().unwrap();
+            assert_eq!(out.status.code(), Some(1), "{name} {args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!("{name}: --sysroot {root}: not a directory\n"),
+                "{args:?}"
+            );
+            assert!(out.stdout.is_empty());
+        }
+    }
+    assert!(!written.exists());
 }

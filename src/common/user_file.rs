@@ -74,11 +74,17 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 /// already; a character device such as `/dev/null` is taken as it is. A
 /// block device is refused before anything is written: the tools run as
 /// root, and `--record /dev/sdb` would write over the disk.
+///
+/// A new file is readable by its owner only (mode 0600, as perf creates
+/// `perf.data`): a recording holds what root alone may read, such as
+/// `/proc/powerpc/vcpudispatch_stats` (mode 0600) and the hypervisor's
+/// Dispatch Trace Log. An existing file keeps its mode.
 pub fn create(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
+        .mode(0o600)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
         .map_err(|err| match err.raw_os_error() {
@@ -190,6 +196,23 @@ mod tests {
             "a FIFO that no process reads: start its reader first"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_is_for_its_owner_only_and_an_existing_one_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("mode");
+        let fresh = dir.join("new.rec");
+        create(&fresh).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&fresh), 0o600);
+        let shared = dir.join("shared.rec");
+        std::fs::write(&shared, "old").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+        create(&shared).unwrap();
+        assert_eq!(mode(&shared), 0o644);
+        assert_eq!(std::fs::metadata(&shared).unwrap().len(), 0);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -27,13 +27,7 @@ pub const LINE_LIMIT: usize = 64 << 20;
 /// Opens `path` for reading: a regular file, or a FIFO or pipe (a
 /// recording decompressed on the fly, `--replay <(zcat run.rec.gz)`).
 pub fn open_to_read(path: &Path) -> io::Result<File> {
-    let fd: OwnedFd = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)?
-        .into();
-    let kind = file_kind(&fd)?;
-    let file = File::from(fd);
+    let (file, kind) = open_without_waiting(path)?;
     if !matches!(kind, "regular file" | "FIFO") {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -45,6 +39,32 @@ pub fn open_to_read(path: &Path) -> io::Result<File> {
     }
     set_blocking(file.as_raw_fd())?;
     Ok(file)
+}
+
+/// Opens `path` for reading at any offset: a regular file only. A FIFO, a
+/// pipe or a device is refused at once, never waited on.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let (file, kind) = open_without_waiting(path)?;
+    if kind != "regular file" {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a {kind}, expected a regular file (it is read at random places)"),
+        ));
+    }
+    set_blocking(file.as_raw_fd())?;
+    Ok(file)
+}
+
+/// Opens `path` with `O_NONBLOCK`, so that a FIFO without a writer does not
+/// block `open(2)`, and tells what it is.
+fn open_without_waiting(path: &Path) -> io::Result<(File, &'static str)> {
+    let fd: OwnedFd = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?
+        .into();
+    let kind = file_kind(&fd)?;
+    Ok((File::from(fd), kind))
 }
 
 /// Waits until FIFO `file`, opened without blocking, has data or had a
@@ -196,6 +216,33 @@ mod tests {
             "a FIFO that no process reads: start its reader first"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_a_regular_file_is_opened_to_be_read_at_random_places() {
+        let dir = scratch("regular");
+        let fifo = dir.join("ff");
+        mkfifo(&fifo);
+        for (path, kind) in [
+            (fifo.as_path(), "a FIFO"),
+            (Path::new("/dev/zero"), "a character device"),
+            (Path::new("/"), "a directory"),
+        ] {
+            let err = open_regular(path).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("{kind}, expected a regular file (it is read at random places)")
+            );
+        }
+        let file = dir.join("f");
+        std::fs::write(&file, "x").unwrap();
+        let mut text = String::new();
+        open_regular(&file)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "x");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -322,6 +322,10 @@ fn trace_output_and_topology_files_that_would_block_or_never_end_are_refused() {
         &["trace", "report", &recording, "--topology", "/dev/zero"],
     );
     assert_one_line_error(&out, "/dev/zero", "a character device, expected a file");
+    // A recording is read at random places: a FIFO without a writer is
+    // refused at once, where open(2) used to wait for one forever.
+    let out = run(VCPUSTAT, &["trace", "report", fifo]);
+    assert_one_line_error(&out, fifo, "a FIFO, expected a regular file");
     fs::remove_dir_all(dir).unwrap();
 }
 

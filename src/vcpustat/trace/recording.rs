@@ -46,6 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use super::entry::ENTRY_BYTES;
 use crate::common::source::Uname;
+use crate::common::user_file::open_regular;
 
 /// The value of the header's `format` field.
 pub const FORMAT_NAME: &str = "vcpustat-dtl";
@@ -280,10 +281,11 @@ fn le32(b: &[u8], at: usize) -> u32 {
 
 impl Recording {
     /// Opens a recording: reads the header and the block index, not the
-    /// records.
+    /// records. It is read at random places, so it must be a regular file
+    /// (a FIFO is refused at once rather than waited on).
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         let shown = path.display().to_string();
-        let file = File::open(path).map_err(|source| RecordingError::Io {
+        let file = open_regular(path).map_err(|source| RecordingError::Io {
             path: shown.clone(),
             source,
         })?;

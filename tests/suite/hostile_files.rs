@@ -525,6 +525,15 @@ fn non_regular_targets(dir: &Path, keep: &Path) -> Vec<(PathBuf, &'static str)> 
     targets
 }
 
+/// A tool's command line around an output option: what comes before the
+/// option and its file, what comes after, and the options the tool has.
+struct Around<'a> {
+    program: &'a str,
+    before: &'a [&'a str],
+    after: &'a [&'a str],
+    options: &'a [&'a str],
+}
+
 /// The file type of `path` itself (a link is not followed).
 fn file_type(path: &Path) -> fs::FileType {
     fs::symlink_metadata(path).unwrap().file_type()
@@ -560,65 +569,55 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
         iostat_root.to_str().unwrap(),
         vcpustat_root.to_str().unwrap(),
     );
+    // Each tool with what comes before and after the option, and the
+    // options it has. Intervals of 30 s: a refusal that waited for the first
+    // report would make `run` fail the test as hung after 10 s.
+    let both: &[&str] = &["--svg", "--textfile"];
+    let tools = [
+        Around {
+            program: IOSTAT,
+            before: &["--sysroot", iostat_root],
+            after: &["-x", "30", "2"],
+            options: both,
+        },
+        Around {
+            program: VCPUSTAT,
+            before: &["--sysroot", vcpustat_root],
+            after: &["30", "2"],
+            options: both,
+        },
+        Around {
+            program: VCPUSTAT,
+            before: &["trace", "report"],
+            after: &[&recording],
+            options: &["--svg"],
+        },
+        Around {
+            program: env!("CARGO_BIN_EXE_cxlstat"),
+            before: &["--sysroot", &cxl_root],
+            after: &[
+                "-e",
+                "clock_ticks",
+                "-a",
+                "-I",
+                "30000",
+                "--",
+                "sleep",
+                "60",
+            ],
+            options: both,
+        },
+    ];
     for (target, kind) in &targets {
         let path = target.to_str().unwrap();
-        let runs: [(&str, Vec<&str>); 7] = [
-            (
-                IOSTAT,
-                vec!["--sysroot", iostat_root, "--svg", path, "-x", "30", "2"],
-            ),
-            (
-                IOSTAT,
-                vec!["--sysroot", iostat_root, "--textfile", path, "30", "2"],
-            ),
-            (
-                VCPUSTAT,
-                vec!["--sysroot", vcpustat_root, "--svg", path, "30", "2"],
-            ),
-            (
-                VCPUSTAT,
-                vec!["--sysroot", vcpustat_root, "--textfile", path, "30", "2"],
-            ),
-            (VCPUSTAT, vec!["trace", "report", "--svg", path, &recording]),
-            (
-                env!("CARGO_BIN_EXE_cxlstat"),
-                vec![
-                    "--sysroot",
-                    &cxl_root,
-                    "--svg",
-                    path,
-                    "-e",
-                    "clock_ticks",
-                    "-a",
-                    "-I",
-                    "30000",
-                    "--",
-                    "sleep",
-                    "60",
-                ],
-            ),
-            (
-                env!("CARGO_BIN_EXE_cxlstat"),
-                vec![
-                    "--sysroot",
-                    &cxl_root,
-                    "--textfile",
-                    path,
-                    "-e",
-                    "clock_ticks",
-                    "-a",
-                    "-I",
-                    "30000",
-                    "--",
-                    "sleep",
-                    "60",
-                ],
-            ),
-        ];
-        // Intervals of 30 s: a refusal that waited for the first report
-        // would make `run` fail the test as hung after 10 s.
-        for (program, args) in runs {
-            assert_one_line_error(&run(program, &args), path, kind);
+        for tool in &tools {
+            for option in tool.options {
+                let args: Vec<&str> = (tool.before.iter().copied())
+                    .chain([*option, path])
+                    .chain(tool.after.iter().copied())
+                    .collect();
+                assert_one_line_error(&run(tool.program, &args), path, kind);
+            }
         }
     }
     for ((target, _), before) in targets.iter().zip(types_before) {

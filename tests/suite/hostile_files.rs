@@ -665,50 +665,28 @@ fn a_recording_is_never_written_over_a_block_device() {
     let iostat_root = iostat_tree(&dir);
     let vcpustat_root = vcpustat_tree(&dir);
     let trace_root = trace_tree(&dir);
-    let runs: [(&str, Vec<&str>); 3] = [
-        (
-            IOSTAT,
-            vec![
-                "--sysroot",
-                iostat_root.to_str().unwrap(),
-                "--record",
-                &device,
-                "1",
-                "1",
-            ],
-        ),
-        (
-            VCPUSTAT,
-            vec![
-                "--sysroot",
-                vcpustat_root.to_str().unwrap(),
-                "--record",
-                &device,
-                "1",
-                "1",
-            ],
-        ),
-        (
-            VCPUSTAT,
-            vec![
-                "trace",
-                "record",
-                "--sysroot",
-                trace_root.to_str().unwrap(),
-                "--duration",
-                "1s",
-                "-w",
-                &device,
-            ],
-        ),
-    ];
-    for (program, args) in runs {
-        assert_one_line_error(
-            &run(program, &args),
-            &device,
-            "a block device, expected a file",
-        );
+    let refused = |program: &str, args: &[&str]| {
+        let out = run(program, args);
+        assert_one_line_error(&out, &device, "a block device, expected a file");
+    };
+    for (program, root) in [(IOSTAT, &iostat_root), (VCPUSTAT, &vcpustat_root)] {
+        let root = root.to_str().unwrap();
+        refused(program, &["--sysroot", root, "--record", &device, "1", "1"]);
     }
+    let root = trace_root.to_str().unwrap();
+    refused(
+        VCPUSTAT,
+        &[
+            "trace",
+            "record",
+            "--sysroot",
+            root,
+            "--duration",
+            "1s",
+            "-w",
+            &device,
+        ],
+    );
     drop(disk);
     assert!(
         fs::read(&backing).unwrap().iter().all(|&b| b == 0),

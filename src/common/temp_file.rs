@@ -39,29 +39,66 @@ pub fn replace_with(
 }
 
 /// Checks, before a run, each file an option such as `--svg` or
-/// `--textfile` will replace: it has a file name, its directory exists, and
-/// it is a regular file or does not exist yet. The error names the option
+/// `--textfile` will replace: it has a file name, its directory exists, it
+/// is a regular file or does not exist yet, and no other of these options,
+/// nor the `recording` `--record` writes, names the same file (the one
+/// written last would take the other's place). The error names the option
 /// and the file.
-pub fn check_targets(targets: &[(&str, Option<&Path>)]) -> Result<(), String> {
+pub fn check_targets(
+    targets: &[(&str, Option<&Path>)],
+    recording: Option<&Path>,
+) -> Result<(), String> {
+    let mut places: Vec<(&str, &Path, PathBuf)> = Vec::new();
+    let named =
+        |option: &str, path: &Path, what: String| format!("{option} {}: {what}", path.display());
     for (option, path) in targets {
         if let Some(path) = path {
-            check_target(path).map_err(|err| format!("{option} {}: {err}", path.display()))?;
+            check_target(path).map_err(|err| named(option, path, err.to_string()))?;
         }
+    }
+    let all = targets.iter().copied().chain([("--record", recording)]);
+    for (option, path) in all.filter_map(|(o, p)| Some((o, p?))) {
+        let Some(place) = place_of(path) else {
+            continue;
+        };
+        if let Some((other, _, _)) = places.iter().find(|(_, _, p)| *p == place) {
+            let what = format!("the same file as {other}'s: one would replace the other");
+            return Err(named(option, path, what));
+        }
+        places.push((option, path, place));
     }
     Ok(())
 }
 
 fn check_target(path: &Path) -> io::Result<()> {
     temporary_name(path)?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = directory_of(path);
     let in_dir = |err: io::Error| io::Error::new(err.kind(), format!("{}: {err}", dir.display()));
     if !fs::metadata(dir).map_err(in_dir)?.is_dir() {
         return Err(in_dir(io::Error::from_raw_os_error(libc::ENOTDIR)));
     }
     refuse_non_regular(path)
+}
+
+/// The directory `path` is in (`.` for a bare name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Where `path` is, with links resolved: the file's own canonical path if
+/// it exists, else its directory's and its name; `None` when neither can
+/// be found (an error other checks report).
+fn place_of(path: &Path) -> Option<PathBuf> {
+    fs::canonicalize(path).ok().or_else(|| {
+        Some(
+            fs::canonicalize(directory_of(path))
+                .ok()?
+                .join(path.file_name()?),
+        )
+    })
 }
 
 /// Fails unless `path` is a regular file or does not exist. The link
@@ -168,7 +205,7 @@ mod tests {
         );
         assert_eq!(fs::read_link(&link).unwrap(), victim);
         assert_eq!(fs::read(&victim).unwrap(), b"precious");
-        let err = check_targets(&[("--svg", None), ("--textfile", Some(&dir))]).unwrap_err();
+        let err = check_targets(&[("--svg", None), ("--textfile", Some(&dir))], None).unwrap_err();
         assert_eq!(
             err,
             format!(
@@ -178,17 +215,52 @@ mod tests {
             )
         );
         let missing = dir.join("none/x.svg");
-        let err = check_targets(&[("--svg", Some(&missing))]).unwrap_err();
+        let err = check_targets(&[("--svg", Some(&missing))], None).unwrap_err();
         assert!(
             err.ends_with("none: No such file or directory (os error 2)"),
             "{err}"
         );
         assert_eq!(
-            check_targets(&[("--svg", Some(&dir.join("new.svg")))]),
+            check_targets(&[("--svg", Some(&dir.join("new.svg")))], None),
             Ok(())
         );
-        assert_eq!(check_targets(&[("--svg", Some(&victim))]), Ok(()));
+        assert_eq!(check_targets(&[("--svg", Some(&victim))], None), Ok(()));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn two_options_naming_one_file_are_refused() {
+        let dir = scratch("same-file");
+        let chart = dir.join("run.svg");
+        let again = dir.join(".").join("run.svg");
+        let err = check_targets(&[("--svg", Some(&chart))], Some(&again)).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "--record {}: the same file as --svg's: one would replace the other",
+                again.display()
+            )
+        );
+        let err = check_targets(
+            &[("--svg", Some(&chart)), ("--textfile", Some(&again))],
+            None,
+        )
+        .unwrap_err();
+        assert!(err.starts_with("--textfile "), "{err}");
+        fs::write(&chart, "<svg/>").unwrap();
+        let link = dir.join("link.rec");
+        std::os::unix::fs::symlink(&chart, &link).unwrap();
+        let err = check_targets(&[("--svg", Some(&chart))], Some(&link)).unwrap_err();
+        assert!(err.contains("the same file as --svg's"), "{err}");
+        let other = dir.join("run.prom");
+        assert_eq!(
+            check_targets(
+                &[("--svg", Some(&chart)), ("--textfile", Some(&other))],
+                Some(&dir.join("run.rec"))
+            ),
+            Ok(())
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 

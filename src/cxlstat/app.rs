@@ -104,7 +104,12 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
         };
         let svg = count.svg.as_deref();
         crate::common::privilege::refuse_chosen_outputs(svg, textfile)
-            .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))
+            .and_then(|()| {
+                check_targets(
+                    &[("--svg", svg), ("--textfile", textfile)],
+                    options.source.record.as_deref(),
+                )
+            })
             .map_err(CxlError::Setup)?;
     }
     options.source.open(TOOL, raw_args).map_err(CxlError::Setup)

@@ -70,8 +70,13 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         return report_error(TOOL, conflict, 2);
     }
     let (svg, textfile) = (opts.svg.as_deref(), opts.expo.textfile.as_deref());
-    if let Err(msg) = crate::common::privilege::refuse_chosen_outputs(svg, textfile)
-        .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))
+    if let Err(msg) =
+        crate::common::privilege::refuse_chosen_outputs(svg, textfile).and_then(|()| {
+            check_targets(
+                &[("--svg", svg), ("--textfile", textfile)],
+                opts.source.record.as_deref(),
+            )
+        })
     {
         return report(&progname, IostatError::Source(msg));
     }

@@ -62,8 +62,13 @@ pub fn main(args: Vec<String>) -> i32 {
         Err(err) => return report_error(TOOL, &err, err.exit_status()),
     };
     let (svg, textfile) = (options.svg.as_deref(), options.expo.textfile.as_deref());
-    if let Err(message) = crate::common::privilege::refuse_chosen_outputs(svg, textfile)
-        .and_then(|()| check_targets(&[("--svg", svg), ("--textfile", textfile)]))
+    if let Err(message) =
+        crate::common::privilege::refuse_chosen_outputs(svg, textfile).and_then(|()| {
+            check_targets(
+                &[("--svg", svg), ("--textfile", textfile)],
+                options.source.record.as_deref(),
+            )
+        })
     {
         return report_error(TOOL, message, 1);
     }

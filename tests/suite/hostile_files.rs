@@ -639,6 +639,52 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--record FILE --svg FILE`: the chart would replace the recording at its
+/// first rewrite. Every tool with both refuses it before the run, and
+/// nothing is created.
+#[test]
+fn one_file_named_by_two_outputs_is_refused() {
+    let dir = scratch("same-file");
+    let iostat_root = iostat_tree(&dir);
+    let vcpustat_root = vcpustat_tree(&dir);
+    let cxl_root = format!(
+        "{}/tests/fixtures/cxl/two-memdevs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let file = dir.join("run.out");
+    let same = dir.join(".").join("run.out");
+    let (file, same) = (file.to_str().unwrap(), same.to_str().unwrap());
+    let roots = [
+        (IOSTAT, iostat_root.to_str().unwrap()),
+        (VCPUSTAT, vcpustat_root.to_str().unwrap()),
+        (env!("CARGO_BIN_EXE_cxlstat"), cxl_root.as_str()),
+    ];
+    for (program, root) in roots {
+        let run_args: &[&str] = if program == IOSTAT || program == VCPUSTAT {
+            &["30", "2"]
+        } else {
+            &[
+                "-e",
+                "clock_ticks",
+                "-a",
+                "-I",
+                "30000",
+                "--",
+                "sleep",
+                "60",
+            ]
+        };
+        let args: Vec<&str> = ["--sysroot", root, "--record", file, "--svg", same]
+            .into_iter()
+            .chain(run_args.iter().copied())
+            .collect();
+        let out = run(program, &args);
+        assert_one_line_error(&out, file, "the same file as --svg's");
+        assert!(!Path::new(file).exists(), "{args:?}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
 /// `--record` and `vcpustat trace record -w` write where they are told,
 /// devices such as `/dev/null` included, but never over a block device (a
 /// slip such as `--record /dev/sdb`, run as root): refused before a byte is

@@ -221,7 +221,7 @@ fn run_report(args: &ReportArgs) -> i32 {
     }
     let svg = args.chart.svg.as_deref();
     if let Err(e) = crate::common::privilege::refuse_chosen_outputs(svg, None)
-        .and_then(|()| check_targets(&[("--svg", svg)]))
+        .and_then(|()| check_targets(&[("--svg", svg)], None))
     {
         return report_error(TOOL, e, 1);
     }

@@ -48,7 +48,7 @@ pub fn check_targets(
     targets: &[(&str, Option<&Path>)],
     recording: Option<&Path>,
 ) -> Result<(), String> {
-    let mut places: Vec<(&str, &Path, PathBuf)> = Vec::new();
+    let mut places: Vec<(&str, PathBuf)> = Vec::new();
     let named =
         |option: &str, path: &Path, what: String| format!("{option} {}: {what}", path.display());
     for (option, path) in targets {
@@ -61,11 +61,11 @@ pub fn check_targets(
         let Some(place) = place_of(path) else {
             continue;
         };
-        if let Some((other, _, _)) = places.iter().find(|(_, _, p)| *p == place) {
+        if let Some((other, _)) = places.iter().find(|(_, p)| *p == place) {
             let what = format!("the same file as {other}'s: one would replace the other");
             return Err(named(option, path, what));
         }
-        places.push((option, path, place));
+        places.push((option, place));
     }
     Ok(())
 }

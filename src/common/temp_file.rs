@@ -18,6 +18,7 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use super::privilege;
 use super::root::kind_of_mode;
 
 /// Replaces `path` with what `write` writes into a new file created with
@@ -38,13 +39,26 @@ pub fn replace_with(
     written
 }
 
-/// Checks, before a run, each file an option such as `--svg` or
-/// `--textfile` will replace: it has a file name, its directory exists, it
-/// is a regular file or does not exist yet, and no other of these options,
-/// nor the `recording` `--record` writes, names the same file (the one
-/// written last would take the other's place). The error names the option
-/// and the file.
-pub fn check_targets(
+/// Checks, before a run, the files the caller chose for `--svg`,
+/// `--textfile` and `--record`: refused with raised privileges
+/// ([`privilege::refuse_chosen_outputs`]), then each file as
+/// `check_targets` checks it. One call for every tool's start.
+pub fn check_chosen_outputs(
+    svg: Option<&Path>,
+    textfile: Option<&Path>,
+    recording: Option<&Path>,
+) -> Result<(), String> {
+    privilege::refuse_chosen_outputs(svg, textfile)?;
+    check_targets(&[("--svg", svg), ("--textfile", textfile)], recording)
+}
+
+/// Checks each file an option such as `--svg` or `--textfile` will
+/// replace: it has a file name, its directory exists, it is a regular file
+/// or does not exist yet, and no other of these options, nor the
+/// `recording` `--record` writes, names the same file (the one written
+/// last would take the other's place). The error names the option and the
+/// file.
+fn check_targets(
     targets: &[(&str, Option<&Path>)],
     recording: Option<&Path>,
 ) -> Result<(), String> {

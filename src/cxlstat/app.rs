@@ -20,7 +20,7 @@ use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
 use crate::common::stdout::{StoppableStdout, is_stopped_while_writing};
-use crate::common::temp_file::check_targets;
+use crate::common::temp_file::check_chosen_outputs;
 
 use super::chart::CxlCharts;
 use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
@@ -102,15 +102,12 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
             CountFormat::Expo(crate::common::expo::Target::Textfile(path)) => Some(path.as_path()),
             _ => None,
         };
-        let svg = count.svg.as_deref();
-        crate::common::privilege::refuse_chosen_outputs(svg, textfile)
-            .and_then(|()| {
-                check_targets(
-                    &[("--svg", svg), ("--textfile", textfile)],
-                    options.source.record.as_deref(),
-                )
-            })
-            .map_err(CxlError::Setup)?;
+        check_chosen_outputs(
+            count.svg.as_deref(),
+            textfile,
+            options.source.record.as_deref(),
+        )
+        .map_err(CxlError::Setup)?;
     }
     options.source.open(TOOL, raw_args).map_err(CxlError::Setup)
 }

@@ -18,7 +18,7 @@ use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
-use crate::common::temp_file::check_targets;
+use crate::common::temp_file::check_chosen_outputs;
 
 use super::cli::{
     Action, DeviceKind, Env, ListArg, Options, OutputFormat, command, parse_args, usage_text,
@@ -69,15 +69,11 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     {
         return report_error(TOOL, conflict, 2);
     }
-    let (svg, textfile) = (opts.svg.as_deref(), opts.expo.textfile.as_deref());
-    if let Err(msg) =
-        crate::common::privilege::refuse_chosen_outputs(svg, textfile).and_then(|()| {
-            check_targets(
-                &[("--svg", svg), ("--textfile", textfile)],
-                opts.source.record.as_deref(),
-            )
-        })
-    {
+    if let Err(msg) = check_chosen_outputs(
+        opts.svg.as_deref(),
+        opts.expo.textfile.as_deref(),
+        opts.source.record.as_deref(),
+    ) {
         return report(&progname, IostatError::Source(msg));
     }
     let mut source = match opts.source.open(TOOL, rest) {

@@ -17,7 +17,7 @@ use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
 use crate::common::stdout::StoppableStdout;
-use crate::common::temp_file::check_targets;
+use crate::common::temp_file::check_chosen_outputs;
 
 use super::chart::VcpuCharts;
 use super::cli::{Cli, Mode, Options, Switch, Tool};
@@ -61,15 +61,11 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(options) => options,
         Err(err) => return report_error(TOOL, &err, err.exit_status()),
     };
-    let (svg, textfile) = (options.svg.as_deref(), options.expo.textfile.as_deref());
-    if let Err(message) =
-        crate::common::privilege::refuse_chosen_outputs(svg, textfile).and_then(|()| {
-            check_targets(
-                &[("--svg", svg), ("--textfile", textfile)],
-                options.source.record.as_deref(),
-            )
-        })
-    {
+    if let Err(message) = check_chosen_outputs(
+        options.svg.as_deref(),
+        options.expo.textfile.as_deref(),
+        options.source.record.as_deref(),
+    ) {
         return report_error(TOOL, message, 1);
     }
     // The source before the stop handlers: a stop signal while a replay is

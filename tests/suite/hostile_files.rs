@@ -83,6 +83,16 @@ fn assert_one_line_error(out: &Output, file: &str, what: &str) {
 }
 
 const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
+/// A CXL sysfs fixture with two memory devices.
+const CXL_TREE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/cxl/two-memdevs"
+);
+/// A small `vcpustat trace` recording.
+const DTL_RECORDING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/charts/lpar1.dtl"
+);
 const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
 
 /// A small healthy tree for iostat-rs: one disk.
@@ -313,13 +323,9 @@ fn trace_output_and_topology_files_that_would_block_or_never_end_are_refused() {
         fs::read_to_string(root.join(DTL).join("dtl_event_mask")).unwrap(),
         "0x07\n"
     );
-    let recording = format!(
-        "{}/tests/fixtures/charts/lpar1.dtl",
-        env!("CARGO_MANIFEST_DIR")
-    );
     let out = run(
         VCPUSTAT,
-        &["trace", "report", &recording, "--topology", "/dev/zero"],
+        &["trace", "report", DTL_RECORDING, "--topology", "/dev/zero"],
     );
     assert_one_line_error(&out, "/dev/zero", "a character device, expected a file");
     // A recording is read at random places: a FIFO without a writer is
@@ -463,13 +469,9 @@ fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
 #[test]
 fn cxlstat_plans_tens_of_thousands_of_events_without_stalling() {
     let dir = scratch("many-events");
-    let tree = format!(
-        "{}/tests/fixtures/cxl/two-memdevs",
-        env!("CARGO_MANIFEST_DIR")
-    );
     let printed = dir.join("dry-run.txt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-        .args(["--sysroot", &tree, "--dry-run"])
+        .args(["--sysroot", CXL_TREE, "--dry-run"])
         .args(std::iter::repeat_n(["-e", "clock_ticks"], 50_000).flatten())
         .stdin(Stdio::null())
         .stdout(fs::File::create(&printed).unwrap())
@@ -545,14 +547,6 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
     let iostat_root = iostat_tree(&dir);
     let vcpustat_root = vcpustat_tree(&dir);
     let stats_before = fs::read_to_string(vcpustat_root.join(STATS)).unwrap();
-    let cxl_root = format!(
-        "{}/tests/fixtures/cxl/two-memdevs",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let recording = format!(
-        "{}/tests/fixtures/charts/lpar1.dtl",
-        env!("CARGO_MANIFEST_DIR")
-    );
     let keep = dir.join("keep");
     fs::write(&keep, "precious").unwrap();
     let targets_dir = dir.join("targets");
@@ -589,12 +583,12 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
         Around {
             program: VCPUSTAT,
             before: &["trace", "report"],
-            after: &[&recording],
+            after: &[DTL_RECORDING],
             options: &["--svg"],
         },
         Around {
             program: env!("CARGO_BIN_EXE_cxlstat"),
-            before: &["--sysroot", &cxl_root],
+            before: &["--sysroot", CXL_TREE],
             after: &[
                 "-e",
                 "clock_ticks",
@@ -647,17 +641,13 @@ fn one_file_named_by_two_outputs_is_refused() {
     let dir = scratch("same-file");
     let iostat_root = iostat_tree(&dir);
     let vcpustat_root = vcpustat_tree(&dir);
-    let cxl_root = format!(
-        "{}/tests/fixtures/cxl/two-memdevs",
-        env!("CARGO_MANIFEST_DIR")
-    );
     let file = dir.join("run.out");
     let same = dir.join(".").join("run.out");
     let (file, same) = (file.to_str().unwrap(), same.to_str().unwrap());
     let roots = [
         (IOSTAT, iostat_root.to_str().unwrap()),
         (VCPUSTAT, vcpustat_root.to_str().unwrap()),
-        (env!("CARGO_BIN_EXE_cxlstat"), cxl_root.as_str()),
+        (env!("CARGO_BIN_EXE_cxlstat"), CXL_TREE),
     ];
     for (program, root) in roots {
         let run_args: &[&str] = if program == IOSTAT || program == VCPUSTAT {

@@ -21,7 +21,7 @@ use crate::common::cli::{SourceArgs, output_error_status, report_error};
 use crate::common::cpulist::CpuList;
 use crate::common::interval::{parse_interval, parse_positive_interval};
 use crate::common::signals::StopSignal;
-use crate::common::temp_file::check_targets;
+use crate::common::temp_file::check_chosen_outputs;
 
 const TOOL: &str = "vcpustat";
 
@@ -219,10 +219,7 @@ fn run_report(args: &ReportArgs) -> i32 {
     if let Err(e) = options.tables() {
         return report_error(TOOL, e, 2);
     }
-    let svg = args.chart.svg.as_deref();
-    if let Err(e) = crate::common::privilege::refuse_chosen_outputs(svg, None)
-        .and_then(|()| check_targets(&[("--svg", svg)], None))
-    {
+    if let Err(e) = check_chosen_outputs(args.chart.svg.as_deref(), None, None) {
         return report_error(TOOL, e, 1);
     }
     let topology = match &args.topology {

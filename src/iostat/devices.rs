@@ -15,6 +15,7 @@
 use crate::common::source::Source;
 
 use super::cli::{AltMode, DeviceKind, ListArg, Options};
+use super::heapsort;
 use super::lookup::{NameIndex, NameMap, PositionHints};
 use super::model::looks_readded;
 use super::names::{
@@ -312,7 +313,7 @@ impl DeviceList {
                 self.order.insert(at.unwrap_or(self.order.len()), idx);
             }
         } else {
-            fresh.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
+            heapsort::sort_by(&mut fresh, |a, b| name(a) < name(b));
             let mut merged = Vec::with_capacity(self.order.len() + fresh.len());
             let (mut i, mut j) = (0, 0);
             while i < self.order.len() && j < fresh.len() {

@@ -3,6 +3,7 @@
 //! * [`cli`]: the order-dependent command line into typed [`cli::Options`];
 //! * [`parse`]: the kernel file parsers;
 //! * [`devices`]: discovery, selection, order, groups, reading samples;
+//! * [`heapsort`]: the sort of that order, small enough for the hot code;
 //! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
 //! * [`model`]: the formulas, from two samples;
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
@@ -20,6 +21,7 @@ pub mod devices;
 pub mod error;
 pub mod expose;
 pub mod fmt;
+pub mod heapsort;
 pub mod latency;
 pub mod lookup;
 pub mod manual;

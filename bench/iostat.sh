@@ -43,6 +43,12 @@
 #                    and written data, which no other process shares. After
 #                    the table, its growth per device from the smallest to
 #                    the largest size, the memory that grows with the work.
+#   private floor  = after the table, at the smallest size: private memory
+#                    of sysstat, of the two programs of bench/floor/ (a
+#                    Rust program that only sleeps, and one that does the
+#                    job with the standard library alone, built as the
+#                    programs are) and of iostat-rs, alternated: how much
+#                    of iostat-rs's figure any Rust program pays.
 #   work per report = at the smallest size, after the table: user-space
 #                    instructions (valgrind's callgrind) and system calls
 #                    (strace) that one more report of an interval run costs,
@@ -78,6 +84,28 @@ for tool in perf /usr/bin/time unshare; do
     command -v "$tool" >/dev/null || { echo "bench/iostat.sh: $tool is missing" >&2; exit 2; }
 done
 
+# Builds the two programs of bench/floor/ (one that only sleeps, one that
+# does iostat's job plainly) with the dist profile's optimisation and the
+# link choices build.rs makes for every program (libgcc's unwinder linked
+# in, packed relative relocations when iostat-rs has them), but not its
+# order of the hot code, and prints the directory that holds them; or
+# prints nothing, with a line on standard error, without rustc.
+build_floor() {
+    local dir program flags=(-C opt-level=3 -C codegen-units=1 -C lto=fat -l static:-bundle=gcc_eh)
+    dir=$(mktemp -d /tmp/hwstat-floor.XXXXXX)
+    if readelf -d "$IOSTAT_RS" 2>/dev/null | grep -q '(RELR)'; then
+        flags+=(-C link-arg=-Wl,-z,pack-relative-relocs)
+    fi
+    for program in idle iostat; do
+        if ! rustc --edition 2021 "${flags[@]}" "$here/bench/floor/$program.rs" -o "$dir/$program" >&2; then
+            echo "bench/iostat.sh: could not build bench/floor/$program.rs; the floor is left out" >&2
+            rm -rf "$dir"
+            return
+        fi
+    done
+    echo "$dir"
+}
+
 if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
     if [ -z "${IOSTAT_RS:-}" ]; then
         # The shipped build (Cargo.toml's `dist` profile).
@@ -85,7 +113,8 @@ if [ -z "${HWSTAT_BENCH_IN_NAMESPACE:-}" ]; then
         IOSTAT_RS=${CARGO_TARGET_DIR:-$here/target}/dist/iostat-rs
     fi
     [ -x "$IOSTAT_RS" ] || { echo "bench/iostat.sh: no binary at $IOSTAT_RS" >&2; exit 2; }
-    export IOSTAT_RS SYSSTAT REPS COUNT IREPS RSS_REPS PRIVATE_REPS HWSTAT_BENCH_IN_NAMESPACE=1
+    FLOOR_DIR=$(build_floor)
+    export IOSTAT_RS SYSSTAT REPS COUNT IREPS RSS_REPS PRIVATE_REPS FLOOR_DIR HWSTAT_BENCH_IN_NAMESPACE=1
     exec unshare -m --propagation private "$0" "${sizes[@]}"
 fi
 
@@ -93,7 +122,7 @@ fi
 export LC_ALL=C TZ=UTC S_COLORS=never
 unset POSIXLY_CORRECT S_TIME_FORMAT S_COLORS_SGR
 work=$(mktemp -d /tmp/hwstat-bench.XXXXXX)
-trap 'umount "$work" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'umount "$work" 2>/dev/null; rm -rf "$work"; [ -z "${FLOOR_DIR:-}" ] || rm -rf "$FLOOR_DIR"' EXIT
 mount -t tmpfs hwstat-bench-files "$work"
 mount -t tmpfs hwstat-bench-block /sys/block
 for f in diskstats uptime stat; do
@@ -146,6 +175,11 @@ max_rss_kb() {
     echo "$(median <"$work/rs") $(median <"$work/rr")"
 }
 
+# Private_Clean + Private_Dirty of process $1 in kB.
+private_kb() {
+    awk '/^Private_(Clean|Dirty):/ { kb += $2 } END { print kb }' "/proc/$1/smaps_rollup"
+}
+
 # "private-kB anonymous-kB" of "$@" run as an interval run, sampled 1.5 s
 # in (after its first report, while it sleeps): Private_Clean +
 # Private_Dirty and Anonymous of smaps_rollup, each the median of
@@ -158,11 +192,30 @@ private_anon_kb() {
         "$@" 1 3 >/dev/null &
         pid=$!
         sleep 1.5
-        awk '/^Private_(Clean|Dirty):/ { kb += $2 } END { print kb }' "/proc/$pid/smaps_rollup" >>"$work/private"
+        private_kb "$pid" >>"$work/private"
         awk '/^Anonymous:/ { print $2 }' "/proc/$pid/smaps_rollup" >>"$work/anon"
         wait "$pid"
     done
     echo "$(median <"$work/private") $(median <"$work/anon")"
+}
+
+# "sysstat-kB idle-kB floor-kB iostat-rs-kB": private memory of sysstat,
+# the two programs of bench/floor/ and iostat-rs, each running (or, idle,
+# sleeping through) `-x 1 3`, sampled as private_anon_kb samples,
+# alternated, the medians of PRIVATE_REPS runs each.
+private_floor_kb() {
+    local i j pid programs=("$SYSSTAT" "$FLOOR_DIR/idle" "$FLOOR_DIR/iostat" "$IOSTAT_RS")
+    for j in 0 1 2 3; do : >"$work/private-$j"; done
+    for ((i = 0; i < PRIVATE_REPS; i++)); do
+        for j in 0 1 2 3; do
+            "${programs[j]}" -x 1 3 >/dev/null &
+            pid=$!
+            sleep 1.5
+            private_kb "$pid" >>"$work/private-$j"
+            wait "$pid"
+        done
+    done
+    for j in 0 1 2 3; do median <"$work/private-$j"; done | paste -sd' '
 }
 
 # Task-clock ms that one wake-up costs this machine now: `sleep 0.2` minus
@@ -257,6 +310,19 @@ if [ "$last" -gt "$first" ]; then
         pr=$(per_device_bytes "${anon_r["$first $mode"]}" "${anon_r["$last $mode"]}" $((last - first)))
         echo "  \`$mode\`: sysstat $ps, iostat-rs $pr, ratio $(ratio "$pr" "$ps")"
     done
+fi
+if [ -n "${FLOOR_DIR:-}" ]; then
+    make_devices "$first" "$work" /sys/block
+    read -r sp ip fp rp < <(private_floor_kb)
+    echo
+    echo "Private floor at $first devices: private kB of \`-x 1 3\` beside two Rust programs built as iostat-rs is, without its hot-code order (bench/floor/), alternated, medians of $PRIVATE_REPS runs:"
+    echo
+    echo '| program | private kB | ratio to sysstat |'
+    echo '|---|---:|---:|'
+    echo "| sysstat | $sp | 1 |"
+    echo "| bench/floor/idle.rs (only sleeps) | $ip | $(ratio "$ip" "$sp") |"
+    echo "| bench/floor/iostat.rs (the job, standard library only) | $fp | $(ratio "$fp" "$sp") |"
+    echo "| iostat-rs | $rp | $(ratio "$rp" "$sp") |"
 fi
 if [ "$COUNT" -lt 2 ]; then
     echo

@@ -2,13 +2,13 @@
 //! sample finds, put in sysstat's `strcmp` order.
 //!
 //! Why not the standard library's `sort_unstable_by`: its quicksort with
-//! its small-sort and pivot selection is 6.4 kB of code, which the main job
-//! runs whenever a sample finds new devices (the first sample, at any
-//! size). Listed with the rest of the main job at the start of the text
-//! (build.rs, "Hot code first"), it made that block 1.3 kB larger than the
-//! three 64 kB fault-around windows a run keeps: at 1,000 devices and more
-//! a `-x` run kept a fourth window, 64 kB more resident memory
-//! (BENCHMARKS.md, session 20). This one is a few hundred bytes, sorts in
+//! its small-sort and pivot selection is 6.4 kB of code, all of which runs
+//! when a sample finds many new devices (the first sample at 1,000
+//! devices; at 10, only its start). Listed with the rest of the main job
+//! at the start of the text (build.rs, "Hot code first"), it made that
+//! block 1.3 kB larger than the three 64 kB fault-around windows a run
+//! keeps: at 1,000 devices and more a `-x` run kept a fourth window, 64 kB
+//! more resident memory (BENCHMARKS.md, session 20). This one is a few hundred bytes, sorts in
 //! place without allocating, and makes about n·log₂ n comparisons, as
 //! many as the quicksort. The standard library's sort is its test oracle.
 

@@ -94,6 +94,18 @@ const DTL_RECORDING: &str = concat!(
     "/tests/fixtures/charts/lpar1.dtl"
 );
 const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
+/// A cxlstat run long enough that it can only end early by refusing its
+/// options: one event, 30 s reports, over a minute-long command.
+const CXLSTAT_LONG_RUN: &[&str] = &[
+    "-e",
+    "clock_ticks",
+    "-a",
+    "-I",
+    "30000",
+    "--",
+    "sleep",
+    "60",
+];
 
 /// A small healthy tree for iostat-rs: one disk.
 fn iostat_tree(dir: &Path) -> PathBuf {
@@ -589,16 +601,7 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
         Around {
             program: env!("CARGO_BIN_EXE_cxlstat"),
             before: &["--sysroot", CXL_TREE],
-            after: &[
-                "-e",
-                "clock_ticks",
-                "-a",
-                "-I",
-                "30000",
-                "--",
-                "sleep",
-                "60",
-            ],
+            after: CXLSTAT_LONG_RUN,
             options: both,
         },
     ];
@@ -653,16 +656,7 @@ fn one_file_named_by_two_outputs_is_refused() {
         let run_args: &[&str] = if program == IOSTAT || program == VCPUSTAT {
             &["30", "2"]
         } else {
-            &[
-                "-e",
-                "clock_ticks",
-                "-a",
-                "-I",
-                "30000",
-                "--",
-                "sleep",
-                "60",
-            ]
+            CXLSTAT_LONG_RUN
         };
         let args: Vec<&str> = ["--sysroot", root, "--record", file, "--svg", same]
             .into_iter()

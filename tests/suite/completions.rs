@@ -11,7 +11,7 @@
 //! The sysfs directories are replaced by tmpfs mounts in a private mount
 //! namespace (root), so the names offered are the ones the test created.
 
-use crate::skip;
+use crate::{namespace, skip};
 
 use std::path::Path;
 use std::process::Command;
@@ -97,14 +97,7 @@ fn complete(setup: Option<&str>, shell: &str, program: &str, words: &[&str]) -> 
     let (script, mut argv) = completion_script(shell, program, words);
     argv.push(script);
     let mut command = match setup {
-        Some(setup) => {
-            let mut c = Command::new("unshare");
-            c.args(["-m", "--propagation", "private", "sh", "-c"])
-                .arg(format!("{setup} && exec \"$@\""))
-                .arg("sh")
-                .args(&argv);
-            c
-        }
+        Some(setup) => namespace::command(setup, &argv[0], &argv[1..]),
         None => {
             let mut c = Command::new(&argv[0]);
             c.args(&argv[1..]);
@@ -159,20 +152,13 @@ fn shells(test: &str) -> Option<[&'static str; 3]> {
 }
 
 /// A mount-namespace prefix, or `None` after saying why there is none.
-fn namespace(test: &str) -> Option<()> {
-    let ok = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        Some(())
-    } else {
-        skip::skip(
-            test,
-            "needs a private mount namespace (root and unshare from util-linux) to put test \
-             devices in /sys",
-        );
-        None
+fn namespace_or_skip(test: &str) -> Option<()> {
+    match namespace::unavailable() {
+        None => Some(()),
+        Some(why) => {
+            skip::skip(test, &format!("{why}; it puts test devices in /sys"));
+            None
+        }
     }
 }
 
@@ -210,7 +196,7 @@ fn enumerated_values_complete_in_every_shell() {
 #[test]
 fn pmu_and_device_names_come_from_sysfs_at_completion_time() {
     let test = "pmu_and_device_names_come_from_sysfs_at_completion_time";
-    let (Some(shells), Some(())) = (shells(test), namespace(test)) else {
+    let (Some(shells), Some(())) = (shells(test), namespace_or_skip(test)) else {
         return;
     };
     let setup = "mount -t tmpfs hwstat-pmus /sys/bus/event_source/devices \

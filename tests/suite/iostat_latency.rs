@@ -9,7 +9,7 @@
 //! tracefs is mounted in a private mount namespace of each command, so the
 //! machine's mounts are left as they were.
 
-use crate::{skip, slowdisk};
+use crate::{namespace, skip, slowdisk};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -68,17 +68,6 @@ fn runnable(test: &str, tools: &[&str]) -> bool {
         }
         None => true,
     }
-}
-
-/// `program args` in a private mount namespace where tracefs is mounted
-/// at /sys/kernel/tracing (`setup` runs first, as shell commands).
-fn in_namespace(setup: &str, program: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new("unshare");
-    cmd.args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(format!("{setup} && exec \"$0\" \"$@\""))
-        .arg(program)
-        .args(args);
-    cmd
 }
 
 const MOUNT_TRACEFS: &str =
@@ -239,7 +228,7 @@ fn await_first_report(w: &Watched, limit: Duration) {
 
 /// `iostat-rs -x --latency -o ndjson 0.5 device`, running.
 fn watch_latency(device: &str) -> Watched {
-    let iostat = in_namespace(
+    let iostat = namespace::command(
         MOUNT_TRACEFS,
         IOSTAT,
         &["-x", "--latency", "-o", "ndjson", "0.5", device],
@@ -409,7 +398,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let disk = SlowDisk::mount(name, delays);
     let lo = Loop::attach(&disk.file());
     let script = bpftrace_script(lo.dev);
-    let mut bpf = in_namespace(MOUNT_TRACEFS, "bpftrace", &["-e", &script])
+    let mut bpf = namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", &script])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -417,7 +406,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let bpf_lines = lines_of(bpf.stdout.take().unwrap());
     await_attached(&mut bpf, &bpf_lines, Duration::from_secs(60));
     let iostat = watch_latency(&lo.name);
-    let expo = in_namespace(
+    let expo = namespace::command(
         MOUNT_TRACEFS,
         IOSTAT,
         &["--latency", "-o", "prometheus", "0.5", &lo.name],
@@ -750,7 +739,7 @@ fn tracefs_not_mounted_says_how_to_mount_it() {
         return;
     }
     let hide = "mount -t tmpfs none /sys/kernel/tracing && mount -t tmpfs none /sys/kernel/debug";
-    let out = in_namespace(hide, IOSTAT, &["-x", "--latency", "1", "1"])
+    let out = namespace::command(hide, IOSTAT, &["-x", "--latency", "1", "1"])
         .output()
         .unwrap();
     let e = one_line_error(&out);
@@ -770,7 +759,7 @@ fn kernel_without_block_tracepoints() {
         return;
     }
     let fake = "mount -t tmpfs none /sys/kernel/tracing && mkdir /sys/kernel/tracing/events";
-    let out = in_namespace(fake, IOSTAT, &["-x", "--latency", "1", "1"])
+    let out = namespace::command(fake, IOSTAT, &["-x", "--latency", "1", "1"])
         .output()
         .unwrap();
     let e = one_line_error(&out);
@@ -789,7 +778,7 @@ fn without_privilege_names_cap_perfmon() {
         return;
     }
     // tracefs mounted, then the run as nobody without capabilities.
-    let out = in_namespace(
+    let out = namespace::command(
         MOUNT_TRACEFS,
         "setpriv",
         &[
@@ -820,7 +809,7 @@ fn as_root_the_events_are_forwarded_by_ebpf() {
     if !runnable("as_root_the_events_are_forwarded_by_ebpf", &["unshare"]) {
         return;
     }
-    let out = in_namespace(MOUNT_TRACEFS, IOSTAT, &["-x", "--latency", "0.2", "2"])
+    let out = namespace::command(MOUNT_TRACEFS, IOSTAT, &["-x", "--latency", "0.2", "2"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -859,7 +848,7 @@ fn replay_prints_the_latency_columns_again() {
     let t = iostat(&["--replay", rec_s, "-x", "--latency", "0.5", "3"]);
     assert!(text(&t.stdout).contains(" qd_p50 qd_max\n"));
     // A recording made without --latency cannot give the columns.
-    let plain = in_namespace(
+    let plain = namespace::command(
         MOUNT_TRACEFS,
         IOSTAT,
         &["--record", rec_s, "-x", "0.1", "2"],
@@ -921,7 +910,7 @@ fn record_with_io(rec: &str, args: &[&str]) -> String {
     });
     let mut live_args = vec!["--record", rec];
     live_args.extend(args);
-    let live = in_namespace(MOUNT_TRACEFS, IOSTAT, &live_args)
+    let live = namespace::command(MOUNT_TRACEFS, IOSTAT, &live_args)
         .output()
         .unwrap();
     drop(writes);
@@ -995,7 +984,7 @@ fn without_locked_memory_the_small_ring_measures() {
     });
     let forwarded = watch_latency(&lo.name);
     await_first_report(&forwarded, Duration::from_secs(60));
-    let child = in_namespace(
+    let child = namespace::command(
         "umount /sys/kernel/tracing 2>/dev/null; mount -t tracefs -o mode=755 nodev /sys/kernel/tracing",
         "prlimit",
         &[
@@ -1105,7 +1094,7 @@ fn partitions_and_devices_appearing_mid_run() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let image = std::env::temp_dir().join(format!("hwstat-latency-parts-{}", std::process::id()));
     partitioned_image(&image);
-    let iostat = in_namespace(
+    let iostat = namespace::command(
         MOUNT_TRACEFS,
         IOSTAT,
         &["-x", "--latency", "-p", "ALL", "-o", "ndjson", "0.3"],

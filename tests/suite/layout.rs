@@ -18,7 +18,7 @@
 //! (BENCHMARKS.md, "Read-only data a run reads, first").
 
 use crate::hardening::programs;
-use crate::skip;
+use crate::{namespace, skip};
 
 use object::read::elf::{ElfFile64, ProgramHeader as _};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
@@ -321,15 +321,15 @@ fn resident_after_a_report(program: &Path, args: &[&str], devices: Devices) -> (
         Devices::MadeUp(count) => {
             let _ = std::fs::remove_dir_all(&scratch);
             make_devices(&scratch, count);
-            let mut c = Command::new("unshare");
-            c.args(["-m", "--propagation", "private", "sh", "-c"])
-                .arg(
-                    "mount --bind \"$0/diskstats\" /proc/diskstats && \
-                     mount --bind \"$0/block\" /sys/block && exec \"$@\"",
-                )
-                .arg(&scratch)
-                .arg(program);
-            c
+            let dir = scratch.display();
+            namespace::command(
+                &format!(
+                    "mount --bind '{dir}/diskstats' /proc/diskstats && \
+                     mount --bind '{dir}/block' /sys/block"
+                ),
+                program,
+                &[] as &[&str],
+            )
         }
     };
     let mut child = command
@@ -368,14 +368,6 @@ fn resident_after_a_report(program: &Path, args: &[&str], devices: Devices) -> (
     (resident, total, read_only)
 }
 
-/// Whether a private mount namespace can be made here (root, `unshare`).
-fn mount_namespace_works() -> bool {
-    Command::new("unshare")
-        .args(["-m", "--propagation", "private", "true"])
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
 #[test]
 #[ignore = "checks the dist build: cargo build --profile dist --bins && \
             HWSTAT_PROGRAMS_DIR=target/dist cargo test --test suite layout:: -- --include-ignored \
@@ -389,14 +381,12 @@ fn a_usual_run_keeps_little_of_the_program_resident() {
     // devices, more growth of the device table. That code once ended
     // past the third window (BENCHMARKS.md, session 20).
     let mut runs = vec![Devices::ThisMachine];
-    if mount_namespace_works() {
-        runs.push(Devices::MadeUp(1000));
-    } else {
-        skip::skip(
+    match namespace::unavailable() {
+        None => runs.push(Devices::MadeUp(1000)),
+        Some(why) => skip::skip(
             "layout::a_usual_run_keeps_little_of_the_program_resident at 1,000 devices",
-            "needs a private mount namespace (root and unshare from util-linux) to put \
-             made-up devices over /proc/diskstats and /sys/block",
-        );
+            &format!("{why}; it puts made-up devices over /proc/diskstats and /sys/block"),
+        ),
     }
     for devices in runs {
         for args in [&["-x"][..], &["-x", "-p", "ALL"]] {

@@ -158,16 +158,5 @@ pub fn namespace_unavailable() -> Option<String> {
     if !Path::new(SYSSTAT).exists() {
         return Some(format!("{SYSSTAT} is missing (apt-get install sysstat)"));
     }
-    match Command::new("unshare")
-        .args(["-m", "--propagation", "private", "true"])
-        .status()
-    {
-        Ok(s) if s.success() => None,
-        Ok(s) => Some(format!(
-            "unshare -m failed ({s}); mount namespaces must be allowed (root, util-linux)"
-        )),
-        Err(e) => Some(format!(
-            "cannot run unshare: {e} (apt-get install util-linux)"
-        )),
-    }
+    crate::namespace::unavailable()
 }

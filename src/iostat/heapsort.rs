@@ -8,9 +8,10 @@
 //! at the start of the text (build.rs, "Hot code first"), it made that
 //! block 1.3 kB larger than the three 64 kB fault-around windows a run
 //! keeps: at 1,000 devices and more a `-x` run kept a fourth window, 64 kB
-//! more resident memory (BENCHMARKS.md, session 20). This one is a few hundred bytes, sorts in
-//! place without allocating, and makes about n·log₂ n comparisons, as
-//! many as the quicksort. The standard library's sort is its test oracle.
+//! more resident memory (BENCHMARKS.md, session 20). This one is a few
+//! hundred bytes, sorts in place without allocating, and makes about
+//! n·log₂ n comparisons, as many as the quicksort. The standard library's
+//! sort is its test oracle.
 
 /// Sorts `items` so that no item is `less` than one before it. Not
 /// stable: items that compare equal may change places.

@@ -16,6 +16,7 @@ use crate::skip;
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use object::{Endianness, FileKind};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -162,23 +163,80 @@ fn needed_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The libraries `path` imports symbols from: the files of its version
+/// needs (`.gnu.version_r`). glibc versions every symbol its libraries
+/// export, so a glibc library missing here gives the program nothing.
+fn imported_from(path: &Path) -> Vec<String> {
+    with_elf(
+        path,
+        imported_from_elf::<elf::FileHeader64<Endianness>>,
+        imported_from_elf::<elf::FileHeader32<Endianness>>,
+    )
+}
+
+fn imported_from_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {
+    let header = H::parse(data).expect("ELF header");
+    let endian = header.endian().expect("ELF endianness");
+    let sections = header.sections(endian, data).expect("section headers");
+    let Some((needs, strings_index)) = sections.gnu_verneed(endian, data).expect("version needs")
+    else {
+        return Vec::new();
+    };
+    let strings = sections
+        .strings(endian, data, strings_index)
+        .expect("version needs' string table");
+    needs
+        .map(|need| {
+            let (need, _) = need.expect("version need");
+            let file = need.file(endian, strings).expect("version need's file");
+            String::from_utf8_lossy(file).into_owned()
+        })
+        .collect()
+}
+
 /// Each shared library costs every run its loading and constructors: on the
 /// VM of BENCHMARKS.md ("Start-up"), `libgcc_s.so.1` 0.13 ms and
 /// `libm.so.6` 0.08 ms of a 1 ms `iostat-rs -x`. build.rs links the
 /// unwinder statically and the charts' axes need no `libm`, so the C
 /// library is all the programs load; a dependency that brings one back
 /// fails here.
+///
+/// Linked by GNU ld (Rust before 1.90, or a configured linker), the debug
+/// and release builds also list `libm.so.6`: GNU ld's `--as-needed` keeps
+/// a library for a reference from code that `--gc-sections` then removes
+/// (plotters' `log10`), where LLD decides after the removal. The `dist`
+/// build, whose LTO drops that code first, does not. So without LLD the
+/// test still fails on a library the programs import a symbol from, and
+/// says which ones they list for nothing.
 #[test]
 fn the_three_programs_load_only_the_c_library() {
     // glibc's dynamic loader (named per architecture) may be listed too:
     // it is mapped in any case, so it costs nothing more.
     let glibc =
         |name: &str| name == "libc.so.6" || name.starts_with("ld-linux") || name == "ld64.so.2";
+    let linked_by_lld = option_env!("HWSTAT_LINKED_BY_LLD").is_some();
     for program in &programs() {
         let libraries = needed(program);
         assert!(
-            libraries.contains(&"libc.so.6".to_string()) && libraries.iter().all(|l| glibc(l)),
+            libraries.iter().any(|l| l == "libc.so.6"),
             "{} loads {libraries:?}",
+            program.display()
+        );
+        let others: Vec<&String> = libraries.iter().filter(|l| !glibc(l)).collect();
+        if others.is_empty() {
+            continue;
+        }
+        assert!(!linked_by_lld, "{} loads {libraries:?}", program.display());
+        let imported = imported_from(program);
+        assert!(
+            others.iter().all(|l| !imported.contains(l)),
+            "{} loads {others:?} and imports symbols from {imported:?}",
+            program.display()
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTE {}: linked without LLD, lists {others:?} for code the link removed; \
+             nothing is imported from them (cargo build --profile dist does not list them)",
             program.display()
         );
     }
@@ -229,4 +287,43 @@ fn the_checker_sees_a_program_built_without_hardening() {
         }
     );
     assert_eq!(strong_seen, Hardening::FULL);
+}
+
+/// [`imported_from`] tells a library a program takes symbols from from one
+/// it only lists: two programs built with gcc, both listing `libm.so.6`,
+/// one calling `cos` and one not.
+#[test]
+fn the_import_checker_tells_a_used_library_from_a_listed_one() {
+    let dir = std::env::temp_dir().join(format!("hwstat-imports-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let built = |name: &str, body: &str| {
+        let source = dir.join(format!("{name}.c"));
+        std::fs::write(&source, format!("#include <math.h>\n{body}\n")).unwrap();
+        let out = dir.join(name);
+        let status = Command::new("cc")
+            .arg("-o")
+            .arg(&out)
+            .arg(&source)
+            .args(["-Wl,--no-as-needed", "-lm"])
+            .status();
+        matches!(status, Ok(s) if s.success()).then_some(out)
+    };
+    let Some(uses) = built("uses", "int main(int c, char **v) { return (int)cos(c); }") else {
+        let _ = std::fs::remove_dir_all(&dir);
+        skip::skip(
+            "the_import_checker_tells_a_used_library_from_a_listed_one",
+            "no C compiler (cc) with libm to build the examples: apt-get install gcc",
+        );
+        return;
+    };
+    let lists = built("lists", "int main(void) { return 0; }").unwrap();
+    let seen = |program: &Path| (needed(program), imported_from(program));
+    let (uses_needed, uses_imported) = seen(&uses);
+    let (lists_needed, lists_imported) = seen(&lists);
+    let _ = std::fs::remove_dir_all(&dir);
+    let libm = "libm.so.6".to_string();
+    assert!(uses_needed.contains(&libm) && lists_needed.contains(&libm));
+    assert!(uses_imported.contains(&libm), "{uses_imported:?}");
+    assert!(!lists_imported.contains(&libm), "{lists_imported:?}");
+    assert!(lists_imported.contains(&"libc.so.6".to_string()));
 }

@@ -9,6 +9,7 @@ use crate::cxlstat_support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
 
 use cxlstat_support::{
     cxlstat, perf_usable, scratch, software_tree, stderr, stdout, test_cpus, two_memdevs,
@@ -80,6 +81,11 @@ fn a_command_that_cannot_start_fails_first_with_the_shell_status() {
     fs::set_permissions(&plain, fs::Permissions::from_mode(0o644)).unwrap();
     let plain = plain.to_str().unwrap().to_string();
     let directory = dir.to_str().unwrap().to_string();
+    // The search path is one empty directory: with the inherited one, a
+    // directory in it the user may not search (root's, kept by `sudo -E`
+    // or `setpriv`) makes execvp fail with EACCES, as env(1) and perf do.
+    let empty = dir.join("empty");
+    fs::create_dir_all(&empty).unwrap();
     let fixture = two_memdevs();
     let fixture = fixture.to_str().unwrap();
     // The fixture's PMUs cannot be opened: the command is checked before
@@ -95,7 +101,11 @@ fn a_command_that_cannot_start_fails_first_with_the_shell_status() {
             let mut args = vec!["--sysroot", fixture, "-e", "clock_ticks"];
             args.extend_from_slice(timing);
             args.extend(["--", program, "arg"]);
-            let out = cxlstat(&args);
+            let out = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+                .args(&args)
+                .env("PATH", &empty)
+                .output()
+                .expect("cxlstat runs");
             assert_eq!(
                 out.status.code(),
                 Some(status),

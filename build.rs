@@ -102,9 +102,6 @@ fn main() {
         println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
         // Tells tests/suite/layout.rs that the order was asked for.
         println!("cargo:rustc-env=HWSTAT_HOT_FUNCTIONS_FIRST=1");
-        // Tells tests/suite/hardening.rs which linker's `--as-needed` to
-        // expect.
-        println!("cargo:rustc-env=HWSTAT_LINKED_BY_LLD=1");
     }
     // The script names x86-64's sections: elsewhere `.plt` is not code
     // (on ppc64 it is writable data), and the layout was measured here.

@@ -14,7 +14,7 @@
 use crate::skip;
 
 use object::elf;
-use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, FileKind};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -194,6 +194,28 @@ fn imported_from_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<Str
         .collect()
 }
 
+/// Whether LLD linked `path`: it says so in `.comment` ("Linker: LLD
+/// 22.1.2 ..."), where GNU ld writes nothing of its own.
+fn linked_by_lld(path: &Path) -> bool {
+    with_elf(
+        path,
+        linked_by_lld_elf::<elf::FileHeader64<Endianness>>,
+        linked_by_lld_elf::<elf::FileHeader32<Endianness>>,
+    )
+}
+
+fn linked_by_lld_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> bool {
+    let header = H::parse(data).expect("ELF header");
+    let endian = header.endian().expect("ELF endianness");
+    let sections = header.sections(endian, data).expect("section headers");
+    let Some((_, comment)) = sections.section_by_name(endian, b".comment") else {
+        return false;
+    };
+    let text = comment.data(endian, data).expect(".comment");
+    text.split(|&b| b == 0)
+        .any(|s| s.starts_with(b"Linker: LLD"))
+}
+
 /// Each shared library costs every run its loading and constructors: on the
 /// VM of BENCHMARKS.md ("Start-up"), `libgcc_s.so.1` 0.13 ms and
 /// `libm.so.6` 0.08 ms of a 1 ms `iostat-rs -x`. build.rs links the
@@ -214,7 +236,6 @@ fn the_three_programs_load_only_the_c_library() {
     // it is mapped in any case, so it costs nothing more.
     let glibc =
         |name: &str| name == "libc.so.6" || name.starts_with("ld-linux") || name == "ld64.so.2";
-    let linked_by_lld = option_env!("HWSTAT_LINKED_BY_LLD").is_some();
     for program in &programs() {
         let libraries = needed(program);
         assert!(
@@ -226,7 +247,11 @@ fn the_three_programs_load_only_the_c_library() {
         if others.is_empty() {
             continue;
         }
-        assert!(!linked_by_lld, "{} loads {libraries:?}", program.display());
+        assert!(
+            !linked_by_lld(program),
+            "{} loads {libraries:?}",
+            program.display()
+        );
         let imported = imported_from(program);
         assert!(
             others.iter().all(|l| !imported.contains(l)),
@@ -291,9 +316,11 @@ fn the_checker_sees_a_program_built_without_hardening() {
 
 /// [`imported_from`] tells a library a program takes symbols from from one
 /// it only lists: two programs built with gcc, both listing `libm.so.6`,
-/// one calling `cos` and one not.
+/// one calling `cos` and one not. [`linked_by_lld`] tells GNU ld's
+/// programs (gcc's) from LLD's (this build's, when build.rs gave LLD the
+/// hot-function list, which it does only for LLD).
 #[test]
-fn the_import_checker_tells_a_used_library_from_a_listed_one() {
+fn the_import_and_linker_checkers_tell_the_cases_apart() {
     let dir = std::env::temp_dir().join(format!("hwstat-imports-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let built = |name: &str, body: &str| {
@@ -311,7 +338,7 @@ fn the_import_checker_tells_a_used_library_from_a_listed_one() {
     let Some(uses) = built("uses", "int main(int c, char **v) { return (int)cos(c); }") else {
         let _ = std::fs::remove_dir_all(&dir);
         skip::skip(
-            "the_import_checker_tells_a_used_library_from_a_listed_one",
+            "the_import_and_linker_checkers_tell_the_cases_apart",
             "no C compiler (cc) with libm to build the examples: apt-get install gcc",
         );
         return;
@@ -320,10 +347,16 @@ fn the_import_checker_tells_a_used_library_from_a_listed_one() {
     let seen = |program: &Path| (needed(program), imported_from(program));
     let (uses_needed, uses_imported) = seen(&uses);
     let (lists_needed, lists_imported) = seen(&lists);
+    let uses_by_lld = linked_by_lld(&uses);
     let _ = std::fs::remove_dir_all(&dir);
     let libm = "libm.so.6".to_string();
     assert!(uses_needed.contains(&libm) && lists_needed.contains(&libm));
     assert!(uses_imported.contains(&libm), "{uses_imported:?}");
     assert!(!lists_imported.contains(&libm), "{lists_imported:?}");
     assert!(lists_imported.contains(&"libc.so.6".to_string()));
+    assert!(!uses_by_lld, "gcc's program read as linked by LLD");
+    if option_env!("HWSTAT_HOT_FUNCTIONS_FIRST").is_some() {
+        let ours = Path::new(env!("CARGO_BIN_EXE_iostat-rs"));
+        assert!(linked_by_lld(ours), "{}", ours.display());
+    }
 }

@@ -59,7 +59,11 @@ fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec
                  COMP_WORDS=({list}); COMP_CWORD={last}; COMP_LINE={line}; COMP_POINT=${{#COMP_LINE}}\n\
                  _clap_complete_{function} {program} {current} {previous}\n\
                  printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-                script = repo().join(format!("completions/{program}.bash")).display(),
+                script = quoted(
+                    &repo()
+                        .join(format!("completions/{program}.bash"))
+                        .to_string_lossy()
+                ),
                 line = quoted(&line),
                 current = quoted(words[last]),
                 previous = quoted(words[last - 1]),
@@ -73,7 +77,11 @@ fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec
                  source {script}\n\
                  words=({list}); CURRENT={current}\n\
                  _clap_dynamic_completer_{function}\n",
-                script = repo().join(format!("completions/_{program}")).display(),
+                script = quoted(
+                    &repo()
+                        .join(format!("completions/_{program}"))
+                        .to_string_lossy()
+                ),
                 current = last + 1,
             ),
             vec!["zsh".into(), "-f".into(), "-c".into()],
@@ -81,7 +89,11 @@ fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec
         "fish" => (
             format!(
                 "source {script}\ncomplete -C {line}\n",
-                script = repo().join(format!("completions/{program}.fish")).display(),
+                script = quoted(
+                    &repo()
+                        .join(format!("completions/{program}.fish"))
+                        .to_string_lossy()
+                ),
                 line = quoted(&line),
             ),
             vec!["fish".into(), "--no-config".into(), "-c".into()],

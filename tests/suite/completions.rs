@@ -41,6 +41,8 @@ fn quoted(word: &str) -> String {
 /// with the checked-in script of `program` and prints one candidate a line.
 fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec<String>) {
     let function = program.replace('-', "_");
+    // The checked-in script, quoted: the checkout's path may hold spaces.
+    let script = |name: &str| quoted(&repo().join(name).to_string_lossy());
     let list = words
         .iter()
         .map(|w| quoted(w))
@@ -59,11 +61,7 @@ fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec
                  COMP_WORDS=({list}); COMP_CWORD={last}; COMP_LINE={line}; COMP_POINT=${{#COMP_LINE}}\n\
                  _clap_complete_{function} {program} {current} {previous}\n\
                  printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-                script = quoted(
-                    &repo()
-                        .join(format!("completions/{program}.bash"))
-                        .to_string_lossy()
-                ),
+                script = script(&format!("completions/{program}.bash")),
                 line = quoted(&line),
                 current = quoted(words[last]),
                 previous = quoted(words[last - 1]),
@@ -77,11 +75,7 @@ fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec
                  source {script}\n\
                  words=({list}); CURRENT={current}\n\
                  _clap_dynamic_completer_{function}\n",
-                script = quoted(
-                    &repo()
-                        .join(format!("completions/_{program}"))
-                        .to_string_lossy()
-                ),
+                script = script(&format!("completions/_{program}")),
                 current = last + 1,
             ),
             vec!["zsh".into(), "-f".into(), "-c".into()],
@@ -89,11 +83,7 @@ fn completion_script(shell: &str, program: &str, words: &[&str]) -> (String, Vec
         "fish" => (
             format!(
                 "source {script}\ncomplete -C {line}\n",
-                script = quoted(
-                    &repo()
-                        .join(format!("completions/{program}.fish"))
-                        .to_string_lossy()
-                ),
+                script = script(&format!("completions/{program}.fish")),
                 line = quoted(&line),
             ),
             vec!["fish".into(), "--no-config".into(), "-c".into()],

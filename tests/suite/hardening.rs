@@ -14,7 +14,7 @@
 use crate::skip;
 
 use object::elf;
-use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, SectionTable};
 use object::{Endianness, FileKind};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -130,6 +130,18 @@ fn the_three_programs_are_pie_with_full_relro_and_a_non_executable_stack() {
     }
 }
 
+/// The byte order and the section table of the ELF file in `data`.
+fn sections_of<H: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+) -> (Endianness, SectionTable<'_, H>) {
+    let header = H::parse(data).expect("ELF header");
+    let endian = header.endian().expect("ELF endianness");
+    (
+        endian,
+        header.sections(endian, data).expect("section headers"),
+    )
+}
+
 /// The shared libraries `path` names in `DT_NEEDED`.
 fn needed(path: &Path) -> Vec<String> {
     with_elf(
@@ -140,9 +152,7 @@ fn needed(path: &Path) -> Vec<String> {
 }
 
 fn needed_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {
-    let header = H::parse(data).expect("ELF header");
-    let endian = header.endian().expect("ELF endianness");
-    let sections = header.sections(endian, data).expect("section headers");
+    let (endian, sections) = sections_of::<H>(data);
     let Some((entries, strings_index)) = sections.dynamic(endian, data).expect("dynamic section")
     else {
         return Vec::new();
@@ -175,9 +185,7 @@ fn imported_from(path: &Path) -> Vec<String> {
 }
 
 fn imported_from_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Vec<String> {
-    let header = H::parse(data).expect("ELF header");
-    let endian = header.endian().expect("ELF endianness");
-    let sections = header.sections(endian, data).expect("section headers");
+    let (endian, sections) = sections_of::<H>(data);
     let Some((needs, strings_index)) = sections.gnu_verneed(endian, data).expect("version needs")
     else {
         return Vec::new();
@@ -205,9 +213,7 @@ fn linked_by_lld(path: &Path) -> bool {
 }
 
 fn linked_by_lld_elf<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> bool {
-    let header = H::parse(data).expect("ELF header");
-    let endian = header.endian().expect("ELF endianness");
-    let sections = header.sections(endian, data).expect("section headers");
+    let (endian, sections) = sections_of::<H>(data);
     let Some((_, comment)) = sections.section_by_name(endian, b".comment") else {
         return false;
     };

@@ -8,6 +8,9 @@
 //! * Each read of the statistics file while they are on first advances every
 //!   online CPU by its scenario step, so the delta between two consecutive
 //!   reads is exactly one step and the home ratios are known in advance.
+//!   Or, [`Kernel::paced`], the steps follow the clock: a read gives the
+//!   steps due since the statistics were switched on, so a count is a known
+//!   function of the moment of its read.
 //! * Writes are parsed like the kernel: more than 15 bytes is EINVAL, then
 //!   `kstrtoint(buf, 0)` (base prefixes, one trailing newline, ERANGE), 0/1
 //!   only, a write of the current state is a successful no-op, enabling
@@ -36,7 +39,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner,
@@ -101,6 +104,28 @@ pub struct Kernel {
     pub writes: Vec<Write>,
     /// debugfs on `/sys/kernel/debug`, when mounted.
     pub debugfs: Option<Dtl>,
+    /// Steps by the clock instead of by the reads, when set.
+    pub pace: Option<Pace>,
+}
+
+/// Counters that advance with the wall clock: `steps_per_second` steps a
+/// second since `since` (whole steps, rounded down).
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// When the statistics were switched on (the counters were zero).
+    pub since: SystemTime,
+    /// Steps added per second.
+    pub steps_per_second: u32,
+}
+
+impl Pace {
+    /// The whole steps due by now.
+    fn steps_due(&self) -> i64 {
+        let elapsed = SystemTime::now()
+            .duration_since(self.since)
+            .unwrap_or_default();
+        (elapsed.as_secs_f64() * f64::from(self.steps_per_second)) as i64
+    }
 }
 
 /// The debugfs side of the DTL.
@@ -161,7 +186,19 @@ impl Kernel {
             reads: 0,
             writes: Vec::new(),
             debugfs: None,
+            pace: None,
         }
+    }
+
+    /// The statistics switched on now, their counters advancing by
+    /// `steps_per_second` steps a second from zero instead of a step a read.
+    pub fn paced(mut self, steps_per_second: u32) -> Kernel {
+        self.on = true;
+        self.pace = Some(Pace {
+            since: SystemTime::now(),
+            steps_per_second,
+        });
+        self
     }
 
     // vcpustat_fuse.rs shares this module and has no DTL.
@@ -190,6 +227,9 @@ impl Kernel {
         for cpu in self.cpus.values_mut() {
             cpu.counts = [0; 8];
         }
+        if let Some(pace) = &mut self.pace {
+            pace.since = SystemTime::now();
+        }
         self.on = true;
     }
 
@@ -210,13 +250,18 @@ impl Kernel {
         if !self.on {
             return Ok(b"off\n".to_vec());
         }
+        let steps_due = self.pace.map(|pace| pace.steps_due());
         let mut out = String::new();
         for (n, cpu) in &mut self.cpus {
             if !cpu.online {
                 continue;
             }
             for (c, s) in cpu.counts.iter_mut().zip(cpu.step) {
-                *c = c.wrapping_add(s);
+                *c = match steps_due {
+                    // An int in the kernel: the product wraps as it would.
+                    Some(steps) => (i64::from(s) * steps) as i32,
+                    None => c.wrapping_add(s),
+                };
             }
             out.push_str(&format!("cpu{n}"));
             for c in cpu.counts {

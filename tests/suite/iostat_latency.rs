@@ -186,15 +186,15 @@ struct Watched {
     child: Child,
     stdout: std::thread::JoinHandle<Vec<u8>>,
     stderr: std::thread::JoinHandle<Vec<u8>>,
-    /// Hears once when the first bytes reach standard output.
+    /// Hears once for each report that reaches standard output.
     printed: mpsc::Receiver<()>,
 }
 
-/// Reads `pipe` to its end in a thread; `first`, if given, hears when the
-/// first bytes arrive.
+/// Reads `pipe` to its end in a thread; `progress`, if given, hears once
+/// for each `report_end` that arrives (a report's last bytes).
 fn drain<R: Read + Send + 'static>(
     pipe: Option<R>,
-    mut first: Option<mpsc::Sender<()>>,
+    progress: Option<(mpsc::Sender<()>, &'static [u8])>,
 ) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
@@ -204,9 +204,15 @@ fn drain<R: Read + Send + 'static>(
             match p.read(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => {
+                    // Where a report's end may begin that was not seen whole.
+                    let from = bytes
+                        .len()
+                        .saturating_sub(progress.as_ref().map_or(0, |(_, end)| end.len() - 1));
                     bytes.extend_from_slice(&chunk[..n]);
-                    if let Some(first) = first.take() {
-                        let _ = first.send(());
+                    if let Some((progress, end)) = &progress {
+                        for _ in bytes[from..].windows(end.len()).filter(|w| w == end) {
+                            let _ = progress.send(());
+                        }
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -226,6 +232,21 @@ fn await_first_report(w: &Watched, limit: Duration) {
     }
 }
 
+/// Waits until `w` has printed two more reports from now on. iostat-rs
+/// prints no report when it is stopped, so the requests that completed
+/// before this call are all in the reports only once one was taken after
+/// it: the second report's sample was read after the first was printed.
+/// A sleep of a few intervals stood here, which a loaded machine can
+/// outlast.
+fn await_reports_from_now(w: &Watched, limit: Duration) {
+    while w.printed.try_recv().is_ok() {}
+    for _ in 0..2 {
+        if w.printed.recv_timeout(limit).is_err() {
+            panic!("no report within {limit:?}");
+        }
+    }
+}
+
 /// `iostat-rs -x --latency -o ndjson 0.5 device`, running.
 fn watch_latency(device: &str) -> Watched {
     let iostat = namespace::command(
@@ -237,13 +258,15 @@ fn watch_latency(device: &str) -> Watched {
     .stderr(Stdio::piped())
     .spawn()
     .expect("iostat-rs starts");
-    watch(iostat)
+    watch(iostat, b"\n")
 }
 
-fn watch(mut child: Child) -> Watched {
-    let (first, printed) = mpsc::channel();
+/// `child`, its output read as it comes; each of its reports ends with
+/// `report_end` (a line of NDJSON, an exposition and its blank line).
+fn watch(mut child: Child, report_end: &'static [u8]) -> Watched {
+    let (progress, printed) = mpsc::channel();
     Watched {
-        stdout: drain(child.stdout.take(), Some(first)),
+        stdout: drain(child.stdout.take(), Some((progress, report_end))),
         stderr: drain(child.stderr.take(), None),
         printed,
         child,
@@ -415,7 +438,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     .stderr(Stdio::piped())
     .spawn()
     .expect("iostat-rs -o prometheus starts");
-    let expo = watch(expo);
+    let expo = watch(expo, b"\n\n");
     await_first_report(&iostat, Duration::from_secs(60));
     await_first_report(&expo, Duration::from_secs(60));
     let reads_before = kernel_stat(&lo.name)[0];
@@ -437,7 +460,8 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         .expect("fio runs");
     assert!(fio.status.success(), "fio: {}", text(&fio.stderr));
     let kernel_reads = kernel_stat(&lo.name)[0] - reads_before;
-    std::thread::sleep(Duration::from_millis(1500));
+    await_reports_from_now(&iostat, Duration::from_secs(30));
+    await_reports_from_now(&expo, Duration::from_secs(30));
     interrupt(&iostat.child);
     interrupt(&expo.child);
     interrupt(&bpf);
@@ -1017,7 +1041,7 @@ fn without_locked_memory_the_small_ring_measures() {
     // unshare, sh, prlimit and setpriv each exec the next: the pid ends up
     // iostat-rs's.
     let pid = child.id();
-    let watched = watch(child);
+    let watched = watch(child, b"\n");
     let start = Instant::now();
     let mut rings = Vec::new();
     while start.elapsed() < Duration::from_secs(10) {
@@ -1103,7 +1127,7 @@ fn partitions_and_devices_appearing_mid_run() {
     .stderr(Stdio::piped())
     .spawn()
     .expect("iostat-rs starts");
-    let iostat = watch(iostat);
+    let iostat = watch(iostat, b"\n");
     await_first_report(&iostat, Duration::from_secs(60));
     let lo = Loop::attach_with(&image, &["-P"]);
     let p2 = format!("{}p2", lo.name);
@@ -1154,9 +1178,9 @@ fn partitions_and_devices_appearing_mid_run() {
         .expect("fio runs");
     let _ = std::fs::remove_file(&node);
     assert!(fio.status.success(), "fio: {}", text(&fio.stderr));
-    std::thread::sleep(Duration::from_millis(700));
+    await_reports_from_now(&iostat, Duration::from_secs(30));
     drop(lo);
-    std::thread::sleep(Duration::from_millis(700));
+    await_reports_from_now(&iostat, Duration::from_secs(30));
     interrupt(&iostat.child);
     let out = wait_output(iostat, Duration::from_secs(10));
     let _ = std::fs::remove_file(&image);
@@ -1229,7 +1253,7 @@ fn fsync_counts_a_write_the_device_never_sees() {
         "a writable loop device has a write-back cache"
     );
     let iostat = watch_latency(&lo.name);
-    std::thread::sleep(Duration::from_millis(700));
+    await_first_report(&iostat, Duration::from_secs(60));
     let before = kernel_stat(&lo.name);
     let disk = std::fs::OpenOptions::new()
         .write(true)
@@ -1249,7 +1273,7 @@ fn fsync_counts_a_write_the_device_never_sees() {
     // SAFETY: allocated above with this layout.
     unsafe { std::alloc::dealloc(block, layout) };
     let after = kernel_stat(&lo.name);
-    std::thread::sleep(Duration::from_millis(1200));
+    await_reports_from_now(&iostat, Duration::from_secs(30));
     interrupt(&iostat.child);
     let out = wait_output(iostat, Duration::from_secs(10));
     assert!(out.stderr.is_empty(), "iostat-rs: {}", text(&out.stderr));

@@ -632,10 +632,20 @@ fn assert_all_reads_measured(m: &Measured, ios: u64) {
 }
 
 /// The agreement with bpftrace: the same requests, and p50 and p99 in the
-/// bucket of bpftrace's latency at the same rank, or a neighbouring one
-/// (the two time the same tracepoints microseconds apart). Where one saw a
-/// request or two the other did not (udev probing the new device), the
-/// rank may move by as many.
+/// bucket of bpftrace's latency at a nearby rank, or a neighbouring one.
+///
+/// Two programs on one tracepoint do not read the clock at the same
+/// instant: on this 2-vCPU VM, two bpftrace probes on `block_rq_complete`
+/// saw the same 15,360 completions a median 11 µs apart, but 0.7 % of them
+/// more than 100 µs and up to 2.3 ms apart (the vCPU is preempted between
+/// the two; `block_rq_issue` likewise, BENCHMARKS.md "Two programs on one
+/// tracepoint"). So iostat-rs and bpftrace time a few of the same requests
+/// differently, and in a sparse tail that moves a quantile's rank: p99 of
+/// 400 reads is the fifth slowest, and once in two to eight runs iostat-rs
+/// had it three buckets above bpftrace's fifth slowest (3.28 against
+/// 2.81 ms), every count equal. The rank may move by 2 % of the reads, and
+/// where one saw a request or two the other did not (udev probing the new
+/// device), by as many more.
 fn assert_agrees_with_bpftrace(m: &Measured) {
     let n = m.bpf.len() as u64;
     let extra = m.count.abs_diff(n);
@@ -644,15 +654,16 @@ fn assert_agrees_with_bpftrace(m: &Measured) {
         "iostat-rs saw {} reads, bpftrace {n}",
         m.count
     );
+    let slack = extra + n.div_ceil(50);
     let at_rank = |rank: u64| m.bpf_at_rank(rank).expect("bpftrace saw requests");
     for (q, ours) in [(0.5, m.p50_ns), (0.99, m.p99_ns)] {
         let rank = nearest_rank(q, n);
-        let (low, high) = (at_rank(rank.saturating_sub(extra)), at_rank(rank + extra));
+        let (low, high) = (at_rank(rank.saturating_sub(slack)), at_rank(rank + slack));
         let bucket = bucket_position(ours);
         assert!(
             bucket >= bucket_position(low) - 1 && bucket <= bucket_position(high) + 1,
             "p{}: iostat-rs {ours} ns (bucket {bucket}), bpftrace {low}..={high} ns \
-             (buckets {}..={})",
+             (buckets {}..={}, ranks {rank} ± {slack})",
             q * 100.0,
             bucket_position(low),
             bucket_position(high)

@@ -15,6 +15,7 @@ mod cxlstat_support;
 mod fakekernel;
 mod namespace;
 mod pipes;
+mod samplefs;
 mod simkernel;
 mod skip;
 mod slowdisk;

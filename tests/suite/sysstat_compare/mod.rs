@@ -68,7 +68,8 @@ pub fn normalise(text: &str) -> (String, Vec<String>) {
     (out, stamps)
 }
 
-/// Seconds since an arbitrary origin for `MM/DD/YY HH:MM:SS` (same century).
+/// Seconds since an arbitrary origin for `MM/DD/YY HH:MM:SS` (same century);
+/// a date alone is its midnight.
 pub fn seconds(stamp: &str) -> Option<i64> {
     let n = |s: &str| s.parse::<i64>().ok();
     let (date, time) = stamp.split_once(' ').unwrap_or((stamp, "00:00:00"));
@@ -79,6 +80,20 @@ pub fn seconds(stamp: &str) -> Option<i64> {
     }
     let days = d[2] * 366 + d[0] * 31 + d[1];
     Some(days * 86400 + t[0] * 3600 + t[1] * 60 + t[2])
+}
+
+/// `time` in UTC on the scale of [`seconds`].
+pub fn utc_seconds(time: std::time::SystemTime) -> i64 {
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let t = libc::time_t::try_from(since).unwrap_or(libc::time_t::MAX);
+    // SAFETY: gmtime_r writes into the zeroed tm it is given.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::gmtime_r(&t, &mut tm) };
+    let days =
+        i64::from(tm.tm_year % 100) * 366 + i64::from(tm.tm_mon + 1) * 31 + i64::from(tm.tm_mday);
+    days * 86400 + i64::from(tm.tm_hour) * 3600 + i64::from(tm.tm_min) * 60 + i64::from(tm.tm_sec)
 }
 
 /// What a program printed and how it ended.

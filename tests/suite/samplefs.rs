@@ -1,0 +1,445 @@
+//! The kernel files of the differential tests' scenarios as a FUSE file
+//! system in which every reading process is in a sample of its own:
+//! `c<N>/uptime`, `c<N>/stat`, `c<N>/diskstats` and the tree `c<N>/block`
+//! (what `/sys/block` holds: `<disk>/stat`, `<disk>/<partition>/stat`) of
+//! scenario N, to bind over `/proc/uptime`, `/proc/stat`,
+//! `/proc/diskstats` and `/sys/block` in a mount namespace.
+//!
+//! Both iostats begin each sample by reading `/proc/uptime` from its start
+//! (sysstat 12.6.1 opens it again, iostat-rs reads its open descriptor at
+//! offset 0; `strace` of `iostat -x 1 3` and `iostat-rs -x 1 3`), so a
+//! process's k-th such read moves it to sample k (counting from 0), and
+//! every file, directory listing and name it looks up afterwards is sample
+//! k's. The two programs therefore read the same samples however late
+//! either runs, where rewriting shared files half-way between their reads
+//! raced them on a loaded machine. Entries and attributes are never cached
+//! by the kernel (timeouts of zero) and files are read directly, so each
+//! lookup and read reaches this file system. Both programs read from one
+//! thread, so the request's thread id is the process.
+
+use crate::fakekernel::Scenario;
+use crate::skip;
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, UNIX_EPOCH};
+
+use fuser::{
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner,
+    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
+};
+
+/// The files of one sample.
+struct SampleFiles {
+    uptime: String,
+    stat: String,
+    diskstats: String,
+    /// `/sys/block`: each disk's `stat` (none for a partition's disk that is
+    /// itself gone) and its partitions' `stat`s.
+    block: BTreeMap<String, (Option<String>, BTreeMap<String, String>)>,
+}
+
+impl SampleFiles {
+    fn of(scenario: &Scenario, s: usize) -> SampleFiles {
+        let mut block: BTreeMap<String, (Option<String>, BTreeMap<String, String>)> =
+            BTreeMap::new();
+        for d in &scenario.samples[s].devices {
+            let stat = d.counters.sysfs_line(scenario.format);
+            match &d.parent {
+                None => block.entry(d.name.clone()).or_default().0 = Some(stat),
+                Some(disk) => {
+                    block
+                        .entry(disk.clone())
+                        .or_default()
+                        .1
+                        .insert(d.name.clone(), stat);
+                }
+            }
+        }
+        SampleFiles {
+            uptime: scenario.uptime(s),
+            stat: scenario.proc_stat(s),
+            diskstats: scenario.diskstats(s),
+            block,
+        }
+    }
+}
+
+/// A node of the tree; the `usize` is the scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Node {
+    Root,
+    Case(usize),
+    Uptime(usize),
+    Stat(usize),
+    Diskstats(usize),
+    Block(usize),
+    Disk(usize, String),
+    DiskStat(usize, String),
+    Partition(usize, String, String),
+    PartitionStat(usize, String, String),
+}
+
+impl Node {
+    fn case(&self) -> Option<usize> {
+        match self {
+            Node::Root => None,
+            Node::Case(c)
+            | Node::Uptime(c)
+            | Node::Stat(c)
+            | Node::Diskstats(c)
+            | Node::Block(c)
+            | Node::Disk(c, _)
+            | Node::DiskStat(c, _)
+            | Node::Partition(c, _, _)
+            | Node::PartitionStat(c, _, _) => Some(*c),
+        }
+    }
+
+    fn is_dir(&self) -> bool {
+        matches!(
+            self,
+            Node::Root | Node::Case(_) | Node::Block(_) | Node::Disk(..) | Node::Partition(..)
+        )
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Node::Root => String::new(),
+            Node::Case(c) => format!("c{c}"),
+            Node::Uptime(_) => "uptime".into(),
+            Node::Stat(_) | Node::DiskStat(..) | Node::PartitionStat(..) => "stat".into(),
+            Node::Diskstats(_) => "diskstats".into(),
+            Node::Block(_) => "block".into(),
+            Node::Disk(_, d) => d.clone(),
+            Node::Partition(_, _, p) => p.clone(),
+        }
+    }
+}
+
+/// The node `name` in directory `parent` would be, if it existed.
+fn child_named(parent: &Node, name: &str) -> Option<Node> {
+    Some(match (parent, name) {
+        (Node::Root, _) => Node::Case(name.strip_prefix('c')?.parse().ok()?),
+        (Node::Case(c), "uptime") => Node::Uptime(*c),
+        (Node::Case(c), "stat") => Node::Stat(*c),
+        (Node::Case(c), "diskstats") => Node::Diskstats(*c),
+        (Node::Case(c), "block") => Node::Block(*c),
+        (Node::Block(c), _) => Node::Disk(*c, name.to_string()),
+        (Node::Disk(c, d), "stat") => Node::DiskStat(*c, d.clone()),
+        (Node::Disk(c, d), _) => Node::Partition(*c, d.clone(), name.to_string()),
+        (Node::Partition(c, d, p), "stat") => Node::PartitionStat(*c, d.clone(), p.clone()),
+        _ => return None,
+    })
+}
+
+struct SampleFs {
+    /// Per scenario, its samples.
+    cases: Vec<Vec<SampleFiles>>,
+    /// Inode `i + 1` is `nodes[i]`.
+    nodes: Vec<Node>,
+    inodes: HashMap<Node, u64>,
+    /// Per scenario and process: the reads of `uptime` from its start.
+    uptime_reads: Mutex<HashMap<(usize, u32), usize>>,
+}
+
+impl SampleFs {
+    fn new(scenarios: &[&Scenario]) -> SampleFs {
+        let cases: Vec<Vec<SampleFiles>> = scenarios
+            .iter()
+            .map(|sc| {
+                (0..sc.samples.len())
+                    .map(|s| SampleFiles::of(sc, s))
+                    .collect()
+            })
+            .collect();
+        let mut fs = SampleFs {
+            cases: Vec::new(),
+            nodes: Vec::new(),
+            inodes: HashMap::new(),
+            uptime_reads: Mutex::new(HashMap::new()),
+        };
+        fs.add(Node::Root);
+        for (c, samples) in cases.iter().enumerate() {
+            for node in [
+                Node::Case(c),
+                Node::Uptime(c),
+                Node::Stat(c),
+                Node::Diskstats(c),
+                Node::Block(c),
+            ] {
+                fs.add(node);
+            }
+            for sample in samples {
+                for (disk, (_, partitions)) in &sample.block {
+                    fs.add(Node::Disk(c, disk.clone()));
+                    fs.add(Node::DiskStat(c, disk.clone()));
+                    for p in partitions.keys() {
+                        fs.add(Node::Partition(c, disk.clone(), p.clone()));
+                        fs.add(Node::PartitionStat(c, disk.clone(), p.clone()));
+                    }
+                }
+            }
+        }
+        fs.cases = cases;
+        fs
+    }
+
+    fn add(&mut self, node: Node) {
+        if !self.inodes.contains_key(&node) {
+            self.nodes.push(node.clone());
+            self.inodes.insert(node, self.nodes.len() as u64);
+        }
+    }
+
+    fn node(&self, ino: INodeNo) -> Option<&Node> {
+        let i = u64::from(ino).checked_sub(1)?;
+        self.nodes.get(usize::try_from(i).ok()?)
+    }
+
+    /// The sample process `pid` is in, in scenario `case`.
+    fn sample(&self, case: usize, pid: u32) -> &SampleFiles {
+        let reads = self
+            .uptime_reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(case, pid))
+            .copied()
+            .unwrap_or(0);
+        let samples = &self.cases[case];
+        &samples[reads.saturating_sub(1).min(samples.len() - 1)]
+    }
+
+    /// The text of `node` in `pid`'s sample; `None` for a directory or a
+    /// file that sample does not have.
+    fn text(&self, node: &Node, pid: u32) -> Option<&str> {
+        let case = node.case()?;
+        let sample = self.sample(case, pid);
+        match node {
+            Node::Uptime(_) => Some(&sample.uptime),
+            Node::Stat(_) => Some(&sample.stat),
+            Node::Diskstats(_) => Some(&sample.diskstats),
+            Node::DiskStat(_, d) => sample.block.get(d)?.0.as_deref(),
+            Node::PartitionStat(_, d, p) => sample.block.get(d)?.1.get(p).map(String::as_str),
+            _ => None,
+        }
+    }
+
+    /// Whether `node` is in `pid`'s sample.
+    fn exists(&self, node: &Node, pid: u32) -> bool {
+        let Some(case) = node.case() else {
+            return true;
+        };
+        let sample = self.sample(case, pid);
+        match node {
+            Node::Disk(_, d) => sample.block.contains_key(d),
+            Node::Partition(_, d, p) => sample.block.get(d).is_some_and(|b| b.1.contains_key(p)),
+            Node::DiskStat(..) | Node::PartitionStat(..) => self.text(node, pid).is_some(),
+            _ => true,
+        }
+    }
+
+    /// The entries of directory `node` in `pid`'s sample.
+    fn children(&self, node: &Node, pid: u32) -> Vec<Node> {
+        let all = match node {
+            Node::Root => (0..self.cases.len()).map(Node::Case).collect(),
+            Node::Case(c) => vec![
+                Node::Uptime(*c),
+                Node::Stat(*c),
+                Node::Diskstats(*c),
+                Node::Block(*c),
+            ],
+            Node::Block(c) => self
+                .sample(*c, pid)
+                .block
+                .keys()
+                .map(|d| Node::Disk(*c, d.clone()))
+                .collect(),
+            Node::Disk(c, d) => {
+                let mut v = vec![Node::DiskStat(*c, d.clone())];
+                if let Some((_, partitions)) = self.sample(*c, pid).block.get(d) {
+                    v.extend(
+                        partitions
+                            .keys()
+                            .map(|p| Node::Partition(*c, d.clone(), p.clone())),
+                    );
+                }
+                v
+            }
+            Node::Partition(c, d, p) => vec![Node::PartitionStat(*c, d.clone(), p.clone())],
+            _ => Vec::new(),
+        };
+        all.into_iter().filter(|n| self.exists(n, pid)).collect()
+    }
+
+    fn attr(&self, node: &Node) -> FileAttr {
+        let dir = node.is_dir();
+        FileAttr {
+            ino: INodeNo(self.inodes[node]),
+            size: 0,
+            blocks: 0,
+            atime: UNIX_EPOCH,
+            mtime: UNIX_EPOCH,
+            ctime: UNIX_EPOCH,
+            crtime: UNIX_EPOCH,
+            kind: if dir {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            },
+            perm: if dir { 0o555 } else { 0o444 },
+            nlink: if dir { 2 } else { 1 },
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            flags: 0,
+            blksize: 4096,
+        }
+    }
+}
+
+impl Filesystem for SampleFs {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let found = self
+            .node(parent)
+            .zip(name.to_str())
+            .and_then(|(parent, name)| child_named(parent, name))
+            .filter(|n| self.inodes.contains_key(n) && self.exists(n, req.pid()));
+        match found {
+            Some(node) => reply.entry(&Duration::ZERO, &self.attr(&node), fuser::Generation(0)),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.node(ino) {
+            Some(node) if self.exists(node, req.pid()) => {
+                reply.attr(&Duration::ZERO, &self.attr(node))
+            }
+            _ => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+    }
+
+    fn read(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(node) = self.node(ino) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        if let (Node::Uptime(case), 0) = (node, offset) {
+            *self
+                .uptime_reads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry((*case, req.pid()))
+                .or_default() += 1;
+        }
+        match self.text(node, req.pid()) {
+            Some(text) => {
+                let bytes = text.as_bytes();
+                let start = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                let end = start.saturating_add(size as usize).min(bytes.len());
+                reply.data(&bytes[start..end]);
+            }
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn readdir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let Some(node) = self.node(ino) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let mut entries = vec![
+            (u64::from(ino), FileType::Directory, ".".to_string()),
+            (1, FileType::Directory, "..".to_string()),
+        ];
+        entries.extend(self.children(node, req.pid()).into_iter().map(|n| {
+            let kind = if n.is_dir() {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            };
+            (self.inodes[&n], kind, n.name())
+        }));
+        for (i, (e_ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(e_ino), (i + 1) as u64, kind, &name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}
+
+/// The scenarios mounted; unmounted when dropped.
+pub struct Mounted {
+    /// The mount point: scenario N's files are in `c<N>/`.
+    pub root: PathBuf,
+    session: Option<fuser::BackgroundSession>,
+}
+
+impl Mounted {
+    /// Scenario `n`'s directory.
+    pub fn case(&self, n: usize) -> PathBuf {
+        self.root.join(format!("c{n}"))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            let _ = session.umount_and_join();
+        }
+        let _ = std::fs::remove_dir(&self.root);
+    }
+}
+
+/// Mounts `scenarios` on a fresh directory named after `tag`; `None`, after
+/// saying why (a failure under `CI=true`), where FUSE cannot run.
+pub fn mount(tag: &str, scenarios: &[&Scenario]) -> Option<Mounted> {
+    if let Some(reason) = crate::simkernel::unavailable() {
+        skip::skip(&format!("differential ({tag})"), &reason);
+        return None;
+    }
+    let root = std::env::temp_dir().join(format!("hwstat-samples-{}-{tag}", std::process::id()));
+    let _ = std::fs::create_dir_all(&root);
+    let mut config = Config::default();
+    config.mount_options.extend([
+        MountOption::FSName("hwstat-samples".into()),
+        MountOption::RO,
+    ]);
+    // Some 250 programs read at once, sysstat a file a device: one thread
+    // a core would leave them waiting on the file system behind busy loops.
+    config.n_threads = Some(4);
+    config.clone_fd = true;
+    let session = fuser::spawn_mount(SampleFs::new(scenarios), &root, &config)
+        .unwrap_or_else(|e| panic!("cannot mount the scenarios on {}: {e}", root.display()));
+    Some(Mounted {
+        root,
+        session: Some(session),
+    })
+}

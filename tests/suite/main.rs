@@ -13,6 +13,7 @@
 // Helpers shared by several subjects.
 mod cxlstat_support;
 mod fakekernel;
+mod fusemount;
 mod namespace;
 mod pipes;
 mod samplefs;

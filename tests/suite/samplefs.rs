@@ -18,17 +18,17 @@
 //! thread, so the request's thread id is the process.
 
 use crate::fakekernel::Scenario;
-use crate::skip;
+use crate::{fusemount, skip};
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner,
-    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner, MountOption,
+    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
 };
 
 /// The files of one sample.
@@ -276,27 +276,7 @@ impl SampleFs {
 
     fn attr(&self, node: &Node) -> FileAttr {
         let dir = node.is_dir();
-        FileAttr {
-            ino: INodeNo(self.inodes[node]),
-            size: 0,
-            blocks: 0,
-            atime: UNIX_EPOCH,
-            mtime: UNIX_EPOCH,
-            ctime: UNIX_EPOCH,
-            crtime: UNIX_EPOCH,
-            kind: if dir {
-                FileType::Directory
-            } else {
-                FileType::RegularFile
-            },
-            perm: if dir { 0o555 } else { 0o444 },
-            nlink: if dir { 2 } else { 1 },
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            flags: 0,
-            blksize: 4096,
-        }
+        fusemount::attr(self.inodes[node], dir, if dir { 0o555 } else { 0o444 }, 0)
     }
 }
 
@@ -368,53 +348,31 @@ impl Filesystem for SampleFs {
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         let Some(node) = self.node(ino) else {
             reply.error(Errno::ENOENT);
             return;
         };
-        let mut entries = vec![
-            (u64::from(ino), FileType::Directory, ".".to_string()),
-            (1, FileType::Directory, "..".to_string()),
-        ];
-        entries.extend(self.children(node, req.pid()).into_iter().map(|n| {
+        let children = self.children(node, req.pid()).into_iter().map(|n| {
             let kind = if n.is_dir() {
                 FileType::Directory
             } else {
                 FileType::RegularFile
             };
             (self.inodes[&n], kind, n.name())
-        }));
-        for (i, (e_ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(e_ino), (i + 1) as u64, kind, &name) {
-                break;
-            }
-        }
-        reply.ok();
+        });
+        fusemount::list_directory(reply, offset, u64::from(ino), 1, children);
     }
 }
 
 /// The scenarios mounted; unmounted when dropped.
-pub struct Mounted {
-    /// The mount point: scenario N's files are in `c<N>/`.
-    pub root: PathBuf,
-    session: Option<fuser::BackgroundSession>,
-}
+pub struct Mounted(fusemount::Mount);
 
 impl Mounted {
     /// Scenario `n`'s directory.
     pub fn case(&self, n: usize) -> PathBuf {
-        self.root.join(format!("c{n}"))
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if let Some(session) = self.session.take() {
-            let _ = session.umount_and_join();
-        }
-        let _ = std::fs::remove_dir(&self.root);
+        self.0.root.join(format!("c{n}"))
     }
 }
 
@@ -426,20 +384,13 @@ pub fn mount(tag: &str, scenarios: &[&Scenario]) -> Option<Mounted> {
         return None;
     }
     let root = std::env::temp_dir().join(format!("hwstat-samples-{}-{tag}", std::process::id()));
-    let _ = std::fs::create_dir_all(&root);
-    let mut config = Config::default();
-    config.mount_options.extend([
-        MountOption::FSName("hwstat-samples".into()),
-        MountOption::RO,
-    ]);
     // Some 250 programs read at once, sysstat a file a device: one thread
     // a core would leave them waiting on the file system behind busy loops.
-    config.n_threads = Some(4);
-    config.clone_fd = true;
-    let session = fuser::spawn_mount(SampleFs::new(scenarios), &root, &config)
-        .unwrap_or_else(|e| panic!("cannot mount the scenarios on {}: {e}", root.display()));
-    Some(Mounted {
-        root,
-        session: Some(session),
-    })
+    Some(Mounted(fusemount::mount(
+        SampleFs::new(scenarios),
+        &root,
+        "hwstat-samples",
+        &[MountOption::RO],
+        4,
+    )))
 }

@@ -4,14 +4,16 @@
 //! over it (`losetup`) turns that into a block device with a known latency
 //! floor and a known tail.
 
+use crate::fusemount;
+
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner,
-    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyEntry, ReplyOpen, Request,
+    Errno, FileAttr, FileHandle, Filesystem, FopenFlags, INodeNo, LockOwner, MountOption,
+    OpenFlags, ReplyAttr, ReplyData, ReplyEntry, ReplyOpen, Request,
 };
 
 /// The size of `disk`.
@@ -38,27 +40,10 @@ const ROOT: u64 = 1;
 const DISK: u64 = 2;
 
 fn attr(ino: u64) -> FileAttr {
-    let dir = ino == ROOT;
-    FileAttr {
-        ino: INodeNo(ino),
-        size: if dir { 0 } else { DISK_BYTES },
-        blocks: if dir { 0 } else { DISK_BYTES / 512 },
-        atime: UNIX_EPOCH,
-        mtime: UNIX_EPOCH,
-        ctime: UNIX_EPOCH,
-        crtime: UNIX_EPOCH,
-        kind: if dir {
-            FileType::Directory
-        } else {
-            FileType::RegularFile
-        },
-        perm: if dir { 0o555 } else { 0o444 },
-        nlink: if dir { 2 } else { 1 },
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        blksize: 4096,
-        flags: 0,
+    if ino == ROOT {
+        fusemount::attr(ino, true, 0o555, 0)
+    } else {
+        fusemount::attr(ino, false, 0o444, DISK_BYTES)
     }
 }
 
@@ -103,46 +88,28 @@ impl Filesystem for SlowFs {
 }
 
 /// A mounted slow disk; unmounted on drop.
-pub struct SlowDisk {
-    /// The mount point; the file is `root/disk`.
-    pub root: PathBuf,
-    session: Option<fuser::BackgroundSession>,
-}
+pub struct SlowDisk(fusemount::Mount);
 
 impl SlowDisk {
     /// Mounts a slow disk with these delays on a fresh directory.
     pub fn mount(name: &str, delays: Delays) -> SlowDisk {
         let root =
             std::env::temp_dir().join(format!("hwstat-slowdisk-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&root).expect("mount point");
         let fs = SlowFs {
             delays,
             reads: AtomicU64::new(0),
         };
-        let mut config = Config::default();
-        config.mount_options.extend([
-            MountOption::FSName("hwstat-slowdisk".into()),
-            MountOption::RO,
-        ]);
-        let session = fuser::spawn_mount(fs, &root, &config)
-            .unwrap_or_else(|e| panic!("cannot mount the slow disk on {}: {e}", root.display()));
-        SlowDisk {
-            root,
-            session: Some(session),
-        }
+        SlowDisk(fusemount::mount(
+            fs,
+            &root,
+            "hwstat-slowdisk",
+            &[MountOption::RO],
+            1,
+        ))
     }
 
     /// The file to put a loop device over.
     pub fn file(&self) -> PathBuf {
-        self.root.join("disk")
-    }
-}
-
-impl Drop for SlowDisk {
-    fn drop(&mut self) {
-        if let Some(session) = self.session.take() {
-            let _ = session.umount_and_join();
-        }
-        let _ = std::fs::remove_dir(&self.root);
+        self.0.root.join("disk")
     }
 }

@@ -33,18 +33,18 @@
 //!   `CONFIG_DTL` ([`Dtl::config_dtl`] false) debugfs has `powerpc/` but no
 //!   `dtl/`.
 
-use crate::skip;
+use crate::{fusemount, skip};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner,
-    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen,
-    ReplyWrite, Request, WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner, MountOption,
+    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, ReplyWrite, Request,
+    WriteFlags,
 };
 
 /// Something that happens just before the N-th read of the statistics file.
@@ -437,35 +437,16 @@ struct SimFs {
 
 fn attr(ino: u64) -> FileAttr {
     let dir = is_dir(ino);
-    FileAttr {
-        ino: INodeNo(ino),
-        size: 0,
-        blocks: 0,
-        atime: UNIX_EPOCH,
-        mtime: UNIX_EPOCH,
-        ctime: UNIX_EPOCH,
-        crtime: UNIX_EPOCH,
-        kind: if dir {
-            FileType::Directory
-        } else {
-            FileType::RegularFile
-        },
-        perm: if dir {
-            0o555
-        } else if ino == LPARCFG || ino == CPUINFO {
-            0o444
-        } else if ino == BUF_ENTRIES || ino >= RING_BASE {
-            0o400
-        } else {
-            0o600
-        },
-        nlink: if dir { 2 } else { 1 },
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        flags: 0,
-        blksize: 4096,
-    }
+    let perm = if dir {
+        0o555
+    } else if ino == LPARCFG || ino == CPUINFO {
+        0o444
+    } else if ino == BUF_ENTRIES || ino >= RING_BASE {
+        0o400
+    } else {
+        0o600
+    };
+    fusemount::attr(ino, dir, perm, 0)
 }
 
 impl SimFs {
@@ -742,20 +723,10 @@ impl Filesystem for SimFs {
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         let ino = u64::from(ino);
-        let mut entries = vec![
-            (ino, FileType::Directory, ".".to_string()),
-            (ROOT, FileType::Directory, "..".to_string()),
-        ];
-        entries.extend(self.children(ino));
-        for (i, (e_ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(e_ino), (i + 1) as u64, kind, &name) {
-                break;
-            }
-        }
-        reply.ok();
+        fusemount::list_directory(reply, offset, ino, ROOT, self.children(ino));
     }
 }
 
@@ -765,22 +736,13 @@ pub struct Mounted {
     pub root: PathBuf,
     /// The simulated kernel, to script and inspect.
     pub kernel: Arc<Mutex<Kernel>>,
-    session: Option<fuser::BackgroundSession>,
+    _mount: fusemount::Mount,
 }
 
 impl Mounted {
     /// The kernel state (locked).
     pub fn kernel(&self) -> MutexGuard<'_, Kernel> {
         self.kernel.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if let Some(session) = self.session.take() {
-            let _ = session.umount_and_join();
-        }
-        let _ = std::fs::remove_dir(&self.root);
     }
 }
 
@@ -807,26 +769,16 @@ pub fn mount(name: &str, kernel: Kernel) -> Option<Mounted> {
         return None;
     }
     let root = std::env::temp_dir().join(format!("vcpustat-sim-{}-{name}", std::process::id()));
-    let _ = std::fs::create_dir_all(&root);
     let kernel = Arc::new(Mutex::new(kernel));
     let fs = SimFs {
         kernel: Arc::clone(&kernel),
         opened: Mutex::new(BTreeMap::new()),
         next_fh: Mutex::new(0),
     };
-    let mut config = Config::default();
-    config
-        .mount_options
-        .extend([MountOption::FSName("vcpustat-sim".into()), MountOption::RW]);
-    let session = fuser::spawn_mount(fs, &root, &config).unwrap_or_else(|e| {
-        panic!(
-            "cannot mount the simulated kernel on {}: {e}",
-            root.display()
-        )
-    });
+    let mount = fusemount::mount(fs, &root, "vcpustat-sim", &[MountOption::RW], 1);
     Some(Mounted {
         root,
         kernel,
-        session: Some(session),
+        _mount: mount,
     })
 }

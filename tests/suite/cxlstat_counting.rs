@@ -335,6 +335,8 @@ fn until_ctrl_c_prints_totals_and_exits_cleanly() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Counting on every CPU, then 400 ms of it.
+    crate::procstate::await_perf_events(child.id(), cpus.len());
     std::thread::sleep(Duration::from_millis(400));
     // SAFETY: signalling our own child by its pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);

@@ -364,6 +364,9 @@ fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // Counting, the command started, then some intervals' reports.
+        crate::procstate::await_perf_events(child.id(), 1);
+        crate::procstate::await_child(child.id());
         std::thread::sleep(Duration::from_millis(500));
         let start = Instant::now();
         // SAFETY: signalling our own child.

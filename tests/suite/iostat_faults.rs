@@ -1055,9 +1055,11 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
             (signal, unread, child)
         })
         .collect();
-    // A -x report of the healthy tree is over 1 KiB: the page is full
-    // after a few of the 50 reports due in half a second.
-    thread::sleep(Duration::from_millis(500));
+    // Output in a run's pipe takes its one slot (see `pipes`): from then
+    // on the run waits for room, its stop handlers long installed.
+    for (_, unread, _) in &runs {
+        crate::pipes::wait_for_output(unread, Duration::from_secs(20));
+    }
     for (signal, _, child) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
         assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);

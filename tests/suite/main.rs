@@ -16,6 +16,7 @@ mod fakekernel;
 mod fusemount;
 mod namespace;
 mod pipes;
+mod procstate;
 mod samplefs;
 mod simkernel;
 mod skip;

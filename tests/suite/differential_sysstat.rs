@@ -13,19 +13,21 @@
 //!
 //! Outputs must be byte-identical after normalising the banner date and the
 //! `-t` timestamps (each must have the right shape and fall within the
-//! case's run by the test's clock), except where 12.6.1 differs from current sysstat
-//! (`shared/reference/sysstat-iostat.md` §6.3): under `-x`, devices whose
-//! counters went backwards (a decrease, or a 32-bit `io_ticks`/`time_in_queue`
-//! wrap) get their line from the documented current formulas (§2.3, §2.4)
-//! computed here from the generated counters, and the blank line 12.6.1
-//! prints after the banner with `-y` is dropped. The same formulas are checked
-//! against 12.6.1 on every other `-x` line, so the oracle itself is tested.
+//! case's run by the test's clock), except where 12.6.1 differs from
+//! current sysstat (`shared/reference/sysstat-iostat.md` §6.3): under `-x`,
+//! devices whose counters went backwards (a decrease, or a 32-bit
+//! `io_ticks`/`time_in_queue` wrap) get their line from the documented
+//! current formulas (§2.3, §2.4) computed here from the generated counters,
+//! and the blank line 12.6.1 prints after the banner with `-y` is dropped.
+//! The same formulas are checked against 12.6.1 on every other `-x` line,
+//! so the oracle itself is tested.
 //! Group rows (`-g`) are taken as 12.6.1 printed them, so `-x` sets with
 //! groups run on scenarios where no counter goes backwards or wraps and no
 //! device comes or goes.
 //!
-//! Needs root and `unshare`; without them the test prints why and skips,
-//! unless `CI=true`. `IOSTAT_RS=/path` overrides the binary under test.
+//! Needs root, `unshare` and `/dev/fuse`; without them the test prints why
+//! and skips, unless `CI=true`. `IOSTAT_RS=/path` overrides the binary
+//! under test.
 
 use crate::fakekernel;
 use crate::samplefs;

@@ -3,7 +3,6 @@
 //! describing a node, and answering a directory listing.
 
 use std::path::{Path, PathBuf};
-
 use std::time::UNIX_EPOCH;
 
 use fuser::{Config, FileAttr, FileType, Filesystem, INodeNo, MountOption, ReplyDirectory};

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 /// How long a child may take to get there.
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Polls `state` until it gives `Some`; panics with `what` and the last
-/// `None`'s description after [`LIMIT`].
-fn await_state<T>(what: &str, mut state: impl FnMut() -> Result<T, String>) -> T {
+/// Polls `state` until it is `Ok`; panics with `what` and the last error's
+/// description after [`LIMIT`].
+fn await_state(what: &str, mut state: impl FnMut() -> Result<(), String>) {
     let start = Instant::now();
     loop {
         match state() {
-            Ok(value) => return value,
+            Ok(()) => return,
             Err(last) if start.elapsed() > LIMIT => panic!("{what}: still {last} after {LIMIT:?}"),
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }

@@ -618,7 +618,8 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     };
     let since = sim.kernel().pace.unwrap().since;
     let since = since.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    let pace = |cpu: usize| f64::from(STEPS_PER_SECOND) * [2.0, 1.0][cpu];
+    let per_step = |cpu: usize| [2.0, 1.0][cpu];
+    let pace = |cpu: usize| f64::from(STEPS_PER_SECOND) * per_step(cpu);
     let dir = scratch("rates");
     let [vport, cport, prom_port] = free_ports();
     let prometheus = Prometheus::start(&dir, prom_port, &[("vcpustat", vport), ("cxlstat", cport)]);
@@ -713,7 +714,7 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             "cpu{cpu}: one sample a scrape"
         );
         for (&(time, count), &(_, duration)) in samples.iter().zip(&durations) {
-            let earliest = pace(cpu) * (time - 0.005 - since) - [2.0, 1.0][cpu];
+            let earliest = pace(cpu) * (time - 0.005 - since) - per_step(cpu);
             let latest = pace(cpu) * (time + 0.005 + duration - since);
             assert!(
                 (earliest..=latest).contains(&count),

@@ -17,10 +17,10 @@
 //! lookup and read reaches this file system. Both programs read from one
 //! thread, so the request's thread id is the process.
 
-use crate::fakekernel::Scenario;
+use crate::fakekernel::{Scenario, SysBlock};
 use crate::{fusemount, skip};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -36,33 +36,16 @@ struct SampleFiles {
     uptime: String,
     stat: String,
     diskstats: String,
-    /// `/sys/block`: each disk's `stat` (none for a partition's disk that is
-    /// itself gone) and its partitions' `stat`s.
-    block: BTreeMap<String, (Option<String>, BTreeMap<String, String>)>,
+    block: SysBlock,
 }
 
 impl SampleFiles {
     fn of(scenario: &Scenario, s: usize) -> SampleFiles {
-        let mut block: BTreeMap<String, (Option<String>, BTreeMap<String, String>)> =
-            BTreeMap::new();
-        for d in &scenario.samples[s].devices {
-            let stat = d.counters.sysfs_line(scenario.format);
-            match &d.parent {
-                None => block.entry(d.name.clone()).or_default().0 = Some(stat),
-                Some(disk) => {
-                    block
-                        .entry(disk.clone())
-                        .or_default()
-                        .1
-                        .insert(d.name.clone(), stat);
-                }
-            }
-        }
         SampleFiles {
             uptime: scenario.uptime(s),
             stat: scenario.proc_stat(s),
             diskstats: scenario.diskstats(s),
-            block,
+            block: scenario.sys_block(s),
         }
     }
 }

@@ -13,6 +13,7 @@
 //! backwards (a decrease or a 32-bit wrap), which is where sysstat 12.6.1 and
 //! current sysstat disagree under `-x`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
@@ -164,6 +165,10 @@ pub struct Device {
     /// The cumulative counters.
     pub counters: Counters,
 }
+
+/// `/sys/block` of one sample: per disk, its `stat` line, if the disk is
+/// present, and its partitions' `stat` lines, by name.
+pub type SysBlock = BTreeMap<String, (Option<String>, BTreeMap<String, String>)>;
 
 /// One sample of the fake machine.
 #[derive(Debug, Clone)]
@@ -518,42 +523,56 @@ impl Scenario {
         self.write_sys_block(s, &root.join("sys/block"))
     }
 
-    /// Makes directory `block` look like `/sys/block` in sample `s`.
+    /// `/sys/block` in sample `s`: per disk, its `stat` (none for the disk
+    /// of a partition whose disk is itself absent) and its partitions'
+    /// `stat`s.
+    pub fn sys_block(&self, s: usize) -> SysBlock {
+        let mut block = SysBlock::new();
+        for d in &self.samples[s].devices {
+            let stat = d.counters.sysfs_line(self.format);
+            match &d.parent {
+                None => block.entry(d.name.clone()).or_default().0 = Some(stat),
+                Some(disk) => {
+                    block
+                        .entry(disk.clone())
+                        .or_default()
+                        .1
+                        .insert(d.name.clone(), stat);
+                }
+            }
+        }
+        block
+    }
+
+    /// Makes directory `block` look like `/sys/block` in sample `s`
+    /// ([`Scenario::sys_block`]): files rewritten in place, directories of
+    /// absent devices removed.
     pub fn write_sys_block(&self, s: usize, block: &Path) -> io::Result<()> {
         fs::create_dir_all(block)?;
-        let sample = &self.samples[s];
+        let tree = self.sys_block(s);
         for entry in fs::read_dir(block)? {
             let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !sample
-                .devices
-                .iter()
-                .any(|d| d.parent.is_none() && d.name == name)
-            {
+            if !tree.contains_key(&*entry.file_name().to_string_lossy()) {
                 fs::remove_dir_all(entry.path())?;
             }
         }
-        for d in &sample.devices {
-            let dir = match &d.parent {
-                None => block.join(&d.name),
-                Some(p) => block.join(p).join(&d.name),
-            };
+        for (disk, (stat, partitions)) in &tree {
+            let dir = block.join(disk);
             fs::create_dir_all(&dir)?;
-            fs::write(dir.join("stat"), d.counters.sysfs_line(self.format))?;
-        }
-        // Partitions that went away with their disk still present.
-        for d in sample.devices.iter().filter(|d| d.parent.is_none()) {
-            for entry in fs::read_dir(block.join(&d.name))? {
+            if let Some(stat) = stat {
+                fs::write(dir.join("stat"), stat)?;
+            }
+            for entry in fs::read_dir(&dir)? {
                 let entry = entry?;
-                let name = entry.file_name().to_string_lossy().into_owned();
                 if entry.path().is_dir()
-                    && !sample
-                        .devices
-                        .iter()
-                        .any(|p| p.parent.as_deref() == Some(&d.name) && p.name == name)
+                    && !partitions.contains_key(&*entry.file_name().to_string_lossy())
                 {
                     fs::remove_dir_all(entry.path())?;
                 }
+            }
+            for (partition, stat) in partitions {
+                fs::create_dir_all(dir.join(partition))?;
+                fs::write(dir.join(partition).join("stat"), stat)?;
             }
         }
         Ok(())

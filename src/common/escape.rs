@@ -7,23 +7,30 @@
 //!
 //! * [`text`] for people: control characters become `\n`, `\t`, `\r` or
 //!   `\xNN` (C0 and DEL) or `\u{NN}` (C1 and the bidirectional-text
-//!   controls, which can reorder what a terminal shows), and a backslash
-//!   becomes `\\`, so the printed form maps back to exactly one name, as
+//!   controls, which can reorder what a terminal shows), a byte that is not
+//!   UTF-8 becomes `\xNN` (80 to ff), and a backslash becomes `\\`, so
+//!   the printed form maps back to exactly one name, as
 //!   `systemd-escape`-style and `ls`-style escaping do;
 //! * [`push_json`] for JSON strings (RFC 8259), valid for any text.
 //!
 //! CSV fields are quoted by the CSV writer and Prometheus label values
-//! escaped by its writer (both valid for any text). Names are UTF-8 by the
-//! time they get here: bytes that are not UTF-8 were replaced by U+FFFD
-//! where the name was read.
+//! escaped by its writer (both valid for any text). Bytes that are not
+//! UTF-8 reach here as [`osname`](super::osname)'s raw byte characters;
+//! JSON, CSV and Prometheus show each as the text `\xNN`, as [`text`] does.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+
+use super::osname::raw_byte;
+
+/// The first byte of every character from U+100000 on, raw bytes' among them.
+const RAW_BYTE_LEAD: u8 = 0xF4;
 
 /// Whether `c` must be escaped in text for a terminal.
 fn unsafe_in_text(c: char) -> bool {
     c == '\\'
         || c.is_control()
+        || raw_byte(c).is_some()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -56,6 +63,7 @@ fn escape_with(name: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
             '\n' => write!(s, "\\n"),
             '\t' => write!(s, "\\t"),
             '\r' => write!(s, "\\r"),
+            c if let Some(b) = raw_byte(c) => write!(s, "\\x{b:02x}"),
             c if u32::from(c) < 0x80 => write!(s, "\\x{:02x}", u32::from(c)),
             c => write!(s, "\\u{{{:x}}}", u32::from(c)),
         };
@@ -69,7 +77,20 @@ fn escape_with(name: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
 pub fn push_json(s: &mut String, text: &str) {
     let mut plain = 0;
     for (i, b) in text.bytes().enumerate() {
+        if i < plain {
+            // The rest of a raw byte's character, written below.
+            continue;
+        }
         let escape = match b {
+            RAW_BYTE_LEAD => {
+                let Some(raw) = text[i..].chars().next().and_then(raw_byte) else {
+                    continue;
+                };
+                s.push_str(&text[plain..i]);
+                let _ = write!(s, "\\\\x{raw:02x}");
+                plain = i + 4;
+                continue;
+            }
             b'"' => "\\\"",
             b'\\' => "\\\\",
             b'\n' => "\\n",
@@ -93,7 +114,10 @@ pub fn push_json(s: &mut String, text: &str) {
 
 /// `text` as the inside of a JSON string (see [`push_json`]).
 pub fn json(text: &str) -> Cow<'_, str> {
-    if !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+    if !text
+        .bytes()
+        .any(|b| b == b'"' || b == b'\\' || b < 0x20 || b == RAW_BYTE_LEAD)
+    {
         return Cow::Borrowed(text);
     }
     let mut s = String::with_capacity(text.len() + 8);
@@ -135,6 +159,20 @@ mod tests {
                 assert_ne!(e, other);
             }
         }
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_show_as_hex_in_text_and_json() {
+        let name = crate::common::osname::from_bytes(b"a\xff\\\xc3");
+        assert_eq!(text(&name), "a\\xff\\\\\\xc3");
+        assert_eq!(controls(&name), "a\\xff\\\\xc3");
+        let quoted = format!("\"{}\"", json(&name));
+        assert_eq!(
+            serde_json::from_str::<String>(&quoted).unwrap(),
+            "a\\xff\\\\xc3"
+        );
+        // A character of the plane that is not a raw byte is left as it is.
+        assert_eq!(json("\u{10fefd}"), "\u{10fefd}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::interval::Schedule;
+use super::osname::raw_byte;
 use super::run::{RunEnd, run_samples};
 use super::signals::StopSignal;
 use super::source::Source;
@@ -181,9 +182,15 @@ fn push_value(out: &mut String, value: f64) {
     }
 }
 
+/// A label value as the exposition format escapes it; a byte that is not
+/// UTF-8 (see [`osname`](super::osname)) as the text `\xNN`, since the
+/// format holds only UTF-8.
 fn escape_label_into(out: &mut String, value: &str) {
     for c in value.chars() {
         match c {
+            c if let Some(b) = raw_byte(c) => {
+                let _ = write!(out, "\\\\x{b:02x}");
+            }
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
@@ -199,6 +206,14 @@ fn escape_help(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_bytes_that_are_not_utf8_show_as_hex() {
+        let name = crate::common::osname::from_bytes(b"x\xfe\\");
+        let mut out = String::new();
+        escape_label_into(&mut out, &name);
+        assert_eq!(out, "x\\\\xfe\\\\");
+    }
 
     #[test]
     fn families_once_labels_escaped_empty_labels_left_out() {

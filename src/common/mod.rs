@@ -9,6 +9,8 @@
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
 //! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
+//! * [`osname`]: names from the kernel as strings, invalid UTF-8 kept byte
+//!   for byte;
 //! * [`escape`]: names from the kernel or a recording, safe to print;
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`stdout`]: standard output that a stop signal can interrupt;
@@ -76,6 +78,7 @@ pub mod excerpt;
 pub mod expo;
 pub mod interval;
 pub mod manual;
+pub mod osname;
 pub mod output;
 pub mod perf;
 pub mod perf_ring;

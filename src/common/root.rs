@@ -19,6 +19,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::osname;
+
 /// How a kernel file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -120,7 +122,7 @@ impl Root {
     /// Resolves `path` inside the root like `realpath(3)`, giving a kernel path.
     pub fn canonicalize(&self, path: &str) -> io::Result<String> {
         if self.is_host_root() {
-            return Ok(std::fs::canonicalize(path)?.to_string_lossy().into_owned());
+            return Ok(name_of(&std::fs::canonicalize(osname::to_os_string(path))?));
         }
         let fd = self.open_raw(path, libc::O_PATH)?;
         let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
@@ -128,7 +130,7 @@ impl Root {
         let inside = real
             .strip_prefix(&root)
             .map_err(|_| io::Error::other(format!("resolves outside {}", self.path.display())))?;
-        Ok(Path::new("/").join(inside).to_string_lossy().into_owned())
+        Ok(name_of(&Path::new("/").join(inside)))
     }
 
     /// Opens `path` with `flags` (plus `O_CLOEXEC`, and `O_NOCTTY` unless
@@ -153,7 +155,7 @@ impl Root {
         if let Some(fd) = self.dir.get() {
             return Ok(fd);
         }
-        let c = c_path(&self.path.to_string_lossy())?;
+        let c = c_bytes(self.path.as_os_str().as_bytes())?;
         // SAFETY: a NUL-terminated path; the result is checked.
         let fd = owned(unsafe {
             libc::open(
@@ -217,9 +219,19 @@ fn openat2_in_root(dir: RawFd, path: &CStr, flags: u64) -> io::Result<OwnedFd> {
     }
 }
 
+/// `path` as the kernel takes it: the bytes [`osname`] carried, NUL-ended.
 fn c_path(path: &str) -> io::Result<CString> {
+    c_bytes(&osname::to_bytes(path))
+}
+
+fn c_bytes(path: &[u8]) -> io::Result<CString> {
     CString::new(path)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// A path from the kernel as a string, invalid UTF-8 kept ([`osname`]).
+fn name_of(path: &Path) -> String {
+    osname::from_bytes(path.as_os_str().as_bytes()).into_owned()
 }
 
 /// Takes ownership of a descriptor a system call returned, or its error.

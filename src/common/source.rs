@@ -11,11 +11,13 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use super::osname;
 use super::root::{Access, Root};
 
 /// The host identity a banner needs (the fields of `uname(2)`).
@@ -48,7 +50,7 @@ impl Uname {
                 .take_while(|&&c| c != 0)
                 .map(|&c| c as u8)
                 .collect();
-            String::from_utf8_lossy(&bytes).into_owned()
+            osname::from_bytes(&bytes).into_owned()
         };
         Ok(Uname {
             sysname: field(&raw.sysname),
@@ -438,7 +440,7 @@ impl Source for RootFs {
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
         self.root.for_each_entry(path, &mut |name| {
-            names.push(name.to_string_lossy().into_owned())
+            names.push(osname::from_bytes(name.as_bytes()).into_owned())
         })?;
         Ok(names)
     }
@@ -469,11 +471,12 @@ impl Source for RootFs {
 
     fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {
         self.root
-            .for_each_entry(path, &mut |name| each(&name.to_string_lossy()))
+            .for_each_entry(path, &mut |name| each(&osname::from_bytes(name.as_bytes())))
     }
 
     fn read_link(&self, path: &str) -> io::Result<String> {
-        Ok(self.root.read_link(path)?.to_string_lossy().into_owned())
+        let target = self.root.read_link(path)?;
+        Ok(osname::from_bytes(target.as_os_str().as_bytes()).into_owned())
     }
 
     fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {

@@ -2,11 +2,13 @@
 //! scanned into a typed [`Options`], plus a clap [`command`] describing the
 //! same options for `--help`, man pages and shell completions.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::interval::{looks_like_interval, parse_interval};
+use crate::common::osname;
 
 use super::error::IostatError;
 
@@ -592,7 +594,7 @@ fn absolute(dir: &str) -> String {
         return dir.to_string();
     }
     match std::env::current_dir() {
-        Ok(cwd) => cwd.join(dir).to_string_lossy().into_owned(),
+        Ok(cwd) => osname::from_bytes(cwd.join(dir).as_os_str().as_bytes()).into_owned(),
         Err(_) => dir.to_string(),
     }
 }

@@ -574,7 +574,7 @@ impl DeviceList {
             }
             let idx = self.add(
                 src,
-                line.name,
+                &line.name,
                 Some((line.major, line.minor)),
                 DeviceKind::Single,
             );
@@ -617,7 +617,7 @@ impl DeviceList {
                 &self.names,
                 &self.index,
                 pos,
-                head.name,
+                &head.name,
             ) {
                 self.line_hints.set(pos, idx);
                 // These counters stand for the device's sysfs `stat` file,

@@ -279,9 +279,9 @@ impl Exporter {
             let chosen = match (&self.select, &whole) {
                 (Select::Every, _) => true,
                 (Select::Named(names), _) => names.iter().any(|(n, parts)| {
-                    parsed.name == n || (*parts && is_partition_of(parsed.name, n))
+                    parsed.name == **n || (*parts && is_partition_of(&parsed.name, n))
                 }),
-                (Select::Whole, Some(set)) => set.contains(parsed.name),
+                (Select::Whole, Some(set)) => set.contains(parsed.name.as_ref()),
                 (Select::Whole, None) => false,
             };
             if chosen {

@@ -1,7 +1,12 @@
 //! Hand-written parsers for the kernel files iostat reads: `/proc/diskstats`,
 //! `/sys/block/<dev>/stat`, the `cpu ` line of `/proc/stat` and
 //! `/proc/uptime`. They follow sysstat's `sscanf` rules (how many fields make
-//! a valid line) and allocate nothing.
+//! a valid line) and allocate nothing (but for a device name that is not
+//! UTF-8, rare enough to be kept in a `String`).
+
+use std::borrow::Cow;
+
+use crate::common::osname;
 
 /// The cumulative counters of one block device, in the C types sysstat keeps
 /// them in: I/O, merge and sector counts are 64-bit, tick fields 32-bit.
@@ -195,14 +200,15 @@ pub fn parse_sysfs_stat(text: &[u8]) -> DiskCounters {
 }
 
 /// One usable line of `/proc/diskstats`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskstatsLine<'a> {
     /// Major device number.
     pub major: u32,
     /// Minor device number.
     pub minor: u32,
-    /// Kernel name (`sda`, `nvme0n1p1`, `cciss!c0d0`).
-    pub name: &'a str,
+    /// Kernel name (`sda`, `nvme0n1p1`, `cciss/c0d0`), borrowed unless it
+    /// holds bytes that are not UTF-8 ([`osname`]).
+    pub name: Cow<'a, str>,
     /// The counters.
     pub counters: DiskCounters,
     /// Extended or old partition format.
@@ -210,14 +216,14 @@ pub struct DiskstatsLine<'a> {
 }
 
 /// The first three fields of a `/proc/diskstats` line, and the rest of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskstatsHead<'a> {
     /// Major device number.
     pub major: u32,
     /// Minor device number.
     pub minor: u32,
-    /// Kernel name.
-    pub name: &'a str,
+    /// Kernel name, as in [`DiskstatsLine`].
+    pub name: Cow<'a, str>,
     /// The statistics, not yet parsed.
     rest: &'a [u8],
 }
@@ -257,7 +263,7 @@ pub fn diskstats_head(line: &[u8]) -> Option<DiskstatsHead<'_>> {
     Some(DiskstatsHead {
         major: u32::try_from(head[0]).ok()?,
         minor: u32::try_from(head[1]).ok()?,
-        name: std::str::from_utf8(&line[start..pos]).ok()?,
+        name: osname::from_bytes(&line[start..pos]),
         rest: &line[pos..],
     })
 }
@@ -454,8 +460,12 @@ mod tests {
         assert!(parse_diskstats_line(b"").is_none());
         assert_eq!(
             diskstats_head(b"   8       1 sdz1 1 2 3").map(|h| h.name),
-            Some("sdz1")
+            Some(Cow::Borrowed("sdz1"))
         );
+        // A name that is not UTF-8 is kept, byte for byte, not dropped.
+        let odd = parse_diskstats_line(b" 8 2 x\xff\xfe 1 2 3 4 5 6 7 8 9 10 11").unwrap();
+        assert_eq!(osname::to_bytes(&odd.name).as_ref(), b"x\xff\xfe");
+        assert_eq!(odd.counters.rd_ios, 1);
         assert_eq!(diskstats_head(b"x 1 sdz1 1"), None);
         assert_eq!(diskstats_head(b"8 1"), None);
         assert!(parse_diskstats_line(b"x y z 1 2 3 4 5 6 7 8 9 10 11").is_none());

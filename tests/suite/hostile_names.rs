@@ -388,6 +388,67 @@ fn iostat_rs_device_names_are_escaped_or_quoted_in_every_format() {
     iostat_every_format(&["--sysroot", root, DISK, SYS_ONLY], &[DISK, SYS_ONLY]);
 }
 
+/// Device names that are not UTF-8 (a `--sysroot` tree, an alternate `-f`
+/// directory, a recording) are reported as sysstat reports them, not
+/// dropped: each such byte shown as `\xNN` in every format, two names that
+/// differ only in those bytes as two devices, and a device found only in
+/// `/sys/block` read from its own `stat` file.
+#[test]
+fn iostat_rs_reports_device_names_that_are_not_utf8() {
+    let dir = cxlstat_support::scratch("non-utf8-iostat");
+    iostat_tree(&dir);
+    let raw = |name: &[u8]| std::ffi::OsStr::from_bytes(name).to_owned();
+    fs::write(
+        dir.join("proc/diskstats"),
+        [
+            format!(" 253 0 vda {STAT_LINE}\n").as_bytes(),
+            format!(" 253 1 x\u{ff} {STAT_LINE}\n").as_bytes(),
+            b" 253 2 x\xff ",
+            format!("{STAT_LINE}\n").as_bytes(),
+            b" 253 3 x\xfe ",
+            format!("{STAT_LINE}\n").as_bytes(),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    for name in [&b"x\xff"[..], b"x\xfe", "x\u{ff}".as_bytes(), b"y\xe2\x9c"] {
+        let dev = dir.join("sys/block").join(raw(name));
+        fs::create_dir_all(&dev).unwrap();
+        fs::write(dev.join("stat"), format!("{STAT_LINE}\n")).unwrap();
+    }
+    let root = dir.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_iostat-rs");
+    let shown = ["x\\xff", "x\\xfe", "x\u{ff}"];
+    let sys_only = "y\\xe2\\x9c";
+    for extra in [&["-x"][..], &["-d"], &["-x", "-p", "ALL"]] {
+        let args = [&["--sysroot", root][..], extra].concat();
+        let text = check_text(&format!("{extra:?}"), &run(bin, &args, &[]).stdout, &[]);
+        let rows: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        for name in shown {
+            assert_eq!(
+                rows.iter().filter(|r| **r == name).count(),
+                1,
+                "{name} in\n{text}"
+            );
+        }
+        let sys_only_rows = rows.iter().filter(|r| **r == sys_only).count();
+        assert_eq!(
+            sys_only_rows,
+            usize::from(!extra.contains(&"ALL")),
+            "{text}"
+        );
+    }
+    let all = [&shown[..], &[sys_only]].concat();
+    let with = |extra: &[&str]| run(bin, &[&["--sysroot", root][..], extra].concat(), &[]).stdout;
+    check_json("json", &with(&["-o", "JSON", "-x"]), &all);
+    check_ndjson("ndjson", &with(&["-o", "ndjson"]), &all);
+    check_csv("csv", &with(&["-o", "csv"]), &all);
+    check_prometheus("prometheus", &with(&["-o", "prometheus"]), &shown);
+}
+
 /// The uname of a recording and the device names in its files can be any
 /// text; a file that is not UTF-8 is recorded as hex and its bytes reach the
 /// parsers as they are.

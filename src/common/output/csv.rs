@@ -3,10 +3,12 @@
 use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
+use crate::common::osname::show_raw_bytes;
 
 /// Writes `timestamp,index,<labels>,<columns>` once, then one line per row.
 /// Missing values are empty fields; fields holding the separator, a quote or
-/// a line break are quoted as RFC 4180 says.
+/// a line break are quoted as RFC 4180 says; a byte that is not UTF-8 is
+/// the text `\xNN`.
 pub struct CsvWriter {
     schema: Schema,
     separator: String,
@@ -23,6 +25,7 @@ impl CsvWriter {
     }
 
     fn field(&self, text: &str) -> String {
+        let text = show_raw_bytes(text);
         if text.contains(&self.separator) || text.contains(['"', '\n', '\r']) {
             format!("\"{}\"", text.replace('"', "\"\""))
         } else {

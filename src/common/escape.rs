@@ -21,10 +21,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::osname::raw_byte;
-
-/// The first byte of every character from U+100000 on, raw bytes' among them.
-const RAW_BYTE_LEAD: u8 = 0xF4;
+use super::osname::{holds_raw_bytes, raw_byte, show_raw_bytes};
 
 /// Whether `c` must be escaped in text for a terminal.
 fn unsafe_in_text(c: char) -> bool {
@@ -75,22 +72,11 @@ fn escape_with(name: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
 /// control characters as `\n`, `\t`, ... or `\u00XX`, everything else as is
 /// (JSON is UTF-8). The result is what serde_json writes.
 pub fn push_json(s: &mut String, text: &str) {
+    let text = show_raw_bytes(text);
+    let text = text.as_ref();
     let mut plain = 0;
     for (i, b) in text.bytes().enumerate() {
-        if i < plain {
-            // The rest of a raw byte's character, written below.
-            continue;
-        }
         let escape = match b {
-            RAW_BYTE_LEAD => {
-                let Some(raw) = text[i..].chars().next().and_then(raw_byte) else {
-                    continue;
-                };
-                s.push_str(&text[plain..i]);
-                let _ = write!(s, "\\\\x{raw:02x}");
-                plain = i + 4;
-                continue;
-            }
             b'"' => "\\\"",
             b'\\' => "\\\\",
             b'\n' => "\\n",
@@ -114,10 +100,7 @@ pub fn push_json(s: &mut String, text: &str) {
 
 /// `text` as the inside of a JSON string (see [`push_json`]).
 pub fn json(text: &str) -> Cow<'_, str> {
-    if !text
-        .bytes()
-        .any(|b| b == b'"' || b == b'\\' || b < 0x20 || b == RAW_BYTE_LEAD)
-    {
+    if !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) && !holds_raw_bytes(text) {
         return Cow::Borrowed(text);
     }
     let mut s = String::with_capacity(text.len() + 8);

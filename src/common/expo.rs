@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::interval::Schedule;
-use super::osname::raw_byte;
+use super::osname::show_raw_bytes;
 use super::run::{RunEnd, run_samples};
 use super::signals::StopSignal;
 use super::source::Source;
@@ -186,11 +186,8 @@ fn push_value(out: &mut String, value: f64) {
 /// UTF-8 (see [`osname`](super::osname)) as the text `\xNN`, since the
 /// format holds only UTF-8.
 fn escape_label_into(out: &mut String, value: &str) {
-    for c in value.chars() {
+    for c in show_raw_bytes(value).chars() {
         match c {
-            c if let Some(b) = raw_byte(c) => {
-                let _ = write!(out, "\\\\x{b:02x}");
-            }
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),

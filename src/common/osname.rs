@@ -85,6 +85,17 @@ pub fn to_bytes(text: &str) -> Cow<'_, [u8]> {
     Cow::Owned(bytes)
 }
 
+/// `text` cut to at most `max` bytes (see [`to_bytes`]), as C's `strncpy`
+/// or `%.*s` cuts it: a character cut in two keeps its first bytes, as raw
+/// bytes. Borrowed when `text` is short enough.
+pub fn truncate_bytes(text: &str, max: usize) -> Cow<'_, str> {
+    let bytes = to_bytes(text);
+    if bytes.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(from_bytes(&bytes[..max]).into_owned())
+}
+
 /// `text` as an operating-system path or name (see [`to_bytes`]).
 pub fn to_os_string(text: &str) -> OsString {
     OsString::from_vec(to_bytes(text).into_owned())
@@ -118,6 +129,19 @@ mod tests {
             assert!(matches!(from_bytes(name.as_bytes()), Cow::Borrowed(n) if n == name));
             assert!(matches!(to_bytes(name), Cow::Borrowed(b) if b == name.as_bytes()));
         }
+    }
+
+    #[test]
+    fn cuts_count_bytes_and_keep_half_a_character_as_a_raw_byte() {
+        assert!(matches!(truncate_bytes("sda", 3), Cow::Borrowed("sda")));
+        assert_eq!(truncate_bytes("sda1", 3), "sda");
+        // "é" is c3 a9: cut after one byte, the c3 stays, as a raw byte.
+        let cut = truncate_bytes("aé", 2);
+        assert_eq!(to_bytes(&cut).as_ref(), b"a\xc3");
+        assert_eq!(show_raw_bytes(&cut), "a\\xc3");
+        // A raw byte counts one byte, not the four of its character.
+        let raw = from_bytes(b"\xff\xfe\xfd");
+        assert_eq!(to_bytes(&truncate_bytes(&raw, 2)).as_ref(), b"\xff\xfe");
     }
 
     #[test]

@@ -392,7 +392,8 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
             }
             "-g" => {
                 let name = take_value(&mut i)?;
-                let cut: String = name.chars().take(MAX_NAME_LEN - 2).collect();
+                // sysstat's `" %-.*s"` with MAX_NAME_LEN - 2: bytes, not characters.
+                let cut = osname::truncate_bytes(&name, MAX_NAME_LEN - 2);
                 o.list.push(ListArg::Group(format!(" {cut}")));
                 o.groups_defined = true;
                 continue;

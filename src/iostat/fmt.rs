@@ -134,16 +134,13 @@ fn push_scaled(out: &mut String, scaled: u64, width: usize, decimals: usize) {
     unsafe { out.as_mut_vec() }.extend_from_slice(text);
 }
 
-/// Appends `text` left-aligned in `width` characters (`%-13s`).
+/// Appends `text` left-aligned in `width` bytes, as C's `%-13s` pads it: a
+/// name with characters of more than one byte takes that many fewer
+/// spaces, so every column after it starts at the byte sysstat's does.
 pub fn push_left(out: &mut String, text: &str, width: usize) {
     out.push_str(text);
-    let chars = if text.is_ascii() {
-        text.len()
-    } else {
-        text.chars().count()
-    };
-    if chars < width {
-        out.extend(std::iter::repeat_n(' ', width - chars));
+    if text.len() < width {
+        out.extend(std::iter::repeat_n(' ', width - text.len()));
     }
 }
 
@@ -162,15 +159,13 @@ mod tests {
     }
 
     #[test]
-    fn left_alignment_counts_characters() {
+    fn left_alignment_counts_bytes_as_printf_does() {
         let mut s = String::new();
         push_left(&mut s, "sda", 13);
         push_left(&mut s, "é", 3);
         push_left(&mut s, "a-very-long-device-name", 13);
-        assert_eq!(
-            s,
-            format!("{:<13}{:<3}{:<13}", "sda", "é", "a-very-long-device-name")
-        );
+        // printf("%-13s%-3s%-13s"): "é" is two bytes, so one space follows.
+        assert_eq!(s, "sda          é a-very-long-device-name");
     }
 
     #[test]

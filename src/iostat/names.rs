@@ -1,8 +1,10 @@
 //! Device names: sysstat's canonical form of a name given on the command
 //! line, persistent names (`-j`) and device-mapper names (`-N`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use crate::common::osname;
 use crate::common::source::Source;
 
 use super::cli::MAX_NAME_LEN;
@@ -24,16 +26,13 @@ pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// Cuts a name to sysstat's `MAX_NAME_LEN - 1` bytes.
-pub fn truncate_name(mut name: String) -> String {
-    if name.len() > MAX_NAME_LEN - 1 {
-        let mut cut = MAX_NAME_LEN - 1;
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name.truncate(cut);
+/// Cuts a name to sysstat's `MAX_NAME_LEN - 1` bytes (its `strncpy`): a
+/// character cut in two keeps its first bytes, shown as `\xNN`.
+pub fn truncate_name(name: String) -> String {
+    match osname::truncate_bytes(&name, MAX_NAME_LEN - 1) {
+        Cow::Borrowed(_) => name,
+        Cow::Owned(cut) => cut,
     }
-    name
 }
 
 /// The kernel's name of block device `major:minor`: the last component of
@@ -93,7 +92,10 @@ mod tests {
         assert_eq!(basename("sda"), "sda");
         let long = "x".repeat(200);
         assert_eq!(truncate_name(long).len(), MAX_NAME_LEN - 1);
-        let multibyte = "é".repeat(100);
-        assert!(truncate_name(multibyte).len() < MAX_NAME_LEN);
+        // sysstat keeps 127 bytes: 63 "é" and the first byte of the 64th.
+        let multibyte = truncate_name("é".repeat(100));
+        let mut kept = "é".repeat(63).into_bytes();
+        kept.push(0xc3);
+        assert_eq!(osname::to_bytes(&multibyte).as_ref(), kept.as_slice());
     }
 }

@@ -214,7 +214,9 @@ impl TextRenderer {
         let name = name.as_ref();
         match &self.colors {
             Some(c) => {
-                let _ = write!(self.buf, "{}{name:<13}{}", c.name, c.normal);
+                self.buf.push_str(&c.name);
+                push_left(&mut self.buf, name, 13);
+                self.buf.push_str(c.normal);
             }
             None => push_left(&mut self.buf, name, 13),
         }

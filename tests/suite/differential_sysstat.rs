@@ -52,7 +52,9 @@ const SAMPLES: usize = 3;
 /// 4 s.
 const PARALLEL: usize = OPTION_SETS.len() * SEEDS_PER_SET as usize;
 
-/// Option sets; `{DISK}` becomes the scenario's first partitioned disk.
+/// Option sets; `{DISK}` becomes the scenario's first partitioned disk,
+/// `{LONG_GROUP}` a group name of 64 "é" (128 bytes, which sysstat cuts to
+/// 126: 63 "é").
 /// `sda`, `vda` and `nvme0n1` are the first three disks of every scenario,
 /// present in every sample (used or not).
 const OPTION_SETS: &[&[&str]] = &[
@@ -109,6 +111,10 @@ const OPTION_SETS: &[&[&str]] = &[
     // -x leaves out a group no member of which was ever present.
     &["-xs", "-g", "E", "nosuch", "-g", "G", "vda", "nvme0n1"],
     &["-x", "-o", "JSON", "-g", "G", "sda", "vda"],
+    // Names are padded and cut in bytes, as printf does, not in characters.
+    &["-d", "-g", "données", "sda", "vda"],
+    &["-xs", "-g", "{LONG_GROUP}", "sda", "nvme0n1"],
+    &["-d", "-o", "JSON", "-g", "{LONG_GROUP}", "vda"],
 ];
 
 const SEEDS_PER_SET: u64 = 3;
@@ -150,7 +156,14 @@ fn cases() -> Vec<Case> {
                 .find(|d| d.parent.is_some())
                 .and_then(|d| d.parent.clone())
                 .unwrap_or_else(|| scenario.samples[0].devices[0].name.clone());
-            let mut args: Vec<String> = set.iter().map(|a| a.replace("{DISK}", &disk)).collect();
+            let long_group = "é".repeat(64);
+            let mut args: Vec<String> = set
+                .iter()
+                .map(|a| {
+                    a.replace("{DISK}", &disk)
+                        .replace("{LONG_GROUP}", &long_group)
+                })
+                .collect();
             args.push("1".into());
             args.push(SAMPLES.to_string());
             out.push(Case {

@@ -104,7 +104,7 @@ pub fn parse_into(text: &[u8], cpus: &mut Vec<CpuCounters>) -> Result<(), ParseE
 }
 
 fn parse_line(line: &[u8]) -> Result<CpuCounters, &'static str> {
-    const SHAPE: &str = "\"cpu<N>\" followed by 8 unsigned counters";
+    const SHAPE: &str = "\"cpu<N>\" followed by 8 or more unsigned counters";
     let rest = line.strip_prefix(b"cpu").ok_or(SHAPE)?;
     let mut pos = 0;
     let cpu = next_number(rest, &mut pos, false).ok_or(SHAPE)?;
@@ -113,7 +113,14 @@ fn parse_line(line: &[u8]) -> Result<CpuCounters, &'static str> {
     for slot in &mut counts {
         *slot = next_number(rest, &mut pos, true).ok_or(SHAPE)?;
     }
-    if rest[pos..].iter().any(|b| !b.is_ascii_whitespace()) {
+    // Counters a newer kernel may add after the eight are skipped, as
+    // powerpc-utils' `sscanf` skips them (and sysstat the fields
+    // /proc/diskstats gained): the eight keep their meaning. Anything but
+    // counters there is a garbled line.
+    if !rest[pos..]
+        .split(u8::is_ascii_whitespace)
+        .all(|word| word.iter().all(u8::is_ascii_digit))
+    {
         return Err(SHAPE);
     }
     Ok(CpuCounters { cpu, counts })
@@ -180,11 +187,22 @@ mod tests {
     }
 
     #[test]
+    fn skips_counters_a_newer_kernel_adds() {
+        let text = b"cpu0 1 2 3 4 5 6 7 8 9 99999999999999999999999\ncpu1 1 1 0 0 0 1 0 0\n";
+        let Snapshot::On(cpus) = parse(text).unwrap() else {
+            panic!("expected counters")
+        };
+        assert_eq!(cpus[0].counts, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(cpus[1].counts, [1, 1, 0, 0, 0, 1, 0, 0]);
+    }
+
+    #[test]
     fn names_the_bad_line() {
         let err = parse(b"cpu0 1 2 3 4 5 6 7 8\ncpu1 1 2 3\n").unwrap_err();
         assert_eq!(err.line, 2);
-        assert!(parse(b"cpu0 1 2 3 4 5 6 7 8 9\n").is_err());
         assert!(parse(b"cpu0 1 2 3 4 5 6 7 -8\n").is_err());
+        assert!(parse(b"cpu0 1 2 3 4 5 6 7 8 x\n").is_err());
+        assert!(parse(b"cpu0 1 2 3 4 5 6 7 8 -9\n").is_err());
         assert!(parse(b"cpu0 1 2 3 4 5 6 7 99999999999999999999\n").is_err());
         assert!(parse(b"of\n").is_err());
         assert!(parse(b"").is_err());

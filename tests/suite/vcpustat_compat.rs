@@ -136,6 +136,41 @@ fn numeric_with_raw_is_accepted_and_shows_the_cumulative_counts() {
 }
 
 #[test]
+fn counters_a_newer_kernel_adds_after_the_eight_are_skipped() {
+    // powerpc-utils' sscanf reads the first eight and ignores the rest, so
+    // it keeps working if the kernel gains a counter: so must vcpustat.
+    let lines = "cpu0 6839 4126 2683 30 0 6821 18 0 77\ncpu1 2515 1274 1229 12 0 2509 6 0 5 123456789012345678901234\n";
+    let root = tree("newer_kernel", &[(STATS, lines), (FREQ, "50\n")]);
+    let out = vcpustat(&root, &["-o", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "two vCPUs and all: {stdout}");
+    let expected_fields = [
+        ",cpu0,6839,4126,2683,30,0,6821,18,0,",
+        ",cpu1,2515,1274,1229,12,0,2509,6,0,",
+    ];
+    for (row, counts) in rows.iter().zip(expected_fields) {
+        assert!(
+            row.contains(counts),
+            "row {row:?} lacks the counts {counts}"
+        );
+    }
+    // A word that is no counter is still a garbled line.
+    let root = tree(
+        "newer_kernel_bad",
+        &[(STATS, "cpu0 1 1 0 0 0 1 0 0 x\n"), (FREQ, "50\n")],
+    );
+    let out = vcpustat(&root, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("line 1: expected"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn a_missing_frequency_file_is_named() {
     let root = tree("no_freq", &[(STATS, TWO_CPUS)]);
     let out = vcpustat(&root, &["--status"]);

@@ -138,7 +138,7 @@ impl SourceArgs {
 /// and cannot drive the terminal.
 pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
     let message = message.to_string();
-    eprintln!("{tool}: {}", super::escape::controls(&message));
+    eprintln!("{tool}: {}", super::escape::text(&message));
     status
 }
 

@@ -7,10 +7,13 @@
 //!
 //! * [`text`] for people: control characters become `\n`, `\t`, `\r` or
 //!   `\xNN` (C0 and DEL) or `\u{NN}` (C1 and the bidirectional-text
-//!   controls, which can reorder what a terminal shows), a byte that is not
-//!   UTF-8 becomes `\xNN` (80 to ff), and a backslash becomes `\\`, so
-//!   the printed form maps back to exactly one name, as
-//!   `systemd-escape`-style and `ls`-style escaping do;
+//!   controls, which can reorder what a terminal shows), and a byte that is
+//!   not UTF-8 becomes `\xNN` (80 to ff). Everything else, a backslash
+//!   included, prints as it is: udev's names (`/dev/disk/by-label/EFI\x20System`)
+//!   hold backslashes already, and sysstat prints them as they are, so a
+//!   name shown is a name that can be typed back. The text form of a name
+//!   that holds the characters `\x1b` and that of one holding an escape
+//!   character are alike; the machine formats tell them apart;
 //! * [`push_json`] for JSON strings (RFC 8259), valid for any text.
 //!
 //! CSV fields are quoted by the CSV writer and Prometheus label values
@@ -25,38 +28,25 @@ use super::osname::{holds_raw_bytes, raw_byte, show_raw_bytes};
 
 /// Whether `c` must be escaped in text for a terminal.
 fn unsafe_in_text(c: char) -> bool {
-    c == '\\'
-        || c.is_control()
+    c.is_control()
         || raw_byte(c).is_some()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `name` with every control character escaped and backslashes doubled;
-/// borrowed when nothing needed escaping (the usual case).
+/// `text` (a name, or a message quoting names) with every control character
+/// and every byte that is not UTF-8 escaped; borrowed when nothing needed
+/// escaping (the usual case).
 pub fn text(name: &str) -> Cow<'_, str> {
-    escape_with(name, unsafe_in_text)
-}
-
-/// `message` with its control characters escaped as [`text`] does, but
-/// backslashes left alone: for a message already composed from escaped
-/// names (an error line), where a backslash is harmless and doubling it
-/// would escape the names twice.
-pub fn controls(message: &str) -> Cow<'_, str> {
-    escape_with(message, |c| c != '\\' && unsafe_in_text(c))
-}
-
-fn escape_with(name: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !name.chars().any(&escaped) {
+    if !name.chars().any(unsafe_in_text) {
         return Cow::Borrowed(name);
     }
     let mut s = String::with_capacity(name.len() + 8);
     for c in name.chars() {
-        if !escaped(c) {
+        if !unsafe_in_text(c) {
             s.push(c);
             continue;
         }
         let _ = match c {
-            '\\' => write!(s, "\\\\"),
             '\n' => write!(s, "\\n"),
             '\t' => write!(s, "\\t"),
             '\r' => write!(s, "\\r"),
@@ -113,42 +103,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn controls_escapes_control_characters_but_leaves_backslashes() {
-        assert_eq!(controls("a\\x1b b"), "a\\x1b b");
-        assert_eq!(controls("a\x1b]0;t\x07\nb"), "a\\x1b]0;t\\x07\\nb");
-        assert!(matches!(controls("plain"), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn control_characters_and_backslashes_are_escaped_for_terminals() {
+    fn control_characters_are_escaped_for_terminals() {
         assert_eq!(text("sda"), "sda");
         assert!(matches!(text("nvme0n1 é✓"), Cow::Borrowed(_)));
         assert_eq!(text("a\x1b]0;pwned\x07b"), "a\\x1b]0;pwned\\x07b");
         assert_eq!(text("x\x1b[2J\ny\tz\r"), "x\\x1b[2J\\ny\\tz\\r");
-        assert_eq!(text("back\\x1b"), "back\\\\x1b");
+        assert!(matches!(
+            text("EFI\\x20System\\x20Partition"),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(text("\0\x7f\u{9b}\u{202e}"), "\\x00\\x7f\\u{9b}\\u{202e}");
     }
 
     #[test]
-    fn escaped_text_holds_no_control_characters_and_is_unambiguous() {
-        // Every distinct name gives a distinct escaped form.
-        let names = [
-            "\\n", "\n", "\\x1b", "\x1b", "\\\\", "\\", "\u{9b}", "\\u{9b}",
-        ];
-        let escaped: Vec<String> = names.iter().map(|n| text(n).into_owned()).collect();
-        for (i, e) in escaped.iter().enumerate() {
-            assert!(!e.chars().any(char::is_control), "{e:?}");
-            for other in &escaped[i + 1..] {
-                assert_ne!(e, other);
-            }
+    fn escaped_text_holds_no_control_characters() {
+        for name in ["\n", "\x1b[2J", "a\u{9b}b", "\u{202e}gpj.exe", "\0", "\x7f"] {
+            let shown = text(name);
+            assert!(!shown.chars().any(char::is_control), "{shown:?}");
+            assert!(!shown.chars().any(unsafe_in_text), "{shown:?}");
+            assert_ne!(shown, name);
+            // A message quoting escaped names is escaped again as a whole:
+            // that must change nothing.
+            assert_eq!(text(&shown), shown);
         }
     }
 
     #[test]
     fn bytes_that_are_not_utf8_show_as_hex_in_text_and_json() {
         let name = crate::common::osname::from_bytes(b"a\xff\\\xc3");
-        assert_eq!(text(&name), "a\\xff\\\\\\xc3");
-        assert_eq!(controls(&name), "a\\xff\\\\xc3");
+        assert_eq!(text(&name), "a\\xff\\\\xc3");
         let quoted = format!("\"{}\"", json(&name));
         assert_eq!(
             serde_json::from_str::<String>(&quoted).unwrap(),

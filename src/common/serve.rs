@@ -102,7 +102,7 @@ impl SelfMetrics {
                 eprintln!(
                     "{}: scrape failed: {}",
                     self.tool,
-                    super::escape::controls(&err.message)
+                    super::escape::text(&err.message)
                 );
                 match self.errors.iter_mut().find(|(c, _)| *c == err.cause) {
                     Some((_, n)) => *n += 1,

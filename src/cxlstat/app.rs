@@ -373,7 +373,7 @@ fn run_count(
     for warning in threshold_warnings(&plan, pmus) {
         eprintln!(
             "{TOOL}: warning: {}",
-            crate::common::escape::controls(&warning.to_string())
+            crate::common::escape::text(&warning.to_string())
         );
     }
     if options.dry_run {

@@ -443,8 +443,9 @@ impl DeviceList {
     }
 
     /// The name shown for a device, when it is not its stored name: its
-    /// persistent name (`-j`), else its device-mapper name (`-N`), else its
-    /// kernel name with `!` back to `/`.
+    /// persistent name (`-j`), else its device-mapper name (`-N`), cut to
+    /// 127 bytes as sysstat cuts it, else its kernel name with `!` back to
+    /// `/`.
     ///
     /// `None` for most devices, which costs no allocation: a one-report run
     /// places every device once, and two `String`s each were 3 % of its
@@ -473,7 +474,8 @@ impl DeviceList {
                 .and_then(|(major, minor)| mapper_name(src, major, minor))
         });
         let display = match chosen {
-            Some(display) => display,
+            // sysstat copies the name it shows into MAX_NAME_LEN bytes.
+            Some(display) => truncate_name(display),
             None if name.contains('!') => name.replace('!', "/"),
             None => return None,
         };

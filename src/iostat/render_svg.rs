@@ -184,7 +184,7 @@ impl SvgCharts {
                     let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
                     format!(
                         "--svg-sort {}: not a column of this report ({})",
-                        crate::common::escape::controls(name),
+                        crate::common::escape::text(name),
                         names.join(", ")
                     )
                 })?,

@@ -58,12 +58,12 @@ fn check_text(what: &str, out: &[u8], names: &[&str]) -> String {
 }
 
 /// The escaped form the documentation promises (`\xNN` for C0 and DEL,
-/// `\u{NN}` above, `\\`, `\n`, `\t`, `\r`): written out here independently.
+/// `\u{NN}` above, `\n`, `\t`, `\r`; a backslash as it is): written out here
+/// independently.
 fn escaped(name: &str) -> String {
     let mut s = String::new();
     for c in name.chars() {
         match c {
-            '\\' => s.push_str("\\\\"),
             '\n' => s.push_str("\\n"),
             '\t' => s.push_str("\\t"),
             '\r' => s.push_str("\\r"),

@@ -44,6 +44,7 @@ mod iostat_colors;
 mod iostat_faults;
 mod iostat_latency;
 mod iostat_machine_formats;
+mod iostat_persistent_names;
 mod iostat_record_replay;
 mod layout;
 mod prometheus_exposition;

@@ -160,7 +160,7 @@ impl Panel {
 /// label: control characters escaped (XML cannot hold most of them, even
 /// as references), and cut to `max` characters with an ellipsis.
 pub fn label(name: &str, max: usize) -> String {
-    let escaped = crate::common::escape::controls(name);
+    let escaped = crate::common::escape::text(name);
     if escaped.chars().count() <= max {
         return escaped.into_owned();
     }

@@ -1,7 +1,8 @@
 //! Comparing iostat outputs: normalising dates and times, and running
 //! Debian's `/usr/bin/iostat` on a fixture tree inside a private mount
 //! namespace (tmpfs over `/proc`, `/sys/block` and
-//! `/sys/devices/system/cpu`, filled from the tree).
+//! `/sys/devices/system/cpu`, and over `/sys/dev/block` and `/dev` when the
+//! tree has them, filled from the tree).
 
 use std::path::Path;
 use std::process::Command;
@@ -116,6 +117,11 @@ mount -t tmpfs hwstat-block /sys/block
 if [ -d "$T/sys/block" ]; then cp -R "$T/sys/block/." /sys/block/; fi
 mount -t tmpfs hwstat-cpu /sys/devices/system/cpu
 if [ -d "$T/sys/devices/system/cpu" ]; then cp -R "$T/sys/devices/system/cpu/." /sys/devices/system/cpu/; fi
+if [ -d "$T/sys/dev/block" ]; then
+  mount -t tmpfs hwstat-devblock /sys/dev/block
+  cp -R "$T/sys/dev/block/." /sys/dev/block/
+fi
+if [ -d "$T/dev" ]; then mount -t tmpfs hwstat-dev /dev; cp -R "$T/dev/." /dev/; fi
 exec /usr/bin/iostat "$@"
 "#;
 

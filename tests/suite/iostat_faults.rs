@@ -83,11 +83,7 @@ fn run_rs(bin: &Path, args: &[&str]) -> Run {
         .args(args)
         .output()
         .expect("run iostat-rs");
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    }
+    Run::from(out)
 }
 
 fn assert_no_panic(what: &str, run: &Run) {

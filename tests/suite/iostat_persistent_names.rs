@@ -116,11 +116,7 @@ fn iostat_rs(root: &Path, args: &[&str]) -> Run {
         .args(args)
         .output()
         .expect("iostat-rs runs");
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    }
+    Run::from(out)
 }
 
 #[test]

@@ -108,6 +108,16 @@ pub struct Run {
     pub code: Option<i32>,
 }
 
+impl From<std::process::Output> for Run {
+    fn from(out: std::process::Output) -> Self {
+        Run {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code(),
+        }
+    }
+}
+
 const TREE_SCRIPT: &str = r#"
 set -e
 T=$1; shift
@@ -164,11 +174,7 @@ pub fn sysstat_on_tree_with_env(
     .envs(env.iter().copied())
     .output()
     .map_err(|e| format!("cannot run unshare: {e}"))?;
-    Ok(Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    })
+    Ok(Run::from(out))
 }
 
 /// Why Debian's iostat cannot be run in a namespace here, if it cannot.

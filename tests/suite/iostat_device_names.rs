@@ -1,17 +1,18 @@
-//! `-j` persistent names side by side with Debian's iostat (sysstat
-//! 12.6.1), on a tree laid out as a real machine's: block nodes in `/dev`
-//! (sysstat takes a device's number from them), `/sys/dev/block` links,
-//! and udev's `/dev/disk/by-label` links, whose names hold udev's own
-//! escapes (`EFI\x20System\x20Partition`), characters of more than one byte
-//! and one name longer than the 127 bytes sysstat shows.
+//! Device names side by side with Debian's iostat (sysstat 12.6.1), on a
+//! tree laid out as a real machine's: block nodes in `/dev` (sysstat takes
+//! a device's number from them), `/sys/dev/block` links, a cciss disk whose
+//! kernel name holds a `/` (`cciss!c0d0` in sysfs), and udev's
+//! `/dev/disk/by-label` links, whose names hold udev's own escapes
+//! (`EFI\x20System\x20Partition`), characters of more than one byte and
+//! one name longer than the 127 bytes sysstat shows.
 //!
 //! The text reports must be byte for byte sysstat's (dates aside): the
 //! backslashes of udev's names are printed as they are, and names are cut
 //! in bytes. In `-o JSON` sysstat writes those backslashes raw, which is
 //! not JSON; iostat-rs's document must parse and hold the names exactly.
 //!
-//! Needs root and a private mount namespace; skips with the reason
-//! otherwise, unless CI=true.
+//! The sysstat comparison needs root and a private mount namespace; it
+//! skips with the reason otherwise, unless CI=true.
 
 use crate::skip;
 use crate::sysstat_compare::{Run, namespace_unavailable, normalise, pinned, sysstat_on_tree};
@@ -38,6 +39,8 @@ const DEVICES: &[(&str, Option<&str>, u32, u32)] = &[
     ("sda", None, 8, 0),
     ("sda1", Some("sda"), 8, 1),
     ("sdb", None, 8, 16),
+    ("cciss/c0d0", None, 104, 0),
+    ("cciss/c0d0p1", Some("cciss/c0d0"), 104, 1),
 ];
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -68,7 +71,7 @@ fn block_node(path: &Path, major: u32, minor: u32) {
 /// The tree, under `name`; with block nodes in `/dev` when `nodes` (which
 /// takes root).
 fn tree(name: &str, nodes: bool) -> PathBuf {
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("persistent_names_{name}"));
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("device_names_{name}"));
     let _ = fs::remove_dir_all(&root);
     write(&root, "proc/uptime", "1000.00 1900.00\n");
     write(
@@ -84,16 +87,20 @@ fn tree(name: &str, nodes: bool) -> PathBuf {
     fs::create_dir_all(root.join("dev/disk/by-label")).unwrap();
     for &(name, parent, major, minor) in DEVICES {
         diskstats.push_str(&format!("{major:4} {minor:7} {name} {COUNTERS}\n"));
+        // sysfs spells the kernel's `/` in a name `!`.
+        let entry = |name: &str| name.replace('/', "!");
         let sys = match parent {
-            Some(disk) => format!("sys/block/{disk}/{name}"),
-            None => format!("sys/block/{name}"),
+            Some(disk) => format!("sys/block/{}/{}", entry(disk), entry(name)),
+            None => format!("sys/block/{}", entry(name)),
         };
         write(&root, &format!("{sys}/stat"), &format!("{COUNTERS}\n"));
         write(&root, &format!("{sys}/dev"), &format!("{major}:{minor}\n"));
         let target = format!("../../{}", sys.trim_start_matches("sys/"));
         symlink(target, root.join(format!("sys/dev/block/{major}:{minor}"))).unwrap();
         if nodes {
-            block_node(&root.join("dev").join(name), major, minor);
+            let node = root.join("dev").join(name);
+            fs::create_dir_all(node.parent().unwrap()).unwrap();
+            block_node(&node, major, minor);
         }
     }
     write(&root, "proc/diskstats", &diskstats);
@@ -136,6 +143,10 @@ fn persistent_names_print_as_sysstat_prints_them() {
         &["-d", "-j", "LABEL", "sda1", "vda", "sdb"],
         &["-xs", "-j", "LABEL", "-p", "sda"],
         &["-d", "-j", "LABEL", "-g", "G", "sda1", "sdb"],
+        &["-x", "-p", "ALL"],
+        &["-d", "cciss!c0d0", "sda"],
+        &["-d", "/dev/cciss/c0d0"],
+        &["-x", "-p", "cciss!c0d0"],
     ] {
         let sys = sysstat_on_tree(&root, args).unwrap();
         let rs = iostat_rs(&root, args);
@@ -172,5 +183,41 @@ fn persistent_names_with_backslashes_are_exact_in_json() {
         .iter()
         .map(|d| d["disk_device"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["root", "données", EFI, cut.as_str()]);
+    assert_eq!(
+        names,
+        [
+            "root",
+            "données",
+            EFI,
+            cut.as_str(),
+            "cciss/c0d0",
+            "cciss/c0d0p1"
+        ]
+    );
+}
+
+#[test]
+fn a_name_with_a_slash_names_its_device_as_it_is_shown() {
+    // iostat shows the cciss disk as `cciss/c0d0`. sysstat takes only
+    // `cciss!c0d0` or `/dev/cciss/c0d0` for it: given the name it shows, it
+    // shows nothing, without a word. iostat-rs takes all three
+    // (docs/sysstat-compat.md).
+    let root = tree("slash", false);
+    let report = |args: &[&str]| {
+        let run = iostat_rs(&root, args);
+        assert_eq!(run.code, Some(0), "{args:?}: {}", run.stderr);
+        normalise(&run.stdout).0
+    };
+    let bang = report(&["-d", "cciss!c0d0"]);
+    assert!(
+        bang.lines().any(|l| l.starts_with("cciss/c0d0 ")),
+        "no cciss/c0d0 row:\n{bang}"
+    );
+    assert_eq!(report(&["-d", "cciss/c0d0"]), bang);
+    let partitions = report(&["-d", "-p", "cciss!c0d0"]);
+    assert!(
+        partitions.lines().any(|l| l.starts_with("cciss/c0d0p1 ")),
+        "no cciss/c0d0p1 row:\n{partitions}"
+    );
+    assert_eq!(report(&["-d", "-p", "cciss/c0d0"]), partitions);
 }

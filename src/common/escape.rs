@@ -24,12 +24,11 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::osname::{holds_raw_bytes, raw_byte, show_raw_bytes};
+use super::osname::{holds_raw_bytes, show_raw_bytes};
 
 /// Whether `c` must be escaped in text for a terminal.
 fn unsafe_in_text(c: char) -> bool {
     c.is_control()
-        || raw_byte(c).is_some()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -37,11 +36,13 @@ fn unsafe_in_text(c: char) -> bool {
 /// and every byte that is not UTF-8 escaped; borrowed when nothing needed
 /// escaping (the usual case).
 pub fn text(name: &str) -> Cow<'_, str> {
-    if !name.chars().any(unsafe_in_text) {
-        return Cow::Borrowed(name);
+    // Bytes that are not UTF-8 first, as every other printer shows them.
+    let shown = show_raw_bytes(name);
+    if !shown.chars().any(unsafe_in_text) {
+        return shown;
     }
-    let mut s = String::with_capacity(name.len() + 8);
-    for c in name.chars() {
+    let mut s = String::with_capacity(shown.len() + 8);
+    for c in shown.chars() {
         if !unsafe_in_text(c) {
             s.push(c);
             continue;
@@ -50,7 +51,6 @@ pub fn text(name: &str) -> Cow<'_, str> {
             '\n' => write!(s, "\\n"),
             '\t' => write!(s, "\\t"),
             '\r' => write!(s, "\\r"),
-            c if let Some(b) = raw_byte(c) => write!(s, "\\x{b:02x}"),
             c if u32::from(c) < 0x80 => write!(s, "\\x{:02x}", u32::from(c)),
             c => write!(s, "\\u{{{:x}}}", u32::from(c)),
         };

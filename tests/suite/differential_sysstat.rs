@@ -115,7 +115,7 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-d", "-g", "données", "sda", "vda"],
     &["-xs", "-g", "{LONG_GROUP}", "sda", "nvme0n1"],
     &["-d", "-o", "JSON", "-g", "{LONG_GROUP}", "vda"],
-    // How numbers are shown: -h (--human and --pretty), --dec.
+    // How numbers are shown: -h (--human and --pretty), --dec, --compact.
     &["-dh"],
     &["-xh"],
     &["-x", "--human"],
@@ -133,6 +133,9 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-xk", "--human"],
     &["-xm", "--dec=1", "-p", "ALL"],
     &["-xt", "-y", "--pretty"],
+    &["-x", "--compact"],
+    &["-xs", "--compact", "-p", "ALL"],
+    &["-d", "--compact", "-h"],
 ];
 
 const SEEDS_PER_SET: u64 = 3;

@@ -376,8 +376,11 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
         devices.read_sample(src, curr);
         devices.compute_groups(curr);
+        // The first report's rates cover the time since boot, which no
+        // histogram does: the ones drained here hold only the moments since
+        // the start, and are not shown.
         let interval = match &latency {
-            Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?),
+            Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?).filter(|_| index > 0),
             None => None,
         };
         let time = if index == 0 { start_time } else { src.now() };

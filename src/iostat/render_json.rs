@@ -17,6 +17,8 @@ pub struct JsonRenderer {
     show_disk: bool,
     extended: bool,
     short: bool,
+    /// `--latency`: each device of the extended report has a `latency` key.
+    latency: bool,
     unit: Unit,
     time: ReportTime,
     /// A sample's closing `}` was written without its line end yet.
@@ -35,6 +37,7 @@ impl JsonRenderer {
             show_disk: opts.show_disk,
             extended: opts.extended,
             short: opts.short,
+            latency: opts.latency,
             unit: opts.unit,
             time: ReportTime::of(opts),
             open_sample: false,
@@ -119,10 +122,17 @@ impl JsonRenderer {
                     x.aqu_sz,
                     x.util
                 );
-                if let Some(h) = s.histograms(&row) {
+                if self.latency {
                     b.pop();
-                    let lost = s.latency.map_or(0, |l| l.lost);
-                    let _ = write!(b, ", \"latency\": {}}}", json_object(&h, lost));
+                    match s.histograms(&row) {
+                        Some(h) => {
+                            let lost = s.latency.map_or(0, |l| l.lost);
+                            let _ = write!(b, ", \"latency\": {}}}", json_object(&h, lost));
+                        }
+                        // The first report (since boot) and groups: nothing
+                        // measured them.
+                        None => b.push_str(", \"latency\": null}"),
+                    }
                 }
             }
         }

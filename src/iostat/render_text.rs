@@ -381,11 +381,20 @@ impl TextRenderer {
     }
 
     /// `--latency`'s columns: ms with two decimals, `0.00` where no request
-    /// of the kind completed (as `-x` prints an await), depths as integers.
+    /// of the kind completed (as `-x` prints an await), depths as integers;
+    /// `-` in every column where nothing was measured (`None`: the first
+    /// report, since boot, and groups).
     // Out of line: only some runs take this path; inlined, it would sit among
     // the code every run executes (build.rs, "Hot code first").
     #[inline(never)]
-    fn latency_cells(&mut self, l: &LatencyStats) {
+    fn latency_cells(&mut self, l: Option<LatencyStats>) {
+        let Some(l) = l else {
+            for _ in 0..OP_NAMES.len() * 3 {
+                self.buf.push_str("       -");
+            }
+            self.buf.push_str("      -      -");
+            return;
+        };
         for op in l.ops {
             for v in op.unwrap_or_default() {
                 self.f(7, 2, v);
@@ -470,8 +479,7 @@ impl TextRenderer {
                 for &p in part {
                     self.ext_row_part(&x, p);
                     if p == 3 && self.latency {
-                        let l = s.latency_stats(&row).unwrap_or_default();
-                        self.latency_cells(&l);
+                        self.latency_cells(s.latency_stats(&row));
                     }
                 }
                 self.name_end(row.name);

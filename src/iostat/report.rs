@@ -40,14 +40,15 @@ pub struct Sample<'a> {
     pub devices: &'a DeviceList,
     /// The slot holding this sample.
     pub curr: usize,
-    /// `--latency`: the interval's histograms.
+    /// `--latency`: the interval's histograms (`None` in the first report,
+    /// whose period since boot nothing measured).
     pub latency: Option<&'a Interval>,
 }
 
 impl Sample<'_> {
     /// `--latency`: the histograms of `row` in this interval (empty ones
-    /// for a device that did no I/O), or `None` without `--latency` or for
-    /// a group.
+    /// for a device that did no I/O), or `None` without `--latency`, in the
+    /// first report (since boot) and for a group: nothing measured them.
     pub fn histograms(&self, row: &DeviceRow) -> Option<Cow<'_, DeviceHistograms>> {
         let interval = self.latency?;
         let devnum = row.devnum?;

@@ -363,7 +363,13 @@ fn iostat_hist(ndjson: &str, device: &str, op: &str) -> (Vec<(Bucket, u64)>, f64
             if row["device"] != device {
                 continue;
             }
-            let buckets = row[format!("{op}_latency_histogram_ns")].as_str().unwrap();
+            let buckets = &row[format!("{op}_latency_histogram_ns")];
+            // The first report covers the time since boot: no histogram.
+            if v["index"] == 0 {
+                assert!(buckets.is_null(), "first report: {row}");
+                continue;
+            }
+            let buckets = buckets.as_str().unwrap();
             for b in buckets.split_whitespace() {
                 let (range, count) = b.split_once(':').unwrap();
                 let (low, high) = range.split_once('-').unwrap();
@@ -896,6 +902,83 @@ fn replay_prints_the_latency_columns_again() {
     let _ = std::fs::remove_file(&rec);
 }
 
+/// The first report covers the time since boot in its rates, which no
+/// histogram covers, and a group has none: their latency columns say that
+/// nothing was measured (`-`, JSON `null`, empty CSV fields) instead of
+/// showing 0 ms, while a device's later reports show its figures.
+#[test]
+fn the_first_report_and_groups_show_no_latency() {
+    if !runnable("the_first_report_and_groups_show_no_latency", &["unshare"]) {
+        return;
+    }
+    let mut disks: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    disks.sort();
+    let device = disks.first().expect("a block device").clone();
+    let rec = std::env::temp_dir().join(format!("hwstat-latency-first-{}.rec", std::process::id()));
+    let rec_s = rec.to_str().unwrap();
+    let args = ["-x", "--latency", "-g", "G", &device, "0.3", "3"];
+    let json_args = [&args[..], &["-o", "JSON"]].concat();
+    let live = record_with_io(rec_s, &json_args);
+    let doc: serde_json::Value = serde_json::from_str(&live).expect("valid JSON");
+    let reports = doc["sysstat"]["hosts"][0]["statistics"].as_array().unwrap();
+    assert_eq!(reports.len(), 3, "{live}");
+    for (i, report) in reports.iter().enumerate() {
+        let rows = report["disk"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{live}");
+        for row in rows {
+            let measured = i > 0 && row["disk_device"] == device.as_str();
+            assert_eq!(
+                row["latency"]["r"]["p50"].is_number(),
+                measured,
+                "report {i}: {row}"
+            );
+            assert_eq!(row["latency"].is_null(), !measured, "report {i}: {row}");
+        }
+    }
+
+    // The text report of the same samples: per row, the 14 latency fields
+    // after %util.
+    let t = iostat(&[&["--replay", rec_s][..], &args].concat());
+    assert!(t.status.success(), "{}", text(&t.stderr));
+    let out = text(&t.stdout);
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with(&format!("{device} ")) || l.starts_with(" G "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 6, "{out}");
+    for (i, row) in rows.iter().enumerate() {
+        let latency = &row[row.len() - 14..];
+        let measured = i >= 2 && row[0] == device;
+        assert_eq!(
+            latency.iter().all(|c| *c == "-"),
+            !measured,
+            "row {i}: {row:?}\n{out}"
+        );
+        if measured {
+            assert!(latency.iter().all(|c| c.parse::<f64>().is_ok()), "{row:?}");
+        }
+    }
+
+    // CSV: the first report's latency fields are empty, the others not.
+    let c = iostat(&[&["--replay", rec_s, "-o", "csv"][..], &args].concat());
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let csv = text(&c.stdout);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (lost, index) = (column("latency_lost_samples"), column("index"));
+    let fields: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(fields.len() >= 3, "{csv}");
+    for f in fields.iter().filter(|f| f[column("device")] == device) {
+        assert_eq!(f[lost].is_empty(), f[index] == "0", "{csv}");
+    }
+    let _ = std::fs::remove_file(&rec);
+}
+
 /// Runs `work` every 50 ms on a thread until dropped: I/O for iostat-rs
 /// to measure.
 struct Repeating {
@@ -1084,8 +1167,8 @@ fn without_locked_memory_the_small_ring_measures() {
     drop(reads);
     drop(lo);
     let _ = std::fs::remove_file(&image);
-    // The reads were measured in the intervals (the first report covers
-    // the time since boot in its rates, but its histograms only the run).
+    // The reads were measured in the intervals (the first report, since
+    // boot, has no histograms).
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     let reads_measured: u64 = report["sysstat"]["hosts"][0]["statistics"]
         .as_array()

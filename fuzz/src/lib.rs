@@ -79,6 +79,7 @@ fn header(tool: &str, args: Vec<String>) -> Header {
             machine: "x86_64".into(),
         },
         start_unix_ns: 0,
+        whole_tree: false,
     }
 }
 

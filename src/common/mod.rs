@@ -54,6 +54,7 @@
 //!     args: vec![],
 //!     uname,
 //!     start_unix_ns: 0,
+//!     whole_tree: false,
 //! };
 //! let frame = |uptime: &str| Frame {
 //!     entries: BTreeMap::from([("read /proc/uptime".to_string(), Entry::Text(uptime.into()))]),

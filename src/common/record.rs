@@ -39,6 +39,16 @@ pub struct Header {
     pub uname: Uname,
     /// Wall-clock start of the run, in nanoseconds since the Unix epoch.
     pub start_unix_ns: u64,
+    /// Made from a whole tree of files (a test harness's fixtures), not by
+    /// a run: an input the recording lacks does not exist there, and a
+    /// replay answers it as absent (`ENOENT`) instead of refusing it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub whole_tree: bool,
+}
+
+/// For serde: `whole_tree` is written only when true.
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 /// One recorded operation result.
@@ -409,6 +419,53 @@ mod tests {
             "{:?}",
             from_full[6]
         );
+    }
+
+    #[test]
+    fn an_input_the_recording_does_not_hold_fails_the_check_naming_it() {
+        let frame = || Frame {
+            entries: BTreeMap::from([
+                ("read /x".to_string(), Entry::Text("v".into())),
+                ("read /gone".to_string(), Entry::Errno(libc::ENOENT)),
+                ("isdir /d".to_string(), Entry::IsDir(false)),
+            ]),
+            ..Frame::default()
+        };
+        let mut header = header();
+        header.args = [
+            "--sysroot",
+            "/r",
+            "--record=/f",
+            "-x",
+            "--record",
+            "/g",
+            "sda",
+        ]
+        .map(String::from)
+        .to_vec();
+        let replay = Replay::from_parts(header.clone(), vec![frame()]);
+        // What was recorded, failures and absent directories included.
+        assert!(replay.read("/x").is_ok());
+        assert!(replay.read("/gone").is_err() && !replay.is_dir("/d"));
+        assert!(replay.check_answered().is_ok());
+        // The first input never recorded is named, with the options that
+        // decided the recorded ones.
+        assert!(!replay.is_dir("/sys/block/sdb"));
+        assert!(replay.read("/other").is_err());
+        let err = replay.check_answered().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "the recording does not hold `isdir /sys/block/sdb`, which these options read: the \
+             recorded run (`test -x sda`) did not read it; replay with options that read what it \
+             read (the same devices, partitions and events)"
+        );
+        // A recording made from a whole tree of files: what it lacks is absent.
+        header.whole_tree = true;
+        let tree = Replay::from_parts(header, vec![frame()]);
+        let err = tree.read("/other").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        assert!(!tree.is_dir("/sys/block/sdb"));
+        assert!(tree.check_answered().is_ok());
     }
 
     #[test]

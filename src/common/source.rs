@@ -128,6 +128,16 @@ pub trait Source {
         Ok(())
     }
 
+    /// Whether every input asked for so far could be answered. A replay
+    /// fails, naming the file and the first input its recording does not
+    /// hold (the recorded run never read it: other devices or events), as
+    /// other options would read; the reports would otherwise be made from
+    /// inputs that look absent. Tools call it after taking a sample and
+    /// before reporting it. Live sources answer everything.
+    fn check_answered(&self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Asks that a file read at every sample stay open between reads (a
     /// hint: sources that have nothing to keep open ignore it).
     fn keep_open(&self, _path: &str) {}

@@ -323,8 +323,11 @@ impl Session {
         source: &mut dyn Source,
         index: u64,
         out: &mut dyn Write,
-    ) -> io::Result<()> {
+    ) -> Result<(), CxlError> {
         self.counters.read(source, &mut self.notes);
+        source
+            .check_answered()
+            .map_err(|e| CxlError::Setup(e.to_string()))?;
         let elapsed = source.elapsed();
         if index == 0 {
             self.previous.clear();
@@ -437,8 +440,19 @@ fn run_count(
         return Ok(0);
     }
     let counted = match options.timing.schedule() {
-        None => count_until_end(&mut session, workload, source, stop, out)?,
-        Some(schedule) => count_every(&mut session, workload, &schedule, source, stop, out)?,
+        None => count_until_end(&mut session, workload, source, stop, out),
+        Some(schedule) => count_every(&mut session, workload, &schedule, source, stop, out),
+    };
+    let counted = match counted {
+        Ok(counted) => counted,
+        Err(e) => {
+            // A document begun is closed whatever stopped the counting,
+            // unless the output itself failed.
+            if !matches!(e, CxlError::Output(_)) {
+                let _ = session.view.end(out);
+            }
+            return Err(e);
+        }
     };
     // Nothing of the statistics was written if the command did not start.
     let status = match counted {

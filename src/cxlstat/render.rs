@@ -312,6 +312,8 @@ pub struct CountView {
     output: CountOutput,
     pmu_width: usize,
     event_width: usize,
+    /// [`CountView::begin`] wrote the document's start.
+    begun: bool,
 }
 
 /// The columns of a count, for the core writers.
@@ -387,11 +389,13 @@ impl CountView {
             rows,
             frame_rows,
             output,
+            begun: false,
         }
     }
 
     /// Writes what comes before the first report.
     pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        self.begun = true;
         match &mut self.output {
             CountOutput::Frames(w) => w.begin(out),
             CountOutput::PerfCsv { .. } | CountOutput::Expo(_) => Ok(()),
@@ -551,13 +555,14 @@ impl CountView {
         expose(&series(&self.rows, current), e);
     }
 
-    /// Writes what closes the output.
+    /// Writes what closes the output (a document only if it was begun).
     pub fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match &mut self.output {
-            CountOutput::Frames(w) => w.end(out),
-            CountOutput::Text { .. } | CountOutput::PerfCsv { .. } | CountOutput::Expo(_) => {
-                out.flush()
-            }
+            CountOutput::Frames(w) if self.begun => w.end(out),
+            CountOutput::Frames(_)
+            | CountOutput::Text { .. }
+            | CountOutput::PerfCsv { .. }
+            | CountOutput::Expo(_) => out.flush(),
         }
     }
 }

@@ -315,6 +315,13 @@ fn renderer_for(opts: &Options) -> Box<dyn Renderer> {
     }
 }
 
+/// Fails when a replay was asked for what its recording does not hold
+/// ([`Source::check_answered`]).
+fn answered(src: &dyn Source) -> Result<(), IostatError> {
+    src.check_answered()
+        .map_err(|e| IostatError::Source(e.to_string()))
+}
+
 /// The state carried from one sample to the next.
 struct Carry {
     uptime: [u64; 2],
@@ -327,11 +334,13 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     if let Some(alt) = &opts.alt_dir
         && !src.is_dir(&alt.path)
     {
+        answered(src)?;
         return Err(IostatError::Usage);
     }
     if let Some(kind) = &opts.persistent
         && !src.is_dir(&persistent_dir(kind))
     {
+        answered(src)?;
         return Err(IostatError::InvalidPersistentType);
     }
     for hot in ["/proc/uptime", "/proc/stat", "/proc/diskstats"] {
@@ -356,6 +365,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         None
     };
     let mut devices = DeviceList::new(opts, src);
+    answered(src)?;
     let mut renderer = renderer_for(opts);
     let stop = StopSignal::install().map_err(IostatError::Output)?;
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
@@ -383,6 +393,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
             Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?).filter(|_| index > 0),
             None => None,
         };
+        answered(src)?;
         let time = if index == 0 { start_time } else { src.now() };
         let sample = Sample {
             time,

@@ -973,6 +973,7 @@ mod tests {
                 machine: "x86_64".into(),
             },
             start_unix_ns: 0,
+            whole_tree: false,
         };
         Replay::from_parts(header, frames)
     }

@@ -22,7 +22,8 @@ pub enum IostatError {
     /// `/proc/uptime` cannot be read or parsed (sysstat's message, status 2).
     #[error("Cannot read /proc/uptime")]
     CannotReadUptime,
-    /// The source (sysroot, recording) could not be opened.
+    /// The source (sysroot, recording) could not be opened, or a replay's
+    /// recording does not hold what the options read.
     #[error("{0}")]
     Source(String),
     /// Reading the source failed in a way that is not sysstat's business

@@ -376,6 +376,9 @@ fn intervals(
     output.begin(out)?;
     let result = run_samples(&options.schedule(), source, stop, None, |source, index| {
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
+        source
+            .check_answered()
+            .map_err(|e| VcpuError::Replay(e.to_string()))?;
         let time = source.now();
         let mut handover = None;
         // `-r` reports show the cumulative counts (the selection says so);

@@ -40,6 +40,27 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
     let exhausted = cxlstat(&["--replay", rec_s, "-e", "cpu_clock", "-x", ",", "-I", "100"]);
     assert!(exhausted.status.success(), "{}", stderr(&exhausted));
     assert_eq!(stdout(&exhausted), stdout(&live));
+    // An event the run did not count: one line naming what the recording
+    // lacks, not "<not counted>" rows, and the JSON document closed.
+    let other = cxlstat(&[
+        "--replay",
+        rec_s,
+        "-e",
+        "context_switches",
+        "-o",
+        "json",
+        "0.1",
+        "3",
+    ]);
+    assert_eq!(other.status.code(), Some(1));
+    let err = stderr(&other);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("does not hold `values perf:") && err.contains("/context_switches/`"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&other)).expect("closed JSON");
+    assert_eq!(doc["samples"].as_array().map(Vec::len), Some(0));
 
     // Make cxl_pmu_mem1.0's reads fail from the third sample on (ENODEV).
     let recorded = std::fs::read_to_string(&rec).unwrap();
@@ -184,6 +205,12 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
         let elapsed = i as u64 * 100_000_000;
         set_frame(&mut frame, elapsed, "cxl_pmu_mem0.0", mem0[i]);
         set_frame(&mut frame, elapsed, "cxl_pmu_mem1.0", mem1[i]);
+        if i == 2 {
+            // mem1's counter stalls: cxlstat looks whether its PMU is
+            // still in sysfs, which the live run never had to ask.
+            frame["entries"]["isdir /sys/bus/event_source/devices/cxl_pmu_mem1.0"] =
+                serde_json::json!({ "is_dir": true });
+        }
         *line = frame.to_string();
     }
     let known = root.join("known.rec");
@@ -205,6 +232,7 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
         "2",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "a stalled counter of a PMU still present");
     assert_eq!(
         stdout(&out),
         "     0.100000000,2000,,cxl_pmu_mem0.0/cpu_clock/,50000000,50.00,20000.000,/sec\n\

@@ -190,6 +190,62 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// A replay shows other views of what was recorded (formats, units, every
+/// partition of the devices read), but options that read what the recorded
+/// run never read (a named device: sysfs, where the run read
+/// /proc/diskstats; -N's /proc/devices; -j's links) fail with one line
+/// naming the file and the input, instead of reports without those devices.
+#[test]
+fn a_replay_refuses_options_that_read_what_was_not_recorded() {
+    let dir = fixture("other-view");
+    let root = dir.to_str().unwrap();
+    let rec = dir.join("r.rec");
+    let rec = rec.to_str().unwrap();
+    let live = run(&["--sysroot", root, "--record", rec, "-x", "0.01", "2"]);
+    assert_eq!(live.status.code(), Some(0));
+    for view in [
+        &["-x", "-p", "ALL"][..],
+        &["-d", "-m", "-o", "JSON"],
+        &["-xs", "-z"],
+    ] {
+        let replay = run(&[&["--replay", rec][..], view].concat());
+        assert_eq!(replay.status.code(), Some(0), "{view:?}");
+        assert!(replay.stderr.is_empty(), "{view:?}");
+    }
+    for (view, input) in [
+        (&["-x", "sda"][..], "devnum /dev/sda"),
+        (&["-d", "-g", "G", "sda", "nvme0n1"], "devnum /dev/sda"),
+        (&["-x", "-N"], "read /proc/devices"),
+        (&["-x", "-j", "ID"], "isdir /dev/disk/by-id"),
+    ] {
+        let replay = run(&[&["--replay", rec][..], view, &["-o", "JSON"]].concat());
+        let err = String::from_utf8_lossy(&replay.stderr);
+        assert_eq!(replay.status.code(), Some(1), "{view:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{view:?}: {err}");
+        assert!(
+            err.starts_with(&format!("iostat-rs: {rec} does not hold `{input}`"))
+                && err.contains("the recorded run (`iostat-rs -x 0.01 2`) did not read it"),
+            "{view:?}: {err}"
+        );
+        // Whatever was begun is a closed JSON document without a report.
+        if !replay.stdout.is_empty() {
+            let doc: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+            let stats = &doc["sysstat"]["hosts"][0]["statistics"];
+            assert_eq!(stats.as_array().map(Vec::len), Some(0), "{view:?}");
+        }
+    }
+    // Recorded with a named device, a replay of every device needs the
+    // /proc/diskstats that run never read.
+    let named = run(&["--sysroot", root, "--record", rec, "-x", "sda", "0.01", "2"]);
+    assert_eq!(named.status.code(), Some(0));
+    let replay = run(&["--replay", rec, "-x"]);
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(replay.status.code(), Some(1), "{err}");
+    assert!(err.contains("does not hold `list /sys/block`"), "{err}");
+    assert!(run(&["--replay", rec, "-xk", "sda"]).status.success());
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn missing_proc_files_give_the_c_messages_and_status_2() {
     let dir = fixture("missing");

@@ -333,6 +333,7 @@ fn write_recording(
             machine: "x86_64".into(),
         },
         start_unix_ns: START_UNIX * 1_000_000_000,
+        whole_tree: true,
     };
     let mut out = fs::File::create(file).unwrap();
     serde_json::to_writer(&mut out, &header).unwrap();

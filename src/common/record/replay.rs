@@ -5,6 +5,7 @@
 //! is applied: a sample costs the size of its own frame, whatever the
 //! number of frames before it.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::io;
 use std::path::Path;
@@ -12,6 +13,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::load::load;
 use super::{Entry, Frame, Header, parse_hex};
+use crate::common::escape::text;
+use crate::common::excerpt::clip;
 use crate::common::source::{Source, Uname};
 
 /// Why a recording could not be replayed.
@@ -63,6 +66,10 @@ pub struct Replay {
     elapsed_ns: u64,
     /// A warning about the file, for the user.
     cut: Option<String>,
+    /// The file, as messages name it.
+    path: String,
+    /// The first input asked for that the recording does not hold.
+    unanswered: OnceCell<String>,
 }
 
 impl Replay {
@@ -76,6 +83,7 @@ impl Replay {
     pub fn open(path: &Path, tool: &str) -> Result<Replay, ReplayError> {
         let loaded = load(path, tool)?;
         let mut replay = Replay::from_parts(loaded.header, loaded.frames);
+        replay.path = path.display().to_string();
         replay.cut = loaded.cut_line.map(|line| {
             format!(
                 "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
@@ -106,6 +114,8 @@ impl Replay {
             latest: HashMap::new(),
             elapsed_ns: 0,
             cut: None,
+            path: "the recording".to_string(),
+            unanswered: OnceCell::new(),
         };
         replay.advance();
         replay
@@ -125,15 +135,38 @@ impl Replay {
     }
 
     fn fetch(&self, op: &str, arg: &str) -> io::Result<&Entry> {
-        match self.latest.get(&format!("{op} {arg}")) {
+        let key = format!("{op} {arg}");
+        match self.latest.get(&key) {
             Some(Entry::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
             Some(entry) => Ok(entry),
-            None => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{arg}: not in the recording"),
-            )),
+            None if self.header.whole_tree => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            None => {
+                let _ = self.unanswered.set(key);
+                Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{arg}: not in the recording"),
+                ))
+            }
         }
     }
+}
+
+/// The options a recording was made with, without where it read from and
+/// wrote to (`--sysroot DIR`, `--record FILE`): what decided its inputs.
+fn recorded_view(args: &[String]) -> String {
+    let mut shown: Vec<&str> = Vec::new();
+    let mut skip_value = false;
+    for arg in args {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        match arg.as_str() {
+            "--record" | "--sysroot" => skip_value = true,
+            a if a.starts_with("--record=") || a.starts_with("--sysroot=") => {}
+            a => shown.push(a),
+        }
+    }
+    shown.join(" ")
 }
 
 fn wrong_kind(arg: &str) -> io::Error {
@@ -218,6 +251,24 @@ impl Source for Replay {
 
     fn next_sample(&mut self) -> io::Result<bool> {
         Ok(self.advance())
+    }
+
+    fn check_answered(&self) -> io::Result<()> {
+        let Some(key) = self.unanswered.get() else {
+            return Ok(());
+        };
+        let recorded = clip(&text(&recorded_view(&self.header.args)), 120);
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{} does not hold `{}`, which these options read: the recorded run (`{} \
+                 {recorded}`) did not read it; replay with options that read what it read (the \
+                 same devices, partitions and events)",
+                text(&self.path),
+                clip(&text(key), 120),
+                text(&self.header.tool),
+            ),
+        ))
     }
 
     fn is_live(&self) -> bool {

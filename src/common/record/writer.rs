@@ -100,6 +100,7 @@ impl Recorder {
             args: args.to_vec(),
             uname: inner.uname().map_err(|e| fail("create", e))?,
             start_unix_ns: unix_ns(inner.now()),
+            whole_tree: false,
         };
         let mut out = BufWriter::new(file);
         write_line(&mut out, &header).map_err(|e| fail("write", e))?;

@@ -440,6 +440,7 @@ mod tests {
                 machine: "ppc64le".into(),
             },
             start_unix_ns: 0,
+            whole_tree: false,
         };
         let mut frame = Frame::default();
         if let Some(config) = config {

@@ -315,22 +315,13 @@ fn renderer_for(opts: &Options) -> Box<dyn Renderer> {
     }
 }
 
-/// Fails when a replay was asked for what its recording does not hold
-/// ([`Source::check_answered`]).
-fn answered(src: &dyn Source) -> Result<(), IostatError> {
-    src.check_answered()
-        .map_err(|e| IostatError::Source(e.to_string()))
-}
-
-/// The state carried from one sample to the next.
-struct Carry {
-    uptime: [u64; 2],
-    cpu: [CpuTicks; 2],
-    curr: usize,
-    buf: Vec<u8>,
-}
-
-fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
+/// `-f DIR` and `-j TYPE`: the directories they name must exist (sysstat's
+/// usage error, and its message for a type without `/dev/disk/by-TYPE`).
+// Out of line and cold: the main job names neither (build.rs, "Hot code
+// first").
+#[cold]
+#[inline(never)]
+fn check_named_dirs(opts: &Options, src: &dyn Source) -> Result<(), IostatError> {
     if let Some(alt) = &opts.alt_dir
         && !src.is_dir(&alt.path)
     {
@@ -342,6 +333,35 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     {
         answered(src)?;
         return Err(IostatError::InvalidPersistentType);
+    }
+    Ok(())
+}
+
+/// Fails when a replay was asked for what its recording does not hold
+/// ([`Source::check_answered`]).
+#[inline]
+fn answered(src: &dyn Source) -> Result<(), IostatError> {
+    src.check_answered().map_err(unanswered)
+}
+
+/// The error of [`answered`], out of the way of the code every run executes.
+#[cold]
+#[inline(never)]
+fn unanswered(e: std::io::Error) -> IostatError {
+    IostatError::Source(e.to_string())
+}
+
+/// The state carried from one sample to the next.
+struct Carry {
+    uptime: [u64; 2],
+    cpu: [CpuTicks; 2],
+    curr: usize,
+    buf: Vec<u8>,
+}
+
+fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
+    if opts.alt_dir.is_some() || opts.persistent.is_some() {
+        check_named_dirs(opts, src)?;
     }
     for hot in ["/proc/uptime", "/proc/stat", "/proc/diskstats"] {
         src.keep_open(hot);

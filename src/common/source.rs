@@ -129,10 +129,10 @@ pub trait Source {
 
     /// Whether every input asked for so far could be answered. A replay
     /// fails, naming the file and the first input its recording does not
-    /// hold (the recorded run never read it: other devices or events), as
-    /// other options would read; the reports would otherwise be made from
-    /// inputs that look absent. Tools call it after taking a sample and
-    /// before reporting it. Live sources answer everything.
+    /// hold: one the recorded run never read, as options naming other
+    /// devices or events read, which a report would otherwise show as
+    /// absent. Tools call it after taking a sample and before reporting
+    /// it. Live sources answer everything.
     fn check_answered(&self) -> io::Result<()> {
         Ok(())
     }

@@ -114,7 +114,8 @@ pub enum CxlError {
         /// Why.
         reason: String,
     },
-    /// The source of kernel files could not be opened (`--replay`, `--record`).
+    /// The source of kernel files could not be opened (`--replay`,
+    /// `--record`), or a replay's recording does not hold what is asked.
     #[error("{0}")]
     Setup(String),
     /// Writing the output failed.

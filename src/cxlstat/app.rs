@@ -134,6 +134,10 @@ fn run_on(
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
     let pmus = sysfs::discover(source)?;
+    // A replay lacking part of sysfs would list PMUs without it, or none.
+    source
+        .check_answered()
+        .map_err(|e| CxlError::Setup(e.to_string()))?;
     if pmus.is_empty() {
         return Err(CxlError::NoCxlPmu {
             dir: EVENT_SOURCE_DIR.to_string(),

@@ -61,6 +61,38 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
     );
     let doc: serde_json::Value = serde_json::from_str(&stdout(&other)).expect("closed JSON");
     assert_eq!(doc["samples"].as_array().map(Vec::len), Some(0));
+    // --list from the same recording lists what the run discovered; from
+    // one that lacks part of it (where the PMU's memory device is), it
+    // fails instead of listing the PMU without it.
+    let listed = cxlstat(&["--replay", rec_s, "--list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(
+        stdout(&listed).contains("| cxl_pmu_mem1.0 |"),
+        "{}",
+        stdout(&listed)
+    );
+    let recorded = std::fs::read_to_string(&rec).unwrap();
+    let mut lines: Vec<String> = recorded.lines().map(String::from).collect();
+    let mut frame: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+    let memdev = "realpath /sys/bus/cxl/devices/pmu_mem1.0";
+    assert!(
+        frame["entries"]
+            .as_object_mut()
+            .unwrap()
+            .remove(memdev)
+            .is_some()
+    );
+    lines[1] = frame.to_string();
+    let lacking = root.join("lacking.rec");
+    std::fs::write(&lacking, lines.join("\n") + "\n").unwrap();
+    let listed = cxlstat(&["--replay", lacking.to_str().unwrap(), "--list"]);
+    assert_eq!(listed.status.code(), Some(1));
+    assert_eq!(stdout(&listed), "");
+    let err = stderr(&listed);
+    assert!(
+        err.contains(&format!("does not hold `{memdev}`")) && err.lines().count() == 1,
+        "{err}"
+    );
 
     // Make cxl_pmu_mem1.0's reads fail from the third sample on (ENODEV).
     let recorded = std::fs::read_to_string(&rec).unwrap();

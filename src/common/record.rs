@@ -459,6 +459,19 @@ mod tests {
              recorded run (`test -x sda`) did not read it; replay with options that read what it \
              read (the same devices, partitions and events)"
         );
+        // Names from the recording (its options, device names it listed)
+        // reach the message escaped: no control character gets through.
+        let mut hostile = header.clone();
+        hostile.args = vec!["-x\u{1b}[2J".into()];
+        let replay = Replay::from_parts(hostile, vec![frame()]);
+        assert!(replay.read("/sys/block/a\nb\u{1b}]0;t\u{7}/stat").is_err());
+        let err = replay.check_answered().unwrap_err().to_string();
+        assert!(!err.chars().any(char::is_control), "{err:?}");
+        assert!(
+            err.contains("`read /sys/block/a\\nb\\x1b]0;t\\x07/stat`"),
+            "{err}"
+        );
+        assert!(err.contains("(`test -x\\x1b[2J`)"), "{err}");
         // A recording made from a whole tree of files: what it lacks is absent.
         header.whole_tree = true;
         let tree = Replay::from_parts(header, vec![frame()]);

@@ -257,7 +257,9 @@ impl Source for Replay {
         let Some(key) = self.unanswered.get() else {
             return Ok(());
         };
-        let recorded = clip(&text(&recorded_view(&self.header.args)), 120);
+        // clip escapes what the recording supplied (its options, the names
+        // in the key), as every message quoting a recording does.
+        let recorded = clip(&recorded_view(&self.header.args), 120);
         Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!(
@@ -265,8 +267,8 @@ impl Source for Replay {
                  {recorded}`) did not read it; replay with options that read what it read (the \
                  same devices, partitions and events)",
                 text(&self.path),
-                clip(&text(key), 120),
-                text(&self.header.tool),
+                clip(key, 120),
+                clip(&self.header.tool, 40),
             ),
         ))
     }

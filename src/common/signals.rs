@@ -12,9 +12,9 @@
 //! ([`crate::common::entry`]), so the write fails with `BrokenPipe`, which
 //! the binaries treat as a quiet, normal end.
 
+use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::net::UnixStream;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -39,53 +39,74 @@ pub const STOP_SIGNALS: [i32; 13] = [
     libc::SIGPWR,
 ];
 
+/// The stop-signal handlers could not be set up: no descriptor was left
+/// for the wake-up counter (`ulimit -n`), or the kernel refused an action.
+#[derive(Debug)]
+pub struct SignalSetupError(io::Error);
+
+impl fmt::Display for SignalSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot install signal handlers: {}", self.0)
+    }
+}
+
+impl std::error::Error for SignalSetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
 /// A flag set by a stop signal, with a way to sleep until a deadline or until
 /// a signal arrives, whichever is first.
 pub struct StopSignal {
     caught: Arc<AtomicUsize>,
-    wake: OwnedFd,
-    _wake_writer: UnixStream,
+    /// An eventfd the signal actions add to and the waits poll: one
+    /// descriptor, where a socket pair took two (three with the writer's
+    /// copy the actions held), so that the tools also run under a tight
+    /// `ulimit -n`. The actions hold it too: it stays open as long as they
+    /// are registered.
+    wake: Arc<OwnedFd>,
 }
 
 impl StopSignal {
     /// Installs handlers for [`STOP_SIGNALS`].
-    pub fn install() -> io::Result<StopSignal> {
+    pub fn install() -> Result<StopSignal, SignalSetupError> {
         let caught = Arc::new(AtomicUsize::new(0));
-        let (reader, writer) = UnixStream::pair()?;
-        reader.set_nonblocking(true)?;
-        writer.set_nonblocking(true)?;
+        // SAFETY: eventfd(2) takes no pointers.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(SignalSetupError(io::Error::last_os_error()));
+        }
+        // SAFETY: a descriptor eventfd has just returned, owned by nothing else.
+        let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
         // One action per signal that does both jobs of signal-hook's
         // `flag::register_usize` and `low_level::pipe::register`: each
         // registration copies signal-hook's whole table, and the 26 of the
         // two helpers for 13 signals left 12-16 kB more heap in every run.
-        let wake_writer = Arc::new(writer.try_clone()?);
         for signal in STOP_SIGNALS {
             let caught = Arc::clone(&caught);
-            let wake_writer = Arc::clone(&wake_writer);
+            let wake = Arc::clone(&wake);
             let action = move || {
                 caught.store(signal as usize, Ordering::SeqCst);
-                // SAFETY: send(2) of one byte from a live buffer on a socket
-                // the action owns (an Arc of it); non-blocking, so a full
-                // socket (wakes already pending) drops the byte.
+                let one: u64 = 1;
+                // SAFETY: write(2) of 8 bytes from a live local to an
+                // eventfd the action owns (an Arc of it); non-blocking, and
+                // the counter cannot come near its limit between drains.
                 unsafe {
-                    libc::send(
-                        wake_writer.as_raw_fd(),
-                        [1u8].as_ptr().cast(),
-                        1,
-                        libc::MSG_DONTWAIT,
+                    libc::write(
+                        wake.as_raw_fd(),
+                        (&raw const one).cast(),
+                        std::mem::size_of::<u64>(),
                     )
                 };
             };
             // SAFETY: the action is async-signal-safe: an atomic store and
-            // send(2), without allocating or locking (signal-hook keeps
+            // write(2), without allocating or locking (signal-hook keeps
             // errno around it).
-            unsafe { signal_hook::low_level::register(signal, action) }?;
+            unsafe { signal_hook::low_level::register(signal, action) }
+                .map_err(SignalSetupError)?;
         }
-        Ok(StopSignal {
-            caught,
-            wake: reader.into(),
-            _wake_writer: writer,
-        })
+        Ok(StopSignal { caught, wake })
     }
 
     /// The stop signal received, if any.
@@ -155,24 +176,30 @@ impl StopSignal {
         }
     }
 
-    /// The wake-up socket's entry for `poll`.
+    /// The wake-up counter's entry for `poll`.
     fn wake_pollfd(&self) -> libc::pollfd {
         pollfd(self.wake.as_fd(), libc::POLLIN)
     }
 
-    /// Empties the wake-up socket once `poll` reported it readable
-    /// (`revents`). A timeout or a ready output reads nothing: one system
-    /// call fewer per wait. A byte left behind by a signal that raced the
-    /// wait makes the next `poll` return at once, and the flag is checked
-    /// before every wait anyway.
+    /// Resets the wake-up counter once `poll` reported it readable
+    /// (`revents`): one read takes an eventfd's whole count. A timeout or a
+    /// ready output reads nothing: one system call fewer per wait. A count
+    /// left behind by a signal that raced the wait makes the next `poll`
+    /// return at once, and the flag is checked before every wait anyway.
     fn drain_if_woken(&self, revents: libc::c_short) {
         if revents == 0 {
             return;
         }
-        let mut buf = [0u8; 64];
-        // SAFETY: reading into a local buffer from a non-blocking socket we own.
-        while unsafe { libc::read(self.wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {
-        }
+        let mut count = 0u64;
+        // SAFETY: reading 8 bytes into a local from a non-blocking eventfd
+        // we own.
+        unsafe {
+            libc::read(
+                self.wake.as_raw_fd(),
+                (&raw mut count).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
     }
 }
 
@@ -214,6 +241,7 @@ pub fn is_broken_pipe(err: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::net::UnixStream;
     use std::time::Duration;
 
     /// One test: a signal raised in one would be caught by the other's handlers.
@@ -263,5 +291,14 @@ mod tests {
         raiser.join().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         assert!(!stop.sleep_until_or_readable(deadline, idle.as_fd()));
+    }
+
+    #[test]
+    fn a_setup_failure_says_what_could_not_be_set_up_and_why() {
+        let err = SignalSetupError(io::Error::from_raw_os_error(libc::EMFILE));
+        assert_eq!(
+            err.to_string(),
+            "cannot install signal handlers: Too many open files (os error 24)"
+        );
     }
 }

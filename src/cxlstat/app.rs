@@ -64,9 +64,7 @@ pub fn main(raw: Vec<String>) -> i32 {
     // a reader who stopped reading.
     let stop = match StopSignal::install() {
         Ok(stop) => stop,
-        Err(e) => {
-            return report_error(TOOL, format_args!("cannot install signal handlers: {e}"), 1);
-        }
+        Err(e) => return report_error(TOOL, e, 1),
     };
     let mut out = io::BufWriter::new(StoppableStdout::new(&stop));
     match run_with(&options, source, &mut out, &stop) {

@@ -387,7 +387,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     let mut devices = DeviceList::new(opts, src);
     answered(src)?;
     let mut renderer = renderer_for(opts);
-    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let stop = StopSignal::install()?;
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
     let schedule = Schedule {
         interval: opts.interval,
@@ -492,7 +492,7 @@ fn serve_metrics(
     src: &mut dyn Source,
 ) -> Result<(), IostatError> {
     let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
-    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let stop = StopSignal::install()?;
     let mut exporter = exporter(opts, src)?;
     // Opened once, read again at each scrape (as the interval loop does).
     for hot in ["/proc/stat", "/proc/diskstats"] {
@@ -517,7 +517,7 @@ fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> 
         None => Target::Stdout,
     };
     let mut exporter = exporter(opts, src)?;
-    let stop = StopSignal::install().map_err(IostatError::Output)?;
+    let stop = StopSignal::install()?;
     let schedule = Schedule {
         interval: opts.interval,
         count: opts.count,

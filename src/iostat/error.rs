@@ -2,6 +2,8 @@
 
 use std::io;
 
+use crate::common::signals::SignalSetupError;
+
 /// An error that ends iostat-rs.
 #[derive(Debug, thiserror::Error)]
 pub enum IostatError {
@@ -41,6 +43,9 @@ pub enum IostatError {
     /// `--latency` cannot measure (tracefs, privilege, kernel) or replay.
     #[error("--latency: {0}")]
     Latency(String),
+    /// The stop-signal handlers could not be set up.
+    #[error("{0}")]
+    Signals(#[from] SignalSetupError),
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
@@ -58,6 +63,7 @@ impl IostatError {
             | IostatError::Read { .. }
             | IostatError::Chart(_)
             | IostatError::Latency(_)
+            | IostatError::Signals(_)
             | IostatError::Output(_) => 1,
         }
     }

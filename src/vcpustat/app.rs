@@ -77,7 +77,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let stop = match StopSignal::install() {
         Ok(stop) => stop,
-        Err(err) => return report_error(TOOL, format_args!("cannot handle signals: {err}"), 1),
+        Err(err) => return report_error(TOOL, err, 1),
     };
     let mut plan = RestorePlan::new();
     let (outcome, failures) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {

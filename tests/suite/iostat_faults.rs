@@ -1156,3 +1156,71 @@ fn stop_signals_close_the_json_document() {
     }
     let _ = fs::remove_dir_all(root.parent().unwrap());
 }
+
+/// The descriptors `pid` holds: descriptor number and what it points to.
+fn open_descriptors(pid: u32) -> Vec<(String, String)> {
+    let mut open: Vec<(String, String)> = fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the running iostat-rs's /proc/PID/fd")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let target = fs::read_link(e.path()).ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                target.display().to_string(),
+            ))
+        })
+        .collect();
+    open.sort();
+    open
+}
+
+/// An interval run holds one descriptor for its stop signals (an eventfd,
+/// where a socket pair and a copy of its writer took three) and no more as
+/// it goes: the descriptors after the third report are those after the
+/// ninth, none a socket or a pipe of its own.
+#[test]
+fn an_interval_run_holds_one_descriptor_for_signals_and_leaks_none() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, _) = healthy_tree("descriptors");
+    let mut child = pinned(&mut Command::new(&bin))
+        .args(["--sysroot", root.to_str().unwrap(), "-x", "0.05", "12"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut reports = 0;
+    let mut snapshots = Vec::new();
+    for line in std::io::BufRead::lines(stdout) {
+        if line.expect("read the report").starts_with("avg-cpu:") {
+            reports += 1;
+            // The report before this one is complete, and the program
+            // sleeps until the next: the state of a run between reports.
+            if reports == 4 || reports == 10 {
+                snapshots.push(open_descriptors(pid));
+            }
+        }
+    }
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10)).expect("the run ends");
+    assert!(status.success(), "status {status:?}");
+    assert_eq!(snapshots.len(), 2, "{reports} reports");
+    assert_eq!(
+        snapshots[0], snapshots[1],
+        "descriptors opened as the run went on"
+    );
+    let eventfds = snapshots[0]
+        .iter()
+        .filter(|(_, t)| t == "anon_inode:[eventfd]")
+        .count();
+    assert_eq!(eventfds, 1, "{:?}", snapshots[0]);
+    let sockets: Vec<_> = snapshots[0]
+        .iter()
+        .filter(|(_, t)| t.starts_with("socket:"))
+        .collect();
+    assert!(sockets.is_empty(), "sockets held: {sockets:?}");
+    let _ = fs::remove_dir_all(root.parent().unwrap());
+}

@@ -181,8 +181,7 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("/"));
     let rings = DebugfsRings::new(root);
-    let stop = StopSignal::install()
-        .map_err(|e| TraceError::io("installing signal handlers".into(), e))?;
+    let stop = StopSignal::install()?;
     let mut pace = live_pace(&options, &stop);
     let mut progress = Progress::on_stderr();
     let result = record_with(&options, source.as_ref(), &rings, &mut pace, &mut progress);

@@ -2,6 +2,8 @@
 
 use std::io;
 
+use crate::common::signals::SignalSetupError;
+
 use super::record::explain_open_error;
 
 /// Why a trace command failed. Every message names the file or argument.
@@ -21,6 +23,9 @@ pub enum TraceError {
         /// The underlying error.
         source: io::Error,
     },
+    /// The stop-signal handlers could not be set up.
+    #[error("{0}")]
+    Signals(#[from] SignalSetupError),
     /// Bad input: a recording, an argument, a kernel file's contents.
     #[error("{0}")]
     Input(String),

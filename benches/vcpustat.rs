@@ -90,7 +90,7 @@ fn main() {
             SortKey::Home,
         ),
     ] {
-        let renderer = TextRenderer::new(view, false);
+        let renderer = TextRenderer::new(view, None);
         let selection = Selection {
             sort,
             ..Selection::default()

@@ -18,9 +18,36 @@ pub fn unix_seconds(time: SystemTime) -> i64 {
 }
 
 /// Formats `time` in the local time zone with a `strftime(3)` format, in the
-/// C locale (this program never calls `setlocale`). Returns `None` when the
-/// format cannot be applied.
+/// C locale (this program never calls `setlocale`; [`super::locale`] gives
+/// the user's). Returns `None` when the format cannot be applied.
 pub fn strftime_local(format: &str, time: SystemTime) -> Option<String> {
+    format_local(format, time, |buf, fmt, tm| {
+        // SAFETY: buf is writable for its length; fmt is NUL-terminated; tm
+        // is filled.
+        unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), tm) }
+    })
+}
+
+/// [`strftime_local`] in `locale`, a live locale object from `newlocale(3)`.
+pub(crate) fn strftime_local_in(
+    format: &str,
+    time: SystemTime,
+    locale: libc::locale_t,
+) -> Option<String> {
+    format_local(format, time, |buf, fmt, tm| {
+        // SAFETY: as in `strftime_local`, and the caller's locale is live.
+        unsafe { libc::strftime_l(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), tm, locale) }
+    })
+}
+
+/// `time` broken down in the local time zone (`TZ`) and handed to
+/// `strftime`, a `strftime(3)` call that fills the buffer and returns the
+/// length it wrote.
+fn format_local(
+    format: &str,
+    time: SystemTime,
+    strftime: impl FnOnce(&mut [u8], &CString, &libc::tm) -> usize,
+) -> Option<String> {
     let secs = unix_seconds(time) as libc::time_t;
     let fmt = CString::new(format).ok()?;
     // SAFETY: tzset has no preconditions; localtime_r fills a zeroed tm we own.
@@ -32,8 +59,7 @@ pub fn strftime_local(format: &str, time: SystemTime) -> Option<String> {
         }
     }
     let mut buf = vec![0u8; 256];
-    // SAFETY: buf is writable for its length; fmt is NUL-terminated.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
+    let n = strftime(&mut buf, &fmt, &tm);
     if n == 0 && !format.is_empty() {
         return None;
     }

@@ -24,6 +24,7 @@
 //! * [`temp_file`]: replacing a file atomically, never through a planted link;
 //! * [`serve`]: `--listen`, the expositions served to Prometheus at each scrape;
 //! * [`clock`]: local-time formatting as the C tools do it;
+//! * [`locale`]: the user's date, time and decimal-point conventions;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
 //! * [`cli`]: command-line options shared by every tool;
 //! * [`chart`]: SVG charts of a run or a recording (`--svg`);
@@ -78,6 +79,7 @@ pub mod escape;
 pub mod excerpt;
 pub mod expo;
 pub mod interval;
+pub mod locale;
 pub mod manual;
 pub mod osname;
 pub mod output;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::interval::{looks_like_interval, parse_interval};
+use crate::common::locale::Locale;
 use crate::common::osname;
 
 use super::error::IostatError;
@@ -169,7 +170,7 @@ pub enum ListArg {
 }
 
 /// The environment variables iostat reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Env {
     /// `POSIXLY_CORRECT` (its presence counts).
     pub posixly_correct: Option<String>,
@@ -179,6 +180,10 @@ pub struct Env {
     pub s_colors_sgr: Option<String>,
     /// `S_TIME_FORMAT`
     pub s_time_format: Option<String>,
+    /// `LC_ALL`, `LC_TIME`, `LC_NUMERIC`, `LANG`: the dates of `%x` and
+    /// `%X` and the decimal point of the text report, as sysstat takes
+    /// them (`-o JSON` keeps a `.`, as sysstat does).
+    pub locale: Locale,
 }
 
 impl Env {
@@ -190,6 +195,7 @@ impl Env {
             s_colors: get("S_COLORS"),
             s_colors_sgr: get("S_COLORS_SGR"),
             s_time_format: get("S_TIME_FORMAT"),
+            locale: Locale::from_environment(),
         }
     }
 }

@@ -130,6 +130,13 @@ pub const SECTIONS: &[Section] = &[
                 "when set, sizes are in 512-byte blocks unless -k, -m or -G is given",
             ),
             ("TZ", "the time zone of the dates printed"),
+            (
+                "LC_ALL, LC_TIME, LC_NUMERIC, LANG",
+                "the locale, as sysstat takes it: the dates of the report header and -t \
+                 (%x and %X, 12/03/2026 10:57:53 AM in en_US.UTF-8), and the decimal point \
+                 of the text report (27,44 in de_DE.UTF-8); -o JSON keeps a point, csv, \
+                 ndjson and prometheus are locale-independent, and messages are in English",
+            ),
         ],
     },
     Section {

@@ -12,6 +12,7 @@ use super::latency::{LatencyStats, OP_NAMES};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, ReportTime, Sample};
 use crate::common::escape;
+use crate::common::locale::Locale;
 
 /// The text renderer.
 pub struct TextRenderer {
@@ -29,6 +30,9 @@ pub struct TextRenderer {
     time: ReportTime,
     /// `--latency`: the extended report's latency columns.
     latency: bool,
+    /// The user's locale when its decimal point is not a `.`, which
+    /// sysstat's text report then prints (`27,44` in `de_DE`).
+    other_point: Option<Locale>,
     /// The device report's header lines, one per part (four with
     /// `--split`): they depend only on the options, so they are built once
     /// instead of being formatted again, some 25 strings, in every report.
@@ -58,6 +62,7 @@ impl TextRenderer {
             colors: colors_on.then(|| Colors::new(opts.env.s_colors_sgr.as_deref())),
             time: ReportTime::of(opts),
             latency: opts.latency,
+            other_point: Some(opts.env.locale.clone()).filter(|l| l.decimal_point() != "."),
             headers: Vec::new(),
             buf: String::with_capacity(BUF_BYTES),
         };
@@ -98,9 +103,17 @@ impl TextRenderer {
         }
     }
 
+    /// Gives the number written from `start` on the locale's decimal point.
+    fn localise(&mut self, start: usize) {
+        if let Some(locale) = &self.other_point {
+            locale.localise_number(&mut self.buf, start);
+        }
+    }
+
     /// `cprintf_f`: `" %*.*f"`.
     fn f(&mut self, width: usize, wd: usize, v: f64) {
         let d = self.decimals_for(wd);
+        let start = self.buf.len();
         match &self.colors {
             Some(c) => {
                 let sgr = c.float(v, d);
@@ -111,6 +124,7 @@ impl TextRenderer {
                 push_fixed(&mut self.buf, v, width, d);
             }
         }
+        self.localise(start);
     }
 
     /// `cprintf_xpc`: a percentage, with `%` under `--human`.
@@ -124,6 +138,7 @@ impl TextRenderer {
             }
         }
         let suffix = if self.human { "%" } else { "" };
+        let start = self.buf.len();
         match &self.colors {
             Some(c) => {
                 let sgr = c.percent(v, d, extremes);
@@ -135,6 +150,7 @@ impl TextRenderer {
                 self.buf.push_str(suffix);
             }
         }
+        self.localise(start);
     }
 
     /// A size or byte rate: `value` in sectors; divided by the unit factor,
@@ -178,6 +194,7 @@ impl TextRenderer {
         let unit = UNITS[unit.min(UNITS.len() - 1)];
         let d = if self.decimals == Some(0) { 0 } else { 1 };
         let wi = width.max(4) - 1;
+        let start = self.buf.len();
         match (&self.colors, sgr) {
             (Some(c), Some(sgr)) => {
                 let _ = write!(self.buf, "{sgr} {kb:wi$.d$}{}{unit}", c.normal);
@@ -186,6 +203,7 @@ impl TextRenderer {
                 let _ = write!(self.buf, " {kb:wi$.d$}{unit}");
             }
         }
+        self.localise(start);
     }
 
     /// An integer total (`cprintf_u64`), in sectors before the unit factor.

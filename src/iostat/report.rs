@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 use std::time::SystemTime;
 
-use crate::common::clock::{strftime_local, unix_seconds};
+use crate::common::clock::unix_seconds;
+use crate::common::locale::Locale;
 use crate::common::source::Uname;
 
 use super::cli::{Options, Timestamp};
@@ -74,18 +75,23 @@ pub trait Renderer {
     fn end(&mut self, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// The banner date as sysstat prints it.
+/// The banner date as sysstat prints it (`%x` in the user's locale).
 pub fn banner_date(opts: &Options, time: SystemTime) -> String {
     let format = if opts.iso_time { "%Y-%m-%d" } else { "%x" };
-    strftime_local(format, time).unwrap_or_else(|| "?/?/?".to_string())
+    opts.env
+        .locale
+        .strftime(format, time)
+        .unwrap_or_else(|| "?/?/?".to_string())
 }
 
 /// How each report's time is printed: not at all, `-t` (local time, ISO 8601
 /// with `S_TIME_FORMAT=ISO`) or `-U` (seconds since the epoch).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ReportTime {
     kind: Timestamp,
     iso: bool,
+    /// `%x %X` in the user's locale, as sysstat prints them.
+    locale: Locale,
 }
 
 impl ReportTime {
@@ -94,17 +100,18 @@ impl ReportTime {
         ReportTime {
             kind: opts.timestamp,
             iso: opts.iso_time,
+            locale: opts.env.locale.clone(),
         }
     }
 
     /// The `-t`/`-U` timestamp text, or `None` without them.
-    pub fn text(self, time: SystemTime) -> Option<String> {
+    pub fn text(&self, time: SystemTime) -> Option<String> {
         match self.kind {
             Timestamp::None => None,
             Timestamp::Epoch => Some(unix_seconds(time).to_string()),
             Timestamp::Local => {
                 let format = if self.iso { "%FT%T%z" } else { "%x %X" };
-                Some(strftime_local(format, time).unwrap_or_default())
+                Some(self.locale.strftime(format, time).unwrap_or_default())
             }
         }
     }

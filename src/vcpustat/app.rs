@@ -11,6 +11,7 @@ use crate::common::cli::{
 };
 use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
+use crate::common::locale::Locale;
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::serve::{self, ScrapeError};
@@ -454,7 +455,10 @@ impl Output {
     fn new(options: &Options) -> Output {
         match options.format {
             Format::Text => Output::Text(
-                TextRenderer::new(options.view, options.timestamp),
+                TextRenderer::new(
+                    options.view,
+                    options.timestamp.then(Locale::from_environment),
+                ),
                 Vec::new(),
             ),
             format => Output::Machine(writer_for(format, schema(), ","), machine_rows),

@@ -116,7 +116,7 @@ pub struct ReportArgs {
     /// Show cumulative counts since the statistics were enabled.
     #[arg(short, long)]
     pub raw: bool,
-    /// Print the time of each report.
+    /// Print the time of each report (%x %X in the locale, as iostat -t).
     #[arg(short = 't')]
     pub timestamp: bool,
     /// Only these vCPUs, e.g. 0-7,16.

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::time::SystemTime;
 
-use crate::common::clock::strftime_local;
+use crate::common::locale::Locale;
 use crate::common::output::{Column, Row, Schema, Value};
 
 use super::counters::{FIELDS, field};
@@ -25,7 +25,9 @@ pub enum View {
 #[derive(Debug, Clone)]
 pub struct TextRenderer {
     view: View,
-    timestamp: bool,
+    /// `-t`: the sample time first, as `%x %X` in this locale (the
+    /// user's, as iostat-rs prints it).
+    timestamp: Option<Locale>,
 }
 
 const CPU_WIDTH: usize = 7;
@@ -33,8 +35,9 @@ const TOTAL_WIDTH: usize = 10;
 const HOME_PCT_WIDTH: usize = 7;
 
 impl TextRenderer {
-    /// A renderer for `view`; `timestamp` prints the sample time first (`-t`).
-    pub fn new(view: View, timestamp: bool) -> TextRenderer {
+    /// A renderer for `view`; `timestamp` prints the sample time first in
+    /// its locale (`-t`).
+    pub fn new(view: View, timestamp: Option<Locale>) -> TextRenderer {
         TextRenderer { view, timestamp }
     }
 
@@ -49,8 +52,13 @@ impl TextRenderer {
     /// per vCPU, the `all` line, notes, and an empty line. A report without
     /// rows (statistics off, a new baseline) prints only its notes.
     pub fn render(&self, out: &mut Vec<u8>, time: SystemTime, report: &Report) {
-        if self.timestamp {
-            out.extend_from_slice(strftime_local("%x %X", time).unwrap_or_default().as_bytes());
+        if let Some(locale) = &self.timestamp {
+            out.extend_from_slice(
+                locale
+                    .strftime("%x %X", time)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            );
             out.push(b'\n');
         }
         let unattributed = report.all.unattributed() > 0;
@@ -361,7 +369,7 @@ mod tests {
     #[test]
     fn numeric_view_shows_counts_home_pct_and_dash() {
         let mut out = Vec::new();
-        TextRenderer::new(View::Numeric, false).render(&mut out, UNIX_EPOCH, &seed_report());
+        TextRenderer::new(View::Numeric, None).render(&mut out, UNIX_EPOCH, &seed_report());
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
@@ -386,7 +394,7 @@ mod tests {
         }];
         let report = Report::build(rows, &Default::default(), vec![]);
         let mut out = Vec::new();
-        TextRenderer::new(View::Percent, false).render(&mut out, UNIX_EPOCH, &report);
+        TextRenderer::new(View::Percent, None).render(&mut out, UNIX_EPOCH, &report);
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert!(

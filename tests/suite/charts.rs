@@ -635,7 +635,7 @@ fn chromium_renders_every_chart_with_every_series_colour() {
 }
 
 /// The README's pictures: program, arguments (run from the checkout, with
-/// `TZ=UTC`), and the picture in docs/charts/ the command writes.
+/// `LC_ALL=C TZ=UTC`), and the picture in docs/charts/ the command writes.
 const PICTURES: [(&str, &str, &str); 4] = [
     (
         "iostat-rs",
@@ -669,7 +669,10 @@ fn the_readme_pictures_are_what_their_printed_commands_make() {
     let bless = std::env::var("HWSTAT_BLESS").as_deref() == Ok("1");
     for (program, args, picture) in PICTURES {
         let committed = format!("docs/charts/{picture}");
-        let printed = format!("TZ=UTC {program} {}", args.replace("{}", &committed));
+        let printed = format!(
+            "LC_ALL=C TZ=UTC {program} {}",
+            args.replace("{}", &committed)
+        );
         assert!(
             readme.contains(&printed),
             "README.md does not show `{printed}`"
@@ -684,6 +687,8 @@ fn the_readme_pictures_are_what_their_printed_commands_make() {
         let out = Command::new(bin)
             .current_dir(root)
             .env("TZ", "UTC")
+            // The banner date in the subtitle is in the locale.
+            .env("LC_ALL", "C")
             .args(args.split(' ').map(|a| if a == "{}" { made_s } else { a }))
             .output()
             .unwrap();

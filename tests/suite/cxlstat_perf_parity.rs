@@ -245,6 +245,8 @@ fn multiplexed_counts_are_scaled_and_printed_as_perf_does() {
             .args(every)
             .args(["--", "sleep", "0.1"])
             .env("LD_PRELOAD", &shim)
+            // perf prints its decimal point in the locale.
+            .env("LC_ALL", "C")
             .output()
             .unwrap();
         let ours = Command::new(env!("CARGO_BIN_EXE_cxlstat"))

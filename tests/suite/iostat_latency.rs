@@ -734,9 +734,11 @@ fn tenth_of_reads_at_20ms() {
     assert_agrees_with_bpftrace(&m);
 }
 
+/// iostat-rs with `args`, its numbers in the C locale (the tests parse them).
 fn iostat(args: &[&str]) -> Output {
     Command::new(IOSTAT)
         .args(args)
+        .env("LC_ALL", "C")
         .output()
         .expect("iostat-rs runs")
 }
@@ -1028,7 +1030,9 @@ fn record_with_io(rec: &str, args: &[&str]) -> String {
     });
     let mut live_args = vec!["--record", rec];
     live_args.extend(args);
+    // The C locale, as `iostat` gives the replays compared with it.
     let live = namespace::command(MOUNT_TRACEFS, IOSTAT, &live_args)
+        .env("LC_ALL", "C")
         .output()
         .unwrap();
     drop(writes);

@@ -44,9 +44,11 @@ mod iostat_colors;
 mod iostat_device_names;
 mod iostat_faults;
 mod iostat_latency;
+
 mod iostat_machine_formats;
 mod iostat_record_replay;
 mod layout;
+mod locales;
 mod prometheus_exposition;
 mod prometheus_listen;
 mod prometheus_real;

@@ -201,6 +201,7 @@ fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
 fn t_prints_the_time_of_each_report() {
     let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
         .env("TZ", "UTC")
+        .env("LC_ALL", "C")
         .arg("--sysroot")
         .arg(format!(
             "{}/tests/fixtures/vcpustat/seed",

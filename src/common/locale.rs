@@ -38,7 +38,8 @@ impl Drop for TimeLocale {
 /// The user's date, time and number conventions, or the C locale's.
 #[derive(Debug, Clone)]
 pub struct Locale {
-    /// `LC_TIME`, when it is not the C locale's (`None`: the C locale).
+    /// `LC_TIME` as `newlocale` loaded it; `None` is the C locale (also
+    /// when the environment's did not load).
     time: Option<Arc<TimeLocale>>,
     /// `LC_NUMERIC`'s decimal point: `.`, `,` or, in a few locales, a
     /// character of more than one byte.

@@ -133,21 +133,29 @@ fn iostat_rs(root: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     Run::from(out)
 }
 
-#[test]
-fn dates_and_decimal_points_follow_the_locale_as_in_sysstat() {
-    let test = "locales";
+/// The test's directory and, in its `locales`, the `names` compiled; `None`
+/// after saying why the test cannot run here.
+fn prepare(test: &str, names: &[&str]) -> Option<(TempDir, PathBuf)> {
     if !skip::runs_unless(test, missing()) {
-        return;
+        return None;
     }
-    let work = TempDir::new("iostat");
+    let work = TempDir::new(test);
     let locales = work.0.join("locales");
     fs::create_dir_all(&locales).unwrap();
     std::thread::scope(|s| {
-        for name in LOCALES {
+        for name in names {
             let locales = &locales;
             s.spawn(move || compile_locale(locales, name));
         }
     });
+    Some((work, locales))
+}
+
+#[test]
+fn dates_and_decimal_points_follow_the_locale_as_in_sysstat() {
+    let Some((work, locales)) = prepare("locales", &LOCALES) else {
+        return;
+    };
     let root = work.0.join("root");
     tree(&root);
     let faketime = libfaketime().unwrap();
@@ -193,14 +201,9 @@ fn dates_and_decimal_points_follow_the_locale_as_in_sysstat() {
 
 #[test]
 fn vcpustat_prints_the_report_time_in_the_locale() {
-    let test = "locales (vcpustat -t)";
-    if !skip::runs_unless(test, missing()) {
+    let Some((work, locales)) = prepare("locales-vcpustat", &["en_US"]) else {
         return;
-    }
-    let work = TempDir::new("vcpustat");
-    let locales = work.0.join("locales");
-    fs::create_dir_all(&locales).unwrap();
-    compile_locale(&locales, "en_US");
+    };
     let stats = work.0.join("root/proc/powerpc");
     fs::create_dir_all(&stats).unwrap();
     fs::write(stats.join("vcpudispatch_stats"), "cpu0 10 5 3 1 1 8 1 1\n").unwrap();

@@ -158,7 +158,7 @@ pub fn drive_vcpustat(src: &mut dyn Source, max_samples: usize) {
         top: None,
         cumulative: false,
     };
-    let text = VcpuText::new(View::Percent, false);
+    let text = VcpuText::new(View::Percent, None);
     let mut tracker = Tracker::new();
     let mut buf = Vec::new();
     let mut out = Vec::new();

@@ -13,6 +13,7 @@
 //!   for byte;
 //! * [`escape`]: names from the kernel or a recording, safe to print;
 //! * [`signals`]: stop signals and interruptible sleeping;
+//! * [`fdlimit`]: the open-file limit, raised when descriptors run out;
 //! * [`stdout`]: standard output that a stop signal can interrupt;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`perf`]: the kernel's perf ABI (`perf_event_attr`, the system call,
@@ -78,6 +79,7 @@ pub mod entry;
 pub mod escape;
 pub mod excerpt;
 pub mod expo;
+pub mod fdlimit;
 pub mod interval;
 pub mod locale;
 pub mod manual;

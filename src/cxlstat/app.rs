@@ -12,6 +12,7 @@ use clap::Parser;
 
 use crate::common::cli::{USAGE_STATUS, output_error_status, parse_error_status, report_error};
 use crate::common::entry::Program;
+use crate::common::fdlimit::Raised;
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
 use crate::common::privilege::{drop_capabilities, is_secure};
@@ -225,11 +226,15 @@ impl Workload<'_> {
         locate(&self.command[0]).map_err(|e| self.not_started(e))
     }
 
-    fn spawn(&self) -> Result<Child, NotStarted> {
-        Command::new(&self.command[0])
-            .args(&self.command[1..])
-            .spawn()
-            .map_err(|e| self.not_started(e))
+    /// Starts the command, with the open-file limit from before the
+    /// counters' opening raised it (`raised`), if it did.
+    fn spawn(&self, raised: Option<Raised>) -> Result<Child, NotStarted> {
+        let mut command = Command::new(&self.command[0]);
+        command.args(&self.command[1..]);
+        if let Some(raised) = raised {
+            raised.restore_in(&mut command);
+        }
+        command.spawn().map_err(|e| self.not_started(e))
     }
 
     /// Waits for the command to end. A stop signal sent to cxlstat alone
@@ -509,7 +514,7 @@ fn count_until_end(
     let live = source.is_live();
     session.sample(source, 0, out)?;
     let child = match &workload {
-        Some(w) if live => match w.spawn() {
+        Some(w) if live => match w.spawn(session.counters.raised_nofile()) {
             Ok(child) => Some(child),
             Err(not_started) => return Ok(Err(not_started)),
         },
@@ -546,7 +551,7 @@ fn count_every(
     out: &mut dyn Write,
 ) -> Result<Result<i32, NotStarted>, CxlError> {
     let mut child = match &workload {
-        Some(w) if source.is_live() => match w.spawn() {
+        Some(w) if source.is_live() => match w.spawn(session.counters.raised_nofile()) {
             Ok(child) => Some(child),
             Err(not_started) => return Ok(Err(not_started)),
         },

@@ -13,6 +13,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
+use crate::common::fdlimit::{self, Raised};
 use crate::common::source::Source;
 
 use super::error::{CxlError, explain_open_errno};
@@ -86,6 +87,8 @@ pub struct Counters {
     by_cpu: Vec<(u32, Vec<usize>)>,
     /// Whether reads move the thread to each CPU first (see [`Counters::read_locally`]).
     local_reads: bool,
+    /// The open-file limit before it was raised to open them all, if it was.
+    raised_nofile: Option<Raised>,
 }
 
 impl Counters {
@@ -100,13 +103,14 @@ impl Counters {
         let mut units = Vec::with_capacity(plan.units.len());
         let mut first = 0;
         let mut widest = SINGLE_WORDS;
+        let mut raised_nofile = None;
         for (index, unit) in plan.units.iter().enumerate() {
             let pmu = &pmus[unit.pmu];
             let labels: Vec<&str> = unit.events.iter().map(|e| e.label.as_str()).collect();
             let label = labels.join(",");
             let key = format!("perf:{index}:{}/{label}/", pmu.name);
             let counters = if live {
-                open_unit(unit, pmu, paranoid)?
+                open_unit(unit, pmu, paranoid, &mut raised_nofile)?
             } else {
                 Vec::new()
             };
@@ -142,7 +146,15 @@ impl Counters {
             buf: Vec::with_capacity(widest),
             by_cpu,
             local_reads: false,
+            raised_nofile,
         })
+    }
+
+    /// The open-file limit from before the counters were opened, when
+    /// opening them needed it raised: what a command started beside them
+    /// gets back.
+    pub fn raised_nofile(&self) -> Option<Raised> {
+        self.raised_nofile
     }
 
     /// Starts counting: single events one by one, groups through their leader.
@@ -282,7 +294,15 @@ fn read_words(fd: Option<RawFd>, words: usize, buf: &mut Vec<u64>) -> io::Result
     Ok(())
 }
 
-fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<OwnedFd>, CxlError> {
+/// Opens `unit`'s counters. The first open that finds no descriptor left
+/// (EMFILE) raises the soft open-file limit to the hard one and is tried
+/// again, as perf stat does; `raised` keeps the limit from before.
+fn open_unit(
+    unit: &Unit,
+    pmu: &Pmu,
+    paranoid: Option<i64>,
+    raised: &mut Option<Raised>,
+) -> Result<Vec<OwnedFd>, CxlError> {
     let fail = |label: &str, attr: &EventAttr, e: io::Error| CxlError::Open {
         pmu: pmu.name.clone(),
         label: label.to_string(),
@@ -291,14 +311,28 @@ fn open_unit(unit: &Unit, pmu: &Pmu, paranoid: Option<i64>) -> Result<Vec<OwnedF
     };
     let mut counters = Vec::with_capacity(unit.events.len());
     for (i, event) in unit.events.iter().enumerate() {
-        let counter = if unit.grouped && i > 0 {
-            open_event(
-                &event_attr(event.attr, true, false),
-                pmu.cpu,
-                counters.first(),
-            )
-        } else {
-            open_event(&event_attr(event.attr, false, unit.grouped), pmu.cpu, None)
+        let open = |counters: &[OwnedFd]| {
+            if unit.grouped && i > 0 {
+                open_event(
+                    &event_attr(event.attr, true, false),
+                    pmu.cpu,
+                    counters.first(),
+                )
+            } else {
+                open_event(&event_attr(event.attr, false, unit.grouped), pmu.cpu, None)
+            }
+        };
+        let counter = match open(&counters) {
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) && raised.is_none() => {
+                match fdlimit::raise_to_hard() {
+                    Some(before) => {
+                        *raised = Some(before);
+                        open(&counters)
+                    }
+                    None => Err(e),
+                }
+            }
+            other => other,
         };
         counters.push(counter.map_err(|e| fail(&event.label, &event.attr, e))?);
     }

@@ -183,7 +183,10 @@ pub fn explain_open_errno(
              it is older than the CXL PMU driver"
         ),
         Some(libc::EMFILE) | Some(libc::ENFILE) => {
-            format!("too many open files ({err}); raise `ulimit -n` or count fewer events")
+            format!(
+                "too many open files ({err}): cxlstat opens up to the hard open-file limit \
+                 (`ulimit -Hn`); raise it, or count fewer events"
+            )
         }
         _ => err.to_string(),
     }
@@ -220,7 +223,7 @@ mod tests {
         let e = explain(libc::EOPNOTSUPP);
         assert!(e.contains("sampling") && e.contains("per-task"), "{e}");
         assert!(explain(libc::ENODEV).contains("removed"));
-        assert!(explain(libc::EMFILE).contains("ulimit -n"));
+        assert!(explain(libc::EMFILE).contains("ulimit -Hn"));
         assert!(explain(libc::E2BIG).contains("perf_event_attr field"));
     }
 }

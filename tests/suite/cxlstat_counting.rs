@@ -393,6 +393,47 @@ fn open_errors_from_the_kernel_are_explained() {
     assert!(err.contains("the PMU is gone or its type changed"), "{err}");
 }
 
+/// More counters than the soft open-file limit allows are opened as perf
+/// stat opens them: the soft limit rises to the hard one. The command
+/// started beside them gets the limits it was given; at the hard limit the
+/// error says which limit to raise.
+#[test]
+fn counters_past_the_soft_open_file_limit_raise_it_as_perf_does() {
+    if !perf_usable("counters_past_the_soft_open_file_limit") {
+        return;
+    }
+    let root = scratch("nofile");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    // Standard streams, the stop signals' eventfd and the root leave one
+    // descriptor under a soft limit of 6; the four counters need four.
+    let run = |limits: &str| {
+        std::process::Command::new("prlimit")
+            .arg(format!("--nofile={limits}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_cxlstat"))
+            .args(["--sysroot", root.to_str().unwrap()])
+            .args([
+                "-e",
+                "cpu_clock,context_switches,cpu_clock,context_switches",
+            ])
+            .args(["--", "sh", "-c", "ulimit -Sn; ulimit -Hn"])
+            .output()
+            .expect("prlimit (util-linux) runs")
+    };
+    let out = run("6:64");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("6\n64\n"), "the command's limits: {text}");
+    assert_eq!(text.matches("cxl_pmu_mem0.0 c").count(), 4, "{text}");
+    let out = run("6:6");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("too many open files") && err.contains("`ulimit -Hn`"),
+        "{err}"
+    );
+}
+
 /// `-o prometheus` with an interval: one exposition per report of the
 /// cumulative readings, per PMU even with `--aggregate`; cpu-clock counts
 /// nanoseconds while it runs, so counted / 1e9 is its running time.

@@ -9,6 +9,9 @@ mod cxlstat_support;
 #[allow(dead_code)]
 #[path = "suite/skip.rs"]
 mod skip;
+// The suite's scratch directories, which cxlstat_support makes.
+#[path = "suite/scratch.rs"]
+mod scratch;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

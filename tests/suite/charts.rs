@@ -7,6 +7,7 @@
 //! Chromium renders each chart to a PNG of the size asked for, not blank,
 //! showing every series' colour.
 
+use crate::scratch::Scratch;
 use crate::skip;
 
 use std::collections::HashMap;
@@ -37,32 +38,8 @@ fn fixture(name: &str) -> String {
 
 /// A test's own empty directory, removed with what the test wrote in it
 /// (charts and Chromium's profile and renders) when the test ends.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("hwstat-charts-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    crate::scratch::scratch(&format!("charts-{name}"))
 }
 
 /// Runs `bin` with `args`; panics with its stderr unless it succeeds.

@@ -15,10 +15,10 @@
 //! Debian's `locales` (`localedef` and its sources) and `faketime`; without
 //! them the test is skipped with the reason, unless `CI=true`.
 
+use crate::scratch::{Scratch, scratch};
 use crate::skip;
 use crate::sysstat_compare::{Run, namespace_unavailable, pinned, sysstat_on_tree_with_env};
 
-use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,24 +50,6 @@ fn missing() -> Option<String> {
         return Some("libfaketime is missing (apt-get install faketime)".into());
     }
     None
-}
-
-/// A test's own directory, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = env::temp_dir().join(format!("hwstat-locale-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Compiles `name`.UTF-8 into `dir` with `localedef`.
@@ -135,12 +117,12 @@ fn iostat_rs(root: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
 
 /// The test's directory and, in its `locales`, the `names` compiled; `None`
 /// after saying why the test cannot run here.
-fn prepare(test: &str, names: &[&str]) -> Option<(TempDir, PathBuf)> {
+fn prepare(test: &str, names: &[&str]) -> Option<(Scratch, PathBuf)> {
     if !skip::runs_unless(test, missing()) {
         return None;
     }
-    let work = TempDir::new(test);
-    let locales = work.0.join("locales");
+    let work = scratch(test);
+    let locales = work.join("locales");
     fs::create_dir_all(&locales).unwrap();
     std::thread::scope(|s| {
         for name in names {
@@ -156,7 +138,7 @@ fn dates_and_decimal_points_follow_the_locale_as_in_sysstat() {
     let Some((work, locales)) = prepare("locales", &LOCALES) else {
         return;
     };
-    let root = work.0.join("root");
+    let root = work.join("root");
     tree(&root);
     let faketime = libfaketime().unwrap();
     let (locales, faketime) = (locales.to_str().unwrap(), faketime.to_str().unwrap());
@@ -204,7 +186,7 @@ fn vcpustat_prints_the_report_time_in_the_locale() {
     let Some((work, locales)) = prepare("locales-vcpustat", &["en_US"]) else {
         return;
     };
-    let stats = work.0.join("root/proc/powerpc");
+    let stats = work.join("root/proc/powerpc");
     fs::create_dir_all(&stats).unwrap();
     fs::write(stats.join("vcpudispatch_stats"), "cpu0 10 5 3 1 1 8 1 1\n").unwrap();
     fs::write(stats.join("vcpudispatch_stats_freq"), "50\n").unwrap();
@@ -216,7 +198,7 @@ fn vcpustat_prints_the_report_time_in_the_locale() {
     );
     let out = pinned(&mut Command::new(env!("CARGO_BIN_EXE_vcpustat")))
         .arg("--sysroot")
-        .arg(work.0.join("root"))
+        .arg(work.join("root"))
         .arg("-t")
         .envs(env)
         .output()

@@ -18,6 +18,7 @@ mod namespace;
 mod pipes;
 mod procstate;
 mod samplefs;
+mod scratch;
 mod simkernel;
 mod skip;
 mod slowdisk;

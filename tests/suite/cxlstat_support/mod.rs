@@ -53,28 +53,11 @@ pub const CXL_FORMAT: [(&str, &str); 8] = [
     ("hdm", "config2:0-15"),
 ];
 
-/// A fresh empty directory for one test, removed when dropped.
-pub struct Scratch(PathBuf);
+pub use crate::scratch::Scratch;
 
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Creates the scratch directory `name` for this test process.
+/// A fresh empty directory for one cxlstat test, removed when dropped.
 pub fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("cxlstat-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    crate::scratch::scratch(&format!("cxlstat-{name}"))
 }
 
 /// Builds a sysfs tree under `root` with one PMU per `(name, cpu)`, each of

@@ -1,0 +1,36 @@
+//! A test's own empty directory under the temporary directory, removed with
+//! what the test wrote in it when the test ends.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A fresh empty directory for one test, removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `hwstat-NAME-PID` in the temporary directory, empty: `name` tells the
+/// tests of one process apart.
+pub fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("hwstat-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}

@@ -353,7 +353,7 @@ impl Session {
             if let Some(charts) = &mut self.charts {
                 charts
                     .sample(span.time, self.view.rates(&span))
-                    .map_err(io::Error::other)?;
+                    .map_err(CxlError::Chart)?;
             }
             self.previous.copy_from_slice(self.counters.readings());
             self.notes.clear();
@@ -466,10 +466,14 @@ fn run_count(
         Ok(status) => status,
         Err(not_started) => return Ok(report_error(TOOL, not_started.error, not_started.status)),
     };
-    if let Some(charts) = &session.charts {
-        charts.finish().map_err(CxlError::Setup)?;
-    }
-    match session.view.end(out) {
+    // The document is closed even when the charts cannot be written.
+    let charted = match &session.charts {
+        Some(charts) => charts.finish().map_err(CxlError::Chart),
+        None => Ok(()),
+    };
+    let ended = session.view.end(out);
+    charted?;
+    match ended {
         Err(e) if is_broken_pipe(&e) || is_stopped_while_writing(&e) => Ok(0),
         Err(e) => Err(CxlError::Output(e)),
         Ok(()) => Ok(status),

@@ -118,6 +118,9 @@ pub enum CxlError {
     /// `--record`), or a replay's recording does not hold what is asked.
     #[error("{0}")]
     Setup(String),
+    /// The charts (`--svg`) could not be made or written.
+    #[error("{0}")]
+    Chart(String),
     /// Writing the output failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),

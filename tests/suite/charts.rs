@@ -328,6 +328,67 @@ fn an_svg_that_cannot_be_written_is_named_and_fails_the_run() {
     assert_eq!(err.lines().count(), 1);
 }
 
+/// A chart file that passes the start-up checks (a new name in an existing
+/// directory) but cannot be created when the charts are written: /proc
+/// takes no new files, even from root.
+const UNWRITABLE_SVG: &str = "/proc/hwstat-test-chart.svg";
+
+#[test]
+fn a_chart_that_fails_mid_run_is_named_alike_and_the_json_is_closed() {
+    let vcpustat_rec = fixture("vcpustat.rec");
+    let cxlstat_rec = fixture("cxlstat.rec");
+    let dtl = fixture("lpar1.dtl");
+    let runs: [(&str, &str, Vec<&str>); 4] = [
+        (
+            IOSTAT,
+            "iostat-rs",
+            vec!["--replay", FIXTURES_IOSTAT, "-x", "-o", "JSON", "1"],
+        ),
+        (
+            VCPUSTAT,
+            "vcpustat",
+            vec!["--replay", &vcpustat_rec, "-o", "json", "1"],
+        ),
+        (
+            CXLSTAT,
+            "cxlstat",
+            vec![
+                "--replay",
+                &cxlstat_rec,
+                "-e",
+                "cpu_clock",
+                "-o",
+                "json",
+                "0.1",
+            ],
+        ),
+        (
+            VCPUSTAT,
+            "vcpustat",
+            vec!["trace", "report", "-o", "json", &dtl],
+        ),
+    ];
+    for (bin, tool, mut args) in runs {
+        args.extend(["--svg", UNWRITABLE_SVG]);
+        let out = Command::new(bin).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{tool} {args:?}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "{tool}: cannot write output: --svg {UNWRITABLE_SVG}: No such file or directory \
+                 (os error 2)\n"
+            ),
+            "{args:?}"
+        );
+        let doc: Result<serde_json::Value, _> = serde_json::from_slice(&out.stdout);
+        assert!(
+            doc.is_ok(),
+            "{tool} {args:?}: the JSON document is not closed: {doc:?}"
+        );
+    }
+}
+
 #[test]
 fn vcpustat_chart_has_the_heat_map_and_the_dispersion_bars() {
     let dir = scratch("vcpustat");

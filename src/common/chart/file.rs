@@ -7,10 +7,12 @@ use std::path::Path;
 
 use crate::common::temp_file;
 
-/// Replaces `path` with `contents` atomically. The error names the file.
+/// Replaces `path` with `contents` atomically. The error names the option
+/// and the file, in the words of the tools' other outputs ("cannot write
+/// output: --textfile FILE: ...").
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
     temp_file::replace_with(path, 0o666, |file| file.write_all(contents))
-        .map_err(|err| format!("--svg {}: cannot write: {err}", path.display()))
+        .map_err(|err| format!("cannot write output: --svg {}: {err}", path.display()))
 }
 
 #[cfg(test)]
@@ -34,7 +36,7 @@ mod tests {
     fn an_unwritable_place_is_named() {
         let err = write_atomic(Path::new("/nonexistent-dir/x.svg"), b"x").unwrap_err();
         assert!(
-            err.starts_with("--svg /nonexistent-dir/x.svg: cannot write:"),
+            err.starts_with("cannot write output: --svg /nonexistent-dir/x.svg: "),
             "{err}"
         );
     }

@@ -137,9 +137,10 @@ pub struct ReportArgs {
     /// Chip and node of each physical processor ("0-7 chip=0 node=0" lines).
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
-    /// Charts of the recordings (--svg): processor swimlanes, latency, reasons.
-    #[command(flatten)]
-    pub chart: crate::common::chart::SvgArgs,
+    /// Write the recordings as SVG charts to FILE (processor swimlanes,
+    /// latency, reasons), replacing it atomically.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub svg: Option<PathBuf>,
 }
 
 impl RecordArgs {
@@ -218,7 +219,7 @@ fn run_report(args: &ReportArgs) -> i32 {
     if let Err(e) = options.tables() {
         return report_error(TOOL, e, 2);
     }
-    if let Err(e) = check_chosen_outputs(args.chart.svg.as_deref(), None, None) {
+    if let Err(e) = check_chosen_outputs(args.svg.as_deref(), None, None) {
         return report_error(TOOL, e, 1);
     }
     let topology = match &args.topology {
@@ -271,7 +272,7 @@ fn run_report(args: &ReportArgs) -> i32 {
         &notes,
         &mut progress,
     ) {
-        Ok(()) => match &args.chart.svg {
+        Ok(()) => match &args.svg {
             Some(path) => {
                 let title = format!(
                     "vcpustat trace report: {}",

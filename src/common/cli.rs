@@ -155,6 +155,14 @@ pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
     }
 }
 
+/// True when `err` is standard output failing, after which nothing more
+/// can be written to it. A recording that could not be written reaches
+/// the tools as an I/O error too, but the output is still whole: a JSON
+/// document begun there is still closed.
+pub fn is_output_failure(err: &io::Error) -> bool {
+    recording_error(err).is_none()
+}
+
 /// The exit status of a usage error in the tools whose command line clap
 /// parses (vcpustat, cxlstat), as clap's own programs give it.
 pub const USAGE_STATUS: i32 = 2;

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use crate::common::cli::{USAGE_STATUS, output_error_status, parse_error_status, report_error};
+use crate::common::cli::{
+    USAGE_STATUS, is_output_failure, output_error_status, parse_error_status, report_error,
+};
 use crate::common::entry::Program;
 use crate::common::fdlimit::Raised;
 use crate::common::interval::Schedule;
@@ -455,7 +457,7 @@ fn run_count(
         Err(e) => {
             // A document begun is closed whatever stopped the counting,
             // unless the output itself failed.
-            if !matches!(e, CxlError::Output(_)) {
+            if !matches!(&e, CxlError::Output(io) if is_output_failure(io)) {
                 let _ = session.view.end(out);
             }
             return Err(e);

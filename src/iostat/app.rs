@@ -9,7 +9,7 @@
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
-use crate::common::cli::{output_error_status, report_error};
+use crate::common::cli::{is_output_failure, output_error_status, report_error};
 use crate::common::entry::Program;
 use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
@@ -438,7 +438,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     });
     // Close the document on every end, errors included, unless output broke.
     let closed = match &result {
-        Err(IostatError::Output(_)) => Ok(()),
+        Err(IostatError::Output(e)) if is_output_failure(e) => Ok(()),
         _ => renderer.end(&mut out),
     };
     result?;

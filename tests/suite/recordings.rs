@@ -583,6 +583,32 @@ fn a_replay_refuses_the_options_it_cannot_honour_with_status_2() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// Runs `bin` with `args`, recording to `rec` every 10 ms for up to 1000
+/// samples, under a file size limit of 2 kB (SIGXFSZ ignored, so that the
+/// write fails with EFBIG as on a full disk).
+fn limited_file_size(bin: &str, args: &[&str], rec: &Path) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .args(["--record", rec.to_str().unwrap(), "0.01", "1000"])
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C");
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2048,
+                rlim_max: 2048,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
 #[test]
 fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
     let dir = scratch("full");
@@ -609,33 +635,46 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
         assert!(out.stdout.is_empty(), "{tool} fails before reporting");
     }
     // The disk fills up mid-run (a file size limit: EFBIG): after the
-    // header, on a frame.
-    let rec = dir.join("limited.rec");
-    let mut cmd = Command::new(IOSTAT);
-    cmd.args(["--sysroot", &root_s, "--record", rec.to_str().unwrap()])
-        .args(["-x", "0.01", "1000"]);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 2048,
-                rlim_max: 2048,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
+    // header, on a frame. The JSON document begun on standard output is
+    // still closed: only the recording failed.
+    let cxl_root = dir.join("cxl");
+    crate::cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
+    let cxl_root = cxl_root.to_str().unwrap().to_string();
+    let mut runs = vec![
+        (
+            "iostat-rs",
+            IOSTAT,
+            vec!["--sysroot", &root_s, "-x", "-o", "JSON"],
+        ),
+        ("vcpustat", VCPUSTAT, vec!["--sysroot", &vcpu, "-o", "json"]),
+    ];
+    if crate::cxlstat_support::perf_usable(
+        "a_recording_that_cannot_be_written_is_named_not_standard_output",
+    ) {
+        runs.push((
+            "cxlstat",
+            CXLSTAT,
+            vec!["--sysroot", &cxl_root, "-e", "cpu_clock", "-o", "json"],
+        ));
     }
-    let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        format!(
-            "iostat-rs: cannot write recording {}: File too large (os error 27)\n",
-            rec.display()
-        )
-    );
+    for (tool, bin, args) in runs {
+        let rec = dir.join(format!("{tool}-limited.rec"));
+        let out = limited_file_size(bin, &args, &rec);
+        assert_eq!(out.status.code(), Some(1), "{tool}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "{tool}: cannot write recording {}: File too large (os error 27)\n",
+                rec.display()
+            )
+        );
+        let doc: Result<serde_json::Value, _> = serde_json::from_slice(&out.stdout);
+        assert!(
+            doc.is_ok(),
+            "{tool}: the JSON document is not closed: {doc:?}"
+        );
+    }
+    let rec = dir.join("iostat-rs-limited.rec");
     // What was written replays, the cut frame reported.
     let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-x", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

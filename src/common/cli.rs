@@ -42,13 +42,14 @@ pub struct ExpoArgs {
 impl ExpoArgs {
     /// What `--listen` cannot be combined with, as a one-line message:
     /// each scrape reads the live counters at that moment, so there is no
-    /// interval, recording, replay, textfile or other output format.
-    /// `interval` says whether one was given, `format` names a non-Prometheus
-    /// `-o` format given.
+    /// interval, recording, replay, textfile, chart or other output format.
+    /// `interval` says whether one was given, `svg` whether `--svg` was,
+    /// `format` names a non-Prometheus `-o` format given.
     pub fn listen_conflict(
         &self,
         source: &SourceArgs,
         interval: bool,
+        svg: bool,
         format: Option<&str>,
     ) -> Option<String> {
         let addr = self.listen?;
@@ -60,6 +61,8 @@ impl ExpoArgs {
             "--record".to_string()
         } else if interval {
             "an interval".to_string()
+        } else if svg {
+            "--svg".to_string()
         } else if let Some(format) = format {
             format!("-o {format}")
         } else {

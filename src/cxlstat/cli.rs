@@ -290,10 +290,12 @@ impl Options {
                 (None, _) => None,
             };
             let interval = args.interval.is_some() || args.interval_ms.is_some();
-            if let Some(conflict) = args
-                .expo
-                .listen_conflict(&args.source, interval, other_format)
-            {
+            if let Some(conflict) = args.expo.listen_conflict(
+                &args.source,
+                interval,
+                args.chart.svg.is_some(),
+                other_format,
+            ) {
                 return Err(CxlError::Spec(conflict.replace("-o -x", "-x")));
             }
             if args.expo.listen.is_some() && !args.command.is_empty() {

@@ -69,6 +69,12 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     {
         return report_error(TOOL, conflict, 2);
     }
+    // Refused before any file is opened: a recording is created (or an
+    // old one replaced) when the source opens.
+    let listen = match listen_address(&opts) {
+        Ok(listen) => listen,
+        Err(message) => return report_error(TOOL, message, 2),
+    };
     if let Err(msg) = check_chosen_outputs(
         opts.svg.as_deref(),
         opts.expo.textfile.as_deref(),
@@ -79,10 +85,6 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     let mut source = match opts.source.open(TOOL, rest) {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
-    };
-    let listen = match listen_address(&opts) {
-        Ok(listen) => listen,
-        Err(message) => return report_error(TOOL, message, 2),
     };
     let result = if let Some(addr) = listen {
         serve_metrics(&opts, addr, source.as_mut())
@@ -478,7 +480,12 @@ fn checked_listen_address(text: &str, opts: &Options) -> Result<std::net::Socket
         OutputFormat::Ndjson => Some("ndjson"),
         OutputFormat::SysstatJson => Some("JSON"),
     };
-    match expo.listen_conflict(&opts.source, opts.interval.is_some(), format) {
+    match expo.listen_conflict(
+        &opts.source,
+        opts.interval.is_some(),
+        opts.svg.is_some(),
+        format,
+    ) {
         Some(conflict) => Err(conflict),
         None => Ok(addr),
     }

@@ -254,10 +254,12 @@ impl Options {
             Format::Ndjson => Some("ndjson"),
             Format::Csv => Some("csv"),
         };
-        if let Some(conflict) =
-            args.expo
-                .listen_conflict(&args.source, args.interval.is_some(), other_format)
-        {
+        if let Some(conflict) = args.expo.listen_conflict(
+            &args.source,
+            args.interval.is_some(),
+            args.chart.svg.is_some(),
+            other_format,
+        ) {
             return Err(VcpuError::Usage(conflict));
         }
         let mode = match (interval, args.expo.listen) {

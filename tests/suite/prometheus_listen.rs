@@ -335,6 +335,44 @@ fn binds_exactly_the_address_given_and_refuses_a_port_in_use() {
 }
 
 #[test]
+fn every_tool_refuses_charts_with_listen_and_writes_none() {
+    let dir = scratch("listen-svg");
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("never.svg");
+    let svg = svg.to_str().unwrap();
+    let vcpu_seed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vcpustat/seed");
+    for (program, tool, args) in [
+        (env!("CARGO_BIN_EXE_iostat-rs"), "iostat-rs", vec![]),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            "vcpustat",
+            vec!["--sysroot", vcpu_seed],
+        ),
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            "cxlstat",
+            vec!["-e", "clock_ticks"],
+        ),
+    ] {
+        let out = Command::new(program)
+            .args(&args)
+            .args(["--listen", "127.0.0.1:1", "--svg", svg])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{tool}");
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            format!(
+                "{tool}: --listen 127.0.0.1:1 cannot be used with --svg: each scrape reads the \
+                 live counters at that moment\n"
+            )
+        );
+        assert!(!Path::new(svg).exists(), "{tool}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn vcpustat_serves_the_seed_counters() {
     let seed = format!(
         "{}/tests/fixtures/vcpustat/seed",

@@ -14,6 +14,8 @@
 //! read look multiplexed, and `perf stat -x ,` and `cxlstat -x ,` must scale
 //! and print them alike.
 //!
+//! And the print intervals both take: perf 6.1 takes `-I 1` and up.
+//!
 //! Needs root, `unshare` and `perf` (and `gcc` for the library); skips with
 //! the reason otherwise, unless CI=true.
 
@@ -268,6 +270,40 @@ fn multiplexed_counts_are_scaled_and_printed_as_perf_does() {
         for (who, lines) in [("perf", &theirs), ("cxlstat", &ours)] {
             assert!(!lines.is_empty(), "{who} printed no count");
             assert!(lines.iter().all(|f| f == &expected), "{who}: {lines:?}");
+        }
+    }
+}
+
+#[test]
+fn print_intervals_below_10_ms_are_taken_as_perf_takes_them() {
+    const TEST: &str = "print_intervals_below_10_ms_are_taken_as_perf_takes_them";
+    if !can_run(TEST) {
+        return;
+    }
+    let dir = scratch("perf-parity-intervals");
+    software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    for ms in ["1", "5", "9"] {
+        let every = ["-I", ms, "--interval-count", "2", "--", "sleep", "0.2"];
+        let theirs = Command::new("perf")
+            .args(["stat", "-x", ",", "-e", "context-switches", "-C", "0"])
+            .args(every)
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        let ours = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .arg("--sysroot")
+            .arg(&*dir)
+            .args(["-x", ",", "-e", "context_switches"])
+            .args(every)
+            .output()
+            .unwrap();
+        for (who, out, text) in [
+            ("perf", &theirs, String::from_utf8_lossy(&theirs.stderr)),
+            ("cxlstat", &ours, String::from_utf8_lossy(&ours.stdout)),
+        ] {
+            assert_eq!(out.status.code(), Some(0), "{who} -I {ms}: {text}");
+            let reports = text.lines().filter(|l| l.contains("context")).count();
+            assert_eq!(reports, 2, "{who} -I {ms}: {text}");
         }
     }
 }

@@ -335,7 +335,7 @@ fn binds_exactly_the_address_given_and_refuses_a_port_in_use() {
 }
 
 #[test]
-fn every_tool_refuses_charts_with_listen_and_writes_none() {
+fn every_tool_refuses_charts_and_recordings_with_listen_and_writes_neither() {
     let dir = scratch("listen-svg");
     std::fs::create_dir_all(&dir).unwrap();
     let svg = dir.join("never.svg");
@@ -368,6 +368,21 @@ fn every_tool_refuses_charts_with_listen_and_writes_none() {
             )
         );
         assert!(!Path::new(svg).exists(), "{tool}");
+        // Refused before the recording is opened: an old one is kept.
+        let old = dir.join("old.rec");
+        std::fs::write(&old, "an earlier recording\n").unwrap();
+        let out = Command::new(program)
+            .args(&args)
+            .args(["--listen", "127.0.0.1:1", "--record"])
+            .arg(&old)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{tool}");
+        assert_eq!(
+            std::fs::read_to_string(&old).unwrap(),
+            "an earlier recording\n",
+            "{tool}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -61,9 +61,13 @@ pub struct Args {
         requires = "interval_ms"
     )]
     pub interval_count: Option<u64>,
-    /// Sum each event over all PMUs instead of one row per PMU and event.
+    /// Sum each event over all PMUs instead of one row per PMU and event
+    /// (what perf stat does by default).
     #[arg(long)]
     pub aggregate: bool,
+    /// One row per PMU and event (the default; accepted for perf compatibility).
+    #[arg(long = "no-merge", conflicts_with = "aggregate")]
+    pub no_merge: bool,
     /// Output format (csv: the common CSV of all hwstat tools, with a header,
     /// a timestamp and an index; -x gives perf stat's layout instead).
     #[arg(

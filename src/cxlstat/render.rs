@@ -214,9 +214,11 @@ pub fn dry_run(plan: &Plan, pmus: &[Pmu], out: &mut dyn Write) -> io::Result<()>
 struct RowSpec {
     pmu: String,
     event: String,
-    /// The event as perf names it: `PMU/terms/`, or the event as given
-    /// when summed over PMUs.
+    /// The event as perf stat names it in its `-x` lines (see
+    /// [`CountView::new`]).
     perf_name: String,
+    /// The specification the row counts.
+    spec: usize,
     slots: Vec<usize>,
 }
 
@@ -342,28 +344,39 @@ pub fn schema() -> Schema {
 }
 
 impl CountView {
-    /// Rows for `plan`: one per PMU and event, or one per event with `aggregate`.
+    /// Rows for `plan`: one per PMU and event, or one per specification
+    /// with `aggregate`, summed over the PMUs it runs on (`all`; a
+    /// specification that names its PMU keeps it).
+    ///
+    /// Events are named in `-x` lines as perf stat names them: without
+    /// `aggregate` as `perf stat --no-merge` does (`clock_ticks
+    /// [cxl_pmu_mem0.0]`, or `cxl_pmu_mem0.0/clock_ticks/` when the PMU was
+    /// named), with it as perf's default merge does (`clock_ticks`).
     pub fn new(plan: &Plan, pmus: &[Pmu], aggregate: bool, output: CountOutput) -> CountView {
         let mut rows: Vec<RowSpec> = Vec::new();
         for (slot, event) in plan.events().enumerate() {
-            if aggregate {
-                match rows
-                    .iter_mut()
-                    .find(|r| r.event == plan.spec_labels[event.spec])
-                {
-                    Some(row) => row.slots.push(slot),
-                    None => rows.push(RowSpec {
-                        pmu: "all".to_string(),
-                        event: plan.spec_labels[event.spec].clone(),
-                        perf_name: plan.spec_labels[event.spec].clone(),
-                        slots: vec![slot],
-                    }),
-                }
-            } else {
+            let pmu = &pmus[event.pmu].name;
+            if !aggregate {
                 rows.push(RowSpec {
-                    pmu: pmus[event.pmu].name.clone(),
+                    pmu: pmu.clone(),
                     event: event.label.clone(),
-                    perf_name: event.perf_name(&pmus[event.pmu].name),
+                    perf_name: event.unmerged_name(pmu),
+                    spec: event.spec,
+                    slots: vec![slot],
+                });
+            } else if let Some(row) = rows.iter_mut().find(|r| r.spec == event.spec) {
+                row.slots.push(slot);
+            } else {
+                let (pmu, perf_name) = if event.qualified {
+                    (pmu.clone(), event.perf_name(pmu))
+                } else {
+                    ("all".to_string(), plan.spec_labels[event.spec].clone())
+                };
+                rows.push(RowSpec {
+                    pmu,
+                    event: plan.spec_labels[event.spec].clone(),
+                    perf_name,
+                    spec: event.spec,
                     slots: vec![slot],
                 });
             }
@@ -584,11 +597,13 @@ mod tests {
         }
     }
 
+    /// `-e ddr_act,cxl_pmu_mem0.0/clock_ticks/` on two PMUs.
     fn plan() -> Plan {
         let event = |pmu, spec: usize, label: &str| ResolvedEvent {
             pmu,
             label: label.to_string(),
             named: false,
+            qualified: spec == 1,
             spec,
             attr: EventAttr::default(),
         };
@@ -713,18 +728,20 @@ mod tests {
     fn perf_csv_lines_follow_perf_stat_x() {
         // perf stat -x, -I: "%6lu.%09lu" time, count, empty unit, event,
         // run time in ns, integer running percentage as %.2f, then the
-        // metric (here events per second, "%.3f" and "/sec").
+        // metric (here events per second, "%.3f" and "/sec"). Events are
+        // named as perf stat --no-merge names them: EVENT [PMU] when given
+        // without their PMU, PMU/EVENT/ when given with it.
         assert_eq!(
             render_as(false, perf_csv(",", true)),
-            "     2.000000000,1000,,cxl_pmu_mem0.0/ddr_act/,500,25.00,500.000,/sec\n\
-             \x20    2.000000000,300,,cxl_pmu_mem1.0/ddr_act/,2000,100.00,150.000,/sec\n\
+            "     2.000000000,1000,,ddr_act [cxl_pmu_mem0.0],500,25.00,500.000,/sec\n\
+             \x20    2.000000000,300,,ddr_act [cxl_pmu_mem1.0],2000,100.00,150.000,/sec\n\
              \x20    2.000000000,<not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
         );
         // Without intervals there is no time field; any separator.
         assert_eq!(
             render_as(false, perf_csv(";", false)),
-            "1000;;cxl_pmu_mem0.0/ddr_act/;500;25.00;500.000;/sec\n\
-             300;;cxl_pmu_mem1.0/ddr_act/;2000;100.00;150.000;/sec\n\
+            "1000;;ddr_act [cxl_pmu_mem0.0];500;25.00;500.000;/sec\n\
+             300;;ddr_act [cxl_pmu_mem1.0];2000;100.00;150.000;/sec\n\
              <not counted>;;cxl_pmu_mem0.0/clock_ticks/;0;0.00;;\n"
         );
     }
@@ -732,11 +749,12 @@ mod tests {
     #[test]
     fn perf_csv_aggregate_sums_times_and_truncates_the_percentage() {
         // Run times add up (500 + 2000 of 4000 enabled): 62.5% prints as
-        // 62.00, as perf's integer 100 * run / ena does.
+        // 62.00, as perf's integer 100 * run / ena does. An event given
+        // with its PMU keeps that name, as in perf's merged output.
         assert_eq!(
             render_as(true, perf_csv(",", false)),
             "1300,,ddr_act,2500,62.00,650.000,/sec\n\
-             <not counted>,,clock_ticks,0,0.00,,\n"
+             <not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
         );
     }
 

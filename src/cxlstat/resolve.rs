@@ -25,6 +25,8 @@ pub struct ResolvedEvent {
     pub label: String,
     /// True when `label` is a `name=` term's.
     pub named: bool,
+    /// True when the specification named its PMU (`PMU/terms/`).
+    pub qualified: bool,
     /// Index of the specification it came from (rows of the same index are
     /// summed by `--aggregate`).
     pub spec: usize,
@@ -39,6 +41,17 @@ impl ResolvedEvent {
             self.label.clone()
         } else {
             format!("{pmu}/{}/", self.label)
+        }
+    }
+
+    /// The event as `perf stat --no-merge` prints it: the `name=` given,
+    /// `PMU/terms/` when the specification named the PMU, else the terms
+    /// and the PMU in brackets (`clock_ticks [cxl_pmu_mem0.0]`).
+    pub fn unmerged_name(&self, pmu: &str) -> String {
+        if self.named || self.qualified {
+            self.perf_name(pmu)
+        } else {
+            format!("{} [{pmu}]", self.label)
         }
     }
 }
@@ -136,6 +149,7 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                         pmu,
                         label: member.label.clone(),
                         named: member.named,
+                        qualified: explicit.is_some(),
                         spec,
                         attr,
                     });

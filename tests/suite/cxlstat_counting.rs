@@ -186,7 +186,7 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
             assert_eq!(fields[0].trim().parse::<f64>().unwrap(), end, "{text}");
             assert_eq!(fields[2], "", "{line}");
             assert!(
-                fields[3].starts_with("cxl_pmu_mem") && fields[3].ends_with("/cpu_clock/"),
+                fields[3].starts_with("cpu_clock [cxl_pmu_mem") && fields[3].ends_with(']'),
                 "{line}"
             );
             let counted: f64 = fields[1].parse().unwrap();

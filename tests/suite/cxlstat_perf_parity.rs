@@ -307,3 +307,70 @@ fn print_intervals_below_10_ms_are_taken_as_perf_takes_them() {
         }
     }
 }
+
+/// The event names of `-x ,` lines (the third field), sorted: perf lists
+/// the PMUs of an event in its own order.
+fn names_in(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split(',').nth(2))
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn events_are_named_as_perf_names_them_merged_or_not() {
+    const TEST: &str = "events_are_named_as_perf_names_them_merged_or_not";
+    if !can_run(TEST) {
+        return;
+    }
+    let dir = scratch("perf-parity-names");
+    software_tree(&dir, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
+    // perf stat --no-merge is cxlstat's default, perf's default merge is
+    // cxlstat's --aggregate.
+    let modes: [(&[&str], &[&str]); 2] = [(&["--no-merge"], &[]), (&[], &["--aggregate"])];
+    for spec in [
+        "cpu_clock",
+        "cpu_clock,context_switches",
+        "cxl_pmu_mem0.0/cpu_clock/",
+        "cxl_pmu_mem0.0/context_switches/,cxl_pmu_mem1.0/context_switches/",
+        "cxl_pmu_mem1.0/context_switches/,cpu_clock",
+        "cxl_pmu_mem0.0/cpu_clock,name=mine/",
+    ] {
+        for (perf_mode, our_mode) in modes {
+            let theirs = Command::new("/usr/bin/unshare")
+                .args(["-m", "sh", "-c"])
+                .arg(r#"mount --bind "$1" /sys && shift && exec perf stat -x , -a "$@""#)
+                .arg("sh")
+                .arg(dir.join("sys"))
+                .args(perf_mode)
+                .args(["-e", spec, "--", "sleep", "0.05"])
+                .env("LC_ALL", "C")
+                .output()
+                .unwrap();
+            let ours = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+                .arg("--sysroot")
+                .arg(&*dir)
+                .args(["-x", ","])
+                .args(our_mode)
+                .args(["-e", spec, "--", "sleep", "0.05"])
+                .output()
+                .unwrap();
+            let theirs_text = String::from_utf8_lossy(&theirs.stderr);
+            assert!(
+                theirs.status.success(),
+                "perf {perf_mode:?} -e {spec}: {theirs_text}"
+            );
+            assert!(ours.status.success(), "cxlstat {our_mode:?} -e {spec}");
+            assert!(!names_in(&theirs_text).is_empty(), "perf -e {spec}: {theirs_text}");
+            assert_eq!(
+                names_in(&stdout(&ours)),
+                names_in(&theirs_text),
+                "cxlstat {our_mode:?} and perf {perf_mode:?} -e {spec}: {theirs_text}"
+            );
+        }
+    }
+}

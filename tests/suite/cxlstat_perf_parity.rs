@@ -365,7 +365,10 @@ fn events_are_named_as_perf_names_them_merged_or_not() {
                 "perf {perf_mode:?} -e {spec}: {theirs_text}"
             );
             assert!(ours.status.success(), "cxlstat {our_mode:?} -e {spec}");
-            assert!(!names_in(&theirs_text).is_empty(), "perf -e {spec}: {theirs_text}");
+            assert!(
+                !names_in(&theirs_text).is_empty(),
+                "perf -e {spec}: {theirs_text}"
+            );
             assert_eq!(
                 names_in(&stdout(&ours)),
                 names_in(&theirs_text),

@@ -310,24 +310,20 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
         None => None,
     };
     let mut selects_event = event.is_some();
-    let user_terms: Vec<&Term> = terms.iter().filter(|t| !names_event(pmu, t)).collect();
+    // The event name stands for its events/ file's terms, at its place in
+    // the list: `config=0x5,clock_ticks` ends with clock_ticks's config, as
+    // in perf.
     for words_pass in [true, false] {
         let this_pass = |term: &Term| ConfigWord::from_name(&term.name).is_some() == words_pass;
-        if let Some(event) = event {
-            let path = format!(
-                "{}/{}/events/{}",
-                super::sysfs::EVENT_SOURCE_DIR,
-                pmu.name,
-                event.name
-            );
-            for term in event.terms.iter().filter(|t| this_pass(t)) {
-                apply(pmu, &mut attr, term, label)
-                    .map_err(|e| CxlError::bad_file(&path, &e.to_string()))?;
+        for term in terms {
+            if names_event(pmu, term) {
+                if let Some(event) = event {
+                    apply_event_terms(pmu, &mut attr, event, this_pass, label)?;
+                }
+            } else if this_pass(term) {
+                apply(pmu, &mut attr, term, label)?;
+                selects_event |= lands_in_config(pmu, &term.name);
             }
-        }
-        for term in user_terms.iter().filter(|t| this_pass(t)) {
-            apply(pmu, &mut attr, term, label)?;
-            selects_event |= lands_in_config(pmu, &term.name);
         }
     }
     if !selects_event {
@@ -336,6 +332,27 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
         )));
     }
     Ok(Some(attr))
+}
+
+/// Applies the terms of `event`'s events/ file that `this_pass` takes; an
+/// error names that file.
+fn apply_event_terms(
+    pmu: &Pmu,
+    attr: &mut EventAttr,
+    event: &PmuEvent,
+    this_pass: impl Fn(&Term) -> bool,
+    label: &str,
+) -> Result<(), CxlError> {
+    let path = format!(
+        "{}/{}/events/{}",
+        super::sysfs::EVENT_SOURCE_DIR,
+        pmu.name,
+        event.name
+    );
+    for term in event.terms.iter().filter(|t| this_pass(t)) {
+        apply(pmu, attr, term, label).map_err(|e| CxlError::bad_file(&path, &e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn lands_in_config(pmu: &Pmu, name: &str) -> bool {

@@ -45,6 +45,9 @@ const ACCEPTED: &[&str] = &[
     "cxl_pmu_mem1.0/invert,config1=0x3817,config2=0x10,m2s_rwd_memwrptl/",
     "cxl_pmu_mem0.0/vid=0x19e5,hdm=255,gid=0,mask=2,config2=0x10,invert/",
     "cxl_pmu_mem0.0/clock_ticks,config=0x5/",
+    "cxl_pmu_mem0.0/config=0x5,clock_ticks/",
+    "cxl_pmu_mem1.0/config=0x7,ddr_refresh,config=0x9,config1=0x3/",
+    "cxl_pmu_mem1.0/config=0x7,config1=0x30000,ddr_refresh/",
     "cxl_pmu_mem0.0/vid=0x19e5,gid=1,mask=1,name=vendor_rd/",
     "cxl_pmu_mem1.0/vid=65535,gid=65535,mask=4294967295,threshold=0xffff/",
 ];

@@ -23,7 +23,7 @@ use crate::cxlstat_support::{cxlstat, scratch, software_tree, stdout, two_memdev
 use crate::skip;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// (type, config, config1, config2) of one event.
 type Attr = (u64, u64, u64, u64);
@@ -220,6 +220,28 @@ fn counts_as_printed(text: &str, intervals: bool) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `perf stat -x , -e context-switches -C 0 ARGS` and `cxlstat --sysroot
+/// DIR -x , -e context_switches ARGS` on the software tree at `dir`, with
+/// `preload` in `LD_PRELOAD` when given.
+fn count_context_switches(dir: &Path, args: &[&str], preload: Option<&Path>) -> (Output, Output) {
+    let mut perf = Command::new("perf");
+    perf.args(["stat", "-x", ",", "-e", "context-switches", "-C", "0"])
+        .args(args)
+        // perf prints its decimal point in the locale.
+        .env("LC_ALL", "C");
+    let mut cxlstat = Command::new(env!("CARGO_BIN_EXE_cxlstat"));
+    cxlstat
+        .arg("--sysroot")
+        .arg(dir)
+        .args(["-x", ",", "-e", "context_switches"])
+        .args(args);
+    if let Some(library) = preload {
+        perf.env("LD_PRELOAD", library);
+        cxlstat.env("LD_PRELOAD", library);
+    }
+    (perf.output().unwrap(), cxlstat.output().unwrap())
+}
+
 #[test]
 fn multiplexed_counts_are_scaled_and_printed_as_perf_does() {
     const TEST: &str = "multiplexed_counts_are_scaled_and_printed_as_perf_does";
@@ -244,25 +266,12 @@ fn multiplexed_counts_are_scaled_and_printed_as_perf_does() {
     assert!(built.success());
     software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
     for intervals in [false, true] {
-        let every: &[&str] = if intervals { &["-I", "30"] } else { &[] };
-        let theirs = Command::new("perf")
-            .args(["stat", "-x", ",", "-e", "context-switches", "-C", "0"])
-            .args(every)
-            .args(["--", "sleep", "0.1"])
-            .env("LD_PRELOAD", &shim)
-            // perf prints its decimal point in the locale.
-            .env("LC_ALL", "C")
-            .output()
-            .unwrap();
-        let ours = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-            .arg("--sysroot")
-            .arg(&*dir)
-            .args(["-x", ",", "-e", "context_switches"])
-            .args(every)
-            .args(["--", "sleep", "0.1"])
-            .env("LD_PRELOAD", &shim)
-            .output()
-            .unwrap();
+        let every: &[&str] = if intervals {
+            &["-I", "30", "--", "sleep", "0.1"]
+        } else {
+            &["--", "sleep", "0.1"]
+        };
+        let (theirs, ours) = count_context_switches(&dir, every, Some(&shim));
         let theirs = counts_as_printed(&String::from_utf8_lossy(&theirs.stderr), intervals);
         let ours = counts_as_printed(&stdout(&ours), intervals);
         // 7 counted in 4 of 10 ns: 17.5, printed 17 (rounded down) with
@@ -287,19 +296,7 @@ fn print_intervals_below_10_ms_are_taken_as_perf_takes_them() {
     software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
     for ms in ["1", "5", "9"] {
         let every = ["-I", ms, "--interval-count", "2", "--", "sleep", "0.2"];
-        let theirs = Command::new("perf")
-            .args(["stat", "-x", ",", "-e", "context-switches", "-C", "0"])
-            .args(every)
-            .env("LC_ALL", "C")
-            .output()
-            .unwrap();
-        let ours = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-            .arg("--sysroot")
-            .arg(&*dir)
-            .args(["-x", ",", "-e", "context_switches"])
-            .args(every)
-            .output()
-            .unwrap();
+        let (theirs, ours) = count_context_switches(&dir, &every, None);
         for (who, out, text) in [
             ("perf", &theirs, String::from_utf8_lossy(&theirs.stderr)),
             ("cxlstat", &ours, String::from_utf8_lossy(&ours.stdout)),

@@ -339,6 +339,8 @@ fn events_are_named_as_perf_names_them_merged_or_not() {
         "cxl_pmu_mem0.0/context_switches/,cxl_pmu_mem1.0/context_switches/",
         "cxl_pmu_mem1.0/context_switches/,cpu_clock",
         "cxl_pmu_mem0.0/cpu_clock,name=mine/",
+        "{cpu_clock,context_switches}",
+        "cpu_clock,cxl_pmu_mem0.0/cpu_clock,name=x/",
     ] {
         for (perf_mode, our_mode) in modes {
             let theirs = Command::new("/usr/bin/unshare")

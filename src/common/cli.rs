@@ -26,6 +26,12 @@ pub struct SourceArgs {
     pub replay: Option<PathBuf>,
 }
 
+/// `--listen`'s help, the same in the three tools (iostat-rs builds its
+/// command line by hand).
+pub const LISTEN_HELP: &str = "Serve Prometheus metrics at http://ADDR:PORT/metrics, read from \
+    the kernel at each scrape (e.g. 127.0.0.1:9101; IPv6 in brackets; exactly that address is \
+    bound; port 0: a free one, named on standard error with the rest of the address)";
+
 /// Where Prometheus expositions go besides standard output.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExpoArgs {
@@ -33,9 +39,8 @@ pub struct ExpoArgs {
     /// (for node_exporter's textfile collector); nothing on standard output.
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub textfile: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics, read from the kernel at each
-    /// scrape (e.g. 127.0.0.1:9101; IPv6 in brackets; exactly that address is bound).
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
+    /// Serve Prometheus metrics at `http://ADDR:PORT/metrics` ([`LISTEN_HELP`]).
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile", help = LISTEN_HELP)]
     pub listen: Option<SocketAddr>,
 }
 

@@ -17,10 +17,15 @@
 //! `GET` and `HEAD` of `/metrics` are answered with metrics; other methods
 //! get 405, other paths 404. The server stops within 100 ms of a stop
 //! signal.
+//!
+//! Once listening, a tool says where on standard error, in one line
+//! (`iostat-rs: listening on http://127.0.0.1:9101/metrics`), as
+//! node_exporter and Prometheus log their address: with port 0 the kernel
+//! chose the port, and the line is the only way to learn it.
 
 use std::cell::Cell;
 use std::convert::Infallible;
-use std::io;
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -207,6 +212,12 @@ pub fn serve(
     collect: &mut dyn FnMut(&mut Exposition) -> Result<(), ScrapeError>,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    // Standard error may be closed: the server runs without the line.
+    let _ = writeln!(
+        io::stderr().lock(),
+        "{tool}: listening on http://{addr}/metrics"
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()

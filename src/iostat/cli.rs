@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::cli::{ExpoArgs, SourceArgs};
+use crate::common::cli::{ExpoArgs, LISTEN_HELP, SourceArgs};
 use crate::common::interval::{looks_like_interval, parse_interval};
 use crate::common::locale::Locale;
 use crate::common::osname;
@@ -818,10 +818,7 @@ pub fn command() -> clap::Command {
             Arg::new("listen")
                 .long("listen")
                 .value_name("ADDR:PORT")
-                .help(
-                    "Serve Prometheus metrics at http://ADDR:PORT/metrics, read from the kernel \
-                     at each scrape (e.g. 127.0.0.1:9101; exactly that address is bound)",
-                ),
+                .help(LISTEN_HELP),
         )
         .arg(long_flag("help", "Print this help"))
         .arg(

@@ -14,6 +14,7 @@
 mod cxlstat_support;
 mod fakekernel;
 mod fusemount;
+mod listening;
 mod namespace;
 mod pipes;
 mod procstate;

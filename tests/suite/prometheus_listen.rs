@@ -1,25 +1,17 @@
-//! `--listen`: each tool served over HTTP on 127.0.0.1 with a free port,
-//! scraped by a plain socket client: counters read at each scrape, GET and
+//! `--listen`: each tool served over HTTP on 127.0.0.1, on the port the
+//! kernel chose for `:0` and the tool said, scraped by a plain socket client: counters read at each scrape, GET and
 //! HEAD of /metrics only, a silent client and a 1 MB request line handled
 //! while normal scrapes go on, concurrent scrapes, exactly the address
 //! given, and a clean stop on SIGTERM.
 
 use crate::cxlstat_support;
+use crate::listening::{self, ANY_PORT};
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A running server, killed if the test ends without stopping it.
 struct Server {
@@ -35,39 +27,18 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Starts `program args --listen 127.0.0.1:PORT` and waits (at most
-    /// 10 s) until it accepts connections.
+    /// Starts `program args --listen 127.0.0.1:0` on the port it says.
     fn start(program: &str, args: &[&str]) -> Server {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-        let child = Command::new(program)
+        let mut child = Command::new(program)
             .args(args)
-            .arg("--listen")
-            .arg(addr.to_string())
+            .args(["--listen", ANY_PORT])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut server = Server { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(addr).is_err() {
-            if let Some(status) = server.child.try_wait().unwrap() {
-                let mut err = String::new();
-                server
-                    .child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                panic!("{program} exited with {status}: {err}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{program} did not listen on {addr}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        server
+        let tool = Path::new(program).file_name().unwrap().to_str().unwrap();
+        let addr = listening::announced(&mut child, tool);
+        Server { child, addr }
     }
 
     /// Sends `request` and reads the whole answer (the request asks the

@@ -18,11 +18,12 @@
 //! Needs root (losetup, perf_event_open, a FUSE mount) and the two packages;
 //! skips with the reason otherwise, except under CI=true.
 
+use crate::listening::ANY_PORT;
 use crate::{cxlstat_support, simkernel, skip};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -57,37 +58,79 @@ fn usable(test: &str) -> bool {
     true
 }
 
-fn free_port() -> u16 {
-    free_ports::<1>()[0]
+/// The address in a line announcing one: the tools' (`iostat-rs: listening
+/// on http://ADDR/metrics`) or Prometheus' and node_exporter's
+/// (`msg="Listening on" address=ADDR`). Every server here listens on
+/// [`ANY_PORT`], and is found where it says (see `listening`).
+fn announced(line: &str) -> Option<SocketAddr> {
+    if let Some((_, rest)) = line.split_once(": listening on http://") {
+        return rest.strip_suffix("/metrics")?.parse().ok();
+    }
+    let (_, rest) = line.split_once("msg=\"Listening on\"")?;
+    rest.split_whitespace()
+        .find_map(|word| word.strip_prefix("address="))?
+        .parse()
+        .ok()
 }
 
-/// `N` distinct free ports: all are held until the last is picked, so that
-/// servers started later on them do not collide.
-fn free_ports<const N: usize>() -> [u16; N] {
-    let held: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
-        .collect();
-    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
-}
-
-/// A child process killed at the end of the test, whatever happens.
-struct Running(Child, &'static str);
+/// A child process killed at the end of the test, whatever happens, with
+/// its standard error in a file of its own (Prometheus logs too much for an
+/// unread pipe), removed then.
+struct Running(Child, &'static str, PathBuf);
 
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        let _ = std::fs::remove_file(&self.2);
+    }
+}
+
+impl Running {
+    /// The address the process says it listens on, within `limit`.
+    fn listening(&mut self, limit: Duration) -> SocketAddr {
+        let deadline = Instant::now() + limit;
+        loop {
+            let said = std::fs::read_to_string(&self.2).unwrap_or_default();
+            if let Some(addr) = said.lines().find_map(announced) {
+                return addr;
+            }
+            if let Some(status) = self.0.try_wait().unwrap() {
+                panic!(
+                    "{} exited early: {status}; it said:\n{}",
+                    self.1,
+                    self.said()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} named no address within {limit:?}; it said:\n{}",
+                self.1,
+                self.said()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The end of what the process wrote on standard error.
+    fn said(&self) -> String {
+        let text = std::fs::read(&self.2).unwrap_or_default();
+        String::from_utf8_lossy(&text[text.len().saturating_sub(2000)..]).into_owned()
     }
 }
 
 fn start(name: &'static str, program: &str, args: &[String]) -> Running {
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log =
+        std::env::temp_dir().join(format!("hwstat-real-{}-{name}-{n}.log", std::process::id()));
     let child = Command::new(program)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("{program}: {e}"));
-    Running(child, name)
+    Running(child, name, log)
 }
 
 /// GET `path` with HTTP/1.0 (no chunking): the status line and the body.
@@ -114,12 +157,17 @@ fn wait_ready(addr: SocketAddr, path: &str, limit: Duration, running: &mut Runni
             return;
         }
         if let Some(status) = running.0.try_wait().unwrap() {
-            panic!("{} exited early: {status}", running.1);
+            panic!(
+                "{} exited early: {status}; it said:\n{}",
+                running.1,
+                running.said()
+            );
         }
         assert!(
             Instant::now() < deadline,
-            "{} not ready on {addr}",
-            running.1
+            "{} not ready on {addr}; it said:\n{}",
+            running.1,
+            running.said()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -175,40 +223,38 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-/// A Prometheus scraping `targets` (job name, port) every second, started
-/// but not yet scraping: its target discovery hands it the targets only
-/// about 5 s after it starts (Prometheus 2.42), so a test starts it first,
-/// sets up its targets meanwhile, then calls [`Prometheus::wait_up`].
+/// A Prometheus scraping `targets` (job name, address) every second,
+/// started but not yet scraping: its target discovery hands it the targets
+/// only about 5 s after it starts (Prometheus 2.42), so a test starts it as
+/// soon as its targets have said where they listen, waits for them to
+/// answer meanwhile, then calls [`Prometheus::wait_up`].
 struct Prometheus {
     running: Running,
-    addr: SocketAddr,
     targets: usize,
 }
 
 impl Prometheus {
-    fn start(dir: &Path, port: u16, targets: &[(&str, u16)]) -> Prometheus {
+    fn start(dir: &Path, targets: &[(&str, SocketAddr)]) -> Prometheus {
         let mut config = String::from(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
         );
-        for (job, port) in targets {
+        for (job, addr) in targets {
             config.push_str(&format!(
-                "  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+                "  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n"
             ));
         }
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let running = start(
             "prometheus",
             PROMETHEUS,
             &[
                 format!("--config.file={}", dir.join("prometheus.yml").display()),
                 format!("--storage.tsdb.path={}", dir.join("data").display()),
-                format!("--web.listen-address={addr}"),
+                format!("--web.listen-address={ANY_PORT}"),
             ],
         );
         Prometheus {
             running,
-            addr,
             targets: targets.len(),
         }
     }
@@ -216,7 +262,7 @@ impl Prometheus {
     /// Waits until every target has been scraped successfully at least
     /// once; the time that was seen, and Prometheus, killed when dropped.
     fn wait_up(mut self) -> (f64, Running, SocketAddr) {
-        let addr = self.addr;
+        let addr = self.running.listening(Duration::from_secs(30));
         wait_ready(addr, "/-/ready", Duration::from_secs(30), &mut self.running);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -417,18 +463,12 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
         return;
     }
     let dir = scratch("iostat");
-    let [node_port, iostat_port, prom_port] = free_ports();
-    let prometheus = Prometheus::start(
-        &dir,
-        prom_port,
-        &[("node", node_port), ("iostat", iostat_port)],
-    );
     let device = Loop::attach(&dir.join("disk.img"));
     let mut node = start(
         "node_exporter",
         NODE_EXPORTER,
         &[
-            format!("--web.listen-address=127.0.0.1:{node_port}"),
+            format!("--web.listen-address={ANY_PORT}"),
             "--collector.disable-defaults".into(),
             "--collector.diskstats".into(),
             "--collector.cpu".into(),
@@ -439,15 +479,12 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
     let mut iostat = start(
         "iostat-rs",
         env!("CARGO_BIN_EXE_iostat-rs"),
-        &["--listen".into(), format!("127.0.0.1:{iostat_port}")],
+        &["--listen".into(), ANY_PORT.into()],
     );
-    let iostat_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, iostat_port));
-    wait_ready(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, node_port)),
-        "/metrics",
-        Duration::from_secs(20),
-        &mut node,
-    );
+    let node_addr = node.listening(Duration::from_secs(20));
+    let iostat_addr = iostat.listening(Duration::from_secs(20));
+    let prometheus = Prometheus::start(&dir, &[("node", node_addr), ("iostat", iostat_addr)]);
+    wait_ready(node_addr, "/metrics", Duration::from_secs(20), &mut node);
     wait_ready(
         iostat_addr,
         "/metrics",
@@ -621,8 +658,6 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
     let per_step = |cpu: usize| [2.0, 1.0][cpu];
     let pace = |cpu: usize| f64::from(STEPS_PER_SECOND) * per_step(cpu);
     let dir = scratch("rates");
-    let [vport, cport, prom_port] = free_ports();
-    let prometheus = Prometheus::start(&dir, prom_port, &[("vcpustat", vport), ("cxlstat", cport)]);
     let vroot = sim.root.clone();
     // cxlstat's software PMU: cpu-clock counts nanoseconds, 1e9 per second.
     let croot = cxlstat_support::scratch("real-rates");
@@ -636,7 +671,7 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             "--sysroot".into(),
             vroot.display().to_string(),
             "--listen".into(),
-            format!("127.0.0.1:{vport}"),
+            ANY_PORT.into(),
         ],
     );
     let mut cxlstat = start(
@@ -648,13 +683,12 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             "-e".into(),
             "cpu_clock".into(),
             "--listen".into(),
-            format!("127.0.0.1:{cport}"),
+            ANY_PORT.into(),
         ],
     );
-    let (vaddr, caddr) = (
-        SocketAddr::from((Ipv4Addr::LOCALHOST, vport)),
-        SocketAddr::from((Ipv4Addr::LOCALHOST, cport)),
-    );
+    let vaddr = vcpustat.listening(Duration::from_secs(20));
+    let caddr = cxlstat.listening(Duration::from_secs(20));
+    let prometheus = Prometheus::start(&dir, &[("vcpustat", vaddr), ("cxlstat", caddr)]);
     wait_ready(vaddr, "/metrics", Duration::from_secs(20), &mut vcpustat);
     wait_ready(caddr, "/metrics", Duration::from_secs(20), &mut cxlstat);
     // The tools' own interval output over the same files, meanwhile: both
@@ -815,18 +849,17 @@ fn textfiles_are_accepted_by_node_exporters_textfile_collector() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let port = free_port();
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut node = start(
         "node_exporter",
         NODE_EXPORTER,
         &[
-            format!("--web.listen-address={addr}"),
+            format!("--web.listen-address={ANY_PORT}"),
             "--collector.disable-defaults".into(),
             "--collector.textfile".into(),
             format!("--collector.textfile.directory={}", dir.display()),
         ],
     );
+    let addr = node.listening(Duration::from_secs(20));
     wait_ready(addr, "/metrics", Duration::from_secs(20), &mut node);
     let (_, body) = http_get(addr, "/metrics").unwrap();
     assert!(body.contains("node_textfile_scrape_error 0\n"), "{body}");

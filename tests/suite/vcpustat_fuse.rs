@@ -5,7 +5,7 @@
 //! These tests need root and /dev/fuse; they skip with a reason elsewhere,
 //! and fail instead under `CI=true`.
 
-use crate::simkernel;
+use crate::{listening, simkernel};
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};
@@ -727,25 +727,15 @@ fn raw_view_shows_a_vcpu_that_came_online_from_the_next_report_as_its_note_says(
     assert_eq!(home_column(&stdout, "cpu2").len(), 1, "{stdout}");
 }
 
-/// Starts `vcpustat --listen` on a free port of 127.0.0.1 and waits until
-/// it answers; returns the child and the address.
+/// Starts `vcpustat --listen` on the port of 127.0.0.1 it says it took;
+/// returns the child and the address.
 fn serve(sim: &Mounted) -> (Child, std::net::SocketAddr) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let child = vcpustat(sim, &["--listen", &addr.to_string()])
+    let mut child = vcpustat(sim, &["--listen", listening::ANY_PORT])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "not listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let addr = listening::announced(&mut child, "vcpustat");
     (child, addr)
 }
 

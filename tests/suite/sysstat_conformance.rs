@@ -259,6 +259,8 @@ fn root_entries(root: &Path) -> BTreeMap<String, Entry> {
 struct Roots {
     dir: PathBuf,
     cache: HashMap<String, BTreeMap<String, Entry>>,
+    /// Serialised frames by what makes them differ (see [`frames_json`]).
+    frames: HashMap<String, Vec<u8>>,
 }
 
 impl Roots {
@@ -335,9 +337,33 @@ fn write_recording(
         start_unix_ns: START_UNIX * 1_000_000_000,
         whole_tree: true,
     };
-    let mut out = fs::File::create(file).unwrap();
+    // Buffered: serde_json writes a value in many small pieces, each a
+    // system call on a bare file.
+    let mut out = std::io::BufWriter::new(fs::File::create(file).unwrap());
     serde_json::to_writer(&mut out, &header).unwrap();
     out.write_all(b"\n").unwrap();
+    let slash_args: Vec<&String> = args.iter().filter(|a| a.starts_with('/')).collect();
+    let key = format!("{names:?} {interval} {withhold:?} {slash_args:?}");
+    if !roots.frames.contains_key(&key) {
+        let frames = frames_json(roots, &names, interval, withhold, &slash_args);
+        roots.frames.insert(key.clone(), frames);
+    }
+    out.write_all(&roots.frames[&key]).unwrap();
+    out.flush().unwrap();
+}
+
+/// The frames of a recording of the roots `names`, one JSON line each.
+/// Cases with the same roots, interval, withheld file and path arguments
+/// share them: serialising them again for each case was most of this
+/// test's CPU time in the debug build.
+fn frames_json(
+    roots: &mut Roots,
+    names: &[String],
+    interval: u64,
+    withhold: Option<&str>,
+    slash_args: &[&String],
+) -> Vec<u8> {
+    let mut out = Vec::new();
     // A replay looks a key missing from frame k up in earlier frames; a
     // fixture root is a whole file system, so what it lacks is absent.
     let mut seen: Vec<String> = Vec::new();
@@ -357,8 +383,8 @@ fn write_recording(
         if let Some(key) = withhold {
             entries.insert(key.to_string(), Entry::Errno(2));
         }
-        for a in args.iter().filter(|a| a.starts_with('/')) {
-            entries.insert(format!("realpath {a}"), Entry::Path(a.clone()));
+        for a in slash_args {
+            entries.insert(format!("realpath {a}"), Entry::Path(a.to_string()));
         }
         let frame = Frame {
             index: k as u64,
@@ -367,8 +393,9 @@ fn write_recording(
             entries,
         };
         serde_json::to_writer(&mut out, &frame).unwrap();
-        out.write_all(b"\n").unwrap();
+        out.push(b'\n');
     }
+    out
 }
 
 struct Outcome {
@@ -605,6 +632,7 @@ fn conformance(dir: &Path, label: &str) {
                     let mut roots = Roots {
                         dir: dir.to_path_buf(),
                         cache: HashMap::new(),
+                        frames: HashMap::new(),
                     };
                     let mut mine = Vec::new();
                     loop {

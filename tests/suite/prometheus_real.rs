@@ -95,21 +95,27 @@ impl Running {
             if let Some(addr) = said.lines().find_map(announced) {
                 return addr;
             }
-            if let Some(status) = self.0.try_wait().unwrap() {
-                panic!(
-                    "{} exited early: {status}; it said:\n{}",
-                    self.1,
-                    self.said()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} named no address within {limit:?}; it said:\n{}",
+            self.check_alive(deadline, &format!("named no address within {limit:?}"));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Panics, with the end of what the process said, if it has exited or
+    /// if `deadline` has passed while the test waited for it (`what`).
+    fn check_alive(&mut self, deadline: Instant, what: &str) {
+        if let Some(status) = self.0.try_wait().unwrap() {
+            panic!(
+                "{} exited early: {status}; it said:\n{}",
                 self.1,
                 self.said()
             );
-            std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(
+            Instant::now() < deadline,
+            "{} {what}; it said:\n{}",
+            self.1,
+            self.said()
+        );
     }
 
     /// The end of what the process wrote on standard error.
@@ -156,19 +162,7 @@ fn wait_ready(addr: SocketAddr, path: &str, limit: Duration, running: &mut Runni
         {
             return;
         }
-        if let Some(status) = running.0.try_wait().unwrap() {
-            panic!(
-                "{} exited early: {status}; it said:\n{}",
-                running.1,
-                running.said()
-            );
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} not ready on {addr}; it said:\n{}",
-            running.1,
-            running.said()
-        );
+        running.check_alive(deadline, &format!("not ready on {addr}"));
         std::thread::sleep(Duration::from_millis(100));
     }
 }

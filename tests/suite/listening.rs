@@ -26,16 +26,14 @@ pub fn announced(child: &mut Child, tool: &str) -> SocketAddr {
             let _ = line_read.send(line);
         }
     });
-    let prefix = format!("{tool}: listening on http://");
+    let prefix = format!("{tool}: listening on ");
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut before = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match lines.recv_timeout(left) {
-            Ok(line) => match line.strip_prefix(&prefix) {
-                Some(rest) => return address(rest, &line),
-                None => before.push(line),
-            },
+            Ok(line) if line.starts_with(&prefix) => return local_address(&line),
+            Ok(line) => before.push(line),
             Err(_) => {
                 // A server that said something else may still be running.
                 let _ = child.kill();
@@ -46,12 +44,16 @@ pub fn announced(child: &mut Child, tool: &str) -> SocketAddr {
     }
 }
 
-/// The address of `rest`, what follows `http://` in the announcing `line`.
-fn address(rest: &str, line: &str) -> SocketAddr {
-    let addr: SocketAddr = rest
-        .strip_suffix("/metrics")
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+/// The address in a tool's announcing line (`TOOL: listening on
+/// http://ADDR/metrics`), if `line` is one.
+pub fn address_in(line: &str) -> Option<SocketAddr> {
+    let (_, rest) = line.split_once(": listening on http://")?;
+    rest.strip_suffix("/metrics")?.parse().ok()
+}
+
+/// The address of the announcing `line`: a port of 127.0.0.1 the kernel chose.
+fn local_address(line: &str) -> SocketAddr {
+    let addr = address_in(line).unwrap_or_else(|| panic!("no address in {line:?}"));
     assert_eq!(addr.ip(), Ipv4Addr::LOCALHOST, "{line}");
     assert_ne!(addr.port(), 0, "{line}");
     addr

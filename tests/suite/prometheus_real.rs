@@ -18,7 +18,7 @@
 //! Needs root (losetup, perf_event_open, a FUSE mount) and the two packages;
 //! skips with the reason otherwise, except under CI=true.
 
-use crate::listening::ANY_PORT;
+use crate::listening::{self, ANY_PORT};
 use crate::{cxlstat_support, simkernel, skip};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,8 +63,8 @@ fn usable(test: &str) -> bool {
 /// (`msg="Listening on" address=ADDR`). Every server here listens on
 /// [`ANY_PORT`], and is found where it says (see `listening`).
 fn announced(line: &str) -> Option<SocketAddr> {
-    if let Some((_, rest)) = line.split_once(": listening on http://") {
-        return rest.strip_suffix("/metrics")?.parse().ok();
+    if let Some(addr) = listening::address_in(line) {
+        return Some(addr);
     }
     let (_, rest) = line.split_once("msg=\"Listening on\"")?;
     rest.split_whitespace()

@@ -13,7 +13,7 @@
 // Helpers shared by several subjects.
 mod cxlstat_support;
 mod fakekernel;
-mod fusemount;
+mod fuse;
 mod listening;
 mod namespace;
 mod pipes;

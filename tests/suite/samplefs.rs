@@ -18,18 +18,12 @@
 //! thread, so the request's thread id is the process.
 
 use crate::fakekernel::{Scenario, SysBlock};
-use crate::{fusemount, skip};
+use crate::fuse::{self, Answer, Attr};
+use crate::skip;
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
-
-use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner, MountOption,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
-};
 
 /// The files of one sample.
 struct SampleFiles {
@@ -177,8 +171,8 @@ impl SampleFs {
         }
     }
 
-    fn node(&self, ino: INodeNo) -> Option<&Node> {
-        let i = u64::from(ino).checked_sub(1)?;
+    fn node(&self, ino: u64) -> Option<&Node> {
+        let i = ino.checked_sub(1)?;
         self.nodes.get(usize::try_from(i).ok()?)
     }
 
@@ -257,100 +251,72 @@ impl SampleFs {
         all.into_iter().filter(|n| self.exists(n, pid)).collect()
     }
 
-    fn attr(&self, node: &Node) -> FileAttr {
+    fn attr(&self, node: &Node) -> Attr {
         let dir = node.is_dir();
-        fusemount::attr(self.inodes[node], dir, if dir { 0o555 } else { 0o444 }, 0)
+        Attr {
+            ino: self.inodes[node],
+            dir,
+            perm: if dir { 0o555 } else { 0o444 },
+            size: 0,
+        }
     }
 }
 
-impl Filesystem for SampleFs {
-    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let found = self
-            .node(parent)
-            .zip(name.to_str())
+impl fuse::FileSystem for SampleFs {
+    fn lookup(&self, pid: u32, parent: u64, name: &[u8]) -> Answer<Attr> {
+        self.node(parent)
+            .zip(std::str::from_utf8(name).ok())
             .and_then(|(parent, name)| child_named(parent, name))
-            .filter(|n| self.inodes.contains_key(n) && self.exists(n, req.pid()));
-        match found {
-            Some(node) => reply.entry(&Duration::ZERO, &self.attr(&node), fuser::Generation(0)),
-            None => reply.error(Errno::ENOENT),
-        }
+            .filter(|n| self.inodes.contains_key(n) && self.exists(n, pid))
+            .map(|node| self.attr(&node))
+            .ok_or(libc::ENOENT)
     }
 
-    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, pid: u32, ino: u64) -> Answer<Attr> {
         match self.node(ino) {
-            Some(node) if self.exists(node, req.pid()) => {
-                reply.attr(&Duration::ZERO, &self.attr(node))
-            }
-            _ => reply.error(Errno::ENOENT),
+            Some(node) if self.exists(node, pid) => Ok(self.attr(node)),
+            _ => Err(libc::ENOENT),
         }
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+    fn open(&self, _pid: u32, _ino: u64) -> Answer<(u64, u32)> {
+        Ok((0, fuse::FOPEN_DIRECT_IO))
     }
 
-    fn read(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
-        let Some(node) = self.node(ino) else {
-            reply.error(Errno::ENOENT);
-            return;
-        };
+    fn read(&self, pid: u32, ino: u64, _fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
+        let node = self.node(ino).ok_or(libc::ENOENT)?;
         if let (Node::Uptime(case), 0) = (node, offset) {
             *self
                 .uptime_reads
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .entry((*case, req.pid()))
+                .entry((*case, pid))
                 .or_default() += 1;
         }
-        match self.text(node, req.pid()) {
-            Some(text) => {
-                let bytes = text.as_bytes();
-                let start = usize::try_from(offset)
-                    .unwrap_or(usize::MAX)
-                    .min(bytes.len());
-                let end = start.saturating_add(size as usize).min(bytes.len());
-                reply.data(&bytes[start..end]);
-            }
-            None => reply.error(Errno::ENOENT),
-        }
+        let bytes = self.text(node, pid).ok_or(libc::ENOENT)?.as_bytes();
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let end = start.saturating_add(size as usize).min(bytes.len());
+        Ok(bytes[start..end].to_vec())
     }
 
-    fn readdir(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        reply: ReplyDirectory,
-    ) {
-        let Some(node) = self.node(ino) else {
-            reply.error(Errno::ENOENT);
-            return;
-        };
-        let children = self.children(node, req.pid()).into_iter().map(|n| {
-            let kind = if n.is_dir() {
-                FileType::Directory
-            } else {
-                FileType::RegularFile
-            };
-            (self.inodes[&n], kind, n.name())
-        });
-        fusemount::list_directory(reply, offset, u64::from(ino), 1, children);
+    fn readdir(&self, pid: u32, ino: u64) -> Answer<Vec<fuse::DirEntry>> {
+        let node = self.node(ino).ok_or(libc::ENOENT)?;
+        Ok(self
+            .children(node, pid)
+            .into_iter()
+            .map(|n| fuse::DirEntry {
+                ino: self.inodes[&n],
+                dir: n.is_dir(),
+                name: n.name(),
+            })
+            .collect())
     }
 }
 
 /// The scenarios mounted; unmounted when dropped.
-pub struct Mounted(fusemount::Mount);
+pub struct Mounted(fuse::Mount);
 
 impl Mounted {
     /// Scenario `n`'s directory.
@@ -369,11 +335,11 @@ pub fn mount(tag: &str, scenarios: &[&Scenario]) -> Option<Mounted> {
     let root = std::env::temp_dir().join(format!("hwstat-samples-{}-{tag}", std::process::id()));
     // Some 250 programs read at once, sysstat a file a device: one thread
     // a core would leave them waiting on the file system behind busy loops.
-    Some(Mounted(fusemount::mount(
+    Some(Mounted(fuse::mount(
         SampleFs::new(scenarios),
         &root,
         "hwstat-samples",
-        &[MountOption::RO],
+        true,
         4,
     )))
 }

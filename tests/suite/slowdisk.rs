@@ -4,17 +4,11 @@
 //! over it (`losetup`) turns that into a block device with a known latency
 //! floor and a known tail.
 
-use crate::fusemount;
+use crate::fuse::{self, Answer, Attr};
 
-use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-use fuser::{
-    Errno, FileAttr, FileHandle, Filesystem, FopenFlags, INodeNo, LockOwner, MountOption,
-    OpenFlags, ReplyAttr, ReplyData, ReplyEntry, ReplyOpen, Request,
-};
 
 /// The size of `disk`.
 pub const DISK_BYTES: u64 = 64 << 20;
@@ -39,56 +33,71 @@ struct SlowFs {
 const ROOT: u64 = 1;
 const DISK: u64 = 2;
 
-fn attr(ino: u64) -> FileAttr {
+fn attr(ino: u64) -> Attr {
     if ino == ROOT {
-        fusemount::attr(ino, true, 0o555, 0)
+        Attr {
+            ino,
+            dir: true,
+            perm: 0o555,
+            size: 0,
+        }
     } else {
-        fusemount::attr(ino, false, 0o444, DISK_BYTES)
+        Attr {
+            ino,
+            dir: false,
+            perm: 0o444,
+            size: DISK_BYTES,
+        }
     }
 }
 
-impl Filesystem for SlowFs {
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        if u64::from(parent) == ROOT && name == "disk" {
-            reply.entry(&Duration::from_secs(60), &attr(DISK), fuser::Generation(0));
+impl fuse::FileSystem for SlowFs {
+    fn ttl(&self) -> Duration {
+        Duration::from_secs(60)
+    }
+
+    fn lookup(&self, _pid: u32, parent: u64, name: &[u8]) -> Answer<Attr> {
+        if parent == ROOT && name == b"disk" {
+            Ok(attr(DISK))
         } else {
-            reply.error(Errno::ENOENT);
+            Err(libc::ENOENT)
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match u64::from(ino) {
-            i @ (ROOT | DISK) => reply.attr(&Duration::from_secs(60), &attr(i)),
-            _ => reply.error(Errno::ENOENT),
+    fn getattr(&self, _pid: u32, ino: u64) -> Answer<Attr> {
+        match ino {
+            ROOT | DISK => Ok(attr(ino)),
+            _ => Err(libc::ENOENT),
         }
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply.opened(FileHandle(1), FopenFlags::FOPEN_DIRECT_IO);
+    fn open(&self, _pid: u32, _ino: u64) -> Answer<(u64, u32)> {
+        Ok((1, fuse::FOPEN_DIRECT_IO))
     }
 
-    fn read(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
+    fn read(&self, _pid: u32, _ino: u64, _fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
         let n = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
         let d = self.delays;
         let slow = d.slow_every > 0 && n.is_multiple_of(d.slow_every);
         std::thread::sleep(if slow { d.slow } else { d.base });
         let len = DISK_BYTES.saturating_sub(offset).min(u64::from(size));
-        reply.data(&vec![0u8; len as usize]);
+        Ok(vec![0u8; len as usize])
+    }
+
+    fn readdir(&self, _pid: u32, ino: u64) -> Answer<Vec<fuse::DirEntry>> {
+        match ino {
+            ROOT => Ok(vec![fuse::DirEntry {
+                ino: DISK,
+                dir: false,
+                name: "disk".into(),
+            }]),
+            _ => Err(libc::ENOTDIR),
+        }
     }
 }
 
 /// A mounted slow disk; unmounted on drop.
-pub struct SlowDisk(fusemount::Mount);
+pub struct SlowDisk(fuse::Mount);
 
 impl SlowDisk {
     /// Mounts a slow disk with these delays on a fresh directory.
@@ -99,13 +108,7 @@ impl SlowDisk {
             delays,
             reads: AtomicU64::new(0),
         };
-        SlowDisk(fusemount::mount(
-            fs,
-            &root,
-            "hwstat-slowdisk",
-            &[MountOption::RO],
-            1,
-        ))
+        SlowDisk(fuse::mount(fs, &root, "hwstat-slowdisk", true, 1))
     }
 
     /// The file to put a loop device over.

@@ -33,19 +33,13 @@
 //!   `CONFIG_DTL` ([`Dtl::config_dtl`] false) debugfs has `powerpc/` but no
 //!   `dtl/`.
 
-use crate::{fusemount, skip};
+use crate::fuse::{self, Answer, Attr, DirEntry};
+use crate::skip;
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
-
-use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner, MountOption,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, ReplyWrite, Request,
-    WriteFlags,
-};
+use std::time::SystemTime;
 
 /// Something that happens just before the N-th read of the statistics file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,7 +429,7 @@ struct SimFs {
     next_fh: Mutex<u64>,
 }
 
-fn attr(ino: u64) -> FileAttr {
+fn attr(ino: u64) -> Attr {
     let dir = is_dir(ino);
     let perm = if dir {
         0o555
@@ -446,7 +440,12 @@ fn attr(ino: u64) -> FileAttr {
     } else {
         0o600
     };
-    fusemount::attr(ino, dir, perm, 0)
+    Attr {
+        ino,
+        dir,
+        perm,
+        size: 0,
+    }
 }
 
 impl SimFs {
@@ -473,9 +472,14 @@ impl SimFs {
     }
 
     /// The entries of directory `ino` that exist now.
-    fn children(&self, ino: u64) -> Vec<(u64, FileType, String)> {
-        let dir = |i: u64, name: &str| (i, FileType::Directory, name.to_string());
-        let file = |i: u64, name: &str| (i, FileType::RegularFile, name.to_string());
+    fn children(&self, ino: u64) -> Vec<DirEntry> {
+        let entry = |ino: u64, dir: bool, name: &str| DirEntry {
+            ino,
+            dir,
+            name: name.to_string(),
+        };
+        let dir = |i: u64, name: &str| entry(i, true, name);
+        let file = |i: u64, name: &str| entry(i, false, name);
         let candidates = match ino {
             ROOT => vec![dir(PROC, "proc"), dir(SYS, "sys")],
             PROC => vec![dir(POWERPC, "powerpc"), file(CPUINFO, "cpuinfo")],
@@ -509,156 +513,96 @@ impl SimFs {
         };
         candidates
             .into_iter()
-            .filter(|(i, _, _)| self.exists(*i))
+            .filter(|e| self.exists(e.ino))
             .collect()
     }
 }
 
-impl Filesystem for SimFs {
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let ino = self
-            .children(u64::from(parent))
+impl fuse::FileSystem for SimFs {
+    fn lookup(&self, _pid: u32, parent: u64, name: &[u8]) -> Answer<Attr> {
+        self.children(parent)
             .into_iter()
-            .find(|(_, _, n)| Some(n.as_str()) == name.to_str())
-            .map_or(0, |(i, _, _)| i);
-        if ino != 0 {
-            reply.entry(&Duration::ZERO, &attr(ino), fuser::Generation(0));
+            .find(|e| e.name.as_bytes() == name)
+            .map(|e| attr(e.ino))
+            .ok_or(libc::ENOENT)
+    }
+
+    fn getattr(&self, _pid: u32, ino: u64) -> Answer<Attr> {
+        if self.exists(ino) {
+            Ok(attr(ino))
         } else {
-            reply.error(Errno::ENOENT);
+            Err(libc::ENOENT)
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        if self.exists(u64::from(ino)) {
-            reply.attr(&Duration::ZERO, &attr(u64::from(ino)));
-        } else {
-            reply.error(Errno::ENOENT);
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn setattr(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
-        _size: Option<u64>,
-        _atime: Option<fuser::TimeOrNow>,
-        _mtime: Option<fuser::TimeOrNow>,
-        _ctime: Option<std::time::SystemTime>,
-        _fh: Option<FileHandle>,
-        _crtime: Option<std::time::SystemTime>,
-        _chgtime: Option<std::time::SystemTime>,
-        _bkuptime: Option<std::time::SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
-        reply: ReplyAttr,
-    ) {
+    fn setattr(&self, _pid: u32, ino: u64) -> Answer<Attr> {
         // procfs ignores O_TRUNC: accept the truncation and change nothing.
-        reply.attr(&Duration::ZERO, &attr(u64::from(ino)));
+        Ok(attr(ino))
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let ino = u64::from(ino);
+    fn open(&self, _pid: u32, ino: u64) -> Answer<(u64, u32)> {
         if matches!(ino, STATS | FREQ) && self.kernel().deny {
-            reply.error(Errno::EACCES);
-            return;
+            return Err(libc::EACCES);
         }
-        let mut flags = FopenFlags::FOPEN_DIRECT_IO;
+        let mut flags = fuse::FOPEN_DIRECT_IO;
         if is_debugfs_file(ino) {
-            flags |= FopenFlags::FOPEN_NONSEEKABLE;
+            flags |= fuse::FOPEN_NONSEEKABLE;
         }
         if ino >= RING_BASE {
             let mut k = self.kernel();
             let stats_on = k.on;
-            let Some(dtl) = k.debugfs.as_mut() else {
-                reply.error(Errno::ENOENT);
-                return;
-            };
+            let dtl = k.debugfs.as_mut().ok_or(libc::ENOENT)?;
             let cpu = (ino - RING_BASE) as u32;
             // dtl_enable: one reader per ring, and none while
             // vcpudispatch_stats holds dtl_access_lock for writing.
             if dtl.open_rings.contains(&cpu) || stats_on {
-                reply.error(Errno::EBUSY);
-                return;
+                return Err(libc::EBUSY);
             }
             dtl.open_rings.push(cpu);
         }
         let mut next = self.next_fh.lock().unwrap_or_else(|e| e.into_inner());
         *next += 1;
-        reply.opened(FileHandle(*next), flags);
+        Ok((*next, flags))
     }
 
-    fn read(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
-        let fh = u64::from(fh);
+    fn read(&self, _pid: u32, ino: u64, fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
         if offset == 0 || !opened.contains_key(&fh) {
             let mut k = self.kernel();
-            let content = match u64::from(ino) {
-                STATS => k.render_stats(),
-                FREQ => Ok(format!("{}\n", k.freq).into_bytes()),
-                LPARCFG => Ok(k.lparcfg.clone().unwrap_or_default().into_bytes()),
-                CPUINFO => Ok(k.cpuinfo.clone().unwrap_or_default().into_bytes()),
-                EVENT_MASK => Ok(k
+            let content = match ino {
+                STATS => k.render_stats()?,
+                FREQ => format!("{}\n", k.freq).into_bytes(),
+                LPARCFG => k.lparcfg.clone().unwrap_or_default().into_bytes(),
+                CPUINFO => k.cpuinfo.clone().unwrap_or_default().into_bytes(),
+                EVENT_MASK => k
                     .debugfs
                     .as_ref()
                     .map(|d| format!("0x{:02x}\n", d.event_mask).into_bytes())
-                    .unwrap_or_default()),
-                BUF_ENTRIES => Ok(k
+                    .unwrap_or_default(),
+                BUF_ENTRIES => k
                     .debugfs
                     .as_ref()
                     .map(|d| format!("{}\n", d.buf_entries).into_bytes())
-                    .unwrap_or_default()),
+                    .unwrap_or_default(),
                 // dtl_file_read: whole entries only, and nothing is ever
                 // logged here.
                 ring if ring >= RING_BASE && !(size as usize).is_multiple_of(DTL_ENTRY_BYTES) => {
-                    Err(libc::EINVAL)
+                    return Err(libc::EINVAL);
                 }
-                ring if ring >= RING_BASE => Ok(Vec::new()),
-                _ => Err(libc::EISDIR),
+                ring if ring >= RING_BASE => Vec::new(),
+                _ => return Err(libc::EISDIR),
             };
-            match content {
-                Ok(c) => {
-                    opened.insert(fh, c);
-                }
-                Err(errno) => {
-                    reply.error(Errno::from_i32(errno));
-                    return;
-                }
-            }
+            opened.insert(fh, content);
         }
         let content = &opened[&fh];
         let start = (offset as usize).min(content.len());
         let end = (start + size as usize).min(content.len());
-        reply.data(&content[start..end]);
+        Ok(content[start..end].to_vec())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn write(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        _offset: u64,
-        data: &[u8],
-        _write_flags: WriteFlags,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
-    ) {
+    fn write(&self, _pid: u32, ino: u64, _fh: u64, data: &[u8]) -> Answer<u32> {
         let mut k = self.kernel();
-        let (file, result) = match u64::from(ino) {
+        let (file, result) = match ino {
             STATS => ("stats", k.write_stats(data)),
             FREQ => ("freq", k.write_freq(data)),
             EVENT_MASK => {
@@ -677,56 +621,23 @@ impl Filesystem for SimFs {
             data: data.to_vec(),
             result,
         });
-        match result {
-            Ok(n) => reply.written(n as u32),
-            Err(errno) => reply.error(Errno::from_i32(errno)),
-        }
+        result.map(|n| n as u32)
     }
 
-    fn release(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        _flush: bool,
-        reply: fuser::ReplyEmpty,
-    ) {
+    fn release(&self, ino: u64, fh: u64) {
         self.opened
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&u64::from(fh));
-        let ino = u64::from(ino);
+            .remove(&fh);
         if ino >= RING_BASE
             && let Some(dtl) = self.kernel().debugfs.as_mut()
         {
             dtl.open_rings.retain(|&c| u64::from(c) + RING_BASE != ino);
         }
-        reply.ok();
     }
 
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: fuser::ReplyEmpty,
-    ) {
-        reply.ok();
-    }
-
-    fn readdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        reply: ReplyDirectory,
-    ) {
-        let ino = u64::from(ino);
-        fusemount::list_directory(reply, offset, ino, ROOT, self.children(ino));
+    fn readdir(&self, _pid: u32, ino: u64) -> Answer<Vec<DirEntry>> {
+        Ok(self.children(ino))
     }
 }
 
@@ -736,7 +647,7 @@ pub struct Mounted {
     pub root: PathBuf,
     /// The simulated kernel, to script and inspect.
     pub kernel: Arc<Mutex<Kernel>>,
-    _mount: fusemount::Mount,
+    _mount: fuse::Mount,
 }
 
 impl Mounted {
@@ -775,7 +686,7 @@ pub fn mount(name: &str, kernel: Kernel) -> Option<Mounted> {
         opened: Mutex::new(BTreeMap::new()),
         next_fh: Mutex::new(0),
     };
-    let mount = fusemount::mount(fs, &root, "vcpustat-sim", &[MountOption::RW], 1);
+    let mount = fuse::mount(fs, &root, "vcpustat-sim", false, 1);
     Some(Mounted {
         root,
         kernel,

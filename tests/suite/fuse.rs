@@ -20,6 +20,7 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -201,10 +202,15 @@ fn serve(dev: &File, fs: &dyn FileSystem) {
         let Some(request) = Request::parse(&buffer[..n]) else {
             continue;
         };
-        if let Some(reply) = answer(fs, &request) {
+        // A file system that panics fails the request with EIO, and the
+        // test with the panic's message, rather than leave its caller
+        // waiting for an answer for ever.
+        let body = std::panic::catch_unwind(AssertUnwindSafe(|| answer(fs, &request)))
+            .unwrap_or(Some(Err(libc::EIO)));
+        if let Some(body) = body {
             // An error here is a request the kernel gave up on (the caller
             // was interrupted); nothing is waiting for the answer.
-            let _ = (&*dev).write(&reply);
+            let _ = (&*dev).write(&reply(request.unique, body));
         }
     }
 }
@@ -263,8 +269,8 @@ const FUSE_ASYNC_READ: u32 = 1 << 0;
 const FUSE_BIG_WRITES: u32 = 1 << 5;
 const FUSE_MAX_PAGES: u32 = 1 << 22;
 
-/// The reply to `request`, or none for those that take none.
-fn answer(fs: &dyn FileSystem, r: &Request) -> Option<Vec<u8>> {
+/// The answer to `request`, or none for those that take none.
+fn answer(fs: &dyn FileSystem, r: &Request) -> Option<Answer<Vec<u8>>> {
     let (pid, ino, args) = (r.pid, r.nodeid, r.args);
     let body = match r.opcode {
         FORGET | BATCH_FORGET | INTERRUPT => return None,
@@ -304,6 +310,11 @@ fn answer(fs: &dyn FileSystem, r: &Request) -> Option<Vec<u8>> {
         STATFS => Ok(statfs_out()),
         _ => Err(libc::ENOSYS),
     };
+    Some(body)
+}
+
+/// The reply to request `unique`: fuse_out_header, then the body.
+fn reply(unique: u64, body: Answer<Vec<u8>>) -> Vec<u8> {
     let (error, body) = match body {
         Ok(body) => (0, body),
         Err(errno) => (-errno, Vec::new()),
@@ -313,9 +324,9 @@ fn answer(fs: &dyn FileSystem, r: &Request) -> Option<Vec<u8>> {
     let mut reply = Vec::with_capacity(16 + body.len());
     reply.extend_from_slice(&len.to_ne_bytes());
     reply.extend_from_slice(&error.to_ne_bytes());
-    reply.extend_from_slice(&r.unique.to_ne_bytes());
+    reply.extend_from_slice(&unique.to_ne_bytes());
     reply.extend_from_slice(&body);
-    Some(reply)
+    reply
 }
 
 /// fuse_init_out (64 bytes) for the kernel's fuse_init_in.
@@ -433,7 +444,8 @@ fn dirents(ino: u64, children: Vec<DirEntry>, offset: u64, size: u32) -> Vec<u8>
     out
 }
 
-/// A directory of `count` files `f0`, `f1`, … whose contents are their names.
+/// A directory of `count` files `f0`, `f1`, … whose contents are their
+/// names; reading `f0` panics.
 struct Numbered {
     count: u64,
 }
@@ -472,6 +484,7 @@ impl FileSystem for Numbered {
 
     fn read(&self, _pid: u32, ino: u64, fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
         assert_eq!(fh, 7, "the handle open gave");
+        assert_ne!(ino, 2, "f0's read panics (the test expects it)");
         let text = format!("f{}", ino - 2).into_bytes();
         let start = (offset as usize).min(text.len());
         Ok(text[start..(start + size as usize).min(text.len())].to_vec())
@@ -489,7 +502,7 @@ impl FileSystem for Numbered {
 }
 
 #[test]
-fn listings_longer_than_a_reply_and_reads_reach_the_file_system() {
+fn listings_longer_than_a_reply_reads_and_panics_reach_the_caller() {
     if let Some(reason) = crate::simkernel::unavailable() {
         crate::skip::skip("fuse server", &reason);
         return;
@@ -518,6 +531,9 @@ fn listings_longer_than_a_reply_and_reads_reach_the_file_system() {
         std::fs::read_to_string(mount.root.join("f2999")).unwrap(),
         "f2999"
     );
+    let panicked = std::fs::read(mount.root.join("f0")).unwrap_err();
+    assert_eq!(panicked.raw_os_error(), Some(libc::EIO));
+    assert_eq!(std::fs::read(mount.root.join("f1")).unwrap(), b"f1");
     let missing = std::fs::metadata(mount.root.join("f3000")).unwrap_err();
     assert_eq!(missing.raw_os_error(), Some(libc::ENOENT));
     let written = std::fs::write(mount.root.join("f1"), "x").unwrap_err();

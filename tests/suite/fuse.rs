@@ -94,6 +94,16 @@ pub trait FileSystem: Send + Sync + 'static {
     fn readdir(&self, pid: u32, ino: u64) -> Answer<Vec<DirEntry>>;
 }
 
+/// The bytes of `content` a read of `size` bytes at `offset` gets (none
+/// past the end).
+pub fn window(content: &[u8], offset: u64, size: u32) -> Vec<u8> {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(content.len());
+    let end = start.saturating_add(size as usize).min(content.len());
+    content[start..end].to_vec()
+}
+
 /// A file system mounted by this process; unmounted, and its mount point
 /// removed, when dropped.
 pub struct Mount {
@@ -486,8 +496,7 @@ impl FileSystem for Numbered {
         assert_eq!(fh, 7, "the handle open gave");
         assert_ne!(ino, 2, "f0's read panics (the test expects it)");
         let text = format!("f{}", ino - 2).into_bytes();
-        let start = (offset as usize).min(text.len());
-        Ok(text[start..(start + size as usize).min(text.len())].to_vec())
+        Ok(window(&text, offset, size))
     }
 
     fn readdir(&self, _pid: u32, _ino: u64) -> Answer<Vec<DirEntry>> {

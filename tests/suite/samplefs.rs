@@ -293,12 +293,8 @@ impl fuse::FileSystem for SampleFs {
                 .entry((*case, pid))
                 .or_default() += 1;
         }
-        let bytes = self.text(node, pid).ok_or(libc::ENOENT)?.as_bytes();
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(bytes.len());
-        let end = start.saturating_add(size as usize).min(bytes.len());
-        Ok(bytes[start..end].to_vec())
+        let text = self.text(node, pid).ok_or(libc::ENOENT)?;
+        Ok(fuse::window(text.as_bytes(), offset, size))
     }
 
     fn readdir(&self, pid: u32, ino: u64) -> Answer<Vec<fuse::DirEntry>> {

@@ -594,10 +594,7 @@ impl fuse::FileSystem for SimFs {
             };
             opened.insert(fh, content);
         }
-        let content = &opened[&fh];
-        let start = (offset as usize).min(content.len());
-        let end = (start + size as usize).min(content.len());
-        Ok(content[start..end].to_vec())
+        Ok(fuse::window(&opened[&fh], offset, size))
     }
 
     fn write(&self, _pid: u32, ino: u64, _fh: u64, data: &[u8]) -> Answer<u32> {

@@ -82,6 +82,17 @@ fn fixture(dir: &Path, partition: u32, records_per_cpu: &[u64]) -> PathBuf {
     root
 }
 
+/// Fails unless the fixture's DTL event mask is back at the 0x07 it was made with.
+fn assert_mask_restored(root: &Path) {
+    let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
+    assert_eq!(
+        std::fs::read_to_string(&mask).unwrap(),
+        "0x07\n",
+        "{}",
+        mask.display()
+    );
+}
+
 #[test]
 fn live_recorder_over_a_sysroot_then_a_merged_report() {
     let dir = tempdir("live");
@@ -102,10 +113,7 @@ fn live_recorder_over_a_sysroot_then_a_merged_report() {
         f1.to_str().unwrap(),
     ]);
     assert_eq!(status, 0);
-    assert_eq!(
-        std::fs::read_to_string(r1.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
-        "0x07\n"
-    );
+    assert_mask_restored(&r1);
     let status = trace(&[
         "record",
         "--sysroot",
@@ -193,10 +201,7 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
          trace needs a pseries LPAR\n"
     );
     assert!(!out.exists());
-    assert_eq!(
-        std::fs::read_to_string(root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
-        "0x07\n"
-    );
+    assert_mask_restored(&root);
     // A vCPU without a ring: the error names it, the mask is restored.
     let status = trace(&[
         "record",
@@ -213,11 +218,7 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
     ]);
     assert_eq!(status, 1);
     assert!(!out.exists());
-    assert_eq!(
-        std::fs::read_to_string(dir.join("root4/sys/kernel/debug/powerpc/dtl/dtl_event_mask"))
-            .unwrap(),
-        "0x07\n"
-    );
+    assert_mask_restored(&dir.join("root4"));
     // A usage error, refused by the parser like any other (status 2).
     assert_eq!(
         trace(&["record", "--poll", "0", "-w", out.to_str().unwrap()]),
@@ -247,10 +248,7 @@ fn a_stop_signal_ends_an_open_ended_recording_cleanly() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let rec = Recording::open(&out).unwrap();
     assert_eq!(rec.header.cpus.iter().map(|c| c.entries).sum::<u64>(), 6);
-    assert_eq!(
-        std::fs::read_to_string(root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
-        "0x07\n"
-    );
+    assert_mask_restored(&root);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -335,10 +333,7 @@ fn an_unwritable_output_fails_before_recording() {
         err.contains("cannot write the recording /nonexistent/x.dtl: No such file or directory"),
         "{err}"
     );
-    assert_eq!(
-        std::fs::read_to_string(root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
-        "0x07\n"
-    );
+    assert_mask_restored(&root);
     // A full disk: a clear error, the mask restored.
     let (status, _, err) = trace_output(&[
         "record",
@@ -354,10 +349,7 @@ fn an_unwritable_output_fails_before_recording() {
     assert_eq!(status, 1);
     assert!(err.contains("writing /dev/full"), "{err}");
     assert!(err.contains("No space left on device"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask")).unwrap(),
-        "0x07\n"
-    );
+    assert_mask_restored(&root);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

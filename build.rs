@@ -31,10 +31,14 @@
 //! in `.rodata` to its start, and `.init`, `.fini` and `.plt` from the end
 //! of the text to its start, next to the hot functions: for the same 64 kB
 //! reason, fewer windows resident (BENCHMARKS.md, "Read-only data
-//! together"). Where the script says `HOT_RODATA`, build.rs writes the
-//! input sections of `link/hot-rodata.txt` (also written by
-//! `link/profile.sh`): the constants usual runs read, which with this
-//! crate's own constants then end in the read-only segment's first 64 kB;
+//! together"). The script also places the listed functions, in
+//! `.text.hot`: by their exact names, as the symbol ordering file does,
+//! then by their names with the hashes left open ([`hot_text`]), so that
+//! a build whose names carry other hashes keeps most of the order. Where
+//! the script says `HOT_RODATA`, build.rs writes the input sections of
+//! `link/hot-rodata.txt` (also written by `link/profile.sh`): the
+//! constants usual runs read, which with this crate's own constants then
+//! end in the read-only segment's first 64 kB;
 //! where it says `DEPENDENCY_RODATA`, the constants of the standard
 //! library and the dependencies (`link/dependency-rodata.txt`), which go
 //! to its end (BENCHMARKS.md, "Read-only data a run reads, first").
@@ -124,27 +128,42 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
 }
 
+/// The line of [`SECTION_ORDER`] that stands for the input sections of
+/// the functions of [`HOT_FUNCTIONS`].
+const HOT_TEXT: &str = "HOT_TEXT";
+
 /// Writes the linker script: [`SECTION_ORDER`] with the marker line of
 /// [`HOT_RODATA`] and of [`DEPENDENCY_RODATA`] each replaced by one
-/// input-section pattern per line of its list (none if the list is
-/// missing). Returns its path, in `OUT_DIR`.
+/// input-section pattern per line of its list, and [`HOT_TEXT`] by the
+/// sections of [`HOT_FUNCTIONS`] (see [`hot_text`]); a missing list gives
+/// none. Returns its path, in `OUT_DIR`.
 fn section_order_script(package: &std::path::Path) -> PathBuf {
     let template = std::fs::read_to_string(package.join(SECTION_ORDER))
         .unwrap_or_else(|e| panic!("{SECTION_ORDER}: {e}"));
-    let lists = [HOT_RODATA, DEPENDENCY_RODATA].map(|(list, mark)| {
-        let names = std::fs::read_to_string(package.join(list)).unwrap_or_default();
-        let patterns: String = names
+    let names = |list: &str| -> Vec<String> {
+        std::fs::read_to_string(package.join(list))
+            .unwrap_or_default()
             .lines()
             .map(str::trim)
             .filter(|name| !name.is_empty() && !name.starts_with('#'))
-            .map(|name| format!("    *({name})\n"))
-            .collect();
-        (mark, patterns)
-    });
+            .map(str::to_owned)
+            .collect()
+    };
+    let input_sections = |sections: Vec<String>| -> String {
+        sections.iter().map(|s| format!("    *({s})\n")).collect()
+    };
+    let replacements = [
+        (HOT_RODATA.1, input_sections(names(HOT_RODATA.0))),
+        (
+            DEPENDENCY_RODATA.1,
+            input_sections(names(DEPENDENCY_RODATA.0)),
+        ),
+        (HOT_TEXT, input_sections(hot_text(&names(HOT_FUNCTIONS)))),
+    ];
     let script: String = template
         .lines()
         .map(|line| {
-            lists
+            replacements
                 .iter()
                 .find(|(mark, _)| line.trim() == *mark)
                 .map_or_else(|| format!("{line}\n"), |(_, patterns)| patterns.clone())
@@ -154,6 +173,107 @@ fn section_order_script(package: &std::path::Path) -> PathBuf {
         PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("sections.ld");
     std::fs::write(&out, script).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     out
+}
+
+/// The input sections of the functions `names`, in the order the linker
+/// is to place them: each function's own section (`.text.NAME`, or
+/// `.text.unlikely.NAME` for one the compiler took for cold) by its
+/// exact name, as this toolchain and Cargo.lock name it, then the same
+/// with the hashes in the name left open ([`without_hashes`]), once each.
+/// In the build the list was made from, the exact names take the listed
+/// functions in the list's order, and the patterns only add other
+/// instantiations of the same generic functions after them. In a build
+/// whose names carry other hashes, what still matches exactly (the
+/// standard library's own functions, with the same Rust release) comes
+/// first and the patterns take the rest: `iostat-rs -x` kept 65 text
+/// pages resident instead of 208 (`cargo install` without `--locked`).
+/// Each pattern right after its name instead would add those other
+/// instantiations inside the main job's code and push it into a fourth
+/// 64 kB window (50 pages instead of 34; BENCHMARKS.md, session 30).
+fn hot_text(names: &[String]) -> Vec<String> {
+    let mut patterns: Vec<String> = Vec::new();
+    for name in names {
+        let pattern = without_hashes(name);
+        if pattern != *name && !patterns.contains(&pattern) {
+            patterns.push(pattern);
+        }
+    }
+    names
+        .iter()
+        .chain(&patterns)
+        .map(|name| format!(".text.{name} .text.unlikely.{name}"))
+        .collect()
+}
+
+/// A linker-script pattern for the symbol `name` with its hashes left
+/// open: the trailing `17h<16 hex digits>E` of a legacy Rust name, and in
+/// a v0 name (`_R...`) every crate disambiguator (`Cs<base 62>_`) and
+/// every back-reference (`B<base 62>_`, an offset into the name, which
+/// moves when a disambiguator's length does). Other names are returned as
+/// they are. The pattern matches at least `name` itself: it only turns
+/// parts of it into `*`.
+fn without_hashes(name: &str) -> String {
+    if let Some(path) = name.strip_prefix("_ZN") {
+        let hash = path.len().checked_sub("17h0123456789abcdefE".len());
+        if let Some(start) = hash.filter(|&start| {
+            let tail = &path.as_bytes()[start..];
+            tail.starts_with(b"17h")
+                && tail.ends_with(b"E")
+                && tail[3..tail.len() - 1].iter().all(u8::is_ascii_hexdigit)
+        }) {
+            return format!("_ZN{}17h*E", &path[..start]);
+        }
+        return name.to_owned();
+    }
+    if !name.starts_with("_R") {
+        return name.to_owned();
+    }
+    // Identifiers in a v0 name are `<decimal length><bytes>`; the tags
+    // `Cs` and `B` are read only outside them.
+    let bytes = name.as_bytes();
+    let mut pattern = String::from("_R");
+    let mut at = 2;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        // A disambiguator after a tag (`Ms4_`: the fifth impl block), kept
+        // as it is; read as an identifier, its digits would swallow what
+        // follows.
+        let disambiguator = (rest[0] == b's' && bytes[at - 1].is_ascii_uppercase())
+            .then(|| rest[1..].iter().position(|&b| b == b'_'))
+            .flatten()
+            .filter(|&end| rest[1..1 + end].iter().all(u8::is_ascii_alphanumeric));
+        if let Some(end) = disambiguator {
+            pattern.push_str(&name[at..at + end + 2]);
+            at += end + 2;
+        } else if rest[0].is_ascii_digit() {
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let length: usize = name[at..at + digits].parse().unwrap_or(usize::MAX);
+            // An identifier that starts with a digit or `_` has a `_` separator.
+            let separator = usize::from(rest.get(digits) == Some(&b'_'));
+            let end = (at + digits + separator)
+                .saturating_add(length)
+                .min(bytes.len());
+            pattern.push_str(&name[at..end]);
+            at = end;
+        } else if rest.starts_with(b"Cs") || rest[0] == b'B' {
+            let tag = if rest[0] == b'B' { 1 } else { 2 };
+            match rest[tag..].iter().position(|&b| b == b'_') {
+                Some(end) if rest[tag..tag + end].iter().all(u8::is_ascii_alphanumeric) => {
+                    pattern.push_str(&name[at..at + tag]);
+                    pattern.push_str("*_");
+                    at += tag + end + 1;
+                }
+                _ => {
+                    pattern.push_str(&name[at..]);
+                    at = bytes.len();
+                }
+            }
+        } else {
+            pattern.push(char::from(rest[0]));
+            at += 1;
+        }
+    }
+    pattern
 }
 
 /// Whether the programs can carry their relative relocations packed

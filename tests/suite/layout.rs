@@ -54,6 +54,7 @@ struct Code {
     symbols: std::collections::HashMap<String, u64>,
 }
 
+/// The functions of the ELF file `program`, read and parsed.
 fn code(program: &Path) -> Code {
     in_elf(program, |elf| {
         let text = elf.section_by_name(".text").expect("a .text section");
@@ -179,6 +180,11 @@ fn functions_the_list_names_with_other_hashes_are_placed_with_it() {
     // build; in any other build (this test's own debug build is one) only
     // their names with the hashes left open find them.
     let listed = hot_functions();
+    let program = programs()
+        .into_iter()
+        .find(|program| program.ends_with("iostat-rs"))
+        .expect("iostat-rs among the programs");
+    let code = code(&program);
     for path in [
         "_ZN6hwstat6common3run11run_samples17h",
         "_ZN6hwstat6iostat3app3run17h",
@@ -188,11 +194,6 @@ fn functions_the_list_names_with_other_hashes_are_placed_with_it() {
             listed.iter().any(|name| name.starts_with(path)),
             "link/hot-functions.txt lists no {path}*"
         );
-        let program = programs()
-            .into_iter()
-            .find(|program| program.ends_with("iostat-rs"))
-            .expect("iostat-rs among the programs");
-        let code = code(&program);
         let found: Vec<(&String, &u64)> = code
             .symbols
             .iter()

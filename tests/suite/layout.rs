@@ -166,14 +166,22 @@ fn the_listed_functions_come_first_in_the_lists_order() {
     }
 }
 
-#[test]
-fn functions_the_list_names_with_other_hashes_are_placed_with_it() {
-    if option_env!("HWSTAT_SECTIONS_ORDERED").is_none() {
+/// Whether this build used `link/sections.ld`; if not, says so for `test`.
+fn sections_ordered(test: &str) -> bool {
+    let ordered = option_env!("HWSTAT_SECTIONS_ORDERED").is_some();
+    if !ordered {
         skip::skip(
-            "layout::functions_the_list_names_with_other_hashes_are_placed_with_it",
+            test,
             "this build does not use link/sections.ld, which build.rs gives only to LLD on \
              x86_64; Rust >= 1.90 links x86_64 GNU/Linux with LLD unless a linker is configured",
         );
+    }
+    ordered
+}
+
+#[test]
+fn functions_the_list_names_with_other_hashes_are_placed_with_it() {
+    if !sections_ordered("layout::functions_the_list_names_with_other_hashes_are_placed_with_it") {
         return;
     }
     // Three functions of the main job, listed with the hashes of the dist
@@ -235,12 +243,7 @@ fn data_symbol(program: &Path, part: &str) -> u64 {
 
 #[test]
 fn the_sections_every_run_reads_are_together() {
-    if option_env!("HWSTAT_SECTIONS_ORDERED").is_none() {
-        skip::skip(
-            "layout::the_sections_every_run_reads_are_together",
-            "this build does not use link/sections.ld, which build.rs gives only to LLD on \
-             x86_64; Rust >= 1.90 links x86_64 GNU/Linux with LLD unless a linker is configured",
-        );
+    if !sections_ordered("layout::the_sections_every_run_reads_are_together") {
         return;
     }
     for program in programs() {

@@ -225,7 +225,8 @@ fn without_hashes(name: &str) -> String {
         }
         return name.to_owned();
     }
-    if !name.starts_with("_R") {
+    // v0 names are ASCII; anything else is left as it is.
+    if !name.starts_with("_R") || !name.is_ascii() {
         return name.to_owned();
     }
     // Identifiers in a v0 name are `<decimal length><bytes>`; the tags
@@ -239,9 +240,8 @@ fn without_hashes(name: &str) -> String {
         // as it is; read as an identifier, its digits would swallow what
         // follows.
         let disambiguator = (rest[0] == b's' && bytes[at - 1].is_ascii_uppercase())
-            .then(|| rest[1..].iter().position(|&b| b == b'_'))
-            .flatten()
-            .filter(|&end| rest[1..1 + end].iter().all(u8::is_ascii_alphanumeric));
+            .then(|| base62_number(&rest[1..]))
+            .flatten();
         if let Some(end) = disambiguator {
             pattern.push_str(&name[at..at + end + 2]);
             at += end + 2;
@@ -257,13 +257,13 @@ fn without_hashes(name: &str) -> String {
             at = end;
         } else if rest.starts_with(b"Cs") || rest[0] == b'B' {
             let tag = if rest[0] == b'B' { 1 } else { 2 };
-            match rest[tag..].iter().position(|&b| b == b'_') {
-                Some(end) if rest[tag..tag + end].iter().all(u8::is_ascii_alphanumeric) => {
+            match base62_number(&rest[tag..]) {
+                Some(end) => {
                     pattern.push_str(&name[at..at + tag]);
                     pattern.push_str("*_");
                     at += tag + end + 1;
                 }
-                _ => {
+                None => {
                     pattern.push_str(&name[at..]);
                     at = bytes.len();
                 }
@@ -274,6 +274,16 @@ fn without_hashes(name: &str) -> String {
         }
     }
     pattern
+}
+
+/// The length of the base-62 number `bytes` starts with, when a `_` ends
+/// it (as in a v0 disambiguator or back-reference).
+fn base62_number(bytes: &[u8]) -> Option<usize> {
+    let end = bytes.iter().position(|&b| b == b'_')?;
+    bytes[..end]
+        .iter()
+        .all(u8::is_ascii_alphanumeric)
+        .then_some(end)
 }
 
 /// Whether the programs can carry their relative relocations packed

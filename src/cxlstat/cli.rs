@@ -79,7 +79,7 @@ pub struct Args {
     )]
     pub output: Option<Format>,
     /// perf stat -x output with this separator: per line
-    /// COUNT,UNIT,EVENT,RUN_NS,RUNNING%,RATE,/sec (with intervals, the time first).
+    /// COUNT,UNIT,EVENT,RUN_NS,RUNNING%,, (perf's empty metric fields; with intervals, the time first).
     #[arg(
         short = 'x',
         long = "field-separator",

@@ -274,8 +274,10 @@ fn perf_running_percent(running: u64, enabled: u64) -> u64 {
 }
 
 /// One `perf stat -x SEP` line: `[TIME SEP] COUNT SEP UNIT SEP EVENT SEP
-/// RUN_NS SEP RUNNING% SEP RATE SEP /sec`, with `<not counted>` and empty
-/// metric fields for an event that never ran. CXL events have no unit.
+/// RUN_NS SEP RUNNING% SEP SEP`, with `<not counted>` for an event that
+/// never ran. CXL events have no unit, and the two metric fields stay empty
+/// as perf leaves them: its `/sec` rate needs a clock event beside
+/// (stat-shadow.c's `STAT_NSECS`), which no CXL PMU has.
 fn write_perf_csv_line(
     out: &mut dyn Write,
     sep: &str,
@@ -283,7 +285,6 @@ fn write_perf_csv_line(
     event: &str,
     count: Option<u64>,
     (running, enabled): (u64, u64),
-    rate: Option<f64>,
 ) -> io::Result<()> {
     if let Some(t) = time {
         write!(out, "{:6}.{:09}{sep}", t.as_secs(), t.subsec_nanos())?;
@@ -293,11 +294,10 @@ fn write_perf_csv_line(
         None => write!(out, "<not counted>")?,
     }
     let percent = perf_running_percent(running, enabled);
-    write!(out, "{sep}{sep}{event}{sep}{running}{sep}{percent}.00{sep}")?;
-    match (count, rate) {
-        (Some(_), Some(r)) => writeln!(out, "{r:.3}{sep}/sec"),
-        _ => writeln!(out, "{sep}"),
-    }
+    writeln!(
+        out,
+        "{sep}{sep}{event}{sep}{running}{sep}{percent}.00{sep}{sep}"
+    )
 }
 
 /// (PMU, event, reading) of every slot of `rows`.
@@ -514,7 +514,6 @@ impl CountView {
                         &escape::text(&row.perf_name),
                         m.count,
                         (running, enabled),
-                        m.count.and_then(rate),
                     )?;
                 }
                 for note in notes {
@@ -727,21 +726,21 @@ mod tests {
     #[test]
     fn perf_csv_lines_follow_perf_stat_x() {
         // perf stat -x, -I: "%6lu.%09lu" time, count, empty unit, event,
-        // run time in ns, integer running percentage as %.2f, then the
-        // metric (here events per second, "%.3f" and "/sec"). Events are
+        // run time in ns, integer running percentage as %.2f, then
+        // the two metric fields, empty without a clock event. Events are
         // named as perf stat --no-merge names them: EVENT [PMU] when given
         // without their PMU, PMU/EVENT/ when given with it.
         assert_eq!(
             render_as(false, perf_csv(",", true)),
-            "     2.000000000,1000,,ddr_act [cxl_pmu_mem0.0],500,25.00,500.000,/sec\n\
-             \x20    2.000000000,300,,ddr_act [cxl_pmu_mem1.0],2000,100.00,150.000,/sec\n\
+            "     2.000000000,1000,,ddr_act [cxl_pmu_mem0.0],500,25.00,,\n\
+             \x20    2.000000000,300,,ddr_act [cxl_pmu_mem1.0],2000,100.00,,\n\
              \x20    2.000000000,<not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
         );
         // Without intervals there is no time field; any separator.
         assert_eq!(
             render_as(false, perf_csv(";", false)),
-            "1000;;ddr_act [cxl_pmu_mem0.0];500;25.00;500.000;/sec\n\
-             300;;ddr_act [cxl_pmu_mem1.0];2000;100.00;150.000;/sec\n\
+            "1000;;ddr_act [cxl_pmu_mem0.0];500;25.00;;\n\
+             300;;ddr_act [cxl_pmu_mem1.0];2000;100.00;;\n\
              <not counted>;;cxl_pmu_mem0.0/clock_ticks/;0;0.00;;\n"
         );
     }
@@ -753,7 +752,7 @@ mod tests {
         // with its PMU keeps that name, as in perf's merged output.
         assert_eq!(
             render_as(true, perf_csv(",", false)),
-            "1300,,ddr_act,2500,62.00,650.000,/sec\n\
+            "1300,,ddr_act,2500,62.00,,\n\
              <not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
         );
     }

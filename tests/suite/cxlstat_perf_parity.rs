@@ -203,16 +203,18 @@ fn a_name_term_names_the_event_as_in_perf() {
     assert!(stdout(&ours).starts_with("vendor_rd  (vid=0x19e5,gid=0x1,mask=0x1)\n"));
 }
 
-/// The `-x ,` lines of a run, each cut to its first five fields after the
-/// time (count, unit, event, running time, running percentage), with the
-/// event's name left out: perf calls the software event
-/// `context-switches`, cxlstat its fixture PMU's event.
+/// The `-x ,` lines of a run, each without the time and without the
+/// event's name (perf calls the software event `context-switches`, cxlstat
+/// its fixture PMU's event): count, unit, running time, running percentage,
+/// and the metric's value and unit, which perf leaves empty for an event
+/// counted without a clock event.
 fn counts_as_printed(text: &str, intervals: bool) -> Vec<Vec<String>> {
     text.lines()
         .filter(|l| l.contains("context"))
         .map(|l| {
             let fields: Vec<&str> = l.split(',').skip(usize::from(intervals)).collect();
-            [0, 1, 3, 4]
+            assert_eq!(fields.len(), 7, "{l}");
+            [0, 1, 3, 4, 5, 6]
                 .iter()
                 .map(|&i| fields[i].to_string())
                 .collect()
@@ -276,9 +278,10 @@ fn multiplexed_counts_are_scaled_and_printed_as_perf_does() {
         let ours = counts_as_printed(&stdout(&ours), intervals);
         // 7 counted in 4 of 10 ns: 17.5, printed 17 (rounded down) with
         // 40.00 % (an integer percentage), in every interval and in the
-        // total. (How many intervals each prints depends on where the
-        // command's end falls, so only their lines are compared.)
-        let expected = ["17", "", "4", "40.00"];
+        // total, and no metric (perf's comes from a clock event). (How many
+        // intervals each prints depends on where the command's end falls, so
+        // only their lines are compared.)
+        let expected = ["17", "", "4", "40.00", "", ""];
         for (who, lines) in [("perf", &theirs), ("cxlstat", &ours)] {
             assert!(!lines.is_empty(), "{who} printed no count");
             assert!(lines.iter().all(|f| f == &expected), "{who}: {lines:?}");

@@ -252,8 +252,8 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
     // Written from perf's rules: "%6lu.%09lu" time, the count (scaled by
     // enabled/running), an empty unit, the event as perf stat --no-merge
     // names an event given without its PMU (EVENT [PMU]), the run time in ns, the
-    // integer percentage of the enabled time it ran as %.2f, then the rate
-    // per second as perf's "/sec" metric, empty when not counted.
+    // integer percentage of the enabled time it ran as %.2f, then perf's
+    // metric value and unit, empty without a clock event (stat-shadow.c).
     let out = cxlstat(&[
         "--replay",
         known_s,
@@ -268,9 +268,9 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
     assert_eq!(stderr(&out), "", "a stalled counter of a PMU still present");
     assert_eq!(
         stdout(&out),
-        "     0.100000000,2000,,cpu_clock [cxl_pmu_mem0.0],50000000,50.00,20000.000,/sec\n\
-         \x20    0.100000000,500,,cpu_clock [cxl_pmu_mem1.0],100000000,100.00,5000.000,/sec\n\
-         \x20    0.200000000,2000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,20000.000,/sec\n\
+        "     0.100000000,2000,,cpu_clock [cxl_pmu_mem0.0],50000000,50.00,,\n\
+         \x20    0.100000000,500,,cpu_clock [cxl_pmu_mem1.0],100000000,100.00,,\n\
+         \x20    0.200000000,2000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,,\n\
          \x20    0.200000000,<not counted>,,cpu_clock [cxl_pmu_mem1.0],0,0.00,,\n"
     );
 
@@ -289,7 +289,7 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "     0.100000000;2500;;cpu_clock;150000000;75.00;25000.000;/sec\n\
-         \x20    0.200000000;2000;;cpu_clock;100000000;50.00;20000.000;/sec\n"
+        "     0.100000000;2500;;cpu_clock;150000000;75.00;;\n\
+         \x20    0.200000000;2000;;cpu_clock;100000000;50.00;;\n"
     );
 }

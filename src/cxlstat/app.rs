@@ -30,7 +30,7 @@ use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
 use super::counting::Counters;
 use super::error::CxlError;
 use super::render::{self, CountOutput, CountView, Span};
-use super::resolve::{resolve, select_pmus, threshold_warnings};
+use super::resolve::{driver_warnings, resolve, select_pmus};
 use super::spec::parse_event_args;
 use super::stats::Reading;
 use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
@@ -382,7 +382,7 @@ fn run_count(
              drop one, or tell them apart with a name= term (PMU/...,name=NAME/)"
         )));
     }
-    for warning in threshold_warnings(&plan, pmus) {
+    for warning in driver_warnings(&plan, pmus) {
         eprintln!(
             "{TOOL}: warning: {}",
             crate::common::escape::text(&warning.to_string())

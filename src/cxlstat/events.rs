@@ -62,17 +62,14 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
     })
 }
 
-/// Parses the text of an `events/<name>` file: terms that each carry a value
-/// (`config=0x1e98000000000001` for cxl_pmu; `event=0x3c,umask=1` elsewhere).
+/// Parses the text of an `events/<name>` file: terms with values
+/// (`config=0x1e98000000000001` for cxl_pmu; `event=0x3c,umask=1` elsewhere),
+/// or bare flags, which mean 1 there as in perf (`event=0x3c,edge`).
 pub fn parse_event_file(text: &str) -> Result<Vec<Term>, String> {
     if text.trim().is_empty() {
         return Err("expected terms such as config=0x1e98000000000001, found an empty file".into());
     }
-    let terms = parse_terms(text)?;
-    if let Some(bare) = terms.iter().find(|t| t.value.is_none()) {
-        return Err(format!("term {} has no value", excerpt(&bare.name)));
-    }
-    Ok(terms)
+    parse_terms(text)
 }
 
 #[cfg(test)]
@@ -90,7 +87,7 @@ mod tests {
     }
 
     #[test]
-    fn event_files_hold_valued_terms() {
+    fn event_files_hold_terms_and_flags() {
         let terms = parse_event_file("config=0x1e98000000000001\n").unwrap();
         assert_eq!(
             terms,
@@ -101,7 +98,8 @@ mod tests {
         );
         let terms = parse_event_file("event=0x3c,umask=1").unwrap();
         assert_eq!(terms.len(), 2);
-        assert!(parse_event_file("config").is_err());
+        let flag = parse_event_file("config=0x5,edge").unwrap();
+        assert_eq!(flag[1].value, None, "a bare flag, which applies as 1");
         assert!(parse_event_file("").is_err());
         assert!(parse_event_file("config=zz").is_err());
     }

@@ -69,15 +69,16 @@ impl EventAttr {
     }
 }
 
-/// One format field: a name and the bits it occupies in one config word,
-/// lowest value bits in the first range.
+/// One format field: a name and the bits it occupies in one config word.
+/// The value's bits fill the field's bits from the lowest up, whatever
+/// order the file lists its ranges in, as perf's `pmu_format_value` does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
     /// Field name (the file name under `format/`).
     pub name: String,
     /// The config word it lives in.
     pub word: ConfigWord,
-    /// Inclusive bit ranges `(low, high)`, in the order the file lists them.
+    /// Inclusive bit ranges `(low, high)`, lowest first.
     pub ranges: Vec<(u8, u8)>,
 }
 
@@ -127,6 +128,7 @@ impl Field {
             used |= bits;
             parsed.push((lo, hi));
         }
+        parsed.sort_unstable();
         Ok(Field {
             name: name.to_string(),
             word,
@@ -291,6 +293,22 @@ mod tests {
             f.insert(&mut attr, 0x1000),
             Err(FormatError::TooWide { bits: 12, .. })
         ));
+    }
+
+    #[test]
+    fn ranges_listed_high_first_still_take_the_low_value_bits_low() {
+        // perf (pmu_format_value) walks the field's bits upwards: the
+        // value's low byte lands in bits 48-55 here, not in 56-63.
+        let f = Field::parse("vid", "config:56-63,48-55").unwrap();
+        let mut attr = EventAttr::default();
+        f.insert(&mut attr, 0x1234).unwrap();
+        assert_eq!(attr.word(ConfigWord::Config), 0x1234_0000_0000_0000);
+        assert_eq!(f.extract(&attr), 0x1234);
+        assert_eq!(f.to_string(), "config:48-55,56-63");
+        let split = Field::parse("event", "config:32-35,0-7").unwrap();
+        let mut attr = EventAttr::default();
+        split.insert(&mut attr, 0xabc).unwrap();
+        assert_eq!(attr.word(ConfigWord::Config), 0x0000_000a_0000_00bc);
     }
 
     #[test]

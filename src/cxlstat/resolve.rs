@@ -142,8 +142,17 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
             let targets = explicit
                 .map(|i| vec![i])
                 .unwrap_or_else(|| selected.to_vec());
+            // A bare word without a PMU names an event, as in perf: `-e mask`
+            // is not mask=1 on every PMU.
+            let word = match (explicit, member.terms.as_slice()) {
+                (None, [term]) if term.value.is_none() => Some(term.name.as_str()),
+                _ => None,
+            };
             let before = resolved.len();
             for &pmu in &targets {
+                if word.is_some_and(|w| find_event(&pmus[pmu], w).is_none()) {
+                    continue;
+                }
                 if let Some(attr) = resolve_on(&pmus[pmu], &member.terms, &member.label)? {
                     resolved.push(ResolvedEvent {
                         pmu,
@@ -156,6 +165,9 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 }
             }
             if resolved.len() == before {
+                if let Some(term) = word.filter(|&w| is_term_of(pmus, &targets, w)) {
+                    return Err(term_without_value(term));
+                }
                 let name = targets
                     .first()
                     .and_then(|&pmu| event_name(&pmus[pmu], &member.terms))
@@ -193,9 +205,11 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
 /// the format advertises `config1:0-15`.
 pub const DRIVER_THRESHOLD_MAX: u64 = 0xff;
 
-/// One warning per specification whose `threshold` is above what the driver
-/// programs (naming the event and the value, and what the hardware gets).
-pub fn threshold_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
+/// The warnings of each specification the cxl_pmu driver would program
+/// other than written: a `threshold` above the 8 bits it programs (naming
+/// the event, the value and what the hardware gets), and an `hdm` decoder
+/// without `hdm_filter_en`, which the driver then ignores.
+pub fn driver_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
     let mut warnings = Vec::new();
     // The events of each specification, gathered in one pass (filtering all
     // events for each specification took seconds at 10,000 `-e`).
@@ -210,20 +224,37 @@ pub fn threshold_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
             continue;
         };
         let one_pmu = events.iter().all(|e| e.pmu == first.pmu);
-        let too_big = events.iter().find_map(|e| {
-            let value = pmus[e.pmu].format.field("threshold")?.extract(&e.attr);
-            (value > DRIVER_THRESHOLD_MAX).then_some(value)
-        });
-        if let Some(value) = too_big {
-            let name = if one_pmu {
+        let name = || {
+            if one_pmu {
                 first.perf_name(&pmus[first.pmu].name)
             } else {
                 label.clone()
-            };
+            }
+        };
+        let field = |e: &ResolvedEvent, field: &str| {
+            Some(pmus[e.pmu].format.field(field)?.extract(&e.attr))
+        };
+        let too_big = events.iter().find_map(|e| {
+            let value = field(e, "threshold")?;
+            (value > DRIVER_THRESHOLD_MAX).then_some(value)
+        });
+        if let Some(value) = too_big {
             warnings.push(format!(
-                "{name}: threshold {value} is above {DRIVER_THRESHOLD_MAX}; the cxl_pmu \
+                "{}: threshold {value} is above {DRIVER_THRESHOLD_MAX}; the cxl_pmu \
                  driver programs only its low 8 bits, so the device uses {}",
+                name(),
                 value & DRIVER_THRESHOLD_MAX
+            ));
+        }
+        let unfiltered = events.iter().find_map(|e| {
+            let hdm = field(e, "hdm")?;
+            (hdm != 0 && field(e, "hdm_filter_en")? == 0).then_some(hdm)
+        });
+        if let Some(hdm) = unfiltered {
+            warnings.push(format!(
+                "{}: hdm={hdm:#x} without hdm_filter_en; the cxl_pmu driver then \
+                 programs no HDM filter and counts every decoder's traffic",
+                name()
             ));
         }
     }
@@ -254,6 +285,23 @@ fn event_name<'a>(pmu: &Pmu, terms: &'a [Term]) -> Option<&'a str> {
         .iter()
         .find(|t| names_event(pmu, t))
         .map(|t| t.name.as_str())
+}
+
+/// True when `name` is a format field or config word of one of `targets`.
+fn is_term_of(pmus: &[Pmu], targets: &[usize], name: &str) -> bool {
+    ConfigWord::from_name(name).is_some()
+        || targets
+            .iter()
+            .any(|&i| pmus[i].format.field(name).is_some())
+}
+
+/// Why a bare format term without a PMU is not taken as the flag it could
+/// be. Terms hold only letters, digits, `_`, `-` and `.` (`parse_term`).
+fn term_without_value(term: &str) -> CxlError {
+    CxlError::Spec(format!(
+        "{term}: a term of the PMUs' format/, not an event; in a list without a PMU give \
+         it a value ({term}=1), or put it in PMU/.../"
+    ))
 }
 
 fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
@@ -296,11 +344,30 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
         perf_type: pmu.perf_type,
         words: [0; 4],
     };
-    if terms.iter().filter(|t| names_event(pmu, t)).count() > 1 {
-        return Err(CxlError::Spec(format!(
-            "{}/{label}/: more than one event name",
-            pmu.name
-        )));
+    let bare: Vec<&Term> = terms.iter().filter(|t| names_event(pmu, t)).collect();
+    if bare.len() > 1 {
+        // Beside an event of this PMU, another bare word is a term it lacks
+        // (a misspelt flag, or hdm_filter_en on a PMU without that filter),
+        // as perf reports it.
+        let (events, others): (Vec<&Term>, Vec<&Term>) = bare
+            .iter()
+            .partition(|t| find_event(pmu, &t.name).is_some());
+        match (events.len(), others.first()) {
+            (1, Some(other)) => {
+                return Err(CxlError::UnknownTerm {
+                    pmu: pmu.name.clone(),
+                    term: other.name.clone(),
+                    valid: pmu.format.term_names(),
+                });
+            }
+            (0, _) => return Ok(None),
+            _ => {
+                return Err(CxlError::Spec(format!(
+                    "{}/{label}/: more than one event name",
+                    pmu.name
+                )));
+            }
+        }
     }
     let event = match event_name(pmu, terms) {
         Some(name) => match find_event(pmu, name) {

@@ -191,12 +191,32 @@ fn looks_like_modifiers(tail: &str) -> bool {
     !letters.is_empty() && letters.bytes().all(|b| b.is_ascii_alphabetic())
 }
 
-/// Why perf's event modifiers are refused.
+/// Why perf's event modifiers are refused, for each kind given: the
+/// privilege and host/guest filters set `exclude_*` bits, which the cxl_pmu
+/// driver refuses (`PERF_PMU_CAP_NO_EXCLUDE`); the precision and sample
+/// modifiers ask for sampling, which it cannot do; pinning, exclusivity,
+/// weak groups and BPF counting it would take, but cxlstat does not offer.
 fn modifiers_refused(item: &str, modifiers: &str) -> String {
+    let has = |set: &str| modifiers.chars().any(|c| set.contains(c));
+    let mut reasons = Vec::new();
+    if has("ukhGHI") {
+        reasons.push(
+            "a CXL PMU counts all of its device's traffic, and the cxl_pmu driver refuses \
+             the privilege and host/guest filters (u k h G H I)",
+        );
+    }
+    if has("pPS") {
+        reasons.push("a CXL PMU cannot sample (p P S)");
+    }
+    if modifiers
+        .chars()
+        .any(|c| c != ':' && !"ukhGHIpPS".contains(c))
+    {
+        reasons.push("cxlstat offers none of perf's other modifiers (D e W b)");
+    }
     format!(
-        "{item:?}: event modifiers ({modifiers:?}) are not supported: a CXL PMU counts all \
-         of its device's traffic, and the cxl_pmu driver refuses the privilege and \
-         host/guest filters and the sampling they select"
+        "{item:?}: event modifiers ({modifiers:?}) are not supported: {}",
+        reasons.join("; ")
     )
 }
 
@@ -388,7 +408,13 @@ mod tests {
             parse_event_args(&["clock_ticks,x/a/u".into()]).unwrap_err(),
             "-e \"clock_ticks,x/a/u\": \"x/a/u\": event modifiers (\"u\") are not supported: \
              a CXL PMU counts all of its device's traffic, and the cxl_pmu driver refuses the \
-             privilege and host/guest filters and the sampling they select"
+             privilege and host/guest filters (u k h G H I)"
+        );
+        assert_eq!(
+            parse_event_list("cxl_pmu_mem0.0/clock_ticks/Dp").unwrap_err(),
+            "\"cxl_pmu_mem0.0/clock_ticks/Dp\": event modifiers (\"Dp\") are not supported: \
+             a CXL PMU cannot sample (p P S); cxlstat offers none of perf's other modifiers \
+             (D e W b)"
         );
     }
 }

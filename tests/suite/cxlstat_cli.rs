@@ -273,6 +273,37 @@ fn a_threshold_above_255_is_warned_about_once() {
 }
 
 #[test]
+fn an_hdm_decoder_without_the_filter_enabled_is_warned_about() {
+    let root = two_memdevs();
+    let root = root.to_str().unwrap();
+    // The driver writes "no filter" unless hdm_filter_en is set, and config2
+    // is then ignored (drivers/perf/cxl_pmu.c, cxl_pmu_event_start).
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "-e",
+        "cxl_pmu_mem0.0/clock_ticks,hdm=3/",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cxlstat: warning: cxl_pmu_mem0.0/clock_ticks,hdm=3/: hdm=0x3 without \
+         hdm_filter_en; the cxl_pmu driver then programs no HDM filter and counts every \
+         decoder's traffic\n"
+    );
+    let out = cxlstat(&[
+        "--sysroot",
+        root,
+        "--dry-run",
+        "-e",
+        "cxl_pmu_mem0.0/clock_ticks,hdm=3,hdm_filter_en/",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
 fn an_event_given_twice_on_a_pmu_is_refused_only_where_it_would_be_one_series_twice() {
     let twice = "clock_ticks,cxl_pmu_mem0.0/clock_ticks/";
     // Rows may repeat an event, as in perf stat.

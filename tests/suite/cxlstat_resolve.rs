@@ -145,15 +145,26 @@ fn multi_range_formats_from_sysfs() {
     let dir = root.join("sys/devices/virtual/cxl_pmu_mem0.0");
     std::fs::write(dir.join("format/split"), "config2:0-3,60-63\n").unwrap();
     std::fs::write(dir.join("events/split_event"), "config=0x5,split=0x9c\n").unwrap();
+    // Listed high range first: perf still fills the bits from the lowest up.
+    std::fs::write(dir.join("format/backwards"), "config1:60-63,0-3\n").unwrap();
+    // A bare flag in an events file is 1, as perf reads it.
+    std::fs::write(dir.join("events/flagged"), "config=0x7,backwards\n").unwrap();
     let pmus = discover(&RootFs::new(root.to_path_buf())).unwrap();
     let p = plan(
         &pmus,
-        &["split_event", "cxl_pmu_mem0.0/split_event,split=0xff/"],
+        &[
+            "split_event",
+            "cxl_pmu_mem0.0/split_event,split=0xff/",
+            "cxl_pmu_mem0.0/config=1,backwards=0x9c/",
+            "flagged",
+        ],
     );
     let c = configs(&p);
     // 0x9c: low nibble 0xc in bits 0-3, high nibble 0x9 in bits 60-63.
     assert_eq!((c[0].1, c[0].3), (5, 0x9000_0000_0000_000c));
     assert_eq!(c[1].3, 0xf000_0000_0000_000f);
+    assert_eq!(c[2].2, 0x9000_0000_0000_000c);
+    assert_eq!((c[3].1, c[3].2), (7, 1));
     let specs = parse_event_args(&["cxl_pmu_mem0.0/split_event,split=0x100/".to_string()]).unwrap();
     let err = resolve(&pmus, &specs, &[0]).unwrap_err().to_string();
     assert!(err.contains("too wide for split (8 bits"), "{err}");
@@ -180,4 +191,55 @@ fn config_words_come_first_and_fields_go_over_them_as_in_perf() {
     );
     // A word replaces the event file's word, as the user's terms come later.
     assert_eq!(c[2].1, 0x5);
+}
+
+/// The error of resolving `spec` on every PMU of the fixture.
+fn refusal(pmus: &[Pmu], spec: &str) -> String {
+    let specs = parse_event_args(&[spec.to_string()]).unwrap();
+    let all = select_pmus(pmus, &[]).unwrap();
+    match resolve(pmus, &specs, &all) {
+        Ok(_) => panic!("{spec}: accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bare_words_are_events_or_flags_as_in_perf() {
+    let pmus = fixture();
+    // Beside an event, a bare word the PMU lacks is an unknown term (perf:
+    // "unknown term 'edg' for pmu"), not a second event name.
+    let err = refusal(&pmus, "cxl_pmu_mem0.0/clock_ticks,edg/");
+    assert!(
+        err.starts_with("unknown term \"edg\" for cxl_pmu_mem0.0; valid terms: edge,"),
+        "{err}"
+    );
+    // cxl_pmu_mem1.0 has no HDM filter, so no hdm_filter_en.
+    let err = refusal(&pmus, "cxl_pmu_mem1.0/clock_ticks,hdm_filter_en,hdm=3/");
+    assert!(
+        err.starts_with("unknown term \"hdm_filter_en\" for cxl_pmu_mem1.0"),
+        "{err}"
+    );
+    let err = refusal(&pmus, "cxl_pmu_mem0.0/clock_ticks,ddr_act/");
+    assert!(err.ends_with("more than one event name"), "{err}");
+    // Without a PMU a bare word names an event: a format term there is not
+    // taken as the flag it is inside PMU/.../ (perf: a parser error).
+    for spec in ["mask", "config", "vid=0x1e98,gid=0,mask=1,edge"] {
+        let err = refusal(&pmus, spec);
+        let word = spec.rsplit(',').next().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "{word}: a term of the PMUs' format/, not an event; in a list without a PMU \
+                 give it a value ({word}=1), or put it in PMU/.../"
+            )
+        );
+    }
+    // Inside PMU/.../ it is the flag, 1, as in perf.
+    let p = plan(
+        &pmus,
+        &["cxl_pmu_mem0.0/mask/", "vid=0x1e98,gid=0,mask=1,edge=1"],
+    );
+    let c = configs(&p);
+    assert_eq!(c[0].1, 1);
+    assert_eq!(c[1].2 & (1 << 17), 1 << 17, "{c:?}");
 }

@@ -782,7 +782,7 @@ impl DeviceList {
                     let members = &mut self.entries[g].members;
                     *members = members.saturating_add(1);
                     let counters = self.slots.get(curr, idx);
-                    if self.rules.unfiltered || counters.all_ios() != 0 {
+                    if self.rules.unfiltered || counters.has_ios() {
                         acc.accumulate(counters);
                     }
                 }
@@ -868,7 +868,7 @@ impl DeviceList {
     /// sysstat's filters on counters: never used (unless devices were
     /// named), and no I/O in the interval (`-z`).
     fn hidden(&self, cur: &DiskCounters, old: &DiskCounters) -> bool {
-        (!self.rules.unfiltered && cur.all_ios() == 0)
+        (!self.rules.unfiltered && !cur.has_ios())
             || (self.rules.omit_inactive
                 && cur.rd_ios == old.rd_ios
                 && cur.wr_ios == old.wr_ios

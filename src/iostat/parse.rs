@@ -49,12 +49,10 @@ pub struct DiskCounters {
 }
 
 impl DiskCounters {
-    /// `rd + wr + dc + fl` I/Os with 64-bit wrap: sysstat's "ever used" test.
-    pub fn all_ios(&self) -> u64 {
-        self.rd_ios
-            .wrapping_add(self.wr_ios)
-            .wrapping_add(self.dc_ios)
-            .wrapping_add(self.fl_ios)
+    /// sysstat's "ever used" test: any of the read, write, discard and flush
+    /// counts is not zero, each tested on its own (a sum could wrap to 0).
+    pub fn has_ios(&self) -> bool {
+        self.rd_ios != 0 || self.wr_ios != 0 || self.dc_ios != 0 || self.fl_ios != 0
     }
 
     /// Adds another device's counters (for device groups), wrapping as C does.

@@ -236,7 +236,47 @@ fn garble_five_sysfs_files(r: &Path, sc: &Scenario) {
     write(r, &format!("sys/block/{}/stat", disks[4]), b"");
 }
 
+/// The first disk's counts at the edge of 64 bits: reads at 2^64 - 1 and
+/// one write, whose sum wraps to 0. sysstat tests each count on its own
+/// for "never used", so the disk is shown (iostat.c, the report loop and
+/// `compute_device_groups_stats`).
+fn counts_summing_to_zero(r: &Path, sc: &Scenario) {
+    let disk = first_disk(sc);
+    let counts = "18446744073709551615 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0";
+    let text = fs::read_to_string(r.join("proc/diskstats")).expect("read");
+    let n = text
+        .lines()
+        .position(|l| l.split_whitespace().nth(2) == Some(disk.as_str()))
+        .expect("the disk's line");
+    let numbers: Vec<&str> = text.lines().nth(n).unwrap().split_whitespace().collect();
+    edit_line(
+        r,
+        "proc/diskstats",
+        n,
+        &format!("{:>4} {:>7} {disk} {counts}", numbers[0], numbers[1]),
+    );
+    write(
+        r,
+        &format!("sys/block/{disk}/stat"),
+        format!("{counts}\n").as_bytes(),
+    );
+}
+
 const FAULTS: &[Fault] = &[
+    Fault {
+        name: "counts-summing-to-zero",
+        apply: counts_summing_to_zero,
+        args: &["-d"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
+    Fault {
+        name: "counts-summing-to-zero-x",
+        apply: counts_summing_to_zero,
+        args: &["-x"],
+        named: false,
+        expect: Expect::Sysstat,
+    },
     Fault {
         name: "proc-stat-missing",
         apply: |r, _| fs::remove_file(r.join("proc/stat")).unwrap(),

@@ -278,8 +278,21 @@ pub struct Options {
     pub env: Env,
 }
 
+/// sysstat's test for a number (`strspn(arg, DIGITS) == strlen(arg)`): only
+/// digits, so the empty word is a number too.
 fn all_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+    s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The value `atol(3)` gives a word of digits: 0 for the empty word, and
+/// `LONG_MAX` for one past it, as glibc saturates.
+fn atol(digits: &str) -> u64 {
+    if digits.is_empty() {
+        return 0;
+    }
+    digits
+        .parse::<u64>()
+        .map_or(i64::MAX as u64, |n| n.min(i64::MAX as u64))
 }
 
 /// Scans the arguments (without the program name) left to right, as sysstat
@@ -539,7 +552,11 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 numbers += 1;
                 match numbers {
                     1 => {
-                        let d = parse_interval(arg).map_err(|_| usage())?;
+                        let d = if all_digits(arg) {
+                            Duration::from_secs(atol(arg))
+                        } else {
+                            parse_interval(arg).map_err(|_| usage())?
+                        };
                         o.interval = Some(d);
                         o.count = None;
                     }
@@ -547,8 +564,7 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                         if !all_digits(arg) {
                             return Err(usage());
                         }
-                        // atol() saturates; so does the count.
-                        let n: u64 = arg.parse().unwrap_or(i64::MAX as u64);
+                        let n = atol(arg);
                         if n < 1 || o.interval.is_none_or(|d| d.is_zero()) {
                             return Err(usage());
                         }
@@ -905,9 +921,26 @@ mod tests {
         assert!(is_usage(parse(&["1", "2.5"])));
         let o = parse(&["1", "99999999999999999999"]).unwrap();
         assert_eq!(o.count, Some(i64::MAX as u64));
-        assert!(is_usage(parse(&["99999999999999999999"])));
+        // atol(3) saturates an interval as well (sysstat 12.6.1 runs
+        // `iostat -c 18446744073709551616 1`).
+        let o = parse(&["99999999999999999999"]).unwrap();
+        assert_eq!(o.interval, Some(Duration::from_secs(i64::MAX as u64)));
         let o = parse(&["-y", "0"]).unwrap();
         assert!(!o.skip_first);
+    }
+
+    #[test]
+    fn an_empty_word_is_the_number_0_as_in_sysstat() {
+        // strspn("", DIGITS) == strlen(""): a number, and atol("") is 0.
+        let o = parse(&["-d", ""]).unwrap();
+        assert_eq!((o.interval, o.count), (None, Some(1)));
+        assert!(o.list.is_empty() && o.all_devices);
+        assert!(is_usage(parse(&["-d", "5", ""])));
+        assert!(is_usage(parse(&["-d", "", ""])));
+        // Not a -p list either: the same as -p alone.
+        let empty = parse(&["-p", "", "-d"]).unwrap();
+        let alone = parse(&["-p", "-d"]).unwrap();
+        assert_eq!(format!("{:?}", empty.list), format!("{:?}", alone.list));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub fn parse_number(text: &str) -> Option<u64> {
 
 /// Parses one comma-separated term list (`config=0x1,threshold=1`, `edge`).
 ///
-/// Names are lower-case letters, digits and `_`; a value is a number.
+/// Names are letters, digits, `_`, `-` and `.`; a value is a number.
 pub fn parse_terms(text: &str) -> Result<Vec<Term>, String> {
     let text = text.trim();
     if text.is_empty() {

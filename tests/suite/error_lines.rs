@@ -43,6 +43,7 @@ fn bad_cxl_pmu_files_give_one_short_escaped_line() {
     let root = cxl_tree("cxl");
     let big = "x".repeat(10_000_000);
     let medium = "x".repeat(100_000);
+    let medium_term = format!("config={}", "x".repeat(100_000 - 7));
     let cases: [(&str, &[u8], &str); 7] = [
         // Past the size a sysfs file can have, the read stops at the cap.
         (
@@ -53,8 +54,8 @@ fn bad_cxl_pmu_files_give_one_short_escaped_line() {
         // Under it, the contents are quoted short.
         (
             "events/h2d_req_snpdata",
-            medium.as_bytes(),
-            "...\" (100000 bytes) has no value",
+            medium_term.as_bytes(),
+            "...\" (100000 bytes): expected a number after '='",
         ),
         (
             "events/h2d_req_snpdata",

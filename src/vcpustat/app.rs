@@ -25,7 +25,7 @@ use super::cli::{Cli, Mode, Options, Switch, Tool};
 use super::counters::Snapshot;
 use super::error::VcpuError;
 use super::expose::RunningTotals;
-use super::kernel::{self, State};
+use super::kernel;
 use super::render::{TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
 use super::restore::{RestorePlan, Undo, run_then_restore};
@@ -146,15 +146,14 @@ pub fn run(
         Mode::Serve(addr) => Some(serve::bind(addr).map_err(VcpuError::Listen)?),
         _ => None,
     };
-    let before = kernel::read_state(source)?;
-    let now = apply_changes(options, source, before, plan)?;
+    let on = apply_changes(options, source, plan)?;
     let mut out = BufWriter::new(StoppableStdout::new(stop));
     if options.status {
         writeln!(
             out,
             "dispatch statistics: {}\nfrequency: {} per second",
-            if now.on { "on" } else { "off" },
-            now.freq
+            if on { "on" } else { "off" },
+            kernel::read_freq(source)?
         )?;
         out.flush()?;
     }
@@ -173,7 +172,7 @@ pub fn run(
         (Mode::Control, None) => Ok(source.finish()?),
         (Mode::Once, None) => once(options, source, &mut out),
         (Mode::Serve(_), _) => {
-            if !now.on {
+            if !on {
                 kernel::switch(source, true)?;
                 plan.push(Undo::SwitchOff);
                 tell(
@@ -186,7 +185,7 @@ pub fn run(
             serve_metrics(options, listener, source, stop)
         }
         (Mode::Interval { .. }, target) => {
-            if !now.on {
+            if !on {
                 if !source.is_live() {
                     return Err(VcpuError::Replay(
                         "the recording starts with the dispatch statistics off: nothing to report"
@@ -263,56 +262,61 @@ fn expo_target(options: &Options) -> Option<Target> {
     }
 }
 
-/// Applies --freq, then --enable/--disable; returns the state afterwards.
+/// Applies --freq, then --enable/--disable; returns whether the statistics
+/// are on afterwards. The frequency file is read only for --freq: a report
+/// does not need it, and the kernel may have failed to create it beside the
+/// statistics file (lpar.c creates the two apart).
 fn apply_changes(
     options: &Options,
     source: &dyn Source,
-    before: State,
     plan: &mut RestorePlan,
-) -> Result<State, VcpuError> {
-    let mut now = before;
+) -> Result<bool, VcpuError> {
+    let was_on = kernel::read_on(source)?;
     let until = if options.temporary {
         " until the run ends"
     } else {
         ""
     };
     if let Some(freq) = options.freq {
-        if freq == before.freq {
+        let before = kernel::read_freq(source)?;
+        if freq == before {
             tell(format_args!("the frequency is already {freq} per second"));
         } else {
             kernel::set_freq(source, freq)?;
-            now.freq = freq;
             if options.temporary {
-                plan.push(Undo::SetFreq(before.freq));
+                plan.push(Undo::SetFreq(before));
             }
             tell(format_args!(
-                "frequency set to {freq} per second (was {}){until}",
-                before.freq
+                "frequency set to {freq} per second (was {before}){until}"
             ));
         }
     }
-    match (options.switch, before.on) {
-        (Some(Switch::On), true) => tell("dispatch statistics are already on (counters kept)"),
-        (Some(Switch::Off), false) => tell("dispatch statistics are already off"),
+    match (options.switch, was_on) {
+        (Some(Switch::On), true) => {
+            tell("dispatch statistics are already on (counters kept)");
+            Ok(true)
+        }
+        (Some(Switch::Off), false) => {
+            tell("dispatch statistics are already off");
+            Ok(false)
+        }
         (Some(Switch::On), false) => {
             kernel::switch(source, true)?;
-            now.on = true;
             if options.temporary {
                 plan.push(Undo::SwitchOff);
             }
             tell(format_args!("dispatch statistics switched on{until}"));
+            Ok(true)
         }
+        // Never temporary: --temporary needs a run that reports, which
+        // --disable cannot be combined with (cli.rs).
         (Some(Switch::Off), true) => {
             kernel::switch(source, false)?;
-            now.on = false;
-            if options.temporary {
-                plan.push(Undo::SwitchOn);
-            }
-            tell(format_args!("dispatch statistics switched off{until}"));
+            tell("dispatch statistics switched off");
+            Ok(false)
         }
-        (None, _) => {}
+        (None, on) => Ok(on),
     }
-    Ok(now)
 }
 
 fn selection(options: &Options) -> Selection<'_> {

@@ -22,9 +22,12 @@ const ABOUT: &str = "POWER shared-processor LPAR dispatch statistics: control \
 const AFTER_HELP: &str = "\
 Safety: vcpustat reads the state first. What it changes on its own to report
 (switching the statistics on for an interval run) is undone on every way out:
-count reached, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT or another signal that would
-kill it, a closed output pipe, an error. What you ask for (--enable,
---disable, --freq) stays, unless --temporary is given.
+count reached, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGIO, SIGPWR, a closed output pipe, an
+error. Not SIGKILL, which cannot be caught, nor the real-time signals,
+SIGSTKFLT or the signals that dump core (SIGABRT, SIGTRAP, SIGSYS...). What
+you ask for (--enable, --freq) stays, unless --temporary is given; so does
+--disable.
 Switching the statistics on resets every counter. The files are root-only.
 
 Columns (dispatches in the interval; shares of total in the default view):
@@ -51,8 +54,15 @@ pub const MAX_HZ: i32 = 1000;
 
 /// Parses `--freq`: only values some kernel accepts, so that nothing is
 /// written for a value every kernel refuses.
+/// Decimal, or hexadecimal after `0x` as the kernel also reads it
+/// (`kstrtoint(buf, 0)`); a leading 0 is decimal here, which the kernel
+/// would read as octal: vcpustat writes the value in decimal.
 fn parse_freq(text: &str) -> Result<i32, String> {
-    match text.parse::<i32>() {
+    let value = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => i32::from_str_radix(hex, 16),
+        None => text.parse::<i32>(),
+    };
+    match value {
         Ok(freq) if (1..=MAX_HZ).contains(&freq) => Ok(freq),
         _ => Err(format!(
             "expected a whole number of drains per second from 1 to {MAX_HZ} \
@@ -96,18 +106,19 @@ pub struct ReportArgs {
     /// unless --temporary.
     #[arg(short, long, conflicts_with = "disable")]
     pub enable: bool,
-    /// Switch the statistics off. Stays off at exit unless --temporary.
+    /// Switch the statistics off. Stays off at exit.
     #[arg(short, long)]
     pub disable: bool,
     /// Drain the dispatch trace log N times per second (1 to the kernel's HZ,
-    /// which is at most 1000; the kernel default is 50).
+    /// which is at most 1000; the kernel default is 50), in decimal or 0x hex.
     #[arg(long, value_name = "N", value_parser = parse_freq, allow_negative_numbers = true)]
     pub freq: Option<i32>,
     /// Print whether the statistics are on and the current frequency.
     #[arg(long)]
     pub status: bool,
-    /// Undo --enable, --disable and --freq too when the run ends.
-    #[arg(long, requires = "interval")]
+    /// Undo --enable and --freq too when the run ends (an interval run or
+    /// --listen; --disable cannot report, so it has nothing to undo at).
+    #[arg(long)]
     pub temporary: bool,
     /// Show counts instead of percentages (with -r too: cumulative counts
     /// are counts already).
@@ -144,9 +155,9 @@ pub struct ReportArgs {
     /// Seconds between reports (2, 0.5) or a duration (250ms).
     #[arg(value_name = "INTERVAL", value_parser = parse_interval)]
     pub interval: Option<Duration>,
-    /// Number of reports (default: until stopped).
-    #[arg(value_name = "COUNT", requires = "interval",
-          value_parser = clap::value_parser!(u64).range(1..))]
+    /// Number of reports (default, or 0: until stopped, as powerpc-utils'
+    /// vcpustat takes 0).
+    #[arg(value_name = "COUNT", requires = "interval")]
     pub count: Option<u64>,
     /// Where the kernel files come from.
     #[command(flatten)]
@@ -266,7 +277,7 @@ impl Options {
             (_, Some(addr)) => Mode::Serve(addr),
             (Some(interval), None) => Mode::Interval {
                 interval,
-                count: args.count,
+                count: args.count.filter(|&n| n != 0),
             },
             (None, None) if changes || args.status => Mode::Control,
             (None, None) => Mode::Once,
@@ -275,6 +286,20 @@ impl Options {
             return Err(VcpuError::Usage(
                 "--disable cannot be combined with an interval or --listen: reports need the \
                  statistics on"
+                    .into(),
+            ));
+        }
+        if args.temporary && matches!(mode, Mode::Control | Mode::Once) {
+            return Err(VcpuError::Usage(
+                "--temporary undoes --enable and --freq when a run ends: give an interval or \
+                 --listen"
+                    .into(),
+            ));
+        }
+        if mode == Mode::Control && (args.numeric || args.raw) {
+            return Err(VcpuError::Usage(
+                "-n and -r shape reports, and --enable, --disable, --freq and --status without \
+                 an interval print none: give an interval, or run vcpustat -r on its own"
                     .into(),
             ));
         }
@@ -380,7 +405,15 @@ mod tests {
             Mode::Control
         );
         assert!(options(&["x"]).unwrap_err().contains("invalid interval"));
-        assert!(options(&["1", "0"]).is_err());
+        // A count of 0 runs until stopped, as in powerpc-utils' vcpustat
+        // (process_stats counts down only `if (count)`).
+        assert_eq!(
+            options(&["1", "0"]).unwrap().mode,
+            Mode::Interval {
+                interval: Duration::from_secs(1),
+                count: None
+            }
+        );
     }
 
     #[test]
@@ -391,7 +424,26 @@ mod tests {
         assert!(options(&["--freq=-5"]).is_err());
         assert!(options(&["--freq", "1001"]).is_err());
         assert_eq!(options(&["--freq", "1000"]).unwrap().freq, Some(1000));
-        assert!(options(&["--temporary", "-e"]).is_err());
+        // 0x hex as the kernel reads it too; a leading 0 stays decimal.
+        assert_eq!(options(&["--freq", "0x10"]).unwrap().freq, Some(16));
+        assert_eq!(options(&["--freq", "010"]).unwrap().freq, Some(10));
+        assert!(options(&["--freq", "0x3e9"]).is_err());
+        // -n and -r shape reports, which a control run does not print
+        // (powerpc-utils: "-e|-d cannot be used with other options").
+        for args in [
+            &["-e", "-n"][..],
+            &["-d", "-r"],
+            &["--freq", "100", "-n"],
+            &["--status", "-r"],
+        ] {
+            let err = options(args).unwrap_err();
+            assert!(err.contains("-n and -r shape reports"), "{args:?}: {err}");
+        }
+        assert!(options(&["-e", "-n", "1"]).is_ok());
+        let err = options(&["--temporary", "-e"]).unwrap_err();
+        assert!(err.contains("give an interval or --listen"), "{err}");
+        let serve = options(&["--temporary", "-e", "--listen", "127.0.0.1:0"]).unwrap();
+        assert!(serve.temporary && matches!(serve.mode, Mode::Serve(_)));
         assert!(options(&["--freq", "0"]).is_err());
         let err = options(&["-d", "1"]).unwrap_err();
         assert!(

@@ -12,15 +12,6 @@ use super::error::{Access, VcpuError, errno_text};
 /// Where `lparcfg` lives (both names exist on pseries).
 pub const LPARCFG_PATHS: [&str; 2] = ["/proc/powerpc/lparcfg", "/proc/ppc64/lparcfg"];
 
-/// The state of the statistics before vcpustat changes anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct State {
-    /// Whether the statistics are on.
-    pub on: bool,
-    /// The drain frequency (per second).
-    pub freq: i32,
-}
-
 /// Reads and parses the statistics file into `buf`'s allocation.
 pub fn read_snapshot(source: &dyn Source, buf: &mut Vec<u8>) -> Result<Snapshot, VcpuError> {
     source
@@ -46,11 +37,9 @@ pub fn read_freq(source: &dyn Source) -> Result<i32, VcpuError> {
     })
 }
 
-/// Reads the current state: on or off, and the frequency.
-pub fn read_state(source: &dyn Source) -> Result<State, VcpuError> {
-    let on = read_snapshot(source, &mut Vec::new())? != Snapshot::Off;
-    let freq = read_freq(source)?;
-    Ok(State { on, freq })
+/// Whether the statistics are on.
+pub fn read_on(source: &dyn Source) -> Result<bool, VcpuError> {
+    Ok(read_snapshot(source, &mut Vec::new())? != Snapshot::Off)
 }
 
 /// Switches the statistics on or off with one write of `"1\n"` or `"0\n"`.

@@ -18,8 +18,6 @@ use super::kernel;
 pub enum Undo {
     /// Switch the statistics off again (we switched them on).
     SwitchOff,
-    /// Switch the statistics on again (we switched them off; `--temporary`).
-    SwitchOn,
     /// Put the drain frequency back.
     SetFreq(i32),
 }
@@ -44,8 +42,7 @@ impl RestorePlan {
     /// Forgets the on/off undo: someone else switched the statistics while we
     /// ran, so the on/off state is theirs now and we must not touch it.
     pub fn forget_switch(&mut self) {
-        self.undo
-            .retain(|u| !matches!(u, Undo::SwitchOff | Undo::SwitchOn));
+        self.undo.retain(|u| !matches!(u, Undo::SwitchOff));
     }
 
     /// The pending undo writes, oldest first.
@@ -60,7 +57,6 @@ impl RestorePlan {
         while let Some(undo) = self.undo.pop() {
             let result = match undo {
                 Undo::SwitchOff => kernel::switch(source, false),
-                Undo::SwitchOn => kernel::switch(source, true),
                 Undo::SetFreq(freq) => kernel::set_freq(source, freq),
             };
             if let Err(err) = result {

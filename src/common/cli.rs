@@ -108,6 +108,15 @@ impl SourceArgs {
             None => Ok(Box::new(live)),
         }
     }
+
+    /// The files a run reads that no output may name: the `--replay` recording.
+    pub fn inputs(&self) -> Vec<(&'static str, &std::path::Path)> {
+        self.replay
+            .as_deref()
+            .map(|path| ("--replay", path))
+            .into_iter()
+            .collect()
+    }
 }
 
 impl SourceArgs {

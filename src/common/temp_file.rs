@@ -42,14 +42,34 @@ pub fn replace_with(
 /// Checks, before a run, the files the caller chose for `--svg`,
 /// `--textfile` and `--record`: refused with raised privileges
 /// ([`privilege::refuse_chosen_outputs`]), then each file as
-/// `check_targets` checks it. One call for every tool's start.
+/// `check_targets` checks it, and none may be one of the `inputs` the run
+/// reads (`--replay FILE`, a trace recording), which writing would destroy.
+/// One call for every tool's start.
 pub fn check_chosen_outputs(
     svg: Option<&Path>,
     textfile: Option<&Path>,
     recording: Option<&Path>,
+    inputs: &[(&str, &Path)],
 ) -> Result<(), String> {
     privilege::refuse_chosen_outputs(svg, textfile)?;
-    check_targets(&[("--svg", svg), ("--textfile", textfile)], recording)
+    let outputs = [("--svg", svg), ("--textfile", textfile)];
+    check_targets(&outputs, recording)?;
+    let written = outputs.into_iter().chain([("--record", recording)]);
+    for (option, path) in written.filter_map(|(o, p)| Some((o, p?))) {
+        let Some(place) = place_of(path) else {
+            continue;
+        };
+        if let Some((reader, _)) = inputs
+            .iter()
+            .find(|(_, i)| place_of(i) == Some(place.clone()))
+        {
+            return Err(format!(
+                "{option} {}: the file {reader} reads: writing it would destroy it",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks each file an option such as `--svg` or `--textfile` will

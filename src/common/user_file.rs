@@ -15,7 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use super::root::{file_kind, set_blocking};
@@ -90,31 +90,27 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
     }
 }
 
-/// Creates (or truncates) `path` for writing. A FIFO must have a reader
+/// Creates (or empties) `path` for writing. A FIFO must have a reader
 /// already; a character device such as `/dev/null` is taken as it is. A
 /// block device is refused before anything is written: the tools run as
 /// root, and `--record /dev/sdb` would write over the disk.
+///
+/// A regular file is written only under its own name: a symbolic link to
+/// one is refused, and so is a file with other names (hard links), since a
+/// user who can write the directory could plant either to make root empty
+/// any file. A link to a FIFO or a pipe is followed, so that a shell's
+/// process substitution (`--record >(gzip >run.rec.gz)`, a `/dev/fd/N`
+/// link) works. The checks are made on the opened file, before it is
+/// emptied.
 ///
 /// A new file is readable by its owner only (mode 0600, as perf creates
 /// `perf.data`): a recording holds what root alone may read, such as
 /// `/proc/powerpc/vcpudispatch_stats` (mode 0600) and the hypervisor's
 /// Dispatch Trace Log. An existing file keeps its mode.
 pub fn create(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|err| match err.raw_os_error() {
-            Some(libc::ENXIO) => io::Error::new(
-                io::ErrorKind::NotConnected,
-                "a FIFO that no process reads: start its reader first",
-            ),
-            _ => err,
-        })?;
-    let kind = file.metadata()?.file_type();
+    let (file, through_link) = open_to_write(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
     if kind.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));
     }
@@ -124,8 +120,76 @@ pub fn create(path: &Path) -> io::Result<File> {
             "a block device, expected a file: writing would overwrite the disk",
         ));
     }
+    if kind.is_file() && !names_a_descriptor(path) {
+        if through_link {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a symbolic link to a file: name the file itself",
+            ));
+        }
+        if meta.nlink() > 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a file with {} names (hard links): emptying it would empty the others",
+                    meta.nlink()
+                ),
+            ));
+        }
+    }
+    if kind.is_file() {
+        file.set_len(0)?;
+    }
     set_blocking(file.as_raw_fd())?;
     Ok(file)
+}
+
+/// True for the kernel's links to this process's own descriptors
+/// (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`), which no user can
+/// plant: `--record /dev/stdout >run.rec` writes where the shell pointed.
+fn names_a_descriptor(path: &Path) -> bool {
+    let Some(text) = path.to_str() else {
+        return false;
+    };
+    matches!(text, "/dev/stdout" | "/dev/stderr")
+        || ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
+            .iter()
+            .any(|dir| {
+                text.strip_prefix(dir)
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+}
+
+/// Opens `path` to write without emptying it, creating a regular file if
+/// nothing has the name, and never creating one through a link; tells
+/// whether a symbolic link was followed to what was opened.
+fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
+    let open = |extra: i32, create: bool| {
+        OpenOptions::new()
+            .write(true)
+            .create(create)
+            .mode(0o600)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC | extra)
+            .open(path)
+            .map_err(|err| match err.raw_os_error() {
+                Some(libc::ENXIO) => io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "a FIFO that no process reads: start its reader first",
+                ),
+                _ => err,
+            })
+    };
+    match open(libc::O_NOFOLLOW, true) {
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => match open(0, false) {
+            Ok(file) => Ok((file, true)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "a symbolic link to nothing: name the file itself",
+            )),
+            Err(err) => Err(err),
+        },
+        other => other.map(|file| (file, false)),
+    }
 }
 
 /// Reads the whole of text file `path` (a topology), opened as
@@ -259,6 +323,66 @@ mod tests {
         create(&shared).unwrap();
         assert_eq!(mode(&shared), 0o644);
         assert_eq!(std::fs::metadata(&shared).unwrap().len(), 0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn links_planted_to_make_root_empty_a_file_are_refused() {
+        let dir = scratch("links");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let soft = dir.join("soft.rec");
+        std::os::unix::fs::symlink(&victim, &soft).unwrap();
+        let err = create(&soft).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a symbolic link to a file: name the file itself"
+        );
+        let hard = dir.join("hard.rec");
+        std::fs::hard_link(&victim, &hard).unwrap();
+        let err = create(&hard).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a file with 2 names (hard links): emptying it would empty the others"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        // A dangling link creates nothing where it points.
+        let dangling = dir.join("dangling.rec");
+        std::os::unix::fs::symlink(dir.join("elsewhere"), &dangling).unwrap();
+        let err = create(&dangling).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a symbolic link to nothing: name the file itself"
+        );
+        assert!(!dir.join("elsewhere").exists());
+        // A link to a FIFO (as /dev/fd/N is, for `>(gzip)`) is followed.
+        let fifo = dir.join("ff");
+        mkfifo(&fifo);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        let to_fifo = dir.join("pipe.rec");
+        std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
+        // The reader may not have opened yet: retry until it has.
+        let mut file = loop {
+            match create(&to_fifo) {
+                Ok(file) => break file,
+                Err(err) if err.kind() == io::ErrorKind::NotConnected => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(err) => panic!("{err}"),
+            }
+        };
+        std::io::Write::write_all(&mut file, b"frame\n").unwrap();
+        drop(file);
+        assert_eq!(reader.join().unwrap(), "frame\n");
+        // The kernel's links to this process's descriptors are not planted.
+        assert!(names_a_descriptor(Path::new("/dev/stdout")));
+        assert!(names_a_descriptor(Path::new("/dev/fd/63")));
+        assert!(names_a_descriptor(Path::new("/proc/self/fd/1")));
+        assert!(!names_a_descriptor(Path::new("/dev/fd/../shm/x")));
+        assert!(!names_a_descriptor(Path::new("/dev/shm/x")));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

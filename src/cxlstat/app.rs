@@ -107,6 +107,7 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
             count.svg.as_deref(),
             textfile,
             options.source.record.as_deref(),
+            &options.source.inputs(),
         )
         .map_err(CxlError::Setup)?;
     }

@@ -79,6 +79,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         opts.svg.as_deref(),
         opts.expo.textfile.as_deref(),
         opts.source.record.as_deref(),
+        &opts.source.inputs(),
     ) {
         return report(&progname, IostatError::Source(msg));
     }

@@ -66,6 +66,7 @@ pub fn main(args: Vec<String>) -> i32 {
         options.svg.as_deref(),
         options.expo.textfile.as_deref(),
         options.source.record.as_deref(),
+        &options.source.inputs(),
     ) {
         return report_error(TOOL, message, 1);
     }

@@ -731,3 +731,85 @@ fn a_recording_is_never_written_over_a_block_device() {
     );
     fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_recording_is_not_written_through_a_planted_link() {
+    // In a directory others can write (/tmp), a user could plant run.rec as
+    // a link to a file only root may write; root's --record must not empty
+    // it. Each tool, each kind of link: one line, and the file as it was.
+    let dir = scratch("record-links");
+    let iostat_root = iostat_tree(&dir);
+    let vcpustat_root = vcpustat_tree(&dir);
+    let victim = dir.join("victim");
+    fs::write(&victim, "precious").unwrap();
+    let soft = dir.join("soft.rec");
+    symlink(&victim, &soft).unwrap();
+    let hard = dir.join("hard.rec");
+    fs::hard_link(&victim, &hard).unwrap();
+    let (iostat_root, vcpustat_root) = (
+        iostat_root.to_str().unwrap(),
+        vcpustat_root.to_str().unwrap(),
+    );
+    for (link, what) in [
+        (&soft, "a symbolic link to a file: name the file itself"),
+        (&hard, "a file with 2 names (hard links)"),
+    ] {
+        let path = link.to_str().unwrap();
+        let runs = [
+            run(
+                IOSTAT,
+                &["--sysroot", iostat_root, "--record", path, "-x", "1", "1"],
+            ),
+            run(VCPUSTAT, &["--sysroot", vcpustat_root, "--record", path]),
+            run(
+                env!("CARGO_BIN_EXE_cxlstat"),
+                &[
+                    "--sysroot",
+                    CXL_TREE,
+                    "--record",
+                    path,
+                    "-e",
+                    "clock_ticks",
+                    "0.1",
+                    "1",
+                ],
+            ),
+        ];
+        for out in &runs {
+            assert_one_line_error(out, path, what);
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn no_output_may_name_the_recording_a_run_reads() {
+    // `--replay F --svg F` replaced the recording with the chart. The check
+    // comes before the recording is read, so any file shows it.
+    let dir = scratch("replay-outputs");
+    let recording = dir.join("run.rec");
+    fs::write(&recording, "a recording\n").unwrap();
+    let path = recording.to_str().unwrap();
+    let same = dir.join(".").join("run.rec");
+    let same = same.to_str().unwrap();
+    for program in [IOSTAT, VCPUSTAT, env!("CARGO_BIN_EXE_cxlstat")] {
+        for option in ["--svg", "--textfile"] {
+            let mut args = vec!["--replay", path, option, same];
+            if program.ends_with("cxlstat") {
+                args.extend(["-e", "clock_ticks"]);
+            }
+            args.extend(["1", "2"]);
+            let out = run(program, &args);
+            assert_one_line_error(
+                &out,
+                same,
+                "the file --replay reads: writing it would destroy it",
+            );
+        }
+    }
+    let out = run(VCPUSTAT, &["trace", "report", "--svg", same, path]);
+    assert_one_line_error(&out, same, "the file trace report reads");
+    assert_eq!(fs::read_to_string(&recording).unwrap(), "a recording\n");
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -219,7 +219,12 @@ fn run_report(args: &ReportArgs) -> i32 {
     if let Err(e) = options.tables() {
         return report_error(TOOL, e, 2);
     }
-    if let Err(e) = check_chosen_outputs(args.svg.as_deref(), None, None) {
+    let inputs: Vec<(&str, &std::path::Path)> = args
+        .files
+        .iter()
+        .map(|f| ("trace report", f.as_path()))
+        .collect();
+    if let Err(e) = check_chosen_outputs(args.svg.as_deref(), None, None, &inputs) {
         return report_error(TOOL, e, 1);
     }
     let topology = match &args.topology {

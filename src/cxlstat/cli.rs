@@ -256,10 +256,13 @@ impl Options {
                 ));
             }
             let output = match (&args.separator, args.output) {
-                (Some(sep), _) if sep.is_empty() => {
-                    return Err(CxlError::Spec(
-                        "-x: expected a non-empty field separator".to_string(),
-                    ));
+                (Some(sep), _) if !usable_separator(sep) => {
+                    return Err(CxlError::Spec(format!(
+                        "-x {}: expected a non-empty field separator without digits, '.' or \
+                         control characters other than tab (the fields hold numbers, and a \
+                         line ends at a newline)",
+                        crate::common::excerpt::excerpt(sep)
+                    )));
                 }
                 (Some(_), _) | (_, Some(Format::Json | Format::Ndjson | Format::Csv))
                     if args.expo.textfile.is_some() =>
@@ -318,6 +321,16 @@ impl Options {
             action,
         })
     }
+}
+
+/// True for a `-x` separator that cannot be mistaken for a field's own
+/// characters: not empty, no digit or `.` (counts, times and percentages)
+/// and no control character but tab (a newline would end the line).
+fn usable_separator(sep: &str) -> bool {
+    !sep.is_empty()
+        && !sep
+            .chars()
+            .any(|c| c.is_ascii_digit() || c == '.' || (c.is_control() && c != '\t'))
 }
 
 #[cfg(test)]
@@ -402,11 +415,16 @@ mod tests {
             CountFormat::Core(Format::Csv)
         );
         assert_eq!(count(&["-e", "a"]).output, CountFormat::Text);
-        assert!(
-            options(&["-e", "a", "-x", ""])
-                .unwrap_err()
-                .contains("non-empty field separator")
-        );
+        for bad in ["", "\n", "0", ".", ";\r"] {
+            let err = options(&["-e", "a", "-x", bad]).unwrap_err();
+            assert!(
+                err.contains("non-empty field separator without digits"),
+                "{bad:?}: {err}"
+            );
+        }
+        for good in [",", ";", "\t", " ", "::", "|"] {
+            assert!(options(&["-e", "a", "-x", good]).is_ok(), "{good:?}");
+        }
         let err = options(&["-e", "a", "-p", "1"]).unwrap_err();
         assert!(
             err.contains("-p 1 is not possible") && err.contains("system-wide"),

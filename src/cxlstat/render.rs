@@ -300,6 +300,18 @@ fn write_perf_csv_line(
     )
 }
 
+/// `name` with each occurrence of the `-x` separator shown as `\xNN`
+/// escapes of its bytes, as control characters are shown: perf writes a
+/// name as it is, but a PMU or event name holding the separator would then
+/// add fields to the line.
+fn separator_escaped(name: &str, sep: &str) -> String {
+    if !name.contains(sep) {
+        return name.to_string();
+    }
+    let escaped: String = sep.bytes().map(|b| format!("\\x{b:02x}")).collect();
+    name.replace(sep, &escaped)
+}
+
 /// (PMU, event, reading) of every slot of `rows`.
 fn series<'a>(rows: &'a [RowSpec], current: &[Reading]) -> Vec<(&'a str, &'a str, Reading)> {
     rows.iter()
@@ -511,7 +523,7 @@ impl CountView {
                         out,
                         separator,
                         intervals.then_some(since_start),
-                        &escape::text(&row.perf_name),
+                        &separator_escaped(&escape::text(&row.perf_name), separator),
                         m.count,
                         (running, enabled),
                     )?;
@@ -721,6 +733,19 @@ mod tests {
             separator: separator.to_string(),
             intervals,
         }
+    }
+
+    #[test]
+    fn a_name_holding_the_separator_cannot_add_fields() {
+        assert_eq!(
+            separator_escaped("clock_ticks [cxl_pmu_mem0.0]", ","),
+            "clock_ticks [cxl_pmu_mem0.0]"
+        );
+        assert_eq!(
+            separator_escaped("a,999,,forged", ","),
+            "a\\x2c999\\x2c\\x2cforged"
+        );
+        assert_eq!(separator_escaped("a::b", "::"), "a\\x3a\\x3ab");
     }
 
     #[test]

@@ -269,6 +269,9 @@ impl Exporter {
             _ => None,
         };
         let mut disks = Vec::new();
+        // A name the file repeats (no kernel does) is one device, as in the
+        // reports: its second series would make the exposition invalid.
+        let mut seen = HashSet::new();
         src.for_each_line(PROC_DISKSTATS, &mut self.buf, &mut |line| {
             let Some(parsed) = parse_diskstats_line(line) else {
                 return;
@@ -284,7 +287,7 @@ impl Exporter {
                 (Select::Whole, Some(set)) => set.contains(parsed.name.as_ref()),
                 (Select::Whole, None) => false,
             };
-            if chosen {
+            if chosen && seen.insert(parsed.name.to_string()) {
                 let fields = line
                     .split(u8::is_ascii_whitespace)
                     .filter(|f| !f.is_empty())
@@ -441,13 +444,23 @@ pub fn per_cpu_ticks(text: &[u8]) -> Vec<(String, [u64; 10])> {
         if !rest.starts_with(|c: char| c.is_ascii_digit()) {
             continue;
         }
+        // The kernel lists each CPU once, in ascending order: a repeated
+        // one (a garbled file) is left out, as its series would repeat.
+        let cpu: u32 = number.parse().unwrap_or(0);
+        let repeated = cpus.last().is_some_and(|(last, _)| cpu <= *last)
+            && cpus.iter().any(|(seen, _)| *seen == cpu);
+        if repeated {
+            continue;
+        }
         let mut ticks = [0u64; 10];
         for (slot, word) in ticks.iter_mut().zip(words) {
             *slot = word.parse().unwrap_or(0);
         }
-        cpus.push((number.to_string(), ticks));
+        cpus.push((cpu, ticks));
     }
-    cpus
+    cpus.into_iter()
+        .map(|(cpu, ticks)| (cpu.to_string(), ticks))
+        .collect()
 }
 
 #[cfg(test)]

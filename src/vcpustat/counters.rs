@@ -95,10 +95,21 @@ pub fn parse_into(text: &[u8], cpus: &mut Vec<CpuCounters>) -> Result<(), ParseE
         if line.is_empty() {
             continue;
         }
-        cpus.push(parse_line(line).map_err(|expected| ParseError {
+        let counters = parse_line(line).map_err(|expected| ParseError {
             line: index + 1,
             expected,
-        })?);
+        })?;
+        // The kernel lists each online CPU once, in ascending order: only a
+        // number not above the last one needs looking for.
+        let repeated = cpus.last().is_some_and(|last| counters.cpu <= last.cpu)
+            && cpus.iter().any(|c| c.cpu == counters.cpu);
+        if repeated {
+            return Err(ParseError {
+                line: index + 1,
+                expected: "each CPU once (this CPU's line came before)",
+            });
+        }
+        cpus.push(counters);
     }
     Ok(())
 }
@@ -207,5 +218,17 @@ mod tests {
         assert!(parse(b"of\n").is_err());
         assert!(parse(b"").is_err());
         assert!(parse(b"\n").is_err());
+    }
+
+    #[test]
+    fn a_cpu_listed_twice_is_refused() {
+        // Two rows for cpu0 would count its dispatches twice in `all`.
+        let err = parse(b"cpu0 10 5 5 0 0 10 0 0\ncpu0 20 10 10 0 0 20 0 0\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert_eq!(err.expected, "each CPU once (this CPU's line came before)");
+        let err = parse(b"cpu2 1 1 0 0 0 1 0 0\ncpu5 1 1 0 0 0 1 0 0\ncpu2 1 1 0 0 0 1 0 0\n");
+        assert_eq!(err.unwrap_err().line, 3);
+        // Out of order but each once: taken.
+        assert!(parse(b"cpu5 1 1 0 0 0 1 0 0\ncpu2 1 1 0 0 0 1 0 0\n").is_ok());
     }
 }

@@ -206,3 +206,35 @@ fn textfile_is_replaced_whole_and_nothing_goes_to_stdout() {
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_device_or_cpu_the_files_repeat_is_one_series() {
+    // No kernel repeats a line, but a garbled or hostile tree may; a second
+    // series with the same labels makes the exposition invalid (Prometheus
+    // refuses the scrape), so the first line counts, as in the reports.
+    let root = tree("repeated");
+    let diskstats = std::fs::read_to_string(root.join("proc/diskstats")).unwrap();
+    std::fs::write(
+        root.join("proc/diskstats"),
+        format!("{diskstats}   8       0 sda 99 2 80 1500 4 1 16 2500 3 4200 9000 6 7 64 11 5 12\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("proc/stat"),
+        "cpu  250 7 50 800 50 3 4 6 20 2\ncpu0 250 7 50 800 50 3 4 6 20 2\n\
+         cpu0 999 7 50 800 50 3 4 6 20 2\nintr 1\n",
+    )
+    .unwrap();
+    let text = text(iostat(&root, &["-o", "prometheus"]));
+    let reads: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("node_disk_reads_completed_total{device=\"sda\"}"))
+        .collect();
+    assert_eq!(reads, ["node_disk_reads_completed_total{device=\"sda\"} 10"]);
+    let user: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("node_cpu_seconds_total{cpu=\"0\",mode=\"user\"}"))
+        .collect();
+    assert_eq!(user, ["node_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 2.5"]);
+    std::fs::remove_dir_all(&root).unwrap();
+}

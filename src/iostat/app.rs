@@ -9,6 +9,7 @@
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
+use crate::common::chart;
 use crate::common::cli::{is_output_failure, output_error_status, report_error};
 use crate::common::entry::Program;
 use crate::common::expo::{Target, run_expositions};
@@ -205,10 +206,13 @@ fn textfile_conflict(opts: &Options) -> Option<String> {
 }
 
 /// `--svg-top` or `--svg-sort` without `--svg`: they choose what the charts
-/// draw, so without charts they would be silently ignored.
+/// draw, so without charts they would be silently ignored; and `--svg` with
+/// expositions, which take the place of the reports the charts draw
+/// (`--listen` with `--svg` is refused with the other `--listen` conflicts).
 fn chart_option_conflict(opts: &Options) -> Option<String> {
     if opts.svg.is_some() {
-        return None;
+        let exposing = opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some();
+        return exposing.then(|| chart::SVG_WITH_EXPOSITIONS.to_string());
     }
     let option = if opts.svg_top.is_some() {
         "--svg-top"

@@ -313,6 +313,11 @@ impl Options {
             View::Percent
         };
         let exposing = args.format == Format::Prometheus || args.expo.textfile.is_some();
+        if exposing && args.chart.svg.is_some() {
+            return Err(VcpuError::Usage(
+                crate::common::chart::SVG_WITH_EXPOSITIONS.into(),
+            ));
+        }
         if exposing && args.top.is_some() {
             return Err(VcpuError::Usage(
                 "--top cannot be used with -o prometheus or --textfile: every selected vCPU is \

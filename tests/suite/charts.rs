@@ -257,6 +257,40 @@ fn iostat_chart_options_without_svg_are_refused() {
 }
 
 #[test]
+fn charts_beside_expositions_are_refused_not_dropped() {
+    // -o prometheus and --textfile write expositions instead of the
+    // reports iostat-rs and vcpustat draw: --svg was silently ignored.
+    // (--listen refuses --svg with its own reason.)
+    let dir = scratch("svg-expositions");
+    let svg = dir.join("run.svg");
+    let svg = svg.to_str().unwrap();
+    let textfile = dir.join("run.prom");
+    let textfile = textfile.to_str().unwrap();
+    for (program, name) in [(IOSTAT, "iostat-rs"), (VCPUSTAT, "vcpustat")] {
+        for exposition in [
+            &["-o", "prometheus"][..],
+            &["--textfile", textfile, "1", "1"],
+        ] {
+            let out = Command::new(program)
+                .args(["--svg", svg])
+                .args(exposition)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{name} {exposition:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!(
+                    "{name}: --svg draws the reports, which -o prometheus and --textfile \
+                     replace with expositions: draw the charts in a run of their own\n"
+                ),
+                "{exposition:?}"
+            );
+        }
+    }
+    assert!(!Path::new(svg).exists() && !Path::new(textfile).exists());
+}
+
+#[test]
 fn iostat_refuses_a_sort_column_the_report_does_not_have() {
     let dir = scratch("iostat-bad-sort");
     let svg = dir.join("x.svg");

@@ -34,6 +34,12 @@ pub struct SvgArgs {
     pub svg: Option<std::path::PathBuf>,
 }
 
+/// Why `--svg` is refused where a tool writes Prometheus expositions instead
+/// of the reports its charts draw (iostat-rs and vcpustat; cxlstat draws
+/// its counts beside an exposition).
+pub const SVG_WITH_EXPOSITIONS: &str = "--svg draws the reports, which -o prometheus and \
+     --textfile replace with expositions: draw the charts in a run of their own";
+
 /// The width every chart is drawn at, in pixels.
 pub const WIDTH: u32 = 1280;
 

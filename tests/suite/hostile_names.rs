@@ -680,8 +680,12 @@ fn cxlstat_counts_show_hostile_names_safely_in_every_format() {
         &["--sysroot", root, "-e", "cpu_clock", "-x", ",", "0.05", "1"],
         &[],
     );
-    // perf's layout: one line per row, the name as perf would show it
-    // (separators included), control characters escaped.
-    let text = check_text("-x ,", &perf.stdout, &[PMU]);
+    // perf's layout: one line per row of 7 fields after the time, control
+    // characters escaped and the separator in the name as \x2c, so that
+    // the name adds no field.
+    let text = check_text("-x ,", &perf.stdout, &[]);
+    let shown = escaped(PMU).replace(',', "\\x2c");
+    assert!(text.contains(&shown), "{shown:?} not in\n{text}");
     assert_eq!(text.lines().count(), 1, "{text}");
+    assert_eq!(text.trim_end().split(',').count(), 8, "{text}");
 }

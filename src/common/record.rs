@@ -531,4 +531,47 @@ mod tests {
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
+
+    #[test]
+    fn values_are_traced_to_the_frame_and_line_that_holds_them() {
+        let dir = scratch("origin");
+        let frames = [
+            r#"{"index":0,"entries":{"values k":{"values":[1]},"read /x":{"text":"a"}}}"#,
+            r#"{"index":1,"entries":{"read /x":{"text":"b"}}}"#,
+            r#"{"index":2,"entries":{"values k":{"values":[2]}}}"#,
+        ];
+        // A blank line counts in the line numbers, not in the frame numbers.
+        let text = format!("{HEADER}\n{}\n\n{}\n{}\n", frames[0], frames[1], frames[2]);
+        let mut replay = open_text(&dir, &text).unwrap();
+        let file = dir.join("t.rec").display().to_string();
+        let origin = |replay: &Replay| replay.values_origin("k");
+        assert_eq!(
+            origin(&replay),
+            Some(format!("{file}:2: frame 0: entry \"values k\""))
+        );
+        assert_eq!(replay.values_origin("other"), None);
+        // Left out of frame 1: still frame 0's entry.
+        assert!(replay.next_sample().unwrap());
+        assert_eq!(
+            origin(&replay),
+            Some(format!("{file}:2: frame 0: entry \"values k\""))
+        );
+        assert!(replay.next_sample().unwrap());
+        assert_eq!(
+            origin(&replay),
+            Some(format!("{file}:5: frame 2: entry \"values k\""))
+        );
+        // Frames built in memory have no lines.
+        let built = Replay::from_parts(
+            serde_json::from_str(HEADER).unwrap(),
+            vec![serde_json::from_str(frames[0]).unwrap()],
+        );
+        assert_eq!(
+            built.values_origin("k").as_deref(),
+            Some("the recording: frame 0: entry \"values k\"")
+        );
+        // Live sources have no recording.
+        assert_eq!(RootFs::new(&dir).values_origin("k"), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

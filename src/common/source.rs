@@ -137,6 +137,14 @@ pub trait Source {
         Ok(())
     }
 
+    /// Where a replay took the values it last gave for `key`, as messages
+    /// about a damaged recording begin: `FILE:LINE: frame K: entry "values
+    /// KEY"`. `None` for other sources, and for a key no frame up to the
+    /// current one holds.
+    fn values_origin(&self, _key: &str) -> Option<String> {
+        None
+    }
+
     /// Asks that a file read at every sample stay open between reads (a
     /// hint: sources that have nothing to keep open ignore it).
     fn keep_open(&self, _path: &str) {}

@@ -334,7 +334,7 @@ impl Session {
         index: u64,
         out: &mut dyn Write,
     ) -> Result<(), CxlError> {
-        self.counters.read(source, &mut self.notes);
+        self.counters.read(source, &mut self.notes)?;
         source
             .check_answered()
             .map_err(|e| CxlError::Setup(e.to_string()))?;
@@ -496,7 +496,14 @@ fn serve_counts(
     let source: &dyn Source = source;
     serve::serve(listener, TOOL, &["read"], stop, &mut |e| {
         session.notes.clear();
-        session.counters.read(source, &mut session.notes);
+        // Live reads: a damaged recording cannot be served (--listen refuses --replay).
+        session
+            .counters
+            .read(source, &mut session.notes)
+            .map_err(|e| ScrapeError {
+                cause: "read",
+                message: e.to_string(),
+            })?;
         if !session.notes.is_empty() {
             return Err(ScrapeError {
                 cause: "read",

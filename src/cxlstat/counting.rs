@@ -9,6 +9,9 @@
 //! Reads go through [`Source::values_into`] under a stable key per unit, so
 //! recordings keep them and replays serve them; the live path reads with one
 //! `read(2)` per single event or group into a buffer sized at open time.
+//! A replay checks each reading against the unit's previous one: counts and
+//! times that go back are a damaged recording, not a counter (see
+//! [`check_step`]).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -19,7 +22,7 @@ use crate::common::source::Source;
 use super::error::{CxlError, explain_open_errno};
 use super::format::{ConfigWord, EventAttr};
 use super::resolve::{Plan, Unit};
-use super::stats::{Reading, SINGLE_WORDS, group_words, parse_group, parse_single};
+use super::stats::{Reading, SINGLE_WORDS, check_step, group_words, parse_group, parse_single};
 use super::sysfs::Pmu;
 use crate::common::perf::{self, PerfEventAttr};
 
@@ -66,10 +69,11 @@ struct OpenUnit {
     /// Its events' positions in the reading arrays.
     first: usize,
     len: usize,
-    /// The PMU name and CPU, and the events' labels, for messages.
+    /// The PMU name and CPU, and the events' labels (joined, and each), for messages.
     pmu: String,
     cpu: u32,
     label: String,
+    labels: Vec<String>,
     /// The PMU's sysfs directory, checked when its events stop running.
     pmu_dir: String,
     /// Running time of the first event at the last read.
@@ -106,7 +110,7 @@ impl Counters {
         let mut raised_nofile = None;
         for (index, unit) in plan.units.iter().enumerate() {
             let pmu = &pmus[unit.pmu];
-            let labels: Vec<&str> = unit.events.iter().map(|e| e.label.as_str()).collect();
+            let labels: Vec<String> = unit.events.iter().map(|e| e.label.clone()).collect();
             let label = labels.join(",");
             let key = format!("perf:{index}:{}/{label}/", pmu.name);
             let counters = if live {
@@ -126,6 +130,7 @@ impl Counters {
                 pmu: pmu.name.clone(),
                 cpu: pmu.cpu,
                 label,
+                labels,
                 pmu_dir: format!("{}/{}", super::sysfs::EVENT_SOURCE_DIR, pmu.name),
                 last_running: None,
                 gone: false,
@@ -185,7 +190,10 @@ impl Counters {
     /// running while its PMU has left sysfs, is marked gone (its readings
     /// stay frozen, so it shows as not counted) and one note per PMU is
     /// added; the others go on. Allocates nothing unless something is wrong.
-    pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) {
+    /// A replayed reading that no open counter gives (a count or time that
+    /// goes back, a counter running longer than enabled) is an error naming
+    /// the recording's line: live reads never fail this way.
+    pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) -> Result<(), CxlError> {
         for group in 0..self.by_cpu.len() {
             if self.local_reads {
                 // Only an optimisation: if the move fails, reads still work.
@@ -196,7 +204,7 @@ impl Counters {
                 if self.units[index].gone {
                     continue;
                 }
-                if let Some(problem) = self.read_unit(index, source) {
+                if let Some(problem) = self.read_unit(index, source)? {
                     let unit = &self.units[index];
                     let first_for_pmu = !self.units.iter().any(|u| u.gone && u.pmu == unit.pmu);
                     if first_for_pmu {
@@ -210,6 +218,7 @@ impl Counters {
                 }
             }
         }
+        Ok(())
     }
 
     /// From now on, reads run on the CPU each counter lives on: the thread
@@ -229,8 +238,9 @@ impl Counters {
         }
     }
 
-    /// Reads one unit; says what went wrong, if anything.
-    fn read_unit(&mut self, index: usize, source: &dyn Source) -> Option<String> {
+    /// Reads one unit; says what went wrong with its PMU, if anything, or
+    /// fails on a replayed reading that no open counter gives.
+    fn read_unit(&mut self, index: usize, source: &dyn Source) -> Result<Option<String>, CxlError> {
         let unit = &mut self.units[index];
         let fd = unit.counters.first().map(|c| c.as_raw_fd());
         let words = if unit.grouped {
@@ -242,34 +252,61 @@ impl Counters {
             read_words(fd, words, buf)
         });
         if let Err(e) = result {
-            return Some(format!("counter read failed ({e})"));
+            return Ok(Some(format!("counter read failed ({e})")));
         }
         let out = &mut self.readings[unit.first..unit.first + unit.len];
+        // A replay's previous readings of the unit, to check the new ones.
+        let earlier = (!source.is_live()).then(|| out.to_vec());
         let ok = if unit.grouped {
             parse_group(&self.buf, out)
         } else {
             parse_single(&self.buf).map(|r| out[0] = r).is_some()
         };
         if !ok {
-            return Some(format!(
+            return Ok(Some(format!(
                 "counter read gave {} values, expected {words}",
                 self.buf.len()
-            ));
+            )));
+        }
+        if let Some(earlier) = earlier {
+            check_replayed(unit, &earlier, out, source)?;
         }
         let running = out[0].running;
         let stalled = unit.last_running == Some(running);
         unit.last_running = Some(running);
         // Multiplexed events may not run for a while; a PMU that left sysfs never will.
         if stalled && !source.is_dir(&unit.pmu_dir) {
-            return Some(format!("{} is gone from sysfs", unit.pmu_dir));
+            return Ok(Some(format!("{} is gone from sysfs", unit.pmu_dir)));
         }
-        None
+        Ok(None)
     }
 
     /// The latest reading of every event, in plan order.
     pub fn readings(&self) -> &[Reading] {
         &self.readings
     }
+}
+
+/// Checks a replayed unit's new readings `now` against those of its previous
+/// read, `earlier` (ignored before its first read), with [`check_step`]; the
+/// error names the recording's file, line and entry.
+fn check_replayed(
+    unit: &OpenUnit,
+    earlier: &[Reading],
+    now: &[Reading],
+    source: &dyn Source,
+) -> Result<(), CxlError> {
+    let read_before = unit.last_running.is_some();
+    for ((current, previous), event) in now.iter().zip(earlier).zip(&unit.labels) {
+        let previous = read_before.then_some(*previous);
+        if let Err(problem) = check_step(previous, *current, event) {
+            let origin = source
+                .values_origin(&unit.key)
+                .unwrap_or_else(|| format!("the recording: entry \"values {}\"", unit.key));
+            return Err(CxlError::Damaged { origin, problem });
+        }
+    }
+    Ok(())
 }
 
 /// One `read(2)` of `words` u64 values into `buf` (whose capacity is reserved).

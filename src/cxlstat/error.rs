@@ -118,6 +118,15 @@ pub enum CxlError {
     /// `--record`), or a replay's recording does not hold what is asked.
     #[error("{0}")]
     Setup(String),
+    /// A replayed recording holds a counter reading that no kernel gives
+    /// (a count or time that goes back): it was edited or damaged.
+    #[error("{origin}: {problem}; the recording is damaged")]
+    Damaged {
+        /// Where: `FILE:LINE: frame K: entry "values KEY"`.
+        origin: String,
+        /// What was wrong, and what was expected.
+        problem: String,
+    },
     /// The charts (`--svg`) could not be made or written.
     #[error("{0}")]
     Chart(String),

@@ -53,6 +53,38 @@ pub fn parse_group(words: &[u64], out: &mut [Reading]) -> bool {
     true
 }
 
+/// Checks that `current` can be a reading of an open counter that read
+/// `previous` before (`None`: its first reading): the kernel's count, time
+/// enabled and time running never go back, and a counter runs only while
+/// it is enabled. Otherwise says what was wrong, naming `event`: such
+/// readings come from an edited or damaged recording, never from a
+/// kernel, and measured they would wrap around to 2^64.
+pub fn check_step(previous: Option<Reading>, current: Reading, event: &str) -> Result<(), String> {
+    if let Some(previous) = previous {
+        let steps = [
+            ("count", "", previous.count, current.count),
+            ("time enabled", " ns", previous.enabled, current.enabled),
+            ("time running", " ns", previous.running, current.running),
+        ];
+        for (what, unit, before, now) in steps {
+            if now < before {
+                return Err(format!(
+                    "the {what} of {event} went from {before}{unit} to {now}{unit}, expected at \
+                     least {before}{unit} (an open counter's count and times never go back)"
+                ));
+            }
+        }
+    }
+    if current.running > current.enabled {
+        return Err(format!(
+            "the time running of {event} ({} ns) is more than its time enabled ({} ns), expected \
+             at most the time enabled (a counter runs only while it is enabled)",
+            current.running, current.enabled
+        ));
+    }
+    Ok(())
+}
+
 /// One event over one interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measurement {
@@ -177,6 +209,40 @@ mod tests {
         assert!(!parse_group(&[2, 50, 40, 7, 100], &mut out));
         assert_eq!(parse_single(&[1, 2, 3]), Some(r(1, 2, 3)));
         assert_eq!(parse_single(&[1, 2]), None);
+    }
+
+    #[test]
+    fn readings_that_go_back_or_run_longer_than_enabled_are_refused() {
+        let before = Some(r(100, 1_000, 800));
+        assert_eq!(check_step(before, r(100, 1_000, 800), "e"), Ok(()));
+        assert_eq!(check_step(before, r(150, 2_000, 800), "e"), Ok(()));
+        assert_eq!(check_step(None, r(5, 10, 10), "e"), Ok(()));
+        assert_eq!(
+            check_step(before, r(5, 2_000, 1_800), "clock_ticks"),
+            Err(
+                "the count of clock_ticks went from 100 to 5, expected at least 100 (an open \
+                 counter's count and times never go back)"
+                    .to_string()
+            )
+        );
+        let err = check_step(before, r(100, 999, 800), "e").unwrap_err();
+        assert!(
+            err.contains(
+                "time enabled of e went from 1000 ns to 999 ns, expected at least 1000 ns"
+            ),
+            "{err}"
+        );
+        let err = check_step(before, r(100, 1_000, 799), "e").unwrap_err();
+        assert!(
+            err.contains("time running of e went from 800 ns to 799 ns"),
+            "{err}"
+        );
+        // Checked on a first reading too, where nothing came before.
+        let err = check_step(None, r(5, 10, 11), "e").unwrap_err();
+        assert!(
+            err.contains("time running of e (11 ns) is more than its time enabled (10 ns)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -60,11 +60,11 @@ fn count(
     let mut counters = Counters::open(&plan, &pmus, true, None).unwrap();
     counters.enable().unwrap();
     let mut notes = Vec::new();
-    counters.read(&source, &mut notes);
+    counters.read(&source, &mut notes).unwrap();
     let before = counters.readings().to_vec();
     let start = Instant::now();
     work();
-    counters.read(&source, &mut notes);
+    counters.read(&source, &mut notes).unwrap();
     let elapsed = start.elapsed();
     assert!(notes.is_empty(), "{notes:?}");
     (pmus, plan, elapsed, before, counters.readings().to_vec())

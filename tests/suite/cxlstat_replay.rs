@@ -293,3 +293,218 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
          \x20    0.200000000;2000;;cpu_clock;100000000;50.00;;\n"
     );
 }
+
+/// The key of the first unit of a one-PMU plan counting `labels`.
+fn unit_key(labels: &str) -> String {
+    format!("values perf:0:cxl_pmu_mem0.0/{labels}/")
+}
+
+/// A recording made by hand of cxlstat counting `labels` (one event, or a
+/// `{...}` group) on one software-typed PMU: frame 0 holds what discovery
+/// reads and every frame holds `words[i]`, the unit's read words. Frames
+/// are 100 ms apart; frame K is line K + 2.
+fn hand_recording(labels: &str, words: &[Vec<u64>]) -> String {
+    let dir = "/sys/bus/event_source/devices";
+    let pmu = format!("{dir}/cxl_pmu_mem0.0");
+    let header = serde_json::json!({
+        "format": "hwstat-recording", "version": 1, "tool": "cxlstat", "args": [],
+        "uname": {"sysname": "Linux", "nodename": "h", "release": "6.8", "version": "#1",
+                  "machine": "x86_64"},
+        "start_unix_ns": 1_700_000_000_000_000_000u64,
+    });
+    let mut discovery = serde_json::json!({
+        format!("list {dir}"): {"list": ["cxl_pmu_mem0.0"]},
+        format!("list {pmu}/events"): {"list": ["context_switches", "cpu_clock"]},
+        format!("list {pmu}/format"): {"list": ["mask", "gid", "vid"]},
+        "read /proc/sys/kernel/perf_event_paranoid": {"errno": libc::ENOENT},
+        format!("read {pmu}/cpumask"): {"text": "0\n"},
+        format!("read {pmu}/type"): {"text": "1\n"},
+        format!("read {pmu}/events/cpu_clock"): {"text": "config=0x0\n"},
+        format!("read {pmu}/events/context_switches"): {"text": "config=0x3\n"},
+        format!("read {pmu}/format/mask"): {"text": "config:0-31\n"},
+        format!("read {pmu}/format/gid"): {"text": "config:32-47\n"},
+        format!("read {pmu}/format/vid"): {"text": "config:48-63\n"},
+        "realpath /sys/bus/cxl/devices/pmu_mem0.0": {"errno": libc::ENOENT},
+    });
+    let mut lines = vec![header.to_string()];
+    for (index, words) in words.iter().enumerate() {
+        let values = serde_json::json!({ "values": words });
+        let entries = if index == 0 {
+            discovery[unit_key(labels)] = values;
+            discovery.clone()
+        } else {
+            serde_json::json!({ unit_key(labels): values })
+        };
+        let frame = serde_json::json!({
+            "index": index,
+            "elapsed_ns": index as u64 * 100_000_000,
+            "entries": entries,
+        });
+        lines.push(frame.to_string());
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn counts_or_times_that_go_back_in_a_recording_are_refused_with_its_line() {
+    let root = scratch("went_back");
+    const MS: u64 = 1_000_000;
+    let single =
+        |frames: &[[u64; 3]]| -> Vec<Vec<u64>> { frames.iter().map(|w| w.to_vec()).collect() };
+    let good = single(&[
+        [0, 0, 0],
+        [1000, 100 * MS, 100 * MS],
+        [3000, 200 * MS, 200 * MS],
+    ]);
+    // Each case: its name, the options, the frames, how many intervals are
+    // reported before the damaged frame, and what the error says.
+    let cases = [
+        (
+            "count",
+            "cpu_clock",
+            single(&[
+                [0, 0, 0],
+                [1000, 100 * MS, 100 * MS],
+                [5, 200 * MS, 200 * MS],
+            ]),
+            1,
+            "the count of cpu_clock went from 1000 to 5, expected at least 1000",
+        ),
+        (
+            "enabled",
+            "cpu_clock",
+            single(&[
+                [0, 0, 0],
+                [1000, 100 * MS, 50 * MS],
+                [3000, 20 * MS, 10 * MS],
+            ]),
+            1,
+            "the time enabled of cpu_clock went from 100000000 ns to 20000000 ns, expected at \
+             least 100000000 ns",
+        ),
+        (
+            "running",
+            "cpu_clock",
+            single(&[
+                [0, 0, 0],
+                [1000, 100 * MS, 90 * MS],
+                [3000, 200 * MS, 80 * MS],
+            ]),
+            1,
+            "the time running of cpu_clock went from 90000000 ns to 80000000 ns",
+        ),
+        (
+            "running_over_enabled",
+            "cpu_clock",
+            single(&[
+                [0, 0, 0],
+                [1000, 100 * MS, 100 * MS],
+                [3000, 200 * MS, 300 * MS],
+            ]),
+            1,
+            "the time running of cpu_clock (300000000 ns) is more than its time enabled \
+             (200000000 ns), expected at most the time enabled",
+        ),
+        (
+            // Two frames swapped: the third reads less than the second.
+            "swapped",
+            "cpu_clock",
+            single(&[
+                [0, 0, 0],
+                [3000, 200 * MS, 200 * MS],
+                [1000, 100 * MS, 100 * MS],
+            ]),
+            1,
+            "the count of cpu_clock went from 3000 to 1000, expected at least 3000",
+        ),
+        (
+            // A group's second member: nr, enabled, running, (value, id)...
+            "group",
+            "cpu_clock,context_switches",
+            vec![
+                vec![2, 0, 0, 0, 7, 0, 8],
+                vec![2, 100 * MS, 100 * MS, 1000, 7, 40, 8],
+                vec![2, 200 * MS, 200 * MS, 3000, 7, 39, 8],
+            ],
+            1,
+            "the count of context_switches went from 40 to 39, expected at least 40",
+        ),
+    ];
+
+    // The same recording undamaged replays: what the cases change is all
+    // that is wrong with them.
+    let path = root.join("good.rec");
+    std::fs::write(&path, hand_recording("cpu_clock", &good)).unwrap();
+    let args = ["-e", "cpu_clock", "-x", ",", "-I", "100"];
+    let out = cxlstat(&[&["--replay", path.to_str().unwrap()][..], &args[..]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "     0.100000000,1000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,,\n\
+         \x20    0.200000000,2000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,,\n"
+    );
+
+    for (name, labels, frames, reported, problem) in cases {
+        let path = root.join(format!("{name}.rec"));
+        std::fs::write(&path, hand_recording(labels, &frames)).unwrap();
+        let path_s = path.to_str().unwrap();
+        let event = if labels.contains(',') {
+            format!("{{{labels}}}")
+        } else {
+            labels.to_string()
+        };
+        let out = cxlstat(&["--replay", path_s, "-e", &event, "-x", ",", "-I", "100"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        // The damaged frame is frame 2, on line 4.
+        let origin = format!(
+            "cxlstat: {path_s}:4: frame 2: entry \"{}\": ",
+            unit_key(labels)
+        );
+        assert!(
+            err.starts_with(&origin) && err.contains(problem),
+            "{name}: {err}"
+        );
+        assert!(
+            err.trim_end().ends_with("the recording is damaged"),
+            "{name}: {err}"
+        );
+        // The intervals before it, and nothing wrapped around 2^64.
+        let text = stdout(&out);
+        let rows = labels.split(',').count() * reported;
+        assert_eq!(text.lines().count(), rows, "{name}: {text}");
+        for line in text.lines() {
+            let count: u64 = line.split(',').nth(1).unwrap().parse().unwrap();
+            assert!(count <= 10_000, "{name}: {text}");
+        }
+    }
+
+    // A first reading that ran longer than it was enabled: nothing reported.
+    let path = root.join("first.rec");
+    let frames = single(&[[10, 5, 6], [1000, 100 * MS, 100 * MS]]);
+    std::fs::write(&path, hand_recording("cpu_clock", &frames)).unwrap();
+    let path_s = path.to_str().unwrap();
+    let out = cxlstat(&[
+        "--replay",
+        path_s,
+        "-e",
+        "cpu_clock",
+        "-o",
+        "json",
+        "-I",
+        "100",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!("cxlstat: {path_s}:2: frame 0: entry \""))
+            && err.contains(
+                "the time running of cpu_clock (6 ns) is more than its time enabled (5 ns)"
+            )
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("closed JSON");
+    assert_eq!(doc["samples"].as_array().map(Vec::len), Some(0));
+}

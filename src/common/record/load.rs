@@ -26,6 +26,8 @@ pub(super) struct Loaded {
     pub header: Header,
     /// Every complete frame, in file order.
     pub frames: Vec<Frame>,
+    /// The line number of each frame, for messages.
+    pub lines: Vec<usize>,
     /// The line number of a last line that was cut short and left out.
     pub cut_line: Option<usize>,
 }
@@ -73,6 +75,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         },
     })?;
     let mut frames = Vec::new();
+    let mut lines = Vec::new();
     let mut number = 1;
     let mut cut_line = None;
     loop {
@@ -89,6 +92,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
                 check_frame(&frame)
                     .map_err(|what| bad(number, format!("frame {}: {what}", frames.len())))?;
                 frames.push(frame);
+                lines.push(number);
             }
             // The last line, without its newline, ending too early (or in
             // the zeros a file system leaves after a power loss): the writer
@@ -116,6 +120,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
     Ok(Loaded {
         header,
         frames,
+        lines,
         cut_line,
     })
 }

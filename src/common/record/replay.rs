@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::load::load;
 use super::{Entry, Frame, Header, parse_hex};
 use crate::common::escape::text;
-use crate::common::excerpt::clip;
+use crate::common::excerpt::{clip, excerpt};
 use crate::common::source::{Source, Uname};
 
 /// Why a recording could not be replayed.
@@ -58,8 +58,14 @@ pub struct Replay {
     header: Header,
     /// The frames after the current one.
     upcoming: std::vec::IntoIter<Frame>,
-    /// Every key's entry in the latest frame that has it, up to the current one.
-    latest: HashMap<String, Entry>,
+    /// Every key's entry in the latest frame that has it, up to the current
+    /// one, with that frame's number (from 0).
+    latest: HashMap<String, (Entry, usize)>,
+    /// How many frames have been applied (the current one is the last).
+    applied: usize,
+    /// The line number of each frame in the file; empty when the frames
+    /// did not come from a file.
+    lines: Vec<usize>,
     /// The latest recorded wall clock, up to the current frame.
     time_unix_ns: u64,
     /// The current frame's monotonic time.
@@ -84,6 +90,7 @@ impl Replay {
         let loaded = load(path, tool)?;
         let mut replay = Replay::from_parts(loaded.header, loaded.frames);
         replay.path = path.display().to_string();
+        replay.lines = loaded.lines;
         replay.cut = loaded.cut_line.map(|line| {
             format!(
                 "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
@@ -112,6 +119,8 @@ impl Replay {
             header,
             upcoming: frames.into_iter(),
             latest: HashMap::new(),
+            applied: 0,
+            lines: Vec::new(),
             elapsed_ns: 0,
             cut: None,
             path: "the recording".to_string(),
@@ -126,7 +135,14 @@ impl Replay {
         let Some(frame) = self.upcoming.next() else {
             return false;
         };
-        self.latest.extend(frame.entries);
+        let number = self.applied;
+        self.applied += 1;
+        self.latest.extend(
+            frame
+                .entries
+                .into_iter()
+                .map(|(key, entry)| (key, (entry, number))),
+        );
         if let Some(ns) = frame.time_unix_ns {
             self.time_unix_ns = ns;
         }
@@ -136,7 +152,7 @@ impl Replay {
 
     fn fetch(&self, op: &str, arg: &str) -> io::Result<&Entry> {
         let key = format!("{op} {arg}");
-        match self.latest.get(&key) {
+        match self.latest.get(&key).map(|(entry, _)| entry) {
             Some(Entry::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
             Some(entry) => Ok(entry),
             None if self.header.whole_tree => Err(io::Error::from_raw_os_error(libc::ENOENT)),
@@ -275,5 +291,15 @@ impl Source for Replay {
 
     fn is_live(&self) -> bool {
         false
+    }
+
+    fn values_origin(&self, key: &str) -> Option<String> {
+        let key = format!("values {key}");
+        let (_, frame) = self.latest.get(&key)?;
+        let file = match self.lines.get(*frame) {
+            Some(line) => format!("{}:{line}", self.path),
+            None => self.path.clone(),
+        };
+        Some(format!("{file}: frame {frame}: entry {}", excerpt(&key)))
     }
 }

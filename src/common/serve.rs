@@ -11,9 +11,17 @@
 //!
 //! Limits: a client must send its request header within
 //! [`HEADER_TIMEOUT`] (a silent client is closed, others go on), a
+//! response that the client takes none of for [`WRITE_TIMEOUT`] closes its
+//! connection (a client that sends requests and never reads the answers
+//! holds its place that long, not for the connection's lifetime), a
 //! connection lives at most [`CONNECTION_LIFETIME`], a request header may
 //! not exceed [`MAX_REQUEST_BYTES`] (431 or 414 beyond), and at most
-//! [`MAX_CONNECTIONS`] are open at once (more are closed at once). Only
+//! [`MAX_CONNECTIONS`] are open at once, [`MAX_CONNECTIONS_PER_PEER`] of
+//! them from one peer (an IPv4 address, an IPv6 /64), so that one host
+//! cannot take every place; more are closed at once. A connection answers
+//! one request at a time (hyper reads the next pipelined request once the
+//! previous answer is on its way), so it holds at most about one answer in
+//! memory. Only
 //! `GET` and `HEAD` of `/metrics` are answered with metrics; other methods
 //! get 405, other paths 404. The server stops within 100 ms of a stop
 //! signal.
@@ -23,11 +31,15 @@
 //! node_exporter and Prometheus log their address: with port 0 the kernel
 //! chose the port, and the line is the only way to learn it.
 
-use std::cell::Cell;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http_body_util::Full;
@@ -36,6 +48,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode, header};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 
 use super::expo::{Exposition, Family, Kind};
@@ -49,6 +62,16 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 pub const MAX_REQUEST_BYTES: usize = 8192;
 /// Most connections open at once.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Most connections open at once from one peer (an IPv4 address, an IPv6
+/// /64): half of [`MAX_CONNECTIONS`], so that one host cannot hold every
+/// place, while a host that scrapes side by side (the tests open 17 at
+/// once) or a proxy that every scraper comes through still has room.
+pub const MAX_CONNECTIONS_PER_PEER: usize = MAX_CONNECTIONS / 2;
+/// Longest a response may wait without the client taking any of it (the
+/// kernel's send buffer full): the connection is then closed. As long as
+/// [`HEADER_TIMEOUT`]: a client that reads nothing for 5 s is as stuck as
+/// one that sends nothing.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The content type of the text exposition format.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -184,20 +207,192 @@ async fn answer(
     Ok(response)
 }
 
-/// Serves one connection within the limits, then counts it closed.
+/// The connections open, in all and by peer.
+#[derive(Default)]
+struct Slots {
+    /// Connections open.
+    open: usize,
+    /// Connections open by peer (see [`peer_of`]); peers with none are left out.
+    by_peer: HashMap<IpAddr, usize>,
+}
+
+/// One open connection's place, given back when it is dropped.
+struct Slot {
+    /// The counts this place is part of.
+    slots: Rc<RefCell<Slots>>,
+    /// Whose place it is.
+    peer: IpAddr,
+}
+
+impl Slots {
+    /// A place for a connection from `peer`, or none when
+    /// [`MAX_CONNECTIONS`] are open or `peer` has
+    /// [`MAX_CONNECTIONS_PER_PEER`].
+    fn take(slots: &Rc<RefCell<Slots>>, peer: IpAddr) -> Option<Slot> {
+        let mut all = slots.borrow_mut();
+        let from_peer = all.by_peer.get(&peer).copied().unwrap_or(0);
+        if all.open >= MAX_CONNECTIONS || from_peer >= MAX_CONNECTIONS_PER_PEER {
+            return None;
+        }
+        all.open += 1;
+        all.by_peer.insert(peer, from_peer + 1);
+        Some(Slot {
+            slots: Rc::clone(slots),
+            peer,
+        })
+    }
+}
+
+impl Drop for Slot {
+    /// Counts the connection closed; a peer with none left is forgotten.
+    fn drop(&mut self) {
+        let mut all = self.slots.borrow_mut();
+        all.open = all.open.saturating_sub(1);
+        if let Some(n) = all.by_peer.get_mut(&self.peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                all.by_peer.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// The peer a connection from `addr` counts against: its IPv4 address
+/// (also when it arrives mapped into IPv6), or its IPv6 /64, the block a
+/// host usually has to itself and picks addresses from at will.
+fn peer_of(addr: SocketAddr) -> IpAddr {
+    match addr.ip().to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & (u128::MAX << 64))),
+        v4 => v4,
+    }
+}
+
+/// A connection's socket whose writes fail with `TimedOut` once they have
+/// waited [`WRITE_TIMEOUT`] without progress: hyper then drops the
+/// connection, and the socket is reset rather than closed, so that the
+/// kernel also drops what it still holds for the client (on loopback, with
+/// its 64 kB segments, up to megabytes). Reads pass through (hyper times
+/// the request header itself).
+struct WriteDeadline {
+    /// The connection's socket.
+    inner: tokio::net::TcpStream,
+    /// When the waiting write gives up; set when a write starts waiting.
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Whether the last write attempt was left waiting (the deadline runs).
+    waiting: bool,
+}
+
+impl WriteDeadline {
+    /// `inner` with no write waiting yet.
+    fn new(inner: tokio::net::TcpStream) -> Self {
+        WriteDeadline {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(WRITE_TIMEOUT)),
+            waiting: false,
+        }
+    }
+
+    /// What a write attempt gave, against the deadline: any result is
+    /// progress and stops it, the first wait starts it, and a wait past it
+    /// is a `TimedOut` error. The deadline's timer wakes the task, so a
+    /// write left waiting is tried again when it expires.
+    fn progress<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        attempt: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if attempt.is_ready() {
+            self.waiting = false;
+            return attempt;
+        }
+        if !self.waiting {
+            self.waiting = true;
+            let due = tokio::time::Instant::now() + WRITE_TIMEOUT;
+            self.deadline.as_mut().reset(due);
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                // Reset on close; if that fails, the close is an ordinary one.
+                let _ = self.inner.set_zero_linger();
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client took none of the response",
+                )))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for WriteDeadline {
+    /// Reads from the stream as it is.
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteDeadline {
+    /// Writes `buf`, within the deadline.
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let attempt = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.progress(cx, attempt)
+    }
+
+    /// Writes from `bufs` (hyper's queued header and body), within the
+    /// deadline.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let attempt = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.progress(cx, attempt)
+    }
+
+    /// As the stream: a socket writes vectors in one call.
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    /// Flushes, within the deadline.
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let attempt = Pin::new(&mut this.inner).poll_flush(cx);
+        this.progress(cx, attempt)
+    }
+
+    /// Shuts the writing side down, within the deadline.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let attempt = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.progress(cx, attempt)
+    }
+}
+
+/// Serves one connection within the limits, then gives its `slot` back.
 async fn connection(
     stream: tokio::net::TcpStream,
     scrapes: mpsc::Sender<oneshot::Sender<Bytes>>,
-    open: Rc<Cell<usize>>,
+    slot: Slot,
 ) {
     let service = service_fn(move |request| answer(request, scrapes.clone()));
     let served = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
         .max_buf_size(MAX_REQUEST_BYTES)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(WriteDeadline::new(stream)), service);
     let _ = tokio::time::timeout(CONNECTION_LIFETIME, served).await;
-    open.set(open.get() - 1);
+    drop(slot);
 }
 
 /// Serves `/metrics` on `listener` until a stop signal: each scrape calls
@@ -230,17 +425,17 @@ pub fn serve(
     local.block_on(&runtime, async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let (scrapes, mut asked) = mpsc::channel::<oneshot::Sender<Bytes>>(MAX_CONNECTIONS);
-        let open = Rc::new(Cell::new(0usize));
+        let slots = Rc::new(RefCell::new(Slots::default()));
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) if open.get() < MAX_CONNECTIONS => {
-                        open.set(open.get() + 1);
-                        tokio::task::spawn_local(connection(stream, scrapes.clone(), Rc::clone(&open)));
+                    Ok((stream, from)) => {
+                        // Beyond the limits the connection is closed at once.
+                        if let Some(slot) = Slots::take(&slots, peer_of(from)) {
+                            tokio::task::spawn_local(connection(stream, scrapes.clone(), slot));
+                        }
                     }
-                    // Too many connections: this one is closed at once.
-                    Ok(_) => {}
                     // Out of descriptors or a connection reset before
                     // accept: wait a little rather than spin.
                     Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
@@ -261,6 +456,44 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peer_is_an_ipv4_address_or_an_ipv6_64() {
+        let at = |s: &str| peer_of(s.parse().unwrap());
+        assert_eq!(at("192.0.2.7:1000"), at("192.0.2.7:2000"));
+        assert_ne!(at("192.0.2.7:1000"), at("192.0.2.8:1000"));
+        // An IPv4 client of a dual-stack socket is its IPv4 address.
+        assert_eq!(at("[::ffff:192.0.2.7]:1"), at("192.0.2.7:1"));
+        // One /64, whatever the interface identifier; another /64 apart.
+        assert_eq!(at("[2001:db8:1:2::1]:1"), at("[2001:db8:1:2:ffff::9]:1"));
+        assert_eq!(
+            at("[2001:db8:1:2::1]:1"),
+            "2001:db8:1:2::".parse::<IpAddr>().unwrap()
+        );
+        assert_ne!(at("[2001:db8:1:2::1]:1"), at("[2001:db8:1:3::1]:1"));
+    }
+
+    #[test]
+    fn places_are_capped_in_all_and_by_peer_and_given_back() {
+        let slots = Rc::new(RefCell::new(Slots::default()));
+        let peer = |i: u8| IpAddr::from([192, 0, 2, i]);
+        let greedy: Vec<Slot> = (0..MAX_CONNECTIONS_PER_PEER)
+            .map(|_| Slots::take(&slots, peer(1)).unwrap())
+            .collect();
+        assert!(Slots::take(&slots, peer(1)).is_none());
+        let mut others: Vec<Slot> = (0..MAX_CONNECTIONS - MAX_CONNECTIONS_PER_PEER)
+            .map(|i| Slots::take(&slots, peer(2 + (i % 8) as u8)).unwrap())
+            .collect();
+        // Full: nobody else, not even a new peer.
+        assert!(Slots::take(&slots, peer(100)).is_none());
+        others.pop();
+        assert!(Slots::take(&slots, peer(1)).is_none());
+        assert!(Slots::take(&slots, peer(100)).is_some());
+        drop(greedy);
+        drop(others);
+        assert_eq!(slots.borrow().open, 0);
+        assert!(slots.borrow().by_peer.is_empty());
+    }
 
     #[test]
     fn self_metrics_count_failures_by_cause_and_drop_partial_output() {

@@ -50,6 +50,7 @@ mod iostat_latency;
 mod iostat_machine_formats;
 mod iostat_record_replay;
 mod layout;
+mod listen_limits;
 mod locales;
 mod prometheus_exposition;
 mod prometheus_listen;

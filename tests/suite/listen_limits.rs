@@ -1,0 +1,283 @@
+//! `--listen` against clients that send requests and never read the
+//! answers: each is closed once its answer has waited
+//! [`WRITE_TIMEOUT`] without progress, so a fresh scraper is answered
+//! within seconds, not after the connection lifetime (120 s), and one
+//! address holds at most [`MAX_CONNECTIONS_PER_PEER`] connections, those
+//! beyond closed at once. The clients connect from several addresses of
+//! 127/8 (Linux routes all of it to lo) to stand for several hosts.
+
+use crate::listening::{self, ANY_PORT};
+
+use hwstat::common::serve::{MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT};
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Devices in the tree served: each adds about 1 kB to an answer, so an
+/// answer (about 190 kB) is far more than the kernels buffer for a client
+/// that does not read (about 70 kB; see [`connect_from`]).
+const DEVICES: usize = 200;
+/// Requests each stalled client sends at once (pipelined).
+const PIPELINED: usize = 4;
+/// The segment size the test's clients ask for, an Ethernet path's.
+const SEGMENT: libc::c_int = 1400;
+/// A plain scrape, asking the server to close afterwards.
+const SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+/// A running iostat-rs, killed and its tree removed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    root: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// iostat-rs serving a tree of [`DEVICES`] disks on a port of 127.0.0.1.
+fn start(name: &str) -> Server {
+    let root = std::env::temp_dir().join(format!(
+        "hwstat-listen-limits-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    device_tree(&root);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .arg("--sysroot")
+        .arg(&root)
+        .args(["--listen", ANY_PORT])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = listening::announced(&mut child, "iostat-rs");
+    Server { child, addr, root }
+}
+
+/// `/proc` and `/sys/block` with [`DEVICES`] whole disks `vd0`...
+fn device_tree(root: &Path) {
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    let mut diskstats = String::new();
+    for i in 0..DEVICES {
+        std::fs::create_dir_all(root.join(format!("sys/block/vd{i}"))).unwrap();
+        diskstats.push_str(&format!(
+            " 252 {i} vd{i} {} 0 80 5 7 0 56 3 0 5 5 0 0 0 0 0 0\n",
+            1000 + i
+        ));
+    }
+    std::fs::write(root.join("proc/diskstats"), diskstats).unwrap();
+    std::fs::write(
+        root.join("proc/stat"),
+        "cpu  1 0 1 8 0 0 0 0 0 0\ncpu0 1 0 1 8 0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("proc/uptime"), "100.00 90.00\n").unwrap();
+}
+
+/// A connection to `server` from `local` (an address of 127/8), with a
+/// receive buffer of a few kB, as a client that reads little keeps it, and
+/// segments of [`SEGMENT`] bytes, as over a network: the server's kernel
+/// sizes its send buffer by the segment, and with lo's own 64 kB segments
+/// would take in megabytes of answers for a client that reads nothing.
+fn connect_from(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    let SocketAddr::V4(server) = server else {
+        panic!("{server} is not IPv4");
+    };
+    // SAFETY: a new socket; its descriptor is owned at once.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: `raw` is a descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    set_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 4096);
+    set_int(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, SEGMENT);
+    let to_sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let from = to_sockaddr(local, 0);
+    // SAFETY: a sockaddr_in of the length given, on our own socket.
+    let bound = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&from as *const libc::sockaddr_in).cast(),
+            len,
+        )
+    };
+    assert_eq!(
+        bound,
+        0,
+        "bind {local}: {}",
+        std::io::Error::last_os_error()
+    );
+    let to = to_sockaddr(*server.ip(), server.port());
+    // SAFETY: as above.
+    let connected = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&to as *const libc::sockaddr_in).cast(),
+            len,
+        )
+    };
+    assert_eq!(
+        connected,
+        0,
+        "connect {server}: {}",
+        std::io::Error::last_os_error()
+    );
+    TcpStream::from(fd)
+}
+
+/// Sets the int socket option `level`/`name` of `fd` to `value`.
+fn set_int(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) {
+    // SAFETY: an int option of the right size on our own socket.
+    let set = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(
+        set,
+        0,
+        "setsockopt {level}/{name}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// A client from `local` that sends [`PIPELINED`] scrapes and never reads.
+fn stalled_client(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    let mut stream = connect_from(local, server);
+    stream
+        .write_all(&b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(PIPELINED))
+        .unwrap();
+    stream
+}
+
+/// What the server does with a scrape from `local`: `Some(answer)`, or
+/// `None` when it closes the connection without one. A connection held
+/// for 3 s without an answer fails the test.
+fn scrape_from(local: Ipv4Addr, server: SocketAddr) -> Option<String> {
+    let mut stream = connect_from(local, server);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    // A connection closed at once may refuse the request.
+    let _ = stream.write_all(SCRAPE);
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Ok(_) if answer.is_empty() => None,
+        Ok(_) => Some(String::from_utf8_lossy(&answer).into_owned()),
+        Err(e) if e.kind() == ErrorKind::ConnectionReset && answer.is_empty() => None,
+        Err(e) => panic!("scrape from {local}: {e} after {} bytes", answer.len()),
+    }
+}
+
+/// Whether the server has closed `stream` (end of file or reset once the
+/// bytes it sent are read), within 3 s.
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut sink = Vec::new();
+    match stream.read_to_end(&mut sink) {
+        Ok(_) => true,
+        Err(e) => e.kind() == ErrorKind::ConnectionReset,
+    }
+}
+
+/// An answer that is a complete, successful scrape of the tree.
+fn assert_scraped(answer: &str) {
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer:.200}");
+    let last = DEVICES - 1;
+    assert!(
+        answer.contains(&format!(
+            "node_disk_reads_completed_total{{device=\"vd{last}\"}} {}\n",
+            1000 + last
+        )),
+        "{answer:.200}"
+    );
+}
+
+#[test]
+fn one_address_holds_at_most_its_share_of_the_connections() {
+    let server = start("peer");
+    let greedy = Ipv4Addr::new(127, 0, 0, 1);
+    let _held: Vec<TcpStream> = (0..MAX_CONNECTIONS_PER_PEER)
+        .map(|_| stalled_client(greedy, server.addr))
+        .collect();
+    // One more from the same address: closed at once, unanswered, though
+    // the server has places left...
+    let started = Instant::now();
+    for _ in 0..3 {
+        let answer = scrape_from(greedy, server.addr);
+        assert!(answer.is_none(), "{:.200}", answer.unwrap_or_default());
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // ...which another address gets.
+    let answer = scrape_from(Ipv4Addr::new(127, 0, 0, 2), server.addr);
+    assert_scraped(&answer.expect("a scrape from 127.0.0.2 was closed"));
+}
+
+#[test]
+fn clients_that_never_read_are_closed_after_the_write_timeout() {
+    let server = start("stall");
+    // Every place taken, a peer's share from each of several addresses.
+    let peers = MAX_CONNECTIONS.div_ceil(MAX_CONNECTIONS_PER_PEER);
+    let mut held: Vec<TcpStream> = (0..peers)
+        .flat_map(|p| {
+            let local = Ipv4Addr::new(127, 0, 0, 3 + p as u8);
+            (0..MAX_CONNECTIONS_PER_PEER).map(move |_| local)
+        })
+        .take(MAX_CONNECTIONS)
+        .map(|local| stalled_client(local, server.addr))
+        .collect();
+    let scraper = Ipv4Addr::new(127, 0, 0, 2);
+    let started = Instant::now();
+    let answer = scrape_from(scraper, server.addr);
+    assert!(
+        answer.is_none(),
+        "the stalled clients do not hold every place: {:.200}",
+        answer.unwrap_or_default()
+    );
+    // The scraper tries again until answered: once the stalled clients'
+    // answers have waited WRITE_TIMEOUT, not the connection lifetime.
+    let bound = WRITE_TIMEOUT + Duration::from_secs(5);
+    let answer = loop {
+        if let Some(answer) = scrape_from(scraper, server.addr) {
+            break answer;
+        }
+        assert!(
+            started.elapsed() < bound,
+            "no place for a scraper {:?} after {MAX_CONNECTIONS} clients stopped reading",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_scraped(&answer);
+    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
+    // The stalled clients were closed, not merely outnumbered.
+    for stream in held.iter_mut().take(4) {
+        assert!(closed_by_server(stream));
+    }
+}

@@ -95,7 +95,11 @@ fn main() {
         println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
     }
     let package = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let lld = os == "linux" && probe_link(&[]).is_some_and(|probe| probe.uses_lld());
+    // link/profile.sh's build: the linker's own layout, whose code is all in
+    // `.text`, the one section valgrind attributes to the program (code in
+    // `.text.hot` shows as `???`). The function names are the same.
+    let plain = env::var_os("HWSTAT_PLAIN_LAYOUT").is_some();
+    let lld = !plain && os == "linux" && probe_link(&[]).is_some_and(|probe| probe.uses_lld());
     if lld {
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
@@ -126,6 +130,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", HOT_RODATA.0);
     println!("cargo:rerun-if-changed={}", DEPENDENCY_RODATA.0);
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    println!("cargo:rerun-if-env-changed=HWSTAT_PLAIN_LAYOUT");
 }
 
 /// The line of [`SECTION_ORDER`] that stands for the input sections of

@@ -39,6 +39,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
 bin=${CARGO_TARGET_DIR:-$here/target}/dist
+# callgrind runs a build with the linker's own layout (build.rs,
+# HWSTAT_PLAIN_LAYOUT): valgrind attributes only `.text` to the program,
+# so the dist build's `.text.hot` would show as `???`. Same function names.
+plain=${CARGO_TARGET_DIR:-$here/target}/plain-layout/dist
 export LC_ALL=C TZ=UTC S_COLORS=never
 unset POSIXLY_CORRECT S_TIME_FORMAT S_COLORS_SGR
 
@@ -49,7 +53,7 @@ profile() {
     shift 2
     valgrind --tool=callgrind --demangle=no \
         --callgrind-out-file="$work/run.$priority.$(find "$work" -name 'run.*' | wc -l)" \
-        "$bin/$program" "$@" >/dev/null 2>"$work/log" ||
+        "$plain/$program" "$@" >/dev/null 2>"$work/log" ||
         { cat "$work/log" >&2; echo "link/profile.sh: $program $* failed" >&2; exit 1; }
 }
 
@@ -62,7 +66,7 @@ steady() {
     local priority=$1
     shift
     valgrind --tool=callgrind --demangle=no --dump-before='*StopSignal*sleep_until*' \
-        --callgrind-out-file="$work/steady" "$bin/iostat-rs" "$@" 0.01 4 >/dev/null 2>"$work/log" ||
+        --callgrind-out-file="$work/steady" "$plain/iostat-rs" "$@" 0.01 4 >/dev/null 2>"$work/log" ||
         { cat "$work/log" >&2; echo "link/profile.sh: iostat-rs $* 0.01 4 failed" >&2; exit 1; }
     mv "$work/steady.3" "$work/run.$priority.$(find "$work" -name 'run.*' | wc -l)"
     rm -f "$work"/steady*
@@ -144,6 +148,7 @@ for line in sys.stdin:
         print(next(f for f in m["filenames"] if f.endswith(".rlib")))')
 group=$(strings -a "$rlib" | grep -o 'anon\.[0-9a-f]\{32\}\.' | sort | uniq -c | sort -rn |
     awk 'NR == 1 { print substr($2, 6, 32) }')
+HWSTAT_PLAIN_LAYOUT=1 CARGO_TARGET_DIR="$(dirname "$plain")" cargo build --profile dist --quiet --bins
 # The same iostat-rs linked again with LLD's map of its input sections.
 cargo rustc --profile dist --quiet --bin iostat-rs -- -C "link-arg=-Wl,-Map=$work/iostat-rs.map"
 HWSTAT_PROFILE_WORK=$work unshare -m --propagation private "$0"
@@ -173,7 +178,7 @@ out=link/hot-functions.txt
     # the listed block and keep one more 64 kB window resident.
     printf '%s\n' _start deregister_tm_clones register_tm_clones __do_global_dtors_aux frame_dummy
     find "$work" -name 'run.*' -printf '%f\n' | sort -t. -k2,2n -k3,3n | while read -r f; do
-        awk -v bin="$bin/" '
+        awk -v bin="$plain/" '
             # "key=(id) name" defines an id, "key=(id)" refers to one;
             # cob/cfn (the callee of a call) share the ids of ob/fn.
             function parse(line) {

@@ -552,10 +552,12 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 numbers += 1;
                 match numbers {
                     1 => {
-                        let d = if all_digits(arg) {
-                            Duration::from_secs(atol(arg))
-                        } else {
-                            parse_interval(arg).map_err(|_| usage())?
+                        // Whole seconds past what a Duration holds, and the
+                        // empty word, as atol(3) reads them.
+                        let d = match parse_interval(arg) {
+                            Ok(d) => d,
+                            Err(_) if all_digits(arg) => Duration::from_secs(atol(arg)),
+                            Err(_) => return Err(usage()),
                         };
                         o.interval = Some(d);
                         o.count = None;

@@ -367,14 +367,17 @@ impl TextRenderer {
         let u = self.unit.label(false);
         match part {
             0..=2 => {
+                // Joined, not formatted: format templates go to the merged
+                // strings, whose read parts must stay within the read-only
+                // segment's first 64 kB (tests/suite/layout.rs).
                 let p = ["r", "w", "d"][part];
                 vec![
-                    (format!("{p}/s"), 7),
-                    (format!("{p}{u}/s"), 9),
-                    (format!("{p}rqm/s"), 8),
-                    (format!("%{p}rqm"), 6),
-                    (format!("{p}_await"), 7),
-                    (format!("{p}areq-sz"), 8),
+                    ([p, "/s"].concat(), 7),
+                    ([p, u, "/s"].concat(), 9),
+                    ([p, "rqm/s"].concat(), 8),
+                    (["%", p, "rqm"].concat(), 6),
+                    ([p, "_await"].concat(), 7),
+                    ([p, "areq-sz"].concat(), 8),
                 ]
             }
             _ => {

@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     let pmus = pmus();
     let selected: Vec<usize> = (0..pmus.len()).collect();
     if let Ok(plan) = resolve::resolve(pmus, &groups, &selected) {
-        let _ = resolve::threshold_warnings(&plan, pmus);
+        let _ = resolve::driver_warnings(&plan, pmus);
         let _ = plan.repeated_event(pmus);
     }
 });

@@ -151,7 +151,8 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
 /// Runs vcpustat's per-sample path over `src`: the state, every snapshot
 /// through the tracker, each report rendered as text and machine rows.
 pub fn drive_vcpustat(src: &mut dyn Source, max_samples: usize) {
-    let _ = kernel::read_state(src);
+    let _ = kernel::read_on(src);
+    let _ = kernel::read_freq(src);
     let selection = Selection {
         cpus: None,
         sort: SortKey::Home,
@@ -187,7 +188,7 @@ pub fn drive_cxlstat(src: &dyn Source, events: &str) {
     };
     let selected: Vec<usize> = (0..pmus.len()).collect();
     if let Ok(plan) = resolve::resolve(&pmus, &groups, &selected) {
-        let _ = resolve::threshold_warnings(&plan, &pmus);
+        let _ = resolve::driver_warnings(&plan, &pmus);
     }
 }
 

@@ -216,7 +216,9 @@ fn a_device_or_cpu_the_files_repeat_is_one_series() {
     let diskstats = std::fs::read_to_string(root.join("proc/diskstats")).unwrap();
     std::fs::write(
         root.join("proc/diskstats"),
-        format!("{diskstats}   8       0 sda 99 2 80 1500 4 1 16 2500 3 4200 9000 6 7 64 11 5 12\n"),
+        format!(
+            "{diskstats}   8       0 sda 99 2 80 1500 4 1 16 2500 3 4200 9000 6 7 64 11 5 12\n"
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -230,11 +232,17 @@ fn a_device_or_cpu_the_files_repeat_is_one_series() {
         .lines()
         .filter(|l| l.starts_with("node_disk_reads_completed_total{device=\"sda\"}"))
         .collect();
-    assert_eq!(reads, ["node_disk_reads_completed_total{device=\"sda\"} 10"]);
+    assert_eq!(
+        reads,
+        ["node_disk_reads_completed_total{device=\"sda\"} 10"]
+    );
     let user: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("node_cpu_seconds_total{cpu=\"0\",mode=\"user\"}"))
         .collect();
-    assert_eq!(user, ["node_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 2.5"]);
+    assert_eq!(
+        user,
+        ["node_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 2.5"]
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }

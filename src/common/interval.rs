@@ -30,6 +30,27 @@ pub fn parse_positive_interval(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// Parses a number of reports (`COUNT`, `--interval-count`) for clap: a
+/// whole number, refused with a message that says so rather than Rust's
+/// "invalid digit found in string".
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    parse_whole(text, "a whole number of reports")
+}
+
+/// Parses a number of milliseconds (`cxlstat -I`) for clap, as
+/// [`parse_count`] parses a count.
+pub fn parse_milliseconds(text: &str) -> Result<u64, String> {
+    parse_whole(text, "a whole number of milliseconds")
+}
+
+/// A decimal `u64`, or a message naming `what` was expected.
+fn parse_whole(text: &str, what: &str) -> Result<u64, String> {
+    text.parse::<u64>().map_err(|err| match err.kind() {
+        std::num::IntErrorKind::PosOverflow => format!("expected {what} up to {}", u64::MAX),
+        _ => format!("expected {what}"),
+    })
+}
+
 /// Tells whether `text` looks like an interval rather than a name: digits with
 /// at most one dot, or digits followed by a humantime unit (`250ms`).
 pub fn looks_like_interval(text: &str) -> bool {
@@ -122,6 +143,28 @@ mod tests {
             );
         }
         assert_eq!(parse_positive_interval("1ms"), Ok(Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn counts_and_milliseconds_are_whole_numbers_said_so() {
+        assert_eq!(parse_count("3"), Ok(3));
+        assert_eq!(parse_count("0"), Ok(0));
+        assert_eq!(parse_milliseconds("250"), Ok(250));
+        for bad in ["abc", "", "1.5", "-1", "3x"] {
+            assert_eq!(
+                parse_count(bad),
+                Err("expected a whole number of reports".to_string()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            parse_milliseconds("ten"),
+            Err("expected a whole number of milliseconds".to_string())
+        );
+        assert_eq!(
+            parse_count("18446744073709551616"),
+            Err("expected a whole number of reports up to 18446744073709551615".to_string())
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ use clap_complete::{ArgValueCandidates, CompletionCandidate};
 
 use crate::common::cli::{ExpoArgs, SourceArgs};
 use crate::common::expo::Target;
-use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
+use crate::common::interval::{
+    Schedule, nonzero_interval, parse_count, parse_interval, parse_milliseconds,
+};
 use crate::common::output::Format;
 
 use super::error::CxlError;
@@ -51,6 +53,7 @@ pub struct Args {
         short = 'I',
         long = "interval-print",
         value_name = "MS",
+        value_parser = parse_milliseconds,
         conflicts_with = "interval"
     )]
     pub interval_ms: Option<u64>,
@@ -58,6 +61,7 @@ pub struct Args {
     #[arg(
         long = "interval-count",
         value_name = "COUNT",
+        value_parser = parse_count,
         requires = "interval_ms"
     )]
     pub interval_count: Option<u64>,
@@ -94,7 +98,7 @@ pub struct Args {
     #[arg(value_name = "INTERVAL")]
     pub interval: Option<String>,
     /// ...COUNT times.
-    #[arg(value_name = "COUNT", requires = "interval")]
+    #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval")]
     pub count: Option<u64>,
     /// Where kernel files come from (--sysroot, --record, --replay).
     #[command(flatten)]

@@ -106,7 +106,37 @@ pub fn main(args: Vec<String>) -> i32 {
 /// arguments points to that subcommand's help (`see 'vcpustat trace record
 /// --help'`), which lists its options, rather than to vcpustat's.
 fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
+    if let Some(word) = operand_too_many(err) {
+        return report_error(
+            TOOL,
+            format_args!(
+                "unexpected argument '{word}': a report takes at most an INTERVAL and a COUNT \
+                 (see '{TOOL} --help')"
+            ),
+            USAGE_STATUS,
+        );
+    }
     parse_error_status_with_help(TOOL, &help_command(args), err)
+}
+
+/// The word after INTERVAL and COUNT (`vcpustat 1 2 3`), which clap takes
+/// for a subcommand that cannot follow them; no subcommand has that name,
+/// so it is one operand too many, not a misplaced subcommand.
+fn operand_too_many(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::ArgumentConflict {
+        return None;
+    }
+    match err.get(ContextKind::InvalidSubcommand) {
+        Some(ContextValue::String(word))
+            if !super::cli::command()
+                .get_subcommands()
+                .any(|sub| sub.get_name() == word) =>
+        {
+            Some(word.clone())
+        }
+        _ => None,
+    }
 }
 
 /// The command whose help explains an error in `args`: `vcpustat`, or the

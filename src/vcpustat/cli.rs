@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::common::cli::{ExpoArgs, SourceArgs};
-use crate::common::interval::{Schedule, nonzero_interval, parse_interval};
+use crate::common::interval::{Schedule, nonzero_interval, parse_count, parse_interval};
 use crate::common::output::Format;
 
 use super::error::VcpuError;
@@ -157,7 +157,7 @@ pub struct ReportArgs {
     pub interval: Option<Duration>,
     /// Number of reports (default, or 0: until stopped, as powerpc-utils'
     /// vcpustat takes 0).
-    #[arg(value_name = "COUNT", requires = "interval")]
+    #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval")]
     pub count: Option<u64>,
     /// Where the kernel files come from.
     #[command(flatten)]

@@ -129,6 +129,34 @@ fn no_cxl_pmu_says_what_is_needed() {
 }
 
 #[test]
+fn numbers_that_are_not_whole_say_what_was_expected() {
+    for (args, what) in [
+        (
+            &["-I", "abc"][..],
+            "'abc' for '--interval-print <MS>': expected a whole number of milliseconds",
+        ),
+        (
+            &["-I", "100", "--interval-count", "x"],
+            "'x' for '--interval-count <COUNT>': expected a whole number of reports",
+        ),
+        (
+            &["1", "1.5"],
+            "'1.5' for '[COUNT]': expected a whole number of reports",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--dry-run", "-e", "clock_ticks"]);
+        let out = with_fixture(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            stderr(&out),
+            format!("cxlstat: invalid value {what} (see 'cxlstat --help')\n"),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn per_task_counting_is_refused_with_the_reason() {
     let out = with_fixture(&["-e", "clock_ticks", "-p", "1"]);
     assert_eq!(out.status.code(), Some(2));

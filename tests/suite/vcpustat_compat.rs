@@ -207,6 +207,41 @@ fn an_empty_statistics_file_is_an_error_not_on_without_cpus() {
 }
 
 #[test]
+fn a_count_that_is_not_whole_and_a_third_operand_are_named() {
+    let root = tree("operands", &[(STATS, "off\n"), (FREQ, "50\n")]);
+    for (args, message) in [
+        (
+            &["1", "abc"][..],
+            "invalid value 'abc' for '[COUNT]': expected a whole number of reports",
+        ),
+        (
+            &["1", "2", "3"],
+            "unexpected argument '3': a report takes at most an INTERVAL and a COUNT",
+        ),
+        (
+            &["--", "1", "2", "3"],
+            "unexpected argument '3': a report takes at most an INTERVAL and a COUNT",
+        ),
+        // A real subcommand after the operands keeps clap's message (the
+        // --sysroot is the test's).
+        (
+            &["1", "2", "trace"],
+            "the subcommand 'trace' cannot be used with: --sysroot <DIR> [INTERVAL] [COUNT]",
+        ),
+    ] {
+        let out = vcpustat(&root, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("vcpustat: {message} (see 'vcpustat --help')\n"),
+            "{args:?}"
+        );
+    }
+    assert_eq!(fs::read_to_string(root.join(STATS)).unwrap(), "off\n");
+}
+
+#[test]
 fn frequencies_every_kernel_refuses_are_refused_before_anything_is_written() {
     // lpar.c: kstrtoint, then `freq < 1 || freq > HZ` is EINVAL; HZ is at
     // most 1000 (kernel/Kconfig.hz).

@@ -96,7 +96,7 @@ impl SourceArgs {
         if let Some(path) = &self.replay {
             let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
             if let Some(warning) = replay.cut() {
-                eprintln!("{tool}: {warning}");
+                eprintln!("{tool}: {}", super::escape::text(warning));
             }
             return Ok(Box::new(replay));
         }

@@ -12,6 +12,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use crate::common::chart;
 use crate::common::cli::{is_output_failure, output_error_status, report_error};
 use crate::common::entry::Program;
+use crate::common::escape;
 use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
 use crate::common::run::run_samples;
@@ -250,8 +251,9 @@ fn report(progname: &str, err: IostatError) -> i32 {
             eprint!("{}", usage_text(progname))
         }
         IostatError::Output(e) => return output_error_status(TOOL, e),
-        e if e.is_sysstat_message() => eprintln!("{e}"),
-        e => eprintln!("{TOOL}: {e}"),
+        // Escaped as every message quoting a name is (a device, a file).
+        e if e.is_sysstat_message() => eprintln!("{}", escape::text(&e.to_string())),
+        e => eprintln!("{TOOL}: {}", escape::text(&e.to_string())),
     }
     err.exit_status()
 }

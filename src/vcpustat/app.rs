@@ -160,9 +160,13 @@ fn help_command(args: &[String]) -> String {
 }
 
 /// Prints a control message on standard error (standard output carries
-/// only reports, so JSON stays valid).
+/// only reports, so JSON stays valid), escaped as errors are: it may quote
+/// the kernel's files.
 fn tell(message: impl std::fmt::Display) {
-    eprintln!("{TOOL}: {message}");
+    eprintln!(
+        "{TOOL}: {}",
+        crate::common::escape::text(&message.to_string())
+    );
 }
 
 /// One run, recording in `plan` every change to undo at exit.

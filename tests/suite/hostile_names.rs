@@ -689,3 +689,44 @@ fn cxlstat_counts_show_hostile_names_safely_in_every_format() {
     assert_eq!(text.lines().count(), 1, "{text}");
     assert_eq!(text.trim_end().split(',').count(), 8, "{text}");
 }
+
+/// The warning that a recording was cut names the file: escaped, like every
+/// other message that quotes a name (a file name can hold a terminal's
+/// escape sequence as well as a device name can).
+#[test]
+fn warnings_about_a_cut_recording_escape_its_file_name() {
+    let dir = cxlstat_support::scratch("hostile-cut");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/charts");
+    let name = "r\x1b]0;owned\x07\u{9b}x";
+    for (fixture, program, args) in [
+        (
+            "iostat.rec",
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            &["--replay", "FILE", "-x", "1"][..],
+        ),
+        (
+            "lpar1.dtl",
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["trace", "report", "--table", "latency", "FILE"],
+        ),
+    ] {
+        let bytes = fs::read(fixtures.join(fixture)).unwrap();
+        let file = dir.join(format!("{name}.{fixture}"));
+        // The last ten bytes lost, as by a run killed while writing.
+        fs::write(&file, &bytes[..bytes.len() - 10]).unwrap();
+        let args: Vec<&str> = args
+            .iter()
+            .map(|&a| {
+                if a == "FILE" {
+                    file.to_str().unwrap()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let out = Command::new(program).args(&args).output().unwrap();
+        assert!(out.status.success(), "{fixture}: {out:?}");
+        let err = check_text(fixture, &out.stderr, &[name]);
+        assert!(err.contains("cut"), "{fixture}: {err}");
+    }
+}

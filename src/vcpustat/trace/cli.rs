@@ -200,7 +200,7 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         "{TOOL}: recorded {total} DTL entries of {} vCPU(s) of partition {} into {}",
         summary.header.cpus.len(),
         summary.header.partition_id,
-        options.output.display()
+        crate::common::escape::text(&options.output.display().to_string())
     );
     if lost > 0 {
         eprintln!(
@@ -248,7 +248,7 @@ fn run_report(args: &ReportArgs) -> i32 {
                         path.display(),
                         r.header.cpus.iter().map(|c| c.entries).sum::<u64>()
                     );
-                    eprintln!("{TOOL}: {note}");
+                    eprintln!("{TOOL}: {}", crate::common::escape::text(&note));
                     notes.push(note);
                 }
                 recordings.push((path.display().to_string(), r));

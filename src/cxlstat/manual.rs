@@ -67,8 +67,9 @@ pub const SECTIONS: &[Section] = &[
     },
     Section {
         title: "PRIVILEGE",
-        text: "Counting a CXL PMU is system-wide counting: it needs root or CAP_PERFMON \
-               (setcap cap_perfmon+ep on the program), whatever perf_event_paranoid says.",
+        text: "Counting a CXL PMU is system-wide counting: it needs root, CAP_PERFMON \
+               (setcap cap_perfmon+ep on the program) or kernel.perf_event_paranoid at 0 \
+               or below, as perf stat -a does.",
         items: &[],
     },
     Section {

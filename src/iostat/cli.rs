@@ -741,8 +741,12 @@ pub fn command() -> clap::Command {
                 .short('j')
                 .value_name("TYPE")
                 .value_parser(["ID", "LABEL", "PATH", "UUID", "PARTUUID"])
+                .hide_possible_values(true)
                 .ignore_case(true)
-                .help("Display persistent device names of this type (implies --pretty)"),
+                .help(
+                    "Display persistent device names of this type: ID, LABEL, PATH, UUID, \
+                     PARTUUID or any other /dev/disk/by-<type> (implies --pretty)",
+                ),
         )
         .arg(
             Arg::new("group")

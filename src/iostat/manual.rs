@@ -101,8 +101,9 @@ pub const SECTIONS: &[Section] = &[
                 "2",
                 "/proc/stat cannot be opened or /proc/uptime cannot be read (as sysstat); \
                  an option iostat-rs adds conflicts with another (--replay with --record, \
-                 --latency without -x, --listen with an interval) or --listen names no \
-                 address, as vcpustat and cxlstat refuse theirs",
+                 --latency without -x, --listen with an interval) or --listen's value is \
+                 not an IP address and port, as vcpustat and cxlstat refuse theirs (an \
+                 option without its value is a usage error, 1)",
             ),
         ],
     },

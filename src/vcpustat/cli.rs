@@ -44,8 +44,8 @@ Columns (dispatches in the interval; shares of total in the default view):
   home%   home-node hit ratio, home / total; `-` when there were no dispatches
 The `all` row is the ratio of the summed counts over the selected vCPUs (with
 --top, also those not shown). In json, ndjson and csv it is the last row, with
-cpu `all`. In prometheus output it is the vcpustat_all_* metrics, without a cpu
-label, so that summing the per-vCPU series over cpu does not count it twice.";
+cpu `all`. Prometheus output has no `all` series and no ratios: summing the
+per-vCPU counters over cpu gives them, without counting anything twice.";
 
 /// The largest `HZ` a powerpc kernel can be built with (`kernel/Kconfig.hz`
 /// offers 100, 250, 300 and 1000): the kernel refuses a frequency above its
@@ -142,7 +142,7 @@ pub struct ReportArgs {
     /// Output format.
     ///
     /// The `all` aggregate is the row with cpu `all` in json, ndjson and
-    /// csv, and the vcpustat_all_* metrics (no cpu label) in prometheus.
+    /// csv; prometheus has per-vCPU counters only, which sum to it.
     #[arg(
         short = 'o',
         long = "output",

@@ -99,7 +99,7 @@ fn without_preamble(piece: Vec<u8>) -> String {
 
 /// The man page of `cmd` (named `name`), with `sections` after the options.
 fn man_page(cmd: &Command, name: &str, sections: &[Section]) -> Vec<u8> {
-    let man = clap_mangen::Man::new(cmd.clone())
+    let man = clap_mangen::Man::new(without_help_subcommand(cmd))
         .title(name)
         .section("1")
         .date(PAGES_DATE)
@@ -125,6 +125,17 @@ fn man_page(cmd: &Command, name: &str, sections: &[Section]) -> Vec<u8> {
     }
     page += &roff_sections(sections);
     page.into_bytes()
+}
+
+/// `cmd` with clap's `help` subcommand hidden: a page lists only the
+/// subcommands that have a page of their own (no `vcpustat-help(1)`).
+fn without_help_subcommand(cmd: &Command) -> Command {
+    let cmd = cmd.clone();
+    if cmd.find_subcommand("help").is_some() {
+        cmd.mut_subcommand("help", |help| help.hide(true))
+    } else {
+        cmd
+    }
 }
 
 /// The man pages of a command and of each of its subcommands (`vcpustat-trace.1`).
@@ -180,6 +191,31 @@ fn man_pages_and_completions_match_the_cli_definitions() {
         stale.is_empty(),
         "out of date (run HWSTAT_BLESS=1 cargo test --test suite generated_docs): {stale:?}"
     );
+}
+
+#[test]
+fn every_page_a_man_page_names_as_a_subcommand_exists() {
+    let pages = generated();
+    let names: Vec<String> = pages
+        .iter()
+        .filter_map(|(p, _)| p.strip_prefix("man").ok())
+        .map(|p| p.display().to_string())
+        .collect();
+    for (path, page) in pages.iter().filter(|(p, _)| p.starts_with("man")) {
+        let page = String::from_utf8_lossy(page);
+        let Some(subcommands) = page.split(".SH SUBCOMMANDS\n").nth(1) else {
+            continue;
+        };
+        let section = subcommands.split(".SH ").next().unwrap();
+        for line in section.lines().filter(|l| l.ends_with("(1)")) {
+            let name = format!("{}.1", line.trim_end_matches("(1)").replace("\\-", "-"));
+            assert!(
+                names.contains(&name),
+                "{}: names {line} but man/ has no {name}",
+                path.display()
+            );
+        }
+    }
 }
 
 #[test]

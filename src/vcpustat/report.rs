@@ -235,7 +235,19 @@ pub fn cumulative(cpus: &[CpuCounters], selection: &Selection) -> Report {
             dispatches: Dispatches::cumulative(&c.counts),
         })
         .collect();
-    Report::build(rows, selection, Vec::new())
+    Report::build(rows, selection, selected_but_offline(cpus, selection))
+}
+
+/// A note for each vCPU `--cpus` names that `cpus` (sorted) does not hold.
+fn selected_but_offline(cpus: &[CpuCounters], selection: &Selection) -> Vec<String> {
+    let Some(list) = selection.cpus else {
+        return Vec::new();
+    };
+    list.cpus()
+        .iter()
+        .filter(|&&cpu| cpus.binary_search_by_key(&cpu, |c| c.cpu).is_err())
+        .map(|cpu| format!("cpu{cpu} (from --cpus) is not online"))
+        .collect()
 }
 
 /// What one sample gave in interval mode.
@@ -294,13 +306,7 @@ impl Tracker {
                 );
             }
             let current = self.previous.as_deref().unwrap_or_default();
-            if let Some(list) = selection.cpus {
-                for &cpu in list.cpus() {
-                    if current.binary_search_by_key(&cpu, |c| c.cpu).is_err() {
-                        notes.push(format!("cpu{cpu} (from --cpus) is not online"));
-                    }
-                }
-            }
+            notes.extend(selected_but_offline(current, selection));
             return Step::Baseline(notes);
         };
         let current = self.previous.as_deref().unwrap_or_default();

@@ -128,6 +128,30 @@ fn prometheus_has_per_vcpu_counters_only_and_sums_match_the_seed() {
 }
 
 #[test]
+fn a_cpus_entry_that_is_not_online_is_a_note_of_the_report() {
+    // The seed's vCPUs are cpu0 to cpu15.
+    let text = stdout(&vcpustat("seed", &["--cpus", "0,99,100"]));
+    assert!(
+        text.ends_with(
+            "note: cpu99 (from --cpus) is not online\n\
+             note: cpu100 (from --cpus) is not online\n\n"
+        ),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&vcpustat(
+        "seed",
+        &["--cpus", "0,99", "-o", "json"],
+    )))
+    .unwrap();
+    assert_eq!(
+        json["samples"][0]["notes"],
+        serde_json::json!(["cpu99 (from --cpus) is not online"])
+    );
+    let text = stdout(&vcpustat("seed", &["--cpus", "0-15"]));
+    assert!(!text.contains("note:"), "{text}");
+}
+
+#[test]
 fn cpus_top_and_sort_choose_the_rows() {
     // Worst home ratios of the seed: cpu11 2260/2273 = 99.43 %, cpu10
     // 2187/2197 = 99.545 %, cpu14 2196/2206 = 99.547 %.

@@ -94,6 +94,56 @@ fn assert_mask_restored(root: &Path) {
 }
 
 #[test]
+fn a_recording_without_cede_events_says_its_run_times_may_be_too_high() {
+    let dir = tempdir("masked");
+    let root = fixture(&dir, 1, &[5, 3]);
+    let file = dir.join("preempt.dtl");
+    let (status, _, err) = trace_output(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "20ms",
+        "--events",
+        "preempt",
+        "-w",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0, "{err}");
+    assert_mask_restored(&root);
+    let note = format!(
+        "{}: recorded with dtl_event_mask 0x02, without cede events: unless the kernel logged \
+         them anyway, a vCPU's next record need not be its next dispatch, so run times, shares \
+         and traced% may be too high",
+        file.display()
+    );
+    let (status, text, err) = trace_output(&["report", file.to_str().unwrap()]);
+    assert_eq!(status, 0, "{err}");
+    assert!(text.contains(&format!("note: {note}\n")), "{text}");
+    let (status, json, err) = trace_output(&["report", "-o", "json", file.to_str().unwrap()]);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        json.contains(&serde_json::to_string(&note).unwrap()),
+        "{json}"
+    );
+    // Recorded with every event the kernel logs, no such note.
+    let all = dir.join("all.dtl");
+    let status = trace(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "20ms",
+        "-w",
+        all.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0);
+    let (_, text, _) = trace_output(&["report", all.to_str().unwrap()]);
+    assert!(!text.contains("dtl_event_mask"), "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn live_recorder_over_a_sysroot_then_a_merged_report() {
     let dir = tempdir("live");
     let r1 = fixture(&dir, 1, &[5, 3]);
@@ -134,7 +184,8 @@ fn live_recorder_over_a_sysroot_then_a_merged_report() {
     let rec = Recording::open(&f2).unwrap();
     let counts: Vec<(u32, u64)> = rec.header.cpus.iter().map(|c| (c.cpu, c.entries)).collect();
     assert_eq!(counts, vec![(0, 4), (2, 2)]);
-    assert_eq!(rec.header.event_mask, None);
+    // Without --events, the mask the kernel had (the fixture's 0x07).
+    assert_eq!(rec.header.event_mask, Some(0x07));
     for format in ["text", "json"] {
         assert_eq!(
             trace(&[

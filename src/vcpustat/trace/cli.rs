@@ -251,6 +251,7 @@ fn run_report(args: &ReportArgs) -> i32 {
                     eprintln!("{TOOL}: {}", crate::common::escape::text(&note));
                     notes.push(note);
                 }
+                notes.extend(masked_events_note(path, r.header.event_mask));
                 recordings.push((path.display().to_string(), r));
             }
             Err(e) => return report_error(TOOL, e, 1),
@@ -299,6 +300,31 @@ fn run_report(args: &ReportArgs) -> i32 {
     }
 }
 
+/// A note for a recording whose rings did not log cedes or preempts: the
+/// run time of a record is measured to the vCPU's next record, which is
+/// then not always its next dispatch, so run times, shares and traced%
+/// can come out too high (above 100 %). Without page faults (`--events
+/// cede,preempt`) nothing is missed unless the partition uses Active
+/// Memory Sharing, so no note.
+fn masked_events_note(path: &std::path::Path, mask: Option<u8>) -> Option<String> {
+    let mask = mask?;
+    let missing: Vec<&str> = [(Event::Cede, "cede"), (Event::Preempt, "preempt")]
+        .into_iter()
+        .filter(|(event, _)| mask & event.mask_bit() == 0)
+        .map(|(_, name)| name)
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}: recorded with dtl_event_mask 0x{mask:02x}, without {} events: unless the kernel \
+         logged them anyway, a vCPU's next record need not be its next dispatch, so run times, \
+         shares and traced% may be too high",
+        path.display(),
+        missing.join(" or ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +333,24 @@ mod tests {
     /// `vcpustat trace` as the binary mounts it.
     fn command() -> Command {
         TraceArgs::augment_args(Command::new("trace"))
+    }
+
+    #[test]
+    fn a_recording_without_cedes_or_preempts_is_noted() {
+        let path = std::path::Path::new("a.dtl");
+        for full in [None, Some(0x07), Some(0x03)] {
+            assert_eq!(masked_events_note(path, full), None, "{full:?}");
+        }
+        let note = masked_events_note(path, Some(0x02)).unwrap();
+        assert!(
+            note.starts_with("a.dtl: recorded with dtl_event_mask 0x02, without cede events:"),
+            "{note}"
+        );
+        let note = masked_events_note(path, Some(0x04)).unwrap();
+        assert!(
+            note.contains("0x04, without cede or preempt events"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -120,6 +120,22 @@ fn set_event_mask<'a>(source: &'a dyn Source, mask: u8) -> Result<MaskGuard<'a>,
     Ok(MaskGuard { source, original })
 }
 
+/// The `dtl_event_mask` in effect, as debugfs prints it (`0x07`); `None`
+/// when it cannot be read or is not a mask, which a recording can do
+/// without.
+fn current_event_mask(source: &dyn Source) -> Option<u8> {
+    let text = source.read(EVENT_MASK_PATH).ok()?;
+    parse_event_mask(std::str::from_utf8(&text).ok()?.trim())
+}
+
+/// A mask in hexadecimal with `0x` (debugfs's `x8` files) or decimal.
+fn parse_event_mask(text: &str) -> Option<u8> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u8::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
 fn discover_cpus(source: &dyn Source) -> Result<Vec<u32>, TraceError> {
     let names = source
         .list_dir(DTL_DIR)
@@ -290,10 +306,11 @@ pub fn record_to<W: Write>(
         None => discover_cpus(source)?,
     };
     let ring_entries = ring_entries(source);
-    let mask = options.events.as_deref().map(event_mask);
-    let guard = match mask {
-        Some(mask) => Some(set_event_mask(source, mask)?),
-        None => None,
+    // The mask the rings log with: the one set here, else the one the
+    // kernel has (it takes it when a ring is opened, below).
+    let (guard, mask) = match options.events.as_deref().map(event_mask) {
+        Some(mask) => (Some(set_event_mask(source, mask)?), Some(mask)),
+        None => (None, current_event_mask(source)),
     };
     let mut buffers = Vec::with_capacity(cpus.len());
     let mut open = Vec::with_capacity(cpus.len());
@@ -476,6 +493,11 @@ mod tests {
     fn event_masks_and_open_errors_are_explained() {
         assert_eq!(event_mask(&[Event::Cede, Event::Fault]), 0x05);
         assert_eq!(event_mask(&[Event::Preempt, Event::Preempt]), 0x02);
+        assert_eq!(parse_event_mask("0x07"), Some(7));
+        assert_eq!(parse_event_mask("0x2"), Some(2));
+        assert_eq!(parse_event_mask("5"), Some(5));
+        assert_eq!(parse_event_mask("0x100"), None);
+        assert_eq!(parse_event_mask("on"), None);
         let busy = explain_open_error("/x/cpu-1", &io::Error::from_raw_os_error(libc::EBUSY));
         assert!(busy.contains("vpa_dtl perf event"), "{busy}");
         let denied = explain_open_error("/x/cpu-1", &io::Error::from_raw_os_error(libc::EACCES));

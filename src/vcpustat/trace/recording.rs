@@ -10,8 +10,9 @@
 //!   "event_mask":7,"ring_entries":85,"cpus":[{"cpu":0,...},..]}` and one
 //!   `\n`. Only `cpu` of each `cpus` element is meaningful in version 2
 //!   (the other fields are 0): the list gives the vCPUs, and a block names
-//!   its vCPU by its position in the list. `event_mask` is absent when the
-//!   recorder left `dtl_event_mask` as it was.
+//!   its vCPU by its position in the list. `event_mask` is the
+//!   `dtl_event_mask` the rings logged with (the one `--events` set, else
+//!   the one the kernel had); absent when it could not be read.
 //! * Then blocks, each a 24-byte block header and its records:
 //!   the 4 bytes `DTLB`, then five little-endian `u32`: the vCPU's position
 //!   in `cpus`, the number of records, the reads that returned them, how
@@ -99,7 +100,7 @@ pub struct Header {
     pub start_unix_ns: u64,
     /// How long the recording ran, in nanoseconds.
     pub duration_ns: u64,
-    /// The `dtl_event_mask` the recorder set, if it set one.
+    /// The `dtl_event_mask` the rings logged with, when it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_mask: Option<u8>,
     /// Ring size in entries (`dtl_buf_entries`).

@@ -144,6 +144,62 @@ fn a_recording_without_cede_events_says_its_run_times_may_be_too_high() {
 }
 
 #[test]
+fn a_time_base_that_goes_back_gives_a_negative_start_in_the_timeline() {
+    let dir = tempdir("backwards");
+    let root = fixture(&dir, 1, &[]);
+    let dtl = root.join("sys/kernel/debug/powerpc/dtl");
+    // cpu0's second record starts before its first; all on processor 3,
+    // without waits, at 512 ticks a microsecond.
+    for (cpu, starts) in [(0, &[1000u64, 500, 2000][..]), (1, &[700, 800])] {
+        let data: Vec<u8> = starts.iter().flat_map(|&t| record(3, [0; 3], t)).collect();
+        std::fs::write(dtl.join(format!("cpu-{cpu}")), data).unwrap();
+    }
+    let file = dir.join("back.dtl");
+    let status = trace(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "20ms",
+        "-w",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0);
+    let f = file.to_str().unwrap();
+    let (status, text, err) = trace_output(&["report", "--table", "timeline", f]);
+    assert_eq!(status, 0, "{err}");
+    let starts: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| l.starts_with("3 "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[1], f[2])
+        })
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            ("700", "0.000"),
+            ("800", "0.195"),
+            ("1000", "0.586"),
+            ("500", "-0.391"),
+            ("2000", "2.539")
+        ],
+        "{text}"
+    );
+    let (status, json, err) = trace_output(&["report", "-o", "json", "--table", "timeline", f]);
+    assert_eq!(status, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = &doc["sections"]["timeline"]["samples"][0]["rows"];
+    assert_eq!(rows[3]["start_tb"], 500);
+    assert_eq!(rows[3]["start_us"], -0.390625);
+    assert_eq!(rows[3]["partition"], "1");
+    assert_eq!(rows[3]["cpu"], "0");
+    assert_eq!(rows[3]["processor"], "3");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn live_recorder_over_a_sysroot_then_a_merged_report() {
     let dir = tempdir("live");
     let r1 = fixture(&dir, 1, &[5, 3]);

@@ -569,7 +569,16 @@ impl TimelineWriter<'_> {
             MACHINE_PRECISION
         };
         let us = |t: u64| Micros::new(t, hz, decimals);
-        let start_us = us(r.start.saturating_sub(origin));
+        // A vCPU whose time base went back (the latency table notes it)
+        // starts before the first row: a negative offset, not 0.
+        let before_origin = r.start < origin;
+        let start_us = us(r.start.abs_diff(origin));
+        let push_start = |l: &mut String| {
+            if before_origin {
+                l.push('-');
+            }
+            start_us.push(l);
+        };
         let opt = |v: Option<u64>, missing: &'static str| v.map_or(Err(missing), |t| Ok(us(t)));
         let line = &mut self.line;
         line.clear();
@@ -583,7 +592,7 @@ impl TimelineWriter<'_> {
                 pad_to(line, mark, 9, Align::Left);
                 line.push(' ');
                 push_field(line, 20, |l| push_uint(l, r.start.into(), 1));
-                push_field(line, 14, |l| start_us.push(l));
+                push_field(line, 14, push_start);
                 push_field(line, 9, |l| push_uint(l, key.partition.into(), 1));
                 push_field(line, 4, |l| push_uint(l, key.cpu.into(), 1));
                 push_field(line, 11, |l| push_opt(l, opt(r.virtual_time, "-")));
@@ -599,12 +608,13 @@ impl TimelineWriter<'_> {
                 line.push_str("\",\"start_tb\":");
                 push_uint(line, r.start.into(), 1);
                 line.push_str(",\"start_us\":");
-                start_us.push(line);
-                line.push_str(",\"partition\":");
+                push_start(line);
+                // Labels are strings, as in the other sections.
+                line.push_str(",\"partition\":\"");
                 push_uint(line, key.partition.into(), 1);
-                line.push_str(",\"cpu\":");
+                line.push_str("\",\"cpu\":\"");
                 push_uint(line, key.cpu.into(), 1);
-                line.push_str(",\"virtual_us\":");
+                line.push_str("\",\"virtual_us\":");
                 push_opt(line, opt(r.virtual_time, "null"));
                 line.push_str(",\"delay_before_us\":");
                 push_opt(line, opt(r.delay_before, "null"));
@@ -617,7 +627,7 @@ impl TimelineWriter<'_> {
                 line.push(',');
                 push_uint(line, r.start.into(), 1);
                 line.push(',');
-                start_us.push(line);
+                push_start(line);
                 line.push(',');
                 push_uint(line, key.partition.into(), 1);
                 line.push(',');

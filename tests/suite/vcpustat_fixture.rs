@@ -215,7 +215,7 @@ fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
         "cec",
         "[INTERVAL] [COUNT]",
         "In json, ndjson and csv it is the last row, with\ncpu `all`",
-        "it is the vcpustat_all_* metrics, without a cpu\nlabel",
+        "Prometheus output has no `all` series and no ratios",
     ] {
         assert!(help.contains(needle), "--help lacks {needle:?}");
     }

@@ -54,6 +54,7 @@ pub struct Args {
         long = "interval-print",
         value_name = "MS",
         value_parser = parse_milliseconds,
+        allow_negative_numbers = true,
         conflicts_with = "interval"
     )]
     pub interval_ms: Option<u64>,
@@ -62,6 +63,7 @@ pub struct Args {
         long = "interval-count",
         value_name = "COUNT",
         value_parser = parse_count,
+        allow_negative_numbers = true,
         requires = "interval_ms"
     )]
     pub interval_count: Option<u64>,

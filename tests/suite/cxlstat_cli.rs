@@ -143,6 +143,15 @@ fn numbers_that_are_not_whole_say_what_was_expected() {
             &["1", "1.5"],
             "'1.5' for '[COUNT]': expected a whole number of reports",
         ),
+        // A negative number is a value refused, not an unknown option.
+        (
+            &["-I", "-5"],
+            "'-5' for '--interval-print <MS>': expected a whole number of milliseconds",
+        ),
+        (
+            &["-I", "100", "--interval-count", "-1"],
+            "'-1' for '--interval-count <COUNT>': expected a whole number of reports",
+        ),
     ] {
         let mut args = args.to_vec();
         args.extend(["--dry-run", "-e", "clock_ticks"]);

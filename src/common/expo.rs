@@ -152,20 +152,26 @@ impl Target {
     }
 }
 
-/// Writes one exposition per sample of `schedule` to `target`: `collect`
-/// reads the counters at that moment and appends its families.
+/// Writes one exposition per report to `target`: `collect` reads the
+/// counters at each sample of `schedule` and appends its families. With
+/// `first_starts_only`, the first sample has no report of its own (the
+/// tools' `-y`, vcpustat's interval runs): it is collected, so that the
+/// collector sees it, but not published.
 pub fn run_expositions<E: From<io::Error>>(
     schedule: &Schedule,
+    first_starts_only: bool,
     source: &mut dyn Source,
     stop: &StopSignal,
     target: &Target,
     out: &mut dyn Write,
     mut collect: impl FnMut(&mut dyn Source, &mut Exposition) -> Result<(), E>,
 ) -> Result<RunEnd, E> {
-    run_samples(schedule, source, stop, None, |source, _| {
+    run_samples(schedule, source, stop, None, |source, index| {
         let mut e = Exposition::new();
         collect(source, &mut e)?;
-        target.publish(out, e.as_str())?;
+        if !(first_starts_only && index == 0) {
+            target.publish(out, e.as_str())?;
+        }
         Ok(())
     })
 }

@@ -532,14 +532,22 @@ fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> 
     };
     let mut exporter = exporter(opts, src)?;
     let stop = StopSignal::install()?;
+    // -y: as for the text, the count is of reports after the first sample.
     let schedule = Schedule {
         interval: opts.interval,
-        count: opts.count,
+        count: opts.count.map(|c| c + u64::from(opts.skip_first)),
     };
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
-    run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
-        exporter.collect(src, e)
-    })?;
+    let first_starts_only = opts.skip_first;
+    run_expositions(
+        &schedule,
+        first_starts_only,
+        src,
+        &stop,
+        &target,
+        &mut out,
+        |src, e| exporter.collect(src, e),
+    )?;
     Ok(())
 }
 

@@ -175,12 +175,35 @@ struct Disk {
     values: [f64; 17],
 }
 
+/// How far a CPU's idle seconds may go back before the CPU is taken as
+/// new (offline and back, a hotplug), as node_exporter's `jumpBackSeconds`.
+const JUMP_BACK_SECONDS: f64 = 3.0;
+
+/// The ten `/proc/stat` times of a CPU, in seconds and the file's order
+/// (user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice).
+type CpuSeconds = [f64; 10];
+
+/// What a CPU's counters are exposed as, given what was exposed last:
+/// node_exporter's cache. No time goes back (a kernel's iowait can, and
+/// `rate()` would read the drop as a reset), unless idle went back by
+/// [`JUMP_BACK_SECONDS`] or more, which starts the CPU afresh.
+fn monotonic(last: Option<&CpuSeconds>, now: CpuSeconds) -> CpuSeconds {
+    match last {
+        Some(last) if last[3] - now[3] < JUMP_BACK_SECONDS => {
+            std::array::from_fn(|i| last[i].max(now[i]))
+        }
+        _ => now,
+    }
+}
+
 /// Builds the exposition of the reports `opts` selects.
 pub struct Exporter {
     select: Select,
     cpu: bool,
     disks: bool,
     latency: Option<LatencyExposition>,
+    /// Each CPU's seconds as last exposed (see [`monotonic`]).
+    cpu_seconds: Vec<(String, CpuSeconds)>,
     buf: Vec<u8>,
 }
 
@@ -209,6 +232,7 @@ impl Exporter {
             cpu: opts.show_cpu,
             disks: opts.show_disk,
             latency: None,
+            cpu_seconds: Vec::new(),
             buf: Vec::with_capacity(4096),
         }
     }
@@ -233,7 +257,15 @@ impl Exporter {
     fn collect_cpu(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
         src.read_into(PROC_STAT, &mut self.buf)
             .map_err(|err| IostatError::CannotOpenStat(strerror(&err)))?;
-        let cpus = per_cpu_ticks(&self.buf);
+        let cpus: Vec<(String, CpuSeconds)> = per_cpu_ticks(&self.buf)
+            .into_iter()
+            .map(|(cpu, ticks)| {
+                let last = self.cpu_seconds.iter().find(|(c, _)| *c == cpu);
+                let now = ticks.map(|t| t as f64 / USER_HZ);
+                let shown = monotonic(last.map(|(_, s)| s), now);
+                (cpu, shown)
+            })
+            .collect();
         e.family(&CPU_SECONDS);
         for (cpu, t) in &cpus {
             for (mode, i) in [
@@ -246,14 +278,15 @@ impl Exporter {
                 ("system", 2),
                 ("user", 0),
             ] {
-                e.sample(&[("cpu", cpu), ("mode", mode)], t[i] as f64 / USER_HZ);
+                e.sample(&[("cpu", cpu), ("mode", mode)], t[i]);
             }
         }
         e.family(&CPU_GUEST);
         for (cpu, t) in &cpus {
-            e.sample(&[("cpu", cpu), ("mode", "nice")], t[9] as f64 / USER_HZ);
-            e.sample(&[("cpu", cpu), ("mode", "user")], t[8] as f64 / USER_HZ);
+            e.sample(&[("cpu", cpu), ("mode", "nice")], t[9]);
+            e.sample(&[("cpu", cpu), ("mode", "user")], t[8]);
         }
+        self.cpu_seconds = cpus;
         Ok(())
     }
 
@@ -466,6 +499,28 @@ pub fn per_cpu_ticks(text: &[u8]) -> Vec<(String, [u64; 10])> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_seconds_never_go_back_unless_idle_went_back_three_seconds() {
+        let at = |idle: f64, iowait: f64| {
+            let mut s = [0.0; 10];
+            s[0] = 1.0;
+            s[3] = idle;
+            s[4] = iowait;
+            s
+        };
+        // The first reading is shown as it is.
+        assert_eq!(monotonic(None, at(10.0, 0.3)), at(10.0, 0.3));
+        // iowait 0.3 then 0.15 (the fixture's recording): 0.3 stays.
+        assert_eq!(
+            monotonic(Some(&at(10.0, 0.3)), at(12.0, 0.15)),
+            at(12.0, 0.3)
+        );
+        // Idle back by less than 3 s: kept as well.
+        assert_eq!(monotonic(Some(&at(10.0, 0.3)), at(7.5, 0.4)), at(10.0, 0.4));
+        // Idle back by 3 s or more: a hotplugged CPU, shown afresh.
+        assert_eq!(monotonic(Some(&at(10.0, 0.3)), at(7.0, 0.1)), at(7.0, 0.1));
+    }
 
     #[test]
     fn partitions_by_the_kernel_naming_rule() {

@@ -237,8 +237,10 @@ pub fn run(
                 Some(target) => {
                     let mut totals = RunningTotals::new();
                     let mut buf = Vec::new();
+                    // The first sample starts the run, as for the text.
                     run_expositions(
                         &options.schedule(),
+                        matches!(options.mode, Mode::Interval { .. }),
                         source,
                         stop,
                         &target,

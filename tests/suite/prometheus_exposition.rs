@@ -162,6 +162,99 @@ fn stdout_has_one_complete_exposition_per_report() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// Runs a program on a recording of tests/fixtures/charts and splits its
+/// standard output into expositions.
+fn replayed_expositions(program: &str, recording: &str, args: &[&str]) -> Vec<String> {
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/charts")
+        .join(recording);
+    let out = Command::new(program)
+        .arg("--replay")
+        .arg(rec)
+        .args(args)
+        .output()
+        .unwrap();
+    text(out)
+        .split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The value of the sample `series` (`name{labels}`) of `exposition`.
+fn sample(exposition: &str, series: &str) -> f64 {
+    exposition
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{exposition}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn with_y_and_in_vcpustat_the_first_sample_has_no_exposition_as_it_has_no_report() {
+    // The recording's sda has done 18, 38 and 60 reads at its frames 1 to
+    // 3, which -y reports (frame 0 only starts the run).
+    let iostat = env!("CARGO_BIN_EXE_iostat-rs");
+    let e = replayed_expositions(
+        iostat,
+        "iostat.rec",
+        &["-x", "-y", "-o", "prometheus", "1", "3"],
+    );
+    let reads: Vec<f64> = e
+        .iter()
+        .map(|e| sample(e, "node_disk_reads_completed_total{device=\"sda\"}"))
+        .collect();
+    assert_eq!(reads, [18.0, 38.0, 60.0]);
+    // vcpustat's first report comes one interval after the start: its
+    // first exposition holds the first interval's 100 dispatches of cpu0.
+    let vcpustat = env!("CARGO_BIN_EXE_vcpustat");
+    let e = replayed_expositions(vcpustat, "vcpustat.rec", &["-o", "prometheus", "1", "3"]);
+    let cpu0: Vec<f64> = e
+        .iter()
+        .map(|e| sample(e, "vcpustat_dispatches_total{cpu=\"0\"}"))
+        .collect();
+    assert_eq!(cpu0, [100.0, 200.0, 300.0]);
+}
+
+#[test]
+fn cpu_seconds_never_go_back_though_the_kernels_iowait_does() {
+    // In the recording, cpu0's iowait is 30 ticks at frame 2 and 15 at
+    // frame 3, as a kernel's can be; node_exporter keeps 0.3 s.
+    let iostat = env!("CARGO_BIN_EXE_iostat-rs");
+    let e = replayed_expositions(iostat, "iostat.rec", &["-o", "prometheus", "1", "4"]);
+    let iowait: Vec<f64> = e
+        .iter()
+        .map(|e| sample(e, "node_cpu_seconds_total{cpu=\"0\",mode=\"iowait\"}"))
+        .collect();
+    assert_eq!(iowait, [0.0, 0.15, 0.3, 0.3]);
+    // No counter of any exposition of the whole recording goes back.
+    let e = replayed_expositions(iostat, "iostat.rec", &["-x", "-o", "prometheus", "1"]);
+    let counters = |e: &str| -> Vec<(String, f64)> {
+        let typed: Vec<&str> = e
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+            .collect();
+        e.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| typed.iter().any(|t| l.starts_with(&format!("{t}{{"))))
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').unwrap();
+                (series.to_string(), value.parse().unwrap())
+            })
+            .collect()
+    };
+    for pair in e.windows(2) {
+        let (before, after) = (counters(&pair[0]), counters(&pair[1]));
+        assert!(!after.is_empty());
+        for (series, value) in &after {
+            if let Some((_, old)) = before.iter().find(|(s, _)| s == series) {
+                assert!(value >= old, "{series} went from {old} to {value}");
+            }
+        }
+    }
+}
+
 #[test]
 fn textfile_is_replaced_whole_and_nothing_goes_to_stdout() {
     let root = tree("textfile");

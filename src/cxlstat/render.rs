@@ -448,7 +448,7 @@ impl CountView {
     fn measurement(row: &RowSpec, previous: &[Reading], current: &[Reading]) -> Measurement {
         match row.slots.as_slice() {
             [one] => measure(previous[*one], current[*one]),
-            many => sum(many.iter().map(|&s| measure(previous[s], current[s]))),
+            many => sum(many.iter().map(|&s| (previous[s], current[s]))),
         }
     }
 

@@ -134,27 +134,32 @@ pub fn times(previous: Reading, current: Reading) -> (u64, u64) {
     )
 }
 
-/// Sums measurements of one event over several PMUs: counts add up, the
-/// running fraction is the mean over those that ran; `None` when none ran.
-pub fn sum(parts: impl IntoIterator<Item = Measurement>) -> Measurement {
-    let (mut count, mut running, mut ran) = (0u64, 0f64, 0u32);
-    for part in parts {
-        if let (Some(c), Some(r)) = (part.count, part.running) {
+/// One event over several PMUs, from each PMU's (previous, current)
+/// readings, as perf stat aggregates them: the counts, each scaled on its
+/// own, add up, and the running fraction is the summed time running over
+/// the summed time enabled, a PMU that never ran included (as `-x` prints
+/// it); `None` when none ran.
+pub fn sum(parts: impl IntoIterator<Item = (Reading, Reading)>) -> Measurement {
+    let (mut count, mut ran, mut running, mut enabled) = (0u64, false, 0u64, 0u64);
+    for (previous, current) in parts {
+        let (run, ena) = times(previous, current);
+        running = running.saturating_add(run);
+        enabled = enabled.saturating_add(ena);
+        if let Some(c) = measure(previous, current).count {
             count = count.saturating_add(c);
-            running += r;
-            ran += 1;
+            ran = true;
         }
     }
-    if ran == 0 {
-        Measurement {
+    if !ran {
+        return Measurement {
             count: None,
             running: None,
-        }
-    } else {
-        Measurement {
-            count: Some(count),
-            running: Some(running / ran as f64),
-        }
+        };
+    }
+    Measurement {
+        count: Some(count),
+        // A part that ran had time enabled: `enabled` is not 0.
+        running: Some((running as f64 / enabled as f64).min(1.0)),
     }
 }
 
@@ -246,22 +251,29 @@ mod tests {
     }
 
     #[test]
-    fn sums_skip_events_that_did_not_run() {
-        let ran = Measurement {
-            count: Some(10),
-            running: Some(0.5),
-        };
-        let idle = Measurement {
-            count: None,
-            running: None,
-        };
+    fn sums_add_scaled_counts_and_the_times_of_every_pmu() {
+        let start = r(0, 0, 0);
+        // 10 counted all of 100 ns; nothing in 100 ns of not running; 6
+        // counted in 30 of 100 ns, scaled to 20. Running: 130 of 300 ns.
+        let parts = [
+            (start, r(10, 100, 100)),
+            (start, r(0, 100, 0)),
+            (start, r(6, 100, 30)),
+        ];
         assert_eq!(
-            sum([ran, idle, ran]),
+            sum(parts),
             Measurement {
-                count: Some(20),
-                running: Some(0.5)
+                count: Some(30),
+                running: Some(130.0 / 300.0)
             }
         );
-        assert_eq!(sum([idle]).count, None);
+        let idle = (start, r(0, 100, 0));
+        assert_eq!(
+            sum([idle, idle]),
+            Measurement {
+                count: None,
+                running: None
+            }
+        );
     }
 }

@@ -154,9 +154,21 @@ impl SourceArgs {
 /// is printed with its control characters escaped, so it stays one line
 /// and cannot drive the terminal.
 pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
-    let message = message.to_string();
-    eprintln!("{tool}: {}", super::escape::text(&message));
+    // Not through tell(): see there.
+    eprintln!("{tool}: {}", super::escape::text(&message.to_string()));
     status
+}
+
+/// Prints `tool: message` on standard error, a warning or a note as an
+/// error is printed: escaped, since it may quote a name or a file (standard
+/// output carries only reports, so a JSON document stays valid).
+///
+/// iostat-rs's code (this module's `SourceArgs::open`, `report_error`,
+/// the `--listen` server) prints in place: calling this from there moved
+/// the main job out of its 64 kB windows (`layout::`, 49 text pages
+/// instead of 33) until `link/profile.sh` is run again.
+pub fn tell(tool: &str, message: impl Display) {
+    eprintln!("{tool}: {}", super::escape::text(&message.to_string()));
 }
 
 /// Maps an I/O error on standard output to an exit status: 0 for a reader

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{
-    USAGE_STATUS, is_output_failure, output_error_status, parse_error_status, report_error,
+    USAGE_STATUS, is_output_failure, output_error_status, parse_error_status, report_error, tell,
 };
 use crate::common::entry::Program;
 use crate::common::fdlimit::Raised;
@@ -384,10 +384,7 @@ fn run_count(
         )));
     }
     for warning in driver_warnings(&plan, pmus) {
-        eprintln!(
-            "{TOOL}: warning: {}",
-            crate::common::escape::text(&warning.to_string())
-        );
+        tell(TOOL, format_args!("warning: {warning}"));
     }
     if options.dry_run {
         render::dry_run(&plan, pmus, out)?;

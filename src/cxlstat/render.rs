@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use comfy_table::{Table, presets};
 
+use crate::common::cli::tell;
 use crate::common::escape;
 use crate::common::expo::{Exposition, Target};
 use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
@@ -488,7 +489,7 @@ impl CountView {
                 let mut e = Exposition::new();
                 expose(&series(&self.rows, current), &mut e);
                 for note in notes {
-                    eprintln!("cxlstat: note: {}", escape::text(note));
+                    tell("cxlstat", format_args!("note: {note}"));
                 }
                 target.publish(out, e.as_str())
             }
@@ -529,7 +530,7 @@ impl CountView {
                     )?;
                 }
                 for note in notes {
-                    eprintln!("cxlstat: note: {}", escape::text(note));
+                    tell("cxlstat", format_args!("note: {note}"));
                 }
                 out.flush()
             }
@@ -566,7 +567,7 @@ impl CountView {
                     writeln!(out, "\n {:>15.9} seconds time elapsed\n", seconds)?;
                 }
                 for note in notes {
-                    eprintln!("cxlstat: note: {}", escape::text(note));
+                    tell("cxlstat", format_args!("note: {note}"));
                 }
                 out.flush()
             }

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{
-    USAGE_STATUS, output_error_status, parse_error_status_with_help, report_error,
+    self as cli, USAGE_STATUS, output_error_status, parse_error_status_with_help, report_error,
 };
 use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
@@ -159,14 +159,9 @@ fn help_command(args: &[String]) -> String {
     name
 }
 
-/// Prints a control message on standard error (standard output carries
-/// only reports, so JSON stays valid), escaped as errors are: it may quote
-/// the kernel's files.
+/// Prints a control message on standard error ([`cli::tell`]).
 fn tell(message: impl std::fmt::Display) {
-    eprintln!(
-        "{TOOL}: {}",
-        crate::common::escape::text(&message.to_string())
-    );
+    cli::tell(TOOL, message);
 }
 
 /// One run, recording in `plan` every change to undo at exit.

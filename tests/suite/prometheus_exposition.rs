@@ -181,14 +181,18 @@ fn replayed_expositions(program: &str, recording: &str, args: &[&str]) -> Vec<St
         .collect()
 }
 
-/// The value of the sample `series` (`name{labels}`) of `exposition`.
-fn sample(exposition: &str, series: &str) -> f64 {
-    exposition
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in\n{exposition}"))
-        .parse()
-        .unwrap()
+/// The values of the sample `series` (`name{labels}`) in each exposition.
+fn values(expositions: &[String], series: &str) -> Vec<f64> {
+    expositions
+        .iter()
+        .map(|e| {
+            e.lines()
+                .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+                .unwrap_or_else(|| panic!("no {series} in\n{e}"))
+                .parse()
+                .unwrap()
+        })
+        .collect()
 }
 
 #[test]
@@ -201,19 +205,13 @@ fn with_y_and_in_vcpustat_the_first_sample_has_no_exposition_as_it_has_no_report
         "iostat.rec",
         &["-x", "-y", "-o", "prometheus", "1", "3"],
     );
-    let reads: Vec<f64> = e
-        .iter()
-        .map(|e| sample(e, "node_disk_reads_completed_total{device=\"sda\"}"))
-        .collect();
+    let reads = values(&e, "node_disk_reads_completed_total{device=\"sda\"}");
     assert_eq!(reads, [18.0, 38.0, 60.0]);
     // vcpustat's first report comes one interval after the start: its
     // first exposition holds the first interval's 100 dispatches of cpu0.
     let vcpustat = env!("CARGO_BIN_EXE_vcpustat");
     let e = replayed_expositions(vcpustat, "vcpustat.rec", &["-o", "prometheus", "1", "3"]);
-    let cpu0: Vec<f64> = e
-        .iter()
-        .map(|e| sample(e, "vcpustat_dispatches_total{cpu=\"0\"}"))
-        .collect();
+    let cpu0 = values(&e, "vcpustat_dispatches_total{cpu=\"0\"}");
     assert_eq!(cpu0, [100.0, 200.0, 300.0]);
 }
 
@@ -223,10 +221,7 @@ fn cpu_seconds_never_go_back_though_the_kernels_iowait_does() {
     // frame 3, as a kernel's can be; node_exporter keeps 0.3 s.
     let iostat = env!("CARGO_BIN_EXE_iostat-rs");
     let e = replayed_expositions(iostat, "iostat.rec", &["-o", "prometheus", "1", "4"]);
-    let iowait: Vec<f64> = e
-        .iter()
-        .map(|e| sample(e, "node_cpu_seconds_total{cpu=\"0\",mode=\"iowait\"}"))
-        .collect();
+    let iowait = values(&e, "node_cpu_seconds_total{cpu=\"0\",mode=\"iowait\"}");
     assert_eq!(iowait, [0.0, 0.15, 0.3, 0.3]);
     // No counter of any exposition of the whole recording goes back.
     let e = replayed_expositions(iostat, "iostat.rec", &["-x", "-o", "prometheus", "1"]);

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 
 use super::analysis;
 use super::chart::write_charts;
@@ -17,7 +17,7 @@ use super::recording::Recording;
 use super::report::{ReportError, ReportFormat, ReportOptions, Table, write_report};
 use super::ring::DebugfsRings;
 use super::topology::Topology;
-use crate::common::cli::{SourceArgs, output_error_status, report_error};
+use crate::common::cli::{SourceArgs, output_error_status, report_error, tell};
 use crate::common::cpulist::CpuList;
 use crate::common::interval::{parse_interval, parse_positive_interval};
 use crate::common::signals::StopSignal;
@@ -196,11 +196,14 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         .iter()
         .map(|c| c.possibly_lost_reads)
         .sum();
-    eprintln!(
-        "{TOOL}: recorded {total} DTL entries of {} vCPU(s) of partition {} into {}",
-        summary.header.cpus.len(),
-        summary.header.partition_id,
-        crate::common::escape::text(&options.output.display().to_string())
+    tell(
+        TOOL,
+        format_args!(
+            "recorded {total} DTL entries of {} vCPU(s) of partition {} into {}",
+            summary.header.cpus.len(),
+            summary.header.partition_id,
+            options.output.display()
+        ),
     );
     if lost > 0 {
         eprintln!(
@@ -248,7 +251,7 @@ fn run_report(args: &ReportArgs) -> i32 {
                         path.display(),
                         r.header.cpus.iter().map(|c| c.entries).sum::<u64>()
                     );
-                    eprintln!("{TOOL}: {}", crate::common::escape::text(&note));
+                    tell(TOOL, &note);
                     notes.push(note);
                 }
                 notes.extend(masked_events_note(path, r.header.event_mask));
@@ -308,10 +311,11 @@ fn run_report(args: &ReportArgs) -> i32 {
 /// Memory Sharing, so no note.
 fn masked_events_note(path: &std::path::Path, mask: Option<u8>) -> Option<String> {
     let mask = mask?;
-    let missing: Vec<&str> = [(Event::Cede, "cede"), (Event::Preempt, "preempt")]
+    // Named as --events names them.
+    let missing: Vec<String> = [Event::Cede, Event::Preempt]
         .into_iter()
-        .filter(|(event, _)| mask & event.mask_bit() == 0)
-        .map(|(_, name)| name)
+        .filter(|event| mask & event.mask_bit() == 0)
+        .filter_map(|event| Some(event.to_possible_value()?.get_name().to_string()))
         .collect();
     if missing.is_empty() {
         return None;

@@ -102,9 +102,12 @@ struct MaskGuard<'a> {
 impl Drop for MaskGuard<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.source.write_file(EVENT_MASK_PATH, &self.original) {
-            eprintln!(
-                "vcpustat: cannot restore {EVENT_MASK_PATH} to {}: {e}",
-                String::from_utf8_lossy(&self.original).trim()
+            crate::common::cli::tell(
+                "vcpustat",
+                format_args!(
+                    "cannot restore {EVENT_MASK_PATH} to {}: {e}",
+                    String::from_utf8_lossy(&self.original).trim()
+                ),
             );
         }
     }

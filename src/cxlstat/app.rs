@@ -340,6 +340,8 @@ impl Session {
             .map_err(|e| CxlError::Setup(e.to_string()))?;
         let elapsed = source.elapsed();
         if index == 0 {
+            // The first read tells which events the kernel refused.
+            self.view.leave_out(self.counters.unsupported());
             self.previous.clear();
             self.previous.extend_from_slice(self.counters.readings());
         } else {
@@ -491,6 +493,13 @@ fn serve_counts(
 ) -> Result<(), CxlError> {
     session.counters.read_locally();
     let source: &dyn Source = source;
+    // A first read says which events the kernel refused, once; they have
+    // no series.
+    session.counters.read(source, &mut session.notes)?;
+    session.view.leave_out(session.counters.unsupported());
+    for note in session.notes.drain(..) {
+        tell(TOOL, format_args!("note: {note}"));
+    }
     serve::serve(listener, TOOL, &["read"], stop, &mut |e| {
         session.notes.clear();
         // Live reads: a damaged recording cannot be served (--listen refuses --replay).

@@ -12,6 +12,15 @@
 //! A replay checks each reading against the unit's previous one: counts and
 //! times that go back are a damaged recording, not a counter (see
 //! [`check_step`]).
+//!
+//! A unit the kernel refuses to open for a reason of the device or the PMU
+//! (EINVAL: no counter for that vid/gid/mask; EOPNOTSUPP, ENOENT, ENODEV,
+//! ENXIO) is left out, as perf stat leaves it out with `<not supported>`,
+//! while the others count; only a run where every unit is refused fails.
+//! Its reads give two words, `errno, member` (the errno of the open that
+//! failed and the group member it opened), which no counter's `read(2)`
+//! gives (3 words, or 5 and more): a recording keeps them, so a replay
+//! shows the same events as not supported, for the same reason.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -80,6 +89,32 @@ struct OpenUnit {
     last_running: Option<u64>,
     /// Set when a read failed or the PMU left sysfs: the PMU went away.
     gone: bool,
+    /// The group member whose open the kernel refused, and its errno
+    /// (live runs; a replay learns it from the unit's first reading).
+    refused: Option<(usize, i32)>,
+    /// What each event selects (`vid=..,gid=..,mask=..`), for messages.
+    selections: Vec<String>,
+    /// Set once the unit is known to be refused: it is never read again.
+    unsupported: bool,
+}
+
+/// What a refused open leaves: the error, and its errno and group member
+/// when the kernel refused the event itself rather than the whole run.
+struct OpenFailure {
+    error: CxlError,
+    refusal: Option<(usize, i32)>,
+}
+
+/// Whether an open failing with `errno` refuses only that event, as perf
+/// stat's `<not supported>` does: the device has no counter for it
+/// (EINVAL), or its PMU or CPU is gone (ENOENT, ENODEV, ENXIO), or the PMU
+/// does not do what was asked (EOPNOTSUPP). Permissions, open-file limits
+/// and the rest stop the run.
+fn refuses_only_the_event(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV | libc::ENXIO
+    )
 }
 
 /// Every counter of a run and its latest readings.
@@ -93,11 +128,16 @@ pub struct Counters {
     local_reads: bool,
     /// The open-file limit before it was raised to open them all, if it was.
     raised_nofile: Option<Raised>,
+    /// Per reading: whether its unit was refused (see the module's doc).
+    unsupported: Vec<bool>,
+    /// `kernel.perf_event_paranoid`, for the reasons of refused opens.
+    paranoid: Option<i64>,
 }
 
 impl Counters {
     /// Opens every unit of `plan` (nothing when `live` is false: a replay
-    /// supplies the values). Nothing is enabled yet.
+    /// supplies the values). Nothing is enabled yet. A unit the kernel
+    /// refuses is left out (see the module's doc) unless every unit is.
     pub fn open(
         plan: &Plan,
         pmus: &[Pmu],
@@ -108,15 +148,26 @@ impl Counters {
         let mut first = 0;
         let mut widest = SINGLE_WORDS;
         let mut raised_nofile = None;
+        let mut first_refusal = None;
         for (index, unit) in plan.units.iter().enumerate() {
             let pmu = &pmus[unit.pmu];
             let labels: Vec<String> = unit.events.iter().map(|e| e.label.clone()).collect();
             let label = labels.join(",");
             let key = format!("perf:{index}:{}/{label}/", pmu.name);
-            let counters = if live {
-                open_unit(unit, pmu, paranoid, &mut raised_nofile)?
+            let (counters, refused) = if live {
+                match open_unit(unit, pmu, paranoid, &mut raised_nofile) {
+                    Ok(counters) => (counters, None),
+                    Err(OpenFailure {
+                        error,
+                        refusal: Some(refusal),
+                    }) => {
+                        first_refusal.get_or_insert(error);
+                        (Vec::new(), Some(refusal))
+                    }
+                    Err(OpenFailure { error, .. }) => return Err(error),
+                }
             } else {
-                Vec::new()
+                (Vec::new(), None)
             };
             if unit.grouped {
                 widest = widest.max(group_words(unit.events.len()));
@@ -134,8 +185,20 @@ impl Counters {
                 pmu_dir: format!("{}/{}", super::sysfs::EVENT_SOURCE_DIR, pmu.name),
                 last_running: None,
                 gone: false,
+                refused,
+                selections: unit
+                    .events
+                    .iter()
+                    .map(|e| describe_attr(pmu, &e.attr))
+                    .collect(),
+                unsupported: false,
             });
             first += unit.events.len();
+        }
+        if let Some(error) = first_refusal
+            && units.iter().all(|u| u.refused.is_some())
+        {
+            return Err(error);
         }
         let mut by_cpu: Vec<(u32, Vec<usize>)> = Vec::new();
         for (index, unit) in units.iter().enumerate() {
@@ -152,7 +215,15 @@ impl Counters {
             by_cpu,
             local_reads: false,
             raised_nofile,
+            unsupported: vec![false; first],
+            paranoid,
         })
+    }
+
+    /// Per reading, whether its event is left out because the kernel
+    /// refused to open it: known after the first [`Counters::read`].
+    pub fn unsupported(&self) -> &[bool] {
+        &self.unsupported
     }
 
     /// The open-file limit from before the counters were opened, when
@@ -192,7 +263,8 @@ impl Counters {
     /// added; the others go on. Allocates nothing unless something is wrong.
     /// A replayed reading that no open counter gives (a count or time that
     /// goes back, a counter running longer than enabled) is an error naming
-    /// the recording's line: live reads never fail this way.
+    /// the recording's line: live reads never fail this way. A refused unit
+    /// gives one note, at its first read, and is not read again.
     pub fn read(&mut self, source: &dyn Source, notes: &mut Vec<String>) -> Result<(), CxlError> {
         for group in 0..self.by_cpu.len() {
             if self.local_reads {
@@ -201,10 +273,10 @@ impl Counters {
             }
             for i in 0..self.by_cpu[group].1.len() {
                 let index = self.by_cpu[group].1[i];
-                if self.units[index].gone {
+                if self.units[index].gone || self.units[index].unsupported {
                     continue;
                 }
-                if let Some(problem) = self.read_unit(index, source)? {
+                if let Some(problem) = self.read_unit(index, source, notes)? {
                     let unit = &self.units[index];
                     let first_for_pmu = !self.units.iter().any(|u| u.gone && u.pmu == unit.pmu);
                     if first_for_pmu {
@@ -239,8 +311,14 @@ impl Counters {
     }
 
     /// Reads one unit; says what went wrong with its PMU, if anything, or
-    /// fails on a replayed reading that no open counter gives.
-    fn read_unit(&mut self, index: usize, source: &dyn Source) -> Result<Option<String>, CxlError> {
+    /// fails on a replayed reading that no open counter gives. A refused
+    /// unit is marked unsupported, with a note.
+    fn read_unit(
+        &mut self,
+        index: usize,
+        source: &dyn Source,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<String>, CxlError> {
         let unit = &mut self.units[index];
         let fd = unit.counters.first().map(|c| c.as_raw_fd());
         let words = if unit.grouped {
@@ -248,11 +326,38 @@ impl Counters {
         } else {
             SINGLE_WORDS
         };
-        let result = source.values_into(&unit.key, &mut self.buf, &mut |buf: &mut Vec<u64>| {
-            read_words(fd, words, buf)
-        });
+        let refused = unit.refused;
+        let result =
+            source.values_into(
+                &unit.key,
+                &mut self.buf,
+                &mut |buf: &mut Vec<u64>| match refused {
+                    Some((member, errno)) => {
+                        buf.clear();
+                        buf.extend([errno as u64, member as u64]);
+                        Ok(())
+                    }
+                    None => read_words(fd, words, buf),
+                },
+            );
         if let Err(e) = result {
             return Ok(Some(format!("counter read failed ({e})")));
+        }
+        if let [errno, member] = self.buf[..] {
+            // A live run reads a refused unit first and then never again.
+            let note = if unit.last_running.is_some() {
+                Err(format!(
+                    "{} was read before, and is then recorded as refused to open",
+                    unit.label
+                ))
+            } else {
+                refusal_note(unit, errno, member, self.paranoid)
+            }
+            .map_err(|problem| damaged(unit, source, problem))?;
+            notes.push(note);
+            unit.unsupported = true;
+            self.unsupported[unit.first..unit.first + unit.len].fill(true);
+            return Ok(None);
         }
         let out = &mut self.readings[unit.first..unit.first + unit.len];
         // A replay's previous readings of the unit, to check the new ones.
@@ -299,14 +404,54 @@ fn check_replayed(
     let read_before = unit.last_running.is_some();
     for ((current, previous), event) in now.iter().zip(earlier).zip(&unit.labels) {
         let previous = read_before.then_some(*previous);
-        if let Err(problem) = check_step(previous, *current, event) {
-            let origin = source
-                .values_origin(&unit.key)
-                .unwrap_or_else(|| format!("the recording: entry \"values {}\"", unit.key));
-            return Err(CxlError::Damaged { origin, problem });
-        }
+        check_step(previous, *current, event).map_err(|problem| damaged(unit, source, problem))?;
     }
     Ok(())
+}
+
+/// The error of a replayed reading of `unit` that no kernel gives,
+/// naming the recording's file, line and entry.
+fn damaged(unit: &OpenUnit, source: &dyn Source, problem: String) -> CxlError {
+    let origin = source
+        .values_origin(&unit.key)
+        .unwrap_or_else(|| format!("the recording: entry \"values {}\"", unit.key));
+    CxlError::Damaged { origin, problem }
+}
+
+/// The note for a unit whose open the kernel refused with `errno` on its
+/// member `member`; what was wrong when a replayed reading cannot be one.
+fn refusal_note(
+    unit: &OpenUnit,
+    errno: u64,
+    member: u64,
+    paranoid: Option<i64>,
+) -> Result<String, String> {
+    let valid_errno = i32::try_from(errno)
+        .ok()
+        .filter(|&e| refuses_only_the_event(e));
+    let valid_member = usize::try_from(member).ok().filter(|&m| m < unit.len);
+    let (Some(errno), Some(member)) = (valid_errno, valid_member) else {
+        return Err(format!(
+            "a refused open of {} is recorded as [errno, member] = [{errno}, {member}], \
+             expected an errno perf stat shows as <not supported> (EINVAL, EOPNOTSUPP, ENOENT, \
+             ENODEV or ENXIO) and a member below {}",
+            unit.label, unit.len
+        ));
+    };
+    let error = CxlError::Open {
+        pmu: unit.pmu.clone(),
+        label: unit.labels[member].clone(),
+        cpu: unit.cpu,
+        explanation: explain_open_errno(
+            &io::Error::from_raw_os_error(errno),
+            &unit.selections[member],
+            &unit.pmu,
+            paranoid,
+        ),
+    };
+    Ok(format!(
+        "{error}; shown as <not supported>, the other events are counted"
+    ))
 }
 
 /// One `read(2)` of `words` u64 values into `buf` (whose capacity is reserved).
@@ -339,12 +484,18 @@ fn open_unit(
     pmu: &Pmu,
     paranoid: Option<i64>,
     raised: &mut Option<Raised>,
-) -> Result<Vec<OwnedFd>, CxlError> {
-    let fail = |label: &str, attr: &EventAttr, e: io::Error| CxlError::Open {
-        pmu: pmu.name.clone(),
-        label: label.to_string(),
-        cpu: pmu.cpu,
-        explanation: explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
+) -> Result<Vec<OwnedFd>, OpenFailure> {
+    let fail = |member: usize, label: &str, attr: &EventAttr, e: io::Error| OpenFailure {
+        refusal: e
+            .raw_os_error()
+            .filter(|&errno| refuses_only_the_event(errno))
+            .map(|errno| (member, errno)),
+        error: CxlError::Open {
+            pmu: pmu.name.clone(),
+            label: label.to_string(),
+            cpu: pmu.cpu,
+            explanation: explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
+        },
     };
     let mut counters = Vec::with_capacity(unit.events.len());
     for (i, event) in unit.events.iter().enumerate() {
@@ -371,7 +522,7 @@ fn open_unit(
             }
             other => other,
         };
-        counters.push(counter.map_err(|e| fail(&event.label, &event.attr, e))?);
+        counters.push(counter.map_err(|e| fail(i, &event.label, &event.attr, e))?);
     }
     Ok(counters)
 }

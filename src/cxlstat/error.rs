@@ -173,10 +173,15 @@ pub fn explain_open_errno(
         .map(|p| format!(" (kernel.perf_event_paranoid is {p})"))
         .unwrap_or_default();
     match err.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "permission denied (EACCES): system-wide counting needs root or CAP_PERFMON{paranoid}; \
+        Some(errno @ (libc::EACCES | libc::EPERM)) => format!(
+            "permission denied ({}): system-wide counting needs root or CAP_PERFMON{paranoid}; \
              run as root, or grant the binary the capability with \
-             `sudo setcap cap_perfmon+ep $(command -v cxlstat)`"
+             `sudo setcap cap_perfmon+ep $(command -v cxlstat)`",
+            if errno == libc::EPERM {
+                "EPERM"
+            } else {
+                "EACCES"
+            }
         ),
         Some(libc::EINVAL) => format!(
             "the device does not support {attr_text} (EINVAL): no fixed counter with exactly this \
@@ -194,12 +199,12 @@ pub fn explain_open_errno(
             "the kernel does not know a perf_event_attr field cxlstat set ({err}); \
              it is older than the CXL PMU driver"
         ),
-        Some(libc::EMFILE) | Some(libc::ENFILE) => {
-            format!(
-                "too many open files ({err}): cxlstat opens up to the hard open-file limit \
-                 (`ulimit -Hn`); raise it, or count fewer events"
-            )
-        }
+        Some(libc::EMFILE) => "too many open files (EMFILE): cxlstat opens up to the hard \
+             open-file limit (`ulimit -Hn`); raise it, or count fewer events"
+            .to_string(),
+        Some(libc::ENFILE) => "the system has too many open files (ENFILE): raise \
+             fs.file-max, or count fewer events"
+            .to_string(),
         _ => err.to_string(),
     }
 }
@@ -235,7 +240,13 @@ mod tests {
         let e = explain(libc::EOPNOTSUPP);
         assert!(e.contains("sampling") && e.contains("per-task"), "{e}");
         assert!(explain(libc::ENODEV).contains("removed"));
-        assert!(explain(libc::EMFILE).contains("ulimit -Hn"));
+        assert!(explain(libc::EPERM).starts_with("permission denied (EPERM)"));
+        let e = explain(libc::EMFILE);
+        assert!(
+            e.starts_with("too many open files (EMFILE): ") && e.contains("ulimit -Hn"),
+            "{e}"
+        );
+        assert!(explain(libc::ENFILE).contains("fs.file-max"));
         assert!(explain(libc::E2BIG).contains("perf_event_attr field"));
     }
 }

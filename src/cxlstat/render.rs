@@ -223,6 +223,18 @@ struct RowSpec {
     slots: Vec<usize>,
 }
 
+impl RowSpec {
+    /// What stands for the count when there is none: `<not supported>`
+    /// when the kernel refused every reading of the row, else `<not counted>`.
+    fn missing(&self) -> &'static str {
+        if self.slots.is_empty() {
+            "<not supported>"
+        } else {
+            "<not counted>"
+        }
+    }
+}
+
 /// One report's inputs: two consecutive samples and when they were taken.
 #[derive(Debug, Clone, Copy)]
 pub struct Span<'a> {
@@ -275,16 +287,17 @@ fn perf_running_percent(running: u64, enabled: u64) -> u64 {
 }
 
 /// One `perf stat -x SEP` line: `[TIME SEP] COUNT SEP UNIT SEP EVENT SEP
-/// RUN_NS SEP RUNNING% SEP SEP`, with `<not counted>` for an event that
-/// never ran. CXL events have no unit, and the two metric fields stay empty
-/// as perf leaves them: its `/sec` rate needs a clock event beside
-/// (stat-shadow.c's `STAT_NSECS`), which no CXL PMU has.
+/// RUN_NS SEP RUNNING% SEP SEP`, with `missing` (`<not counted>`, `<not
+/// supported>`) for an event without a count. CXL events have no unit, and
+/// the two metric fields stay empty as perf leaves them: its `/sec` rate
+/// needs a clock event beside (stat-shadow.c's `STAT_NSECS`), which no CXL
+/// PMU has.
 fn write_perf_csv_line(
     out: &mut dyn Write,
     sep: &str,
     time: Option<Duration>,
     event: &str,
-    count: Option<u64>,
+    (count, missing): (Option<u64>, &str),
     (running, enabled): (u64, u64),
 ) -> io::Result<()> {
     if let Some(t) = time {
@@ -292,7 +305,7 @@ fn write_perf_csv_line(
     }
     match count {
         Some(c) => write!(out, "{c}")?,
-        None => write!(out, "<not counted>")?,
+        None => write!(out, "{missing}")?,
     }
     let percent = perf_running_percent(running, enabled);
     writeln!(
@@ -419,6 +432,16 @@ impl CountView {
         }
     }
 
+    /// Leaves out the readings the kernel refused to open (`unsupported`,
+    /// per reading, from [`crate::cxlstat::counting::Counters::unsupported`]):
+    /// a row left with none shows as `<not supported>`, as in perf stat,
+    /// and has no Prometheus series.
+    pub fn leave_out(&mut self, unsupported: &[bool]) {
+        for row in &mut self.rows {
+            row.slots.retain(|&s| !unsupported[s]);
+        }
+    }
+
     /// Writes what comes before the first report.
     pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
         self.begun = true;
@@ -525,7 +548,7 @@ impl CountView {
                         separator,
                         intervals.then_some(since_start),
                         &separator_escaped(&escape::text(&row.perf_name), separator),
-                        m.count,
+                        (m.count, row.missing()),
                         (running, enabled),
                     )?;
                 }
@@ -560,7 +583,7 @@ impl CountView {
                             }
                             writeln!(out, "{:>7.2}%", running * 100.0)?;
                         }
-                        _ => writeln!(out, "{:>16} {:>16} {:>8}", "<not counted>", "-", "-")?,
+                        _ => writeln!(out, "{:>16} {:>16} {:>8}", row.missing(), "-", "-")?,
                     }
                 }
                 if !intervals {

@@ -394,6 +394,107 @@ fn open_errors_from_the_kernel_are_explained() {
     assert!(err.contains("the PMU is gone or its type changed"), "{err}");
 }
 
+/// An event one PMU's device refuses (EINVAL) shows as `<not supported>`,
+/// as in perf stat, while the other PMUs count it; a recording of the run
+/// replays the same, and expositions have no series for it.
+#[test]
+fn an_event_one_pmu_refuses_is_not_supported_and_the_others_count() {
+    if !perf_usable("an_event_one_pmu_refuses") {
+        return;
+    }
+    let root = scratch("refused");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
+    // The breakpoint PMU (5) refuses an empty breakpoint with EINVAL, as
+    // cxl_pmu refuses a vid/gid/mask none of its counters supports.
+    let type_file = root.join("sys/devices/virtual/cxl_pmu_mem0.0/type");
+    std::fs::write(&type_file, "5\n").unwrap();
+    let rec = root.join("run.rec");
+    let sysroot = root.to_str().unwrap();
+    let out = cxlstat(&[
+        "--sysroot",
+        sysroot,
+        "--record",
+        rec.to_str().unwrap(),
+        "-x",
+        ",",
+        "-e",
+        "cpu_clock",
+        "--",
+        "sleep",
+        "0.05",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(
+        lines[0], "<not supported>,,cpu_clock [cxl_pmu_mem0.0],0,100.00,,",
+        "{text}"
+    );
+    let fields: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(fields[2], "cpu_clock [cxl_pmu_mem1.0]", "{text}");
+    let counted: u64 = fields[0].parse().unwrap_or_else(|_| panic!("{text}"));
+    assert!(counted > 0, "{text}");
+    let note = "cxlstat: note: cannot open cxl_pmu_mem0.0/cpu_clock/ on CPU 0: the device does \
+                not support vid=0x0,gid=0x0,mask=0x0 (EINVAL)";
+    assert!(err.starts_with(note), "{err}");
+    assert!(
+        err.contains("shown as <not supported>, the other events are counted"),
+        "{err}"
+    );
+
+    // The recording keeps the refusal: the same line and note again.
+    let replayed = cxlstat(&[
+        "--replay",
+        rec.to_str().unwrap(),
+        "-x",
+        ",",
+        "-e",
+        "cpu_clock",
+    ]);
+    assert!(replayed.status.success(), "{}", stderr(&replayed));
+    assert_eq!(stdout(&replayed).lines().next(), Some(lines[0]));
+    assert!(stderr(&replayed).starts_with(note), "{}", stderr(&replayed));
+
+    // JSON: no count; Prometheus: no series of the refused PMU.
+    let json = cxlstat(&[
+        "--replay",
+        rec.to_str().unwrap(),
+        "-o",
+        "json",
+        "-e",
+        "cpu_clock",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rows = &doc["samples"][0]["rows"];
+    assert_eq!(rows[0]["pmu"], "cxl_pmu_mem0.0", "{doc}");
+    assert!(rows[0]["count"].is_null(), "{doc}");
+    assert!(rows[1]["count"].as_u64() > Some(0), "{doc}");
+    let expo = cxlstat(&[
+        "--sysroot",
+        sysroot,
+        "-o",
+        "prometheus",
+        "-e",
+        "cpu_clock",
+        "0.05",
+        "1",
+    ]);
+    assert!(expo.status.success(), "{}", stderr(&expo));
+    let expo = stdout(&expo);
+    assert!(expo.contains(r#"pmu="cxl_pmu_mem1.0""#), "{expo}");
+    assert!(!expo.contains("cxl_pmu_mem0.0"), "{expo}");
+
+    // Refused on every PMU: nothing to count, the error and status 1.
+    let type_file = root.join("sys/devices/virtual/cxl_pmu_mem1.0/type");
+    std::fs::write(&type_file, "5\n").unwrap();
+    let out = cxlstat(&["--sysroot", sysroot, "-e", "cpu_clock", "0.05", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("(EINVAL)"), "{}", stderr(&out));
+}
+
 /// More counters than the soft open-file limit allows are opened as perf
 /// stat opens them: the soft limit rises to the hard one. The command
 /// started beside them gets the limits it was given; at the hard limit the

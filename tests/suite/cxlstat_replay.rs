@@ -508,3 +508,81 @@ fn counts_or_times_that_go_back_in_a_recording_are_refused_with_its_line() {
     let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("closed JSON");
     assert_eq!(doc["samples"].as_array().map(Vec::len), Some(0));
 }
+
+/// A unit the kernel refused to open is recorded as `[errno, member]`: a
+/// replay shows it as `<not supported>` with the reason; an errno perf
+/// stat would not show so, a member the unit lacks, or a refusal after the
+/// unit was read are a damaged recording.
+#[test]
+fn a_recorded_refusal_replays_as_not_supported_and_a_forged_one_is_refused() {
+    let root = scratch("refusal");
+    const MS: u64 = 1_000_000;
+    let path = root.join("refused.rec");
+    let path_s = path.to_str().unwrap();
+    let replay = |frames: &[Vec<u64>]| {
+        std::fs::write(&path, hand_recording("cpu_clock", frames)).unwrap();
+        cxlstat(&[
+            "--replay",
+            path_s,
+            "-e",
+            "cpu_clock",
+            "-x",
+            ",",
+            "-I",
+            "100",
+        ])
+    };
+    let einval = libc::EINVAL as u64;
+    let out = replay(&[vec![einval, 0], vec![einval, 0], vec![einval, 0]]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "     0.100000000,<not supported>,,cpu_clock [cxl_pmu_mem0.0],0,100.00,,\n\
+         \x20    0.200000000,<not supported>,,cpu_clock [cxl_pmu_mem0.0],0,100.00,,\n"
+    );
+    assert_eq!(
+        stderr(&out),
+        "cxlstat: note: cannot open cxl_pmu_mem0.0/cpu_clock/ on CPU 0: the device does not \
+         support vid=0x0,gid=0x0,mask=0x0 (EINVAL): no fixed counter with exactly this mask and \
+         no configurable counter whose supported events cover it; see `cxlstat --list-events \
+         cxl_pmu_mem0.0`; shown as <not supported>, the other events are counted\n"
+    );
+    let cases = [
+        (
+            "an errno that stops a run",
+            vec![vec![libc::EACCES as u64, 0]],
+            1,
+            "[13, 0], expected an errno perf stat shows as <not supported>",
+        ),
+        (
+            "no such member",
+            vec![vec![einval, 1]],
+            1,
+            "[22, 1], expected an errno perf stat shows as <not supported> (EINVAL, \
+             EOPNOTSUPP, ENOENT, ENODEV or ENXIO) and a member below 1",
+        ),
+        (
+            "after a reading",
+            vec![vec![0, 0, 0], vec![einval, 0]],
+            2,
+            "cpu_clock was read before, and is then recorded as refused to open",
+        ),
+    ];
+    for (name, mut frames, frame, problem) in cases {
+        frames.push(vec![1000, 300 * MS, 300 * MS]);
+        let out = replay(&frames);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        let origin = format!(
+            "cxlstat: {path_s}:{}: frame {}: entry \"{}\": ",
+            frame + 1,
+            frame - 1,
+            unit_key("cpu_clock")
+        );
+        assert!(
+            err.starts_with(&origin) && err.contains(problem),
+            "{name}: {err}"
+        );
+        assert_eq!(stdout(&out), "", "{name}");
+    }
+}

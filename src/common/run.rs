@@ -38,13 +38,50 @@ pub fn run_samples<E: From<io::Error>>(
     source: &mut dyn Source,
     stop: &StopSignal,
     wake_early: Option<BorrowedFd>,
+    sample: impl FnMut(&mut dyn Source, u64) -> Result<(), E>,
+) -> Result<RunEnd, E> {
+    sample_loop::<false, E>(schedule, source, stop, wake_early, sample)
+}
+
+/// [`run_samples`], except that a stop signal during an interval takes one
+/// last sample, of the part of the interval until the signal, as `perf
+/// stat -I` reports it (cxlstat); sysstat's iostat and powerpc-utils'
+/// vcpustat end without it.
+#[inline(never)]
+pub fn run_samples_reporting_cut<E: From<io::Error>>(
+    schedule: &Schedule,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    wake_early: Option<BorrowedFd>,
+    sample: impl FnMut(&mut dyn Source, u64) -> Result<(), E>,
+) -> Result<RunEnd, E> {
+    sample_loop::<true, E>(schedule, source, stop, wake_early, sample)
+}
+
+/// The loop of [`run_samples`] and, with `REPORT_CUT`,
+/// [`run_samples_reporting_cut`]: a constant, so that the other tools'
+/// loops compile to what they were without it (a run-time choice moved
+/// iostat-rs's interval code into a fourth 64 kB window, measured by
+/// `layout::`).
+#[inline(always)]
+fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
+    schedule: &Schedule,
+    source: &mut dyn Source,
+    stop: &StopSignal,
+    wake_early: Option<BorrowedFd>,
     mut sample: impl FnMut(&mut dyn Source, u64) -> Result<(), E>,
 ) -> Result<RunEnd, E> {
     let result = (|| -> Result<RunEnd, E> {
         let start = Instant::now();
         let mut index = 0;
+        // Set when a stop signal cut short an interval that is reported.
+        let mut cut_by = None;
         loop {
+            // The one call of `sample`, which is inlined here (see above).
             sample(source, index)?;
+            if let Some(signal) = cut_by {
+                return Ok(RunEnd::Interrupted(signal));
+            }
             index += 1;
             if !schedule.wants(index) {
                 return Ok(RunEnd::Completed);
@@ -64,7 +101,11 @@ pub fn run_samples<E: From<io::Error>>(
                     None => stop.sleep_until(due),
                 };
                 if !slept {
-                    return Ok(RunEnd::Interrupted(stop.caught().unwrap_or(libc::SIGINT)));
+                    let signal = stop.caught().unwrap_or(libc::SIGINT);
+                    if !REPORT_CUT {
+                        return Ok(RunEnd::Interrupted(signal));
+                    }
+                    cut_by = Some(signal);
                 }
             }
         }

@@ -18,7 +18,7 @@ use crate::common::fdlimit::Raised;
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
 use crate::common::privilege::{drop_capabilities, is_secure};
-use crate::common::run::run_samples;
+use crate::common::run::run_samples_reporting_cut;
 use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::{StopSignal, is_broken_pipe};
 use crate::common::source::Source;
@@ -584,7 +584,7 @@ fn count_every(
     // The last report ends when the command does, as perf stat's does,
     // not at the next interval.
     let ended = child.as_ref().and_then(pidfd);
-    let result = run_samples(
+    let result = run_samples_reporting_cut(
         schedule,
         source,
         stop,

@@ -324,6 +324,49 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     assert!(text.contains("seconds time elapsed"), "{text}");
 }
 
+/// Ctrl-C in the middle of an interval reports the part counted so far,
+/// as `perf stat -I` does, instead of dropping it.
+#[test]
+fn ctrl_c_during_an_interval_reports_the_part_counted() {
+    if !perf_usable("ctrl_c_during_an_interval") {
+        return;
+    }
+    let (root, cpus) = tree("ctrlc_interval");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+        .args([
+            "--sysroot",
+            root.to_str().unwrap(),
+            "-x",
+            ",",
+            "-I",
+            "60000",
+        ])
+        .args(["-e", "cpu_clock"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::procstate::await_perf_events(child.id(), cpus.len());
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), cpus.len(), "one line per PMU: {text}");
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let time: f64 = fields[0]
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{text}"));
+        assert!((0.4..60.0).contains(&time), "{text}");
+        let counted: f64 = fields[1].parse().unwrap_or_else(|_| panic!("{text}"));
+        let error = (counted / 1e9 - time).abs() / time;
+        assert!(error < 0.05, "{line}: cpu_clock against the time column");
+    }
+}
+
 #[test]
 fn until_ctrl_c_prints_totals_and_exits_cleanly() {
     if !perf_usable("until_ctrl_c") {

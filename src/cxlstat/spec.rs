@@ -152,10 +152,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
         } else if item.contains('=') {
             let term = parse_term(item)?;
             match members.last_mut() {
-                Some(last) if raw_run => {
-                    last.terms.push(term);
-                    last.label = format!("{},{item}", last.label);
-                }
+                Some(last) if raw_run => join_raw(last, &[term], item)?,
                 _ => members.push(EventSpec {
                     pmu: None,
                     label: item.to_string(),
@@ -258,6 +255,26 @@ fn display_name(value: &str) -> Result<String, String> {
     }
 }
 
+/// Adds the `terms` of the next piece of a PMU-less raw event (`label` as
+/// written) to the event `last`. A term it already has is refused: commas
+/// separate both terms and events, so `mask=0,mask=3` cannot say whether
+/// it means one event or two.
+fn join_raw(last: &mut EventSpec, terms: &[Term], label: &str) -> Result<(), String> {
+    if let Some(again) = terms
+        .iter()
+        .find(|t| last.terms.iter().any(|had| had.name == t.name))
+    {
+        return Err(format!(
+            "{label:?}: the raw event {:?} already sets {:?}; give each raw event its own -e \
+             (-e {},... -e {label},...), or write it with its PMU (PMU/TERMS/)",
+            last.label, again.name, last.label
+        ));
+    }
+    last.terms.extend(terms.iter().cloned());
+    last.label = format!("{},{label}", last.label);
+    Ok(())
+}
+
 /// Joins single raw-term events that the top-level split cut apart
 /// (`-e vid=1,gid=2,mask=4` is one event, not three).
 fn merge_raw_runs(groups: Vec<SpecGroup>) -> Result<Vec<SpecGroup>, String> {
@@ -271,8 +288,8 @@ fn merge_raw_runs(groups: Vec<SpecGroup>) -> Result<Vec<SpecGroup>, String> {
         let joins = is_raw_piece(&group) && merged.last().is_some_and(is_raw_piece);
         if joins {
             let last = &mut merged.last_mut().expect("checked").members[0];
-            last.terms.extend(group.members[0].terms.iter().cloned());
-            last.label = format!("{},{}", last.label, group.members[0].label);
+            let piece = &group.members[0];
+            join_raw(last, &piece.terms, &piece.label)?;
         } else {
             merged.push(group);
         }
@@ -400,6 +417,18 @@ mod tests {
             assert!(err.contains(why), "{bad:?}: {err}");
         }
         assert!(parse_event_args(&[]).unwrap_err().contains("no event"));
+        // Two raw events in one list would be one event with its terms set twice.
+        assert_eq!(
+            parse_event_list("vid=0x1e98,gid=0,mask=1,vid=0x1e98,gid=0x8000,mask=1").unwrap_err(),
+            "\"vid=0x1e98\": the raw event \"vid=0x1e98,gid=0,mask=1\" already sets \"vid\"; \
+             give each raw event its own -e (-e vid=0x1e98,gid=0,mask=1,... -e vid=0x1e98,...), \
+             or write it with its PMU (PMU/TERMS/)"
+        );
+        assert!(
+            parse_event_list("{mask=0,mask=3}")
+                .unwrap_err()
+                .contains("already sets \"mask\"")
+        );
         assert_eq!(
             parse_event_args(&["cxl_pmu_mem0.0/vid=-1/".into()]).unwrap_err(),
             "-e \"cxl_pmu_mem0.0/vid=-1/\": \"vid=-1\": expected a number after '=' (decimal or 0x hex)"

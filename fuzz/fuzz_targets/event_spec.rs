@@ -16,7 +16,9 @@ fn pmus() -> &'static [Pmu] {
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/fixtures/cxl/qemu-two-cpmus"
         );
-        discover(&RootFs::new(root)).expect("the QEMU fixture has CXL PMUs")
+        discover(&RootFs::new(root))
+            .expect("the QEMU fixture has CXL PMUs")
+            .pmus
     })
 }
 

@@ -180,7 +180,7 @@ pub fn drive_vcpustat(src: &mut dyn Source, max_samples: usize) {
 /// Runs cxlstat's discovery over `src` and resolves `events` (an `-e`
 /// argument) against what it found.
 pub fn drive_cxlstat(src: &dyn Source, events: &str) {
-    let Ok(pmus) = sysfs::discover(src) else {
+    let Ok(sysfs::Discovery { pmus, .. }) = sysfs::discover(src) else {
         return;
     };
     let Ok(groups) = spec::parse_event_list(events) else {

@@ -135,21 +135,62 @@ fn run_on(
     out: &mut dyn Write,
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
-    let pmus = sysfs::discover(source)?;
+    let mut found = sysfs::discover(source)?;
     // A replay lacking part of sysfs would list PMUs without it, or none.
     source
         .check_answered()
         .map_err(|e| CxlError::Setup(e.to_string()))?;
-    if pmus.is_empty() {
-        return Err(CxlError::NoCxlPmu {
-            dir: EVENT_SOURCE_DIR.to_string(),
+    if found.pmus.is_empty() {
+        return Err(match found.unreadable.into_iter().next() {
+            Some((_, why)) => why,
+            None => CxlError::NoCxlPmu {
+                dir: EVENT_SOURCE_DIR.to_string(),
+            },
         });
     }
+    // A PMU named on the command line that is there but unreadable: why it
+    // could not be read, rather than that it does not exist.
+    for name in named_pmus(&options.action) {
+        if let Some(why) = found.take_reason(&name) {
+            return Err(why);
+        }
+    }
+    for (name, why) in &found.unreadable {
+        tell(TOOL, format_args!("warning: {name} is left out: {why}"));
+    }
+    act(options, &found.pmus, source, out, stop)
+}
+
+/// The PMUs the command line names: `--list-events PMU`, `--pmu PMU` and
+/// the `PMU/.../` events (none when the events do not parse: counting
+/// then says why).
+fn named_pmus(action: &Action) -> Vec<String> {
+    match action {
+        Action::List | Action::ListEvents(None) => Vec::new(),
+        Action::ListEvents(Some(name)) => vec![name.clone()],
+        Action::Count(count) => {
+            let mut names = count.pmus.clone();
+            let groups = parse_event_args(&count.events).unwrap_or_default();
+            let members = groups.into_iter().flat_map(|g| g.members);
+            names.extend(members.filter_map(|m| m.pmu));
+            names
+        }
+    }
+}
+
+/// Lists or counts on the PMUs found.
+fn act(
+    options: &Options,
+    pmus: &[Pmu],
+    source: &mut dyn Source,
+    out: &mut dyn Write,
+    stop: &StopSignal,
+) -> Result<i32, CxlError> {
     match &options.action {
-        Action::List => render::list_pmus(&pmus, out)?,
+        Action::List => render::list_pmus(pmus, out)?,
         Action::ListEvents(which) => {
             let chosen: Vec<&Pmu> = match which {
-                Some(name) => select_pmus(&pmus, std::slice::from_ref(name))?
+                Some(name) => select_pmus(pmus, std::slice::from_ref(name))?
                     .into_iter()
                     .map(|i| &pmus[i])
                     .collect(),
@@ -157,7 +198,7 @@ fn run_on(
             };
             render::list_events(&chosen, out)?;
         }
-        Action::Count(count) => return run_count(count, &pmus, source, out, stop),
+        Action::Count(count) => return run_count(count, pmus, source, out, stop),
     }
     Ok(0)
 }

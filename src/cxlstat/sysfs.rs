@@ -75,8 +75,27 @@ impl Pmu {
     }
 }
 
-/// Finds every CXL PMU, sorted by name. An empty list is not an error here.
-pub fn discover(source: &dyn Source) -> Result<Vec<Pmu>, CxlError> {
+/// The CXL PMUs of a system.
+pub struct Discovery {
+    /// Those whose sysfs files were read, sorted by name.
+    pub pmus: Vec<Pmu>,
+    /// Those whose files could not be read or made no sense (a device
+    /// being removed, a file the kernel would not write), each with why,
+    /// sorted by name: as perf does, the others are used without them.
+    pub unreadable: Vec<(String, CxlError)>,
+}
+
+impl Discovery {
+    /// Takes out why `name` could not be read, if it is one of the unreadable.
+    pub fn take_reason(&mut self, name: &str) -> Option<CxlError> {
+        let index = self.unreadable.iter().position(|(n, _)| n == name)?;
+        Some(self.unreadable.remove(index).1)
+    }
+}
+
+/// Finds every CXL PMU. No PMU at all is not an error here; only an
+/// event-source directory that cannot be listed is.
+pub fn discover(source: &dyn Source) -> Result<Discovery, CxlError> {
     let names = match source.list_dir(EVENT_SOURCE_DIR) {
         Ok(names) => names,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -87,7 +106,17 @@ pub fn discover(source: &dyn Source) -> Result<Vec<Pmu>, CxlError> {
         .filter(|n| n.starts_with(PMU_PREFIX))
         .collect();
     names.sort();
-    names.iter().map(|name| read_pmu(source, name)).collect()
+    let mut found = Discovery {
+        pmus: Vec::with_capacity(names.len()),
+        unreadable: Vec::new(),
+    };
+    for name in names {
+        match read_pmu(source, &name) {
+            Ok(pmu) => found.pmus.push(pmu),
+            Err(e) => found.unreadable.push((name, e)),
+        }
+    }
+    Ok(found)
 }
 
 fn read_pmu(source: &dyn Source, name: &str) -> Result<Pmu, CxlError> {

@@ -364,3 +364,59 @@ fn an_event_given_twice_on_a_pmu_is_refused_only_where_it_would_be_one_series_tw
         assert!(stdout(&out).contains("\nticks_again  (vid=0x1e98,gid=0x0,mask=0x1)\n"));
     }
 }
+
+/// A PMU whose sysfs files cannot be read or make no sense (a device being
+/// removed) is left out with a warning saying why, and the others are
+/// listed and counted, as perf does; named, it is an error with that
+/// reason; when no PMU is left, the first reason is the error.
+#[test]
+fn an_unreadable_pmu_is_left_out_and_the_others_are_used() {
+    let root = cxlstat_support::scratch("unreadable");
+    cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
+    let sysroot = root.to_str().unwrap();
+    let mem1 = root.join("sys/devices/virtual/cxl_pmu_mem1.0");
+    std::fs::write(mem1.join("events/weird"), "config=0x3,period=?\n").unwrap();
+    let warning = "cxlstat: warning: cxl_pmu_mem1.0 is left out: \
+                   /sys/bus/event_source/devices/cxl_pmu_mem1.0/events/weird: \"period=?\": \
+                   expected a number after '=' (decimal or 0x hex)\n";
+
+    let out = cxlstat(&["--sysroot", sysroot, "--list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), warning);
+    assert!(stdout(&out).contains("cxl_pmu_mem0.0"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("cxl_pmu_mem1.0"), "{}", stdout(&out));
+
+    let out = cxlstat(&["--sysroot", sysroot, "--dry-run", "-e", "cpu_clock"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), warning);
+    assert!(stdout(&out).contains("cxl_pmu_mem0.0"), "{}", stdout(&out));
+
+    // Named, it is an error with the reason, not "unknown PMU".
+    for args in [
+        &["--list-events", "cxl_pmu_mem1.0"][..],
+        &["--dry-run", "-e", "cxl_pmu_mem1.0/cpu_clock/"][..],
+        &["--dry-run", "--pmu", "cxl_pmu_mem1.0", "-e", "cpu_clock"][..],
+    ] {
+        let out = cxlstat(&[&["--sysroot", sysroot][..], args].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.ends_with(
+                "cxlstat: /sys/bus/event_source/devices/cxl_pmu_mem1.0/events/weird: \
+                 \"period=?\": expected a number after '=' (decimal or 0x hex)\n"
+            ),
+            "{args:?}: {err}"
+        );
+    }
+
+    // None left: the first reason.
+    std::fs::remove_file(root.join("sys/devices/virtual/cxl_pmu_mem0.0/cpumask")).unwrap();
+    let out = cxlstat(&["--sysroot", sysroot, "--list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "cxlstat: cannot read /sys/bus/event_source/devices/cxl_pmu_mem0.0/cpumask: No such \
+         file or directory (os error 2)\n"
+    );
+    assert_eq!(stdout(&out), "");
+}

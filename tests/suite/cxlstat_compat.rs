@@ -23,7 +23,7 @@ use hwstat::cxlstat::sysfs::discover;
 /// `(PMU, config)` of every event `spec` resolves to on the fixture tree,
 /// or the error message.
 fn configs(spec: &str) -> Result<Vec<(String, u64)>, String> {
-    let pmus = discover(&RootFs::new(two_memdevs())).unwrap();
+    let pmus = discover(&RootFs::new(two_memdevs())).unwrap().pmus;
     let specs = parse_event_args(&[spec.to_string()]).map_err(|e| e.to_string())?;
     let plan =
         resolve(&pmus, &specs, &select_pmus(&pmus, &[]).unwrap()).map_err(|e| e.to_string())?;

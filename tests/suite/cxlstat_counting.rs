@@ -55,7 +55,7 @@ fn count(
     work: impl FnOnce(),
 ) -> (Vec<Pmu>, Plan, Duration, Vec<Reading>, Vec<Reading>) {
     let source = RootFs::new(root);
-    let pmus = discover(&source).unwrap();
+    let pmus = discover(&source).unwrap().pmus;
     let plan = plan_for(&pmus, spec);
     let mut counters = Counters::open(&plan, &pmus, true, None).unwrap();
     counters.enable().unwrap();

@@ -10,7 +10,9 @@ use hwstat::cxlstat::spec::parse_event_args;
 use hwstat::cxlstat::sysfs::{Pmu, discover};
 
 fn fixture() -> Vec<Pmu> {
-    discover(&RootFs::new(cxlstat_support::two_memdevs())).unwrap()
+    discover(&RootFs::new(cxlstat_support::two_memdevs()))
+        .unwrap()
+        .pmus
 }
 
 fn plan(pmus: &[Pmu], specs: &[&str]) -> Plan {
@@ -149,7 +151,7 @@ fn multi_range_formats_from_sysfs() {
     std::fs::write(dir.join("format/backwards"), "config1:60-63,0-3\n").unwrap();
     // A bare flag in an events file is 1, as perf reads it.
     std::fs::write(dir.join("events/flagged"), "config=0x7,backwards\n").unwrap();
-    let pmus = discover(&RootFs::new(root.to_path_buf())).unwrap();
+    let pmus = discover(&RootFs::new(root.to_path_buf())).unwrap().pmus;
     let p = plan(
         &pmus,
         &[

@@ -87,11 +87,26 @@ fn bad_cxl_pmu_files_give_one_short_escaped_line() {
         let path = root.join(PMU).join(file);
         let saved = fs::read(&path).unwrap();
         fs::write(&path, contents).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-            .args(["--sysroot", root.to_str().unwrap(), "--list-events"])
-            .output()
-            .unwrap();
+        let run = |args: &[&str]| {
+            Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+                .args(["--sysroot", root.to_str().unwrap()])
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        // Not named, the PMU is left out with the reason as a warning.
+        let listed = run(&["--list-events"]);
+        let out = run(&["--list-events", "cxl_pmu_mem0.0"]);
         fs::write(&path, saved).unwrap();
+        let warning = String::from_utf8_lossy(&listed.stderr);
+        assert!(listed.status.success(), "{file}: {warning}");
+        assert_eq!(warning.lines().count(), 1, "{file}: {warning}");
+        assert!(
+            warning.starts_with("cxlstat: warning: cxl_pmu_mem0.0 is left out: ")
+                && warning.contains(want)
+                && !warning.contains('\x1b'),
+            "{file}: {warning:?}"
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{file}: {err}");
         assert_eq!(err.lines().count(), 1, "{file}: {err}");

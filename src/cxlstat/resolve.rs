@@ -394,8 +394,14 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
         }
     }
     if !selects_event {
+        // `PMU//` has an empty label: show what was written.
+        let shown = if label.is_empty() {
+            format!("{}//", pmu.name)
+        } else {
+            label.to_string()
+        };
         return Err(CxlError::Spec(format!(
-            "{label}: no event selected; give an event name, or vid=,gid=,mask= (or config=)"
+            "{shown}: no event selected; give an event name, or vid=,gid=,mask= (or config=)"
         )));
     }
     Ok(Some(attr))

@@ -222,6 +222,10 @@ fn modifiers_refused(item: &str, modifiers: &str) -> String {
 fn pmu_terms(inner: &str) -> Result<(Vec<Term>, Option<String>), String> {
     let mut name = None;
     let mut terms = Vec::new();
+    if inner.trim().is_empty() {
+        // `PMU//`: no terms, which selects no event (refused when resolved).
+        return Ok((terms, name));
+    }
     for text in inner.split(',') {
         match text.trim().strip_prefix("name=") {
             Some(_) if name.is_some() => return Err("name= is given twice".to_string()),

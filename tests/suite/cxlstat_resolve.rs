@@ -245,3 +245,25 @@ fn bare_words_are_events_or_flags_as_in_perf() {
     assert_eq!(c[0].1, 1);
     assert_eq!(c[1].2 & (1 << 17), 1 << 17, "{c:?}");
 }
+
+/// Filter terms alone, or nothing at all between the slashes, select no
+/// event: refused with that reason (perf opens config 0, which no CXL
+/// counter counts).
+#[test]
+fn a_specification_without_an_event_is_refused_with_the_reason() {
+    let pmus = fixture();
+    for (spec, shown) in [
+        ("cxl_pmu_mem0.0/invert/", "invert"),
+        ("threshold=2", "threshold=2"),
+        ("cxl_pmu_mem0.0//", "cxl_pmu_mem0.0//"),
+        ("cxl_pmu_mem0.0/ /", "cxl_pmu_mem0.0//"),
+    ] {
+        assert_eq!(
+            refusal(&pmus, spec),
+            format!(
+                "{shown}: no event selected; give an event name, or vid=,gid=,mask= (or config=)"
+            ),
+            "{spec}"
+        );
+    }
+}

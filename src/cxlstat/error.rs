@@ -191,9 +191,17 @@ pub fn explain_open_errno(
         Some(libc::EOPNOTSUPP) => "not supported (EOPNOTSUPP): CXL PMUs refuse sampling and \
              per-task counting; count system-wide"
             .to_string(),
-        Some(libc::ENOENT) | Some(libc::ENODEV) => format!(
-            "the PMU is gone or its type changed ({err}); the device may have been removed, \
-             check `cxlstat --list`"
+        Some(libc::ENOENT) => "the PMU is gone or its type changed (ENOENT); the device may \
+             have been removed, check `cxlstat --list`"
+            .to_string(),
+        Some(libc::ENODEV) | Some(libc::ENXIO) => format!(
+            "no such device ({}): the device was removed, or the CPU of the PMU's cpumask \
+             went offline; check `cxlstat --list`",
+            if err.raw_os_error() == Some(libc::ENODEV) {
+                "ENODEV"
+            } else {
+                "ENXIO"
+            }
         ),
         Some(libc::E2BIG) => format!(
             "the kernel does not know a perf_event_attr field cxlstat set ({err}); \
@@ -239,7 +247,8 @@ mod tests {
         assert!(e.contains("cxlstat --list-events cxl_pmu_mem0.0"), "{e}");
         let e = explain(libc::EOPNOTSUPP);
         assert!(e.contains("sampling") && e.contains("per-task"), "{e}");
-        assert!(explain(libc::ENODEV).contains("removed"));
+        assert!(explain(libc::ENODEV).contains("removed, or the CPU of the PMU's cpumask"));
+        assert!(explain(libc::ENOENT).starts_with("the PMU is gone or its type changed (ENOENT)"));
         assert!(explain(libc::EPERM).starts_with("permission denied (EPERM)"));
         let e = explain(libc::EMFILE);
         assert!(

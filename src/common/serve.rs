@@ -13,12 +13,17 @@
 //! [`HEADER_TIMEOUT`] (a silent client is closed, others go on), a
 //! response that the client takes none of for [`WRITE_TIMEOUT`] closes its
 //! connection (a client that sends requests and never reads the answers
-//! holds its place that long, not for the connection's lifetime), a
-//! connection lives at most [`CONNECTION_LIFETIME`], a request header may
+//! holds its place that long, not for the connection's lifetime), the first
+//! answer after [`CONNECTION_LIFETIME`] closes the connection (`Connection:
+//! close`, so no request the client sent meanwhile is lost), a request header may
 //! not exceed [`MAX_REQUEST_BYTES`] (431 or 414 beyond), and at most
 //! [`MAX_CONNECTIONS`] are open at once, [`MAX_CONNECTIONS_PER_PEER`] of
-//! them from one peer (an IPv4 address, an IPv6 /64), so that one host
-//! cannot take every place; more are closed at once. A connection answers
+//! them from one peer (an IPv4 address, an IPv6 /64). A connection beyond
+//! these takes the place of the one that has waited longest on its client
+//! (its own peer's, when that peer has its share), so that clients that
+//! connect and stay silent or never read cannot keep a scraper out; only
+//! when every place has a request being answered is it closed at once. A
+//! connection answers
 //! one request at a time (hyper reads the next pipelined request once the
 //! previous answer is on its way), so it holds at most about one answer in
 //! memory. Only
@@ -56,7 +61,8 @@ use super::signals::StopSignal;
 
 /// Time a client has to send a complete request header.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-/// Longest a connection is kept, kept-alive scrapes included.
+/// Age after which a connection's next answer is its last (kept-alive
+/// scrapes included).
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 /// Largest request header read (request line included): hyper's minimum.
 pub const MAX_REQUEST_BYTES: usize = 8192;
@@ -207,53 +213,108 @@ async fn answer(
     Ok(response)
 }
 
-/// The connections open, in all and by peer.
+/// The connections open, in all and by peer, and which of them may give
+/// their place to a newcomer.
 #[derive(Default)]
 struct Slots {
-    /// Connections open.
-    open: usize,
+    /// The next connection's number.
+    next: u64,
+    /// Connections open, by number.
+    open: HashMap<u64, Open>,
     /// Connections open by peer (see [`peer_of`]); peers with none are left out.
     by_peer: HashMap<IpAddr, usize>,
+}
+
+/// One open connection as [`Slots`] sees it.
+struct Open {
+    /// Whose connection it is.
+    peer: IpAddr,
+    /// Since when it has waited on its client (for a request, or for the
+    /// client to take an answer); `None` while a request is being answered.
+    waiting_since: Option<Instant>,
+    /// Closes the connection when its place is given to a newcomer.
+    close: oneshot::Sender<()>,
 }
 
 /// One open connection's place, given back when it is dropped.
 struct Slot {
     /// The counts this place is part of.
     slots: Rc<RefCell<Slots>>,
-    /// Whose place it is.
-    peer: IpAddr,
+    /// Its number.
+    id: u64,
 }
 
 impl Slots {
-    /// A place for a connection from `peer`, or none when
-    /// [`MAX_CONNECTIONS`] are open or `peer` has
-    /// [`MAX_CONNECTIONS_PER_PEER`].
-    fn take(slots: &Rc<RefCell<Slots>>, peer: IpAddr) -> Option<Slot> {
+    /// A place for a connection from `peer`, and what closes it when its
+    /// place is given away. When [`MAX_CONNECTIONS`] are open, or `peer`
+    /// has [`MAX_CONNECTIONS_PER_PEER`], the connection that has waited
+    /// longest on its client (of `peer`'s own, in the second case) is
+    /// closed for it: otherwise clients that connect and stay silent (or
+    /// never read) would keep every scraper out, from as few as two
+    /// addresses, as any local user has all of 127/8. A request being
+    /// answered is never cut; when every connection has one, there is no
+    /// place (`None`).
+    fn take(slots: &Rc<RefCell<Slots>>, peer: IpAddr) -> Option<(Slot, oneshot::Receiver<()>)> {
         let mut all = slots.borrow_mut();
         let from_peer = all.by_peer.get(&peer).copied().unwrap_or(0);
-        if all.open >= MAX_CONNECTIONS || from_peer >= MAX_CONNECTIONS_PER_PEER {
-            return None;
+        let full = if from_peer >= MAX_CONNECTIONS_PER_PEER {
+            Some(Some(peer))
+        } else if all.open.len() >= MAX_CONNECTIONS {
+            Some(None)
+        } else {
+            None
+        };
+        if let Some(among) = full {
+            let longest = all
+                .open
+                .iter()
+                .filter(|(_, c)| among.is_none_or(|p| c.peer == p))
+                .filter_map(|(&id, c)| Some((c.waiting_since?, id)))
+                .min()?;
+            let closed = all.remove(longest.1).expect("listed");
+            let _ = closed.close.send(());
         }
-        all.open += 1;
-        all.by_peer.insert(peer, from_peer + 1);
-        Some(Slot {
-            slots: Rc::clone(slots),
+        let id = all.next;
+        all.next += 1;
+        let (close, closed) = oneshot::channel();
+        let open = Open {
             peer,
-        })
+            waiting_since: Some(Instant::now()),
+            close,
+        };
+        all.open.insert(id, open);
+        *all.by_peer.entry(peer).or_insert(0) += 1;
+        let slots = Rc::clone(slots);
+        Some((Slot { slots, id }, closed))
+    }
+
+    /// Forgets connection `id`, if open: its place is free.
+    fn remove(&mut self, id: u64) -> Option<Open> {
+        let gone = self.open.remove(&id)?;
+        if let Some(n) = self.by_peer.get_mut(&gone.peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.by_peer.remove(&gone.peer);
+            }
+        }
+        Some(gone)
+    }
+}
+
+impl Slot {
+    /// Marks a request being answered (`false`) or the connection waiting
+    /// on its client again (`true`).
+    fn set_waiting(&self, waiting: bool) {
+        if let Some(open) = self.slots.borrow_mut().open.get_mut(&self.id) {
+            open.waiting_since = waiting.then(Instant::now);
+        }
     }
 }
 
 impl Drop for Slot {
-    /// Counts the connection closed; a peer with none left is forgotten.
+    /// Counts the connection closed (unless its place was given away).
     fn drop(&mut self) {
-        let mut all = self.slots.borrow_mut();
-        all.open = all.open.saturating_sub(1);
-        if let Some(n) = all.by_peer.get_mut(&self.peer) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                all.by_peer.remove(&self.peer);
-            }
-        }
+        self.slots.borrow_mut().remove(self.id);
     }
 }
 
@@ -379,20 +440,48 @@ impl AsyncWrite for WriteDeadline {
     }
 }
 
-/// Serves one connection within the limits, then gives its `slot` back.
+/// Serves one connection within the limits until it ends or its place is
+/// given away (`closed`), then gives its `slot` back. The first answer
+/// after [`CONNECTION_LIFETIME`] says `Connection: close` and ends it:
+/// closing it between requests instead would lose a request the client
+/// sent meanwhile. A connection with no request then ends within
+/// [`HEADER_TIMEOUT`], one whose client stopped reading within
+/// [`WRITE_TIMEOUT`]; past both it is dropped.
 async fn connection(
     stream: tokio::net::TcpStream,
     scrapes: mpsc::Sender<oneshot::Sender<Bytes>>,
     slot: Slot,
+    closed: oneshot::Receiver<()>,
 ) {
-    let service = service_fn(move |request| answer(request, scrapes.clone()));
+    let opened = Instant::now();
+    let slot = Rc::new(slot);
+    let marks = Rc::clone(&slot);
+    let service = service_fn(move |request| {
+        let (marks, scrapes) = (Rc::clone(&marks), scrapes.clone());
+        marks.set_waiting(false);
+        async move {
+            let mut answered = answer(request, scrapes).await;
+            if opened.elapsed() >= CONNECTION_LIFETIME
+                && let Ok(response) = &mut answered
+            {
+                let close = header::HeaderValue::from_static("close");
+                response.headers_mut().insert(header::CONNECTION, close);
+            }
+            marks.set_waiting(true);
+            answered
+        }
+    });
     let served = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
         .max_buf_size(MAX_REQUEST_BYTES)
         .serve_connection(TokioIo::new(WriteDeadline::new(stream)), service);
-    let _ = tokio::time::timeout(CONNECTION_LIFETIME, served).await;
-    drop(slot);
+    let last_call = CONNECTION_LIFETIME + HEADER_TIMEOUT + WRITE_TIMEOUT;
+    tokio::select! {
+        _ = served => {}
+        _ = closed => {}
+        _ = tokio::time::sleep(last_call) => {}
+    }
 }
 
 /// Serves `/metrics` on `listener` until a stop signal: each scrape calls
@@ -431,9 +520,10 @@ pub fn serve(
             tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, from)) => {
-                        // Beyond the limits the connection is closed at once.
-                        if let Some(slot) = Slots::take(&slots, peer_of(from)) {
-                            tokio::task::spawn_local(connection(stream, scrapes.clone(), slot));
+                        // Without a place the connection is closed at once.
+                        if let Some((slot, closed)) = Slots::take(&slots, peer_of(from)) {
+                            let scrapes = scrapes.clone();
+                            tokio::task::spawn_local(connection(stream, scrapes, slot, closed));
                         }
                     }
                     // Out of descriptors or a connection reset before
@@ -474,24 +564,41 @@ mod tests {
     }
 
     #[test]
-    fn places_are_capped_in_all_and_by_peer_and_given_back() {
+    fn a_full_server_closes_the_connection_waiting_longest_for_a_newcomer() {
         let slots = Rc::new(RefCell::new(Slots::default()));
         let peer = |i: u8| IpAddr::from([192, 0, 2, i]);
-        let greedy: Vec<Slot> = (0..MAX_CONNECTIONS_PER_PEER)
-            .map(|_| Slots::take(&slots, peer(1)).unwrap())
+        let take = |p: IpAddr| Slots::take(&slots, p);
+        // One peer's share, all waiting on their clients.
+        let mut greedy: Vec<_> = (0..MAX_CONNECTIONS_PER_PEER)
+            .map(|_| take(peer(1)).unwrap())
             .collect();
-        assert!(Slots::take(&slots, peer(1)).is_none());
-        let mut others: Vec<Slot> = (0..MAX_CONNECTIONS - MAX_CONNECTIONS_PER_PEER)
-            .map(|i| Slots::take(&slots, peer(2 + (i % 8) as u8)).unwrap())
+        // One more from that peer closes the first of them.
+        let newest = take(peer(1)).unwrap();
+        assert_eq!(greedy[0].1.try_recv(), Ok(()));
+        assert!(greedy[1..].iter_mut().all(|g| g.1.try_recv().is_err()));
+        assert_eq!(slots.borrow().by_peer[&peer(1)], MAX_CONNECTIONS_PER_PEER);
+        // A request being answered is never closed: with every place of
+        // the peer answering one, the newcomer is refused.
+        for (slot, _) in &greedy[1..] {
+            slot.set_waiting(false);
+        }
+        newest.0.set_waiting(false);
+        assert!(take(peer(1)).is_none());
+        // The others fill the server; a new peer then closes the
+        // connection waiting longest of all, of whichever peer.
+        let mut others: Vec<_> = (0..MAX_CONNECTIONS - MAX_CONNECTIONS_PER_PEER)
+            .map(|i| take(peer(2 + (i % 8) as u8)).unwrap())
             .collect();
-        // Full: nobody else, not even a new peer.
-        assert!(Slots::take(&slots, peer(100)).is_none());
-        others.pop();
-        assert!(Slots::take(&slots, peer(1)).is_none());
-        assert!(Slots::take(&slots, peer(100)).is_some());
+        assert_eq!(slots.borrow().open.len(), MAX_CONNECTIONS);
+        let _late = take(peer(100)).unwrap();
+        assert_eq!(others[0].1.try_recv(), Ok(()));
+        assert_eq!(slots.borrow().open.len(), MAX_CONNECTIONS);
+        // Everything given back, the given-away places counted once.
+        drop(_late);
+        drop(newest);
         drop(greedy);
         drop(others);
-        assert_eq!(slots.borrow().open, 0);
+        assert!(slots.borrow().open.is_empty());
         assert!(slots.borrow().by_peer.is_empty());
     }
 

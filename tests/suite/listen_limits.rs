@@ -1,10 +1,13 @@
-//! `--listen` against clients that send requests and never read the
-//! answers: each is closed once its answer has waited
-//! [`WRITE_TIMEOUT`] without progress, so a fresh scraper is answered
-//! within seconds, not after the connection lifetime (120 s), and one
-//! address holds at most [`MAX_CONNECTIONS_PER_PEER`] connections, those
-//! beyond closed at once. The clients connect from several addresses of
-//! 127/8 (Linux routes all of it to lo) to stand for several hosts.
+//! `--listen` against clients that hold connections without being
+//! scrapers: clients that connect and say nothing, and clients that send
+//! requests and never read the answers. A newcomer takes the place of the
+//! connection that has waited longest on its client, so a scraper is
+//! answered at once however many such clients there are, from whichever
+//! addresses; one address still holds at most [`MAX_CONNECTIONS_PER_PEER`]
+//! connections; and a client that never reads is closed once its answer
+//! has waited [`WRITE_TIMEOUT`] without progress. The clients connect from
+//! several addresses of 127/8 (Linux routes all of it to lo), as any local
+//! user can, to stand for several hosts.
 
 use crate::listening::{self, ANY_PORT};
 
@@ -215,32 +218,53 @@ fn assert_scraped(answer: &str) {
     );
 }
 
+/// A client from `local` that connects and sends nothing.
+fn silent_client(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    connect_from(local, server)
+}
+
 #[test]
-fn one_address_holds_at_most_its_share_of_the_connections() {
-    let server = start("peer");
-    let greedy = Ipv4Addr::new(127, 0, 0, 1);
-    let _held: Vec<TcpStream> = (0..MAX_CONNECTIONS_PER_PEER)
-        .map(|_| stalled_client(greedy, server.addr))
+fn silent_clients_from_any_addresses_never_keep_a_scraper_out() {
+    let server = start("silent");
+    let host = |last: u8| Ipv4Addr::new(127, 0, 0, last);
+    // Every place taken by clients that say nothing, a peer's share from
+    // each of two addresses (what kept every scrape out before): 127.0.0.3
+    // first, then 127.0.0.2.
+    let mut silent: Vec<TcpStream> = [3, 2]
+        .into_iter()
+        .flat_map(|last| (0..MAX_CONNECTIONS_PER_PEER).map(move |_| last))
+        .map(|last| silent_client(host(last), server.addr))
         .collect();
-    // One more from the same address: closed at once, unanswered, though
-    // the server has places left...
+    assert_eq!(silent.len(), MAX_CONNECTIONS);
     let started = Instant::now();
-    for _ in 0..3 {
-        let answer = scrape_from(greedy, server.addr);
-        assert!(answer.is_none(), "{:.200}", answer.unwrap_or_default());
-    }
+    let answer = scrape_from(host(1), server.addr);
+    assert_scraped(&answer.expect("a scraper was kept out"));
+    // Full again, and 127.0.0.2 has its share: a scraper from there takes
+    // the place of its own client that waited longest (silent[32]), not of
+    // the one that waited longest of all (silent[1], of 127.0.0.3).
+    silent.push(silent_client(host(3), server.addr));
+    let answer = scrape_from(host(2), server.addr);
+    assert_scraped(&answer.expect("a scraper from a full peer was kept out"));
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",
         started.elapsed()
     );
-    // ...which another address gets.
-    let answer = scrape_from(Ipv4Addr::new(127, 0, 0, 2), server.addr);
-    assert_scraped(&answer.expect("a scrape from 127.0.0.2 was closed"));
+    assert!(closed_by_server(&mut silent[0]));
+    assert!(closed_by_server(&mut silent[MAX_CONNECTIONS_PER_PEER]));
+    for still in [1, MAX_CONNECTIONS_PER_PEER + 1, MAX_CONNECTIONS] {
+        let stream = &mut silent[still];
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let open =
+            matches!(stream.read(&mut [0u8; 1]), Err(e) if e.kind() == ErrorKind::WouldBlock);
+        assert!(open, "silent client {still} was closed");
+    }
 }
 
 #[test]
-fn clients_that_never_read_are_closed_after_the_write_timeout() {
+fn clients_that_never_read_give_way_and_are_closed_after_the_write_timeout() {
     let server = start("stall");
     // Every place taken, a peer's share from each of several addresses.
     let peers = MAX_CONNECTIONS.div_ceil(MAX_CONNECTIONS_PER_PEER);
@@ -252,32 +276,23 @@ fn clients_that_never_read_are_closed_after_the_write_timeout() {
         .take(MAX_CONNECTIONS)
         .map(|local| stalled_client(local, server.addr))
         .collect();
-    let scraper = Ipv4Addr::new(127, 0, 0, 2);
+    // Their answers are stuck: a scraper takes the place of the one stuck
+    // longest, at once.
     let started = Instant::now();
-    let answer = scrape_from(scraper, server.addr);
+    let answer = scrape_from(Ipv4Addr::new(127, 0, 0, 2), server.addr);
+    assert_scraped(&answer.expect("the stalled clients kept a scraper out"));
     assert!(
-        answer.is_none(),
-        "the stalled clients do not hold every place: {:.200}",
-        answer.unwrap_or_default()
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
     );
-    // The scraper tries again until answered: once the stalled clients'
-    // answers have waited WRITE_TIMEOUT, not the connection lifetime.
-    let bound = WRITE_TIMEOUT + Duration::from_secs(5);
-    let answer = loop {
-        if let Some(answer) = scrape_from(scraper, server.addr) {
-            break answer;
-        }
+    // The others are closed once their answers have waited WRITE_TIMEOUT,
+    // not after the connection lifetime (120 s).
+    std::thread::sleep(WRITE_TIMEOUT + Duration::from_secs(1));
+    for stream in held.iter_mut().rev().take(4) {
         assert!(
-            started.elapsed() < bound,
-            "no place for a scraper {:?} after {MAX_CONNECTIONS} clients stopped reading",
-            started.elapsed()
+            closed_by_server(stream),
+            "a client that never reads is open"
         );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert_scraped(&answer);
-    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
-    // The stalled clients were closed, not merely outnumbered.
-    for stream in held.iter_mut().take(4) {
-        assert!(closed_by_server(stream));
     }
 }

@@ -507,7 +507,7 @@ fn serve_metrics(
 ) -> Result<(), IostatError> {
     let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
     let stop = StopSignal::install()?;
-    let mut exporter = exporter(opts, src)?;
+    let mut exporter = exporter(opts, src)?.with_uname();
     // Opened once, read again at each scrape (as the interval loop does).
     for hot in ["/proc/stat", "/proc/diskstats"] {
         src.keep_open(hot);
@@ -526,11 +526,11 @@ fn serve_metrics(
 /// counters per interval (one in all without an interval).
 #[inline(never)]
 fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
-    let target = match &opts.expo.textfile {
-        Some(path) => Target::Textfile(path.clone()),
-        None => Target::Stdout,
+    let (target, exporter) = match &opts.expo.textfile {
+        Some(path) => (Target::Textfile(path.clone()), exporter(opts, src)?),
+        None => (Target::Stdout, exporter(opts, src)?.with_uname()),
     };
-    let mut exporter = exporter(opts, src)?;
+    let mut exporter = exporter;
     let stop = StopSignal::install()?;
     // -y: as for the text, the count is of reports after the first sample.
     let schedule = Schedule {

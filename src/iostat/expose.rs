@@ -7,9 +7,13 @@
 //!
 //! Devices: those named on the command line, else every line of
 //! `/proc/diskstats` with `-p ALL`, else the whole devices `/sys/block`
-//! lists; devices that never did I/O included (a series must not come and
-//! go), groups (`-g`) left to PromQL's `sum`. Lines in the pre-2.6.25
-//! partition format are left out.
+//! lists: with `ALL` all of them, without it those node_exporter exports by
+//! default (not `ram*`, `loop*`, `fd*`; see [`node_exporter_leaves_out`]),
+//! so that a sum over devices counts what node_exporter's does and a loop
+//! device's I/O is not counted again with its file's disk. Devices that
+//! never did I/O are included (a series must not come and go), groups
+//! (`-g`) left to PromQL's `sum`. Lines in the pre-2.6.25 partition format
+//! are left out.
 
 use std::collections::HashSet;
 
@@ -118,6 +122,12 @@ const DISK_INFO: Family = Family {
     help: "Info of /sys/block/<block_device>.",
 };
 
+const UNAME_INFO: Family = Family {
+    name: "node_uname_info",
+    kind: Kind::Gauge,
+    help: "Labeled system information as provided by the uname system call.",
+};
+
 const CPU_SECONDS: Family = counter(
     "node_cpu_seconds_total",
     "Seconds the CPUs spent in each mode.",
@@ -160,8 +170,12 @@ fn disk_values(c: &DiskCounters) -> [f64; 17] {
 enum Select {
     /// Every line (`-p ALL`).
     Every,
-    /// The whole devices `/sys/block` lists.
-    Whole,
+    /// The whole devices `/sys/block` lists: all of them (`ALL`), or
+    /// those node_exporter exports by default.
+    Whole {
+        /// Whether `ALL` was given.
+        all: bool,
+    },
     /// The devices named, each with its partitions (`-p DEV`) or alone.
     Named(Vec<(String, bool)>),
 }
@@ -202,6 +216,8 @@ pub struct Exporter {
     cpu: bool,
     disks: bool,
     latency: Option<LatencyExposition>,
+    /// Whether `node_uname_info` is exported (see [`Exporter::with_uname`]).
+    uname: bool,
     /// Each CPU's seconds as last exposed (see [`monotonic`]).
     cpu_seconds: Vec<(String, CpuSeconds)>,
     buf: Vec<u8>,
@@ -225,13 +241,16 @@ impl Exporter {
         } else if opts.everything {
             Select::Every
         } else {
-            Select::Whole
+            Select::Whole {
+                all: opts.unfiltered,
+            }
         };
         Exporter {
             select,
             cpu: opts.show_cpu,
             disks: opts.show_disk,
             latency: None,
+            uname: false,
             cpu_seconds: Vec::new(),
             buf: Vec::with_capacity(4096),
         }
@@ -243,8 +262,30 @@ impl Exporter {
         self
     }
 
+    /// Adds `node_uname_info`, as node_exporter's uname collector exports
+    /// it (without `domainname`): dashboards made for node_exporter list
+    /// their jobs and instances from it. Not for `--textfile`, whose series
+    /// node_exporter exports beside its own uname collector's.
+    pub fn with_uname(mut self) -> Exporter {
+        self.uname = true;
+        self
+    }
+
     /// Reads the counters now and appends their families to `e`.
     pub fn collect(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
+        if self.uname
+            && let Ok(u) = src.uname()
+        {
+            e.family(&UNAME_INFO);
+            let labels = [
+                ("machine", u.machine.as_str()),
+                ("nodename", &u.nodename),
+                ("release", &u.release),
+                ("sysname", &u.sysname),
+                ("version", &u.version),
+            ];
+            e.sample(&labels, 1.0);
+        }
         if self.cpu {
             self.collect_cpu(src, e)?;
         }
@@ -292,11 +333,12 @@ impl Exporter {
 
     fn collect_disks(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
         let whole: Option<HashSet<String>> = match self.select {
-            Select::Whole => Some(
+            Select::Whole { all } => Some(
                 src.list_dir(SYS_BLOCK)
                     .map_err(|err| IostatError::Source(format!("{SYS_BLOCK}: {err}")))?
                     .into_iter()
                     .map(|n| n.replace('!', "/"))
+                    .filter(|n| all || !node_exporter_leaves_out(n))
                     .collect(),
             ),
             _ => None,
@@ -317,8 +359,8 @@ impl Exporter {
                 (Select::Named(names), _) => names.iter().any(|(n, parts)| {
                     parsed.name == **n || (*parts && is_partition_of(&parsed.name, n))
                 }),
-                (Select::Whole, Some(set)) => set.contains(parsed.name.as_ref()),
-                (Select::Whole, None) => false,
+                (Select::Whole { .. }, Some(set)) => set.contains(parsed.name.as_ref()),
+                (Select::Whole { .. }, None) => false,
             };
             if chosen && seen.insert(parsed.name.to_string()) {
                 let fields = line
@@ -359,6 +401,41 @@ impl Exporter {
         }
         Ok(())
     }
+}
+
+/// Whether node_exporter 1.5.0's diskstats collector leaves `name` out by
+/// default: whether it matches its `--collector.diskstats.device-exclude`
+/// default, `^(ram|loop|fd|(h|s|v|xv)d[a-z]|nvme\d+n\d+p)\d+$` (RAM
+/// disks, loop devices, floppies, and partitions by their names).
+fn node_exporter_leaves_out(name: &str) -> bool {
+    /// `text` is one or more ASCII digits.
+    fn number(text: &str) -> bool {
+        !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+    }
+    /// `text` without its leading digits, if it has one or more.
+    fn after_number(text: &str) -> Option<&str> {
+        let rest = text.trim_start_matches(|c: char| c.is_ascii_digit());
+        (rest.len() < text.len()).then_some(rest)
+    }
+    if let Some(rest) = ["ram", "loop", "fd"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+    {
+        return number(rest);
+    }
+    if let Some(rest) = ["hd", "sd", "vd", "xvd"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+    {
+        let mut chars = rest.chars();
+        return chars.next().is_some_and(|c| c.is_ascii_lowercase()) && number(chars.as_str());
+    }
+    name.strip_prefix("nvme")
+        .and_then(after_number)
+        .and_then(|rest| rest.strip_prefix('n'))
+        .and_then(after_number)
+        .and_then(|rest| rest.strip_prefix('p'))
+        .is_some_and(number)
 }
 
 /// Whether `name` is a partition of `disk` (`sda1` of `sda`, `nvme0n1p1`
@@ -520,6 +597,45 @@ mod tests {
         assert_eq!(monotonic(Some(&at(10.0, 0.3)), at(7.5, 0.4)), at(10.0, 0.4));
         // Idle back by 3 s or more: a hotplugged CPU, shown afresh.
         assert_eq!(monotonic(Some(&at(10.0, 0.3)), at(7.0, 0.1)), at(7.0, 0.1));
+    }
+
+    #[test]
+    fn devices_node_exporter_leaves_out_by_default() {
+        for name in [
+            "ram0",
+            "loop7",
+            "loop12",
+            "fd0",
+            "sda1",
+            "hdb12",
+            "vda3",
+            "xvdf1",
+            "nvme0n1p1",
+            "nvme10n2p13",
+        ] {
+            assert!(node_exporter_leaves_out(name), "{name}");
+        }
+        for name in [
+            "sda",
+            "vda",
+            "xvdf",
+            "nvme0n1",
+            "zram0",
+            "dm-0",
+            "md0",
+            "sr0",
+            "loop",
+            "ram",
+            "loopa",
+            "sdaa1",
+            "sdA1",
+            "nvme0n1p",
+            "nvmen1p1",
+            "mmcblk0p1",
+            "vd1",
+        ] {
+            assert!(!node_exporter_leaves_out(name), "{name}");
+        }
     }
 
     #[test]

@@ -267,6 +267,8 @@ fn textfile_is_replaced_whole_and_nothing_goes_to_stdout() {
     );
     assert!(out.stdout.is_empty());
     let file = std::fs::read_to_string(&path).unwrap();
+    // node_exporter's uname collector has it: twice would fail its scrapes.
+    assert!(!file.contains("node_uname_info"), "{file}");
     assert_eq!(
         file.matches("# TYPE node_disk_io_now gauge\n").count(),
         1,
@@ -333,4 +335,63 @@ fn a_device_or_cpu_the_files_repeat_is_one_series() {
         ["node_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 2.5"]
     );
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// As node_exporter's default `device-exclude` does, a RAM disk, a loop
+/// device and a floppy are left out unless asked for, with `ALL` or by
+/// name; the devices node_exporter keeps (`zram0`, `dm-0`) are there.
+#[test]
+fn devices_node_exporter_leaves_out_need_all_or_their_names() {
+    let root = tree("excluded");
+    let mut diskstats = std::fs::read_to_string(root.join("proc/diskstats")).unwrap();
+    for (minor, name) in ["ram0", "loop3", "fd0", "zram0", "dm-0"].iter().enumerate() {
+        std::fs::create_dir_all(root.join("sys/block").join(name)).unwrap();
+        diskstats.push_str(&format!(
+            " 7 {minor} {name} 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n"
+        ));
+    }
+    std::fs::write(root.join("proc/diskstats"), diskstats).unwrap();
+    let devices = |args: &[&str]| -> Vec<String> {
+        let out = text(iostat(
+            &root,
+            &[&["-d", "-o", "prometheus"][..], args].concat(),
+        ));
+        out.lines()
+            .filter_map(|l| l.strip_prefix("node_disk_reads_completed_total{device=\""))
+            .map(|l| l.split('"').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(devices(&[]), ["sda", "sdb", "zram0", "dm-0"]);
+    assert_eq!(
+        devices(&["ALL"]),
+        ["sda", "sdb", "ram0", "loop3", "fd0", "zram0", "dm-0"]
+    );
+    assert_eq!(devices(&["loop3", "sda"]), ["sda", "loop3"]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `-o prometheus` (and `--listen`) carry `node_uname_info` as
+/// node_exporter's uname collector exports it, without `domainname`:
+/// dashboards made for node_exporter list their instances from it.
+#[test]
+fn expositions_name_the_system_as_node_exporters_uname_collector() {
+    let root = tree("uname");
+    let text = text(iostat(&root, &["-d", "-o", "prometheus"]));
+    let kernel = |file: &str| {
+        let text = std::fs::read_to_string(format!("/proc/sys/kernel/{file}")).unwrap();
+        text.trim_end_matches('\n').to_string()
+    };
+    let machine = Command::new("uname").arg("-m").output().unwrap().stdout;
+    let line = format!(
+        "node_uname_info{{machine=\"{}\",nodename=\"{}\",release=\"{}\",sysname=\"{}\",\
+         version=\"{}\"}} 1\n",
+        String::from_utf8(machine).unwrap().trim_end(),
+        kernel("hostname"),
+        kernel("osrelease"),
+        kernel("ostype"),
+        kernel("version")
+    );
+    assert!(text.contains(&line), "{line} in {text}");
+    assert!(text.contains("# TYPE node_uname_info gauge\n"), "{text}");
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -466,14 +466,16 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
             "--collector.disable-defaults".into(),
             "--collector.diskstats".into(),
             "--collector.cpu".into(),
+            "--collector.uname".into(),
             // Every device, so that node_exporter has each one iostat-rs has.
             "--collector.diskstats.device-exclude=^$".into(),
         ],
     );
+    // ALL: every device, loop devices included, as node_exporter above.
     let mut iostat = start(
         "iostat-rs",
         env!("CARGO_BIN_EXE_iostat-rs"),
-        &["--listen".into(), ANY_PORT.into()],
+        &["--listen".into(), ANY_PORT.into(), "ALL".into()],
     );
     let node_addr = node.listening(Duration::from_secs(20));
     let iostat_addr = iostat.listening(Duration::from_secs(20));
@@ -512,6 +514,17 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
     );
     let missing: Vec<_> = ours.difference(&theirs).collect();
     assert!(missing.is_empty(), "not in node_exporter: {missing:?}");
+    // Dashboards made for node_exporter (Node Exporter Full, node-mixin)
+    // list jobs and instances with label_values(node_uname_info, job):
+    // iostat-rs is among them, with node_exporter's labels but domainname.
+    let uname = |job: &str| {
+        let mut info = series(prom, job, "node_uname_info", begin);
+        assert_eq!(info.len(), 1, "{job}: {info:?}");
+        let mut labels = info.pop_first().unwrap();
+        labels.retain(|(k, _)| k != "domainname");
+        labels
+    };
+    assert_eq!(uname("iostat"), uname("node"));
     // Types, as Prometheus read them from the two expositions.
     let (our_types, their_types) = (types(prom, "iostat"), types(prom, "node"));
     for (metric, kind) in our_types.iter().filter(|(m, _)| m.starts_with("node_")) {
@@ -557,7 +570,42 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
     }
     // The writes and reads of this test were seen (counts, bytes, times).
     assert!(compared >= 6, "only {compared} non-zero increases");
+    same_devices_by_default(&device);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Without a device list, iostat-rs exports the devices node_exporter does
+/// with its default `device-exclude`: no loop device (`device`, attached
+/// by the test, is one), RAM disk or floppy, so sums over devices agree.
+fn same_devices_by_default(device: &Loop) {
+    let mut node = start(
+        "node_exporter",
+        NODE_EXPORTER,
+        &[
+            format!("--web.listen-address={ANY_PORT}"),
+            "--collector.disable-defaults".into(),
+            "--collector.diskstats".into(),
+        ],
+    );
+    let mut iostat = start(
+        "iostat-rs",
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--listen".into(), ANY_PORT.into(), "-d".into()],
+    );
+    let devices = |running: &mut Running| {
+        let addr = running.listening(Duration::from_secs(20));
+        wait_ready(addr, "/metrics", Duration::from_secs(20), running);
+        let body = http_get(addr, "/metrics").unwrap().1;
+        let names: BTreeSet<String> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("node_disk_reads_completed_total{device=\""))
+            .filter_map(|l| l.split_once('"').map(|(name, _)| name.to_string()))
+            .collect();
+        names
+    };
+    let (ours, theirs) = (devices(&mut iostat), devices(&mut node));
+    assert_eq!(ours, theirs);
+    assert!(!ours.contains(device.name()), "{ours:?}");
 }
 
 /// The NDJSON reports of a tool's interval run: each row's fields.

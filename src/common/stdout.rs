@@ -69,7 +69,7 @@ impl<'a> StoppableStdout<'a> {
 
 /// `PIPE_BUF` for anything that can fill up (pipes, sockets, terminals); no
 /// limit for regular files and block devices, which never wait for a reader.
-fn chunk_for(fd: libc::c_int) -> usize {
+pub fn chunk_for(fd: libc::c_int) -> usize {
     // SAFETY: fstat writes into a zeroed, properly sized struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &mut st) } == 0 {
@@ -81,30 +81,60 @@ fn chunk_for(fd: libc::c_int) -> usize {
     libc::PIPE_BUF
 }
 
-impl StoppableStdout<'_> {
-    /// Waits until standard output takes data. Before a stop signal that
-    /// wait is as long as the reader needs; after one, it ends at the grace
-    /// deadline with [`StoppedWhileWriting`].
-    fn wait_for_room(&mut self, fd: BorrowedFd) -> io::Result<()> {
-        if self.stop.caught().is_none() && self.stop.wait_writable(fd) {
-            return Ok(());
+/// Waits until `fd` takes data. Before a stop signal that wait is as long
+/// as the reader needs; after one, it ends at `give_up_at` (set at the
+/// first wait after the signal, [`GRACE_AFTER_STOP`] on) with
+/// [`StoppedWhileWriting`].
+fn wait_for_room(
+    stop: &StopSignal,
+    fd: BorrowedFd,
+    give_up_at: &mut Option<Instant>,
+) -> io::Result<()> {
+    if stop.caught().is_none() && stop.wait_writable(fd) {
+        return Ok(());
+    }
+    let signal = stop.caught().unwrap_or(0);
+    let give_up_at = *give_up_at.get_or_insert_with(|| Instant::now() + GRACE_AFTER_STOP);
+    let left = give_up_at.saturating_duration_since(Instant::now());
+    let mut pollfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis() as i32) };
+    if ready > 0 {
+        Ok(())
+    } else {
+        Err(io::Error::other(StoppedWhileWriting(signal)))
+    }
+}
+
+/// One `write(2)` of at most `chunk` bytes of `buf` to `fd`, once `fd`
+/// takes data or, after a stop signal, failing with [`StoppedWhileWriting`]
+/// once `give_up_at` has passed (see [`wait_for_room`]): what
+/// [`StoppableStdout`] does for standard output, for any descriptor.
+pub fn write_stoppably(
+    stop: &StopSignal,
+    fd: BorrowedFd,
+    buf: &[u8],
+    chunk: usize,
+    give_up_at: &mut Option<Instant>,
+) -> io::Result<usize> {
+    loop {
+        wait_for_room(stop, fd, give_up_at)?;
+        let len = buf.len().min(chunk);
+        // SAFETY: `len` bytes of `buf` are readable.
+        let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), len) };
+        if n >= 0 {
+            return Ok(n as usize);
         }
-        let signal = self.stop.caught().unwrap_or(0);
-        let give_up_at = *self
-            .give_up_at
-            .get_or_insert_with(|| Instant::now() + GRACE_AFTER_STOP);
-        let left = give_up_at.saturating_duration_since(Instant::now());
-        let mut pollfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis() as i32) };
-        if ready > 0 {
-            Ok(())
-        } else {
-            Err(io::Error::other(StoppedWhileWriting(signal)))
+        let err = io::Error::last_os_error();
+        match err.kind() {
+            // Another writer filled the pipe first, or a signal came:
+            // wait again (and notice the signal there).
+            io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+            _ => return Err(err),
         }
     }
 }
@@ -113,22 +143,7 @@ impl Write for StoppableStdout<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // SAFETY: descriptor 1 stays open for the life of the process.
         let fd = unsafe { BorrowedFd::borrow_raw(libc::STDOUT_FILENO) };
-        loop {
-            self.wait_for_room(fd)?;
-            let len = buf.len().min(self.chunk);
-            // SAFETY: `len` bytes of `buf` are readable.
-            let n = unsafe { libc::write(libc::STDOUT_FILENO, buf.as_ptr().cast(), len) };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let err = io::Error::last_os_error();
-            match err.kind() {
-                // Another writer filled the pipe first, or a signal came:
-                // wait again (and notice the signal there).
-                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
-                _ => return Err(err),
-            }
-        }
+        write_stoppably(self.stop, fd, buf, self.chunk, &mut self.give_up_at)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -10,6 +10,7 @@ use crate::cxlstat_support;
 use crate::interval_limits::wait_with_timeout;
 use std::ffi::CString;
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -811,5 +812,98 @@ fn no_output_may_name_the_recording_a_run_reads() {
     let out = run(VCPUSTAT, &["trace", "report", "--svg", same, path]);
     assert_one_line_error(&out, same, "the file trace report reads");
     assert_eq!(fs::read_to_string(&recording).unwrap(), "a recording\n");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// A `--record` FIFO whose reader keeps it open and stops reading (a
+/// stalled `gzip`): once the pipe is full, a stop signal still ends the
+/// run within the grace period, with the recording's error, a closed JSON
+/// document, and vcpustat's frequency put back. The write used to block
+/// until SIGKILL, which left the frequency changed.
+#[test]
+fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
+    let dir = scratch("record-fifo");
+    let root = vcpustat_tree(&dir);
+    let freq_before = fs::read_to_string(root.join(FREQ)).unwrap();
+    let sysroot = root.to_str().unwrap().to_string();
+    let runs: [(&str, Vec<&str>); 2] = [
+        (IOSTAT, vec!["-x", "-o", "JSON"]),
+        (
+            VCPUSTAT,
+            vec![
+                "--sysroot",
+                &sysroot,
+                "--freq",
+                "100",
+                "--temporary",
+                "-o",
+                "json",
+            ],
+        ),
+    ];
+    for (program, args) in runs {
+        let fifo = dir.join("rec.fifo");
+        mkfifo(&fifo);
+        // The reader: open, never read. O_RDWR opens a FIFO without a writer.
+        let reader = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        // Standard output to a file: a pipe the test did not read would fill too.
+        let stdout = dir.join("stdout");
+        let mut child = Command::new(program)
+            .args(&args)
+            .args(["--record", fifo.to_str().unwrap(), "0.001"])
+            .stdout(fs::File::create(&stdout).unwrap())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Until the pipe is full (what it holds stops growing, though a
+        // frame comes every millisecond): the recorder then waits on it.
+        let queued = || {
+            let mut bytes: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int, on a descriptor we own.
+            unsafe { libc::ioctl(reader.as_raw_fd(), libc::FIONREAD, &mut bytes) };
+            bytes
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (mut last, mut steady) = (0, 0);
+        while steady < 3 {
+            assert!(
+                Instant::now() < deadline,
+                "{program}: the FIFO never filled"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            let now = queued();
+            steady = if now > 0 && now == last {
+                steady + 1
+            } else {
+                0
+            };
+            last = now;
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let stopped = Instant::now();
+        let status = wait_with_timeout(&mut child, Duration::from_secs(5), program);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stopped.elapsed() < Duration::from_secs(4),
+            "{program}: {:?} after SIGTERM",
+            stopped.elapsed()
+        );
+        assert_eq!(status.code(), Some(1), "{program}: {err}");
+        assert!(
+            err.contains("cannot write recording") && err.contains("stopped by signal 15"),
+            "{program}: {err}"
+        );
+        let json: Result<serde_json::Value, _> =
+            serde_json::from_slice(&fs::read(&stdout).unwrap());
+        assert!(json.is_ok(), "{program}: the JSON document is not closed");
+        drop(reader);
+    }
+    assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);
     fs::remove_dir_all(dir).unwrap();
 }

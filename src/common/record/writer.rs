@@ -5,11 +5,14 @@ use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
+use crate::common::signals::StopSignal;
 use crate::common::source::{Source, Uname};
+use crate::common::stdout::{chunk_for, write_stoppably};
 use crate::common::user_file;
 
 /// A recording file could not be created or written: the message names the
@@ -59,6 +62,50 @@ fn bytes_entry(data: &[u8]) -> Entry {
     }
 }
 
+/// The recording file, written so that a stop signal ends a write that
+/// waits for a reader who stopped reading (a FIFO to a stalled `gzip`), as
+/// [`crate::common::stdout::StoppableStdout`] does for standard output:
+/// else SIGTERM would go unanswered until SIGKILL, and vcpustat could not
+/// switch back what it switched on. Before the run takes the stop signals
+/// over ([`StopSignal::installed`]), writes block as any do.
+struct RecordingFile {
+    file: File,
+    /// The most one `write` may carry (see [`chunk_for`]).
+    chunk: usize,
+    /// Set at the first write after a stop signal: when to give up.
+    give_up_at: Option<Instant>,
+}
+
+impl RecordingFile {
+    fn new(file: File) -> RecordingFile {
+        let chunk = chunk_for(file.as_raw_fd());
+        RecordingFile {
+            file,
+            chunk,
+            give_up_at: None,
+        }
+    }
+}
+
+impl Write for RecordingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match StopSignal::installed() {
+            Some(stop) => write_stoppably(
+                &stop,
+                self.file.as_fd(),
+                buf,
+                self.chunk,
+                &mut self.give_up_at,
+            ),
+            None => self.file.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// A [`Source`] that passes everything through to another source and writes
 /// what was read to a recording file, one frame per sample.
 ///
@@ -68,7 +115,7 @@ fn bytes_entry(data: &[u8]) -> Entry {
 pub struct Recorder {
     inner: Box<dyn Source>,
     path: String,
-    out: RefCell<BufWriter<File>>,
+    out: RefCell<BufWriter<RecordingFile>>,
     frame: RefCell<Frame>,
     /// Set once the last frame was written: finishing again does nothing.
     finished: bool,
@@ -102,7 +149,7 @@ impl Recorder {
             start_unix_ns: unix_ns(inner.now()),
             whole_tree: false,
         };
-        let mut out = BufWriter::new(file);
+        let mut out = BufWriter::new(RecordingFile::new(file));
         write_line(&mut out, &header).map_err(|e| fail("write", e))?;
         Ok(Recorder {
             inner,
@@ -124,7 +171,7 @@ impl Recorder {
     /// Writes the current frame as one line and flushes it to the file.
     fn flush_frame(&self) -> io::Result<()> {
         let mut out = self.out.borrow_mut();
-        write_line(&mut out, &*self.frame.borrow()).map_err(|source| {
+        write_line(&mut *out, &*self.frame.borrow()).map_err(|source| {
             io::Error::other(RecordingError {
                 action: "write",
                 path: self.path.clone(),
@@ -135,7 +182,7 @@ impl Recorder {
 }
 
 /// Writes `value` as one JSON line and flushes it.
-fn write_line(out: &mut BufWriter<File>, value: &impl serde::Serialize) -> io::Result<()> {
+fn write_line(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     out.flush()

@@ -96,7 +96,8 @@ impl SourceArgs {
         if let Some(path) = &self.replay {
             let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
             if let Some(warning) = replay.cut() {
-                eprintln!("{tool}: {}", super::escape::text(warning));
+                let warning = super::escape::text(warning);
+                super::stderr::print(format_args!("{tool}: {warning}\n"));
             }
             return Ok(Box::new(replay));
         }
@@ -155,7 +156,9 @@ impl SourceArgs {
 /// and cannot drive the terminal.
 pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
     // Not through tell(): see there.
-    eprintln!("{tool}: {}", super::escape::text(&message.to_string()));
+    let message = message.to_string();
+    let message = super::escape::text(&message);
+    super::stderr::print(format_args!("{tool}: {message}\n"));
     status
 }
 
@@ -168,7 +171,9 @@ pub fn report_error(tool: &str, message: impl Display, status: i32) -> i32 {
 /// the main job out of its 64 kB windows (`layout::`, 49 text pages
 /// instead of 33) until `link/profile.sh` is run again.
 pub fn tell(tool: &str, message: impl Display) {
-    eprintln!("{tool}: {}", super::escape::text(&message.to_string()));
+    let message = message.to_string();
+    let message = super::escape::text(&message);
+    super::stderr::print(format_args!("{tool}: {message}\n"));
 }
 
 /// Maps an I/O error on standard output to an exit status: 0 for a reader

@@ -62,7 +62,9 @@ pub unsafe fn run(program: &Program, argc: c_int, argv: *const *const c_char) ->
     if let Err(err) = open_closed_standard_descriptors() {
         // When descriptor 2 is the one left closed, this line is lost:
         // Rust's standard error ignores a closed descriptor.
-        eprintln!("cannot open /dev/null for a closed standard descriptor: {err}");
+        super::stderr::print(format_args!(
+            "cannot open /dev/null for a closed standard descriptor: {err}\n"
+        ));
         std::process::exit(1);
     }
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.

@@ -94,6 +94,7 @@ pub mod run;
 pub mod serve;
 pub mod signals;
 pub mod source;
+pub mod stderr;
 pub mod stdout;
 pub mod temp_file;
 pub mod textfile;

@@ -133,11 +133,11 @@ impl SelfMetrics {
         let mut e = match result {
             Ok(()) => e,
             Err(err) => {
-                eprintln!(
-                    "{}: scrape failed: {}",
+                super::stderr::print(format_args!(
+                    "{}: scrape failed: {}\n",
                     self.tool,
                     super::escape::text(&err.message)
-                );
+                ));
                 match self.errors.iter_mut().find(|(c, _)| *c == err.cause) {
                     Some((_, n)) => *n += 1,
                     None => self.errors.push((err.cause, 1)),

@@ -19,6 +19,7 @@ use crate::common::run::run_samples;
 use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
 use crate::common::source::Source;
+use crate::common::stderr;
 use crate::common::stdout::StoppableStdout;
 use crate::common::temp_file::check_chosen_outputs;
 
@@ -248,12 +249,14 @@ fn persistent_type_first(err: IostatError) -> IostatError {
 fn report(progname: &str, err: IostatError) -> i32 {
     match &err {
         IostatError::Usage | IostatError::UsageAfterPersistent(_) => {
-            eprint!("{}", usage_text(progname))
+            stderr::print(format_args!("{}", usage_text(progname)))
         }
         IostatError::Output(e) => return output_error_status(TOOL, e),
         // Escaped as every message quoting a name is (a device, a file).
-        e if e.is_sysstat_message() => eprintln!("{}", escape::text(&e.to_string())),
-        e => eprintln!("{TOOL}: {}", escape::text(&e.to_string())),
+        e if e.is_sysstat_message() => {
+            stderr::print(format_args!("{}\n", escape::text(&e.to_string())))
+        }
+        e => stderr::print(format_args!("{TOOL}: {}\n", escape::text(&e.to_string()))),
     }
     err.exit_status()
 }

@@ -167,3 +167,69 @@ fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
     }
     assert!(!written.exists());
 }
+
+/// Standard error on a full disk (`2>/dev/full`): messages are lost, not
+/// the run. `eprintln!` panicked there, so every error ended with a
+/// panic's status 101 and a warning ended a run that would succeed.
+#[test]
+fn a_standard_error_that_takes_nothing_changes_no_exit_status() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let run = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(full())
+            .output()
+            .unwrap()
+    };
+    let iostat = env!("CARGO_BIN_EXE_iostat-rs");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/cxl/qemu-two-cpmus"
+    );
+    for (program, args, status) in [
+        (iostat, &["-f", "/nonexistent-hwstat"][..], 1),
+        (iostat, &["-Q"][..], 1),
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &["--sysroot", fixture, "-e", "nosuch"][..],
+            1,
+        ),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["--sysroot", "/nonexistent-hwstat"][..],
+            1,
+        ),
+    ] {
+        assert_eq!(
+            run(program, args).status.code(),
+            Some(status),
+            "{program} {args:?}"
+        );
+    }
+    // A warning (a recording whose last frame is cut) on the way to a
+    // complete report.
+    let dir = std::env::temp_dir().join(format!("hwstat-errlines-full-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let rec = dir.join("cut.rec");
+    let recorded = run(
+        iostat,
+        &["--record", rec.to_str().unwrap(), "-x", "0.01", "3"],
+    );
+    assert!(recorded.status.success());
+    let bytes = fs::read(&rec).unwrap();
+    fs::write(&rec, &bytes[..bytes.len() - 20]).unwrap();
+    let out = run(
+        iostat,
+        &["--replay", rec.to_str().unwrap(), "-o", "JSON", "0.01"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["sysstat"]["hosts"][0]["statistics"].is_array(), "{doc}");
+    fs::remove_dir_all(dir).unwrap();
+}

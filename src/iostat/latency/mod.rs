@@ -51,10 +51,10 @@ impl Latency {
         let collector = if src.is_live() {
             let c = Collector::start(partitions)?;
             if let Some(why) = c.notice() {
-                eprintln!(
+                crate::common::stderr::print(format_args!(
                     "iostat-rs: --latency: {why}: sampling the tracepoints with perf instead, \
-                     which misses completions in interrupts of an idle CPU on some kernels"
-                );
+                     which misses completions in interrupts of an idle CPU on some kernels\n"
+                ));
             }
             Some(c)
         } else {

@@ -206,9 +206,10 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         ),
     );
     if lost > 0 {
-        eprintln!(
-            "{TOOL}: {lost} read(s) returned a full ring: entries may be missing (use a shorter --poll)"
-        );
+        crate::common::stderr::print(format_args!(
+            "{TOOL}: {lost} read(s) returned a full ring: entries may be missing (use a shorter \
+             --poll)\n"
+        ));
     }
     Ok(())
 }

@@ -85,6 +85,41 @@ impl Root {
         Ok(File::from(fd))
     }
 
+    /// Fails when `path` is a regular file of a file system that keeps what
+    /// is written (a copy of `/proc` in a `--sysroot` tree), where a file
+    /// the kernel takes a write to as a command (`1` switches on) would be
+    /// changed for good, and what a tool puts back (`0`) is not what it held
+    /// (`off`). The kernel's file systems (proc, sysfs, debugfs, tracefs)
+    /// and FUSE, where simulated kernels answer, pass; nothing is opened for
+    /// writing, so nothing is truncated.
+    pub fn refuse_disk_file(&self, path: &str) -> io::Result<()> {
+        let fd = self.open_raw(path, libc::O_PATH)?;
+        if kind_of_mode(fstat(fd.as_raw_fd())?.st_mode) != "regular file" {
+            // Opening it says what it is.
+            return Ok(());
+        }
+        // SAFETY: fstatfs writes into a zeroed, properly sized struct.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut fs) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let kernel_or_fuse = [
+            libc::PROC_SUPER_MAGIC,
+            libc::SYSFS_MAGIC,
+            libc::DEBUGFS_MAGIC,
+            libc::TRACEFS_MAGIC,
+            libc::FUSE_SUPER_MAGIC,
+        ];
+        if kernel_or_fuse.contains(&fs.f_type) {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a regular file on a disk file system, not the kernel's: nothing written (a copy \
+             of /proc would be changed for good; a kernel file takes a write as a command)",
+        ))
+    }
+
     /// Calls `each` with the entry names of directory `path` (without `.`
     /// and `..`), in the order the directory returns them.
     pub fn for_each_entry(&self, path: &str, each: &mut dyn FnMut(&OsStr)) -> io::Result<()> {

@@ -84,6 +84,12 @@ pub trait Source {
     ///
     /// Replays refuse writes with `ErrorKind::ReadOnlyFilesystem`.
     fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()>;
+    /// Writes `data` to `path`, a kernel file that takes a write as a
+    /// command rather than as its contents (vcpudispatch_stats: `1`
+    /// switches on, reads give counters): as [`Source::write_file`], but
+    /// refused on a regular file of a disk file system (a copy of `/proc`
+    /// in a `--sysroot` tree), which would keep the command for good.
+    fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()>;
     /// Gets a list of numbers from outside the file system (for example perf
     /// counters) under a stable `key`. The live source calls `read`; a
     /// recording stores the result; a replay returns the stored one.
@@ -513,6 +519,11 @@ impl Source for RootFs {
         self.root
             .stat(path)
             .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+    }
+
+    fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.root.refuse_disk_file(path)?;
+        self.write_file(path, data)
     }
 
     fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {

@@ -44,10 +44,12 @@ pub fn read_on(source: &dyn Source) -> Result<bool, VcpuError> {
 
 /// Switches the statistics on or off with one write of `"1\n"` or `"0\n"`.
 /// Switching on resets every counter; writing the current state is a no-op.
+/// A copy of the file on disk (a `--sysroot` tree of plain files) is not
+/// written: it would then hold `0` where it held `off`.
 pub fn switch(source: &dyn Source, on: bool) -> Result<(), VcpuError> {
     let data: &[u8] = if on { b"1\n" } else { b"0\n" };
     source
-        .write_file(STATS_PATH, data)
+        .write_command(STATS_PATH, data)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::EBUSY) if on => VcpuError::Busy,
             _ => write_error(source, STATS_PATH, e),

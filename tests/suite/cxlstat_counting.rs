@@ -361,9 +361,14 @@ fn ctrl_c_during_an_interval_reports_the_part_counted() {
             .parse()
             .unwrap_or_else(|_| panic!("{text}"));
         assert!((0.4..60.0).contains(&time), "{text}");
+        // The 400 ms before the signal were counted, and no more than the
+        // time since the start (the time column; the count starts at the
+        // first reading, a little after it, more so on a loaded machine).
         let counted: f64 = fields[1].parse().unwrap_or_else(|_| panic!("{text}"));
-        let error = (counted / 1e9 - time).abs() / time;
-        assert!(error < 0.05, "{line}: cpu_clock against the time column");
+        assert!(
+            (0.35..time * 1.05).contains(&(counted / 1e9)),
+            "{line}: cpu_clock against the time column"
+        );
     }
 }
 

@@ -907,3 +907,38 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
     assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// A `--sysroot` tree of plain files (a copy of `/proc`, as the project's
+/// own fixtures are) is not switched on or off: written, the statistics
+/// file would hold `1` or `0` for good where it held `off` or counters, and
+/// every later run on the tree would fail. Reports and `--status` go on.
+#[test]
+fn vcpustat_does_not_switch_a_copy_of_proc_on_disk() {
+    let dir = scratch("vcpustat-copy");
+    let root = dir.join("off");
+    let off = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vcpustat/off");
+    for file in [STATS, FREQ] {
+        write(&root, file, &fs::read_to_string(off.join(file)).unwrap());
+    }
+    let sysroot = root.to_str().unwrap();
+    for args in [&["1", "1"][..], &["--enable"][..]] {
+        let out = run(VCPUSTAT, &[&["--sysroot", sysroot][..], args].concat());
+        assert_one_line_error(
+            &out,
+            &format!("/{STATS}"),
+            "not the kernel's: nothing written",
+        );
+        assert_eq!(
+            fs::read_to_string(root.join(STATS)).unwrap(),
+            "off\n",
+            "{args:?}"
+        );
+    }
+    let out = run(VCPUSTAT, &["--sysroot", sysroot, "--status"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::remove_dir_all(dir).unwrap();
+}

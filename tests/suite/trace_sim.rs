@@ -684,6 +684,9 @@ impl Source for AffectedHost {
     fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {
         self.0.write_file(path, data)
     }
+    fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.0.write_command(path, data)
+    }
     fn values(
         &self,
         key: &str,

@@ -242,6 +242,10 @@ impl Source for Replay {
         ))
     }
 
+    fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.write_file(path, data)
+    }
+
     fn values(
         &self,
         key: &str,

@@ -236,6 +236,10 @@ impl Source for Recorder {
         self.inner.write_file(path, data)
     }
 
+    fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        self.inner.write_command(path, data)
+    }
+
     fn values(
         &self,
         key: &str,

@@ -13,8 +13,10 @@ use crate::common::osname;
 
 use super::error::IostatError;
 
-/// sysstat's `MAX_NAME_LEN`: names are cut to this length minus one.
-pub const MAX_NAME_LEN: usize = 128;
+/// sysstat's `MAX_NAME_LEN`: names are cut to this length minus one. 256
+/// since sysstat 12.7.9 (commit e50bfeec, "Set MAX_NAME_LEN constant to
+/// 256 instead of 128"); 12.6.1 cut at 127 bytes.
+pub const MAX_NAME_LEN: usize = 256;
 
 /// The long options the scanner accepts (besides `--dec=N`).
 pub const LONG_OPTIONS: &[&str] = &[

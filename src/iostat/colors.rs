@@ -64,7 +64,9 @@ impl Colors {
         };
         for item in sgr.unwrap_or("").split(':').filter(|i| !i.is_empty()) {
             let b = item.as_bytes();
-            let well_formed = (3..=7).contains(&b.len())
+            // sysstat 12.7.9's MIN_SGR_SEQ_LEN and MAX_SGR_SEQ_LEN (commit
+            // d4a9ec2c: `I=38;2;192;128;255`, truecolour); 12.6.1 took 3 to 7.
+            let well_formed = (3..=18).contains(&b.len())
                 && b[1] == b'='
                 && b[2..].iter().all(|&x| x == b';' || x.is_ascii_digit());
             if !well_formed {
@@ -175,19 +177,20 @@ mod tests {
     #[test]
     fn malformed_sgr_entries_are_ignored_one_by_one() {
         let c = Colors::new(Some(
-            // too short, too long (8 bytes), no '=', bad character, unknown
+            // too short, too long (19 bytes), no '=', bad character, unknown
             // key, empty entries; then one good entry.
-            "I=:N=1;2;3;4:Z33:W=3a:C=33;22::Q=1:X=1;31",
+            "I=:N=38;2;100;100;1000:Z33:W=3a:C=33;22::Q=1:X=1;31",
         ));
         assert_eq!(c.name, GREEN);
         assert_eq!(c.nonzero, BOLD_BLUE);
         assert_eq!(c.zero, LIGHT_BLUE);
         assert_eq!(c.warn, MAGENTA);
         assert_eq!(c.extreme, "\x1b[1;31m");
-        // Exactly 7 bytes is still accepted; a 2-character key is not.
-        let c = Colors::new(Some("N=1;2;3:II=1"));
-        assert_eq!(c.nonzero, "\x1b[1;2;3m");
-        assert_eq!(c.name, GREEN);
+        // 18 bytes (truecolour) is still accepted, as sysstat 12.7.9
+        // does; a 2-character key is not.
+        let c = Colors::new(Some("N=38;2;100;100;100:I=38;5;208:II=1"));
+        assert_eq!(c.nonzero, "\x1b[38;2;100;100;100m");
+        assert_eq!(c.name, "\x1b[38;5;208m");
     }
 
     #[test]

@@ -444,7 +444,7 @@ impl DeviceList {
 
     /// The name shown for a device, when it is not its stored name: its
     /// persistent name (`-j`), else its device-mapper name (`-N`), cut to
-    /// 127 bytes as sysstat cuts it, else its kernel name with `!` back to
+    /// 255 bytes as sysstat cuts it, else its kernel name with `!` back to
     /// `/`.
     ///
     /// `None` for most devices, which costs no allocation: a one-report run

@@ -90,11 +90,12 @@ mod tests {
     fn names_are_cut_and_split_like_sysstat() {
         assert_eq!(basename("../../sda1"), "sda1");
         assert_eq!(basename("sda"), "sda");
-        let long = "x".repeat(200);
-        assert_eq!(truncate_name(long).len(), MAX_NAME_LEN - 1);
-        // sysstat keeps 127 bytes: 63 "é" and the first byte of the 64th.
-        let multibyte = truncate_name("é".repeat(100));
-        let mut kept = "é".repeat(63).into_bytes();
+        let long = "x".repeat(300);
+        assert_eq!(truncate_name(long).len(), 255);
+        assert_eq!(truncate_name("x".repeat(255)).len(), 255);
+        // sysstat 12.7.9 keeps 255 bytes: 127 "é" and the first byte of the 128th.
+        let multibyte = truncate_name("é".repeat(200));
+        let mut kept = "é".repeat(127).into_bytes();
         kept.push(0xc3);
         assert_eq!(osname::to_bytes(&multibyte).as_ref(), kept.as_slice());
     }

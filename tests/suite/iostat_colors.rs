@@ -371,9 +371,11 @@ fn cpu_report_ranges() {
 
 #[test]
 fn s_colors_sgr_overrides_and_ignores_bad_entries() {
-    // "M=35;4;1;2" is 10 bytes (over 7): ignored, so W's code stays. "Q=7" is
-    // not a key iostat uses; "N=x" has a bad character; both are ignored.
-    let sgr = "I=1:N=2:Z=3:W=4:X=5:M=35;4;1;2:Q=7:N=x";
+    // "M=38;5;208;1;2;3;44" is 19 bytes (over sysstat 12.7.9's 18; 12.6.1
+    // took 7): ignored, so W's code stays; "X=38;2;255;128;0" (16 bytes, a
+    // truecolour red) is taken. "Q=7" is not a key iostat uses; "N=x" has
+    // a bad character; both are ignored.
+    let sgr = "I=1:N=2:Z=3:W=4:M=38;5;208;1;2;3;44:X=38;2;255;128;0:Q=7:N=x";
     let root = tree("sgr", "8000 0 0 2000 0 0 0 0 0 0", &DISKS[..1]);
     let p = |code: &str, text: &str| format!("\x1b[{code}m{text}{RESET}");
     let sda = [
@@ -398,11 +400,11 @@ fn s_colors_sgr_overrides_and_ignores_bad_entries() {
     );
     assert_eq!(run(&root, Some(sgr), &["sda"]), expected);
 
-    // X= sets the extreme colour.
+    // X= sets the extreme colour, truecolour too.
     let root = tree("sgr-x", BUSY_CPU, &DISKS[..1]);
-    let out = run(&root, Some("X=5"), &["-c"]);
+    let out = run(&root, Some("X=38;2;255;128;0"), &["-c"]);
     assert!(
-        out.contains(&format!("       {}", p("5", "   95.00"))),
+        out.contains(&format!("       {}", p("38;2;255;128;0", "   95.00"))),
         "{out:?}"
     );
 }

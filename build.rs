@@ -133,15 +133,20 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HWSTAT_PLAIN_LAYOUT");
 }
 
-/// The line of [`SECTION_ORDER`] that stands for the input sections of
-/// the functions of [`HOT_FUNCTIONS`].
-const HOT_TEXT: &str = "HOT_TEXT";
+/// The lines of [`SECTION_ORDER`] that stand for the input sections of
+/// the functions of [`HOT_FUNCTIONS`]: those of the main job (the list up
+/// to [`MAIN_JOB_END`]), then the others.
+const HOT_TEXT: (&str, &str) = ("HOT_TEXT_MAIN", "HOT_TEXT_REST");
+
+/// The line of [`HOT_FUNCTIONS`] after the functions of the main job
+/// (`iostat-rs -x`, link/profile.sh).
+const MAIN_JOB_END: &str = "#main-job-end";
 
 /// Writes the linker script: [`SECTION_ORDER`] with the marker line of
 /// [`HOT_RODATA`] and of [`DEPENDENCY_RODATA`] each replaced by one
-/// input-section pattern per line of its list, and [`HOT_TEXT`] by the
-/// sections of [`HOT_FUNCTIONS`] (see [`hot_text`]); a missing list gives
-/// none. Returns its path, in `OUT_DIR`.
+/// input-section pattern per line of its list, and those of [`HOT_TEXT`] by
+/// the sections of [`HOT_FUNCTIONS`] (see [`hot_text`]); a missing list
+/// gives none. Returns its path, in `OUT_DIR`.
 fn section_order_script(package: &std::path::Path) -> PathBuf {
     let template = std::fs::read_to_string(package.join(SECTION_ORDER))
         .unwrap_or_else(|e| panic!("{SECTION_ORDER}: {e}"));
@@ -157,13 +162,24 @@ fn section_order_script(package: &std::path::Path) -> PathBuf {
     let input_sections = |sections: Vec<String>| -> String {
         sections.iter().map(|s| format!("    *({s})\n")).collect()
     };
+    let listed = std::fs::read_to_string(package.join(HOT_FUNCTIONS)).unwrap_or_default();
+    let (main_job, rest) = listed.split_once(MAIN_JOB_END).unwrap_or(("", &listed));
+    let functions = |part: &str| -> Vec<String> {
+        part.lines()
+            .map(str::trim)
+            .filter(|name| !name.is_empty() && !name.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (main_text, rest_text) = hot_text(&functions(main_job), &functions(rest));
     let replacements = [
         (HOT_RODATA.1, input_sections(names(HOT_RODATA.0))),
         (
             DEPENDENCY_RODATA.1,
             input_sections(names(DEPENDENCY_RODATA.0)),
         ),
-        (HOT_TEXT, input_sections(hot_text(&names(HOT_FUNCTIONS)))),
+        (HOT_TEXT.0, input_sections(main_text)),
+        (HOT_TEXT.1, input_sections(rest_text)),
     ];
     let script: String = template
         .lines()
@@ -195,19 +211,28 @@ fn section_order_script(package: &std::path::Path) -> PathBuf {
 /// Each pattern right after its name instead would add those other
 /// instantiations inside the main job's code and push it into a fourth
 /// 64 kB window (50 pages instead of 34; BENCHMARKS.md, session 30).
-fn hot_text(names: &[String]) -> Vec<String> {
+///
+/// Given the main job's functions and the others, gives the sections of
+/// the main job's (exact names), then those of the others (exact names,
+/// then every pattern): link/sections.ld ends the first block at a 64 kB
+/// boundary.
+fn hot_text(main_job: &[String], others: &[String]) -> (Vec<String>, Vec<String>) {
     let mut patterns: Vec<String> = Vec::new();
-    for name in names {
+    for name in main_job.iter().chain(others) {
         let pattern = without_hashes(name);
         if pattern != *name && !patterns.contains(&pattern) {
             patterns.push(pattern);
         }
     }
-    names
-        .iter()
-        .chain(&patterns)
-        .map(|name| format!(".text.{name} .text.unlikely.{name}"))
-        .collect()
+    let sections = |names: &mut dyn Iterator<Item = &String>| -> Vec<String> {
+        names
+            .map(|name| format!(".text.{name} .text.unlikely.{name}"))
+            .collect()
+    };
+    (
+        sections(&mut main_job.iter()),
+        sections(&mut others.iter().chain(&patterns)),
+    )
 }
 
 /// A linker-script pattern for the symbol `name` with its hashes left

@@ -178,6 +178,14 @@ out=link/hot-functions.txt
     # the listed block and keep one more 64 kB window resident.
     printf '%s\n' _start deregister_tm_clones register_tm_clones __do_global_dtors_aux frame_dummy
     find "$work" -name 'run.*' -printf '%f\n' | sort -t. -k2,2n -k3,3n | while read -r f; do
+        # After the runs of the main job (-x and -x -p ALL, ranks up to
+        # 13), the line build.rs ends its block at (HOT_TEXT_MAIN).
+        rank=${f#run.}
+        rank=${rank%%.*}
+        if [ "$((10#$rank))" -gt 13 ] && [ -z "${main_job_listed:-}" ]; then
+            echo "#main-job-end"
+            main_job_listed=1
+        fi
         awk -v bin="$plain/" '
             # "key=(id) name" defines an id, "key=(id)" refers to one;
             # cob/cfn (the callee of a call) share the ids of ob/fn.

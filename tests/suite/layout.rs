@@ -46,8 +46,9 @@ fn in_elf<T>(program: &Path, look: impl FnOnce(&ElfFile64<Endianness>) -> T) -> 
 }
 
 /// A program's functions: where `.text.hot` (where `link/sections.ld`
-/// puts the listed functions) and `.text` start, and the address of each
-/// named function in either.
+/// puts the listed functions, the main job's; the others follow in
+/// `.text.warm`) and `.text` start, and the address of each named
+/// function in any of the three.
 struct Code {
     hot_start: Option<u64>,
     text_start: u64,
@@ -59,7 +60,8 @@ fn code(program: &Path) -> Code {
     in_elf(program, |elf| {
         let text = elf.section_by_name(".text").expect("a .text section");
         let hot = elf.section_by_name(".text.hot");
-        let sections: Vec<_> = [Some(&text), hot.as_ref()]
+        let warm = elf.section_by_name(".text.warm");
+        let sections: Vec<_> = [Some(&text), hot.as_ref(), warm.as_ref()]
             .into_iter()
             .flatten()
             .map(|section| section.index())
@@ -212,7 +214,7 @@ fn functions_the_list_names_with_other_hashes_are_placed_with_it() {
             assert!(
                 code.hot_start
                     .is_some_and(|start| (start..code.text_start).contains(&address)),
-                "{}: {name} at {address:#x}, not in .text.hot",
+                "{}: {name} at {address:#x}, not in .text.hot or .text.warm",
                 program.display()
             );
         }

@@ -112,7 +112,8 @@ fn wait_for_room(
 
 /// One `write(2)` of at most `chunk` bytes of `buf` to `fd`, once `fd`
 /// takes data or, after a stop signal, failing with [`StoppedWhileWriting`]
-/// once `give_up_at` has passed (see [`wait_for_room`]): what
+/// once `give_up_at` has passed ([`GRACE_AFTER_STOP`] after the first wait
+/// that follows the signal): what
 /// [`StoppableStdout`] does for standard output, for any descriptor.
 pub fn write_stoppably(
     stop: &StopSignal,

@@ -8,7 +8,7 @@
 //! Devices: those named on the command line, else every line of
 //! `/proc/diskstats` with `-p ALL`, else the whole devices `/sys/block`
 //! lists: with `ALL` all of them, without it those node_exporter exports by
-//! default (not `ram*`, `loop*`, `fd*`; see [`node_exporter_leaves_out`]),
+//! default (not `ram*`, `loop*`, `fd*`; see `node_exporter_leaves_out`),
 //! so that a sum over devices counts what node_exporter's does and a loop
 //! device's I/O is not counted again with its file's disk. Devices that
 //! never did I/O are included (a series must not come and go), groups

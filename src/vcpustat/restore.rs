@@ -113,17 +113,19 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vcpustat-panic-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("proc/powerpc")).unwrap();
-        let stats = dir.join("proc/powerpc/vcpudispatch_stats");
-        fs::write(&stats, "on\n").unwrap();
+        // The frequency: a file on disk takes it as the kernel's does (the
+        // statistics file on disk is not written, see kernel::switch).
+        let freq = dir.join("proc/powerpc/vcpudispatch_stats_freq");
+        fs::write(&freq, "100\n").unwrap();
         let mut source = RootFs::new(&dir);
         let mut plan = RestorePlan::new();
         let (outcome, failures) = run_then_restore(&mut source, &mut plan, |_, plan| {
-            plan.push(Undo::SwitchOff);
+            plan.push(Undo::SetFreq(50));
             panic!("a bug in the middle of a run");
         });
         assert!(outcome.is_err());
         assert!(failures.is_empty());
-        assert_eq!(fs::read_to_string(&stats).unwrap(), "0\n");
+        assert_eq!(fs::read_to_string(&freq).unwrap(), "50\n");
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -324,6 +324,27 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     assert!(text.contains("seconds time elapsed"), "{text}");
 }
 
+/// Runs `cxlstat --sysroot ROOT ARGS -e cpu_clock` until its counters
+/// are open on the `pmus` PMUs and 400 ms more, then sends it SIGINT:
+/// what it printed, once it ended with status 0.
+fn ctrl_c_after_400_ms(root: &std::path::Path, pmus: usize, args: &[&str]) -> std::process::Output {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+        .args(["--sysroot", root.to_str().unwrap()])
+        .args(args)
+        .args(["-e", "cpu_clock"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::procstate::await_perf_events(child.id(), pmus);
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 /// Ctrl-C in the middle of an interval reports the part counted so far,
 /// as `perf stat -I` does, instead of dropping it.
 #[test]
@@ -332,26 +353,7 @@ fn ctrl_c_during_an_interval_reports_the_part_counted() {
         return;
     }
     let (root, cpus) = tree("ctrlc_interval");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-        .args([
-            "--sysroot",
-            root.to_str().unwrap(),
-            "-x",
-            ",",
-            "-I",
-            "60000",
-        ])
-        .args(["-e", "cpu_clock"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::procstate::await_perf_events(child.id(), cpus.len());
-    std::thread::sleep(Duration::from_millis(400));
-    // SAFETY: signalling our own child by its pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ctrl_c_after_400_ms(&root, cpus.len(), &["-x", ",", "-I", "60000"]);
     let text = stdout(&out);
     assert_eq!(text.lines().count(), cpus.len(), "one line per PMU: {text}");
     for line in text.lines() {
@@ -378,19 +380,7 @@ fn until_ctrl_c_prints_totals_and_exits_cleanly() {
         return;
     }
     let (root, cpus) = tree("ctrlc");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-        .args(["--sysroot", root.to_str().unwrap(), "-a", "-e", "cpu_clock"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Counting on every CPU, then 400 ms of it.
-    crate::procstate::await_perf_events(child.id(), cpus.len());
-    std::thread::sleep(Duration::from_millis(400));
-    // SAFETY: signalling our own child by its pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ctrl_c_after_400_ms(&root, cpus.len(), &["-a"]);
     let text = stdout(&out);
     let rows: Vec<&str> = text.lines().filter(|l| l.contains("cpu_clock")).collect();
     assert_eq!(rows.len(), cpus.len(), "{text}");

@@ -224,15 +224,17 @@ fn hot_text(main_job: &[String], others: &[String]) -> (Vec<String>, Vec<String>
             patterns.push(pattern);
         }
     }
-    let sections = |names: &mut dyn Iterator<Item = &String>| -> Vec<String> {
-        names
-            .map(|name| format!(".text.{name} .text.unlikely.{name}"))
-            .collect()
-    };
     (
-        sections(&mut main_job.iter()),
-        sections(&mut others.iter().chain(&patterns)),
+        function_sections(main_job.iter()),
+        function_sections(others.iter().chain(&patterns)),
     )
+}
+
+/// The input sections of the functions (or name patterns) `names`.
+fn function_sections<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    names
+        .map(|name| format!(".text.{name} .text.unlikely.{name}"))
+        .collect()
 }
 
 /// A linker-script pattern for the symbol `name` with its hashes left

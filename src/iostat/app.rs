@@ -529,11 +529,14 @@ fn serve_metrics(
 /// counters per interval (one in all without an interval).
 #[inline(never)]
 fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
-    let (target, exporter) = match &opts.expo.textfile {
-        Some(path) => (Target::Textfile(path.clone()), exporter(opts, src)?),
-        None => (Target::Stdout, exporter(opts, src)?.with_uname()),
+    let mut exporter = exporter(opts, src)?;
+    let target = match &opts.expo.textfile {
+        Some(path) => Target::Textfile(path.clone()),
+        None => {
+            exporter = exporter.with_uname();
+            Target::Stdout
+        }
     };
-    let mut exporter = exporter;
     let stop = StopSignal::install()?;
     // -y: as for the text, the count is of reports after the first sample.
     let schedule = Schedule {

@@ -72,6 +72,8 @@ struct RecordingFile {
     file: File,
     /// The most one `write` may carry (see [`chunk_for`]).
     chunk: usize,
+    /// The run's stop flag, once it is installed.
+    stop: Option<StopSignal>,
     /// Set at the first write after a stop signal: when to give up.
     give_up_at: Option<Instant>,
 }
@@ -82,6 +84,7 @@ impl RecordingFile {
         RecordingFile {
             file,
             chunk,
+            stop: None,
             give_up_at: None,
         }
     }
@@ -89,9 +92,12 @@ impl RecordingFile {
 
 impl Write for RecordingFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match StopSignal::installed() {
+        if self.stop.is_none() {
+            self.stop = StopSignal::installed();
+        }
+        match &self.stop {
             Some(stop) => write_stoppably(
-                &stop,
+                stop,
                 self.file.as_fd(),
                 buf,
                 self.chunk,

@@ -147,6 +147,13 @@ fn a_cpus_entry_that_is_not_online_is_a_note_of_the_report() {
         json["samples"][0]["notes"],
         serde_json::json!(["cpu99 (from --cpus) is not online"])
     );
+    // CSV has no column for notes: they go to standard error.
+    let csv = vcpustat("seed", &["--cpus", "0,99", "-o", "csv"]);
+    assert_eq!(
+        String::from_utf8_lossy(&csv.stderr),
+        "vcpustat: note: cpu99 (from --cpus) is not online\n"
+    );
+    assert!(!stdout(&csv).contains("cpu99"));
     let text = stdout(&vcpustat("seed", &["--cpus", "0-15"]));
     assert!(!text.contains("note:"), "{text}");
 }

@@ -3,12 +3,14 @@
 use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
+use crate::common::cli::tell;
 use crate::common::osname::show_raw_bytes;
 
 /// Writes `timestamp,index,<labels>,<columns>` once, then one line per row.
 /// Missing values are empty fields; fields holding the separator, a quote or
 /// a line break are quoted as RFC 4180 says; a byte that is not UTF-8 is
-/// the text `\xNN`.
+/// the text `\xNN`. A table has no place for a frame's notes: they go to
+/// standard error, one line each, as the text reports print theirs.
 pub struct CsvWriter {
     schema: Schema,
     separator: String,
@@ -56,6 +58,9 @@ impl FrameWriter for CsvWriter {
                 });
             }
             writeln!(out, "{}", fields.join(&self.separator))?;
+        }
+        for note in frame.notes {
+            tell(self.schema.tool, format_args!("note: {note}"));
         }
         out.flush()
     }

@@ -363,6 +363,10 @@ struct Session {
     charts: Option<CxlCharts>,
     notes: Vec<String>,
     previous: Vec<Reading>,
+    /// The source's elapsed time at the baseline read, where the time
+    /// column starts (as perf stat's starts when it enables the counters),
+    /// and at the previous read.
+    baseline_elapsed: Duration,
     last_elapsed: Duration,
 }
 
@@ -385,15 +389,17 @@ impl Session {
             self.view.leave_out(self.counters.unsupported());
             self.previous.clear();
             self.previous.extend_from_slice(self.counters.readings());
+            self.baseline_elapsed = elapsed;
         } else {
             let span = Span {
                 previous: &self.previous,
                 current: self.counters.readings(),
                 elapsed: elapsed.saturating_sub(self.last_elapsed),
-                since_start: elapsed,
+                since_start: elapsed.saturating_sub(self.baseline_elapsed),
                 time: source.now(),
                 index,
                 notes: &self.notes,
+                gone: self.counters.gone(),
             };
             self.view.report(out, &span)?;
             if let Some(charts) = &mut self.charts {
@@ -483,6 +489,7 @@ fn run_count(
         }),
         notes: Vec::new(),
         previous: Vec::new(),
+        baseline_elapsed: Duration::ZERO,
         last_elapsed: Duration::ZERO,
     };
     if let Some(listener) = listener {
@@ -523,9 +530,11 @@ fn run_count(
     }
 }
 
-/// `--listen`: reads every counter at each scrape until stopped. Notes
-/// about a reading (an event that could not be read) go to standard error
-/// and count as a `read` error of that scrape.
+/// `--listen`: reads every counter at each scrape until stopped. A PMU
+/// that goes away gets a note on standard error and its series end (go
+/// stale in Prometheus) while the others are served; only a read that
+/// fails outright (a replay's damage, which --listen cannot have) fails
+/// the scrape.
 fn serve_counts(
     session: &mut Session,
     listener: std::net::TcpListener,
@@ -551,13 +560,14 @@ fn serve_counts(
                 cause: "read",
                 message: e.to_string(),
             })?;
-        if !session.notes.is_empty() {
-            return Err(ScrapeError {
-                cause: "read",
-                message: session.notes.join("; "),
-            });
+        // A PMU that went away: one note, and its series end; the others
+        // are still served.
+        for note in session.notes.drain(..) {
+            tell(TOOL, format_args!("note: {note}"));
         }
-        session.view.expose(session.counters.readings(), e);
+        session
+            .view
+            .expose(session.counters.readings(), session.counters.gone(), e);
         Ok(())
     })
     .map_err(|e| CxlError::Setup(e.to_string()))

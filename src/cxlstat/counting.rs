@@ -130,6 +130,8 @@ pub struct Counters {
     raised_nofile: Option<Raised>,
     /// Per reading: whether its unit was refused (see the module's doc).
     unsupported: Vec<bool>,
+    /// Per reading: whether its unit is gone (see [`Counters::read`]).
+    gone: Vec<bool>,
     /// `kernel.perf_event_paranoid`, for the reasons of refused opens.
     paranoid: Option<i64>,
 }
@@ -216,6 +218,7 @@ impl Counters {
             local_reads: false,
             raised_nofile,
             unsupported: vec![false; first],
+            gone: vec![false; first],
             paranoid,
         })
     }
@@ -224,6 +227,12 @@ impl Counters {
     /// refused to open it: known after the first [`Counters::read`].
     pub fn unsupported(&self) -> &[bool] {
         &self.unsupported
+    }
+
+    /// Per reading, whether its PMU went away during the run: its reading
+    /// is frozen at the last one that worked.
+    pub fn gone(&self) -> &[bool] {
+        &self.gone
     }
 
     /// The open-file limit from before the counters were opened, when
@@ -287,6 +296,8 @@ impl Counters {
                         ));
                     }
                     self.units[index].gone = true;
+                    let unit = &self.units[index];
+                    self.gone[unit.first..unit.first + unit.len].fill(true);
                 }
             }
         }

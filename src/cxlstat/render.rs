@@ -252,6 +252,8 @@ pub struct Span<'a> {
     pub index: u64,
     /// Remarks about this sample.
     pub notes: &'a [String],
+    /// Per reading, whether its PMU went away: it has no Prometheus series.
+    pub gone: &'a [bool],
 }
 
 /// How counts are shown.
@@ -326,10 +328,17 @@ fn separator_escaped(name: &str, sep: &str) -> String {
     name.replace(sep, &escaped)
 }
 
-/// (PMU, event, reading) of every slot of `rows`.
-fn series<'a>(rows: &'a [RowSpec], current: &[Reading]) -> Vec<(&'a str, &'a str, Reading)> {
+/// (PMU, event, reading) of every slot of `rows` whose PMU is not `gone`.
+fn series<'a>(
+    rows: &'a [RowSpec],
+    current: &[Reading],
+    gone: &[bool],
+) -> Vec<(&'a str, &'a str, Reading)> {
     rows.iter()
-        .flat_map(|r| r.slots.iter().map(|&s| (&*r.pmu, &*r.event, current[s])))
+        .flat_map(|r| {
+            let live = r.slots.iter().filter(|&&s| !gone[s]);
+            live.map(|&s| (&*r.pmu, &*r.event, current[s]))
+        })
         .collect()
 }
 
@@ -504,13 +513,14 @@ impl CountView {
             time,
             index,
             notes,
+            gone,
         } = *span;
         let seconds = elapsed.as_secs_f64();
         let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
         match &mut self.output {
             CountOutput::Expo(target) => {
                 let mut e = Exposition::new();
-                expose(&series(&self.rows, current), &mut e);
+                expose(&series(&self.rows, current, gone), &mut e);
                 for note in notes {
                     tell("cxlstat", format_args!("note: {note}"));
                 }
@@ -598,9 +608,10 @@ impl CountView {
     }
 
     /// Appends the exposition of the cumulative readings `current`, one
-    /// series per PMU and event (made with `aggregate` off).
-    pub fn expose(&self, current: &[Reading], e: &mut Exposition) {
-        expose(&series(&self.rows, current), e);
+    /// series per PMU and event (made with `aggregate` off), leaving out
+    /// the readings of PMUs that are `gone`.
+    pub fn expose(&self, current: &[Reading], gone: &[bool], e: &mut Exposition) {
+        expose(&series(&self.rows, current, gone), e);
     }
 
     /// Writes what closes the output (a document only if it was begun).
@@ -688,6 +699,7 @@ mod tests {
             time: SystemTime::UNIX_EPOCH,
             index: 1,
             notes: &[],
+            gone: &[false; 3],
         };
         let mut out = Vec::new();
         view.report(&mut out, &span).unwrap();

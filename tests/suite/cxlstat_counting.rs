@@ -614,6 +614,8 @@ fn prometheus_expositions_carry_cumulative_counts_and_times() {
                 .count(),
             1
         );
+        // A scaled cumulative count can go down: no such counter.
+        assert!(!e.contains("cxlstat_event_scaled"), "{e}");
     }
     for cpu in cpus {
         let pmu = format!("cxl_pmu_mem{cpu}.0");
@@ -623,8 +625,6 @@ fn prometheus_expositions_carry_cumulative_counts_and_times() {
         let enabled = value(second, "cxlstat_event_enabled_seconds_total", &pmu);
         assert!(running >= 0.3 && running <= enabled, "{second}");
         assert!((counted / 1e9 - running).abs() / running < 0.05, "{second}");
-        // Not multiplexed: the scaled count is the count.
-        assert_eq!(value(second, "cxlstat_event_scaled_total", &pmu), counted);
         assert!(value(first, "cxlstat_event_counted_total", &pmu) < counted);
     }
 }

@@ -142,6 +142,27 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
         .filter(|l| l.contains("cxl_pmu_mem0.0"))
         .collect();
     assert!(mem0.iter().all(|l| !l.contains("<not counted>")), "{text}");
+    // In expositions, the vanished PMU's series end (Prometheus marks them
+    // stale) while the others go on.
+    let out = cxlstat(&[
+        "--replay",
+        broken.to_str().unwrap(),
+        "-e",
+        "cpu_clock",
+        "-o",
+        "prometheus",
+        "0.1",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let expositions: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(expositions.len(), 3, "{text}");
+    let counted = |pmu: &str| format!("cxlstat_event_counted_total{{pmu=\"{pmu}\",");
+    for (i, e) in expositions.iter().enumerate() {
+        assert!(e.contains(&counted("cxl_pmu_mem0.0")), "{e}");
+        assert_eq!(e.contains(&counted("cxl_pmu_mem1.0")), i == 0, "{e}");
+    }
 
     // Reads that still work but stop advancing, while the PMU's directory is
     // gone from sysfs, give the same note.
@@ -232,9 +253,11 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
         [500, 100_000_000, 100_000_000],
         [500, 200_000_000, 100_000_000],
     ];
+    // The baseline is read 7 ms after the start (discovery, opening): the
+    // time column starts there, as perf stat's starts at enabling.
     for (i, line) in lines.iter_mut().skip(1).enumerate() {
         let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
-        let elapsed = i as u64 * 100_000_000;
+        let elapsed = 7_000_000 + i as u64 * 100_000_000;
         set_frame(&mut frame, elapsed, "cxl_pmu_mem0.0", mem0[i]);
         set_frame(&mut frame, elapsed, "cxl_pmu_mem1.0", mem1[i]);
         if i == 2 {

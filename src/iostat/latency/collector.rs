@@ -10,7 +10,8 @@
 //!   a virtio disk lost 80 % of its completions that way). Still, a few
 //!   completions reach no program on the tracepoint (3 reads of about
 //!   39,000 in the tests' runs): the requests [`Tracker::trim_in_flight`]
-//!   forgets, counted per device in [`Interval::undelivered`].
+//!   forgets at a later drain (`State::check_in_flight`), counted per
+//!   device in [`Interval::undelivered`].
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint
 //!   (`PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`), the three events
 //!   of a CPU sharing one ring buffer; iostat-rs says so on stderr.
@@ -45,9 +46,10 @@ use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
 pub const DRAIN_EVERY: Duration = Duration::from_millis(100);
 /// Events younger than this wait for the next drain (see the module doc).
 pub const SETTLE: u64 = 2_000_000;
-/// A request held in flight longer than this, beyond the kernel's own
-/// count, has completed without its sample (see [`Tracker::trim_in_flight`]).
-pub const STALE: u64 = 1_000_000_000;
+/// A request issued this long before the kernel's in-flight count is
+/// read is surely in that count if it is still in flight: the kernel
+/// marks a request in flight just after its issue event.
+const COUNTED_AFTER: u64 = 1_000_000;
 /// Data pages per CPU ring: 4 MiB with 4 KiB pages (some 50,000 events),
 /// else, where the locked-memory limit refuses that (a CAP_PERFMON user
 /// without CAP_IPC_LOCK: `perf_event_mlock_kb`, 516 KiB a CPU by
@@ -180,6 +182,23 @@ struct State {
     tracker: Tracker,
     waiting: Vec<Sample>,
     lost: u64,
+    /// The kernel's counts read last, waiting for the events up to the
+    /// end of the read.
+    counts: Option<KernelCounts>,
+    /// Per disk, the requests forgotten since the last interval.
+    undelivered: HashMap<Dev, u64>,
+}
+
+/// The kernel's in-flight counts of the disks that may hold requests whose
+/// completion was not delivered.
+struct KernelCounts {
+    /// Every request issued before this and still held when the events up
+    /// to `read_by` are in was in flight when the kernel counted.
+    before: u64,
+    /// When the last count had been read.
+    read_by: u64,
+    /// Per disk, the kernel's count, where it is below the requests held.
+    counts: Vec<(Dev, u64)>,
 }
 
 impl State {
@@ -223,7 +242,47 @@ impl State {
         }
         if lost_now > 0 {
             self.tracker.forget_in_flight(cutoff);
+            self.counts = None;
         }
+        self.check_in_flight(cutoff);
+    }
+
+    /// Compares the requests held with the kernel's counts read at an
+    /// earlier drain, once the events up to the end of that read are in
+    /// (`cutoff`): requests the kernel no longer counts are forgotten
+    /// ([`Tracker::trim_in_flight`]), so a completion that was not
+    /// delivered raises the queue depth for a drain or two (some 100 ms),
+    /// not for good. Then reads the counts anew for the next drain, only
+    /// of the disks holding more requests than the kernel counts.
+    fn check_in_flight(&mut self, cutoff: u64) {
+        if let Some(read) = self.counts.take_if(|c| c.read_by <= cutoff) {
+            for (dev, kernel) in read.counts {
+                let forgotten = self
+                    .tracker
+                    .trim_in_flight(cutoff, dev, kernel, read.before);
+                if forgotten > 0 {
+                    *self.undelivered.entry(dev).or_default() += forgotten;
+                }
+            }
+        }
+        if self.counts.is_some() {
+            return;
+        }
+        let before = monotonic_ns().saturating_sub(COUNTED_AFTER);
+        let counts = self
+            .tracker
+            .in_flight_disks(before)
+            .into_iter()
+            .filter_map(|(dev, held)| {
+                let kernel = kernel_in_flight(dev).filter(|&k| k < held)?;
+                counts_requests(dev).then_some((dev, kernel))
+            })
+            .collect();
+        self.counts = Some(KernelCounts {
+            before,
+            read_by: monotonic_ns(),
+            counts,
+        });
     }
 }
 
@@ -313,6 +372,8 @@ impl Collector {
             tracker,
             waiting: Vec::new(),
             lost: 0,
+            counts: None,
+            undelivered: HashMap::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -361,16 +422,11 @@ impl Collector {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let cutoff = monotonic_ns().saturating_sub(SETTLE);
         s.drain(cutoff);
-        let stale = cutoff.saturating_sub(STALE);
-        let mut undelivered = Vec::new();
-        for (dev, held) in s.tracker.in_flight_disks(stale) {
-            if let Some(kernel) = kernel_in_flight(dev).filter(|&k| k < held) {
-                let forgotten = s.tracker.trim_in_flight(cutoff, dev, kernel, stale);
-                if forgotten > 0 {
-                    undelivered.push((dev_numbers(dev), forgotten));
-                }
-            }
-        }
+        let mut undelivered: Vec<((u32, u32), u64)> = s
+            .undelivered
+            .drain()
+            .map(|(dev, count)| (dev_numbers(dev), count))
+            .collect();
         undelivered.sort_unstable();
         let unmatched = s.tracker.unmatched;
         let devices = s
@@ -435,26 +491,39 @@ fn forward(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
     })
 }
 
-/// Samples the tracepoints with perf: per CPU the first event (the leader)
-/// owns the ring, the others write into it.
+/// Samples the tracepoints with perf: per CPU the completion event owns
+/// the ring and the others write into it. Every CPU's completions are
+/// sampled before any issue is (the same order as [`Programs::attach`]):
+/// a request issued first would otherwise be held for ever if its
+/// completion came before its CPU's completion event was open.
 fn sample(layouts: &[Layout], cpus: &[u32]) -> Result<Opened, String> {
+    let of_kind = |kind| layouts.iter().find(|l| l.kind == kind);
+    let (Some(complete), Some(requeue), Some(issue)) = (
+        of_kind(Kind::Complete),
+        of_kind(Kind::Requeue),
+        of_kind(Kind::Issue),
+    ) else {
+        return Err("the block tracepoints' layouts are incomplete".to_string());
+    };
     let mut owners = Vec::new();
-    let mut others = Vec::new();
     let mut rings = Vec::new();
     for &cpu in cpus {
-        let (leader, ring) =
-            open_ring_owner(|watermark| open_tracepoint(layouts[0].id, cpu as i32, watermark))?;
+        let (owner, ring) =
+            open_ring_owner(|watermark| open_tracepoint(complete.id, cpu as i32, watermark))?;
+        owners.push(owner);
         rings.push(ring);
-        for l in &layouts[1..] {
+    }
+    let mut others = Vec::new();
+    for follower in [requeue, issue] {
+        for (&cpu, owner) in cpus.iter().zip(&owners) {
             // A follower's own watermark is unused: it writes into the
-            // leader's ring.
-            let fd = open_tracepoint(l.id, cpu as i32, 0)
+            // owner's ring.
+            let fd = open_tracepoint(follower.id, cpu as i32, 0)
                 .map_err(|e| open_error("perf_event_open(block tracepoints)", &e))?;
-            perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, leader.as_raw_fd() as u64)
+            perf::ioctl(fd.as_fd(), perf::SET_OUTPUT, owner.as_raw_fd() as u64)
                 .map_err(|e| format!("PERF_EVENT_IOC_SET_OUTPUT: {e}"))?;
             others.push(fd);
         }
-        owners.push(leader);
     }
     Ok(Opened {
         owners,
@@ -533,6 +602,14 @@ fn kernel_in_flight(dev: Dev) -> Option<u64> {
         (Some(Ok(reads)), Some(Ok(writes))) => reads.checked_add(writes),
         _ => None,
     }
+}
+
+/// Whether the kernel keeps I/O statistics of `dev`'s requests (its
+/// `queue/iostats`): without them its in-flight count stays 0.
+fn counts_requests(dev: Dev) -> bool {
+    let (major, minor) = dev_numbers(dev);
+    let path = format!("/sys/dev/block/{major}:{minor}/queue/iostats");
+    fs::read_to_string(path).is_ok_and(|text| text.trim() != "0")
 }
 
 /// The event `bpf_perf_event_output` writes into on `cpu`, waking a

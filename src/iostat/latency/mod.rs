@@ -3,7 +3,8 @@
 //!
 //! * [`histogram`]: log-linear histograms and nearest-rank quantiles;
 //! * [`tracker`]: issue matched to completion, requeues, partial
-//!   completions, partitions (pure);
+//!   completions, partitions (pure), over `requests`, the requests in
+//!   flight;
 //! * [`collector`]: the tracepoints measured live, into the tracker;
 //! * `forward`: the eBPF programs that forward them (loaded by aya);
 //! * [`codec`]: an interval's histograms as the numbers a recording keeps;
@@ -19,6 +20,7 @@ mod forward;
 mod hash;
 pub mod histogram;
 pub mod prometheus;
+mod requests;
 pub mod tracker;
 
 use std::fmt::Write as _;

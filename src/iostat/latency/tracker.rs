@@ -3,7 +3,8 @@
 //! measures it) and the time spent at each queue depth (requests issued
 //! and not yet completed). Pure: events in, histograms out.
 //!
-//! * A request is known by its device and first sector while in flight.
+//! * A request is known by its device and first sector while in flight;
+//!   requests at one sector at once end oldest first (`requests`).
 //! * A partial completion (fewer sectors than issued) leaves the rest in
 //!   flight from the next sector on; the latency is taken when the last
 //!   part completes.
@@ -28,6 +29,13 @@ use std::collections::HashMap;
 
 use super::hash::FoldHash;
 use super::histogram::Histogram;
+use super::requests::{InFlight, Key, Requests};
+
+/// A flush held this long has been completed or timed out (the block
+/// layer's default request timeout is 30 s): its completion was not
+/// delivered. Flushes are not in the kernel's in-flight count, so nothing
+/// tells sooner (see [`Tracker::trim_in_flight`]).
+pub const FLUSH_STALE: u64 = 30_000_000_000;
 
 /// The operation classes `-x` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,14 +101,6 @@ struct DeviceState {
     hist: DeviceHistograms,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct InFlight {
-    issued: u64,
-    sectors: u64,
-    op: Op,
-    part: Option<Dev>,
-}
-
 /// One partition: its disk's first sector and length, and its own number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Partition {
@@ -115,7 +115,7 @@ pub struct Partition {
 /// The state of every device seen since tracing began.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    inflight: HashMap<(Dev, u64), InFlight, FoldHash>,
+    inflight: Requests,
     devices: HashMap<Dev, DeviceState, FoldHash>,
     partitions: HashMap<Dev, Vec<Partition>>,
     interval_start: u64,
@@ -172,13 +172,7 @@ impl Tracker {
             op,
             part,
         };
-        if let Some(old) = self.inflight.insert((dev, sector), req) {
-            // The same sector issued again without completing: the old
-            // request is gone (its completion was lost).
-            for t in Self::each_target(dev, old.part) {
-                self.step(t, now, -1);
-            }
-        }
+        self.inflight.hold((dev, sector), req);
         for t in Self::each_target(dev, part) {
             self.step(t, now, 1);
         }
@@ -187,7 +181,7 @@ impl Tracker {
     /// `block_rq_complete` at `now` of `sectors` sectors from `sector`.
     pub fn complete(&mut self, now: u64, dev: Dev, sector: u64, sectors: u64) {
         let sector = issued_sector(sector);
-        let Some(req) = self.inflight.remove(&(dev, sector)) else {
+        let Some(req) = self.inflight.take_oldest((dev, sector)) else {
             self.unmatched += 1;
             return;
         };
@@ -196,7 +190,7 @@ impl Tracker {
                 sectors: req.sectors - sectors,
                 ..req
             };
-            self.inflight.insert((dev, sector + sectors), rest);
+            self.inflight.hold((dev, sector + sectors), rest);
             return;
         }
         let latency = now.saturating_sub(req.issued);
@@ -210,48 +204,55 @@ impl Tracker {
 
     /// `block_rq_requeue` at `now`: the request leaves the queue.
     pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64) {
-        if let Some(req) = self.inflight.remove(&(dev, issued_sector(sector))) {
+        if let Some(req) = self.inflight.take_oldest((dev, issued_sector(sector))) {
             for t in Self::each_target(dev, req.part) {
                 self.step(t, now, -1);
             }
         }
     }
 
-    /// The disks holding a request issued before `before`, each with how
-    /// many requests it holds in all: the only ones
-    /// [`Tracker::trim_in_flight`] can trim, so the only ones whose kernel
-    /// count is worth reading.
+    /// The disks holding a request the kernel counts (not a flush) issued
+    /// before `before`, each with how many such requests it holds: the
+    /// only ones [`Tracker::trim_in_flight`] can compare, so the only ones
+    /// whose kernel count is worth reading.
     pub fn in_flight_disks(&self, before: u64) -> Vec<(Dev, u64)> {
-        let mut held: HashMap<Dev, (u64, bool), FoldHash> = HashMap::default();
-        for (&(dev, _), req) in &self.inflight {
-            let (count, old) = held.entry(dev).or_default();
-            *count += 1;
-            *old |= req.issued < before;
+        let mut held: HashMap<Dev, u64, FoldHash> = HashMap::default();
+        for ((dev, _), req) in self.inflight.iter() {
+            if req.op != Op::Flush && req.issued < before {
+                *held.entry(dev).or_default() += 1;
+            }
         }
-        held.into_iter()
-            .filter(|&(_, (_, old))| old)
-            .map(|(dev, (count, _))| (dev, count))
-            .collect()
+        held.into_iter().collect()
     }
 
-    /// Given `kernel`, the kernel's own count of `dev`'s requests in flight
-    /// at about `now`, forgets the oldest of the requests held beyond it,
-    /// but only those issued before `stale` (a request younger than that
-    /// may have completed in the moment between the two counts): their
-    /// completions were not delivered. Returns how many were forgotten.
-    pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64, stale: u64) -> u64 {
-        let mut held: Vec<((Dev, u64), u64)> = self
-            .inflight
-            .iter()
-            .filter(|((d, _), _)| *d == dev)
-            .map(|(&key, req)| (key, req.issued))
-            .collect();
-        let surplus = (held.len() as u64).saturating_sub(kernel);
-        held.retain(|&(_, issued)| issued < stale);
-        held.sort_by_key(|&(_, issued)| issued);
+    /// Given `kernel`, the kernel's count of `dev`'s requests in flight,
+    /// read after `before` and with every event up to the end of that read
+    /// fed in since: each request issued before `before` and still held
+    /// was in flight when the kernel counted, unless its completion was
+    /// not delivered. Forgets the oldest of them beyond that count (the
+    /// kernel's count may be larger: it also counts requests not yet
+    /// issued on some kernels, and kinds the tracker leaves out). Flushes
+    /// are not in the kernel's count (they carry no I/O statistics): one
+    /// held since before `now - FLUSH_STALE` is forgotten. Returns how
+    /// many were forgotten.
+    pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64, before: u64) -> u64 {
+        let flush_stale = now.saturating_sub(FLUSH_STALE);
+        let mut counted: Vec<(Key, u64)> = Vec::new();
+        let mut gone: Vec<(Key, u64)> = Vec::new();
+        for (key, req) in self.inflight.iter().filter(|((d, _), _)| *d == dev) {
+            match req.op {
+                Op::Flush if req.issued < flush_stale => gone.push((key, req.issued)),
+                Op::Flush => {}
+                _ if req.issued < before => counted.push((key, req.issued)),
+                _ => {}
+            }
+        }
+        let surplus = (counted.len() as u64).saturating_sub(kernel) as usize;
+        counted.sort_unstable_by_key(|&(_, issued)| issued);
+        gone.extend(counted.into_iter().take(surplus));
         let mut forgotten = 0;
-        for (key, _) in held.into_iter().take(surplus as usize) {
-            if let Some(req) = self.inflight.remove(&key) {
+        for (key, issued) in gone {
+            if let Some(req) = self.inflight.take_issued(key, issued) {
                 for t in Self::each_target(dev, req.part) {
                     self.step(t, now, -1);
                 }
@@ -319,30 +320,61 @@ mod tests {
     #[test]
     fn requests_the_kernel_no_longer_counts_are_trimmed_oldest_first() {
         let mut t = Tracker::new(0);
-        // Three old requests whose completions never came, one young.
+        // Three requests issued before the kernel counted two, one after.
         t.issue(MS, SDA, 100, 8, Op::Write);
         t.issue(2 * MS, SDA, 200, 8, Op::Write);
         t.issue(3 * MS, SDA, 300, 8, Op::Write);
-        t.issue(1990 * MS, SDA, 400, 8, Op::Write);
-        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 4)]);
-        // The kernel holds two: two of the four are gone, the oldest ones.
-        assert_eq!(t.trim_in_flight(2000 * MS, SDA, 2, 1000 * MS), 2);
-        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 2)]);
-        t.complete(2001 * MS, SDA, 100, 8);
+        t.issue(12 * MS, SDA, 400, 8, Op::Write);
+        assert_eq!(t.in_flight_disks(10 * MS), vec![(SDA, 3)]);
+        // All three were in flight when the kernel counted two, unless a
+        // completion was lost: one was, the oldest is forgotten. The one
+        // issued after is not compared.
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, 2, 10 * MS), 1);
+        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 3)]);
+        t.complete(21 * MS, SDA, 100, 8);
         assert_eq!(t.unmatched, 1, "the oldest was forgotten");
-        t.complete(2001 * MS, SDA, 300, 8);
+        t.complete(21 * MS, SDA, 300, 8);
         assert_eq!(t.unmatched, 1, "the third is still held");
-        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 1)]);
-        // Young requests are never trimmed, even beyond the kernel's count.
-        assert_eq!(t.trim_in_flight(2002 * MS, SDA, 0, 1000 * MS), 0);
-        let h = one(&mut t, 2010 * MS, SDA);
-        // Depth 1-4 over the first 2 s, 2 from the trim, 1 after the
-        // completion at 2001 ms.
+        // The kernel counting more than is held (requests not yet issued,
+        // or of kinds not tracked) forgets nothing.
+        assert_eq!(t.trim_in_flight(22 * MS, SDA, 5, 22 * MS), 0);
+        assert_eq!(t.trim_in_flight(22 * MS, SDA, 0, 22 * MS), 2);
+        let h = one(&mut t, 30 * MS, SDA);
         assert_eq!(h.depth.max, 4);
-        assert_eq!(h.depth.quantile_low(1.0), Some(4));
         assert_eq!(h.latency[1].total, 1);
-        // No surplus, nothing to trim.
-        assert_eq!(t.trim_in_flight(3000 * MS, SDA, 5, 3000 * MS), 0);
+        assert_eq!(h.depth.quantile_low(1.0), Some(4));
+        assert!(t.take(40 * MS).is_empty(), "nothing left in flight");
+    }
+
+    #[test]
+    fn flushes_are_not_compared_with_the_kernels_count_but_expire() {
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 0, 0, Op::Flush);
+        t.issue(2 * MS, SDA, 8, 8, Op::Read);
+        assert_eq!(t.in_flight_disks(10 * MS), vec![(SDA, 1)], "the read");
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, 0, 10 * MS), 1, "the read");
+        assert!(t.in_flight_disks(u64::MAX).is_empty());
+        let later = MS + FLUSH_STALE;
+        assert_eq!(t.trim_in_flight(later, SDA, 0, later), 0, "held 30 s");
+        assert_eq!(t.trim_in_flight(later + 1, SDA, 0, later), 1, "then gone");
+        t.complete(later + 2, SDA, u64::MAX, 0);
+        assert_eq!(t.unmatched, 1);
+    }
+
+    #[test]
+    fn requests_at_one_sector_at_once_each_get_their_latency() {
+        // Two readers of one block: both in flight, completed in order.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 64, 8, Op::Read);
+        t.issue(2 * MS, SDA, 64, 8, Op::Read);
+        t.complete(4 * MS, SDA, 64, 8);
+        t.complete(7 * MS, SDA, 64, 8);
+        assert_eq!(t.unmatched, 0);
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(h.latency[0].total, 2);
+        assert_eq!(h.latency[0].max, 5 * MS, "the second, from its own issue");
+        assert_eq!(h.latency[0].quantile_high(0.5).map(|ns| ns / MS), Some(3));
+        assert_eq!(h.depth.max, 2);
     }
 
     #[test]

@@ -82,9 +82,12 @@ pub fn main(args: Vec<String>) -> i32 {
         Err(err) => return report_error(TOOL, err, 1),
     };
     let mut plan = RestorePlan::new();
-    let (outcome, failures) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
+    let (outcome, restored) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
         run(&options, source, &stop, plan)
     });
+    for note in &restored.notes {
+        tell(format_args!("note: {note}"));
+    }
     let mut status = match outcome {
         Ok(Ok(())) => 0,
         Ok(Err(VcpuError::Output(err))) => output_error_status(TOOL, &err),
@@ -92,7 +95,7 @@ pub fn main(args: Vec<String>) -> i32 {
         // The panic hook has printed the message; the state is restored.
         Err(_) => 101,
     };
-    for failure in failures {
+    for failure in restored.failures {
         status = report_error(
             TOOL,
             format_args!("could not restore the dispatch statistics: {failure}"),
@@ -177,6 +180,13 @@ pub fn run(
         _ => None,
     };
     let on = apply_changes(options, source, plan)?;
+    if !on && matches!(options.mode, Mode::Serve(_) | Mode::Interval { .. }) {
+        switch_on_for_run(options, source, plan)?;
+    }
+    // Everything asked is done: a lasting change stays.
+    if !options.temporary {
+        plan.forget_freq();
+    }
     let mut out = BufWriter::new(StoppableStdout::new(stop));
     if options.status {
         writeln!(
@@ -202,71 +212,84 @@ pub fn run(
         (Mode::Control, None) => Ok(source.finish()?),
         (Mode::Once, None) => once(options, source, &mut out),
         (Mode::Serve(_), _) => {
-            if !on {
-                kernel::switch(source, true)?;
-                plan.push(Undo::SwitchOff);
-                tell(
-                    "switched the dispatch statistics on while serving; they are switched off \
-                     again when the server stops",
-                );
-            }
             let listener =
                 listener.ok_or_else(|| VcpuError::Usage("--listen: no address".into()))?;
-            serve_metrics(options, listener, source, stop)
+            serve_metrics(options, listener, source, stop, plan)
         }
-        (Mode::Interval { .. }, target) => {
-            if !on {
-                if !source.is_live() {
-                    return Err(VcpuError::Replay(
-                        "the recording starts with the dispatch statistics off: nothing to report"
-                            .into(),
-                    ));
-                }
-                kernel::switch(source, true)?;
-                plan.push(Undo::SwitchOff);
-                tell(
-                    "switched the dispatch statistics on for this run; they are switched off again when it ends",
-                );
+        (Mode::Interval { .. }, target) => match target {
+            Some(target) => {
+                let mut totals = RunningTotals::new();
+                let mut buf = Vec::new();
+                // The first sample starts the run, as for the text.
+                run_expositions(
+                    &options.schedule(),
+                    matches!(options.mode, Mode::Interval { .. }),
+                    source,
+                    stop,
+                    &target,
+                    &mut out,
+                    |source, e| {
+                        let handover = totals.update(&kernel::read_snapshot(source, &mut buf)?);
+                        if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
+                            tell(format_args!("note: {note}"));
+                        }
+                        totals.expose(options.cpus.as_ref(), e);
+                        Ok::<(), VcpuError>(())
+                    },
+                )?;
+                Ok(())
             }
-            match target {
-                Some(target) => {
-                    let mut totals = RunningTotals::new();
-                    let mut buf = Vec::new();
-                    // The first sample starts the run, as for the text.
-                    run_expositions(
-                        &options.schedule(),
-                        matches!(options.mode, Mode::Interval { .. }),
-                        source,
-                        stop,
-                        &target,
-                        &mut out,
-                        |source, e| {
-                            totals.update(&kernel::read_snapshot(source, &mut buf)?);
-                            totals.expose(options.cpus.as_ref(), e);
-                            Ok::<(), VcpuError>(())
-                        },
-                    )?;
-                    Ok(())
-                }
-                None => intervals(options, source, stop, plan, &mut out),
-            }
-        }
+            None => intervals(options, source, stop, plan, &mut out),
+        },
     }
 }
 
-/// `--listen`: the running totals, read at each scrape, until stopped.
+/// Switches the statistics on for an interval run or a server, which need
+/// them, to be switched off again at exit.
+fn switch_on_for_run(
+    options: &Options,
+    source: &dyn Source,
+    plan: &mut RestorePlan,
+) -> Result<(), VcpuError> {
+    if !source.is_live() {
+        return Err(VcpuError::Replay(
+            "the recording starts with the dispatch statistics off: nothing to report".into(),
+        ));
+    }
+    kernel::switch(source, true)?;
+    plan.push(Undo::SwitchOff);
+    tell(match options.mode {
+        Mode::Serve(_) => {
+            "switched the dispatch statistics on while serving; they are switched off again \
+             when the server stops"
+        }
+        _ => {
+            "switched the dispatch statistics on for this run; they are switched off again when it ends"
+        }
+    });
+    Ok(())
+}
+
+/// `--listen`: the running totals, read at each scrape, until stopped; a
+/// handover of the statistics seen at a scrape is noted as in a run.
 fn serve_metrics(
     options: &Options,
     listener: std::net::TcpListener,
     source: &mut dyn Source,
     stop: &StopSignal,
+    plan: &mut RestorePlan,
 ) -> Result<(), VcpuError> {
     let mut totals = RunningTotals::new();
     let mut buf = Vec::new();
     let source: &dyn Source = source;
     serve::serve(listener, TOOL, &["read", "parse"], stop, &mut |e| {
         match kernel::read_snapshot(source, &mut buf) {
-            Ok(snapshot) => totals.update(&snapshot),
+            Ok(snapshot) => {
+                let handover = totals.update(&snapshot);
+                if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
+                    tell(format_args!("note: {note}"));
+                }
+            }
             Err(err) => {
                 let cause = match err {
                     VcpuError::Parse { .. } => "parse",
@@ -295,9 +318,11 @@ fn expo_target(options: &Options) -> Option<Target> {
 }
 
 /// Applies --freq, then --enable/--disable; returns whether the statistics
-/// are on afterwards. The frequency file is read only for --freq: a report
-/// does not need it, and the kernel may have failed to create it beside the
-/// statistics file (lpar.c creates the two apart).
+/// are on afterwards. If switching fails, the frequency is put back: a
+/// command either does all it was asked or leaves the system as it was.
+/// The frequency file is read only for --freq: a report does not need it,
+/// and the kernel may have failed to create it beside the statistics file
+/// (lpar.c creates the two apart).
 fn apply_changes(
     options: &Options,
     source: &dyn Source,
@@ -315,14 +340,29 @@ fn apply_changes(
             tell(format_args!("the frequency is already {freq} per second"));
         } else {
             kernel::set_freq(source, freq)?;
-            if options.temporary {
-                plan.push(Undo::SetFreq(before));
-            }
+            // Undone if what follows fails, and with --temporary at exit.
+            plan.push(Undo::SetFreq { ours: freq, before });
             tell(format_args!(
                 "frequency set to {freq} per second (was {before}){until}"
             ));
         }
     }
+    switch(options, source, plan, was_on)
+}
+
+/// Applies --enable/--disable to statistics that were `was_on`; returns
+/// whether they are on afterwards.
+fn switch(
+    options: &Options,
+    source: &dyn Source,
+    plan: &mut RestorePlan,
+    was_on: bool,
+) -> Result<bool, VcpuError> {
+    let until = if options.temporary {
+        " until the run ends"
+    } else {
+        ""
+    };
     match (options.switch, was_on) {
         (Some(Switch::On), true) => {
             tell("dispatch statistics are already on (counters kept)");
@@ -455,15 +495,9 @@ fn intervals(
             Step::Baseline(notes) if notes.is_empty() => return Ok(()),
             Step::Baseline(notes) => with_notes(None, notes),
         };
-        if let Some(what) = handover
-            && plan.pending().contains(&Undo::SwitchOff)
-        {
-            plan.forget_switch();
-            report.notes.push(format!(
-                "someone else {what} the dispatch statistics: vcpustat leaves the on/off \
-                 state to them at exit"
-            ));
-        }
+        report
+            .notes
+            .extend(handover.and_then(|what| hand_over(plan, what)));
         output.emit(out, time, reports, &report)?;
         if let Some(charts) = &mut charts {
             charts.sample(time, &report).map_err(VcpuError::Chart)?;
@@ -478,6 +512,21 @@ fn intervals(
         Some(charts) => charts.finish().map_err(VcpuError::Chart),
         None => Ok(()),
     }
+}
+
+/// After someone else switched the statistics (`what`, as
+/// [`RunningTotals::update`] says it) during a run that switched them on:
+/// the on/off state is theirs now, so vcpustat drops its undo. The note
+/// that says so; `None` when vcpustat had nothing to undo.
+fn hand_over(plan: &mut RestorePlan, what: &str) -> Option<String> {
+    if !plan.pending().contains(&Undo::SwitchOff) {
+        return None;
+    }
+    plan.forget_switch();
+    Some(format!(
+        "someone else {what} the dispatch statistics: vcpustat leaves the on/off state to \
+         them at exit"
+    ))
 }
 
 /// The chosen output: vcpustat's text, or one of the core's writers with the

@@ -80,17 +80,21 @@ impl RunningTotals {
         RunningTotals::default()
     }
 
-    /// Takes one sample of the statistics file.
-    pub fn update(&mut self, snapshot: &Snapshot) {
+    /// Takes one sample of the statistics file. Says what happened to the
+    /// statistics since the previous sample when someone switched them:
+    /// `switched off`, or `switched off and on again` (a vCPU's counters
+    /// restarted).
+    pub fn update(&mut self, snapshot: &Snapshot) -> Option<&'static str> {
         let cpus = match snapshot {
             Snapshot::Off => {
-                self.on = false;
+                let was_on = std::mem::replace(&mut self.on, false);
                 self.cpus.clear();
-                return;
+                return was_on.then_some("switched off");
             }
             Snapshot::On(cpus) => cpus,
         };
         self.on = true;
+        let mut reset = false;
         let mut seen = BTreeMap::new();
         for c in cpus {
             let now = c.counts.map(|v| v & Width::Bits32.max());
@@ -103,14 +107,18 @@ impl RunningTotals {
                     Totals { last: now, total }
                 }
                 // New, or its counters restarted: start from what the kernel says.
-                _ => Totals {
-                    last: now,
-                    total: now,
-                },
+                known => {
+                    reset |= known.is_some();
+                    Totals {
+                        last: now,
+                        total: now,
+                    }
+                }
             };
             seen.insert(c.cpu, totals);
         }
         self.cpus = seen;
+        reset.then_some("switched off and on again")
     }
 
     /// Appends the families, for the vCPUs of `cpus` (all when `None`).

@@ -550,6 +550,99 @@ fn someone_else_switching_off_is_noted_and_their_state_is_kept() {
     assert_eq!(stats_writes(&sim), vec![("stats", "1\n".into(), Ok(2))]);
 }
 
+/// The same handover in the Prometheus runs (`-o prometheus` and, through
+/// the same code, `--textfile`), which used to switch the other session off
+/// at exit without a word.
+#[test]
+fn someone_else_switching_off_is_their_state_in_prometheus_runs_too() {
+    let kernel = scenario()
+        .at_read(4, Event::SwitchOff)
+        .at_read(6, Event::Reenable);
+    let Some(sim) = mount("switched-off-prometheus", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-o", "prometheus", "0.05", "5"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "vcpustat: note: someone else switched off the dispatch statistics: vcpustat \
+             leaves the on/off state to them at exit\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        sim.kernel().on,
+        "vcpustat must not switch off someone else's session"
+    );
+    assert_eq!(stats_writes(&sim), vec![("stats", "1\n".into(), Ok(2))]);
+}
+
+/// A command that fails half-way leaves nothing changed: the frequency it
+/// set goes back when switching the statistics on is refused (the trace
+/// log in use), in a control command and in an interval run.
+#[test]
+fn a_refused_switch_puts_the_frequency_back() {
+    for args in [
+        &["--enable", "--freq", "100"][..],
+        &["--freq", "100", "0.05", "2"],
+    ] {
+        let mut kernel = scenario();
+        kernel.busy = true;
+        let Some(sim) = mount("busy-freq", kernel) else {
+            return;
+        };
+        let out = run(&sim, args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let k = sim.kernel();
+        assert!(!k.on);
+        assert_eq!(k.freq, 50, "{args:?}: the frequency before");
+        let writes: Vec<(&str, String)> =
+            k.writes.iter().map(|w| (w.file, text(&w.data))).collect();
+        assert_eq!(
+            writes,
+            [("freq", "100\n"), ("stats", "1\n"), ("freq", "50\n")]
+                .map(|(f, d)| (f, d.to_string())),
+            "{args:?}"
+        );
+    }
+}
+
+/// A frequency someone else sets during a `--temporary` run is theirs:
+/// vcpustat puts back only the value it wrote itself.
+#[test]
+fn a_frequency_set_by_someone_else_during_a_run_is_kept() {
+    let kernel = scenario().at_read(4, Event::SetFreq(200));
+    let Some(sim) = mount("their-freq", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["--freq", "100", "--temporary", "0.05", "4"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "vcpustat: note: someone else set the frequency to 200 per second while vcpustat \
+             ran: left as it is (vcpustat had set 100, it was 50)\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let k = sim.kernel();
+    assert_eq!(k.freq, 200);
+    assert!(!k.on, "the statistics vcpustat switched on are off again");
+    assert!(
+        k.writes
+            .iter()
+            .all(|w| w.file != "freq" || w.data == b"100\n"),
+        "one frequency write: {:?}",
+        k.writes
+    );
+}
+
 #[test]
 fn resets_and_hotplug_are_noted_and_the_run_goes_on() {
     let mut kernel = scenario()

@@ -17,8 +17,8 @@
 //!   zeroes every counter; the frequency must be in 1..=HZ.
 //! * On demand: EBUSY on enable (the DTL in use), EACCES on open (not root),
 //!   EIO on a given read, and scripted events at a given read (someone
-//!   switches the statistics off, or off and on again; a CPU goes offline or
-//!   comes online).
+//!   switches the statistics off, or off and on again, or sets the
+//!   frequency; a CPU goes offline or comes online).
 //! * Optionally ([`Kernel::with_debugfs`]) a debugfs under `/sys/kernel/debug`
 //!   with `powerpc/dtl/` as `arch/powerpc/platforms/pseries/dtl.c` creates it:
 //!   `dtl_event_mask` (x8 attribute: reads `0x%02x`, writes parsed like
@@ -56,6 +56,8 @@ pub enum Event {
     FailRead,
     /// From now on, opening the statistics files fails with EACCES.
     Deny,
+    /// Someone sets the frequency.
+    SetFreq(i32),
 }
 
 /// One write that reached the simulated kernel and what it answered.
@@ -239,6 +241,7 @@ impl Kernel {
                 Event::Online(c) => self.cpus.get_mut(&c).expect("cpu").online = true,
                 Event::FailRead => return Err(libc::EIO),
                 Event::Deny => self.deny = true,
+                Event::SetFreq(freq) => self.freq = freq,
             }
         }
         if !self.on {

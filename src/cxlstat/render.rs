@@ -17,7 +17,7 @@ use super::expose::expose;
 use super::format::{ConfigWord, EventAttr, Format};
 use super::resolve::Plan;
 use super::stats::{Measurement, Reading, measure, sum, times};
-use super::sysfs::Pmu;
+use super::sysfs::{EVENT_SOURCE_DIR, Pmu, PmuEvent};
 
 fn table(header: Vec<&str>) -> Table {
     let mut t = Table::new();
@@ -79,6 +79,50 @@ fn group_of(vid: u64, gid: u64) -> String {
     }
 }
 
+/// The attr an event's `events/` file gives, with each format field whose
+/// value is too wide for it and that value, as read. Counting the event is
+/// refused for such a value, so each one is warned about on standard error.
+fn event_attr<'a>(pmu: &'a Pmu, event: &PmuEvent) -> (EventAttr, Vec<(&'a str, u64)>) {
+    let mut attr = EventAttr::default();
+    let mut too_wide = Vec::new();
+    // Whole words first, then the fields over them, as counting sets them.
+    for words_pass in [true, false] {
+        for term in &event.terms {
+            let value = term.value.unwrap_or(1);
+            match (
+                ConfigWord::from_name(&term.name),
+                pmu.format.field(&term.name),
+            ) {
+                (Some(word), _) if words_pass => attr.set_word(word, value),
+                (None, Some(field)) if !words_pass => {
+                    if let Err(e) = field.insert(&mut attr, value) {
+                        tell(
+                            "cxlstat",
+                            format_args!(
+                                "warning: {EVENT_SOURCE_DIR}/{}/events/{}: {e}; \
+                                 counting the event is refused",
+                                pmu.name, event.name
+                            ),
+                        );
+                        too_wide.push((field.name.as_str(), value));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (attr, too_wide)
+}
+
+/// A listed field value, marked when it is too wide for its field.
+fn cell(value: String, too_wide: bool) -> String {
+    if too_wide {
+        format!("{value} (too wide)")
+    } else {
+        value
+    }
+}
+
 /// `--list-events`: the events of each PMU, grouped by CXL event group.
 pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
     for (i, pmu) in pmus.iter().enumerate() {
@@ -91,31 +135,27 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
             escape::text(&pmu.name),
             pmu.events.len()
         )?;
-        let mut rows: Vec<(u64, u64, u64, &str)> = Vec::new();
+        let mut rows: Vec<(u64, u64, u64, &str, [bool; 3])> = Vec::new();
         for event in &pmu.events {
-            let mut attr = EventAttr::default();
-            for term in &event.terms {
-                let value = term.value.unwrap_or(1);
-                match (
-                    ConfigWord::from_name(&term.name),
-                    pmu.format.field(&term.name),
-                ) {
-                    (Some(word), _) => attr.set_word(word, value),
-                    (None, Some(field)) => {
-                        // Event files are the kernel's own: a too-wide value is shown as read.
-                        let _ = field.insert(&mut attr, value);
-                    }
-                    (None, None) => {}
+            let (attr, too_wide) = event_attr(pmu, event);
+            let (mut vid, mut gid, mut mask) =
+                decode(&pmu.format, &attr).unwrap_or((0, 0, attr.words[0]));
+            let mut wide = [false; 3];
+            for (field, value) in too_wide {
+                match field {
+                    "vid" => (vid, wide[0]) = (value, true),
+                    "gid" => (gid, wide[1]) = (value, true),
+                    "mask" => (mask, wide[2]) = (value, true),
+                    _ => {}
                 }
             }
-            let (vid, gid, mask) = decode(&pmu.format, &attr).unwrap_or((0, 0, attr.words[0]));
-            rows.push((vid, gid, mask, &event.name));
+            rows.push((vid, gid, mask, &event.name, wide));
         }
         rows.sort();
         let mut t = table(vec!["group", "event", "vid", "gid", "mask", "description"]);
         let mut legend: Vec<String> = Vec::new();
         let mut last_group = None;
-        for (vid, gid, mask, name) in rows {
+        for (vid, gid, mask, name, wide) in rows {
             let group = if last_group == Some((vid, gid)) {
                 String::new()
             } else {
@@ -137,9 +177,9 @@ pub fn list_events(pmus: &[&Pmu], out: &mut dyn Write) -> io::Result<()> {
             t.add_row(vec![
                 group,
                 shown(name),
-                format!("{vid:#06x}"),
-                format!("{gid:#06x}"),
-                format!("{mask:#010x}"),
+                cell(format!("{vid:#06x}"), wide[0]),
+                cell(format!("{gid:#06x}"), wide[1]),
+                cell(format!("{mask:#010x}"), wide[2]),
                 description.to_string(),
             ]);
         }

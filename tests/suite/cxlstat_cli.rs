@@ -209,6 +209,53 @@ fn a_broken_format_file_is_named() {
 }
 
 #[test]
+fn list_events_shows_a_too_wide_field_as_read_and_warns() {
+    let root = cxlstat_support::scratch("toowide");
+    cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let events = root.join("sys/devices/virtual/cxl_pmu_mem0.0/events");
+    std::fs::write(events.join("cpu_clock"), "mask=0x1ffffffff\n").unwrap();
+    std::fs::write(events.join("context_switches"), "gid=0x10000,config=0x3\n").unwrap();
+    let root = root.to_str().unwrap();
+    let out = cxlstat(&["--sysroot", root, "--list-events"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("| {name} ")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_string()
+    };
+    assert!(
+        row("cpu_clock").contains("| 0x1ffffffff (too wide) "),
+        "{text}"
+    );
+    let switches = row("context_switches");
+    assert!(switches.contains("| 0x10000 (too wide) "), "{text}");
+    assert!(switches.contains("| 0x00000003 "), "{text}");
+    let err = stderr(&out);
+    for (event, field, value) in [
+        ("cpu_clock", "mask", "0x1ffffffff"),
+        ("context_switches", "gid", "0x10000"),
+    ] {
+        let line = format!(
+            "cxlstat: warning: /sys/bus/event_source/devices/cxl_pmu_mem0.0/events/{event}: \
+             value {value} is too wide for {field}"
+        );
+        assert!(err.contains(&line), "{line} in {err}");
+    }
+    // Counting refuses the same value, naming the same file and field.
+    let count = cxlstat(&["--sysroot", root, "--dry-run", "-e", "cpu_clock"]);
+    assert_eq!(count.status.code(), Some(1));
+    assert!(
+        stderr(&count).contains(
+            "events/cpu_clock: cxl_pmu_mem0.0/cpu_clock/: value 0x1ffffffff is too wide for mask"
+        ),
+        "{}",
+        stderr(&count)
+    );
+}
+
+#[test]
 fn two_cpmus_on_one_memdev_and_vendor_raw_events() {
     let root =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cxl/qemu-two-cpmus");

@@ -303,6 +303,19 @@ mod tests {
                 &format!("{HEADER}\ngarbage\n{frame}\n"),
                 "t.rec:2: frame 0: not a recording frame",
             ),
+            // A frame repeated, moved or left out.
+            (
+                &format!("{HEADER}\n{frame}\n{frame}\n"),
+                "t.rec:3: frame 1: index 0, expected 1: frames are numbered 0, 1, 2, ... in file \
+                 order (a frame repeated, moved or left out)",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{}\n",
+                    frame.replace("\"index\":0", "\"index\":1")
+                ),
+                "t.rec:2: frame 0: index 1, expected 0",
+            ),
         ];
         for (text, want) in cases {
             // Byte 1 stands for a byte that is not UTF-8.

@@ -89,7 +89,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         let complete = line.ends_with(b"\n");
         match serde_json::from_slice::<Frame>(&line) {
             Ok(frame) => {
-                check_frame(&frame)
+                check_frame(&frame, frames.len())
                     .map_err(|what| bad(number, format!("frame {}: {what}", frames.len())))?;
                 frames.push(frame);
                 lines.push(number);
@@ -158,8 +158,19 @@ fn read_header(line: &[u8], tool: &str) -> Result<Header, HeaderProblem> {
     Ok(header)
 }
 
-/// Checks that every entry of a frame is what its operation gives.
-fn check_frame(frame: &Frame) -> Result<(), String> {
+/// Checks that a frame, the `position`th of the file (from 0), has that
+/// index, as the writer numbers them, and that every entry is what its
+/// operation gives. A frame repeated, moved or left out would replay
+/// samples the run never took (and make later frames' left-out entries
+/// those of another sample).
+fn check_frame(frame: &Frame, position: usize) -> Result<(), String> {
+    if frame.index != position as u64 {
+        return Err(format!(
+            "index {}, expected {position}: frames are numbered 0, 1, 2, ... in file order \
+             (a frame repeated, moved or left out)",
+            frame.index
+        ));
+    }
     for (key, entry) in &frame.entries {
         check_entry(key, entry).map_err(|what| format!("entry {}: {what}", excerpt(key)))?;
     }

@@ -151,6 +151,12 @@ pub trait Source {
         None
     }
 
+    /// Where a replay's current sample is, as messages about a damaged
+    /// recording begin: `FILE:LINE: frame K`. `None` for other sources.
+    fn sample_origin(&self) -> Option<String> {
+        None
+    }
+
     /// Asks that a file read at every sample stay open between reads (a
     /// hint: sources that have nothing to keep open ignore it).
     fn keep_open(&self, _path: &str) {}

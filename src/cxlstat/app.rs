@@ -384,6 +384,21 @@ impl Session {
             .check_answered()
             .map_err(|e| CxlError::Setup(e.to_string()))?;
         let elapsed = source.elapsed();
+        if elapsed < self.last_elapsed
+            && let Some(origin) = source.sample_origin()
+        {
+            // A live clock is monotonic: only a recording can go back.
+            return Err(CxlError::Damaged {
+                origin,
+                problem: format!(
+                    "elapsed_ns went from {} to {}, expected at least {} (the monotonic time \
+                     since the start never goes back)",
+                    self.last_elapsed.as_nanos(),
+                    elapsed.as_nanos(),
+                    self.last_elapsed.as_nanos()
+                ),
+            });
+        }
         if index == 0 {
             // The first read tells which events the kernel refused.
             self.view.leave_out(self.counters.unsupported());

@@ -379,10 +379,16 @@ impl Counters {
             parse_single(&self.buf).map(|r| out[0] = r).is_some()
         };
         if !ok {
-            return Ok(Some(format!(
+            let problem = format!(
                 "counter read gave {} values, expected {words}",
                 self.buf.len()
-            )));
+            );
+            if source.is_live() {
+                return Ok(Some(problem));
+            }
+            // The kernel returns the whole read_format or an error, never
+            // part of it: a replayed entry of another length was forged.
+            return Err(damaged(unit, source, unreadable(unit, &self.buf, words)));
         }
         if let Some(earlier) = earlier {
             check_replayed(unit, &earlier, out, source)?;
@@ -418,6 +424,24 @@ fn check_replayed(
         check_step(previous, *current, event).map_err(|problem| damaged(unit, source, problem))?;
     }
     Ok(())
+}
+
+/// What is wrong with replayed read words `got` of `unit`, which parse as
+/// no reading: a read gives exactly `words` words (a group's starting with
+/// its number of members), and a refused open two.
+fn unreadable(unit: &OpenUnit, got: &[u64], words: usize) -> String {
+    match got.first() {
+        Some(&nr) if unit.grouped && got.len() == words => format!(
+            "the read of the group {} starts with {nr} members, expected {}",
+            unit.label, unit.len
+        ),
+        _ => format!(
+            "{} values for {}, expected {words} (what its read gives) or 2 (a refused open: \
+             errno, member)",
+            got.len(),
+            unit.label
+        ),
+    }
 }
 
 /// The error of a replayed reading of `unit` that no kernel gives,

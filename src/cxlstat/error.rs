@@ -118,11 +118,12 @@ pub enum CxlError {
     /// `--record`), or a replay's recording does not hold what is asked.
     #[error("{0}")]
     Setup(String),
-    /// A replayed recording holds a counter reading that no kernel gives
-    /// (a count or time that goes back): it was edited or damaged.
+    /// A replayed recording holds a counter reading or a time that no
+    /// kernel gives (a count or time that goes back, a read of the wrong
+    /// length): it was edited or damaged.
     #[error("{origin}: {problem}; the recording is damaged")]
     Damaged {
-        /// Where: `FILE:LINE: frame K: entry "values KEY"`.
+        /// Where: `FILE:LINE: frame K`, with `: entry "values KEY"` for a reading.
         origin: String,
         /// What was wrong, and what was expected.
         problem: String,

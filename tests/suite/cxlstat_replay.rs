@@ -609,3 +609,160 @@ fn a_recorded_refusal_replays_as_not_supported_and_a_forged_one_is_refused() {
         assert_eq!(stdout(&out), "", "{name}");
     }
 }
+
+/// Frames and values entries that no run writes are a damaged recording,
+/// named with the file, line and frame: not a PMU that went away (status
+/// 0), a time column that drops, or an input the recording lacks.
+#[test]
+fn forged_frames_and_read_lengths_are_a_damaged_recording() {
+    let root = scratch("forged");
+    const MS: u64 = 1_000_000;
+    let good = vec![
+        vec![0, 0, 0],
+        vec![1000, 100 * MS, 100 * MS],
+        vec![3000, 200 * MS, 200 * MS],
+    ];
+    let first_report = "     0.100000000,1000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,,\n";
+    let replay = |name: &str, event: &str, text: String| {
+        let path = root.join(format!("{name}.rec"));
+        std::fs::write(&path, text).unwrap();
+        let out = cxlstat(&[
+            "--replay",
+            path.to_str().unwrap(),
+            "-e",
+            event,
+            "-x",
+            ",",
+            "-I",
+            "100",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(
+            err.trim_end().ends_with("; the recording is damaged"),
+            "{name}: {err}"
+        );
+        (path.to_str().unwrap().to_string(), err, stdout(&out))
+    };
+
+    // A values entry of a length no read gives: frame 2 (line 4).
+    let group = "cpu_clock,context_switches";
+    let cases = [
+        (
+            "no_words",
+            "cpu_clock",
+            vec![],
+            "0 values for cpu_clock, expected 3",
+        ),
+        (
+            "five_words",
+            "cpu_clock",
+            vec![3000, 200 * MS, 200 * MS, 7, 8],
+            "5 values for cpu_clock, expected 3 (what its read gives) or 2 (a refused open: \
+             errno, member)",
+        ),
+        (
+            "group_members",
+            group,
+            vec![3, 200 * MS, 200 * MS, 3000, 7, 50, 8],
+            "the read of the group cpu_clock,context_switches starts with 3 members, expected 2",
+        ),
+    ];
+    for (name, labels, words, problem) in cases {
+        let mut frames = if labels == group {
+            vec![
+                vec![2, 0, 0, 0, 7, 0, 8],
+                vec![2, 100 * MS, 100 * MS, 1000, 7, 40, 8],
+            ]
+        } else {
+            good[..2].to_vec()
+        };
+        frames.push(words);
+        let event = if labels == group {
+            format!("{{{labels}}}")
+        } else {
+            labels.to_string()
+        };
+        let (path, err, text) = replay(name, &event, hand_recording(labels, &frames));
+        let origin = format!(
+            "cxlstat: {path}:4: frame 2: entry \"{}\": {problem}",
+            unit_key(labels)
+        );
+        assert!(err.starts_with(&origin), "{name}: {err}");
+        assert_eq!(
+            text.lines().count(),
+            labels.split(',').count(),
+            "{name}: the interval before it: {text}"
+        );
+    }
+
+    // The monotonic time of frame 2 going back.
+    let mut lines: Vec<String> = hand_recording("cpu_clock", &good)
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut frame: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    frame["elapsed_ns"] = serde_json::json!(5);
+    lines[3] = frame.to_string();
+    let (path, err, text) = replay("elapsed", "cpu_clock", lines.join("\n") + "\n");
+    assert!(
+        err.starts_with(&format!(
+            "cxlstat: {path}:4: frame 2: elapsed_ns went from 100000000 to 5, expected at least \
+             100000000"
+        )),
+        "{err}"
+    );
+    assert_eq!(text, first_report);
+
+    // Frame 1 given twice: the copy (line 4) is refused before anything is
+    // reported, as every damaged line is.
+    let mut lines: Vec<String> = hand_recording("cpu_clock", &good)
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.insert(3, lines[2].clone());
+    let path = root.join("repeated.rec");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let path_s = path.to_str().unwrap();
+    let out = cxlstat(&[
+        "--replay",
+        path_s,
+        "-e",
+        "cpu_clock",
+        "-x",
+        ",",
+        "-I",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "cxlstat: {path_s}:4: frame 2: index 1, expected 2: frames are numbered 0, 1, 2, ... \
+             in file order (a frame repeated, moved or left out)\n"
+        )
+    );
+
+    // The same recording undamaged replays.
+    let path = root.join("good.rec");
+    std::fs::write(&path, hand_recording("cpu_clock", &good)).unwrap();
+    let out = cxlstat(&[
+        "--replay",
+        path.to_str().unwrap(),
+        "-e",
+        "cpu_clock",
+        "-x",
+        ",",
+        "-I",
+        "100",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{first_report}     0.200000000,2000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,,\n"
+        )
+    );
+}

@@ -150,6 +150,14 @@ impl Replay {
         true
     }
 
+    /// `FILE:LINE: frame K` for frame number `frame` (from 0).
+    fn frame_origin(&self, frame: usize) -> String {
+        match self.lines.get(frame) {
+            Some(line) => format!("{}:{line}: frame {frame}", self.path),
+            None => format!("{}: frame {frame}", self.path),
+        }
+    }
+
     fn fetch(&self, op: &str, arg: &str) -> io::Result<&Entry> {
         let key = format!("{op} {arg}");
         match self.latest.get(&key).map(|(entry, _)| entry) {
@@ -300,10 +308,14 @@ impl Source for Replay {
     fn values_origin(&self, key: &str) -> Option<String> {
         let key = format!("values {key}");
         let (_, frame) = self.latest.get(&key)?;
-        let file = match self.lines.get(*frame) {
-            Some(line) => format!("{}:{line}", self.path),
-            None => self.path.clone(),
-        };
-        Some(format!("{file}: frame {frame}: entry {}", excerpt(&key)))
+        Some(format!(
+            "{}: entry {}",
+            self.frame_origin(*frame),
+            excerpt(&key)
+        ))
+    }
+
+    fn sample_origin(&self) -> Option<String> {
+        Some(self.frame_origin(self.applied.saturating_sub(1)))
     }
 }

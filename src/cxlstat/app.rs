@@ -365,40 +365,61 @@ struct Session {
     previous: Vec<Reading>,
     /// The source's elapsed time at the baseline read, where the time
     /// column starts (as perf stat's starts when it enables the counters),
-    /// and at the previous read.
+    /// at the previous report, and at the latest read.
     baseline_elapsed: Duration,
     last_elapsed: Duration,
+    read_elapsed: Duration,
 }
 
 impl Session {
-    /// Reads every counter. The first sample is the baseline; later ones
-    /// report the change since the previous sample.
+    /// Reads every counter, then reports: the first sample is the
+    /// baseline; later ones report the change since the previous report.
     fn sample(
         &mut self,
         source: &mut dyn Source,
         index: u64,
         out: &mut dyn Write,
     ) -> Result<(), CxlError> {
+        self.read(source)?;
+        self.report(source, index, out)
+    }
+
+    /// Reads every counter and the source's elapsed time, without
+    /// reporting. A replayed time below the previous read's is a damaged
+    /// recording (a live clock is monotonic).
+    fn read(&mut self, source: &dyn Source) -> Result<(), CxlError> {
         self.counters.read(source, &mut self.notes)?;
         source
             .check_answered()
             .map_err(|e| CxlError::Setup(e.to_string()))?;
         let elapsed = source.elapsed();
-        if elapsed < self.last_elapsed
+        if elapsed < self.read_elapsed
             && let Some(origin) = source.sample_origin()
         {
-            // A live clock is monotonic: only a recording can go back.
             return Err(CxlError::Damaged {
                 origin,
                 problem: format!(
                     "elapsed_ns went from {} to {}, expected at least {} (the monotonic time \
                      since the start never goes back)",
-                    self.last_elapsed.as_nanos(),
+                    self.read_elapsed.as_nanos(),
                     elapsed.as_nanos(),
-                    self.last_elapsed.as_nanos()
+                    self.read_elapsed.as_nanos()
                 ),
             });
         }
+        self.read_elapsed = elapsed;
+        Ok(())
+    }
+
+    /// Reports the latest read against the previous report's (index 0:
+    /// takes it as the baseline).
+    fn report(
+        &mut self,
+        source: &dyn Source,
+        index: u64,
+        out: &mut dyn Write,
+    ) -> Result<(), CxlError> {
+        let elapsed = self.read_elapsed;
         if index == 0 {
             // The first read tells which events the kernel refused.
             self.view.leave_out(self.counters.unsupported());
@@ -506,6 +527,7 @@ fn run_count(
         previous: Vec::new(),
         baseline_elapsed: Duration::ZERO,
         last_elapsed: Duration::ZERO,
+        read_elapsed: Duration::ZERO,
     };
     if let Some(listener) = listener {
         serve_counts(&mut session, listener, source, stop)?;
@@ -618,9 +640,24 @@ fn count_until_end(
             }
         }
     }
-    // A replay reports its second frame; a live source always goes on.
-    if source.next_sample()? || live {
+    if live {
+        // A recording begins its next frame.
+        source.next_sample()?;
         session.sample(source, 1, out)?;
+    } else {
+        // A replay runs until its frames run out, as a live run until it
+        // is stopped: one report of the whole recording, from its first
+        // frame to its last (a recording of intervals gives the run's
+        // total). Every frame is read, as the recorded run read it: a PMU
+        // that went away, or a damaged frame, is found where it happened.
+        let mut read = false;
+        while source.next_sample()? {
+            session.read(source)?;
+            read = true;
+        }
+        if read {
+            session.report(source, 1, out)?;
+        }
     }
     Ok(Ok(status))
 }

@@ -766,3 +766,51 @@ fn forged_frames_and_read_lengths_are_a_damaged_recording() {
         )
     );
 }
+
+/// A replay without interval options reports once, when its frames run
+/// out, as a live run reports once when stopped: a recording of intervals
+/// gives the whole run's total, from its first frame to its last, not its
+/// first interval.
+#[test]
+fn a_replay_without_intervals_reports_the_whole_recorded_run() {
+    let root = scratch("whole_run");
+    const MS: u64 = 1_000_000;
+    // A baseline and three intervals of 100 ms: 1000, 2000 and 3000 counted.
+    let frames = vec![
+        vec![0, 0, 0],
+        vec![1000, 100 * MS, 100 * MS],
+        vec![3000, 200 * MS, 200 * MS],
+        vec![6000, 300 * MS, 300 * MS],
+    ];
+    let path = root.join("intervals.rec");
+    std::fs::write(&path, hand_recording("cpu_clock", &frames)).unwrap();
+    let path = path.to_str().unwrap();
+    let out = cxlstat(&["--replay", path, "-e", "cpu_clock", "-x", ","]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "6000,,cpu_clock [cxl_pmu_mem0.0],300000000,100.00,,\n"
+    );
+    let out = cxlstat(&["--replay", path, "-e", "cpu_clock"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("     0.300000000 seconds time elapsed"),
+        "{text}"
+    );
+    assert!(text.contains(" 6000 "), "{text}");
+    // Every frame is still read: damage in a middle frame is found there.
+    let mut damaged = frames.clone();
+    damaged[2] = vec![3000, 200 * MS, 300 * MS];
+    let bad = root.join("damaged.rec");
+    std::fs::write(&bad, hand_recording("cpu_clock", &damaged)).unwrap();
+    let bad = bad.to_str().unwrap();
+    let out = cxlstat(&["--replay", bad, "-e", "cpu_clock", "-x", ","]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with(&format!("cxlstat: {bad}:4: frame 2: entry ")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+}

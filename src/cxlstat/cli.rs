@@ -264,9 +264,10 @@ impl Options {
             let output = match (&args.separator, args.output) {
                 (Some(sep), _) if !usable_separator(sep) => {
                     return Err(CxlError::Spec(format!(
-                        "-x {}: expected a non-empty field separator without digits, '.' or \
-                         control characters other than tab (the fields hold numbers, and a \
-                         line ends at a newline)",
+                        "-x {}: expected a non-empty field separator without letters, digits, \
+                         spaces, '.', '<', '>', '\\' or control characters other than tab (the \
+                         fields hold numbers, <not counted>, a space-padded time and \\xNN \
+                         escapes, and a line ends at a newline)",
                         crate::common::excerpt::excerpt(sep)
                     )));
                 }
@@ -330,13 +331,18 @@ impl Options {
 }
 
 /// True for a `-x` separator that cannot be mistaken for a field's own
-/// characters: not empty, no digit or `.` (counts, times and percentages)
+/// characters: not empty, no letter, digit or `.` (counts, times and
+/// percentages, `<not counted>`, `<not supported>`, the `\xNN` escapes of
+/// a name), no space (the time is padded with spaces), `<`, `>` or `\`,
 /// and no control character but tab (a newline would end the line).
+/// perf 6.1 takes any separator, even an empty one.
 fn usable_separator(sep: &str) -> bool {
     !sep.is_empty()
-        && !sep
-            .chars()
-            .any(|c| c.is_ascii_digit() || c == '.' || (c.is_control() && c != '\t'))
+        && !sep.chars().any(|c| {
+            c.is_alphanumeric()
+                || matches!(c, '.' | ' ' | '<' | '>' | '\\')
+                || (c.is_control() && c != '\t')
+        })
 }
 
 #[cfg(test)]
@@ -421,14 +427,18 @@ mod tests {
             CountFormat::Core(Format::Csv)
         );
         assert_eq!(count(&["-e", "a"]).output, CountFormat::Text);
-        for bad in ["", "\n", "0", ".", ";\r"] {
+        // Each of these could split a field: the time is space-padded, a
+        // count may be <not counted>, a name shows a separator as \xNN.
+        for bad in [
+            "", "\n", "0", ".", ";\r", " ", ", ", "o", "X", "é", "<", ">", "\\", "x",
+        ] {
             let err = options(&["-e", "a", "-x", bad]).unwrap_err();
             assert!(
-                err.contains("non-empty field separator without digits"),
+                err.contains("non-empty field separator without letters, digits, spaces"),
                 "{bad:?}: {err}"
             );
         }
-        for good in [",", ";", "\t", " ", "::", "|"] {
+        for good in [",", ";", "\t", "::", "|", "-", "/"] {
             assert!(options(&["-e", "a", "-x", good]).is_ok(), "{good:?}");
         }
         let err = options(&["-e", "a", "-p", "1"]).unwrap_err();

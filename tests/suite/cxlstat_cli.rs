@@ -467,3 +467,24 @@ fn an_unreadable_pmu_is_left_out_and_the_others_are_used() {
     );
     assert_eq!(stdout(&out), "");
 }
+
+/// A `-x` separator that can be part of a field (the space-padded time,
+/// `<not counted>`, a name's `\xNN` escapes) is a usage error naming it;
+/// perf 6.1 takes it and prints lines that split wrongly.
+#[test]
+fn an_ambiguous_field_separator_is_refused() {
+    for sep in [" ", "o", "<", "\\"] {
+        let out = with_fixture(&["-e", "clock_ticks", "-x", sep, "-I", "100"]);
+        assert_eq!(out.status.code(), Some(2), "{sep:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{sep:?}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{sep:?}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "cxlstat: -x \"{}\": expected a non-empty field separator",
+                sep.escape_default()
+            )),
+            "{sep:?}: {err}"
+        );
+    }
+}

@@ -220,6 +220,14 @@ impl Options {
         if let Some(tid) = &args.tid {
             return Err(CxlError::PerTask(format!("-t {tid}")));
         }
+        let listing = if args.list {
+            Some("--list")
+        } else {
+            args.list_events.as_ref().map(|_| "--list-events")
+        };
+        if let Some(listing) = listing {
+            list_format(listing, args.output, args.separator.as_deref())?;
+        }
         let action = if args.list {
             Action::List
         } else if let Some(pmu) = args.list_events {
@@ -328,6 +336,28 @@ impl Options {
             action,
         })
     }
+}
+
+/// Refuses an output format for `--list` or `--list-events` (`listing`),
+/// which print text tables only: asked for JSON or CSV, they would print a
+/// table that a reader of that format cannot parse.
+fn list_format(
+    listing: &str,
+    output: Option<Format>,
+    separator: Option<&str>,
+) -> Result<(), CxlError> {
+    let asked = match (output, separator) {
+        (None | Some(Format::Text), None) => return Ok(()),
+        (_, Some(_)) => "-x".to_string(),
+        (Some(format), None) => format!(
+            "-o {}",
+            clap::ValueEnum::to_possible_value(&format)
+                .map_or_else(String::new, |v| v.get_name().to_string())
+        ),
+    };
+    Err(CxlError::Spec(format!(
+        "{listing} prints a text table only, not {asked}: output formats apply to counts (-e)"
+    )))
 }
 
 /// True for a `-x` separator that cannot be mistaken for a field's own

@@ -488,3 +488,38 @@ fn an_ambiguous_field_separator_is_refused() {
         );
     }
 }
+
+/// `--list` and `--list-events` print text tables: asked for another
+/// format, they refuse with a usage error instead of printing a table a
+/// JSON or CSV reader would choke on.
+#[test]
+fn listings_refuse_other_output_formats() {
+    for (listing, format) in [
+        ("--list", &["-o", "json"][..]),
+        ("--list", &["-o", "csv"]),
+        ("--list-events", &["-o", "ndjson"]),
+        ("--list-events", &["-o", "prometheus"]),
+        ("--list-events", &["-x", ","]),
+    ] {
+        let out = with_fixture(&[&[listing][..], format].concat());
+        let what = format!("{listing} {format:?}");
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{what}");
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "cxlstat: {listing} prints a text table only, not {}: output formats apply to \
+                 counts (-e)\n",
+                if format[0] == "-x" {
+                    "-x".to_string()
+                } else {
+                    format.join(" ")
+                }
+            ),
+            "{what}"
+        );
+    }
+    let text = with_fixture(&["--list", "-o", "text"]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert_eq!(stdout(&text), golden("list.txt"));
+}

@@ -388,11 +388,15 @@ impl Session {
     /// reporting. A replayed time below the previous read's is a damaged
     /// recording (a live clock is monotonic).
     fn read(&mut self, source: &dyn Source) -> Result<(), CxlError> {
+        // Taken just before the reads, as perf stat takes its interval's
+        // time: each counter is then read a like moment after its sample's
+        // time, so a count matches the time between two samples even when
+        // a read takes long (the first, moving the thread between CPUs).
+        let elapsed = source.elapsed();
         self.counters.read(source, &mut self.notes)?;
         source
             .check_answered()
             .map_err(|e| CxlError::Setup(e.to_string()))?;
-        let elapsed = source.elapsed();
         if elapsed < self.read_elapsed
             && let Some(origin) = source.sample_origin()
         {
@@ -610,6 +614,35 @@ fn serve_counts(
     .map_err(|e| CxlError::Setup(e.to_string()))
 }
 
+/// Reads the baseline, then starts the command after `--` (live runs), as
+/// perf stat enables its counters before it starts the workload: the
+/// command's first moments are counted, and the time column spans all of
+/// it. The output begins before the read, so that a document is closed
+/// whatever fails, or, with a command, once the command has started:
+/// nothing of the statistics is written for one that cannot start.
+fn start(
+    session: &mut Session,
+    workload: Option<&Workload>,
+    source: &mut dyn Source,
+    out: &mut dyn Write,
+) -> Result<Result<Option<Child>, NotStarted>, CxlError> {
+    let command = workload.filter(|_| source.is_live());
+    if command.is_none() {
+        session.view.begin(out)?;
+    }
+    session.sample(source, 0, out)?;
+    let Some(w) = command else {
+        return Ok(Ok(None));
+    };
+    match w.spawn(session.counters.raised_nofile()) {
+        Ok(child) => {
+            session.view.begin(out)?;
+            Ok(Ok(Some(child)))
+        }
+        Err(not_started) => Ok(Err(not_started)),
+    }
+}
+
 /// Counts until a stop signal or the end of the command, then reports once.
 /// The output begins only once the command has started.
 fn count_until_end(
@@ -620,15 +653,10 @@ fn count_until_end(
     out: &mut dyn Write,
 ) -> Result<Result<i32, NotStarted>, CxlError> {
     let live = source.is_live();
-    session.sample(source, 0, out)?;
-    let child = match &workload {
-        Some(w) if live => match w.spawn(session.counters.raised_nofile()) {
-            Ok(child) => Some(child),
-            Err(not_started) => return Ok(Err(not_started)),
-        },
-        _ => None,
+    let child = match start(session, workload.as_ref(), source, out)? {
+        Ok(child) => child,
+        Err(not_started) => return Ok(Err(not_started)),
     };
-    session.view.begin(out)?;
     let mut status = 0;
     if live {
         match (&workload, child) {
@@ -673,14 +701,10 @@ fn count_every(
     stop: &StopSignal,
     out: &mut dyn Write,
 ) -> Result<Result<i32, NotStarted>, CxlError> {
-    let mut child = match &workload {
-        Some(w) if source.is_live() => match w.spawn(session.counters.raised_nofile()) {
-            Ok(child) => Some(child),
-            Err(not_started) => return Ok(Err(not_started)),
-        },
-        _ => None,
+    let mut child = match start(session, workload.as_ref(), source, out)? {
+        Ok(child) => child,
+        Err(not_started) => return Ok(Err(not_started)),
     };
-    session.view.begin(out)?;
     // Read where the counters live, after the command started so that it
     // keeps the CPUs it was given.
     session.counters.read_locally();
@@ -693,7 +717,10 @@ fn count_every(
         stop,
         ended.as_ref().map(|fd| fd.as_fd()),
         |source, index| -> Result<(), Halt> {
-            session.sample(source, index, out)?;
+            // The loop's first tick is the baseline, read already.
+            if index > 0 {
+                session.sample(source, index, out)?;
+            }
             if let (Some(child), Some(w)) = (child.as_mut(), &workload)
                 && let Some(status) = child.try_wait().map_err(|e| w.error(e))?
             {

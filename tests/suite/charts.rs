@@ -38,12 +38,12 @@ fn fixture(name: &str) -> String {
 
 /// A test's own empty directory, removed with what the test wrote in it
 /// (charts and Chromium's profile and renders) when the test ends.
-fn scratch(name: &str) -> Scratch {
+pub(crate) fn scratch(name: &str) -> Scratch {
     crate::scratch::scratch(&format!("charts-{name}"))
 }
 
 /// Runs `bin` with `args`; panics with its stderr unless it succeeds.
-fn run(bin: &str, args: &[&str]) {
+pub(crate) fn run(bin: &str, args: &[&str]) {
     let out = Command::new(bin).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -52,15 +52,15 @@ fn run(bin: &str, args: &[&str]) {
     );
 }
 
-const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
+pub(crate) const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
 const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
 const CXLSTAT: &str = env!("CARGO_BIN_EXE_cxlstat");
 
 /// A parsed chart: its size, and how often each text occurs.
-struct Svg {
+pub(crate) struct Svg {
     width: u32,
     height: u32,
-    texts: HashMap<String, usize>,
+    pub(crate) texts: HashMap<String, usize>,
     /// Fill colours of rectangles (legend swatches, bars, cells).
     fills: Vec<String>,
     /// Stroke colours of polylines (series lines, axes).
@@ -68,12 +68,12 @@ struct Svg {
 }
 
 impl Svg {
-    fn count(&self, text: &str) -> usize {
+    pub(crate) fn count(&self, text: &str) -> usize {
         self.texts.get(text).copied().unwrap_or(0)
     }
 }
 
-fn parse(path: &Path) -> Svg {
+pub(crate) fn parse(path: &Path) -> Svg {
     let raw = std::fs::read_to_string(path).unwrap();
     let doc = roxmltree::Document::parse(&raw)
         .unwrap_or_else(|e| panic!("{}: not well-formed XML: {e}", path.display()));

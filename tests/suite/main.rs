@@ -26,6 +26,7 @@ mod slowdisk;
 mod sysstat_compare;
 
 mod charts;
+mod charts_edge;
 mod completions;
 mod cxlstat_cli;
 mod cxlstat_compat;

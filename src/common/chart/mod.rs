@@ -15,7 +15,9 @@
 //! Charts are self-contained SVG: no scripts, images or external fonts
 //! (generic font families only), a white background for printing, and
 //! every name from the kernel or a recording with its control characters
-//! escaped (plotters escapes `<`, `&` and quotes).
+//! and Unicode noncharacters escaped (plotters escapes `<`, `&` and quotes).
+
+use std::fmt::Write as _;
 
 mod axis;
 mod draw;
@@ -163,16 +165,39 @@ impl Panel {
 }
 
 /// A name from the kernel, a recording or the command line, fit for a
-/// label: control characters escaped (XML cannot hold most of them, even
-/// as references), and cut to `max` characters with an ellipsis.
+/// label: control characters and noncharacters escaped (XML cannot hold
+/// most of them, even as references), and cut to `max` characters with an ellipsis.
 pub fn label(name: &str, max: usize) -> String {
-    let escaped = crate::common::escape::text(name);
+    let escaped = escape_nonchars(&crate::common::escape::text(name));
     if escaped.chars().count() <= max {
-        return escaped.into_owned();
+        return escaped;
     }
     let mut cut: String = escaped.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
+}
+
+/// Whether `c` is a Unicode noncharacter: U+FDD0 to U+FDEF and the last two
+/// code points of every plane. U+FFFE and U+FFFF are outside XML 1.0's
+/// `Char`, so a document holding them does not parse; the others are
+/// discouraged there.
+fn noncharacter(c: char) -> bool {
+    let c = u32::from(c);
+    (0xfdd0..=0xfdef).contains(&c) || c & 0xfffe == 0xfffe
+}
+
+/// `text` with every noncharacter written as `\u{ffff}`, like
+/// [`escape::text`](crate::common::escape::text) writes the controls.
+fn escape_nonchars(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        if noncharacter(c) {
+            let _ = write!(s, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            s.push(c);
+        }
+    }
+    s
 }
 
 #[cfg(test)]
@@ -184,5 +209,17 @@ mod tests {
         assert_eq!(label("sd\u{1b}[31m\u{7}a", 40), "sd\\x1b[31m\\x07a");
         assert_eq!(label("abcdef", 4), "abc…");
         assert_eq!(label("<&\"", 4), "<&\"", "plotters escapes markup itself");
+    }
+
+    #[test]
+    fn labels_escape_noncharacters() {
+        assert_eq!(
+            label("a\u{fffe}b\u{ffff}\u{fdd0}\u{1ffff}", 40),
+            "a\\u{fffe}b\\u{ffff}\\u{fdd0}\\u{1ffff}"
+        );
+        assert_eq!(
+            label("\u{fdcf}\u{fdf0}\u{fffd}", 40),
+            "\u{fdcf}\u{fdf0}\u{fffd}"
+        );
     }
 }

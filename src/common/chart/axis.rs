@@ -108,7 +108,9 @@ pub fn key_points(low: f64, high: f64, max: usize) -> Vec<f64> {
                 let mut ticks = Vec::new();
                 let mut i = first;
                 while i <= last {
-                    ticks.push(step.tick(i));
+                    // + 0.0: the tick at zero is 0, not the -0 that
+                    // ceil(-SLACK) gives, labelled "-0".
+                    ticks.push(step.tick(i) + 0.0);
                     i += 1.0;
                 }
                 return ticks;
@@ -194,6 +196,13 @@ mod tests {
     fn categories_get_a_tick_at_every_half() {
         // category_ticks(n) asks for 2n + 1 points over 0..n.
         assert_eq!(key_points(0.0, 3.0, 7), [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]);
+    }
+
+    #[test]
+    fn the_tick_at_zero_is_positive_zero() {
+        assert!(key_points(0.0, 10.0, 6)[0].is_sign_positive());
+        assert!(key_points(-0.002, 0.002, 5)[2].is_sign_positive());
+        assert!(key_points(-3.0, -1.0, 3)[2].is_sign_negative());
     }
 
     #[test]

@@ -85,39 +85,62 @@ impl Step {
     }
 }
 
-/// At most `max` ticks over `[low, high]` at the finest 1-2-5 step; the
-/// low end alone when the range is empty or not finite.
-pub fn key_points(low: f64, high: f64, max: usize) -> Vec<f64> {
-    let (low, high) = if low <= high {
-        (low, high)
-    } else {
-        (high, low)
-    };
-    if max == 0 {
-        return Vec::new();
-    }
-    if !(low.is_finite() && high.is_finite()) || low == high {
-        return vec![low];
-    }
+/// The finest 1-2-5 step that gives at most `max` ticks over `[low, high]`
+/// (`low` ≤ `high`, finite, not equal), with its first and last tick as
+/// counts of steps from zero.
+fn choose(low: f64, high: f64, max: usize) -> Option<(Step, f64, f64)> {
     for exponent in -MAX_EXPONENT..=MAX_EXPONENT {
         for mantissa in MANTISSAS {
             let step = Step::new(mantissa, exponent);
             let first = (step.steps(low) - SLACK).ceil();
             let last = (step.steps(high) + SLACK).floor();
             if last - first + 1.0 <= max as f64 {
-                let mut ticks = Vec::new();
-                let mut i = first;
-                while i <= last {
-                    // + 0.0: the tick at zero is 0, not the -0 that
-                    // ceil(-SLACK) gives, labelled "-0".
-                    ticks.push(step.tick(i) + 0.0);
-                    i += 1.0;
-                }
-                return ticks;
+                return Some((step, first, last));
             }
         }
     }
-    vec![low, high]
+    None
+}
+
+/// `(low, high)` in order, or `None` when they give one tick at most.
+fn ordered(low: f64, high: f64, max: usize) -> Option<(f64, f64)> {
+    let (low, high) = if low <= high {
+        (low, high)
+    } else {
+        (high, low)
+    };
+    (max > 0 && low.is_finite() && high.is_finite() && low != high).then_some((low, high))
+}
+
+/// At most `max` ticks over `[low, high]` at the finest 1-2-5 step; the
+/// low end alone when the range is empty or not finite.
+pub fn key_points(low: f64, high: f64, max: usize) -> Vec<f64> {
+    let Some((low, high)) = ordered(low, high, max) else {
+        return if max == 0 {
+            Vec::new()
+        } else {
+            vec![low.min(high)]
+        };
+    };
+    let Some((step, first, last)) = choose(low, high, max) else {
+        return vec![low, high];
+    };
+    let mut ticks = Vec::new();
+    let mut i = first;
+    while i <= last {
+        // + 0.0: the tick at zero is 0, not the -0 that ceil(-SLACK)
+        // gives, labelled "-0".
+        ticks.push(step.tick(i) + 0.0);
+        i += 1.0;
+    }
+    ticks
+}
+
+/// The distance between the ticks [`key_points`] gives for the same
+/// arguments; `None` where it gives no evenly spaced ticks.
+pub fn tick_step(low: f64, high: f64, max: usize) -> Option<f64> {
+    let (low, high) = ordered(low, high, max)?;
+    choose(low, high, max).map(|(step, _, _)| step.tick(1.0))
 }
 
 impl Ranged for Axis {
@@ -203,6 +226,15 @@ mod tests {
         assert!(key_points(0.0, 10.0, 6)[0].is_sign_positive());
         assert!(key_points(-0.002, 0.002, 5)[2].is_sign_positive());
         assert!(key_points(-3.0, -1.0, 3)[2].is_sign_negative());
+    }
+
+    #[test]
+    fn the_step_is_that_of_the_ticks() {
+        assert_eq!(tick_step(0.0, 10.0, 6), Some(2.0));
+        assert_eq!(tick_step(0.0, 0.35, 8), Some(0.05));
+        assert_eq!(tick_step(10.0, 0.0, 3), Some(5.0));
+        assert_eq!(tick_step(4.0, 4.0, 6), None);
+        assert_eq!(tick_step(0.0, 1.0, 0), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::axis::Axis;
+use super::axis::{Axis, tick_step};
 use super::history::Span;
 use super::palette::{self, Colour};
 use super::{Chart, Line, Panel, PanelKind, Percentiles, Stack, TimeAxis, WIDTH, label};
@@ -142,7 +142,7 @@ fn draw_legend(area: &Area, entries: &[(String, Colour)]) -> Result<(), Failed> 
 
 /// A tick of a time axis; local times get tenths of a second on an axis
 /// shorter than 20 s, where whole seconds would repeat.
-fn time_text(axis: TimeAxis, x: f64, span: f64) -> String {
+fn time_text(axis: TimeAxis, x: f64, span: f64, step: Option<f64>) -> String {
     match axis {
         TimeAxis::Local => {
             let t = UNIX_EPOCH + Duration::from_secs_f64(x.max(0.0));
@@ -153,7 +153,7 @@ fn time_text(axis: TimeAxis, x: f64, span: f64) -> String {
                 text
             }
         }
-        TimeAxis::ElapsedMs => number_text(x),
+        TimeAxis::ElapsedMs => number_text(x, step),
     }
 }
 
@@ -164,19 +164,37 @@ fn axis_title(axis: TimeAxis) -> &'static str {
     }
 }
 
-/// A tick label: SI prefixes past a thousand, few digits.
-fn number_text(v: f64) -> String {
+/// A tick label: SI prefixes past ten thousand, and as many decimals as
+/// tell ticks `step` apart (two without a step), trailing zeros trimmed.
+fn number_text(v: f64, step: Option<f64>) -> String {
     let a = v.abs();
-    let (scaled, suffix) = match a {
-        _ if a >= 1e12 => (v / 1e12, "T"),
-        _ if a >= 1e9 => (v / 1e9, "G"),
-        _ if a >= 1e6 => (v / 1e6, "M"),
-        _ if a >= 1e4 => (v / 1e3, "k"),
-        _ => (v, ""),
+    let (factor, suffix) = match a {
+        _ if a >= 1e12 => (1e12, "T"),
+        _ if a >= 1e9 => (1e9, "G"),
+        _ if a >= 1e6 => (1e6, "M"),
+        _ if a >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
     };
-    let text = format!("{scaled:.2}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
+    let places = step.map_or(2, |s| decimals(s / factor));
+    let text = format!("{:.places$}", v / factor);
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
     format!("{text}{suffix}")
+}
+
+/// The fewest decimals that write every multiple of `step` (at most 12).
+fn decimals(step: f64) -> usize {
+    let mut x = step.abs();
+    for places in 0..12 {
+        if (x - x.round()).abs() < 1e-6 * x.max(1.0) {
+            return places;
+        }
+        x *= 10.0;
+    }
+    12
 }
 
 fn x_range(lines: &[Line]) -> (f64, f64) {
@@ -277,12 +295,14 @@ fn draw_lines(
         .y_label_area_size(72)
         .build_cartesian_2d(Axis::new(x0..x1), Axis::new(0.0..y_top(top)))
         .map_err(failed)?;
+    let x_step = tick_step(x0, x1, 8);
+    let y_step = tick_step(0.0, y_top(top), 6);
     chart
         .configure_mesh()
         .x_labels(8)
         .y_labels(6)
-        .x_label_formatter(&|x| time_text(axis, *x, x1 - x0))
-        .y_label_formatter(&|y| number_text(*y))
+        .x_label_formatter(&|x| time_text(axis, *x, x1 - x0, x_step))
+        .y_label_formatter(&|y| number_text(*y, y_step))
         .x_desc(axis_title(axis))
         .y_desc(label(&panel.y_label, 60))
         .label_style((FONT, 13))
@@ -358,7 +378,7 @@ fn draw_heat_map(
     let time_at = |x: f64| {
         times
             .get(x.floor() as usize)
-            .map(|&t| time_text(TimeAxis::Local, t, f64::INFINITY))
+            .map(|&t| time_text(TimeAxis::Local, t, f64::INFINITY, None))
             .unwrap_or_default()
     };
     chart
@@ -453,12 +473,13 @@ fn draw_lanes(area: &Area, panel: &Panel, lanes: &super::lanes::Lanes) -> Result
             Axis::new(0.0..names.len().max(1) as f64),
         )
         .map_err(failed)?;
+    let x_step = tick_step(start, end, 10);
     chart
         .configure_mesh()
         .disable_y_mesh()
         .x_labels(10)
         .y_labels(category_ticks(names.len(), 40))
-        .x_label_formatter(&|x| number_text(*x))
+        .x_label_formatter(&|x| number_text(*x, x_step))
         .y_label_formatter(&|y| category(&names, *y))
         .x_desc(axis_title(TimeAxis::ElapsedMs))
         .y_desc(label(&panel.y_label, 60))
@@ -501,13 +522,14 @@ fn vcpu_axes<'a, 'b>(
         .y_label_area_size(72)
         .build_cartesian_2d(Axis::new(0.0..n as f64), Axis::new(0.0..y_top(top)))
         .map_err(failed)?;
+    let y_step = tick_step(0.0, y_top(top), 6);
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(category_ticks(names.len(), 24))
         .y_labels(6)
         .x_label_formatter(&|x| category(names, *x))
-        .y_label_formatter(&|y| number_text(*y))
+        .y_label_formatter(&|y| number_text(*y, y_step))
         .x_desc("vCPU")
         .y_desc(label(&panel.y_label, 60))
         .label_style((FONT, 12))
@@ -553,15 +575,42 @@ fn draw_boxes(area: &Area, panel: &Panel, boxes: &[Percentiles]) -> Result<(), F
 
 #[cfg(test)]
 mod tests {
+    use super::super::axis::key_points;
     use super::*;
 
     #[test]
     fn numbers_get_short_ticks() {
-        assert_eq!(number_text(0.0), "0");
-        assert_eq!(number_text(12.5), "12.5");
-        assert_eq!(number_text(2_500_000.0), "2.5M");
-        assert_eq!(number_text(9_999.0), "9999");
-        assert_eq!(number_text(10_000.0), "10k");
+        assert_eq!(number_text(0.0, None), "0");
+        assert_eq!(number_text(12.5, None), "12.5");
+        assert_eq!(number_text(2_500_000.0, None), "2.5M");
+        assert_eq!(number_text(9_999.0, None), "9999");
+        assert_eq!(number_text(10_000.0, None), "10k");
+        assert_eq!(number_text(100.0, Some(50.0)), "100");
+        assert_eq!(number_text(1_200_000.0, Some(200_000.0)), "1.2M");
+    }
+
+    /// The ticks of an axis, as labelled.
+    fn tick_texts(low: f64, high: f64, max: usize) -> Vec<String> {
+        let step = tick_step(low, high, max);
+        key_points(low, high, max)
+            .into_iter()
+            .map(|v| number_text(v, step))
+            .collect()
+    }
+
+    #[test]
+    fn small_ticks_get_the_decimals_that_tell_them_apart() {
+        // An aqu-sz axis read "0 0 0 0 0" (two decimals for every tick).
+        assert_eq!(
+            tick_texts(0.0, 0.0045, 6),
+            ["0", "0.001", "0.002", "0.003", "0.004"]
+        );
+        assert_eq!(
+            tick_texts(0.0, 1.08, 6),
+            ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+        );
+        assert_eq!(tick_texts(0.0, 0.000_27, 4), ["0", "0.0001", "0.0002"]);
+        assert_eq!(tick_texts(0.0, 30_000.0, 4), ["0", "10k", "20k", "30k"]);
     }
 
     #[test]

@@ -140,17 +140,22 @@ fn draw_legend(area: &Area, entries: &[(String, Colour)]) -> Result<(), Failed> 
     Ok(())
 }
 
-/// A tick of a time axis; local times get tenths of a second on an axis
-/// shorter than 20 s, where whole seconds would repeat.
-fn time_text(axis: TimeAxis, x: f64, span: f64, step: Option<f64>) -> String {
+/// A tick of a time axis `step` apart from the next: local times get as
+/// many decimals of a second as the step needs (up to milliseconds; none
+/// without a step), elapsed milliseconds are numbers.
+fn time_text(axis: TimeAxis, x: f64, step: Option<f64>) -> String {
     match axis {
         TimeAxis::Local => {
-            let t = UNIX_EPOCH + Duration::from_secs_f64(x.max(0.0));
+            // Whole milliseconds first: x is inexact, 0.3 s may be 0.2999….
+            let ms = (x.max(0.0) * 1000.0).round() as u64;
+            let t = UNIX_EPOCH + Duration::from_secs(ms / 1000);
             let text = strftime_local("%H:%M:%S", t).unwrap_or_default();
-            if span < 20.0 {
-                format!("{text}.{}", (x.max(0.0).fract() * 10.0) as u32)
-            } else {
+            let places = step.map_or(0, decimals).min(3);
+            if places == 0 {
                 text
+            } else {
+                let fraction = format!("{:03}", ms % 1000);
+                format!("{text}.{}", &fraction[..places])
             }
         }
         TimeAxis::ElapsedMs => number_text(x, step),
@@ -301,7 +306,7 @@ fn draw_lines(
         .configure_mesh()
         .x_labels(8)
         .y_labels(6)
-        .x_label_formatter(&|x| time_text(axis, *x, x1 - x0, x_step))
+        .x_label_formatter(&|x| time_text(axis, *x, x_step))
         .y_label_formatter(&|y| number_text(*y, y_step))
         .x_desc(axis_title(axis))
         .y_desc(label(&panel.y_label, 60))
@@ -378,7 +383,7 @@ fn draw_heat_map(
     let time_at = |x: f64| {
         times
             .get(x.floor() as usize)
-            .map(|&t| time_text(TimeAxis::Local, t, f64::INFINITY, None))
+            .map(|&t| time_text(TimeAxis::Local, t, None))
             .unwrap_or_default()
     };
     chart
@@ -611,6 +616,26 @@ mod tests {
         );
         assert_eq!(tick_texts(0.0, 0.000_27, 4), ["0", "0.0001", "0.0002"]);
         assert_eq!(tick_texts(0.0, 30_000.0, 4), ["0", "10k", "20k", "30k"]);
+    }
+
+    #[test]
+    fn sub_second_local_times_show_the_step_in_full() {
+        // 2026-01-01 09:00:00 UTC: second 00 in every whole-minute zone.
+        let t0 = 1_767_258_000.0;
+        let (low, high) = (t0 + 0.1, t0 + 0.3);
+        let step = tick_step(low, high, 5);
+        let seconds: Vec<String> = key_points(low, high, 5)
+            .into_iter()
+            .map(|x| {
+                let text = time_text(TimeAxis::Local, x, step);
+                text.rsplit(':').next().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(seconds, ["00.10", "00.15", "00.20", "00.25", "00.30"]);
+        let whole = time_text(TimeAxis::Local, t0 + 2.0, Some(2.0));
+        assert!(whole.ends_with(":02"), "{whole}");
+        let whole = time_text(TimeAxis::Local, t0 + 0.9999, None);
+        assert!(whole.ends_with(":01"), "{whole}");
     }
 
     #[test]

@@ -22,6 +22,8 @@ const MAX_EXPONENT: i32 = 22;
 pub struct Axis {
     start: f64,
     end: f64,
+    /// Categories: that many, category i from i to i + 1, ticked in the middle.
+    categories: Option<usize>,
 }
 
 impl Axis {
@@ -30,8 +32,29 @@ impl Axis {
         Axis {
             start: range.start,
             end: range.end,
+            categories: None,
         }
     }
+
+    /// An axis of `n` categories (at least one unit long), see
+    /// [`category_points`].
+    pub fn categories(n: usize) -> Axis {
+        Axis {
+            start: 0.0,
+            end: n.max(1) as f64,
+            categories: Some(n),
+        }
+    }
+}
+
+/// The ticks of `n` categories: the middle of every category, or of every
+/// k-th (from the first) when more than `max` would not fit.
+pub fn category_points(n: usize, max: usize) -> Vec<f64> {
+    if max == 0 {
+        return Vec::new();
+    }
+    let every = n.div_ceil(max).max(1);
+    (0..n).step_by(every).map(|i| i as f64 + 0.5).collect()
 }
 
 /// 10^`exponent`, exactly where it can be: 10^k for k ≤ 22 is an exact
@@ -162,7 +185,10 @@ impl Ranged for Axis {
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
-        key_points(self.start, self.end, hint.max_num_points())
+        match self.categories {
+            Some(n) => category_points(n, hint.max_num_points()),
+            None => key_points(self.start, self.end, hint.max_num_points()),
+        }
     }
 
     fn range(&self) -> Range<f64> {
@@ -216,9 +242,14 @@ mod tests {
     }
 
     #[test]
-    fn categories_get_a_tick_at_every_half() {
-        // category_ticks(n) asks for 2n + 1 points over 0..n.
-        assert_eq!(key_points(0.0, 3.0, 7), [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]);
+    fn categories_are_ticked_in_the_middle_every_kth_past_the_room() {
+        assert_eq!(category_points(3, 24), [0.5, 1.5, 2.5]);
+        assert_eq!(category_points(7, 3), [0.5, 3.5, 6.5]);
+        assert_eq!(category_points(6, 3), [0.5, 2.5, 4.5]);
+        assert_eq!(category_points(50, 24).len(), 17);
+        assert!(category_points(0, 24).is_empty());
+        assert!(category_points(5, 0).is_empty());
+        assert_eq!(Axis::categories(0).range(), 0.0..1.0);
     }
 
     #[test]

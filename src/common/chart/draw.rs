@@ -345,21 +345,12 @@ fn draw_lines(
     Ok(())
 }
 
-/// The category name under index `x`, for axes whose ticks are categories.
+/// The category name at `x` (a tick of [`Axis::categories`]).
 fn category(names: &[String], x: f64) -> String {
-    let i = x.floor();
-    if i < 0.0 || (x - i - 0.5).abs() > 0.01 {
-        return String::new();
-    }
     names
-        .get(i as usize)
+        .get(x.floor().max(0.0) as usize)
         .map(|n| label(n, 12))
         .unwrap_or_default()
-}
-
-/// Tick count that puts a tick on every category when they fit.
-fn category_ticks(n: usize, room: usize) -> usize {
-    if n <= room { n * 2 + 1 } else { room }
 }
 
 fn draw_heat_map(
@@ -375,10 +366,7 @@ fn draw_heat_map(
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(90)
-        .build_cartesian_2d(
-            Axis::new(0.0..columns as f64),
-            Axis::new(0.0..rows.len().max(1) as f64),
-        )
+        .build_cartesian_2d(Axis::new(0.0..columns as f64), Axis::categories(rows.len()))
         .map_err(failed)?;
     let time_at = |x: f64| {
         times
@@ -390,7 +378,7 @@ fn draw_heat_map(
         .configure_mesh()
         .disable_mesh()
         .x_labels(8)
-        .y_labels(category_ticks(rows.len(), 30))
+        .y_labels(30)
         .x_label_formatter(&|x| time_at(*x))
         .y_label_formatter(&|y| category(rows, *y))
         .x_desc(axis_title(TimeAxis::Local))
@@ -473,17 +461,14 @@ fn draw_lanes(area: &Area, panel: &Panel, lanes: &super::lanes::Lanes) -> Result
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(90)
-        .build_cartesian_2d(
-            Axis::new(start..end),
-            Axis::new(0.0..names.len().max(1) as f64),
-        )
+        .build_cartesian_2d(Axis::new(start..end), Axis::categories(names.len()))
         .map_err(failed)?;
     let x_step = tick_step(start, end, 10);
     chart
         .configure_mesh()
         .disable_y_mesh()
         .x_labels(10)
-        .y_labels(category_ticks(names.len(), 40))
+        .y_labels(40)
         .x_label_formatter(&|x| number_text(*x, x_step))
         .y_label_formatter(&|y| category(&names, *y))
         .x_desc(axis_title(TimeAxis::ElapsedMs))
@@ -519,19 +504,18 @@ fn vcpu_axes<'a, 'b>(
     names: &[String],
     top: f64,
 ) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<Axis, Axis>>, Failed> {
-    let n = names.len().max(1);
     let mut chart = ChartBuilder::on(area)
         .caption(label(&panel.title, 80), (FONT, 18))
         .margin(10)
         .x_label_area_size(44)
         .y_label_area_size(72)
-        .build_cartesian_2d(Axis::new(0.0..n as f64), Axis::new(0.0..y_top(top)))
+        .build_cartesian_2d(Axis::categories(names.len()), Axis::new(0.0..y_top(top)))
         .map_err(failed)?;
     let y_step = tick_step(0.0, y_top(top), 6);
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(category_ticks(names.len(), 24))
+        .x_labels(24)
         .y_labels(6)
         .x_label_formatter(&|x| category(names, *x))
         .y_label_formatter(&|y| number_text(*y, y_step))
@@ -636,6 +620,46 @@ mod tests {
         assert!(whole.ends_with(":02"), "{whole}");
         let whole = time_text(TimeAxis::Local, t0 + 0.9999, None);
         assert!(whole.ends_with(":01"), "{whole}");
+    }
+
+    /// How many of `names` are drawn as a text of their own in `svg`.
+    fn shown(svg: &str, names: &[String]) -> usize {
+        names
+            .iter()
+            .filter(|n| svg.contains(&format!(">\n{n}\n</text>")))
+            .count()
+    }
+
+    #[test]
+    fn many_categories_label_every_kth() {
+        let names: Vec<String> = (0..50).map(|i| format!("cpu{i}")).collect();
+        let panel = |kind| Panel {
+            title: "t".into(),
+            y_label: "y".into(),
+            kind,
+        };
+        let chart = Chart {
+            title: "many".into(),
+            panels: vec![
+                panel(PanelKind::StackedBars {
+                    categories: names.clone(),
+                    stacks: Vec::new(),
+                }),
+                panel(PanelKind::HeatMap {
+                    times: vec![0.0, 1.0],
+                    rows: names.clone(),
+                    cells: Vec::new(),
+                    scale: ("a".into(), "b".into()),
+                }),
+            ],
+        };
+        let svg = render(&chart).unwrap();
+        // 24 labels along the bars, 30 up the heat map at most: every
+        // third (50 / 24 rounded up) and every second category.
+        assert_eq!(shown(&svg, &names[..1]), 1);
+        let along: Vec<String> = names.iter().step_by(2).cloned().collect();
+        assert_eq!(shown(&svg, &along), 25, "{svg}");
+        assert!(svg.contains(">\ncpu3\n<") && !svg.contains(">\ncpu1\n<"));
     }
 
     #[test]

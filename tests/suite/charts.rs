@@ -59,7 +59,7 @@ const CXLSTAT: &str = env!("CARGO_BIN_EXE_cxlstat");
 /// A parsed chart: its size, and how often each text occurs.
 pub(crate) struct Svg {
     width: u32,
-    height: u32,
+    pub(crate) height: u32,
     pub(crate) texts: HashMap<String, usize>,
     /// Fill colours of rectangles (legend swatches, bars, cells).
     fills: Vec<String>,

@@ -86,3 +86,43 @@ fn noncharacters_in_names_are_escaped() {
         svg.texts.keys()
     );
 }
+
+/// The texts right of the plots (the legends), by their top edge.
+fn legend_texts(path: &Path) -> Vec<(u32, String)> {
+    let raw = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&raw).unwrap();
+    let mut texts: Vec<(u32, String)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter(|n| n.attribute("x").unwrap().parse::<u32>().unwrap() > 1030)
+        .map(|n| {
+            let y = n.attribute("y").unwrap().parse().unwrap();
+            (y, n.text().unwrap_or_default().trim().to_owned())
+        })
+        .collect();
+    texts.sort();
+    texts
+}
+
+/// A legend of 21 entries (20 devices and the rest) ran 24 rows of 18 px
+/// down a 320 px panel, over the next panel's legend and past the chart.
+#[test]
+fn legends_stay_in_their_panel() {
+    let dir = scratch("edge-legend");
+    let names: Vec<String> = (0..25).map(|k| format!("sd{k}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rec = iostat_recording(&dir, "h", 3, 1.0, &names);
+    let path = chart(&dir, &rec, &["-d", "--svg-top", "20"]);
+    let svg = parse(&path);
+    // 8 device panels of 320 px below a 50 px title; a legend row is 18 px.
+    assert_eq!(svg.height, 50 + 8 * 320);
+    assert_eq!(svg.count("… 7 more"), 8, "14 of 21 entries shown");
+    let texts = legend_texts(&path);
+    for pair in texts.windows(2) {
+        assert!(pair[1].0 - pair[0].0 >= 18, "overlapping: {pair:?}");
+    }
+    for (y, text) in &texts {
+        let panel_end = 50 + ((y - 50) / 320 + 1) * 320;
+        assert!(y + 14 <= panel_end, "{text} at {y} runs past {panel_end}");
+    }
+}

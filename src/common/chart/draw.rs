@@ -18,8 +18,10 @@ type Failed = String;
 const FONT: FontFamily<'static> = FontFamily::SansSerif;
 const TITLE_HEIGHT: u32 = 50;
 const LEGEND_WIDTH: u32 = 250;
-/// Legend entries shown before "… N more".
-const LEGEND_ROWS: usize = 24;
+/// The legend's first row, from the panel's top, and the height of a row
+/// (a 14 px swatch and 4 px apart).
+const LEGEND_TOP: u32 = 40;
+const LEGEND_ROW: u32 = 18;
 /// Longest name drawn, in characters.
 const NAME_CHARS: usize = 30;
 
@@ -113,15 +115,17 @@ fn entries(lines: &[Line]) -> Vec<(String, Colour)> {
     lines.iter().map(|l| (l.name.clone(), l.colour)).collect()
 }
 
-/// The legend: a filled swatch and a name per entry, top to bottom.
+/// The legend: a filled swatch and a name per entry, top to bottom, as
+/// many as the panel's height holds, then "… N more".
 fn draw_legend(area: &Area, entries: &[(String, Colour)]) -> Result<(), Failed> {
     let style = TextStyle::from((FONT, 14).into_font()).color(&BLACK);
-    let shown = if entries.len() > LEGEND_ROWS {
-        LEGEND_ROWS - 1
+    let rows = (area.dim_in_pixel().1.saturating_sub(LEGEND_TOP + 14) / LEGEND_ROW + 1) as usize;
+    let shown = if entries.len() > rows {
+        rows - 1
     } else {
         entries.len()
     };
-    let row = |i: usize| 40 + 18 * i as i32;
+    let row = |i: usize| (LEGEND_TOP + LEGEND_ROW * i as u32) as i32;
     for (i, (name, colour)) in entries.iter().take(shown).enumerate() {
         let y = row(i);
         area.draw(&Rectangle::new(

@@ -524,6 +524,10 @@ fn trace_report_chart_has_swimlanes_latency_and_reasons() {
     for reason in ["0 external_interrupt", "2 H_PROD", "2 H_CEDE", "3 H_CONFER"] {
         assert_eq!(svg.count(reason), 1, "{reason}");
     }
+    // A mark at each of the 8 vCPUs' maximum latency, as a line: a
+    // zero-height rectangle showed nothing.
+    let marks = svg.strokes.iter().filter(|s| **s == hex(SERIES[3]));
+    assert_eq!(marks.count(), 8, "maximum marks");
     // Every vCPU's colour shows in the lanes (and its legend swatch).
     for c in &SERIES[..8] {
         assert!(

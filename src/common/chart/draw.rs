@@ -554,13 +554,17 @@ fn draw_boxes(area: &Area, panel: &Panel, boxes: &[Percentiles]) -> Result<(), F
             ])
             .map_err(failed)?;
         chart
-            .draw_series([
-                Rectangle::new(
-                    [(x - 0.3, b.p50), (x + 0.3, b.p90.max(b.p50))],
-                    boxc.filled(),
-                ),
-                Rectangle::new([(x - 0.3, b.max), (x + 0.3, b.max)], maxc.stroke_width(3)),
-            ])
+            .draw_series([Rectangle::new(
+                [(x - 0.3, b.p50), (x + 0.3, b.p90.max(b.p50))],
+                boxc.filled(),
+            )])
+            .map_err(failed)?;
+        // A line: a rectangle of no height is drawn as nothing.
+        chart
+            .draw_series([PathElement::new(
+                vec![(x - 0.3, b.max), (x + 0.3, b.max)],
+                maxc.stroke_width(3),
+            )])
             .map_err(failed)?;
     }
     Ok(())

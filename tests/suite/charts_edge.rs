@@ -126,3 +126,20 @@ fn legends_stay_in_their_panel() {
         assert!(y + 14 <= panel_end, "{text} at {y} runs past {panel_end}");
     }
 }
+
+/// Names longer than a legend's 30 characters were cut at the end, so 12
+/// devices that differ in their number all read the same.
+#[test]
+fn long_names_are_cut_in_the_middle() {
+    let dir = scratch("edge-long");
+    let names: Vec<String> = (0..12)
+        .map(|k| format!("device-with-a-fairly-long-name-{k:02}"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rec = iostat_recording(&dir, "h", 3, 1.0, &names);
+    let svg = parse(&chart(&dir, &rec, &["-d", "--svg-top", "12"]));
+    for k in 0..12 {
+        let shown = format!("device-with-a-…ly-long-name-{k:02}");
+        assert_eq!(svg.count(&shown), 8, "{shown}: a legend entry per panel");
+    }
+}

@@ -166,14 +166,20 @@ impl Panel {
 
 /// A name from the kernel, a recording or the command line, fit for a
 /// label: control characters and noncharacters escaped (XML cannot hold
-/// most of them, even as references), and cut to `max` characters with an ellipsis.
+/// most of them, even as references), and cut to `max` characters with an
+/// ellipsis in the middle: names that differ only at the end (a number)
+/// stay apart.
 pub fn label(name: &str, max: usize) -> String {
     let escaped = escape_nonchars(&crate::common::escape::text(name));
-    if escaped.chars().count() <= max {
+    let count = escaped.chars().count();
+    if count <= max {
         return escaped;
     }
-    let mut cut: String = escaped.chars().take(max.saturating_sub(1)).collect();
+    let kept = max.saturating_sub(1);
+    let head = kept / 2;
+    let mut cut: String = escaped.chars().take(head).collect();
     cut.push('…');
+    cut.extend(escaped.chars().skip(count - (kept - head)));
     cut
 }
 
@@ -207,8 +213,18 @@ mod tests {
     #[test]
     fn labels_escape_controls_and_cut_long_names() {
         assert_eq!(label("sd\u{1b}[31m\u{7}a", 40), "sd\\x1b[31m\\x07a");
-        assert_eq!(label("abcdef", 4), "abc…");
+        assert_eq!(label("abcdef", 4), "a…ef");
+        assert_eq!(label("abcdef", 1), "…");
         assert_eq!(label("<&\"", 4), "<&\"", "plotters escapes markup itself");
+    }
+
+    #[test]
+    fn long_names_keep_their_tails() {
+        assert_eq!(
+            label("device-with-a-fairly-long-name-07", 30),
+            "device-with-a-…ly-long-name-07"
+        );
+        assert_eq!(label("device-with-a-fairly-long-name-07", 33).len(), 33);
     }
 
     #[test]

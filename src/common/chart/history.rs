@@ -6,8 +6,9 @@
 //! max and mean of each series, so a spike shorter than a pixel column
 //! still shows (the min–max envelope) while memory stays at
 //! `series × values × cap × 16` bytes however long the run. `cap` shrinks with the
-//! number of series expected (at least 64 buckets, at most 512: a chart
-//! 1280 px wide has about 1,000 pixel columns of plot).
+//! number of series expected, and again as more appear (at least 64
+//! buckets, at most 512: a chart 1280 px wide has about 1,000 pixel columns
+//! of plot).
 
 use std::collections::HashMap;
 
@@ -66,6 +67,12 @@ impl Cell {
 /// The memory budget, in cells (16 bytes each): 64 MiB.
 const BUDGET_CELLS: usize = 4 << 20;
 
+/// The buckets `series` series of `width` values may keep: what the budget
+/// allows, from 64 to 512, even (buckets merge pairwise).
+fn cap_for(series: usize, width: usize) -> usize {
+    (BUDGET_CELLS / (series.max(1) * width)).clamp(64, 512) & !1
+}
+
 /// Named series sharing one bucketed time axis; each series holds `width`
 /// values per sample (the metrics of one device, say), found by one name
 /// lookup.
@@ -94,9 +101,8 @@ impl History {
     /// An empty history sized for about `series` series of `width` values.
     pub fn wide(series: usize, width: usize) -> History {
         let width = width.max(1);
-        let cap = (BUDGET_CELLS / (series.max(1) * width)).clamp(64, 512) & !1;
         History {
-            cap,
+            cap: cap_for(series, width),
             width,
             per_bucket: 1,
             in_last: 0,
@@ -147,12 +153,20 @@ impl History {
         self.per_bucket *= 2;
     }
 
-    /// The series named `name`, created (empty so far) if new.
+    /// The series named `name`, created (empty so far) if new; more series
+    /// than expected lower the number of buckets to stay in the budget.
     pub fn series(&mut self, name: &str) -> usize {
         if let Some(&i) = self.index.get(name) {
             return i;
         }
         let i = self.names.len();
+        self.cap = self.cap.min(cap_for(i + 1, self.width));
+        while self.times.len() > self.cap {
+            self.halve();
+            // The next sample starts a bucket of its own (the last may now
+            // hold fewer samples than the others).
+            self.in_last = self.per_bucket;
+        }
         self.names.push(name.to_string());
         self.index.insert(name.to_string(), i);
         self.cells.push(vec![EMPTY; self.times.len() * self.width]);
@@ -201,6 +215,12 @@ impl History {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.times.len()
+    }
+
+    /// The cells held, of every series.
+    #[cfg(test)]
+    fn cells(&self) -> usize {
+        self.cells.iter().map(Vec::len).sum()
     }
 
     /// Each bucket's middle time and what series `series` held in it.
@@ -272,6 +292,31 @@ mod tests {
             h.merged_at(&[a, b], 0),
             vec![(0.0, span(1.0, 1.0, 1.0)), (1.0, span(2.0, 2.0, 2.0))]
         );
+    }
+
+    #[test]
+    fn series_beyond_those_expected_stay_in_the_budget() {
+        // Sized for one series of 8 values (512 buckets), 300 samples in.
+        let mut h = History::wide(1, 8);
+        let first = h.series("sda");
+        for i in 0..300 {
+            h.begin_sample(f64::from(i));
+            h.add_at(first, 0, 1.0);
+        }
+        // 4 Mi cells / (2,000 × 8) = 262 buckets: 300 merge into 150.
+        for n in 1..2_000 {
+            h.series(&format!("sd{n}"));
+        }
+        assert_eq!(h.len(), 150);
+        assert!(h.cells() <= BUDGET_CELLS, "{} cells", h.cells());
+        assert_eq!(h.points(first)[0], (0.5, span(1.0, 1.0, 1.0)));
+        // Full at 262 buckets, not 512.
+        for i in 300..524 {
+            h.begin_sample(f64::from(i));
+        }
+        assert_eq!(h.len(), 262);
+        h.begin_sample(524.0);
+        assert_eq!(h.len(), 132);
     }
 
     #[test]

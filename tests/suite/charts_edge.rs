@@ -143,3 +143,43 @@ fn long_names_are_cut_in_the_middle() {
         assert_eq!(svg.count(&shown), 8, "{shown}: a legend entry per panel");
     }
 }
+
+/// How wide the shapes `tag` of `fill` or `stroke` colour `colour` are
+/// drawn, in pixels, from their points.
+fn widths(path: &Path, tag: &str, colour: &str) -> Vec<u32> {
+    let raw = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&raw).unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name(tag))
+        .filter(|n| {
+            [n.attribute("fill"), n.attribute("stroke")]
+                .iter()
+                .any(|c| c.is_some_and(|c| c.eq_ignore_ascii_case(colour)))
+        })
+        .map(|n| {
+            let xs: Vec<u32> = n
+                .attribute("points")
+                .unwrap()
+                .split_whitespace()
+                .map(|p| p.split(',').next().unwrap().parse().unwrap())
+                .collect();
+            xs.iter().max().unwrap() - xs.iter().min().unwrap()
+        })
+        .collect()
+}
+
+/// A chart of one report had buckets of no width: the CPU panel's areas
+/// were empty and each device a 2 px dot.
+#[test]
+fn a_single_report_is_drawn_across_the_plot() {
+    let dir = scratch("edge-single");
+    let rec = iostat_recording(&dir, "h", 2, 1.0, &["sda", "sdb"]);
+    let path = chart(&dir, &rec, &[]);
+    // The plots are 1280 - 250 (legend) - 72 (y labels) - 20 px wide.
+    let user = widths(&path, "polygon", "#1f77b4");
+    assert_eq!(user.len(), 1, "%user: one area");
+    assert!(user[0] > 900, "%user drawn {} px wide", user[0]);
+    let sdb = widths(&path, "polyline", "#ff7f0e");
+    assert_eq!(sdb.len(), 8, "sdb: a line per panel");
+    assert!(sdb.iter().all(|w| *w > 900), "sdb drawn {sdb:?} px wide");
+}

@@ -269,13 +269,19 @@ fn draw_lines(
     stacked: bool,
 ) -> Result<(), Failed> {
     let (x0, x1) = x_range(lines);
+    // Half the time a bucket stands for: the buckets' spacing, or the
+    // whole axis for a lone bucket (one report), which would otherwise be
+    // drawn with no width.
+    let buckets = lines.iter().map(|l| l.points.len()).max().unwrap_or(0);
+    let half = (x1 - x0) / (2 * buckets.saturating_sub(1).max(1)) as f64;
+    let widen = |(x, y): (f64, f64)| vec![(x - half, y), (x + half, y)];
     // Stacked: cumulative means, bottom series first.
     let mut stacks: Vec<Vec<(f64, f64)>> = Vec::new();
     if stacked {
         let mut base: Vec<f64> = Vec::new();
         for line in lines {
             base.resize(line.points.len(), 0.0);
-            let layer = line
+            let layer: Vec<(f64, f64)> = line
                 .points
                 .iter()
                 .zip(base.iter_mut())
@@ -284,7 +290,10 @@ fn draw_lines(
                     (x, *b)
                 })
                 .collect();
-            stacks.push(layer);
+            stacks.push(match layer[..] {
+                [lone] => widen(lone),
+                _ => layer,
+            });
         }
     }
     let top = if stacked {
@@ -334,16 +343,13 @@ fn draw_lines(
     for line in lines {
         let style = rgb(line.colour).stroke_width(2);
         for segment in segments(&line.points) {
-            if segment.len() == 1 {
-                let (x, y) = segment[0];
-                chart
-                    .draw_series(std::iter::once(Circle::new((x, y), 2, style.filled())))
-                    .map_err(failed)?;
-            } else {
-                chart
-                    .draw_series(LineSeries::new(segment, style))
-                    .map_err(failed)?;
-            }
+            let segment = match segment[..] {
+                [lone] => widen(lone),
+                _ => segment,
+            };
+            chart
+                .draw_series(LineSeries::new(segment, style))
+                .map_err(failed)?;
         }
     }
     Ok(())

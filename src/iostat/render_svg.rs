@@ -308,7 +308,10 @@ impl SvgCharts {
                 .collect();
             if !rest.is_empty() {
                 lines.push(Line {
-                    name: format!("{} other devices (min-max)", rest.len()),
+                    name: match rest.len() {
+                        1 => "1 other device (min-max)".into(),
+                        n => format!("{n} other devices (min-max)"),
+                    },
                     colour: REST,
                     points: h.merged_at(&rest, k),
                 });

@@ -183,3 +183,13 @@ fn a_single_report_is_drawn_across_the_plot() {
     assert_eq!(sdb.len(), 8, "sdb: a line per panel");
     assert!(sdb.iter().all(|w| *w > 900), "sdb drawn {sdb:?} px wide");
 }
+
+/// One device summarised was "1 other devices".
+#[test]
+fn one_device_in_the_rest_is_singular() {
+    let dir = scratch("edge-rest");
+    let rec = iostat_recording(&dir, "h", 3, 1.0, &["sda", "sdb", "sdc"]);
+    let svg = parse(&chart(&dir, &rec, &["--svg-top", "2"]));
+    assert_eq!(svg.count("1 other device (min-max)"), 8, "one per panel");
+    assert_eq!(svg.count("1 other devices (min-max)"), 0);
+}

@@ -178,6 +178,8 @@ fn axis_title(axis: TimeAxis) -> &'static str {
 fn number_text(v: f64, step: Option<f64>) -> String {
     let a = v.abs();
     let (factor, suffix) = match a {
+        _ if a >= 1e18 => (1e18, "E"),
+        _ if a >= 1e15 => (1e15, "P"),
         _ if a >= 1e12 => (1e12, "T"),
         _ if a >= 1e9 => (1e9, "G"),
         _ if a >= 1e6 => (1e6, "M"),
@@ -590,6 +592,9 @@ mod tests {
         assert_eq!(number_text(10_000.0, None), "10k");
         assert_eq!(number_text(100.0, Some(50.0)), "100");
         assert_eq!(number_text(1_200_000.0, Some(200_000.0)), "1.2M");
+        assert_eq!(number_text(1e17, Some(5e16)), "100P");
+        assert_eq!(number_text(2.5e18, Some(5e17)), "2.5E");
+        assert_eq!(number_text(-3e21, Some(1e21)), "-3000E");
     }
 
     /// The ticks of an axis, as labelled.

@@ -18,10 +18,12 @@ type Failed = String;
 const FONT: FontFamily<'static> = FontFamily::SansSerif;
 const TITLE_HEIGHT: u32 = 50;
 const LEGEND_WIDTH: u32 = 250;
-/// The legend's first row, from the panel's top, and the height of a row
-/// (a 14 px swatch and 4 px apart).
+/// Where the legend's first row starts, from the top of its panel.
 const LEGEND_TOP: u32 = 40;
-const LEGEND_ROW: u32 = 18;
+/// A legend entry's swatch, square, as high as its text.
+const SWATCH: u32 = 14;
+/// From one legend row to the next.
+const LEGEND_ROW: u32 = SWATCH + 4;
 /// Longest name drawn, in characters.
 const NAME_CHARS: usize = 30;
 
@@ -119,7 +121,8 @@ fn entries(lines: &[Line]) -> Vec<(String, Colour)> {
 /// many as the panel's height holds, then "… N more".
 fn draw_legend(area: &Area, entries: &[(String, Colour)]) -> Result<(), Failed> {
     let style = TextStyle::from((FONT, 14).into_font()).color(&BLACK);
-    let rows = (area.dim_in_pixel().1.saturating_sub(LEGEND_TOP + 14) / LEGEND_ROW + 1) as usize;
+    let rows =
+        (area.dim_in_pixel().1.saturating_sub(LEGEND_TOP + SWATCH) / LEGEND_ROW + 1) as usize;
     let shown = if entries.len() > rows {
         rows - 1
     } else {
@@ -129,7 +132,7 @@ fn draw_legend(area: &Area, entries: &[(String, Colour)]) -> Result<(), Failed> 
     for (i, (name, colour)) in entries.iter().take(shown).enumerate() {
         let y = row(i);
         area.draw(&Rectangle::new(
-            [(6, y), (20, y + 14)],
+            [(6, y), (6 + SWATCH as i32, y + SWATCH as i32)],
             rgb(*colour).filled(),
         ))
         .map_err(failed)?;

@@ -193,3 +193,37 @@ fn one_device_in_the_rest_is_singular() {
     assert_eq!(svg.count("1 other device (min-max)"), 8, "one per panel");
     assert_eq!(svg.count("1 other devices (min-max)"), 0);
 }
+
+/// A chart in a directory the user cannot write is refused before the run,
+/// with the directory named, not at its first report.
+#[test]
+fn a_directory_the_user_cannot_write_is_refused_at_the_start() {
+    let setpriv = "/usr/bin/setpriv";
+    if !crate::skip::runs_unless(
+        "a_directory_the_user_cannot_write_is_refused_at_the_start",
+        (!Path::new(setpriv).exists() || unsafe { libc::geteuid() } != 0).then(|| {
+            "needs root and setpriv (util-linux) to run iostat-rs as another user".to_string()
+        }),
+    ) {
+        return;
+    }
+    let dir = scratch("unwritable");
+    let locked = dir.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let svg = locked.join("x.svg");
+    let out = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", IOSTAT])
+        .args(["-d", "--svg", svg.to_str().unwrap(), "1", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, b"", "nothing reported");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "iostat-rs: --svg {}: {}: Permission denied (os error 13)\n",
+            svg.display(),
+            locked.display()
+        )
+    );
+}

@@ -1473,8 +1473,11 @@ fn one_request_at_a_time_is_a_depth_of_one() {
     let _ = std::fs::remove_file(&image);
     let means = mean_depths(&text(&out.stdout), &name);
     assert!(means.len() >= 4, "{}", text(&out.stdout));
+    // Room for a few completions lost to a loaded machine (each holds the
+    // depth one higher for some 200 ms of a 500 ms report), well below
+    // the 5 to 12 of a second-long hold.
     assert!(
-        means.iter().all(|&m| m <= 1.2),
+        means.iter().all(|&m| m <= 2.0),
         "mean depths {means:?} of one request at a time"
     );
 }

@@ -76,7 +76,14 @@ fn main() {
     let selection = Selection::default();
     measure("4096 vCPUs, parse + deltas + all row", || {
         counters::parse_into(&current_text, &mut current).unwrap();
-        interval_report(&previous, &current, &selection).rows.len()
+        interval_report(
+            &previous,
+            &current,
+            Some(Duration::from_secs(1)),
+            &selection,
+        )
+        .rows
+        .len()
     });
     for (name, view, sort) in [
         (
@@ -97,7 +104,12 @@ fn main() {
         };
         measure(name, || {
             counters::parse_into(&current_text, &mut current).unwrap();
-            let report = interval_report(&previous, &current, &selection);
+            let report = interval_report(
+                &previous,
+                &current,
+                Some(Duration::from_secs(1)),
+                &selection,
+            );
             out.clear();
             renderer.render(&mut out, UNIX_EPOCH, &report);
             out.len()
@@ -106,7 +118,12 @@ fn main() {
     let mut json = writer_for(Format::Ndjson, schema(), ",");
     measure("4096 vCPUs, NDJSON through the core writer", || {
         counters::parse_into(&current_text, &mut current).unwrap();
-        let report = interval_report(&previous, &current, &selection);
+        let report = interval_report(
+            &previous,
+            &current,
+            Some(Duration::from_secs(1)),
+            &selection,
+        );
         let rows = machine_rows(&report);
         out.clear();
         let frame = Frame {

@@ -165,7 +165,7 @@ pub fn drive_vcpustat(src: &mut dyn Source, max_samples: usize) {
     let mut out = Vec::new();
     for _ in 0..max_samples {
         if let Ok(snapshot) = kernel::read_snapshot(src, &mut buf)
-            && let Step::Report(report) = tracker.step(snapshot, &selection)
+            && let Step::Report(report) = tracker.step(snapshot, src.elapsed(), &selection)
         {
             out.clear();
             text.render(&mut out, UNIX_EPOCH, &report);

@@ -203,7 +203,8 @@ pub fn run(
         // state it left: a textfile then says at once whether they are on).
         (Mode::Control | Mode::Once, Some(target)) => {
             let mut totals = RunningTotals::new();
-            totals.update(&kernel::read_snapshot(source, &mut Vec::new())?);
+            let snapshot = kernel::read_snapshot(source, &mut Vec::new())?;
+            totals.update(&snapshot, source.elapsed());
             let mut e = Exposition::new();
             totals.expose(options.cpus.as_ref(), &mut e);
             target.publish(&mut out, e.as_str())?;
@@ -229,7 +230,8 @@ pub fn run(
                     &target,
                     &mut out,
                     |source, e| {
-                        let handover = totals.update(&kernel::read_snapshot(source, &mut buf)?);
+                        let snapshot = kernel::read_snapshot(source, &mut buf)?;
+                        let handover = totals.update(&snapshot, source.elapsed());
                         if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
                             tell(format_args!("note: {note}"));
                         }
@@ -285,7 +287,7 @@ fn serve_metrics(
     serve::serve(listener, TOOL, &["read", "parse"], stop, &mut |e| {
         match kernel::read_snapshot(source, &mut buf) {
             Ok(snapshot) => {
-                let handover = totals.update(&snapshot);
+                let handover = totals.update(&snapshot, source.elapsed());
                 if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
                     tell(format_args!("note: {note}"));
                 }
@@ -453,6 +455,7 @@ fn intervals(
     output.begin(out)?;
     let result = run_samples(&options.schedule(), source, stop, None, |source, index| {
         let snapshot = kernel::read_snapshot(source, &mut buf)?;
+        let at = source.elapsed();
         source
             .check_answered()
             .map_err(|e| VcpuError::Replay(e.to_string()))?;
@@ -470,7 +473,7 @@ fn intervals(
             notes,
             ..report.unwrap_or_default()
         };
-        let mut report = match tracker.step(snapshot, &selection) {
+        let mut report = match tracker.step(snapshot, at, &selection) {
             Step::Report(report) => {
                 if report.reset {
                     handover = Some("switched off and on again");

@@ -11,13 +11,14 @@
 //! then the totals restart too, which Prometheus sees as a counter reset.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::common::counter::{self, Width};
 use crate::common::cpulist::CpuList;
 use crate::common::expo::{Exposition, Family, Kind};
 
 use super::counters::{FIELDS, Snapshot, field};
-use super::report::was_reset;
+use super::report::{interval_between, was_reset};
 
 const ENABLED: Family = Family {
     name: "vcpustat_dispatch_statistics_enabled",
@@ -72,6 +73,10 @@ struct Totals {
 pub struct RunningTotals {
     cpus: BTreeMap<u32, Totals>,
     on: bool,
+    /// When the previous sample was taken ([`Source::elapsed`]).
+    ///
+    /// [`Source::elapsed`]: crate::common::source::Source::elapsed
+    at: Duration,
 }
 
 impl RunningTotals {
@@ -80,11 +85,16 @@ impl RunningTotals {
         RunningTotals::default()
     }
 
-    /// Takes one sample of the statistics file. Says what happened to the
-    /// statistics since the previous sample when someone switched them:
-    /// `switched off`, or `switched off and on again` (a vCPU's counters
-    /// restarted).
-    pub fn update(&mut self, snapshot: &Snapshot) -> Option<&'static str> {
+    /// Takes one sample of the statistics file, taken at `at` (the
+    /// source's [`elapsed`] time: a counter going backwards is a wrap only
+    /// if the time since the previous sample allows it, see [`was_reset`]).
+    /// Says what happened to the statistics since the previous sample when
+    /// someone switched them: `switched off`, or `switched off and on
+    /// again` (a vCPU's counters restarted).
+    ///
+    /// [`elapsed`]: crate::common::source::Source::elapsed
+    pub fn update(&mut self, snapshot: &Snapshot, at: Duration) -> Option<&'static str> {
+        let interval = interval_between(std::mem::replace(&mut self.at, at), at);
         let cpus = match snapshot {
             Snapshot::Off => {
                 let was_on = std::mem::replace(&mut self.on, false);
@@ -99,7 +109,7 @@ impl RunningTotals {
         for c in cpus {
             let now = c.counts.map(|v| v & Width::Bits32.max());
             let totals = match self.cpus.get(&c.cpu) {
-                Some(t) if !(0..FIELDS).any(|i| was_reset(t.last[i], now[i])) => {
+                Some(t) if !(0..FIELDS).any(|i| was_reset(t.last[i], now[i], interval)) => {
                     let mut total = t.total;
                     for (i, slot) in total.iter_mut().enumerate() {
                         *slot = slot.wrapping_add(counter::delta(t.last[i], now[i], Width::Bits32));
@@ -178,24 +188,24 @@ mod tests {
     #[test]
     fn totals_survive_32_bit_wraps_and_restart_on_a_reset() {
         let mut t = RunningTotals::new();
-        t.update(&on(3, 4_294_967_000, 10));
+        t.update(&on(3, 4_294_967_000, 10), Duration::from_secs(1));
         assert_eq!(
             line(&t, "vcpustat_dispatches_total"),
             "vcpustat_dispatches_total{cpu=\"3\"} 4294967000"
         );
         // Printed sign-extended past 2^31 and wrapped past 2^32: +596.
-        t.update(&on(3, 300, 20));
+        t.update(&on(3, 300, 20), Duration::from_secs(2));
         assert_eq!(
             line(&t, "vcpustat_dispatches_total"),
             "vcpustat_dispatches_total{cpu=\"3\"} 4294967596"
         );
         // Switched off and on again (small values going backwards): restart.
-        t.update(&on(3, 5, 1));
+        t.update(&on(3, 5, 1), Duration::from_secs(3));
         assert_eq!(
             line(&t, "vcpustat_dispatches_total"),
             "vcpustat_dispatches_total{cpu=\"3\"} 5"
         );
-        t.update(&Snapshot::Off);
+        t.update(&Snapshot::Off, Duration::from_secs(4));
         assert_eq!(
             line(&t, "vcpustat_dispatch_statistics_enabled"),
             "vcpustat_dispatch_statistics_enabled 0"
@@ -206,7 +216,7 @@ mod tests {
     #[test]
     fn labels_per_scope_and_distance() {
         let mut t = RunningTotals::new();
-        t.update(&on(0, 7, 6));
+        t.update(&on(0, 7, 6), Duration::from_secs(5));
         let mut e = Exposition::new();
         t.expose(None, &mut e);
         let text = e.into_string();
@@ -215,5 +225,18 @@ mod tests {
         ));
         assert!(text.contains("vcpustat_dispatches_by_scope_total{cpu=\"0\",scope=\"cec\"} 0\n"));
         assert_eq!(text.matches("# TYPE ").count(), 4);
+    }
+
+    #[test]
+    fn a_reset_from_above_2_31_restarts_the_totals() {
+        let mut t = RunningTotals::new();
+        t.update(&on(0, 3_000_000_000, 0), Duration::from_secs(1));
+        // A wrap would be 1,294,967,301 dispatches in a second: a reset.
+        let what = t.update(&on(0, 5, 0), Duration::from_secs(2));
+        assert_eq!(what, Some("switched off and on again"));
+        assert_eq!(
+            line(&t, "vcpustat_dispatches_total"),
+            "vcpustat_dispatches_total{cpu=\"0\"} 5"
+        );
     }
 }

@@ -2,6 +2,8 @@
 //! `all` row, the selection (`--cpus`, `--sort`, `--top`) and the notes about
 //! anything unusual between two samples.
 
+use std::time::Duration;
+
 use crate::common::counter::{self, Width};
 
 use super::counters::{CpuCounters, FIELDS, Snapshot, field};
@@ -265,15 +267,62 @@ pub enum Step {
 #[derive(Debug, Default)]
 pub struct Tracker {
     previous: Option<Vec<CpuCounters>>,
+    /// When the previous sample was taken ([`Source::elapsed`]).
+    ///
+    /// [`Source::elapsed`]: crate::common::source::Source::elapsed
+    previous_at: Duration,
     seen_off: bool,
 }
 
-/// True when a counter that went backwards was reset rather than wrapped: a
-/// C `int` only wraps around 2^32 after it has gone negative (2^31 and up in
-/// the 32-bit view), while a reset (the statistics re-enabled) zeroes it.
-pub fn was_reset(previous: u64, current: u64) -> bool {
-    counter::went_backwards(previous, current, Width::Bits32)
-        && (previous & Width::Bits32.max()) < 1 << 31
+/// The most dispatches a vCPU can have in a second.
+///
+/// A dispatch is the hypervisor giving a physical processor to the vCPU:
+/// it saves the state of whatever ran there (another partition's vCPU or
+/// its own idle loop), loads the vCPU's registers and MMU context, and the
+/// vCPU runs until it cedes, confers or is preempted. That round trip
+/// through the hypervisor takes at least a microsecond, so even a vCPU
+/// that did nothing but get dispatched stays under a million a second;
+/// real rates are hundreds to thousands a second (the hypervisor's
+/// dispatch wheel turns every 10 ms). The bound is generous on purpose: it
+/// only has to tell a wrap (a few dispatches past 2^32) from a reset seen
+/// as one (billions of dispatches in one interval).
+pub const MAX_DISPATCHES_PER_SECOND: u64 = 1_000_000;
+
+/// The most dispatches [`MAX_DISPATCHES_PER_SECOND`] allows in `interval`.
+fn max_dispatches(interval: Duration) -> u64 {
+    let most = interval.as_nanos() * u128::from(MAX_DISPATCHES_PER_SECOND) / 1_000_000_000;
+    u64::try_from(most).unwrap_or(u64::MAX)
+}
+
+/// True when a counter that went backwards was reset rather than wrapped,
+/// `interval` being the time between the two samples when known.
+///
+/// A C `int` only wraps around 2^32 after it has gone negative (2^31 and up
+/// in the 32-bit view), while a reset (the statistics re-enabled) zeroes
+/// it: backwards from below 2^31 is a reset. Backwards from 2^31 or above
+/// is a wrap only if the count it implies (2^32 - previous + current) could
+/// have been dispatched in `interval` ([`MAX_DISPATCHES_PER_SECOND`]);
+/// without an interval every such step is taken for a wrap.
+pub fn was_reset(previous: u64, current: u64, interval: Option<Duration>) -> bool {
+    if !counter::went_backwards(previous, current, Width::Bits32) {
+        return false;
+    }
+    if (previous & Width::Bits32.max()) < 1 << 31 {
+        return true;
+    }
+    interval.is_some_and(|interval| {
+        counter::delta(previous, current, Width::Bits32) > max_dispatches(interval)
+    })
+}
+
+/// The time from a sample taken at `before` to one taken at `now` (both
+/// [`Source::elapsed`]); `None` when the clock did not advance, which two
+/// real samples cannot do: a replay of a recording made without the
+/// monotonic clock (by an older vcpustat) gives 0 for every sample.
+///
+/// [`Source::elapsed`]: crate::common::source::Source::elapsed
+pub fn interval_between(before: Duration, now: Duration) -> Option<Duration> {
+    now.checked_sub(before).filter(|d| !d.is_zero())
 }
 
 impl Tracker {
@@ -282,8 +331,12 @@ impl Tracker {
         Tracker::default()
     }
 
-    /// Turns a snapshot into a step, keeping it for the next one.
-    pub fn step(&mut self, snapshot: Snapshot, selection: &Selection) -> Step {
+    /// Turns a snapshot taken at `at` (the source's [`elapsed`] time) into
+    /// a step, keeping it for the next one.
+    ///
+    /// [`elapsed`]: crate::common::source::Source::elapsed
+    pub fn step(&mut self, snapshot: Snapshot, at: Duration, selection: &Selection) -> Step {
+        let interval = interval_between(std::mem::replace(&mut self.previous_at, at), at);
         let current = match snapshot {
             Snapshot::Off => {
                 self.previous = None;
@@ -310,14 +363,16 @@ impl Tracker {
             return Step::Baseline(notes);
         };
         let current = self.previous.as_deref().unwrap_or_default();
-        Step::Report(interval_report(&previous, current, selection))
+        Step::Report(interval_report(&previous, current, interval, selection))
     }
 }
 
-/// The report of the interval between two snapshots of CPU lines.
+/// The report of the interval between two snapshots of CPU lines taken
+/// `interval` apart (when known: see [`was_reset`]).
 pub fn interval_report(
     previous: &[CpuCounters],
     current: &[CpuCounters],
+    interval: Option<Duration>,
     selection: &Selection,
 ) -> Report {
     let mut notes = Vec::new();
@@ -341,7 +396,7 @@ pub fn interval_report(
             prev.counts
                 .iter()
                 .zip(&cur.counts)
-                .any(|(&p, &c)| was_reset(p, c))
+                .any(|(&p, &c)| was_reset(p, c, interval))
         })
     });
     if reset {
@@ -397,6 +452,8 @@ fn find(cpus: &[CpuCounters], cpu: u32) -> Option<&CpuCounters> {
 mod tests {
     use super::*;
 
+    const SECOND: Option<Duration> = Some(Duration::from_secs(1));
+
     fn cpu(cpu: u32, counts: [u64; FIELDS]) -> CpuCounters {
         CpuCounters { cpu, counts }
     }
@@ -433,7 +490,12 @@ mod tests {
         let d = Dispatches::delta(&prev, &cur);
         assert_eq!(d.total(), 10);
         assert_eq!(d.count(field::HOME), 8);
-        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
+        let report = interval_report(
+            &[cpu(0, prev)],
+            &[cpu(0, cur)],
+            SECOND,
+            &Selection::default(),
+        );
         assert!(report.notes.is_empty(), "{:?}", report.notes);
     }
 
@@ -479,7 +541,12 @@ mod tests {
             0,
             0,
         ];
-        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
+        let report = interval_report(
+            &[cpu(0, prev)],
+            &[cpu(0, cur)],
+            SECOND,
+            &Selection::default(),
+        );
         assert_eq!(report.rows[0].dispatches.total(), 16);
         assert!(report.notes.is_empty());
     }
@@ -488,7 +555,12 @@ mod tests {
     fn a_reset_counts_from_zero_and_says_so() {
         let prev = [1000, 0, 0, 0, 0, 900, 100, 0];
         let cur = [40, 0, 0, 0, 0, 30, 10, 0];
-        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], &Selection::default());
+        let report = interval_report(
+            &[cpu(0, prev)],
+            &[cpu(0, cur)],
+            SECOND,
+            &Selection::default(),
+        );
         assert_eq!(report.rows[0].dispatches.total(), 40);
         assert_eq!(report.rows[0].dispatches.home_pct(), Some(75.0));
         assert!(report.notes[0].contains("counters were reset"));
@@ -502,7 +574,7 @@ mod tests {
             cpu(0, [100, 0, 0, 0, 0, 100, 0, 0]),
             cpu(1, [10, 0, 0, 0, 0, 0, 5, 0]),
         ];
-        let report = interval_report(&prev, &cur, &Selection::default());
+        let report = interval_report(&prev, &cur, SECOND, &Selection::default());
         // Mean of ratios would be 50 %; the ratio of sums is 100/110.
         let all = report.all.home_pct().unwrap();
         assert!((all - 100.0 * 100.0 / 110.0).abs() < 1e-9);
@@ -515,7 +587,7 @@ mod tests {
         let at_home = |n: u64| [n, n, 0, 0, 0, n, 0, 0];
         let prev = [cpu(0, at_home(1)), cpu(1, at_home(1))];
         let cur = [cpu(0, at_home(2)), cpu(2, at_home(5))];
-        let report = interval_report(&prev, &cur, &Selection::default());
+        let report = interval_report(&prev, &cur, SECOND, &Selection::default());
         assert_eq!(report.rows.len(), 1);
         assert_eq!(
             report.notes,
@@ -542,7 +614,7 @@ mod tests {
             top: Some(2),
             cumulative: false,
         };
-        let report = interval_report(&prev, &cur, &sel);
+        let report = interval_report(&prev, &cur, SECOND, &sel);
         let order: Vec<u32> = report.rows.iter().map(|r| r.cpu).collect();
         assert_eq!(order, vec![1, 0]);
         assert_eq!(report.all.total(), 20);
@@ -550,7 +622,7 @@ mod tests {
             sort: SortKey::Far,
             ..Selection::default()
         };
-        let order: Vec<u32> = interval_report(&prev, &cur, &far)
+        let order: Vec<u32> = interval_report(&prev, &cur, SECOND, &far)
             .rows
             .iter()
             .map(|r| r.cpu)
@@ -563,15 +635,67 @@ mod tests {
         let sel = Selection::default();
         let mut t = Tracker::new();
         let on = |n: u64| Snapshot::On(vec![cpu(0, [n, 0, 0, 0, 0, n, 0, 0])]);
-        assert_eq!(t.step(on(10), &sel), Step::Baseline(vec![]));
-        let Step::Report(r) = t.step(on(30), &sel) else {
+        let s = Duration::from_secs;
+        assert_eq!(t.step(on(10), s(1), &sel), Step::Baseline(vec![]));
+        let Step::Report(r) = t.step(on(30), s(2), &sel) else {
             panic!("expected a report")
         };
         assert_eq!(r.rows[0].dispatches.total(), 20);
-        assert!(matches!(t.step(Snapshot::Off, &sel), Step::Off(_)));
-        let Step::Baseline(notes) = t.step(on(3), &sel) else {
+        assert!(matches!(t.step(Snapshot::Off, s(3), &sel), Step::Off(_)));
+        let Step::Baseline(notes) = t.step(on(3), s(4), &sel) else {
             panic!("expected a baseline")
         };
         assert!(notes[0].contains("on again"));
+    }
+
+    #[test]
+    fn a_reset_from_above_2_31_is_not_read_as_a_wrap() {
+        // 3,000,000,000 is past 2^31; backwards to 40 would be a wrap of
+        // 1,294,967,336 dispatches in one second: a reset.
+        let prev = [3_000_000_000, 3_000_000_000, 0, 0, 0, 3_000_000_000, 0, 0];
+        let cur = [40, 0, 0, 0, 0, 30, 10, 0];
+        let report = interval_report(
+            &[cpu(0, prev)],
+            &[cpu(0, cur)],
+            SECOND,
+            &Selection::default(),
+        );
+        assert!(report.reset);
+        assert_eq!(report.rows[0].dispatches.total(), 40);
+        assert!(report.notes[0].contains("counters were reset"));
+        // Without a known interval the old reading stays: a wrap.
+        let report = interval_report(&[cpu(0, prev)], &[cpu(0, cur)], None, &Selection::default());
+        assert!(!report.reset);
+        assert_eq!(report.rows[0].dispatches.total(), 1_294_967_336);
+    }
+
+    #[test]
+    fn a_wrap_is_accepted_up_to_a_million_dispatches_a_second() {
+        let from = (1u64 << 32) - 1_000_000;
+        assert!(!was_reset(from, 0, SECOND));
+        assert!(was_reset(from, 1, SECOND));
+        assert!(!was_reset(from, 1, Some(Duration::from_millis(1001))));
+        assert!(was_reset(from, 0, Some(Duration::from_millis(999))));
+    }
+
+    #[test]
+    fn the_tracker_times_its_samples_and_a_clock_that_stands_still_is_unknown() {
+        let sel = Selection::default();
+        let high = |n: u64| Snapshot::On(vec![cpu(0, [n, 0, 0, 0, 0, n, 0, 0])]);
+        let s = Duration::from_secs;
+        let mut t = Tracker::new();
+        t.step(high(3_000_000_000), s(5), &sel);
+        let Step::Report(r) = t.step(high(7), s(6), &sel) else {
+            panic!("expected a report")
+        };
+        assert!(r.reset);
+        assert_eq!(r.rows[0].dispatches.total(), 7);
+        // A replay without monotonic time: every sample at 0.
+        let mut t = Tracker::new();
+        t.step(high(3_000_000_000), s(0), &sel);
+        let Step::Report(r) = t.step(high(7), s(0), &sel) else {
+            panic!("expected a report")
+        };
+        assert!(!r.reset);
     }
 }

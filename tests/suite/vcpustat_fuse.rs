@@ -689,6 +689,40 @@ fn wrapping_int_counters_give_the_same_ratios() {
 }
 
 #[test]
+fn a_reset_while_counters_are_past_2_31_is_a_reset_not_a_wrap() {
+    // Every dispatch on the same core, at home: only counters past 2^31
+    // move, and none below 2^31 going backwards reveals the reset.
+    let step = [100, 100, 0, 0, 0, 100, 0, 0];
+    let mut kernel = Kernel::new(&[(0, step), (1, step)]).at_read(3, Event::Reenable);
+    kernel.on = true;
+    // 3,000,000,000 as the C int it is: past 2^31, printed sign-extended.
+    let high = 3_000_000_000u32 as i32;
+    for cpu in kernel.cpus.values_mut() {
+        cpu.counts = [high, high, 0, 0, 0, high, 0, 0];
+    }
+    let Some(sim) = mount("reset-high", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["-n", "0.05", "2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // The reset comes before read 3, after vcpustat's first two reads (the
+    // state, then the run's start). Read as a wrap, the first report would
+    // count 2^32 - 3,000,000,200 + 100 dispatches of cpu0 in 50 ms; since
+    // the reset it had one step, 100, as in the next report.
+    let totals: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("cpu0 "))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(totals, vec!["100", "100"], "{stdout}");
+    assert!(
+        stdout.contains("note: counters were reset during this interval"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn the_simulated_kernel_parses_writes_like_lpar_c() {
     use simkernel::kstrtoint;
     assert_eq!(kstrtoint(b"1\n"), Ok(1));

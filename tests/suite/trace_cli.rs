@@ -200,6 +200,80 @@ fn a_time_base_that_goes_back_gives_a_negative_start_in_the_timeline() {
 }
 
 #[test]
+fn runs_that_overlap_on_a_processor_are_noted_with_their_negative_delay() {
+    let dir = tempdir("overlap");
+    const US: u64 = 512;
+    // On processor 3: partition 1 cpu 0 runs from 100 µs until its next
+    // record's wait starts at 150 µs; partition 2 cpu 0 runs 120..140 µs,
+    // 30 µs before partition 1's run ended (as an offset time base shows).
+    let mut files = Vec::new();
+    for (partition, starts) in [(1, [(100, 0), (160, 10)]), (2, [(120, 0), (145, 5)])] {
+        let root = fixture(&dir, partition, &[]);
+        let data: Vec<u8> = starts
+            .iter()
+            .flat_map(|&(at, waited)| record(3, [(waited * US) as u32, 0, 0], at * US))
+            .collect();
+        std::fs::write(root.join("sys/kernel/debug/powerpc/dtl/cpu-0"), data).unwrap();
+        let file = dir.join(format!("p{partition}.dtl"));
+        let status = trace(&[
+            "record",
+            "--sysroot",
+            root.to_str().unwrap(),
+            "--duration",
+            "20ms",
+            "-w",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(status, 0);
+        files.push(file.to_str().unwrap().to_string());
+    }
+    let note = "runs overlap on processor 3 (1 dispatch, traced% above 100): a dispatch \
+                started before the previous run on its processor ended";
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a = vec!["report".to_string()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.extend(files.iter().cloned());
+        a
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let (status, out, err) = trace_output(&a);
+        assert_eq!(status, 0, "{err}");
+        out
+    };
+    // Runs of 50 and 20 µs in a window of 60 µs: 116.67 %.
+    let text = run(&["--table", "processors"]);
+    let row = text.lines().find(|l| l.starts_with("3 ")).unwrap();
+    assert_eq!(row.split_whitespace().nth(3), Some("116.67"), "{text}");
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    let text = run(&["--table", "timeline"]);
+    let delays: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("3 "))
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(delays, ["-", "-30.000", "5.000", "-"], "{text}");
+    assert!(
+        text.contains("note: runs overlap on processor 3 (1 dispatch): "),
+        "{text}"
+    );
+    let json = run(&["-o", "json", "--table", "timeline"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let sample = &doc["sections"]["timeline"]["samples"][0];
+    assert_eq!(sample["rows"][1]["delay_before_us"], -30.0);
+    let notes = sample["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{json}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("runs overlap on processor 3")
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn live_recorder_over_a_sysroot_then_a_merged_report() {
     let dir = tempdir("live");
     let r1 = fixture(&dir, 1, &[5, 3]);

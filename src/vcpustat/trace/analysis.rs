@@ -339,8 +339,15 @@ pub struct PhysRecord {
     /// The delay of the previous record on the same processor: this start
     /// minus that start minus its virtual processing time (untraced time on
     /// the processor just before this dispatch). Unknown for a processor's
-    /// first record and when the previous record's virtual time is unknown.
+    /// first record and when the previous record's virtual time is unknown,
+    /// and `None` when that would be negative ([`PhysRecord::overlap_before`]).
     pub delay_before: Option<u64>,
+    /// How long before the end of the previous run on the same processor
+    /// this dispatch started (ticks), when it did: a negative delay. One
+    /// processor cannot run two vCPUs at once, so this says the recordings'
+    /// time bases are offset (KVM guests, Live Partition Mobility) or the
+    /// previous run is too long (its vCPU's waits were not all logged).
+    pub overlap_before: Option<u64>,
 }
 
 /// One vCPU's place in the merge: its stream and a record of lookahead.
@@ -399,17 +406,23 @@ pub fn physical(
             c.next = c.stream.next_entry()?;
             heap.push(Reverse((h.dispatched_at(), vcpu)));
         }
-        let delay_before = last[usize::from(e.processor_id)]
+        // The merge yields starts in order: the previous run on the
+        // processor started at or before this one.
+        let previous_end = last[usize::from(e.processor_id)]
             .replace((start, virtual_time))
-            .and_then(|(prev_start, prev_virtual)| {
-                start.checked_sub(prev_start)?.checked_sub(prev_virtual?)
-            });
+            .and_then(|(prev_start, prev_virtual)| prev_start.checked_add(prev_virtual?));
+        let (delay_before, overlap_before) = match previous_end {
+            Some(end) if start < end => (None, Some(end - start)),
+            Some(end) => (Some(start - end), None),
+            None => (None, None),
+        };
         visit(&PhysRecord {
             processor: e.processor_id,
             start,
             vcpu,
             virtual_time,
             delay_before,
+            overlap_before,
         })?;
         done += 1;
         if done.is_multiple_of(1 << 16) {
@@ -442,8 +455,11 @@ pub struct ProcessorSummary {
     pub window_ticks: u64,
     /// Known virtual processing time on it, all vCPUs (ticks).
     pub run_ticks: u64,
-    /// Distribution of the delays (ticks).
+    /// Distribution of the delays (ticks), negative ones left out.
     pub delay: Option<Distribution>,
+    /// Dispatches that started before the previous run on the processor
+    /// ended (negative delays, [`PhysRecord::overlap_before`]).
+    pub overlaps: u64,
     /// Per vCPU, by key.
     pub shares: Vec<Share>,
 }
@@ -456,6 +472,7 @@ struct ProcessorAcc {
     end: u64,
     run_ticks: u64,
     delays: Vec<u64>,
+    overlaps: u64,
 }
 
 /// A hasher for the (processor, vCPU) keys of the shares, looked up once
@@ -513,6 +530,7 @@ pub fn processor_summaries(
             p.end = p.end.max(r.start.saturating_add(vt));
             p.run_ticks = p.run_ticks.saturating_add(vt);
             p.delays.extend(r.delay_before);
+            p.overlaps += u64::from(r.overlap_before.is_some());
             let s = shares
                 .entry(u64::from(r.vcpu) << 16 | u64::from(r.processor))
                 .or_default();
@@ -542,6 +560,7 @@ pub fn processor_summaries(
                 window_ticks: p.end - p.first,
                 run_ticks: p.run_ticks,
                 delay: summarize(&mut p.delays),
+                overlaps: p.overlaps,
                 shares,
             }
         })
@@ -669,6 +688,38 @@ mod tests {
             seen,
             vec![(0, 100, Some(150)), (0, 170, None), (1, 155, None)]
         );
+    }
+
+    #[test]
+    fn runs_that_overlap_on_a_processor_are_counted_not_hidden() {
+        // Partition 1 cpu 0 runs 100..150 on processor 3 (its next record
+        // waited 1 from 150); partition 2 cpu 0 runs 110..149 there: 40
+        // ticks before partition 1's run ended, as an offset time base
+        // would show it.
+        let p1 = recording(1, &[&[raw(3, [0; 3], 100), raw(3, [1, 0, 0], 151)]]);
+        let p2 = recording(2, &[&[raw(3, [0; 3], 110), raw(3, [1, 0, 0], 150)]]);
+        let recs = [("a".to_string(), p1), ("b".to_string(), p2)];
+        let machine = load(&recs).unwrap();
+        let t = merged(&machine);
+        let overlaps: Vec<(u64, Option<u64>, Option<u64>)> = t
+            .iter()
+            .map(|r| (r.start, r.delay_before, r.overlap_before))
+            .collect();
+        assert_eq!(
+            overlaps,
+            vec![
+                (100, None, None),
+                (110, None, Some(40)),
+                (150, Some(1), None), // 150 - 110 - 39
+                (151, None, None),    // after a record of unknown length
+            ]
+        );
+        let s = processor_summaries(&machine, &mut |_| {}).unwrap();
+        assert_eq!(s[0].overlaps, 1);
+        // 50 + 39 ticks of runs in a window of 51: more than the processor had.
+        assert_eq!((s[0].run_ticks, s[0].window_ticks), (89, 51));
+        let delay = s[0].delay.unwrap();
+        assert_eq!((delay.count, delay.max), (1, 1));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! * [`safety`] and [`identity`]: kernel crash check, partition and clock;
 //! * [`progress`]: the status line on a terminal;
 //! * [`analysis`], [`stats`], [`topology`]: latency, reasons, migrations and
-//!   the physical timeline of the method;
+//!   the physical timeline of the method; [`overlaps`]: runs that overlap on
+//!   a processor;
 //! * [`report`] and [`cli`]: tables and the command line; [`chart`]: the
 //!   charts of `--svg`.
 //!
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod entry;
 pub mod error;
 pub mod identity;
+pub mod overlaps;
 pub mod progress;
 pub mod record;
 pub mod recording;

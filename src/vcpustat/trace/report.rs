@@ -21,9 +21,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::analysis::{self, Machine, PhysRecord, ProcessorSummary, VcpuReport};
 use super::entry::{dispatch_reason_name, preempt_reason_name};
+use super::overlaps::Overlaps;
 use super::progress::Progress;
 use super::stats::Distribution;
 use super::topology::Topology;
+use crate::common::escape;
 use crate::common::output::{Column, Format, Frame, Row, Schema, Value, rfc3339, writer_for};
 
 /// The formats `trace report` writes.
@@ -388,9 +390,11 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
         c.width = c.width.max(c.header.len());
         c
     }));
+    let mut overlaps = Overlaps::new();
     let rows = summaries
         .iter()
         .map(|s| {
+            overlaps.add(s.processor, s.overlaps, s.run_ticks > s.window_ticks);
             let mut values = vec![
                 Value::Int(s.dispatches),
                 Value::Float(ticks_to_us(s.window_ticks as f64, hz) / 1000.0),
@@ -407,7 +411,7 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
         name: "processors",
         schema: schema(vec![("processor", 9)], columns),
         rows,
-        notes: Vec::new(),
+        notes: overlaps.note().into_iter().collect(),
     }
 }
 
@@ -536,6 +540,8 @@ struct TimelineWriter<'a> {
     origin: Option<u64>,
     rows: u64,
     line: String,
+    /// Rows whose delay is negative, per processor.
+    overlaps: Overlaps,
 }
 
 impl TimelineWriter<'_> {
@@ -580,6 +586,17 @@ impl TimelineWriter<'_> {
             start_us.push(l);
         };
         let opt = |v: Option<u64>, missing: &'static str| v.map_or(Err(missing), |t| Ok(us(t)));
+        if r.overlap_before.is_some() {
+            self.overlaps.add(r.processor, 1, false);
+        }
+        // A negative delay (the overlaps note says what it means).
+        let delay = |l: &mut String, missing: &'static str| match r.overlap_before {
+            Some(overlap) => {
+                l.push('-');
+                us(overlap).push(l);
+            }
+            None => push_opt(l, opt(r.delay_before, missing)),
+        };
         let line = &mut self.line;
         line.clear();
         match self.format {
@@ -596,7 +613,7 @@ impl TimelineWriter<'_> {
                 push_field(line, 9, |l| push_uint(l, key.partition.into(), 1));
                 push_field(line, 4, |l| push_uint(l, key.cpu.into(), 1));
                 push_field(line, 11, |l| push_opt(l, opt(r.virtual_time, "-")));
-                push_field(line, 15, |l| push_opt(l, opt(r.delay_before, "-")));
+                push_field(line, 15, |l| delay(l, "-"));
                 line.push('\n');
             }
             ReportFormat::Json => {
@@ -617,7 +634,7 @@ impl TimelineWriter<'_> {
                 line.push_str("\",\"virtual_us\":");
                 push_opt(line, opt(r.virtual_time, "null"));
                 line.push_str(",\"delay_before_us\":");
-                push_opt(line, opt(r.delay_before, "null"));
+                delay(line, "null");
                 line.push('}');
             }
             ReportFormat::Csv => {
@@ -635,7 +652,7 @@ impl TimelineWriter<'_> {
                 line.push(',');
                 push_opt(line, opt(r.virtual_time, ""));
                 line.push(',');
-                push_opt(line, opt(r.delay_before, ""));
+                delay(line, "");
                 line.push('\n');
             }
         }
@@ -644,10 +661,31 @@ impl TimelineWriter<'_> {
     }
 
     fn end(&mut self) -> io::Result<()> {
+        let note = self.overlaps.note();
         match self.format {
-            ReportFormat::Text => writeln!(self.out),
-            ReportFormat::Json => writeln!(self.out, "],\"notes\":[]}}\n]}}"),
-            ReportFormat::Csv => Ok(()),
+            ReportFormat::Text => {
+                if let Some(note) = note {
+                    writeln!(self.out, "note: {}", escape::text(&note))?;
+                }
+                writeln!(self.out)
+            }
+            ReportFormat::Json => {
+                let mut notes = String::new();
+                if let Some(note) = note {
+                    notes.push('"');
+                    escape::push_json(&mut notes, &note);
+                    notes.push('"');
+                }
+                writeln!(self.out, "],\"notes\":[{notes}]}}\n]}}")
+            }
+            // A table has no place for notes: standard error, as the
+            // shared CSV writer does.
+            ReportFormat::Csv => {
+                if let Some(note) = note {
+                    crate::common::cli::tell(self.schema.tool, format_args!("note: {note}"));
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -855,6 +893,7 @@ pub fn write_report(
                     origin: None,
                     rows: 0,
                     line: String::new(),
+                    overlaps: Overlaps::new(),
                 };
                 w.begin()?;
                 let mut failed = None;

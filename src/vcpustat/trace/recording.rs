@@ -29,7 +29,9 @@
 //!
 //! A file without the end marker (the recorder was killed, or the disk
 //! filled) is read up to its last whole record, and [`Recording::cut`]
-//! says so.
+//! says so. A block that claims more records than the file holds
+//! while a block header or the end marker starts among them has a damaged
+//! count, not a cut: the file is refused.
 //!
 //! # Format version 1 (read only)
 //!
@@ -524,6 +526,16 @@ fn index_v2(
                 ))
             })?;
         }
+        if entries < claimed
+            && let Some(k) = marker_among_records(data, offset, present).map_err(HeaderError::Io)?
+        {
+            return Err(HeaderError::Format(format!(
+                "the block at byte {at} (cpu {}) claims {claimed} records, but a block header \
+                 or the end marker starts after {k} of them, at byte {}: its count is damaged",
+                cpu.cpu,
+                offset + k * ENTRY_BYTES as u64
+            )));
+        }
         if entries > 0 {
             blocks[index].push(Block { offset, entries });
         }
@@ -536,6 +548,31 @@ fn index_v2(
         at = offset + claimed * ENTRY_BYTES as u64;
     };
     Ok((blocks, cut))
+}
+
+/// In a block whose records start at `offset` and claim to run past the
+/// end of the file (`present` whole records there), the number of the
+/// first record boundary where a block header (`DTLB`) or the end marker
+/// (`DTLE`) starts, if any; the bytes after the last whole record count
+/// too. A recorder killed while writing leaves records up to the end of
+/// the file; a count that is too large runs on into the next block
+/// instead. A record never starts with those bytes: its first two are the
+/// dispatch and preempt reasons, small numbers, not 68 (`D`) and 84 (`T`).
+fn marker_among_records(data: &Data, offset: u64, present: u64) -> io::Result<Option<u64>> {
+    const CHUNK_RECORDS: u64 = 4096;
+    let mut chunk = vec![0u8; CHUNK_RECORDS as usize * ENTRY_BYTES];
+    let mut first = 0;
+    while first <= present {
+        let n = data.read_at(&mut chunk, offset + first * ENTRY_BYTES as u64)?;
+        let found = chunk[..n]
+            .chunks(ENTRY_BYTES)
+            .position(|r| r.len() >= 4 && (&r[..4] == BLOCK_MAGIC || &r[..4] == END_MAGIC));
+        if let Some(k) = found {
+            return Ok(Some(first + k as u64));
+        }
+        first += CHUNK_RECORDS;
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -668,6 +705,40 @@ mod tests {
         assert_eq!(rec.header.cpus[0].entries, 2);
         assert_eq!(rec.header.cpus[1].entries, 1);
         assert!(rec.cut().unwrap().contains("cut after 1 of 3 records"));
+    }
+
+    #[test]
+    fn a_count_that_runs_into_the_next_block_is_damage_not_a_cut() {
+        let mut w = RecordingWriter::new(Vec::new(), header()).unwrap();
+        w.block(0, &[1u8; 96], 1, 0).unwrap();
+        w.block(1, &[2u8; 144], 1, 0).unwrap();
+        let whole = w.finish(5).unwrap();
+        let first = whole.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let second = first + BLOCK_HEADER_BYTES + 96;
+        // With and without the end marker, the first or the second block's
+        // count forged: the next block's header or the end marker shows.
+        for (block, marker) in [(first, second), (second, whole.len() - BLOCK_HEADER_BYTES)] {
+            for end in [whole.len(), whole.len() - BLOCK_HEADER_BYTES] {
+                if marker >= end {
+                    continue;
+                }
+                let mut forged = whole[..end].to_vec();
+                forged[block + 8..block + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+                let err = Recording::from_bytes("h.dtl", forged)
+                    .unwrap_err()
+                    .to_string();
+                let cpu = if block == first { 0 } else { 4 };
+                let after = (marker - block - BLOCK_HEADER_BYTES) / ENTRY_BYTES;
+                assert_eq!(
+                    err,
+                    format!(
+                        "h.dtl: the block at byte {block} (cpu {cpu}) claims 4294967295 \
+                         records, but a block header or the end marker starts after {after} \
+                         of them, at byte {marker}: its count is damaged"
+                    )
+                );
+            }
+        }
     }
 
     #[test]

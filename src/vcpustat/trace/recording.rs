@@ -201,7 +201,9 @@ pub struct RecordingWriter<W: Write> {
 
 impl<W: Write> RecordingWriter<W> {
     /// Writes the header line (`header.version` is set to
-    /// [`FORMAT_VERSION`], the counts in `cpus` to 0).
+    /// [`FORMAT_VERSION`], the counts in `cpus` to 0) and flushes it: a
+    /// recorder killed before its first block leaves a recording that is
+    /// cut, not an empty file that is no recording at all.
     pub fn new(mut out: W, mut header: Header) -> io::Result<RecordingWriter<W>> {
         header.format = FORMAT_NAME.to_string();
         header.version = FORMAT_VERSION;
@@ -212,6 +214,7 @@ impl<W: Write> RecordingWriter<W> {
         let mut line = serde_json::to_vec(&header).expect("headers always serialize");
         line.push(b'\n');
         out.write_all(&line)?;
+        out.flush()?;
         Ok(RecordingWriter {
             out,
             cpus: header.cpus.len(),
@@ -705,6 +708,28 @@ mod tests {
         assert_eq!(rec.header.cpus[0].entries, 2);
         assert_eq!(rec.header.cpus[1].entries, 1);
         assert!(rec.cut().unwrap().contains("cut after 1 of 3 records"));
+    }
+
+    #[test]
+    fn the_header_is_flushed_when_written() {
+        /// A file as the recorder's buffered writer sees it.
+        #[derive(Clone, Default)]
+        struct Disk(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+        impl Write for Disk {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.borrow_mut().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let disk = Disk::default();
+        let _writer = RecordingWriter::new(io::BufWriter::new(disk.clone()), header()).unwrap();
+        // Killed now: what is on disk reads as a recording cut before its
+        // first block.
+        let rec = Recording::from_bytes("k.dtl", disk.0.borrow().clone()).unwrap();
+        assert!(rec.cut().unwrap().starts_with("no end marker"));
     }
 
     #[test]

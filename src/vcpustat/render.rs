@@ -63,17 +63,24 @@ impl TextRenderer {
         }
         let unattributed = report.all.unattributed() > 0;
         if !report.rows.is_empty() || report.all.total() > 0 {
-            self.header(out, unattributed);
+            // Wide enough for the longest `cpuN` (up to 13 characters for
+            // CPU numbers a forged file can give), so columns stay aligned.
+            let cpu_width = report
+                .rows
+                .iter()
+                .map(|row| "cpu".len() + decimal_digits(row.cpu))
+                .fold(CPU_WIDTH, usize::max);
+            self.header(out, cpu_width, unattributed);
             for row in &report.rows {
                 let start = out.len();
                 out.extend_from_slice("cpu".as_bytes());
                 push_uint(out, u64::from(row.cpu), 0);
-                for _ in out.len() - start..CPU_WIDTH {
+                for _ in out.len() - start..cpu_width {
                     out.push(b' ');
                 }
                 self.values(out, &row.dispatches, unattributed);
             }
-            let _ = write!(out, "{:<CPU_WIDTH$}", "all");
+            let _ = write!(out, "{:<cpu_width$}", "all");
             self.values(out, &report.all, unattributed);
         }
         for note in &report.notes {
@@ -84,19 +91,19 @@ impl TextRenderer {
         out.push(b'\n');
     }
 
-    fn header(&self, out: &mut Vec<u8>, unattributed: bool) {
+    fn header(&self, out: &mut Vec<u8>, cpu_width: usize, unattributed: bool) {
         let w = self.width();
         let numa_columns = if unattributed { 4 } else { 3 };
         let dispatch_span = 4 * (w + 1) - 1;
         let numa_span = numa_columns * (w + 1) - 1;
         let _ = writeln!(
             out,
-            "{:CPU_WIDTH$} {:TOTAL_WIDTH$} | {:^dispatch_span$} | {:^numa_span$} |",
+            "{:cpu_width$} {:TOTAL_WIDTH$} | {:^dispatch_span$} | {:^numa_span$} |",
             "", "", "== dispatch dispersions ==", "== numa dispersions ==",
         );
         let _ = write!(
             out,
-            "{:<CPU_WIDTH$} {:>TOTAL_WIDTH$} | {:>w$} {:>w$} {:>w$} {:>w$} | {:>w$} {:>w$} {:>w$}",
+            "{:<cpu_width$} {:>TOTAL_WIDTH$} | {:>w$} {:>w$} {:>w$} {:>w$} | {:>w$} {:>w$} {:>w$}",
             "cpu", "total", "core", "chip", "socket", "cec", "home", "adj", "far"
         );
         if unattributed {
@@ -133,6 +140,11 @@ impl TextRenderer {
         push_percent(out, d.count(field::HOME), share_total, HOME_PCT_WIDTH);
         out.push(b'\n');
     }
+}
+
+/// The number of decimal digits of `n`.
+fn decimal_digits(n: u32) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// Appends `value` right-aligned in `width` (without the formatting
@@ -406,6 +418,30 @@ mod tests {
             lines[2],
             "cpu3           200 |  50.00  50.00   0.00   0.00 |  75.00   5.00   0.00  20.00 |   75.00"
         );
+    }
+
+    #[test]
+    fn a_long_cpu_name_widens_the_first_column_for_every_line() {
+        let rows = vec![
+            CpuRow {
+                cpu: 7,
+                dispatches: Dispatches::new([5, 5, 0, 0, 0, 5, 0, 0]),
+            },
+            CpuRow {
+                cpu: 4_294_967_295,
+                dispatches: Dispatches::new([5, 5, 0, 0, 0, 5, 0, 0]),
+            },
+        ];
+        let report = Report::build(rows, &Default::default(), vec![]);
+        let mut out = Vec::new();
+        TextRenderer::new(View::Numeric, None).render(&mut out, UNIX_EPOCH, &report);
+        let out = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = out.lines().take(5).collect();
+        // "cpu4294967295" is 13 characters: every line's first `|` moves.
+        for line in &lines {
+            assert_eq!(line.find('|'), Some(13 + 1 + 10 + 1), "{out}");
+        }
+        assert!(lines[3].starts_with("cpu4294967295          5 |"), "{out}");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::common::cpulist::MAX_CPU;
+
 /// Kernel path of the statistics file.
 pub const STATS_PATH: &str = "/proc/powerpc/vcpudispatch_stats";
 /// Kernel path of the drain frequency file.
@@ -119,7 +121,13 @@ fn parse_line(line: &[u8]) -> Result<CpuCounters, &'static str> {
     let rest = line.strip_prefix(b"cpu").ok_or(SHAPE)?;
     let mut pos = 0;
     let cpu = next_number(rest, &mut pos, false).ok_or(SHAPE)?;
-    let cpu = u32::try_from(cpu).map_err(|_| "a CPU number below 2^32")?;
+    // The bound of `--cpus` (MAX_CPU), so that every vCPU the file can
+    // name can be chosen; the kernel numbers them below NR_CPUS (8192 at
+    // most).
+    let cpu = u32::try_from(cpu)
+        .ok()
+        .filter(|&cpu| cpu <= MAX_CPU)
+        .ok_or("a CPU number of at most 65535")?;
     let mut counts = [0u64; FIELDS];
     for slot in &mut counts {
         *slot = next_number(rest, &mut pos, true).ok_or(SHAPE)?;
@@ -205,6 +213,21 @@ mod tests {
         };
         assert_eq!(cpus[0].counts, [1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(cpus[1].counts, [1, 1, 0, 0, 0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn cpu_numbers_go_as_far_as_cpus_accepts() {
+        use crate::common::cpulist::CpuList;
+        let Snapshot::On(cpus) = parse(b"cpu65535 1 1 0 0 0 1 0 0\n").unwrap() else {
+            panic!("expected counters")
+        };
+        assert!(CpuList::parse("65535").unwrap().contains(cpus[0].cpu));
+        let err = parse(b"cpu0 1 1 0 0 0 1 0 0\ncpu65536 1 1 0 0 0 1 0 0\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: expected a CPU number of at most 65535"
+        );
+        assert!(CpuList::parse("65536").is_err());
     }
 
     #[test]

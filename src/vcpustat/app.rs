@@ -210,8 +210,11 @@ pub fn run(
             target.publish(&mut out, e.as_str())?;
             Ok(source.finish()?)
         }
-        (Mode::Control, None) => Ok(source.finish()?),
-        (Mode::Once, None) => once(options, source, &mut out),
+        (Mode::Control, None) if options.format == Format::Text => Ok(source.finish()?),
+        // A change with a machine format prints the counts as it left them,
+        // as -o prometheus prints an exposition of them: asked for a
+        // document, the user gets one (--status, text, is refused there).
+        (Mode::Control | Mode::Once, None) => once(options, source, &mut out),
         (Mode::Serve(_), _) => {
             let listener =
                 listener.ok_or_else(|| VcpuError::Usage("--listen: no address".into()))?;

@@ -265,6 +265,13 @@ impl Options {
             Format::Ndjson => Some("ndjson"),
             Format::Csv => Some("csv"),
         };
+        if let Some(format) = other_format.filter(|_| args.status) {
+            return Err(VcpuError::Usage(format!(
+                "--status prints text, which would break the output of -o {format}: run \
+                 vcpustat --status on its own (a change with -o {format} prints the counts it \
+                 left)"
+            )));
+        }
         if let Some(conflict) = args.expo.listen_conflict(
             &args.source,
             args.interval.is_some(),
@@ -445,6 +452,16 @@ mod tests {
             assert!(err.contains("-n and -r shape reports"), "{args:?}: {err}");
         }
         assert!(options(&["-e", "-n", "1"]).is_ok());
+        // --status is text: it would break a machine document, as it would
+        // break an exposition.
+        for format in ["json", "ndjson", "csv"] {
+            let err = options(&["--status", "-o", format]).unwrap_err();
+            assert!(
+                err.contains("would break the output of -o"),
+                "{format}: {err}"
+            );
+            assert!(options(&["-e", "-o", format]).is_ok());
+        }
         let err = options(&["--temporary", "-e"]).unwrap_err();
         assert!(err.contains("give an interval or --listen"), "{err}");
         let serve = options(&["--temporary", "-e", "--listen", "127.0.0.1:0"]).unwrap();

@@ -353,6 +353,42 @@ fn a_change_with_a_textfile_writes_the_state_it_left() {
 }
 
 #[test]
+fn a_change_with_a_machine_format_prints_the_counts_it_left() {
+    let Some(sim) = mount("change-json", scenario()) else {
+        return;
+    };
+    // Switched on (counters zeroed), then read once: one step each.
+    let out = run(&sim, &["--enable", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let rows = doc["samples"][0]["rows"].as_array().unwrap();
+    let cpu1 = rows.iter().find(|r| r["cpu"] == "cpu1").unwrap();
+    assert_eq!(cpu1["total_disp"], 200, "{doc}");
+    assert!(sim.kernel().on);
+    let out = run(&sim, &["--disable", "-o", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("timestamp,"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("note: dispatch statistics are off"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!sim.kernel().on);
+    // --status is text, which would break the document: refused, as with
+    // -o prometheus, before anything is changed.
+    let writes = sim.kernel().writes.len();
+    let out = run(&sim, &["--enable", "--status", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert_eq!(sim.kernel().writes.len(), writes);
+}
+
+#[test]
 fn explicit_changes_stay_unless_temporary() {
     let Some(sim) = mount("explicit", scenario()) else {
         return;

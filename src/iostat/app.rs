@@ -30,6 +30,7 @@ use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
 use super::expose::Exporter;
 use super::latency::Latency;
+use super::latency::coverage::Notes;
 use super::latency::prometheus::LatencyExposition;
 use super::model::{cpu_percent, interval_cs};
 use super::names::persistent_dir;
@@ -396,6 +397,7 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
     } else {
         None
     };
+    let mut notes = latency.as_ref().map(|_| Notes::default());
     let mut devices = DeviceList::new(opts, src);
     answered(src)?;
     let mut renderer = renderer_for(opts);
@@ -436,6 +438,9 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
             curr,
             latency: interval.as_ref(),
         };
+        if let Some(notes) = &mut notes {
+            notes.interval(&sample);
+        }
         let skipped = index == 0 && opts.skip_first;
         renderer.sample(&mut out, &sample, skipped)?;
         if let Some(charts) = &mut charts {

@@ -124,10 +124,11 @@ impl JsonRenderer {
                 );
                 if self.latency {
                     b.pop();
-                    match s.histograms(&row) {
-                        Some(h) => {
+                    match s.histograms(&row).zip(s.latency_stats(&row)) {
+                        Some((h, stats)) => {
                             let lost = s.latency.map_or(0, |l| l.lost);
-                            let _ = write!(b, ", \"latency\": {}}}", json_object(&h, lost));
+                            let object = json_object(&h, &stats, lost);
+                            let _ = write!(b, ", \"latency\": {object}}}");
                         }
                         // The first report (since boot) and groups: nothing
                         // measured them.

@@ -123,14 +123,19 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
     columns
 }
 
-/// The values of [`latency_columns`] for one row.
-fn latency_values(h: Option<&DeviceHistograms>, lost: u64, histograms: bool, out: &mut Vec<Value>) {
-    let Some(h) = h else {
+/// The values of [`latency_columns`] for one row: the figures of its
+/// `stats`, the buckets of its histograms.
+fn latency_values(
+    measured: Option<(&DeviceHistograms, &LatencyStats)>,
+    lost: u64,
+    histograms: bool,
+    out: &mut Vec<Value>,
+) {
+    let Some((h, stats)) = measured else {
         let n = latency_columns(histograms).len();
         out.extend(std::iter::repeat_n(Value::Missing, n));
         return;
     };
-    let stats = LatencyStats::of(h);
     for op in stats.ops {
         match op {
             Some(v) => out.extend(v.map(|ms| Value::Float(ms / 1000.0))),
@@ -417,7 +422,9 @@ impl Renderer for MachineRenderer {
             let values = &mut self.rows.last_mut().expect("pushed above").values;
             if let Some(histograms) = self.latency {
                 let lost = s.latency.map_or(0, |l| l.lost);
-                latency_values(s.histograms(&row).as_deref(), lost, histograms, values);
+                let measured = s.histograms(&row).zip(s.latency_stats(&row));
+                let measured = measured.as_ref().map(|(h, stats)| (&**h, stats));
+                latency_values(measured, lost, histograms, values);
             }
             values.extend(std::iter::repeat_n(Value::Missing, self.cpu_width));
         }

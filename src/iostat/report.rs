@@ -13,6 +13,7 @@ use super::cli::{Options, Timestamp};
 use super::devices::{DeviceList, DeviceRow};
 use super::latency::LatencyStats;
 use super::latency::codec::Interval;
+use super::latency::coverage::{self, Shortfall};
 use super::latency::tracker::DeviceHistograms;
 use super::model::CpuPercent;
 
@@ -59,9 +60,22 @@ impl Sample<'_> {
         })
     }
 
-    /// `--latency`: the figures of `row` (see [`Sample::histograms`]).
+    /// `--latency`: whether `row`'s histograms hold under half of the
+    /// reads or discards `/proc/diskstats` counted in the interval.
+    pub fn shortfall(&self, row: &DeviceRow) -> Option<Shortfall> {
+        coverage::shortfall(&*self.histograms(row)?, row.prev, row.cur)
+    }
+
+    /// `--latency`: the figures of `row` (see [`Sample::histograms`]); none
+    /// (as without requests) where its histograms fall short
+    /// ([`Sample::shortfall`]): they would describe a few requests as if
+    /// they were all.
     pub fn latency_stats(&self, row: &DeviceRow) -> Option<LatencyStats> {
-        self.histograms(row).map(|h| LatencyStats::of(&h))
+        let h = self.histograms(row)?;
+        Some(match coverage::shortfall(&h, row.prev, row.cur) {
+            Some(_) => LatencyStats::default(),
+            None => LatencyStats::of(&h),
+        })
     }
 }
 

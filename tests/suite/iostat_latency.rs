@@ -1481,3 +1481,131 @@ fn one_request_at_a_time_is_a_depth_of_one() {
         "mean depths {means:?} of one request at a time"
     );
 }
+
+/// Per report after the first: the reads `/proc/diskstats` counted for
+/// `device` in the interval, the reads in its histogram, and whether its
+/// read p50 and queue depth p50 are shown.
+fn reads_counted_measured_shown(ndjson: &str, device: &str) -> Vec<(u64, u64, bool, bool)> {
+    let mut before = None;
+    let mut out = Vec::new();
+    for line in ndjson.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("NDJSON");
+        let Some(row) = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["device"] == device)
+        else {
+            continue;
+        };
+        let total = row["reads_completed"].as_u64().expect("reads_completed");
+        if let Some(before) = before.replace(total) {
+            let measured = row["read_latency_histogram_ns"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .map(|b| b.rsplit_once(':').unwrap().1.parse::<u64>().unwrap())
+                .sum();
+            out.push((
+                total - before,
+                measured,
+                !row["read_latency_p50_seconds"].is_null(),
+                !row["queue_depth_p50"].is_null(),
+            ));
+        }
+    }
+    out
+}
+
+/// The perf fallback (`CAP_PERFMON` without `CAP_BPF`) misses completions
+/// on some kernels (on the Linux 6.18 VM we test on, up to 97 % of a
+/// direct-I/O loop device's reads in an interval under fio). Wherever a report's read histogram holds under half of the
+/// reads the kernel counted (20 or more), the percentiles and the depth
+/// are withheld, and stderr says so once, with the numbers; elsewhere
+/// they are shown.
+#[test]
+fn perf_fallback_withholds_what_it_did_not_measure() {
+    const TEST: &str = "perf_fallback_withholds_what_it_did_not_measure";
+    if !runnable(TEST, &["losetup", "unshare", "setpriv", "fio"]) {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // A loop device in direct I/O mode over a file on a real disk: each
+    // read completes in the disk's interrupt, which perf misses while the
+    // CPU idles. (Over tmpfs or FUSE the loop worker completes them in a
+    // task, and perf takes them all.)
+    let image = std::env::temp_dir().join(format!("hwstat-latency-perf-{}", std::process::id()));
+    std::fs::write(&image, vec![7u8; 64 << 20]).unwrap();
+    let lo = Loop::attach_with(&image, &["-r", "--direct-io=on"]);
+    let mut fio = Command::new("fio")
+        .args([
+            "--name=fallback",
+            &format!("--filename=/dev/{}", lo.name),
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--time_based",
+            "--runtime=30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fio starts");
+    let out = namespace::command(
+        MOUNT_TRACEFS,
+        "setpriv",
+        &[
+            "--bounding-set=-bpf,-sys_admin",
+            "--inh-caps=-bpf,-sys_admin",
+            IOSTAT,
+            "-x",
+            "--latency",
+            "-o",
+            "ndjson",
+            &lo.name,
+            "0.5",
+            "7",
+        ],
+    )
+    .output()
+    .unwrap();
+    // SAFETY: signalling our own child by its pid; fio ends its jobs.
+    unsafe { libc::kill(fio.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = fio.wait();
+    let name = lo.name.clone();
+    drop(lo);
+    let _ = std::fs::remove_file(&image);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("with perf instead"),
+        "the fallback: {stderr}"
+    );
+    let reports = reads_counted_measured_shown(&text(&out.stdout), &name);
+    eprintln!("{TEST}: (counted, measured, p50 shown, depth shown) per report: {reports:?}");
+    assert_eq!(reports.len(), 6, "{reports:?}");
+    let mut short = 0;
+    for &(counted, measured, p50, depth) in &reports {
+        assert!(counted > 0, "fio read in every interval: {reports:?}");
+        if counted >= 20 && 2 * measured < counted {
+            short += 1;
+            assert!(!p50 && !depth, "withheld: {reports:?}");
+        } else {
+            assert!(p50 && depth, "shown: {reports:?}");
+        }
+    }
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("reached the histograms"))
+        .collect();
+    assert_eq!(notes.len(), usize::from(short > 0), "once: {stderr}");
+    if let Some(note) = notes.first() {
+        let (counted, measured, ..) = reports
+            .iter()
+            .find(|&&(c, m, ..)| c >= 20 && 2 * m < c)
+            .unwrap();
+        let numbers = format!(": {measured} of the {counted} reads the kernel completed");
+        assert!(note.contains(&numbers), "{note}");
+    }
+}

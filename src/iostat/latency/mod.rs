@@ -7,6 +7,8 @@
 //!   flight;
 //! * [`collector`]: the tracepoints measured live, into the tracker;
 //! * `forward`: the eBPF programs that forward them (loaded by aya);
+//! * [`coverage`]: whether the histograms hold the requests the kernel
+//!   counted, and the notes on stderr when they do not;
 //! * [`codec`]: an interval's histograms as the numbers a recording keeps;
 //! * [`prometheus`]: the histograms summed over the run, as Prometheus
 //!   histograms in the expositions.
@@ -16,6 +18,7 @@
 
 pub mod codec;
 pub mod collector;
+pub mod coverage;
 mod forward;
 mod hash;
 pub mod histogram;
@@ -138,11 +141,11 @@ pub fn buckets_json(h: &Histogram) -> String {
 }
 
 /// `-o JSON`'s `latency` object of one device: per operation `p50`, `p99`
-/// and `max` in ms (`%.2f`, 0.00 without requests, as the text report)
-/// and `buckets_ns`; the queue depth's `p50`, `max` and `buckets` (depths
-/// and the ns spent at them); the samples the kernel `lost`.
-pub fn json_object(h: &DeviceHistograms, lost: u64) -> String {
-    let stats = LatencyStats::of(h);
+/// and `max` in ms of `stats` (`%.2f`, 0.00 without requests, as the text
+/// report) and `buckets_ns` of `h`; the queue depth's `p50`, `max` and
+/// `buckets` (depths and the ns spent at them); the samples the kernel
+/// `lost`.
+pub fn json_object(h: &DeviceHistograms, stats: &LatencyStats, lost: u64) -> String {
     let mut out = String::from("{");
     for ((name, op), hist) in OP_NAMES.iter().zip(stats.ops).zip(&h.latency) {
         let [p50, p99, max] = op.unwrap_or_default();
@@ -181,7 +184,7 @@ mod tests {
         assert_eq!(buckets_text(&h.depth), "1-1:5 3-3:1");
         assert_eq!(buckets_json(&h.depth), "[[1, 1, 5], [3, 3, 1]]");
         assert_eq!(buckets_json(&Histogram::default()), "[]");
-        let json: serde_json::Value = serde_json::from_str(&json_object(&h, 2)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json_object(&h, &s, 2)).unwrap();
         assert_eq!(json["r"]["p50"], 2.03);
         assert_eq!(json["r"]["max"], 20.0);
         assert_eq!(json["w"]["p99"], 0.0);

@@ -1,0 +1,166 @@
+//! Whether an interval's histograms hold the requests the kernel counted:
+//! the perf fallback can miss most completions (see README.md), and
+//! percentiles of the few that arrived, with a depth held up by the
+//! missing ones, would be printed as if they were true.
+//!
+//! The histograms are compared with the completions `/proc/diskstats`
+//! counted over the same interval, for reads and discards only: `fsync`
+//! adds to the kernel's writes a write of no data that the device never
+//! executes (one per `fsync`, a flush instead where the disk has a
+//! write-back cache, nothing on a partition), so no count of writes the
+//! histogram must hold follows from the counters.
+
+use std::collections::HashSet;
+
+use crate::common::escape;
+use crate::common::stderr;
+
+use super::super::parse::DiskCounters;
+use super::super::report::Sample;
+use super::tracker::{DeviceHistograms, Op};
+
+/// The fewest completions the kernel must count in an interval before a
+/// shortfall is judged: below it, the few requests in flight across the
+/// interval's edges (the histograms are drained just after the counters
+/// are read) weigh too much.
+pub const MIN_COUNTED: u64 = 20;
+
+/// An operation whose histogram holds under half of the completions the
+/// kernel counted in the interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortfall {
+    /// The operation (a read or a discard).
+    pub op: Op,
+    /// Requests in the histogram.
+    pub measured: u64,
+    /// Completions `/proc/diskstats` counted.
+    pub counted: u64,
+}
+
+/// The first of reads and discards whose histogram in `h` holds under half
+/// of what the counters went from `prev` to `cur` (at least
+/// [`MIN_COUNTED`]); `None` when both hold enough, or when a counter went
+/// backwards (a device re-added: nothing to compare).
+pub fn shortfall(
+    h: &DeviceHistograms,
+    prev: &DiskCounters,
+    cur: &DiskCounters,
+) -> Option<Shortfall> {
+    [
+        (Op::Read, prev.rd_ios, cur.rd_ios),
+        (Op::Discard, prev.dc_ios, cur.dc_ios),
+    ]
+    .into_iter()
+    .find_map(|(op, before, after)| {
+        let counted = after.checked_sub(before)?;
+        let measured = h.latency[op as usize].total;
+        (counted >= MIN_COUNTED && measured.saturating_mul(2) < counted).then_some(Shortfall {
+            op,
+            measured,
+            counted,
+        })
+    })
+}
+
+/// The notes on stderr about what the histograms miss: once per device a
+/// [`Shortfall`].
+#[derive(Debug, Default)]
+pub struct Notes {
+    /// The devices whose shortfall was told.
+    told: HashSet<(u32, u32)>,
+}
+
+impl Notes {
+    /// Tells what `s`'s histograms miss, if anything.
+    // Out of line: only this mode runs it (build.rs, "Hot code first").
+    #[inline(never)]
+    pub fn interval(&mut self, s: &Sample) {
+        if s.latency.is_none() {
+            return;
+        }
+        for row in s.devices.rows(s.curr) {
+            let (Some(devnum), Some(short)) = (row.devnum, s.shortfall(&row)) else {
+                continue;
+            };
+            if self.told.insert(devnum) {
+                let what = if short.op == Op::Read {
+                    "reads"
+                } else {
+                    "discards"
+                };
+                stderr::print(format_args!(
+                    "iostat-rs: --latency: {}: {} of the {} {what} the kernel completed in an \
+                     interval reached the histograms: its latency percentiles and queue depth \
+                     are not shown where under half arrive\n",
+                    escape::text(row.name),
+                    short.measured,
+                    short.counted
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reads(measured: u64) -> DeviceHistograms {
+        let mut h = DeviceHistograms::default();
+        h.latency[Op::Read as usize].add(1_000_000, measured);
+        h
+    }
+
+    fn counters(rd_ios: u64, wr_ios: u64, dc_ios: u64) -> DiskCounters {
+        DiskCounters {
+            rd_ios,
+            wr_ios,
+            dc_ios,
+            ..DiskCounters::default()
+        }
+    }
+
+    #[test]
+    fn under_half_of_enough_reads_is_short() {
+        let prev = counters(1000, 0, 0);
+        // The perf fallback's interval: 180 of 6942 reads.
+        let cur = counters(1000 + 6942, 0, 0);
+        let short = Shortfall {
+            op: Op::Read,
+            measured: 180,
+            counted: 6942,
+        };
+        assert_eq!(shortfall(&reads(180), &prev, &cur), Some(short));
+        assert_eq!(shortfall(&reads(3471), &prev, &cur), None, "exactly half");
+        assert_eq!(
+            shortfall(&reads(3470), &prev, &cur).map(|s| s.measured),
+            Some(3470)
+        );
+        assert_eq!(shortfall(&reads(6950), &prev, &cur), None, "a few more");
+        // 20 counted: 9 is under half; 19 counted is too few to judge.
+        assert!(shortfall(&reads(9), &prev, &counters(1020, 0, 0)).is_some());
+        assert_eq!(shortfall(&reads(10), &prev, &counters(1020, 0, 0)), None);
+        assert_eq!(shortfall(&reads(0), &prev, &counters(1019, 0, 0)), None);
+        // Going backwards (re-added): nothing to compare.
+        assert_eq!(shortfall(&reads(0), &cur, &prev), None);
+    }
+
+    #[test]
+    fn writes_are_not_judged_and_discards_are() {
+        let prev = counters(0, 0, 0);
+        // fsync's empty writes: the kernel counts 100, the device saw none.
+        assert_eq!(shortfall(&reads(0), &prev, &counters(0, 100, 0)), None);
+        let short = shortfall(&reads(0), &prev, &counters(0, 0, 40));
+        assert_eq!(
+            short,
+            Some(Shortfall {
+                op: Op::Discard,
+                measured: 0,
+                counted: 40
+            })
+        );
+        let mut h = reads(0);
+        h.latency[Op::Discard as usize].add(5_000, 20);
+        assert_eq!(shortfall(&h, &prev, &counters(0, 0, 40)), None);
+    }
+}

@@ -117,7 +117,8 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
     columns.push(Column::counter(
         "latency_lost_samples",
         "lost",
-        "Tracepoint samples the kernel dropped in the interval (histograms short by as many).",
+        "Tracepoint samples the kernel reported dropped in the interval (the histograms of this \
+         interval or of the one before are short by as many).",
         8,
     ));
     columns

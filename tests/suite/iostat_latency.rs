@@ -1609,3 +1609,47 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
         assert!(note.contains(&numbers), "{note}");
     }
 }
+
+/// Sets the `lost` count (the first number of `values latency`) of each
+/// frame of recording `rec` to `lost[index]`.
+fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
+    let text = std::fs::read_to_string(rec).unwrap();
+    let mut lines = text.lines();
+    let mut out = format!("{}\n", lines.next().unwrap());
+    for (line, &n) in lines.zip(lost) {
+        let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
+        frame["entries"]["values latency"]["values"][0] = n.into();
+        out.push_str(&format!("{frame}\n"));
+    }
+    std::fs::write(rec, out).unwrap();
+}
+
+/// Samples the kernel lost are told on stderr for each report whose
+/// histograms hold the count, in the text report too (which has no column
+/// for them); the first report shows no histograms, so nothing of its own.
+#[test]
+fn lost_samples_are_told_on_stderr() {
+    if !runnable("lost_samples_are_told_on_stderr", &["unshare"]) {
+        return;
+    }
+    let rec = std::env::temp_dir().join(format!("hwstat-latency-lost-{}.rec", std::process::id()));
+    let rec_s = rec.to_str().unwrap();
+    let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
+    assert!(live.contains(" qd_p50 qd_max\n"), "{live}");
+    // Forged: none is lost this quickly with a 4 MiB ring per CPU.
+    forge_lost(&rec, &[5, 0, 7, 0]);
+    for format in [&[][..], &["-o", "ndjson"]] {
+        let mut args = vec!["--replay", rec_s, "-x", "--latency", "0.3", "4"];
+        args.extend(format);
+        let replay = iostat(&args);
+        let stderr = text(&replay.stderr);
+        assert!(replay.status.success(), "{stderr}");
+        let notes: Vec<&str> = stderr.lines().collect();
+        assert_eq!(notes.len(), 1, "{format:?}: {stderr}");
+        assert!(
+            notes[0].starts_with("iostat-rs: --latency: the kernel lost 7 samples "),
+            "{stderr}"
+        );
+    }
+    let _ = std::fs::remove_file(&rec);
+}

@@ -62,8 +62,8 @@ pub fn shortfall(
     })
 }
 
-/// The notes on stderr about what the histograms miss: once per device a
-/// [`Shortfall`].
+/// The notes on stderr about what the histograms miss: each interval whose
+/// samples the kernel lost, and once per device a [`Shortfall`].
 #[derive(Debug, Default)]
 pub struct Notes {
     /// The devices whose shortfall was told.
@@ -75,8 +75,13 @@ impl Notes {
     // Out of line: only this mode runs it (build.rs, "Hot code first").
     #[inline(never)]
     pub fn interval(&mut self, s: &Sample) {
-        if s.latency.is_none() {
-            return;
+        let Some(interval) = s.latency else { return };
+        if interval.lost > 0 {
+            stderr::print(format_args!(
+                "iostat-rs: --latency: the kernel lost {} samples (a ring was full): the \
+                 histograms of this interval, or of the one before, miss their requests\n",
+                interval.lost
+            ));
         }
         for row in s.devices.rows(s.curr) {
             let (Some(devnum), Some(short)) = (row.devnum, s.shortfall(&row)) else {

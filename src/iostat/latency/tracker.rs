@@ -17,7 +17,10 @@
 //!   `blk_rq_pos()` (seen for every flush of a virtio-blk disk with a
 //!   write-back cache, Linux 6.18). Such a completion is matched at 0.
 //! * A completion without an issue (issued before tracing began, or its
-//!   issue lost) is counted as unmatched and changes nothing else.
+//!   issue lost) is counted as unmatched and changes nothing else; one of
+//!   no data at a set position is not even counted: `fsync`'s pre-flush
+//!   write (`WS 0 + 0`) completes so without ever being issued, once per
+//!   `fsync` (the block layer sends the device a flush instead).
 //! * An issue whose completion never arrives (perf does not deliver every
 //!   sample, see README.md) would hold the depth up for ever:
 //!   [`Tracker::trim_in_flight`] forgets such requests once the kernel's
@@ -180,9 +183,14 @@ impl Tracker {
 
     /// `block_rq_complete` at `now` of `sectors` sectors from `sector`.
     pub fn complete(&mut self, now: u64, dev: Dev, sector: u64, sectors: u64) {
+        // No data at a position (a flush's is unset): fsync's pre-flush
+        // write, which is never issued.
+        let never_issued = sectors == 0 && sector != u64::MAX;
         let sector = issued_sector(sector);
         let Some(req) = self.inflight.take_oldest((dev, sector)) else {
-            self.unmatched += 1;
+            if !never_issued {
+                self.unmatched += 1;
+            }
             return;
         };
         if sectors > 0 && sectors < req.sectors {
@@ -442,6 +450,24 @@ mod tests {
         // depth 1 during 0-1 ms and 5-7 ms.
         assert_eq!(h.depth.quantile_low(0.8), Some(1));
         assert_eq!(h.depth.quantile_low(0.65), Some(0));
+    }
+
+    #[test]
+    fn a_completion_of_no_data_without_an_issue_is_not_unmatched() {
+        // A loop device under `dd conv=fsync` (ftrace, Linux 6.18): the
+        // empty pre-flush write only completes.
+        //   block_rq_issue: 7,0 FF 0 () 0 + 0
+        //   block_rq_complete: 7,0 FF () 18446744073709551615 + 0
+        //   block_rq_complete: 7,0 WS () 0 + 0
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 0, 0, Op::Flush);
+        t.complete(2 * MS, SDA, u64::MAX, 0);
+        t.complete(2 * MS, SDA, 0, 0);
+        assert_eq!(t.unmatched, 0);
+        t.complete(3 * MS, SDA, 64, 8);
+        assert_eq!(t.unmatched, 1, "one with data is");
+        t.complete(4 * MS, SDA, u64::MAX, 0);
+        assert_eq!(t.unmatched, 2, "so is a flush whose issue was not seen");
     }
 
     #[test]

@@ -11,6 +11,11 @@
 use super::histogram::{Histogram, LAST_BUCKET};
 use super::tracker::{DeviceHistograms, OPS};
 
+/// The deepest queue a recording may hold: each request in flight takes
+/// the tracker some 50 bytes, so more than 2^32 - 1 (200 GiB of them)
+/// would come from no real run.
+pub const MAX_DEPTH: u64 = u32::MAX as u64;
+
 /// One interval's measurements.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Interval {
@@ -64,7 +69,9 @@ impl Interval {
     }
 
     /// Reads what [`Interval::encode`] wrote; `None` when the numbers are
-    /// not such a list (a foreign or damaged recording).
+    /// not such a list (a foreign or damaged recording), or hold what no
+    /// tracker would have measured: an inconsistent histogram (see
+    /// [`Histogram::from_parts`]) or a queue deeper than [`MAX_DEPTH`].
     pub fn decode(values: &[u64]) -> Option<Interval> {
         let mut it = values.iter().copied();
         let mut next = || it.next();
@@ -90,7 +97,7 @@ impl Interval {
                 }
                 hists.push(Histogram::from_parts(&buckets, sum, max)?);
             }
-            let depth = hists.pop()?;
+            let depth = hists.pop().filter(|d| d.max <= MAX_DEPTH)?;
             let latency: [Histogram; OPS] = hists.try_into().ok()?;
             devices.push(((major, minor), DeviceHistograms { latency, depth }));
         }
@@ -117,6 +124,7 @@ impl Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iostat::latency::histogram::bucket_of;
 
     #[test]
     fn round_trip_and_refusals() {
@@ -171,10 +179,28 @@ mod tests {
         assert_eq!(Interval::decode(&twice), None, "a device twice");
         // A bucket past the last (found by the fuzz target: its bounds
         // overflowed a shift).
-        let mut far = vec![0, 0, 1, 8, 0, 5, 0, 1, 976, 1];
+        let mut far = vec![0, 0, 1, 8, 0, u64::MAX, u64::MAX, 1, 976, 1];
         far.extend([0u64; 12]);
         assert_eq!(Interval::decode(&far), None);
         far[8] = 975;
         assert!(Interval::decode(&far).is_some());
+        // Forged: 10 reads of 2 ms, but a max of 5 ns (read p50 0.00) ...
+        let b = bucket_of(2_000_000) as u64;
+        let mut reads = vec![0, 0, 1, 8, 0, 2_000_000, 20_000_000, 1, b, 10];
+        reads.extend([0u64; 12]);
+        assert!(Interval::decode(&reads).is_some());
+        reads[5] = 5;
+        assert_eq!(Interval::decode(&reads), None, "max outside its bucket");
+        reads[5] = 2_000_000;
+        reads[6] = 20;
+        assert_eq!(Interval::decode(&reads), None, "sum of 10 reads of 2 ns");
+        // ... or a depth in the last bucket (qd_p50 17870283321406128128).
+        let mut deep = vec![0, 0, 1, 8, 0];
+        deep.extend([0u64; 12]);
+        deep.extend([u64::MAX, u64::MAX, 1, 975, 1, 0]);
+        assert_eq!(Interval::decode(&deep), None, "a depth past 2^32");
+        let at_most = [MAX_DEPTH, MAX_DEPTH, 1, bucket_of(MAX_DEPTH) as u64, 1, 0];
+        deep.splice(17..23, at_most);
+        assert!(Interval::decode(&deep).is_some(), "2^32 - 1 deep");
     }
 }

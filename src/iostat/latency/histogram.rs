@@ -83,18 +83,27 @@ impl Histogram {
 
     /// Rebuilds a histogram from its non-empty buckets, in increasing
     /// order, its sum and its max (a recording's), as
-    /// [`Histogram::buckets`] gives them; `None` for anything else (an
-    /// empty or repeated bucket, a total past 2^64), which no histogram
-    /// would have written.
+    /// [`Histogram::buckets`] gives them; `None` for anything else, which
+    /// no histogram would have written: an empty, repeated or unknown
+    /// bucket, a total past 2^64, a max outside the last bucket (0 without
+    /// any), a sum outside what the buckets' bounds allow.
     pub fn from_parts(buckets: &[(usize, u64)], sum: u64, max: u64) -> Option<Histogram> {
         let mut h = Histogram::default();
+        let (mut low, mut high) = (0u64, 0u64);
         for &(i, c) in buckets {
-            if c == 0 || i < h.counts.len() {
+            if c == 0 || i < h.counts.len() || i > LAST_BUCKET {
                 return None;
             }
             h.counts.resize(i + 1, 0);
             h.counts[i] = c;
             h.total = h.total.checked_add(c)?;
+            // As `add` sums: saturating at 2^64.
+            low = low.saturating_add(c.saturating_mul(bucket_low(i)));
+            high = high.saturating_add(c.saturating_mul(bucket_high(i)));
+        }
+        let last = buckets.last().map_or(0, |&(i, _)| i);
+        if bucket_of(max) != last || !(low..=high).contains(&sum) {
+            return None;
         }
         h.sum = sum;
         h.max = max;
@@ -190,6 +199,40 @@ mod tests {
             Histogram::from_parts(&huge, u64::MAX, 4),
             None,
             "total past 2^64"
+        );
+        assert_eq!(Histogram::from_parts(&[], 0, 0), Some(Histogram::default()));
+        assert_eq!(Histogram::from_parts(&[], 0, 7), None, "a max, no bucket");
+        assert_eq!(Histogram::from_parts(&[], 7, 0), None, "a sum, no bucket");
+        // 90 at 2 ms and 10 at 20 ms, forged.
+        let parts = [(bucket_of(2_000_000), 90), (bucket_of(20_000_000), 10)];
+        let sum = 90 * 2_000_000 + 10 * 20_000_000;
+        assert!(Histogram::from_parts(&parts, sum, 20_000_000).is_some());
+        assert_eq!(
+            Histogram::from_parts(&parts, sum, 5),
+            None,
+            "max below the last bucket"
+        );
+        assert_eq!(
+            Histogram::from_parts(&parts, sum, 40_000_000),
+            None,
+            "max above it"
+        );
+        // Bounds: 90 × 1,966,080 + 10 × 19,922,944 up to 90 × 2,031,615
+        // + 10 × 20,971,519 (20 ms lies in (16 + 3) × 2^20 ..= 20 × 2^20 - 1).
+        let (low, high) = (376_176_640, 392_560_540);
+        for ok in [low, high] {
+            assert!(Histogram::from_parts(&parts, ok, 20_000_000).is_some());
+        }
+        for bad in [0, low - 1, high + 1, u64::MAX] {
+            assert_eq!(Histogram::from_parts(&parts, bad, 20_000_000), None);
+        }
+        // A sum that saturated at 2^64 (as `add` leaves it).
+        let top = [(LAST_BUCKET, 2)];
+        assert!(Histogram::from_parts(&top, u64::MAX, u64::MAX).is_some());
+        assert_eq!(
+            Histogram::from_parts(&[(LAST_BUCKET + 1, 1)], u64::MAX, u64::MAX),
+            None,
+            "past the last bucket"
         );
     }
 }

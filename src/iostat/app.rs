@@ -87,16 +87,22 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     ) {
         return report(&progname, IostatError::Source(msg));
     }
+    // Measuring starts before the source opens: a run that cannot measure
+    // creates no recording (one of a header only, which no replay reads).
+    let latency = match start_latency(&opts) {
+        Ok(latency) => latency,
+        Err(e) => return report(&progname, e),
+    };
     let mut source = match opts.source.open(TOOL, rest) {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
     };
     let result = if let Some(addr) = listen {
-        serve_metrics(&opts, addr, source.as_mut())
+        serve_metrics(&opts, addr, source.as_mut(), latency)
     } else if opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() {
-        expositions(&opts, source.as_mut())
+        expositions(&opts, source.as_mut(), latency)
     } else {
-        run(&opts, source.as_mut())
+        run(&opts, source.as_mut(), latency)
     };
     match result {
         Ok(()) => 0,
@@ -168,14 +174,25 @@ fn exposes(opts: &Options) -> bool {
     opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() || opts.listen.is_some()
 }
 
-/// The exporter for `opts`, measuring latency when `--latency` asks.
-fn exporter(opts: &Options, src: &dyn Source) -> Result<Exporter, IostatError> {
-    let exporter = Exporter::new(opts);
+/// `--latency`: the measurement started (of the running kernel, or read
+/// from the recording `--replay` names); `None` without it.
+fn start_latency(opts: &Options) -> Result<Option<Latency>, IostatError> {
     if !opts.latency {
-        return Ok(exporter);
+        return Ok(None);
     }
-    let latency = Latency::start(src, shows_partitions(opts)).map_err(IostatError::Latency)?;
-    Ok(exporter.with_latency(LatencyExposition::new(latency)))
+    let live = opts.source.replay.is_none();
+    Latency::start(live, shows_partitions(opts))
+        .map(Some)
+        .map_err(IostatError::Latency)
+}
+
+/// The exporter for `opts`, with the histograms of `latency` if measured.
+fn exporter(opts: &Options, latency: Option<Latency>) -> Exporter {
+    let exporter = Exporter::new(opts);
+    match latency {
+        Some(latency) => exporter.with_latency(LatencyExposition::new(latency)),
+        None => exporter,
+    }
 }
 
 /// `-p` in any form: partitions are reported, so `--latency` attributes
@@ -372,7 +389,7 @@ struct Carry {
     buf: Vec<u8>,
 }
 
-fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
+fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result<(), IostatError> {
     if opts.alt_dir.is_some() || opts.persistent.is_some() {
         check_named_dirs(opts, src)?;
     }
@@ -392,11 +409,6 @@ fn run(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
         cpus: cpu_count(src),
     };
     let mut charts = SvgCharts::new(opts, &banner, src.is_live()).map_err(IostatError::Chart)?;
-    let latency = if opts.latency {
-        Some(Latency::start(src, shows_partitions(opts)).map_err(IostatError::Latency)?)
-    } else {
-        None
-    };
     let mut notes = latency.as_ref().map(|_| Notes::default());
     let mut devices = DeviceList::new(opts, src);
     answered(src)?;
@@ -512,10 +524,11 @@ fn serve_metrics(
     opts: &Options,
     addr: std::net::SocketAddr,
     src: &mut dyn Source,
+    latency: Option<Latency>,
 ) -> Result<(), IostatError> {
     let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
     let stop = StopSignal::install()?;
-    let mut exporter = exporter(opts, src)?.with_uname();
+    let mut exporter = exporter(opts, latency).with_uname();
     // Opened once, read again at each scrape (as the interval loop does).
     for hot in ["/proc/stat", "/proc/diskstats"] {
         src.keep_open(hot);
@@ -533,8 +546,12 @@ fn serve_metrics(
 /// `-o prometheus` and `--textfile`: one exposition of the cumulative
 /// counters per interval (one in all without an interval).
 #[inline(never)]
-fn expositions(opts: &Options, src: &mut dyn Source) -> Result<(), IostatError> {
-    let mut exporter = exporter(opts, src)?;
+fn expositions(
+    opts: &Options,
+    src: &mut dyn Source,
+    latency: Option<Latency>,
+) -> Result<(), IostatError> {
+    let mut exporter = exporter(opts, latency);
     let target = match &opts.expo.textfile {
         Some(path) => Target::Textfile(path.clone()),
         None => {

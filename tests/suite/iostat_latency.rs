@@ -1653,3 +1653,55 @@ fn lost_samples_are_told_on_stderr() {
     }
     let _ = std::fs::remove_file(&rec);
 }
+
+/// A run that cannot measure (nobody, without capabilities) creates no
+/// recording, and leaves one already there as it was: a recording of a
+/// header only would be refused by every replay.
+#[test]
+fn a_run_that_cannot_measure_leaves_no_recording() {
+    const TEST: &str = "a_run_that_cannot_measure_leaves_no_recording";
+    if !runnable(TEST, &["unshare", "setpriv"]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("hwstat-latency-norec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nobody = |path: &std::path::Path| {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; changes only our own scratch file.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    };
+    nobody(&dir);
+    let old = dir.join("old.rec");
+    std::fs::write(&old, "previous\n").unwrap();
+    nobody(&old);
+    for rec in [dir.join("new.rec"), old.clone()] {
+        let out = namespace::command(
+            MOUNT_TRACEFS,
+            "setpriv",
+            &[
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                IOSTAT,
+                "-x",
+                "--latency",
+                "--record",
+                rec.to_str().unwrap(),
+                "1",
+                "1",
+            ],
+        )
+        .output()
+        .unwrap();
+        let e = one_line_error(&out);
+        assert!(e.contains("CAP_PERFMON"), "{e}");
+        if rec == old {
+            assert_eq!(std::fs::read_to_string(&rec).unwrap(), "previous\n");
+        } else {
+            assert!(!rec.exists(), "{} was created", rec.display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -48,12 +48,13 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// Starts measuring on a live source (partitions too with `-p`); a
-    /// replay measures nothing and reads the recorded histograms.
+    /// Starts measuring the running kernel when `live` (partitions too
+    /// with `-p`); a replay measures nothing and reads the recorded
+    /// histograms.
     // Out of line: only this mode runs it (build.rs, "Hot code first").
     #[inline(never)]
-    pub fn start(src: &dyn Source, partitions: bool) -> Result<Latency, String> {
-        let collector = if src.is_live() {
+    pub fn start(live: bool, partitions: bool) -> Result<Latency, String> {
+        let collector = if live {
             let c = Collector::start(partitions)?;
             if let Some(why) = c.notice() {
                 crate::common::stderr::print(format_args!(

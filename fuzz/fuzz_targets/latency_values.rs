@@ -17,8 +17,8 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(Interval::decode(&interval.encode()), Some(interval.clone()));
     for (_, h) in &interval.devices {
-        let _ = LatencyStats::of(h);
-        let _ = json_object(h, interval.lost);
+        let stats = LatencyStats::of(h);
+        let _ = json_object(h, &stats, interval.lost);
         for hist in h.latency.iter().chain([&h.depth]) {
             let _ = buckets_text(hist);
             let _ = buckets_json(hist);

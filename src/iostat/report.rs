@@ -69,13 +69,19 @@ impl Sample<'_> {
     /// `--latency`: the figures of `row` (see [`Sample::histograms`]); none
     /// (as without requests) where its histograms fall short
     /// ([`Sample::shortfall`]): they would describe a few requests as if
-    /// they were all.
+    /// they were all; no depth where completions that never arrived held
+    /// it up ([`coverage::depth_held_up`]).
     pub fn latency_stats(&self, row: &DeviceRow) -> Option<LatencyStats> {
         let h = self.histograms(row)?;
-        Some(match coverage::shortfall(&h, row.prev, row.cur) {
+        let mut stats = match coverage::shortfall(&h, row.prev, row.cur) {
             Some(_) => LatencyStats::default(),
             None => LatencyStats::of(&h),
-        })
+        };
+        let forgotten = self.latency?.undelivered_on(row.devnum?);
+        if coverage::depth_held_up(forgotten, self.itv) {
+            stats.depth = None;
+        }
+        Some(stats)
     }
 }
 

@@ -1705,3 +1705,74 @@ fn a_run_that_cannot_measure_leaves_no_recording() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Completions that never arrived hold a queue depth up (each by one, for
+/// up to 0.2 s): where they could raise an interval's mean by a quarter of
+/// a request, the depth is not shown, and stderr says why once per device.
+#[test]
+fn a_depth_held_up_by_missing_completions_is_not_shown() {
+    if !runnable(
+        "a_depth_held_up_by_missing_completions_is_not_shown",
+        &["unshare"],
+    ) {
+        return;
+    }
+    let rec = std::env::temp_dir().join(format!("hwstat-latency-held-{}.rec", std::process::id()));
+    let rec_s = rec.to_str().unwrap();
+    record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
+    // Forged (the tail of the numbers is the count of devices with
+    // undelivered completions, 0 here, then theirs): 5 of the first
+    // measured device's completions never arrived, in the third report.
+    let text_in = std::fs::read_to_string(&rec).unwrap();
+    let mut lines: Vec<String> = text_in.lines().map(String::from).collect();
+    let mut frame: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    let values = frame["entries"]["values latency"]["values"]
+        .as_array_mut()
+        .unwrap();
+    assert!(values[2].as_u64().unwrap() > 0, "a measured device");
+    let (major, minor) = (values[3].as_u64().unwrap(), values[4].as_u64().unwrap());
+    assert_eq!(values.pop(), Some(0.into()), "none undelivered");
+    values.extend([1, major, minor, 5].map(serde_json::Value::from));
+    lines[3] = frame.to_string();
+    std::fs::write(&rec, lines.join("\n") + "\n").unwrap();
+    let name = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let replay = iostat(&[
+        "--replay",
+        rec_s,
+        "-x",
+        "--latency",
+        "-o",
+        "ndjson",
+        "0.3",
+        "4",
+    ]);
+    let _ = std::fs::remove_file(&rec);
+    let stderr = text(&replay.stderr);
+    assert!(replay.status.success(), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "iostat-rs: --latency: {name}: 5 completions in an interval never arrived: its \
+             queue depth is not shown where they would hold it up\n"
+        )
+    );
+    let depths: Vec<serde_json::Value> = text(&replay.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| {
+            let rows = v["rows"].as_array().unwrap().clone();
+            let row = rows.into_iter().find(|r| r["device"] == name.as_str());
+            row.map_or(serde_json::Value::Null, |r| r["queue_depth_max"].clone())
+        })
+        .collect();
+    assert!(depths[2].is_null(), "{depths:?}");
+    assert!(
+        depths[1].is_u64() || depths[3].is_u64(),
+        "shown where none went missing: {depths:?}"
+    );
+}

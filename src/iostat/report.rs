@@ -78,7 +78,8 @@ impl Sample<'_> {
             None => LatencyStats::of(&h),
         };
         let forgotten = self.latency?.undelivered_on(row.devnum?);
-        if coverage::depth_held_up(forgotten, self.itv) {
+        let completed = coverage::completed(row.prev, row.cur);
+        if coverage::depth_held_up(forgotten, completed, self.itv) {
             stats.depth = None;
         }
         Some(stats)

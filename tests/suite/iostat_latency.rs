@@ -856,7 +856,13 @@ fn as_root_the_events_are_forwarded_by_ebpf() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stderr), "", "forwarded, no notice");
+    // Notes about what a busy machine's kernel lost may come; not the
+    // fallback's notice.
+    assert!(
+        !text(&out.stderr).contains("with perf instead"),
+        "forwarded, no notice: {}",
+        text(&out.stderr)
+    );
     assert!(text(&out.stdout).contains(" qd_p50 qd_max\n"));
 }
 
@@ -1552,6 +1558,8 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
         .stderr(Stdio::null())
         .spawn()
         .expect("fio starts");
+    // fio is reading when the run starts.
+    std::thread::sleep(Duration::from_millis(300));
     let out = namespace::command(
         MOUNT_TRACEFS,
         "setpriv",
@@ -1587,14 +1595,19 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
     assert_eq!(reports.len(), 6, "{reports:?}");
     let mut short = 0;
     for &(counted, measured, p50, depth) in &reports {
-        assert!(counted > 0, "fio read in every interval: {reports:?}");
         if counted >= 20 && 2 * measured < counted {
             short += 1;
             assert!(!p50 && !depth, "withheld: {reports:?}");
-        } else {
-            assert!(p50 && depth, "shown: {reports:?}");
+        } else if counted > 0 {
+            // The depth alone may be withheld too, where completions that
+            // never came held it up (a_depth_held_up_by_missing_completions).
+            assert!(p50, "shown: {reports:?}");
         }
     }
+    assert!(
+        reports.iter().filter(|r| r.0 > 0).count() >= 4,
+        "fio read in most intervals: {reports:?}"
+    );
     let notes: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("reached the histograms"))
@@ -1644,7 +1657,7 @@ fn lost_samples_are_told_on_stderr() {
         let replay = iostat(&args);
         let stderr = text(&replay.stderr);
         assert!(replay.status.success(), "{stderr}");
-        let notes: Vec<&str> = stderr.lines().collect();
+        let notes: Vec<&str> = stderr.lines().filter(|l| l.contains(" lost ")).collect();
         assert_eq!(notes.len(), 1, "{format:?}: {stderr}");
         assert!(
             notes[0].starts_with("iostat-rs: --latency: the kernel lost 7 samples "),
@@ -1706,9 +1719,43 @@ fn a_run_that_cannot_measure_leaves_no_recording() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Where the undelivered counts begin in a recorded interval's numbers,
+/// as docs/recording.md and codec.rs lay them out: `lost, unmatched,
+/// devices`, per device `major, minor` and five histograms of `max, sum,
+/// buckets` and that many `index, count` pairs.
+fn undelivered_at(numbers: &[u64]) -> usize {
+    measured_devices(numbers).1
+}
+
+/// A device's `(major, minor)` and the sum of its depth histogram.
+type DeviceDepth = ((u64, u64), u128);
+
+/// Each device of a recorded interval's numbers (see [`undelivered_at`])
+/// with the requests its depth histogram counted in flight (the sum of
+/// depth times time), and where the devices end.
+fn measured_devices(numbers: &[u64]) -> (Vec<DeviceDepth>, usize) {
+    let mut at = 3;
+    let mut devices = Vec::new();
+    for _ in 0..numbers[2] {
+        let devnum = (numbers[at], numbers[at + 1]);
+        at += 2;
+        let mut held = 0;
+        for histogram in 0..5 {
+            let buckets = numbers[at + 2] as usize;
+            if histogram == 4 {
+                held = numbers[at + 1].into();
+            }
+            at += 3 + 2 * buckets;
+        }
+        devices.push((devnum, held));
+    }
+    (devices, at)
+}
+
 /// Completions that never arrived hold a queue depth up (each by one, for
 /// up to 0.2 s): where they could raise an interval's mean by a quarter of
-/// a request, the depth is not shown, and stderr says why once per device.
+/// a request and are over 1 % of the completions, the depth is not shown,
+/// and stderr says why once per device.
 #[test]
 fn a_depth_held_up_by_missing_completions_is_not_shown() {
     if !runnable(
@@ -1720,20 +1767,36 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
     let rec = std::env::temp_dir().join(format!("hwstat-latency-held-{}.rec", std::process::id()));
     let rec_s = rec.to_str().unwrap();
     record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
-    // Forged (the tail of the numbers is the count of devices with
-    // undelivered completions, 0 here, then theirs): 5 of the first
-    // measured device's completions never arrived, in the third report.
+    // Forged: none of the live run's completions went missing, except
+    // 1,000 of the busiest device's, in the third report (over 1 % of what
+    // it did in 0.3 s).
     let text_in = std::fs::read_to_string(&rec).unwrap();
     let mut lines: Vec<String> = text_in.lines().map(String::from).collect();
-    let mut frame: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
-    let values = frame["entries"]["values latency"]["values"]
-        .as_array_mut()
-        .unwrap();
-    assert!(values[2].as_u64().unwrap() > 0, "a measured device");
-    let (major, minor) = (values[3].as_u64().unwrap(), values[4].as_u64().unwrap());
-    assert_eq!(values.pop(), Some(0.into()), "none undelivered");
-    values.extend([1, major, minor, 5].map(serde_json::Value::from));
-    lines[3] = frame.to_string();
+    let mut device = None;
+    for (i, line) in lines.iter_mut().enumerate().skip(1) {
+        let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
+        let values = frame["entries"]["values latency"]["values"]
+            .as_array_mut()
+            .unwrap();
+        let numbers: Vec<u64> = values.iter().map(|v| v.as_u64().unwrap()).collect();
+        let tail = undelivered_at(&numbers);
+        values.truncate(tail);
+        if i == 3 {
+            // The device the test's writes kept busiest.
+            let (busiest, _) = measured_devices(&numbers)
+                .0
+                .into_iter()
+                .max_by_key(|&(_, held)| held)
+                .expect("a measured device");
+            let (major, minor) = busiest;
+            values.extend([1, major, minor, 1000].map(serde_json::Value::from));
+            device = Some((major, minor));
+        } else {
+            values.push(0.into());
+        }
+        *line = frame.to_string();
+    }
+    let (major, minor) = device.unwrap();
     std::fs::write(&rec, lines.join("\n") + "\n").unwrap();
     let name = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
         .unwrap()
@@ -1754,10 +1817,15 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
     let _ = std::fs::remove_file(&rec);
     let stderr = text(&replay.stderr);
     assert!(replay.status.success(), "{stderr}");
+    let stderr: String = stderr
+        .lines()
+        .filter(|l| !l.contains(" lost "))
+        .map(|l| format!("{l}\n"))
+        .collect();
     assert_eq!(
         stderr,
         format!(
-            "iostat-rs: --latency: {name}: 5 completions in an interval never arrived: its \
+            "iostat-rs: --latency: {name}: 1000 completions in an interval never arrived: its \
              queue depth is not shown where they would hold it up\n"
         )
     );

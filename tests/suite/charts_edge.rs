@@ -227,3 +227,52 @@ fn a_directory_the_user_cannot_write_is_refused_at_the_start() {
         )
     );
 }
+
+/// The heat map's columns half a second apart are labelled with the half
+/// seconds, not the same whole second twice.
+#[test]
+fn heat_map_columns_a_fraction_of_a_second_apart_are_told_apart() {
+    let dir = scratch("edge-heat-half");
+    let fixture = format!(
+        "{}/tests/fixtures/charts/vcpustat.rec",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let mut lines = text.lines();
+    let mut out = format!("{}\n", lines.next().unwrap());
+    for (i, line) in lines.enumerate() {
+        let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
+        let half = 500_000_000 * i as u64;
+        frame["time_unix_ns"] = (1_767_258_000_000_000_000 + half).into();
+        frame["elapsed_ns"] = half.into();
+        out.push_str(&format!("{frame}\n"));
+    }
+    let rec = dir.join("half.rec");
+    std::fs::write(&rec, out).unwrap();
+    let path = dir.join("half.svg");
+    run(
+        env!("CARGO_BIN_EXE_vcpustat"),
+        &[
+            "--replay",
+            rec.to_str().unwrap(),
+            "--svg",
+            path.to_str().unwrap(),
+            "0.5",
+        ],
+    );
+    let svg = parse(&path);
+    let times: Vec<&String> = svg
+        .texts
+        .keys()
+        .filter(|t| t.len() >= 8 && t.as_bytes()[2] == b':' && t.as_bytes()[5] == b':')
+        .collect();
+    assert!(times.len() >= 3, "{times:?}");
+    assert!(times.iter().any(|t| t.ends_with(".5")), "{times:?}");
+    assert!(
+        svg.texts
+            .iter()
+            .filter(|(t, _)| times.contains(t))
+            .all(|(_, &n)| n == 1),
+        "each time once: {times:?}"
+    );
+}

@@ -383,10 +383,17 @@ fn draw_heat_map(
         .y_label_area_size(90)
         .build_cartesian_2d(Axis::new(0.0..columns as f64), Axis::categories(rows.len()))
         .map_err(failed)?;
+    // Columns a fraction of a second apart get the decimals that tell
+    // their times apart.
+    let step = times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&d| d > 0.0)
+        .reduce(f64::min);
     let time_at = |x: f64| {
         times
             .get(x.floor() as usize)
-            .map(|&t| time_text(TimeAxis::Local, t, None))
+            .map(|&t| time_text(TimeAxis::Local, t, step))
             .unwrap_or_default()
     };
     chart

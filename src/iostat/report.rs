@@ -77,12 +77,19 @@ impl Sample<'_> {
             Some(_) => LatencyStats::default(),
             None => LatencyStats::of(&h),
         };
-        let forgotten = self.latency?.undelivered_on(row.devnum?);
-        let completed = coverage::completed(row.prev, row.cur);
-        if coverage::depth_held_up(forgotten, completed, self.itv) {
+        if self.depth_held_up(row).is_some() {
             stats.depth = None;
         }
         Some(stats)
+    }
+
+    /// `--latency`: how many of `row`'s completions never arrived in the
+    /// interval, when they held its queue depth up too much to show
+    /// ([`coverage::depth_held_up`]).
+    pub fn depth_held_up(&self, row: &DeviceRow) -> Option<u64> {
+        let forgotten = self.latency?.undelivered_on(row.devnum?);
+        let completed = coverage::completed(row.prev, row.cur);
+        coverage::depth_held_up(forgotten, completed, self.itv).then_some(forgotten)
     }
 }
 

@@ -234,10 +234,7 @@ pub fn run(
                     &mut out,
                     |source, e| {
                         let snapshot = kernel::read_snapshot(source, &mut buf)?;
-                        let handover = totals.update(&snapshot, source.elapsed());
-                        if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
-                            tell(format_args!("note: {note}"));
-                        }
+                        add_to_totals(&mut totals, &snapshot, source.elapsed(), plan);
                         totals.expose(options.cpus.as_ref(), e);
                         Ok::<(), VcpuError>(())
                     },
@@ -289,12 +286,7 @@ fn serve_metrics(
     let source: &dyn Source = source;
     serve::serve(listener, TOOL, &["read", "parse"], stop, &mut |e| {
         match kernel::read_snapshot(source, &mut buf) {
-            Ok(snapshot) => {
-                let handover = totals.update(&snapshot, source.elapsed());
-                if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
-                    tell(format_args!("note: {note}"));
-                }
-            }
+            Ok(snapshot) => add_to_totals(&mut totals, &snapshot, source.elapsed(), plan),
             Err(err) => {
                 let cause = match err {
                     VcpuError::Parse { .. } => "parse",
@@ -533,6 +525,20 @@ fn hand_over(plan: &mut RestorePlan, what: &str) -> Option<String> {
         "someone else {what} the dispatch statistics: vcpustat leaves the on/off state to \
          them at exit"
     ))
+}
+
+/// Adds a sample taken at `at` to the Prometheus runs' `totals`; a
+/// handover it shows is noted on standard error ([`hand_over`]).
+fn add_to_totals(
+    totals: &mut RunningTotals,
+    snapshot: &Snapshot,
+    at: std::time::Duration,
+    plan: &mut RestorePlan,
+) {
+    let handover = totals.update(snapshot, at);
+    if let Some(note) = handover.and_then(|what| hand_over(plan, what)) {
+        tell(format_args!("note: {note}"));
+    }
 }
 
 /// The chosen output: vcpustat's text, or one of the core's writers with the

@@ -122,9 +122,9 @@ impl Notes {
             let Some(devnum) = row.devnum else {
                 continue;
             };
-            let forgotten = interval.undelivered_on(devnum);
-            let done = completed(row.prev, row.cur);
-            if depth_held_up(forgotten, done, s.itv) && self.told_depth.insert(devnum) {
+            if let Some(forgotten) = s.depth_held_up(&row)
+                && self.told_depth.insert(devnum)
+            {
                 stderr::print(format_args!(
                     "iostat-rs: --latency: {}: {forgotten} completions in an interval never \
                      arrived: its queue depth is not shown where they would hold it up\n",

@@ -162,6 +162,9 @@ fn section_order_script(package: &std::path::Path) -> PathBuf {
     let input_sections = |sections: Vec<String>| -> String {
         sections.iter().map(|s| format!("    *({s})\n")).collect()
     };
+    let rodata_sections = |sections: Vec<String>| -> String {
+        input_sections(sections.iter().map(|s| without_counter(s)).collect())
+    };
     let listed = std::fs::read_to_string(package.join(HOT_FUNCTIONS)).unwrap_or_default();
     let (main_job, rest) = listed.split_once(MAIN_JOB_END).unwrap_or(("", &listed));
     let functions = |part: &str| -> Vec<String> {
@@ -173,7 +176,7 @@ fn section_order_script(package: &std::path::Path) -> PathBuf {
     };
     let (main_text, rest_text) = hot_text(&functions(main_job), &functions(rest));
     let replacements = [
-        (HOT_RODATA.1, input_sections(names(HOT_RODATA.0))),
+        (HOT_RODATA.1, rodata_sections(names(HOT_RODATA.0))),
         (
             DEPENDENCY_RODATA.1,
             input_sections(names(DEPENDENCY_RODATA.0)),
@@ -194,6 +197,32 @@ fn section_order_script(package: &std::path::Path) -> PathBuf {
         PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("sections.ld");
     std::fs::write(&out, script).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     out
+}
+
+/// A switch table's section with LLVM's counter left open: the tables of
+/// one function are named `.rodata..Lswitch.table.FUNCTION.N` (`.rel`
+/// after it when they hold pointers), where `N` counts the module's
+/// anonymous constants, so any change elsewhere in the crate renumbers
+/// them and an exact name in `link/hot-rodata.txt` goes stale (twice, in
+/// sessions 34 and 35). The function names the table; other sections are
+/// kept as they are (an anonymous constant, `.Lanon.HASH.N`, has only its
+/// counter to tell it from the crate's thousands of others).
+fn without_counter(section: &str) -> String {
+    let Some(table) = section.strip_prefix(".rodata..Lswitch.table.") else {
+        return section.to_owned();
+    };
+    let (body, rel) = match table.strip_suffix(".rel") {
+        Some(body) => (body, ".rel"),
+        None => (table, ""),
+    };
+    match body.rsplit_once('.') {
+        Some((function, counter))
+            if !counter.is_empty() && counter.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            format!(".rodata..Lswitch.table.{function}.*{rel}")
+        }
+        _ => section.to_owned(),
+    }
 }
 
 /// The input sections of the functions `names`, in the order the linker

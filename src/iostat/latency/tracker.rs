@@ -24,7 +24,11 @@
 //! * An issue whose completion never arrives (perf does not deliver every
 //!   sample, see README.md) would hold the depth up for ever:
 //!   [`Tracker::trim_in_flight`] forgets such requests once the kernel's
-//!   own count says they are gone.
+//!   own count says they are gone. The requests that left the queue since
+//!   that count was read still count as in flight then
+//!   ([`Tracker::count_from`]): without them, at a high rate, the count
+//!   was compared with the few requests old enough to have been in it,
+//!   and lost requests stayed held until they outnumbered the queue.
 //! * With a partition table ([`Tracker::set_partitions`]), a request is
 //!   also counted for the partition holding its first sector.
 
@@ -115,10 +119,23 @@ pub struct Partition {
     pub dev: Dev,
 }
 
+/// A comparison with one reading of a disk's in-flight count under way:
+/// the kernel counted after `before` and before `after`, so each request
+/// issued before `before` that leaves the queue after `after` was in that
+/// count, if the kernel counts its kind.
+#[derive(Debug, Clone, Copy)]
+struct Census {
+    before: u64,
+    after: u64,
+    /// Such requests that left the queue so far.
+    left: u64,
+}
+
 /// The state of every device seen since tracing began.
 #[derive(Debug, Default)]
 pub struct Tracker {
     inflight: Requests,
+    censuses: HashMap<Dev, Census, FoldHash>,
     devices: HashMap<Dev, DeviceState, FoldHash>,
     partitions: HashMap<Dev, Vec<Partition>>,
     interval_start: u64,
@@ -201,6 +218,7 @@ impl Tracker {
             self.inflight.hold((dev, sector + sectors), rest);
             return;
         }
+        self.note_leaving(now, dev, &req);
         let latency = now.saturating_sub(req.issued);
         for t in Self::each_target(dev, req.part) {
             self.step(t, now, -1);
@@ -213,37 +231,72 @@ impl Tracker {
     /// `block_rq_requeue` at `now`: the request leaves the queue.
     pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64) {
         if let Some(req) = self.inflight.take_oldest((dev, issued_sector(sector))) {
+            self.note_leaving(now, dev, &req);
             for t in Self::each_target(dev, req.part) {
                 self.step(t, now, -1);
             }
         }
     }
 
-    /// The disks holding a request the kernel counts (not a flush) issued
-    /// before `before`, each with how many such requests it holds: the
-    /// only ones [`Tracker::trim_in_flight`] can compare, so the only ones
-    /// whose kernel count is worth reading.
-    pub fn in_flight_disks(&self, before: u64) -> Vec<(Dev, u64)> {
-        let mut held: HashMap<Dev, u64, FoldHash> = HashMap::default();
-        for ((dev, _), req) in self.inflight.iter() {
-            if req.op != Op::Flush && req.issued < before {
-                *held.entry(dev).or_default() += 1;
-            }
+    /// Counts a request of `dev` leaving the queue at `now` for the
+    /// comparison under way, if it was in the kernel's count.
+    fn note_leaving(&mut self, now: u64, dev: Dev, req: &InFlight) {
+        if let Some(c) = self.censuses.get_mut(&dev)
+            && req.op != Op::Flush
+            && req.issued < c.before
+            && now > c.after
+        {
+            c.left += 1;
         }
-        held.into_iter().collect()
     }
 
-    /// Given `kernel`, the kernel's count of `dev`'s requests in flight,
-    /// read after `before` and with every event up to the end of that read
-    /// fed in since: each request issued before `before` and still held
-    /// was in flight when the kernel counted, unless its completion was
-    /// not delivered. Forgets the oldest of them beyond that count (the
+    /// The disks whose kernel count is worth reading at `now`: those
+    /// holding a request the kernel counts (not a flush) issued before
+    /// `before`, the only ones [`Tracker::trim_in_flight`] can compare,
+    /// and those holding a flush older than [`FLUSH_STALE`].
+    pub fn in_flight_disks(&self, now: u64, before: u64) -> Vec<Dev> {
+        let flush_stale = now.saturating_sub(FLUSH_STALE);
+        let mut disks: Vec<Dev> = self
+            .inflight
+            .iter()
+            .filter(|(_, req)| match req.op {
+                Op::Flush => req.issued < flush_stale,
+                _ => req.issued < before,
+            })
+            .map(|((dev, _), _)| dev)
+            .collect();
+        disks.sort_unstable();
+        disks.dedup();
+        disks
+    }
+
+    /// Starts the comparison of `dev` with a reading of its kernel count
+    /// taken after `before` and before `after` (see
+    /// [`Tracker::trim_in_flight`]).
+    pub fn count_from(&mut self, dev: Dev, before: u64, after: u64) {
+        let census = Census {
+            before,
+            after,
+            left: 0,
+        };
+        self.censuses.insert(dev, census);
+    }
+
+    /// Given `kernel`, the kernel's count of `dev`'s requests in flight
+    /// read as [`Tracker::count_from`] said, and every event up to the end
+    /// of that read fed in since: each request issued before that read's
+    /// `before` was in flight when the kernel counted if it is still held
+    /// or left the queue after `after`, unless its completion was not
+    /// delivered. Forgets the oldest held of them beyond that count (the
     /// kernel's count may be larger: it also counts requests not yet
-    /// issued on some kernels, and kinds the tracker leaves out). Flushes
-    /// are not in the kernel's count (they carry no I/O statistics): one
-    /// held since before `now - FLUSH_STALE` is forgotten. Returns how
-    /// many were forgotten.
-    pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64, before: u64) -> u64 {
+    /// issued on some kernels, kinds the tracker leaves out, and those
+    /// issued or left close to the reading). Flushes are not in the
+    /// kernel's count (they carry no I/O statistics): one held since
+    /// before `now - FLUSH_STALE` is forgotten. Returns how many were
+    /// forgotten.
+    pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64) -> u64 {
+        let census = self.censuses.remove(&dev);
+        let (before, left) = census.map_or((0, 0), |c| (c.before, c.left));
         let flush_stale = now.saturating_sub(FLUSH_STALE);
         let mut counted: Vec<(Key, u64)> = Vec::new();
         let mut gone: Vec<(Key, u64)> = Vec::new();
@@ -255,7 +308,8 @@ impl Tracker {
                 _ => {}
             }
         }
-        let surplus = (counted.len() as u64).saturating_sub(kernel) as usize;
+        let in_flight_then = (counted.len() as u64).saturating_add(left);
+        let surplus = in_flight_then.saturating_sub(kernel) as usize;
         counted.sort_unstable_by_key(|&(_, issued)| issued);
         gone.extend(counted.into_iter().take(surplus));
         let mut forgotten = 0;
@@ -283,6 +337,7 @@ impl Tracker {
             d.inflight = 0;
         }
         self.inflight.clear();
+        self.censuses.clear();
     }
 
     /// Ends the interval at `now`: every device's histograms since the
@@ -333,20 +388,23 @@ mod tests {
         t.issue(2 * MS, SDA, 200, 8, Op::Write);
         t.issue(3 * MS, SDA, 300, 8, Op::Write);
         t.issue(12 * MS, SDA, 400, 8, Op::Write);
-        assert_eq!(t.in_flight_disks(10 * MS), vec![(SDA, 3)]);
+        assert_eq!(t.in_flight_disks(20 * MS, 10 * MS), vec![SDA]);
         // All three were in flight when the kernel counted two, unless a
         // completion was lost: one was, the oldest is forgotten. The one
         // issued after is not compared.
-        assert_eq!(t.trim_in_flight(20 * MS, SDA, 2, 10 * MS), 1);
-        assert_eq!(t.in_flight_disks(u64::MAX), vec![(SDA, 3)]);
+        t.count_from(SDA, 10 * MS, 11 * MS);
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, 2), 1);
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, 0), 0, "no reading, no trim");
         t.complete(21 * MS, SDA, 100, 8);
         assert_eq!(t.unmatched, 1, "the oldest was forgotten");
         t.complete(21 * MS, SDA, 300, 8);
         assert_eq!(t.unmatched, 1, "the third is still held");
         // The kernel counting more than is held (requests not yet issued,
         // or of kinds not tracked) forgets nothing.
-        assert_eq!(t.trim_in_flight(22 * MS, SDA, 5, 22 * MS), 0);
-        assert_eq!(t.trim_in_flight(22 * MS, SDA, 0, 22 * MS), 2);
+        t.count_from(SDA, 22 * MS, 22 * MS);
+        assert_eq!(t.trim_in_flight(22 * MS, SDA, 5), 0);
+        t.count_from(SDA, 22 * MS, 22 * MS);
+        assert_eq!(t.trim_in_flight(22 * MS, SDA, 0), 2);
         let h = one(&mut t, 30 * MS, SDA);
         assert_eq!(h.depth.max, 4);
         assert_eq!(h.latency[1].total, 1);
@@ -355,16 +413,49 @@ mod tests {
     }
 
     #[test]
+    fn requests_that_left_after_the_reading_were_in_the_kernels_count() {
+        const US: u64 = 1_000;
+        let mut t = Tracker::new(0);
+        // A busy disk: by the time the events up to the reading are in,
+        // the requests it counted have completed. Of three issued before
+        // it, 300's completion was lost: the kernel counted two.
+        t.issue(8 * MS, SDA, 100, 8, Op::Read);
+        t.issue(9 * MS, SDA, 200, 8, Op::Read);
+        t.issue(9 * MS, SDA, 300, 8, Op::Read);
+        t.issue(9 * MS, SDA, 0, 0, Op::Flush);
+        t.count_from(SDA, 9_900 * US, 10_100 * US);
+        t.issue(10 * MS, SDA, 400, 8, Op::Read);
+        t.complete(10_500 * US, SDA, 100, 8);
+        t.requeue(10_600 * US, SDA, 200);
+        t.complete(10_700 * US, SDA, u64::MAX, 0);
+        t.complete(10_800 * US, SDA, 400, 8);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, 2), 1);
+        t.complete(13 * MS, SDA, 300, 8);
+        assert_eq!(t.unmatched, 1, "300 was forgotten");
+        // A request that left before `after` may have left before the
+        // kernel counted: it is not counted in flight then.
+        t.issue(20 * MS, SDA, 500, 8, Op::Read);
+        t.issue(20 * MS, SDA, 600, 8, Op::Read);
+        t.count_from(SDA, 21 * MS, 22 * MS);
+        t.complete(21_500 * US, SDA, 500, 8);
+        assert_eq!(t.trim_in_flight(23 * MS, SDA, 1), 0, "600 is the one");
+        assert_eq!(t.in_flight_disks(23 * MS, 23 * MS), vec![SDA]);
+    }
+
+    #[test]
     fn flushes_are_not_compared_with_the_kernels_count_but_expire() {
         let mut t = Tracker::new(0);
         t.issue(MS, SDA, 0, 0, Op::Flush);
         t.issue(2 * MS, SDA, 8, 8, Op::Read);
-        assert_eq!(t.in_flight_disks(10 * MS), vec![(SDA, 1)], "the read");
-        assert_eq!(t.trim_in_flight(20 * MS, SDA, 0, 10 * MS), 1, "the read");
-        assert!(t.in_flight_disks(u64::MAX).is_empty());
+        assert_eq!(t.in_flight_disks(10 * MS, 10 * MS), vec![SDA], "the read");
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, 0), 1, "the read");
+        assert!(t.in_flight_disks(20 * MS, 20 * MS).is_empty(), "a flush");
         let later = MS + FLUSH_STALE;
-        assert_eq!(t.trim_in_flight(later, SDA, 0, later), 0, "held 30 s");
-        assert_eq!(t.trim_in_flight(later + 1, SDA, 0, later), 1, "then gone");
+        assert!(t.in_flight_disks(later, later).is_empty(), "held 30 s");
+        assert_eq!(t.in_flight_disks(later + 1, later + 1), vec![SDA]);
+        assert_eq!(t.trim_in_flight(later, SDA, 0), 0, "held 30 s");
+        assert_eq!(t.trim_in_flight(later + 1, SDA, 0), 1, "then gone");
         t.complete(later + 2, SDA, u64::MAX, 0);
         assert_eq!(t.unmatched, 1);
     }
@@ -481,7 +572,10 @@ mod tests {
         t.issue(4 * MS, SDA, 0, 0, Op::Flush);
         t.requeue(5 * MS, SDA, u64::MAX);
         assert_eq!(t.unmatched, 0);
-        assert!(t.in_flight_disks(u64::MAX).is_empty(), "nothing held");
+        assert!(
+            t.in_flight_disks(u64::MAX, u64::MAX).is_empty(),
+            "nothing held"
+        );
         let h = one(&mut t, 10 * MS, SDA);
         assert_eq!(h.latency[Op::Flush as usize].total, 1);
         assert_eq!(h.latency[Op::Flush as usize].max, 2 * MS);

@@ -11,9 +11,11 @@
 //!   completions reach no program on the tracepoint: one that fires while
 //!   another tracing program runs on its CPU (the kernel counts those as
 //!   the program's `recursion_misses`), and, in bursts of up to some 500,
-//!   completions run in a softirq inside another task, which ftrace sees
-//!   and perf's tracepoint handler skips uncounted (BENCHMARKS.md, "Lost
-//!   completions"). These are the requests [`Tracker::trim_in_flight`]
+//!   completions run in a softirq inside another task, which ftrace and
+//!   `/proc/diskstats` count but no eBPF program on the tracepoint sees,
+//!   attached through perf or as a raw tracepoint, with no miss counted
+//!   (BENCHMARKS.md, "Lost completions on a busy disk"). These are the
+//!   requests [`Tracker::trim_in_flight`]
 //!   forgets at a later drain (`State::check_in_flight`), counted per
 //!   device in [`Interval::undelivered`].
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint

@@ -294,6 +294,7 @@ impl State {
             self.tracker.count_from(dev, before, after);
             counts.push((dev, kernel));
         }
+        self.tracker.settle_unread(before);
         self.counts = Some(KernelCounts {
             read_by: monotonic_ns(),
             counts,

@@ -4,7 +4,8 @@
 //! * [`histogram`]: log-linear histograms and nearest-rank quantiles;
 //! * [`tracker`]: issue matched to completion, requeues, partial
 //!   completions, partitions (pure), over `requests`, the requests in
-//!   flight;
+//!   flight, and `depth`, each device's depth held back until the
+//!   kernel's count confirms it;
 //! * [`collector`]: the tracepoints measured live, into the tracker;
 //! * `forward`: the eBPF programs that forward them (loaded by aya);
 //! * [`coverage`]: whether the histograms hold the requests the kernel
@@ -19,6 +20,7 @@
 pub mod codec;
 pub mod collector;
 pub mod coverage;
+mod depth;
 mod forward;
 mod hash;
 pub mod histogram;

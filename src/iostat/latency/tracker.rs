@@ -34,6 +34,7 @@
 
 use std::collections::HashMap;
 
+use super::depth::DepthLine;
 use super::hash::FoldHash;
 use super::histogram::Histogram;
 use super::requests::{InFlight, Key, Requests};
@@ -103,8 +104,7 @@ pub struct DeviceHistograms {
 
 #[derive(Debug, Clone)]
 struct DeviceState {
-    inflight: u64,
-    since: u64,
+    line: DepthLine,
     hist: DeviceHistograms,
 }
 
@@ -168,15 +168,39 @@ impl Tracker {
     fn step(&mut self, dev: Dev, now: u64, delta: i64) {
         let start = self.interval_start;
         let d = self.devices.entry(dev).or_insert_with(|| DeviceState {
-            inflight: 0,
-            since: start,
+            line: DepthLine::new(start),
             hist: DeviceHistograms::default(),
         });
-        if now > d.since {
-            d.hist.depth.add(d.inflight, now - d.since);
-            d.since = now;
+        d.line.step(now, delta);
+    }
+
+    /// Adds the depth of `dev` before `horizon` to its histogram.
+    fn settle(&mut self, dev: Dev, horizon: u64) {
+        if let Some(d) = self.devices.get_mut(&dev) {
+            d.line.settle(horizon, &mut d.hist.depth);
         }
-        d.inflight = d.inflight.saturating_add_signed(delta);
+    }
+
+    /// The partitions of `disk` known from the table.
+    fn partitions_of(&self, disk: Dev) -> impl Iterator<Item = Dev> + '_ {
+        self.partitions
+            .get(&disk)
+            .into_iter()
+            .flatten()
+            .map(|p| p.dev)
+    }
+
+    /// Adds the depth before `horizon` of every device no comparison with
+    /// the kernel's count is under way for (they hold no request issued
+    /// before it, so none found lost later) to its histogram.
+    pub fn settle_unread(&mut self, horizon: u64) {
+        let mut read: Vec<Dev> = self.censuses.keys().copied().collect();
+        let parts: Vec<Dev> = read.iter().flat_map(|&d| self.partitions_of(d)).collect();
+        read.extend(parts);
+        let devs: Vec<Dev> = self.devices.keys().copied().collect();
+        for dev in devs.into_iter().filter(|dev| !read.contains(dev)) {
+            self.settle(dev, horizon);
+        }
     }
 
     fn each_target(dev: Dev, part: Option<Dev>) -> impl Iterator<Item = Dev> {
@@ -297,6 +321,8 @@ impl Tracker {
     pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64) -> u64 {
         let census = self.censuses.remove(&dev);
         let (before, left) = census.map_or((0, 0), |c| (c.before, c.left));
+        // Without a count, nothing found lost later can be told either.
+        let horizon = census.map_or(now, |c| c.before);
         let flush_stale = now.saturating_sub(FLUSH_STALE);
         let mut counted: Vec<(Key, u64)> = Vec::new();
         let mut gone: Vec<(Key, u64)> = Vec::new();
@@ -313,13 +339,25 @@ impl Tracker {
         counted.sort_unstable_by_key(|&(_, issued)| issued);
         gone.extend(counted.into_iter().take(surplus));
         let mut forgotten = 0;
+        let mut lost: HashMap<Dev, Vec<u64>, FoldHash> = HashMap::default();
         for (key, issued) in gone {
             if let Some(req) = self.inflight.take_issued(key, issued) {
                 for t in Self::each_target(dev, req.part) {
                     self.step(t, now, -1);
+                    lost.entry(t).or_default().push(issued);
                 }
                 forgotten += 1;
             }
+        }
+        for (t, mut issued) in lost {
+            issued.sort_unstable();
+            if let Some(d) = self.devices.get_mut(&t) {
+                d.line.unhold(&issued);
+            }
+        }
+        let parts: Vec<Dev> = self.partitions_of(dev).collect();
+        for t in std::iter::once(dev).chain(parts) {
+            self.settle(t, horizon);
         }
         forgotten
     }
@@ -334,7 +372,7 @@ impl Tracker {
             self.step(dev, now, 0);
         }
         for d in self.devices.values_mut() {
-            d.inflight = 0;
+            d.line.inflight = 0;
         }
         self.inflight.clear();
         self.censuses.clear();
@@ -348,13 +386,14 @@ impl Tracker {
         let devs: Vec<Dev> = self.devices.keys().copied().collect();
         for dev in devs {
             self.step(dev, now, 0);
+            self.settle(dev, now);
         }
         let mut out: Vec<(Dev, DeviceHistograms)> = self
             .devices
             .iter_mut()
             .map(|(&dev, d)| (dev, std::mem::take(&mut d.hist)))
             .collect();
-        self.devices.retain(|_, d| d.inflight > 0);
+        self.devices.retain(|_, d| d.line.inflight > 0);
         self.interval_start = now;
         self.unmatched = 0;
         out.sort_by_key(|&(dev, _)| dev);
@@ -405,10 +444,16 @@ mod tests {
         assert_eq!(t.trim_in_flight(22 * MS, SDA, 5), 0);
         t.count_from(SDA, 22 * MS, 22 * MS);
         assert_eq!(t.trim_in_flight(22 * MS, SDA, 0), 2);
+        // A forgotten request leaves the depth from its issue on, back to
+        // the last count that did not find it lost: 100 from 1 ms (four
+        // were held from 12 to 20 ms, three were in flight), 200 and 400
+        // only from 22 ms, as the count of 5 then covered them.
         let h = one(&mut t, 30 * MS, SDA);
-        assert_eq!(h.depth.max, 4);
+        assert_eq!(h.depth.max, 3);
         assert_eq!(h.latency[1].total, 1);
-        assert_eq!(h.depth.quantile_low(1.0), Some(4));
+        assert_eq!(h.depth.total, 30 * MS);
+        assert_eq!(h.depth.quantile_low(0.6), Some(2));
+        assert_eq!(h.depth.quantile_low(1.0), Some(3));
         assert!(t.take(40 * MS).is_empty(), "nothing left in flight");
     }
 
@@ -440,6 +485,25 @@ mod tests {
         t.complete(21_500 * US, SDA, 500, 8);
         assert_eq!(t.trim_in_flight(23 * MS, SDA, 1), 0, "600 is the one");
         assert_eq!(t.in_flight_disks(23 * MS, 23 * MS), vec![SDA]);
+    }
+
+    #[test]
+    fn requests_found_lost_never_raise_the_depth() {
+        // A burst of 100 completions lost: found at the next count, they
+        // are out of the depth they were held in, and of its maximum.
+        let mut t = Tracker::new(0);
+        for i in 0..100 {
+            t.issue(2 * MS, SDA, 1000 + 8 * i, 8, Op::Read);
+        }
+        t.issue(9 * MS, SDA, 8, 8, Op::Read);
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, 1), 100);
+        t.complete(15 * MS, SDA, 8, 8);
+        let h = one(&mut t, 20 * MS, SDA);
+        assert_eq!(h.depth.max, 1);
+        assert_eq!(h.depth.total, 20 * MS);
+        assert_eq!(h.latency[0].total, 1);
+        assert_eq!(h.latency[0].max, 6 * MS);
     }
 
     #[test]

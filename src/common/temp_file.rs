@@ -15,11 +15,23 @@
 //! /dev/stdout` would otherwise replace the device node or the link with a
 //! file. In a sticky directory others can write (`/tmp`), a target another
 //! user owns is not replaced, as the kernel's `fs.protected_regular` keeps
-//! root from opening it there. A target that is kept keeps its permissions.
+//! root from opening it there. A target this user owns keeps its
+//! permissions (not a set-user-ID or set-group-ID bit).
+//!
+//! The directory is opened once for each replacement and every step names
+//! files relative to it, so a directory renamed, or replaced by a link,
+//! while a file is written cannot send the rest elsewhere. A link on the
+//! way to it that another user owns in a sticky directory others can write
+//! is not followed, as the kernel's `fs.protected_symlinks` would refuse
+//! (with it off, a user of `/tmp` could send a root run's output into any
+//! directory).
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::privilege;
@@ -33,16 +45,28 @@ pub fn replace_with(
     mode: u32,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let kept = refuse_non_regular(path)?;
-    let (temp, mut file) = create_fresh(path, mode)?;
-    let written = kept
-        .map_or(Ok(()), |meta| file.set_permissions(meta.permissions()))
+    let name = file_name(path)?;
+    let dir = Directory::open(directory_of(path))?;
+    let kept = dir.refuse_non_regular(name)?;
+    let (temp, mut file) = dir.create_fresh(name, mode)?;
+    let written = keep_mode(&file, kept)
         .and_then(|()| write(&mut file))
-        .and_then(|()| fs::rename(&temp, path));
+        .and_then(|()| dir.rename(&temp, name));
     if written.is_err() {
-        let _ = fs::remove_file(&temp);
+        dir.remove(&temp);
     }
     written
+}
+
+/// Gives the new `file` the permissions of the target it replaces, `kept`,
+/// if this user owns it: a set-user-ID or set-group-ID bit, or another
+/// user's choice, would otherwise pass to a file of root's.
+fn keep_mode(file: &File, kept: Option<libc::stat>) -> io::Result<()> {
+    let Some(kept) = kept.filter(|k| k.st_uid == euid()) else {
+        return Ok(());
+    };
+    // SAFETY: fchmod on an open descriptor.
+    cvt(unsafe { libc::fchmod(file.as_raw_fd(), kept.st_mode & 0o777) })
 }
 
 /// Checks, before a run, the files the caller chose for `--svg`,
@@ -127,7 +151,16 @@ fn check_targets(
 }
 
 fn check_target(path: &Path) -> io::Result<()> {
-    file_name(path)?;
+    let name = file_name(path)?;
+    if name.len() > NAME_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a file name of {} bytes, longer than the {NAME_MAX} a name may have",
+                name.len()
+            ),
+        ));
+    }
     let dir = directory_of(path);
     let in_dir = |err: io::Error| io::Error::new(err.kind(), format!("{}: {err}", dir.display()));
     if !fs::metadata(dir).map_err(in_dir)?.is_dir() {
@@ -137,29 +170,29 @@ fn check_target(path: &Path) -> io::Result<()> {
     // write permission, a read-only file system) is said before the run,
     // not at its first report.
     writable(dir).map_err(in_dir)?;
-    refuse_non_regular(path).map(drop)
+    Directory::open(dir)?.refuse_non_regular(name).map(drop)
 }
+
+/// The longest file name Linux file systems take.
+const NAME_MAX: usize = 255;
+
+/// The bytes of a target's name its temporary's name keeps: with the rest
+/// (`.`, `.PID.RANDOM.tmp`, at most 30 bytes) within [`NAME_MAX`].
+const TEMP_NAME_KEEPS: usize = 200;
 
 /// Whether this process may create files in `dir` (`faccessat` with the
 /// effective ids, as creating them is checked).
 fn writable(dir: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_dir = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let c_dir = c_path(dir.as_os_str())?;
     // SAFETY: a NUL-terminated path; faccessat only reads it.
-    let status = unsafe {
+    cvt(unsafe {
         libc::faccessat(
             libc::AT_FDCWD,
             c_dir.as_ptr(),
             libc::W_OK | libc::X_OK,
             libc::AT_EACCESS,
         )
-    };
-    if status == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    })
 }
 
 /// The directory `path` is in (`.` for a bare name).
@@ -183,92 +216,228 @@ fn place_of(path: &Path) -> Option<PathBuf> {
     })
 }
 
-/// Fails unless `path` is a regular file or does not exist, and unless it
-/// is one this process may replace ([`refuse_others_file`]); gives the
-/// file's metadata when it exists. The link itself is looked at, not what
-/// it points to: the rename would replace the link.
-fn refuse_non_regular(path: &Path) -> io::Result<Option<fs::Metadata>> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if !meta.file_type().is_file() => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
+/// A directory opened for one replacement (`O_PATH`): the files in it
+/// are named relative to it.
+struct Directory {
+    fd: OwnedFd,
+    /// For messages.
+    path: PathBuf,
+}
+
+impl Directory {
+    /// Opens `dir`, unless a link on the way is one another user planted
+    /// ([`refuse_planted_link`]).
+    fn open(dir: &Path) -> io::Result<Directory> {
+        let mut prefix = PathBuf::new();
+        for part in dir.components() {
+            prefix.push(part);
+            refuse_planted_link(&prefix)?;
+        }
+        let c_dir = c_path(dir.as_os_str())?;
+        // SAFETY: a NUL-terminated path; the descriptor returned is owned below.
+        let fd = unsafe {
+            libc::open(
+                c_dir.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        cvt(fd)?;
+        Ok(Directory {
+            // SAFETY: a descriptor just opened, owned by nothing else.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            path: dir.to_owned(),
+        })
+    }
+
+    /// The status of `name` in the directory (a link's own), or `None`
+    /// when there is no such file.
+    fn status_of(&self, name: &CStr) -> io::Result<Option<libc::stat>> {
+        // SAFETY: an all-zero stat is a valid value to fill.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated name and a stat to fill.
+        let status = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        match cvt(status) {
+            Ok(()) => Ok(Some(st)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Fails unless `name` is a regular file or does not exist, and unless
+    /// it is one this process may replace ([`Directory::refuse_others_file`]);
+    /// gives the file's status when it exists. The link itself is looked
+    /// at, not what it points to: the rename would replace the link.
+    fn refuse_non_regular(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
+        let Some(st) = self.status_of(&c_path(name)?)? else {
+            return Ok(None);
+        };
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a {}, expected a regular file or a new name (the file is replaced, not written into)",
+                    kind_of_mode(st.st_mode)
+                ),
+            ));
+        }
+        self.refuse_others_file(&st)?;
+        Ok(Some(st))
+    }
+
+    /// Fails for a file of another user (`st`) in a sticky directory that
+    /// others can write, unless the directory's owner owns it: the files
+    /// `fs.protected_regular` keeps root from opening with `O_CREAT` there,
+    /// as someone else's file, or a name they took first, replacing which
+    /// would destroy it.
+    fn refuse_others_file(&self, st: &libc::stat) -> io::Result<()> {
+        if st.st_uid == euid() {
+            return Ok(());
+        }
+        let dir = self.status_of(c".")?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: gone", self.path.display()),
+            )
+        })?;
+        let shared = dir.st_mode & (libc::S_ISVTX | 0o022) > libc::S_ISVTX;
+        if !shared || st.st_uid == dir.st_uid {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
             format!(
-                "a {}, expected a regular file or a new name (the file is replaced, not written into)",
-                kind_of_mode(meta.mode())
+                "owned by user {} in a sticky directory others can write: not replaced (choose \
+                 another name, or have it removed first)",
+                st.st_uid
             ),
-        )),
-        Ok(meta) => refuse_others_file(path, &meta).map(|()| Some(meta)),
-        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
-        Err(_) => Ok(None),
+        ))
+    }
+
+    /// Creates a new temporary file beside `name`, `.NAME.PID.RANDOM.tmp`
+    /// (`NAME` cut to [`TEMP_NAME_KEEPS`] bytes): hidden, without the
+    /// ending a reader of the directory looks for (node_exporter's textfile
+    /// collector reads `*.prom`), and not known in advance. A name already
+    /// taken (by anything: a file, a link, a directory someone planted) is
+    /// left alone and another one tried.
+    fn create_fresh(&self, name: &OsStr, mode: u32) -> io::Result<(CString, File)> {
+        let kept = &name.as_bytes()[..name.len().min(TEMP_NAME_KEEPS)];
+        let random = std::collections::hash_map::RandomState::new();
+        let mut taken = None;
+        for attempt in 0u32..16 {
+            let mut temp = b".".to_vec();
+            temp.extend_from_slice(kept);
+            temp.extend_from_slice(
+                format!(
+                    ".{}.{:016x}.tmp",
+                    std::process::id(),
+                    std::hash::BuildHasher::hash_one(&random, attempt)
+                )
+                .as_bytes(),
+            );
+            let temp = c_path(OsStr::from_bytes(&temp))?;
+            // SAFETY: a NUL-terminated name; the descriptor is owned below.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    temp.as_ptr(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    mode as libc::c_uint,
+                )
+            };
+            match cvt(fd) {
+                // SAFETY: a descriptor just opened, owned by nothing else.
+                Ok(()) => return Ok((temp, unsafe { File::from_raw_fd(fd) })),
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => taken = Some(err),
+                Err(err) => return Err(err),
+            }
+        }
+        Err(taken.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EEXIST)))
+    }
+
+    /// Renames `temp` over `name`, both in this directory.
+    fn rename(&self, temp: &CStr, name: &OsStr) -> io::Result<()> {
+        let name = c_path(name)?;
+        let dir = self.fd.as_raw_fd();
+        // SAFETY: two NUL-terminated names relative to an open directory.
+        cvt(unsafe { libc::renameat(dir, temp.as_ptr(), dir, name.as_ptr()) })
+    }
+
+    /// Removes the temporary `temp` (after a failed write).
+    fn remove(&self, temp: &CStr) {
+        // SAFETY: a NUL-terminated name relative to an open directory.
+        unsafe { libc::unlinkat(self.fd.as_raw_fd(), temp.as_ptr(), 0) };
     }
 }
 
-/// Fails for a file of another user (`meta`) in a sticky directory that
-/// others can write, unless the directory's owner owns it: the files
-/// `fs.protected_regular` keeps root from opening with `O_CREAT` there, as
-/// someone else's file, or a name they took first, replacing which would
-/// destroy it.
-fn refuse_others_file(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if meta.uid() == euid {
+/// Fails when `path` is a link that `fs.protected_symlinks` would not let
+/// this user follow: in a sticky directory others can write, owned by
+/// someone other than this user and the directory's owner.
+fn refuse_planted_link(path: &Path) -> io::Result<()> {
+    let Ok(link) = fs::symlink_metadata(path) else {
+        return Ok(()); // opening says what is wrong
+    };
+    if !link.file_type().is_symlink() || link.uid() == euid() {
         return Ok(());
     }
-    let dir = fs::metadata(directory_of(path))?;
-    let shared = dir.mode() & (libc::S_ISVTX | 0o022) > libc::S_ISVTX;
-    if !shared || meta.uid() == dir.uid() {
+    let Ok(parent) = fs::metadata(directory_of(path)) else {
+        return Ok(());
+    };
+    let shared = parent.mode() & (libc::S_ISVTX | 0o002) == libc::S_ISVTX | 0o002;
+    if !shared || link.uid() == parent.uid() {
         return Ok(());
     }
     Err(io::Error::new(
         io::ErrorKind::PermissionDenied,
         format!(
-            "owned by user {} in a sticky directory others can write: not replaced (choose \
-             another name, or have it removed first)",
-            meta.uid()
+            "{}: a link owned by user {} in a sticky directory others can write: not followed",
+            path.display(),
+            link.uid()
         ),
     ))
 }
 
-/// The file name of `path`, which must have one.
-fn file_name(path: &Path) -> io::Result<&std::ffi::OsStr> {
-    path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "expected a file name, not a directory",
-        )
-    })
+/// The effective user id.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
 }
 
-/// Creates a new temporary file beside `path`, `.NAME.PID.RANDOM.tmp`:
-/// hidden, without the ending a reader of the directory looks for
-/// (node_exporter's textfile collector reads `*.prom`), and not known in
-/// advance. A name already taken (by anything: a file, a link, a directory
-/// someone planted) is left alone and another one tried.
-fn create_fresh(path: &Path, mode: u32) -> io::Result<(PathBuf, File)> {
-    let name = file_name(path)?;
-    let random = std::collections::hash_map::RandomState::new();
-    let mut taken = None;
-    for attempt in 0u32..16 {
-        let mut temp = std::ffi::OsString::from(".");
-        temp.push(name);
-        temp.push(format!(
-            ".{}.{:016x}.tmp",
-            std::process::id(),
-            std::hash::BuildHasher::hash_one(&random, attempt)
-        ));
-        let temp = path.with_file_name(temp);
-        let created = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&temp);
-        match created {
-            Ok(file) => return Ok((temp, file)),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => taken = Some(err),
-            Err(err) => return Err(err),
-        }
+/// `name` as a C string (a NUL inside it is refused).
+fn c_path(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// A system call's result as a `Result`.
+fn cvt(status: libc::c_int) -> io::Result<()> {
+    if status < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
     }
-    Err(taken.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EEXIST)))
+}
+
+/// The file name of `path`, which must have one (and not end in `/`,
+/// which names a directory).
+fn file_name(path: &Path) -> io::Result<&OsStr> {
+    let name = path.file_name();
+    name.filter(|_| !path.as_os_str().as_bytes().ends_with(b"/"))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "expected a file name, not a directory",
+            )
+        })
 }
 
 #[cfg(test)]
@@ -352,12 +521,7 @@ mod tests {
 
     #[test]
     fn another_users_file_in_a_sticky_shared_directory_is_not_replaced() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "needs root (to give a file to another user), which CI has"
-            );
+        if !as_root("another_users_file_in_a_sticky_shared_directory_is_not_replaced") {
             return;
         }
         let dir = scratch("sticky");
@@ -451,6 +615,128 @@ mod tests {
             ),
             Ok(())
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Whether the test may act for another user (root); outside CI a
+    /// test that needs it passes after saying so.
+    fn as_root(test: &str) -> bool {
+        if euid() == 0 {
+            return true;
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: needs root (to give a file to another user), which CI has"
+        );
+        eprintln!("{test}: skipped: needs root (to give a file to another user)");
+        false
+    }
+
+    #[test]
+    fn a_directory_moved_during_the_write_still_gets_the_file() {
+        let dir = scratch("moved");
+        let sub = dir.join("sub");
+        fs::create_dir(&sub).unwrap();
+        let target = sub.join("x.prom");
+        replace_with(&target, 0o644, |f| {
+            // Someone moves the directory away and puts another in its place.
+            fs::rename(&sub, dir.join("sub.old")).unwrap();
+            fs::create_dir(&sub).unwrap();
+            f.write_all(b"a 1\n")
+        })
+        .unwrap();
+        assert_eq!(fs::read(dir.join("sub.old/x.prom")).unwrap(), b"a 1\n");
+        assert_eq!(
+            fs::read_dir(&sub).unwrap().count(),
+            0,
+            "nothing in the new one"
+        );
+        assert_eq!(fs::read_dir(dir.join("sub.old")).unwrap().count(), 1);
+        // A failed write there leaves no temporary behind either.
+        let failed = replace_with(&sub.join("y.prom"), 0o644, |_| {
+            fs::rename(&sub, dir.join("sub.failed")).unwrap();
+            Err(io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(fs::read_dir(dir.join("sub.failed")).unwrap().count(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_up_to_the_longest_a_file_may_have_are_written() {
+        let dir = scratch("long");
+        let longest = dir.join("x".repeat(NAME_MAX));
+        assert_eq!(check_targets(&[("--svg", Some(&longest))], None), Ok(()));
+        replace_with(&longest, 0o644, |f| f.write_all(b"<svg/>")).unwrap();
+        assert_eq!(fs::read(&longest).unwrap(), b"<svg/>");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        let too_long = dir.join("x".repeat(NAME_MAX + 1));
+        let err = check_targets(&[("--textfile", Some(&too_long))], None).unwrap_err();
+        assert!(
+            err.ends_with("a file name of 256 bytes, longer than the 255 a name may have"),
+            "{err}"
+        );
+        // A trailing slash names a directory, which is never replaced.
+        let slash = PathBuf::from(format!("{}/c.svg/", dir.display()));
+        let err = check_targets(&[("--svg", Some(&slash))], None).unwrap_err();
+        assert!(
+            err.ends_with("expected a file name, not a directory"),
+            "{err}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn set_id_bits_and_other_users_modes_are_not_kept() {
+        let dir = scratch("set-id");
+        let target = dir.join("c.svg");
+        fs::write(&target, b"old").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o6755)).unwrap();
+        replace_with(&target, 0o600, |f| f.write_all(b"new")).unwrap();
+        assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o755);
+        if as_root("set_id_bits_and_other_users_modes_are_not_kept") {
+            // Another user's file, in a directory that is not sticky: the
+            // new file is root's, with the mode asked for.
+            fs::set_permissions(&target, fs::Permissions::from_mode(0o6777)).unwrap();
+            std::os::unix::fs::chown(&target, Some(65534), Some(65534)).unwrap();
+            replace_with(&target, 0o600, |f| f.write_all(b"newer")).unwrap();
+            let meta = fs::metadata(&target).unwrap();
+            assert_eq!((meta.uid(), meta.mode() & 0o7777), (0, 0o600));
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
+        if !as_root("a_link_another_user_planted_in_a_sticky_directory_is_not_followed") {
+            return;
+        }
+        let dir = scratch("planted-link");
+        let shared = dir.join("tmp");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+        let private = dir.join("private");
+        fs::create_dir(&private).unwrap();
+        let link = shared.join("out");
+        std::os::unix::fs::symlink(&private, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let target = link.join("x.prom");
+        let err = replace_with(&target, 0o644, |f| f.write_all(b"a 1\n")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: a link owned by user 65534 in a sticky directory others can write: not \
+                 followed",
+                link.display()
+            )
+        );
+        let err = check_targets(&[("--textfile", Some(&target))], None).unwrap_err();
+        assert!(err.ends_with("not followed"), "{err}");
+        assert_eq!(fs::read_dir(&private).unwrap().count(), 0);
+        // This user's own link there is followed.
+        std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+        replace_with(&target, 0o644, |f| f.write_all(b"a 1\n")).unwrap();
+        assert_eq!(fs::read(private.join("x.prom")).unwrap(), b"a 1\n");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -32,7 +32,7 @@
 //! * With a partition table ([`Tracker::set_partitions`]), a request is
 //!   also counted for the partition holding its first sector.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::depth::DepthLine;
 use super::hash::FoldHash;
@@ -194,12 +194,15 @@ impl Tracker {
     /// the kernel's count is under way for (they hold no request issued
     /// before it, so none found lost later) to its histogram.
     pub fn settle_unread(&mut self, horizon: u64) {
-        let mut read: Vec<Dev> = self.censuses.keys().copied().collect();
-        let parts: Vec<Dev> = read.iter().flat_map(|&d| self.partitions_of(d)).collect();
-        read.extend(parts);
-        let devs: Vec<Dev> = self.devices.keys().copied().collect();
-        for dev in devs.into_iter().filter(|dev| !read.contains(dev)) {
-            self.settle(dev, horizon);
+        let read: HashSet<Dev, FoldHash> = self
+            .censuses
+            .keys()
+            .flat_map(|&disk| std::iter::once(disk).chain(self.partitions_of(disk)))
+            .collect();
+        for (dev, d) in self.devices.iter_mut() {
+            if !read.contains(dev) {
+                d.line.settle(horizon, &mut d.hist.depth);
+            }
         }
     }
 

@@ -87,6 +87,11 @@ impl Requests {
         taken
     }
 
+    /// Whether a request is held at `key`.
+    pub fn holds(&self, key: Key) -> bool {
+        self.oldest.contains_key(&key)
+    }
+
     /// Every request with its key, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (Key, &InFlight)> {
         let oldest = self.oldest.iter().map(|(&k, r)| (k, r));

@@ -4,7 +4,9 @@
 //! and not yet completed). Pure: events in, histograms out.
 //!
 //! * A request is known by its device and first sector while in flight;
-//!   requests at one sector at once end oldest first (`requests`).
+//!   requests at one sector at once end oldest first (`requests`). Such a
+//!   match keeps its latency back until the request left in place leaves:
+//!   found lost, the completion was its (`Ambiguous`).
 //! * A partial completion (fewer sectors than issued) leaves the rest in
 //!   flight from the next sector on; the latency is taken when the last
 //!   part completes.
@@ -131,11 +133,26 @@ struct Census {
     left: u64,
 }
 
+/// A completion matched to the oldest of several requests at its sector.
+/// If that one's completion was lost, this completion was a later one's:
+/// its latency waits until the request left in that one's place leaves,
+/// completed (the match stands) or found lost (the completion was its:
+/// [`Tracker::trim_in_flight`]), or the interval ends.
+#[derive(Debug, Clone, Copy)]
+struct Ambiguous {
+    key: Key,
+    /// The request it was matched to.
+    taken: InFlight,
+    /// When it completed.
+    completed: u64,
+}
+
 /// The state of every device seen since tracing began.
 #[derive(Debug, Default)]
 pub struct Tracker {
     inflight: Requests,
     censuses: HashMap<Dev, Census, FoldHash>,
+    ambiguous: Vec<Ambiguous>,
     devices: HashMap<Dev, DeviceState, FoldHash>,
     partitions: HashMap<Dev, Vec<Partition>>,
     interval_start: u64,
@@ -246,18 +263,85 @@ impl Tracker {
             return;
         }
         self.note_leaving(now, dev, &req);
-        let latency = now.saturating_sub(req.issued);
         for t in Self::each_target(dev, req.part) {
             self.step(t, now, -1);
+        }
+        let key = (dev, sector);
+        self.settle_ambiguous_at(key);
+        if self.inflight.holds(key) {
+            let taken = req;
+            let completed = now;
+            self.ambiguous.push(Ambiguous {
+                key,
+                taken,
+                completed,
+            });
+        } else {
+            self.add_latency(dev, &req, now);
+        }
+    }
+
+    /// Adds the latency of `req` of `dev`, completed at `completed`, to
+    /// the histograms of the device and of its partition.
+    fn add_latency(&mut self, dev: Dev, req: &InFlight, completed: u64) {
+        let latency = completed.saturating_sub(req.issued);
+        for t in Self::each_target(dev, req.part) {
             if let Some(d) = self.devices.get_mut(&t) {
                 d.hist.latency[req.op as usize].add(latency, 1);
             }
         }
     }
 
+    /// Adds the latencies of the ambiguous matches at `key` as they were
+    /// matched: a completion there ended the request left in place.
+    fn settle_ambiguous_at(&mut self, key: Key) {
+        if self.ambiguous.is_empty() {
+            return;
+        }
+        while let Some(at) = self.ambiguous.iter().position(|a| a.key == key) {
+            let a = self.ambiguous.swap_remove(at);
+            self.add_latency(key.0, &a.taken, a.completed);
+        }
+    }
+
+    /// Adds the latencies of every ambiguous match as it was matched.
+    fn settle_all_ambiguous(&mut self) {
+        for a in std::mem::take(&mut self.ambiguous) {
+            self.add_latency(a.key.0, &a.taken, a.completed);
+        }
+    }
+
+    /// When the request `issued` at `key` is taken to have been issued, to
+    /// pick the oldest held: a completion at `key` after it matched to an
+    /// older request makes it that request's stand-in, as old as it.
+    fn age_of(&self, key: Key, issued: u64) -> u64 {
+        self.ambiguous
+            .iter()
+            .filter(|a| a.key == key && a.completed >= issued)
+            .map(|a| a.taken.issued)
+            .fold(issued, u64::min)
+    }
+
+    /// `req` of `dev`, held at `key`, is found lost: if a completion at
+    /// `key` after its issue was matched to an older request, it was this
+    /// one's (the older one's was lost, and the trim forgets the oldest
+    /// requests held: the one left in its place). Gives whether one was.
+    fn repair_match(&mut self, dev: Dev, key: Key, req: &InFlight) -> bool {
+        let Some(at) = self.ambiguous.iter().position(|a| {
+            a.key == key && a.taken.issued <= req.issued && a.completed >= req.issued
+        }) else {
+            return false;
+        };
+        let a = self.ambiguous.swap_remove(at);
+        self.add_latency(dev, req, a.completed);
+        true
+    }
+
     /// `block_rq_requeue` at `now`: the request leaves the queue.
     pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64) {
-        if let Some(req) = self.inflight.take_oldest((dev, issued_sector(sector))) {
+        let key = (dev, issued_sector(sector));
+        if let Some(req) = self.inflight.take_oldest(key) {
+            self.settle_ambiguous_at(key);
             self.note_leaving(now, dev, &req);
             for t in Self::each_target(dev, req.part) {
                 self.step(t, now, -1);
@@ -339,7 +423,7 @@ impl Tracker {
         }
         let in_flight_then = (counted.len() as u64).saturating_add(left);
         let surplus = in_flight_then.saturating_sub(kernel) as usize;
-        counted.sort_unstable_by_key(|&(_, issued)| issued);
+        counted.sort_by_cached_key(|&(key, issued)| self.age_of(key, issued));
         gone.extend(counted.into_iter().take(surplus));
         let mut forgotten = 0;
         let mut lost: HashMap<Dev, Vec<u64>, FoldHash> = HashMap::default();
@@ -349,6 +433,7 @@ impl Tracker {
                     self.step(t, now, -1);
                     lost.entry(t).or_default().push(issued);
                 }
+                self.repair_match(dev, key, &req);
                 forgotten += 1;
             }
         }
@@ -379,6 +464,7 @@ impl Tracker {
         }
         self.inflight.clear();
         self.censuses.clear();
+        self.settle_all_ambiguous();
     }
 
     /// Ends the interval at `now`: every device's histograms since the
@@ -386,6 +472,7 @@ impl Tracker {
     /// sorted by device. Devices with nothing in flight and nothing this
     /// interval are forgotten, so a vanished device costs nothing.
     pub fn take(&mut self, now: u64) -> Vec<(Dev, DeviceHistograms)> {
+        self.settle_all_ambiguous();
         let devs: Vec<Dev> = self.devices.keys().copied().collect();
         for dev in devs {
             self.step(dev, now, 0);
@@ -507,6 +594,34 @@ mod tests {
         assert_eq!(h.depth.total, 20 * MS);
         assert_eq!(h.latency[0].total, 1);
         assert_eq!(h.latency[0].max, 6 * MS);
+    }
+
+    #[test]
+    fn a_completion_matched_to_a_lost_request_is_given_to_the_right_one() {
+        // 64's first read lost its completion; a second read of 64 issued
+        // at 5 ms completes at 6 ms and is matched to the first, which
+        // would give 5 ms. The count at 10 ms finds one too many held.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 64, 8, Op::Read);
+        t.issue(5 * MS, SDA, 64, 8, Op::Read);
+        t.complete(6 * MS, SDA, 64, 8);
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, 0), 1);
+        let h = one(&mut t, 20 * MS, SDA);
+        assert_eq!(h.latency[0].total, 1);
+        assert_eq!(h.latency[0].max, MS, "the second read's own latency");
+        // Without a loss, two reads of one sector keep the oldest-first
+        // match once the count has found nothing lost.
+        t.issue(21 * MS, SDA, 64, 8, Op::Read);
+        t.issue(22 * MS, SDA, 64, 8, Op::Read);
+        t.complete(24 * MS, SDA, 64, 8);
+        t.count_from(SDA, 25 * MS, 25 * MS);
+        assert_eq!(t.trim_in_flight(26 * MS, SDA, 1), 0);
+        t.complete(27 * MS, SDA, 64, 8);
+        let h = one(&mut t, 30 * MS, SDA);
+        assert_eq!(h.latency[0].total, 2);
+        assert_eq!(h.latency[0].max, 5 * MS);
+        assert_eq!(h.latency[0].quantile_high(0.5).map(|ns| ns / MS), Some(3));
     }
 
     #[test]

@@ -325,16 +325,15 @@ impl Tracker {
     /// `req` of `dev`, held at `key`, is found lost: if a completion at
     /// `key` after its issue was matched to an older request, it was this
     /// one's (the older one's was lost, and the trim forgets the oldest
-    /// requests held: the one left in its place). Gives whether one was.
-    fn repair_match(&mut self, dev: Dev, key: Key, req: &InFlight) -> bool {
-        let Some(at) = self.ambiguous.iter().position(|a| {
+    /// requests held: the one left in its place).
+    fn repair_match(&mut self, dev: Dev, key: Key, req: &InFlight) {
+        let matched = self.ambiguous.iter().position(|a| {
             a.key == key && a.taken.issued <= req.issued && a.completed >= req.issued
-        }) else {
-            return false;
-        };
-        let a = self.ambiguous.swap_remove(at);
-        self.add_latency(dev, req, a.completed);
-        true
+        });
+        if let Some(at) = matched {
+            let a = self.ambiguous.swap_remove(at);
+            self.add_latency(dev, req, a.completed);
+        }
     }
 
     /// `block_rq_requeue` at `now`: the request leaves the queue.

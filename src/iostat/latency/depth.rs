@@ -22,7 +22,7 @@ pub struct DepthLine {
     /// Requests in flight now.
     pub inflight: u64,
     /// Since when `inflight` holds.
-    pub since: u64,
+    since: u64,
     /// The depth from each start time on, oldest first, until the next
     /// step's start, the last until `since`: not in the histogram yet.
     steps: Vec<(u64, u64)>,

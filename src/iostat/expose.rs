@@ -6,11 +6,11 @@
 //! Prometheus computes rates (see `contrib/prometheus/` and docs/prometheus.md).
 //!
 //! Devices: those named on the command line, else every line of
-//! `/proc/diskstats` with `-p ALL`, else the whole devices `/sys/block`
-//! lists: with `ALL` all of them, without it those node_exporter exports by
-//! default (not `ram*`, `loop*`, `fd*`; see `node_exporter_leaves_out`),
-//! so that a sum over devices counts what node_exporter's does and a loop
-//! device's I/O is not counted again with its file's disk. Devices that
+//! `/proc/diskstats` with `-p ALL`, else the lines node_exporter exports by
+//! default (not `ram*`, `loop*`, `fd*` or partitions named like `sda1`; see
+//! `node_exporter_leaves_out`), and with `ALL` every whole device
+//! `/sys/block` lists too: a sum over devices counts what node_exporter's
+//! does, and a loop device's I/O is not counted again with its file's disk. Devices that
 //! never did I/O are included (a series must not come and go), groups
 //! (`-g`) left to PromQL's `sum`. Lines in the pre-2.6.25 partition format
 //! are left out.
@@ -170,8 +170,8 @@ fn disk_values(c: &DiskCounters) -> [f64; 17] {
 enum Select {
     /// Every line (`-p ALL`).
     Every,
-    /// The whole devices `/sys/block` lists: all of them (`ALL`), or
-    /// those node_exporter exports by default.
+    /// The lines node_exporter exports by default, and with `ALL` every
+    /// whole device `/sys/block` lists too.
     Whole {
         /// Whether `ALL` was given.
         all: bool,
@@ -333,12 +333,11 @@ impl Exporter {
 
     fn collect_disks(&mut self, src: &dyn Source, e: &mut Exposition) -> Result<(), IostatError> {
         let whole: Option<HashSet<String>> = match self.select {
-            Select::Whole { all } => Some(
+            Select::Whole { all: true } => Some(
                 src.list_dir(SYS_BLOCK)
                     .map_err(|err| IostatError::Source(format!("{SYS_BLOCK}: {err}")))?
                     .into_iter()
                     .map(|n| n.replace('!', "/"))
-                    .filter(|n| all || !node_exporter_leaves_out(n))
                     .collect(),
             ),
             _ => None,
@@ -359,8 +358,12 @@ impl Exporter {
                 (Select::Named(names), _) => names.iter().any(|(n, parts)| {
                     parsed.name == **n || (*parts && is_partition_of(&parsed.name, n))
                 }),
-                (Select::Whole { .. }, Some(set)) => set.contains(parsed.name.as_ref()),
-                (Select::Whole { .. }, None) => false,
+                (Select::Whole { .. }, whole) => {
+                    !node_exporter_leaves_out(&parsed.name)
+                        || whole
+                            .as_ref()
+                            .is_some_and(|set| set.contains(parsed.name.as_ref()))
+                }
             };
             if chosen && seen.insert(parsed.name.to_string()) {
                 let fields = line

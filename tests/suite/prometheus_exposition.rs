@@ -338,14 +338,29 @@ fn a_device_or_cpu_the_files_repeat_is_one_series() {
 }
 
 /// As node_exporter's default `device-exclude` does, a RAM disk, a loop
-/// device and a floppy are left out unless asked for, with `ALL` or by
-/// name; the devices node_exporter keeps (`zram0`, `dm-0`) are there.
+/// device, a floppy and partitions named like `sda1` are left out unless
+/// asked for, with `ALL` (whole devices) or by name; what node_exporter
+/// keeps is there: `zram0`, `dm-0`, and partitions its pattern does not
+/// name (`loop3p1`, `mmcblk0p1`), whole devices or not.
 #[test]
 fn devices_node_exporter_leaves_out_need_all_or_their_names() {
     let root = tree("excluded");
     let mut diskstats = std::fs::read_to_string(root.join("proc/diskstats")).unwrap();
-    for (minor, name) in ["ram0", "loop3", "fd0", "zram0", "dm-0"].iter().enumerate() {
-        std::fs::create_dir_all(root.join("sys/block").join(name)).unwrap();
+    // Each device, and whether it is whole (listed in /sys/block).
+    let devices = [
+        ("ram0", true),
+        ("loop3", true),
+        ("loop3p1", false),
+        ("fd0", true),
+        ("zram0", true),
+        ("dm-0", true),
+        ("mmcblk0", true),
+        ("mmcblk0p1", false),
+    ];
+    for (minor, (name, whole)) in devices.iter().enumerate() {
+        if *whole {
+            std::fs::create_dir_all(root.join("sys/block").join(name)).unwrap();
+        }
         diskstats.push_str(&format!(
             " 7 {minor} {name} 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n"
         ));
@@ -361,10 +376,32 @@ fn devices_node_exporter_leaves_out_need_all_or_their_names() {
             .map(|l| l.split('"').next().unwrap().to_string())
             .collect()
     };
-    assert_eq!(devices(&[]), ["sda", "sdb", "zram0", "dm-0"]);
+    assert_eq!(
+        devices(&[]),
+        [
+            "sda",
+            "sdb",
+            "loop3p1",
+            "zram0",
+            "dm-0",
+            "mmcblk0",
+            "mmcblk0p1"
+        ]
+    );
     assert_eq!(
         devices(&["ALL"]),
-        ["sda", "sdb", "ram0", "loop3", "fd0", "zram0", "dm-0"]
+        [
+            "sda",
+            "sdb",
+            "ram0",
+            "loop3",
+            "loop3p1",
+            "fd0",
+            "zram0",
+            "dm-0",
+            "mmcblk0",
+            "mmcblk0p1"
+        ]
     );
     assert_eq!(devices(&["loop3", "sda"]), ["sda", "loop3"]);
     let _ = std::fs::remove_dir_all(&root);

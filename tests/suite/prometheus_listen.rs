@@ -126,7 +126,7 @@ fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
     iostat_tree(&root, 10);
     let server = Server::start(
         env!("CARGO_BIN_EXE_iostat-rs"),
-        &["--sysroot", root.to_str().unwrap()],
+        &["--sysroot", root.to_str().unwrap(), "ALL"],
     );
     let first = server.scrape();
     assert_eq!(
@@ -152,7 +152,8 @@ fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
         ),
         25.0
     );
-    // A scrape that cannot list /sys/block: counted by cause, no partial output.
+    // A scrape that cannot list /sys/block (for `ALL`): counted by cause,
+    // no partial output.
     std::fs::remove_dir_all(root.join("sys/block")).unwrap();
     let failed = server.scrape();
     assert_eq!(value(&failed, "hwstat_scrape_success"), 0.0);

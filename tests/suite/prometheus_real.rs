@@ -577,6 +577,10 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
 /// Without a device list, iostat-rs exports the devices node_exporter does
 /// with its default `device-exclude`: no loop device (`device`, attached
 /// by the test, is one), RAM disk or floppy, so sums over devices agree.
+/// Other tests attach and detach devices meanwhile (loop devices with
+/// partitions), so only devices listed before and after both scrapes are
+/// compared, and a scrape pair that straddles a device's coming and going
+/// again is taken again (five tries).
 fn same_devices_by_default(device: &Loop) {
     let mut node = start(
         "node_exporter",
@@ -603,9 +607,29 @@ fn same_devices_by_default(device: &Loop) {
             .collect();
         names
     };
-    let (ours, theirs) = (devices(&mut iostat), devices(&mut node));
-    assert_eq!(ours, theirs);
-    assert!(!ours.contains(device.name()), "{ours:?}");
+    let kernel_devices = || -> BTreeSet<String> {
+        std::fs::read_to_string("/proc/diskstats")
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+            .collect()
+    };
+    let mut tries = 0;
+    loop {
+        let before = kernel_devices();
+        let (ours, theirs) = (devices(&mut iostat), devices(&mut node));
+        let steady: BTreeSet<String> = before.intersection(&kernel_devices()).cloned().collect();
+        let (ours, theirs): (BTreeSet<_>, BTreeSet<_>) = (
+            ours.intersection(&steady).cloned().collect(),
+            theirs.intersection(&steady).cloned().collect(),
+        );
+        tries += 1;
+        if ours == theirs || tries == 5 {
+            assert_eq!(ours, theirs);
+            assert!(!ours.contains(device.name()), "{ours:?}");
+            break;
+        }
+    }
 }
 
 /// The NDJSON reports of a tool's interval run: each row's fields.

@@ -25,11 +25,11 @@ use super::error::CxlError;
 )]
 pub struct Args {
     /// List the CXL PMUs: perf type, CPU, memory device, filters, events.
-    #[arg(long, conflicts_with_all = ["list_events", "events"])]
+    #[arg(long, conflicts_with = "list_events", conflicts_with_all = COUNTING_ONLY)]
     pub list: bool,
     /// List the events of every CXL PMU (or of PMU), grouped by event group.
-    #[arg(long, value_name = "PMU", num_args = 0..=1, default_missing_value = "", conflicts_with = "events",
-          add = ArgValueCandidates::new(cxl_pmu_names))]
+    #[arg(long, value_name = "PMU", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = COUNTING_ONLY, add = ArgValueCandidates::new(cxl_pmu_names))]
     pub list_events: Option<String>,
     /// Events to count: NAME, PMU/NAME/, PMU/term=value,.../ (name=NAME names it),
     /// vid=..,gid=..,mask=.., {a,b} groups; comma lists and repeated -e.
@@ -116,6 +116,25 @@ pub struct Args {
     #[arg(last = true, value_name = "CMD", conflicts_with = "replay")]
     pub command: Vec<String>,
 }
+
+/// The options that shape counting, which `--list` and `--list-events`
+/// refuse rather than ignore (their output formats are refused by
+/// [`list_format`], with the reason).
+const COUNTING_ONLY: [&str; 13] = [
+    "events",
+    "pmus",
+    "interval_ms",
+    "interval_count",
+    "aggregate",
+    "no_merge",
+    "dry_run",
+    "interval",
+    "count",
+    "command",
+    "svg",
+    "textfile",
+    "listen",
+];
 
 /// The CXL PMUs present now, for shell completion.
 fn cxl_pmu_names() -> Vec<CompletionCandidate> {
@@ -487,5 +506,38 @@ mod tests {
                 .action,
             Action::ListEvents(Some("cxl_pmu_mem0.0".into()))
         );
+    }
+
+    #[test]
+    fn listings_refuse_what_only_counting_uses() {
+        for listing in ["--list", "--list-events"] {
+            for extra in [
+                &["-e", "clock_ticks"][..],
+                &["--pmu", "cxl_pmu_mem0.0"],
+                &["-I", "100"],
+                &["--aggregate"],
+                &["--no-merge"],
+                &["--dry-run"],
+                &["--svg", "c.svg"],
+                &["--textfile", "c.prom"],
+                &["--listen", "127.0.0.1:0"],
+                &["--", "true"],
+            ] {
+                let args = [&[listing][..], extra].concat();
+                let err = options(&args).err().unwrap_or_default();
+                assert!(
+                    err.contains(&format!("the argument '{listing}"))
+                        && err.contains("cannot be used with"),
+                    "{args:?}: {err}"
+                );
+            }
+        }
+        // An interval and count after --list (--list-events would take the
+        // interval as its PMU).
+        let err = options(&["--list", "1", "3"]).err().unwrap_or_default();
+        assert!(err.contains("cannot be used with"), "{err}");
+        // What every mode reads from: kept.
+        assert!(options(&["--list", "--sysroot", "/"]).is_ok());
+        assert!(options(&["--list", "-a"]).is_ok());
     }
 }

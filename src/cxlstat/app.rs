@@ -617,8 +617,9 @@ fn serve_counts(
 /// Reads the baseline, then starts the command after `--` (live runs), as
 /// perf stat enables its counters before it starts the workload: the
 /// command's first moments are counted, and the time column spans all of
-/// it. The output begins before the read, so that a document is closed
-/// whatever fails, or, with a command, once the command has started:
+/// it. The output begins after that read, as iostat-rs's and vcpustat's
+/// do: a run whose events cannot be read fails with nothing on standard
+/// output. With a command, it begins once the command has started:
 /// nothing of the statistics is written for one that cannot start.
 fn start(
     session: &mut Session,
@@ -627,11 +628,9 @@ fn start(
     out: &mut dyn Write,
 ) -> Result<Result<Option<Child>, NotStarted>, CxlError> {
     let command = workload.filter(|_| source.is_live());
-    if command.is_none() {
-        session.view.begin(out)?;
-    }
     session.sample(source, 0, out)?;
     let Some(w) = command else {
+        session.view.begin(out)?;
         return Ok(Ok(None));
     };
     match w.spawn(session.counters.raised_nofile()) {

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{
-    USAGE_STATUS, is_output_failure, output_error_status, parse_error_status, report_error, tell,
+    SourceArgs, USAGE_STATUS, is_output_failure, output_error_status, parse_error_status,
+    report_error, tell,
 };
 use crate::common::entry::Program;
 use crate::common::fdlimit::Raised;
@@ -95,6 +96,34 @@ pub fn run(
     run_with(options, source, out, stop)
 }
 
+/// Adds to a refused open under `--sysroot` where the refusal comes from:
+/// the tree gave the PMU and its perf type, while `perf_event_open` asks
+/// the running kernel, which may have no PMU of that type (a fixture tree's
+/// `type` on a machine without CXL).
+fn explain_sysroot(e: CxlError, source: &SourceArgs) -> CxlError {
+    match (e, &source.sysroot) {
+        (
+            CxlError::Open {
+                pmu,
+                label,
+                cpu,
+                explanation,
+            },
+            Some(root),
+        ) => CxlError::Open {
+            explanation: format!(
+                "{explanation}; under --sysroot the PMU and its perf type come from {}, \
+                 while the running kernel counts: it needs a PMU of that type of its own",
+                root.display()
+            ),
+            pmu,
+            label,
+            cpu,
+        },
+        (e, _) => e,
+    }
+}
+
 /// Opens where the kernel files come from, after refusing what raised
 /// privileges must not allow.
 fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>, CxlError> {
@@ -121,7 +150,8 @@ fn run_with(
     out: &mut dyn Write,
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
-    let result = run_on(options, source.as_mut(), out, stop);
+    let result = run_on(options, source.as_mut(), out, stop)
+        .map_err(|e| explain_sysroot(e, &options.source));
     // On every path (the interval loop has already finished it: a no-op then).
     let finished = source.finish().map_err(|e| CxlError::Setup(e.to_string()));
     let status = result?;

@@ -523,3 +523,36 @@ fn listings_refuse_other_output_formats() {
     assert!(text.status.success(), "{}", stderr(&text));
     assert_eq!(stdout(&text), golden("list.txt"));
 }
+
+/// Under `--sysroot` the tree gives the PMU's perf type and the running
+/// kernel is asked to count it: a type the kernel lacks is refused, and the
+/// error says where the type came from rather than only that the PMU is
+/// gone.
+#[test]
+fn a_sysroot_pmu_the_running_kernel_lacks_is_explained() {
+    if !cxlstat_support::perf_usable("sysroot_type") {
+        return;
+    }
+    let root = cxlstat_support::scratch("sysroot_type");
+    cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    // No kernel numbers its PMUs this high (dynamic types count up from 6).
+    std::fs::write(
+        root.join("sys/devices/virtual/cxl_pmu_mem0.0/type"),
+        "2000000000\n",
+    )
+    .unwrap();
+    let sysroot = root.to_str().unwrap();
+    let out = cxlstat(&["--sysroot", sysroot, "-e", "cpu_clock", "-a", "0.1", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("cxlstat: cannot open cxl_pmu_mem0.0/cpu_clock/ on CPU 0: ")
+            && err.trim_end().ends_with(&format!(
+                "under --sysroot the PMU and its perf type come from {sysroot}, while the \
+                 running kernel counts: it needs a PMU of that type of its own"
+            )),
+        "{err}"
+    );
+    assert_eq!(stdout(&out), "");
+}

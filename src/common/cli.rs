@@ -40,14 +40,24 @@ pub struct ExpoArgs {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub textfile: Option<PathBuf>,
     /// Serve Prometheus metrics at `http://ADDR:PORT/metrics` ([`LISTEN_HELP`]).
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile", help = LISTEN_HELP)]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen_address,
+          help = LISTEN_HELP)]
     pub listen: Option<SocketAddr>,
 }
 
+/// `--listen`'s address: an IP address and a port (no host name: exactly
+/// that address is bound), with the same message in the three tools.
+pub fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        "expected an IP address and a port, such as 127.0.0.1:9101 or [::1]:9101".to_string()
+    })
+}
+
 impl ExpoArgs {
-    /// What `--listen` cannot be combined with, as a one-line message:
-    /// each scrape reads the live counters at that moment, so there is no
-    /// interval, recording, replay, textfile, chart or other output format.
+    /// What `--listen` cannot be combined with, as a one-line message with
+    /// the reason: each scrape reads the live counters at that moment, so
+    /// there is no interval, recording, replay, textfile, chart or other
+    /// output format.
     /// `interval` says whether one was given, `svg` whether `--svg` was,
     /// `format` names a non-Prometheus `-o` format given.
     pub fn listen_conflict(
@@ -58,24 +68,43 @@ impl ExpoArgs {
         format: Option<&str>,
     ) -> Option<String> {
         let addr = self.listen?;
-        let other = if self.textfile.is_some() {
-            "--textfile".to_string()
+        let (other, why) = if self.textfile.is_some() {
+            (
+                "--textfile".to_string(),
+                "the server answers each scrape with the exposition the file would hold; \
+                 use one of them",
+            )
         } else if source.replay.is_some() {
-            "--replay".to_string()
+            (
+                "--replay".to_string(),
+                "each scrape reads the live counters at that moment",
+            )
         } else if source.record.is_some() {
-            "--record".to_string()
+            (
+                "--record".to_string(),
+                "scrapes are not recorded; record an interval run",
+            )
         } else if interval {
-            "an interval".to_string()
+            (
+                "an interval".to_string(),
+                "each scrape reads the live counters at that moment, at Prometheus's pace",
+            )
         } else if svg {
-            "--svg".to_string()
+            (
+                "--svg".to_string(),
+                "charts are drawn from interval reports, and a server makes none",
+            )
         } else if let Some(format) = format {
-            format!("-o {format}")
+            (
+                format!("-o {format}"),
+                "the server answers each scrape with a Prometheus exposition, and writes no \
+                 reports",
+            )
         } else {
             return None;
         };
         Some(format!(
-            "--listen {addr} cannot be used with {other}: each scrape reads the live counters \
-             at that moment"
+            "--listen {addr} cannot be used with {other}: {why}"
         ))
     }
 }
@@ -85,13 +114,21 @@ impl SourceArgs {
     /// recording's header. Fails with a one-line message naming the file,
     /// or the option: when the program runs with raised privileges and an
     /// option would let the caller choose what it opens (see [`privilege`]),
-    /// and when `--sysroot` is not a directory.
+    /// and when `--sysroot` is not a directory (or none at all).
     pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, String> {
         self.refuse_when_secure(privilege::is_secure())?;
-        if let Some(root) = &self.sysroot
-            && !root.is_dir()
-        {
-            return Err(format!("--sysroot {}: not a directory", root.display()));
+        if let Some(root) = &self.sysroot {
+            let problem = match root.metadata() {
+                Ok(meta) if meta.is_dir() => None,
+                Ok(_) => Some("not a directory".to_string()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Some("no such directory".to_string())
+                }
+                Err(e) => Some(format!("cannot be looked at: {e}")),
+            };
+            if let Some(problem) = problem {
+                return Err(format!("--sysroot {}: {problem}", root.display()));
+            }
         }
         if let Some(path) = &self.replay {
             let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;

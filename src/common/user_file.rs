@@ -112,7 +112,7 @@ pub fn create(path: &Path) -> io::Result<File> {
     let meta = file.metadata()?;
     let kind = meta.file_type();
     if kind.is_dir() {
-        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+        return Err(a_directory());
     }
     if kind.is_block_device() {
         return Err(io::Error::new(
@@ -176,6 +176,7 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
                     io::ErrorKind::NotConnected,
                     "a FIFO that no process reads: start its reader first",
                 ),
+                Some(libc::EISDIR) => a_directory(),
                 _ => err,
             })
     };
@@ -190,6 +191,15 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
         },
         other => other.map(|file| (file, false)),
     }
+}
+
+/// The error for a directory named as a file to write, worded as `--svg`
+/// and `--textfile` word it.
+fn a_directory() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::IsADirectory,
+        "a directory, expected a regular file or a new name",
+    )
 }
 
 /// Reads the whole of text file `path` (a topology), opened as

@@ -138,7 +138,8 @@ fn unit_conflict(opts: &Options) -> Option<String> {
     };
     let option = match (opts.unit_option, opts.human) {
         (Some(letter), _) => format!("-{letter}"),
-        (None, true) => "--human".to_string(),
+        // `-h` is `--human --pretty`: either may have been given.
+        (None, true) => "-h or --human".to_string(),
         (None, false) => return None,
     };
     Some(format!(
@@ -491,12 +492,8 @@ fn listen_address(opts: &Options) -> Result<Option<std::net::SocketAddr>, String
 #[cold]
 #[inline(never)]
 fn checked_listen_address(text: &str, opts: &Options) -> Result<std::net::SocketAddr, String> {
-    let addr = text.parse().map_err(|_| {
-        format!(
-            "--listen {text}: expected an IP address and a port, such as 127.0.0.1:9101 or \
-             [::1]:9101"
-        )
-    })?;
+    let addr = crate::common::cli::parse_listen_address(text)
+        .map_err(|why| format!("--listen {text}: {why}"))?;
     let expo = crate::common::cli::ExpoArgs {
         listen: Some(addr),
         ..opts.expo.clone()

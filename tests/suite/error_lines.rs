@@ -1,6 +1,6 @@
 //! Bad kernel files give one short line naming the file and the problem:
 //! the contents are quoted as a short escaped prefix, never echoed whole.
-//! So does a `--sysroot` that is not a directory, in every tool.
+//! So does a `--sysroot` that is not a directory, or none, in every tool.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -130,7 +130,10 @@ fn bad_cxl_pmu_files_give_one_short_escaped_line() {
 #[test]
 fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
     let written = std::env::temp_dir().join(format!("hwstat-sysroot-{}.dtl", std::process::id()));
-    for root in ["/nonexistent-root", "/etc/hostname"] {
+    for (root, problem) in [
+        ("/nonexistent-root", "no such directory"),
+        ("/etc/hostname", "not a directory"),
+    ] {
         let runs: [(&str, Vec<&str>); 4] = [
             (env!("CARGO_BIN_EXE_iostat-rs"), vec!["-x", "1", "1"]),
             (env!("CARGO_BIN_EXE_vcpustat"), vec!["1", "1"]),
@@ -159,7 +162,7 @@ fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
             assert_eq!(out.status.code(), Some(1), "{name} {args:?}");
             assert_eq!(
                 String::from_utf8_lossy(&out.stderr),
-                format!("{name}: --sysroot {root}: not a directory\n"),
+                format!("{name}: --sysroot {root}: {problem}\n"),
                 "{args:?}"
             );
             assert!(out.stdout.is_empty());

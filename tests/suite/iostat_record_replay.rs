@@ -387,7 +387,7 @@ fn usage_errors_print_usage_and_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "iostat-rs: --sysroot /nonexistent-root: not a directory\n"
+        "iostat-rs: --sysroot /nonexistent-root: no such directory\n"
     );
     fs::remove_dir_all(dir).unwrap();
 }

@@ -335,8 +335,8 @@ fn every_tool_refuses_charts_and_recordings_with_listen_and_writes_neither() {
         assert_eq!(
             String::from_utf8(out.stderr).unwrap(),
             format!(
-                "{tool}: --listen 127.0.0.1:1 cannot be used with --svg: each scrape reads the \
-                 live counters at that moment\n"
+                "{tool}: --listen 127.0.0.1:1 cannot be used with --svg: charts are drawn from \
+                 interval reports, and a server makes none\n"
             )
         );
         assert!(!Path::new(svg).exists(), "{tool}");
@@ -413,4 +413,52 @@ fn cxlstat_reads_its_open_events_at_each_scrape() {
         ) >= running(&second)
     );
     assert_eq!(server.stop().code(), Some(0));
+}
+
+/// A host name where `--listen` needs an address is refused by the three
+/// tools with one reason, and so is `--listen` with `--textfile`.
+#[test]
+fn every_tool_explains_a_listen_address_and_a_textfile_alike() {
+    let reason = "expected an IP address and a port, such as 127.0.0.1:9101 or [::1]:9101";
+    for (program, tool, args) in [
+        (env!("CARGO_BIN_EXE_iostat-rs"), "iostat-rs", vec![]),
+        (env!("CARGO_BIN_EXE_vcpustat"), "vcpustat", vec![]),
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            "cxlstat",
+            vec!["-e", "clock_ticks"],
+        ),
+    ] {
+        let out = Command::new(program)
+            .args(&args)
+            .args(["--listen", "localhost:9101"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_ne!(out.status.code(), Some(0), "{tool}");
+        assert!(
+            err.starts_with(&format!("{tool}: "))
+                && err.contains(reason)
+                && err.lines().count() == 1,
+            "{err}"
+        );
+        let out = Command::new(program)
+            .args(&args)
+            .args([
+                "--listen",
+                "127.0.0.1:1",
+                "--textfile",
+                "/nonexistent/t.prom",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{tool}");
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            format!(
+                "{tool}: --listen 127.0.0.1:1 cannot be used with --textfile: the server answers \
+                 each scrape with the exposition the file would hold; use one of them\n"
+            )
+        );
+    }
 }

@@ -633,6 +633,25 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
             ),
         );
         assert!(out.stdout.is_empty(), "{tool} fails before reporting");
+        // A directory named as the recording: worded as --svg and
+        // --textfile word it.
+        let mut args = vec![
+            "--sysroot",
+            sysroot.as_str(),
+            "--record",
+            dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = run(bin, &args);
+        assert_eq!(out.status.code(), Some(1), "{tool}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "{tool}: cannot create recording {}: a directory, expected a regular file or a \
+                 new name\n",
+                dir.display()
+            ),
+        );
     }
     // The disk fills up mid-run (a file size limit: EFBIG): after the
     // header, on a frame. The JSON document begun on standard output is

@@ -445,7 +445,6 @@ fn intervals(
     let mut output = Output::new(options);
     let mut tracker = Tracker::new();
     let mut buf = Vec::new();
-    let mut reports = 0u64;
     let mut charts = charts(options, source);
     output.begin(out)?;
     let result = run_samples(&options.schedule(), source, stop, None, |source, index| {
@@ -496,11 +495,12 @@ fn intervals(
         report
             .notes
             .extend(handover.and_then(|what| hand_over(plan, what)));
-        output.emit(out, time, reports, &report)?;
+        // The sample's number, as iostat-rs and cxlstat number theirs: the
+        // baseline, sample 0, is not reported, so the first report is 1.
+        output.emit(out, time, index, &report)?;
         if let Some(charts) = &mut charts {
             charts.sample(time, &report).map_err(VcpuError::Chart)?;
         }
-        reports += 1;
         Ok::<(), VcpuError>(())
     });
     let ended = output.end(out).map_err(VcpuError::Output);

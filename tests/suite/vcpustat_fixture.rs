@@ -315,3 +315,43 @@ fn help_describes_prometheus_output_for_users() {
     assert!(!help.contains("common::"), "{help}");
     assert!(!help.contains("frame format"), "{help}");
 }
+
+/// vcpustat replaying `tests/fixtures/charts/vcpustat.rec` (a run of
+/// `vcpustat 1`: a baseline and reports every second) with `args`.
+fn replay_charts_recording(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--replay")
+        .arg(format!(
+            "{}/tests/fixtures/charts/vcpustat.rec",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(args)
+        .output()
+        .expect("vcpustat runs")
+}
+
+#[test]
+fn machine_formats_number_reports_by_sample_as_the_other_tools_do() {
+    // Sample 0 is the baseline, not reported: the reports are samples 1
+    // and 2, as iostat-rs -y and cxlstat number theirs.
+    let ndjson = stdout(&replay_charts_recording(&["-o", "ndjson", "1", "2"]));
+    let indexes: Vec<serde_json::Value> = ndjson
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["index"].clone())
+        .collect();
+    assert_eq!(indexes, [1, 2], "{ndjson}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&replay_charts_recording(&["-o", "json", "1", "2"]))).unwrap();
+    let samples = json["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "{json}");
+    assert_eq!(samples[0]["index"], 1);
+    assert_eq!(samples[1]["index"], 2);
+    // csv: the second column; 9 rows (8 vCPUs and all) per report.
+    let csv = stdout(&replay_charts_recording(&["-o", "csv", "1", "2"]));
+    let column: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(column, [["1"; 9], ["2"; 9]].concat(), "{csv}");
+}

@@ -11,7 +11,6 @@ use crate::common::cli::{
 };
 use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
-use crate::common::locale::Locale;
 use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::serve::{self, ScrapeError};
@@ -26,7 +25,7 @@ use super::counters::Snapshot;
 use super::error::VcpuError;
 use super::expose::RunningTotals;
 use super::kernel;
-use super::render::{TextRenderer, View, machine_rows, schema};
+use super::render::{ReportTime, TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
 use super::restore::{RestorePlan, Undo, run_then_restore};
 
@@ -554,7 +553,7 @@ impl Output {
             Format::Text => Output::Text(
                 TextRenderer::new(
                     options.view,
-                    options.timestamp.then(Locale::from_environment),
+                    options.timestamp.then(ReportTime::from_environment),
                 ),
                 Vec::new(),
             ),

@@ -127,7 +127,8 @@ pub struct ReportArgs {
     /// Show cumulative counts since the statistics were enabled.
     #[arg(short, long)]
     pub raw: bool,
-    /// Print the time of each report (%x %X in the locale, as iostat -t).
+    /// Print the time of each report, as iostat -t: %x %X in the locale, or
+    /// ISO 8601 when S_TIME_FORMAT=ISO.
     #[arg(short = 't')]
     pub timestamp: bool,
     /// Only these vCPUs, e.g. 0-7,16.

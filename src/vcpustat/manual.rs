@@ -25,6 +25,22 @@ pub const SECTIONS: &[Section] = &[
         ],
     },
     Section {
+        title: "ENVIRONMENT",
+        text: "",
+        items: &[
+            (
+                "S_TIME_FORMAT",
+                "ISO prints the time of -t in ISO 8601 format, as iostat -t does",
+            ),
+            ("TZ", "the time zone of the times printed"),
+            (
+                "LC_ALL, LC_TIME, LANG",
+                "the locale of the time of -t (%x %X, 12/03/2026 10:57:53 AM in \
+                 en_US.UTF-8); messages are in English",
+            ),
+        ],
+    },
+    Section {
         title: "FILES",
         text: "Read and written under the --sysroot directory when one is given:",
         items: &[

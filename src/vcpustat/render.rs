@@ -21,13 +21,41 @@ pub enum View {
     Raw,
 }
 
+/// How `-t` prints the time of each report, as iostat -t does: ISO 8601
+/// (`%FT%T%z`) when `S_TIME_FORMAT` is exactly `ISO`, else `%x %X` in the
+/// user's locale.
+#[derive(Debug, Clone)]
+pub struct ReportTime {
+    locale: Locale,
+    iso: bool,
+}
+
+impl ReportTime {
+    /// The times in `locale`, or in ISO 8601 when `iso`.
+    pub fn new(locale: Locale, iso: bool) -> ReportTime {
+        ReportTime { locale, iso }
+    }
+
+    /// The times as the environment asks for them (`S_TIME_FORMAT` and the
+    /// locale variables).
+    pub fn from_environment() -> ReportTime {
+        let iso = std::env::var_os("S_TIME_FORMAT").is_some_and(|value| value == "ISO");
+        ReportTime::new(Locale::from_environment(), iso)
+    }
+
+    /// `time` as text.
+    fn text(&self, time: SystemTime) -> String {
+        let format = if self.iso { "%FT%T%z" } else { "%x %X" };
+        self.locale.strftime(format, time).unwrap_or_default()
+    }
+}
+
 /// Renders reports as aligned text into a reused buffer.
 #[derive(Debug, Clone)]
 pub struct TextRenderer {
     view: View,
-    /// `-t`: the sample time first, as `%x %X` in this locale (the
-    /// user's, as iostat-rs prints it).
-    timestamp: Option<Locale>,
+    /// `-t`: the sample time first.
+    timestamp: Option<ReportTime>,
 }
 
 const CPU_WIDTH: usize = 7;
@@ -35,9 +63,9 @@ const TOTAL_WIDTH: usize = 10;
 const HOME_PCT_WIDTH: usize = 7;
 
 impl TextRenderer {
-    /// A renderer for `view`; `timestamp` prints the sample time first in
-    /// its locale (`-t`).
-    pub fn new(view: View, timestamp: Option<Locale>) -> TextRenderer {
+    /// A renderer for `view`; `timestamp` prints the sample time first
+    /// (`-t`).
+    pub fn new(view: View, timestamp: Option<ReportTime>) -> TextRenderer {
         TextRenderer { view, timestamp }
     }
 
@@ -52,13 +80,8 @@ impl TextRenderer {
     /// per vCPU, the `all` line, notes, and an empty line. A report without
     /// rows (statistics off, a new baseline) prints only its notes.
     pub fn render(&self, out: &mut Vec<u8>, time: SystemTime, report: &Report) {
-        if let Some(locale) = &self.timestamp {
-            out.extend_from_slice(
-                locale
-                    .strftime("%x %X", time)
-                    .unwrap_or_default()
-                    .as_bytes(),
-            );
+        if let Some(timestamp) = &self.timestamp {
+            out.extend_from_slice(timestamp.text(time).as_bytes());
             out.push(b'\n');
         }
         let unattributed = report.all.unattributed() > 0;
@@ -396,6 +419,25 @@ mod tests {
         assert!(lines[3].ends_with("|       -"));
         assert!(lines[4].starts_with("all           6839 |"));
         assert_eq!(lines[5], "note: cpu9 went offline");
+    }
+
+    #[test]
+    fn report_times_are_iso_8601_or_the_locales() {
+        let time = UNIX_EPOCH + std::time::Duration::from_secs(1_591_016_000);
+        // The digits depend on the time zone; the shape does not.
+        let shape = |iso: bool| -> String {
+            let text = ReportTime::new(Locale::c(), iso).text(time);
+            text.chars()
+                .map(|c| if c.is_ascii_digit() { '9' } else { c })
+                .collect()
+        };
+        assert!(
+            ["9999-99-99T99:99:99+9999", "9999-99-99T99:99:99-9999"]
+                .contains(&shape(true).as_str()),
+            "{}",
+            shape(true)
+        );
+        assert_eq!(shape(false), "99/99/99 99:99:99");
     }
 
     #[test]

@@ -228,26 +228,41 @@ fn help_explains_the_workflow_the_safety_rule_and_the_columns() {
     }
 }
 
-#[test]
-fn t_prints_the_time_of_each_report() {
-    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+/// The first line of `vcpustat -t` on the seed tree in the C locale and
+/// UTC, with `S_TIME_FORMAT` set to `time_format` or unset, every digit
+/// shown as `9`.
+fn first_line_shape_of_t(time_format: Option<&str>) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
+    command
         .env("TZ", "UTC")
         .env("LC_ALL", "C")
+        .env_remove("S_TIME_FORMAT")
         .arg("--sysroot")
         .arg(format!(
             "{}/tests/fixtures/vcpustat/seed",
             env!("CARGO_MANIFEST_DIR")
         ))
-        .arg("-t")
-        .output()
-        .unwrap();
-    let text = stdout(&out);
+        .arg("-t");
+    if let Some(value) = time_format {
+        command.env("S_TIME_FORMAT", value);
+    }
+    let text = stdout(&command.output().unwrap());
     let first = text.lines().next().unwrap();
-    let shape: String = first
+    first
         .chars()
         .map(|c| if c.is_ascii_digit() { '9' } else { c })
-        .collect();
-    assert_eq!(shape, "99/99/99 99:99:99", "{first}");
+        .collect()
+}
+
+#[test]
+fn t_prints_the_time_of_each_report() {
+    assert_eq!(first_line_shape_of_t(None), "99/99/99 99:99:99");
+    // As iostat -t: ISO 8601 only for S_TIME_FORMAT exactly ISO.
+    assert_eq!(
+        first_line_shape_of_t(Some("ISO")),
+        "9999-99-99T99:99:99+9999"
+    );
+    assert_eq!(first_line_shape_of_t(Some("iso")), "99/99/99 99:99:99");
 }
 
 #[test]

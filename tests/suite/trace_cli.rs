@@ -409,6 +409,28 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
 }
 
 #[test]
+fn a_recording_of_plain_vcpustat_says_to_replay_it_with_vcpustat() {
+    // The reverse of `vcpustat --replay` given a trace recording.
+    for tool in ["vcpustat", "iostat", "cxlstat"] {
+        let rec = format!(
+            "{}/tests/fixtures/charts/{tool}.rec",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let recorded_by = if tool == "iostat" { "iostat-rs" } else { tool };
+        let (status, out, err) = trace_output(&["report", &rec]);
+        assert_eq!(status, 1, "{tool}: {err}");
+        assert_eq!(out, "", "{tool}");
+        assert_eq!(
+            err,
+            format!(
+                "vcpustat: {rec} was recorded by {recorded_by}, not vcpustat trace record: \
+                 replay it with {recorded_by} --replay {rec}\n"
+            )
+        );
+    }
+}
+
+#[test]
 fn a_stop_signal_ends_an_open_ended_recording_cleanly() {
     let dir = tempdir("signal");
     let root = fixture(&dir, 5, &[3, 3]);

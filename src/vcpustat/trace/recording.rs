@@ -190,6 +190,18 @@ pub enum RecordingError {
         /// What was wrong.
         what: String,
     },
+    /// The file is a recording of a statistics run (`vcpustat --record`),
+    /// which that tool replays.
+    #[error(
+        "{path} was recorded by {tool}, not vcpustat trace record: replay it with {tool} \
+         --replay {path}"
+    )]
+    OtherTool {
+        /// The recording's path.
+        path: String,
+        /// The tool its header names, escaped.
+        tool: String,
+    },
 }
 
 /// Writes a version-2 recording block by block.
@@ -313,10 +325,18 @@ impl Recording {
             source,
         };
         let len = data.len().map_err(io_err)?;
-        let (mut header, data_start) = read_header(&data, len).map_err(|e| match e {
+        let (line, data_start) = read_header_line(&data, len).map_err(|e| match e {
             HeaderError::Io(e) => io_err(e),
             HeaderError::Format(what) => bad(what),
         })?;
+        if let Some(tool) = statistics_tool(&line) {
+            return Err(RecordingError::OtherTool {
+                path: name.to_string(),
+                tool,
+            });
+        }
+        let mut header: Header = serde_json::from_slice(&line)
+            .map_err(|e| bad(format!("not a vcpustat trace recording header: {e}")))?;
         if header.format != FORMAT_NAME {
             return Err(bad(format!(
                 "format is {:?}, expected {FORMAT_NAME:?}",
@@ -395,8 +415,24 @@ enum HeaderError {
     Format(String),
 }
 
-/// Reads the header line; returns it and the offset after its newline.
-fn read_header(data: &Data, len: u64) -> Result<(Header, u64), HeaderError> {
+/// The tool named by `line` when it is the header of a statistics
+/// recording (iostat-rs, vcpustat or cxlstat `--record`), escaped for a
+/// message; `None` for any other line.
+fn statistics_tool(line: &[u8]) -> Option<String> {
+    /// The fields that tell a statistics recording's header.
+    #[derive(Deserialize)]
+    struct Probe {
+        format: String,
+        tool: String,
+    }
+    let probe: Probe = serde_json::from_slice(line).ok()?;
+    (probe.format == crate::common::record::FORMAT_NAME)
+        .then(|| crate::common::excerpt::clip(&probe.tool, 40))
+}
+
+/// Reads the header line; returns it (without its newline) and the offset
+/// after its newline.
+fn read_header_line(data: &Data, len: u64) -> Result<(Vec<u8>, u64), HeaderError> {
     let mut line = Vec::new();
     let mut piece = vec![0u8; 64 * 1024];
     let newline = loop {
@@ -419,9 +455,7 @@ fn read_header(data: &Data, len: u64) -> Result<(Header, u64), HeaderError> {
             )));
         }
     };
-    let header: Header = serde_json::from_slice(&line)
-        .map_err(|e| HeaderError::Format(format!("not a vcpustat trace recording header: {e}")))?;
-    Ok((header, newline as u64 + 1))
+    Ok((line, newline as u64 + 1))
 }
 
 /// The blocks of a version-1 file: one per vCPU, from the header.
@@ -764,6 +798,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_statistics_recording_names_its_tool_and_how_to_replay_it() {
+        let statistics = |tool: &str| {
+            format!(
+                "{{\"format\":\"hwstat-recording\",\"version\":1,\"tool\":\"{tool}\",\
+                 \"args\":[],\"start_unix_ns\":0}}\n{{\"index\":0,\"entries\":{{}}}}\n"
+            )
+            .into_bytes()
+        };
+        let err = Recording::from_bytes("s.rec", statistics("vcpustat"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "s.rec was recorded by vcpustat, not vcpustat trace record: replay it with \
+             vcpustat --replay s.rec"
+        );
+        // The tool is the file's text: escaped.
+        let err = Recording::from_bytes("s.rec", statistics("\\u001b[2J"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("s.rec was recorded by \\x1b[2J, not"),
+            "{err}"
+        );
     }
 
     #[test]

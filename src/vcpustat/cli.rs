@@ -71,6 +71,45 @@ fn parse_freq(text: &str) -> Result<i32, String> {
     }
 }
 
+/// The options given that shape or choose what a report shows, in order,
+/// each with what it does (for the messages that refuse them where no
+/// report shows it).
+fn report_options(args: &ReportArgs) -> Vec<(&'static str, &'static str)> {
+    [
+        (args.numeric, "-n", "shapes reports"),
+        (args.raw, "-r", "shapes reports"),
+        (args.timestamp, "-t", "shapes reports"),
+        (args.chart.svg.is_some(), "--svg", "draws reports"),
+        (
+            args.cpus.is_some(),
+            "--cpus",
+            "chooses the vCPUs of reports",
+        ),
+        (args.sort.is_some(), "--sort", "orders the vCPUs of reports"),
+        (args.top.is_some(), "--top", "chooses the vCPUs of reports"),
+    ]
+    .into_iter()
+    .filter(|(given, ..)| *given)
+    .map(|(_, option, what)| (option, what))
+    .collect()
+}
+
+/// Whether `option` shapes only the text of a report.
+fn shapes_text(option: &str) -> bool {
+    matches!(option, "-n" | "-r" | "-t")
+}
+
+/// The first option given that a control run without an interval ignores,
+/// with what it does: `-n`, `-r` and `-t` always; the others when the run
+/// prints no report (text without `--textfile`: `--status` is not a
+/// report).
+fn ignored_by_control(args: &ReportArgs) -> Option<(&'static str, &'static str)> {
+    let no_report = args.format == Format::Text && args.expo.textfile.is_none();
+    report_options(args)
+        .into_iter()
+        .find(|(option, _)| shapes_text(option) || no_report)
+}
+
 /// `vcpustat [OPTIONS] [INTERVAL [COUNT]]`, or a subcommand.
 #[derive(Debug, Parser)]
 #[command(
@@ -304,12 +343,13 @@ impl Options {
                     .into(),
             ));
         }
-        if mode == Mode::Control && (args.numeric || args.raw) {
-            return Err(VcpuError::Usage(
-                "-n and -r shape reports, and --enable, --disable, --freq and --status without \
-                 an interval print none: give an interval, or run vcpustat -r on its own"
-                    .into(),
-            ));
+        if mode == Mode::Control
+            && let Some((option, what)) = ignored_by_control(&args)
+        {
+            return Err(VcpuError::Usage(format!(
+                "{option} {what}, and --enable, --disable, --freq and --status without an \
+                 interval print none: give an interval, or run vcpustat {option} on its own"
+            )));
         }
         // Without an interval there is nothing to take a delta of. `-n -r`
         // is `-r`: cumulative counts are already numbers.
@@ -320,7 +360,9 @@ impl Options {
         } else {
             View::Percent
         };
-        let exposing = args.format == Format::Prometheus || args.expo.textfile.is_some();
+        let exposing = args.format == Format::Prometheus
+            || args.expo.textfile.is_some()
+            || args.expo.listen.is_some();
         if exposing && args.chart.svg.is_some() {
             return Err(VcpuError::Usage(
                 crate::common::chart::SVG_WITH_EXPOSITIONS.into(),
@@ -328,8 +370,9 @@ impl Options {
         }
         if exposing && args.top.is_some() {
             return Err(VcpuError::Usage(
-                "--top cannot be used with -o prometheus or --textfile: every selected vCPU is \
-                 exported, so that no series comes and goes (use topk() in PromQL)"
+                "--top cannot be used with -o prometheus, --textfile or --listen: every \
+                 selected vCPU is exported, so that no series comes and goes (use topk() in \
+                 PromQL)"
                     .into(),
             ));
         }
@@ -441,18 +484,47 @@ mod tests {
         assert_eq!(options(&["--freq", "0x10"]).unwrap().freq, Some(16));
         assert_eq!(options(&["--freq", "010"]).unwrap().freq, Some(10));
         assert!(options(&["--freq", "0x3e9"]).is_err());
-        // -n and -r shape reports, which a control run does not print
-        // (powerpc-utils: "-e|-d cannot be used with other options").
-        for args in [
-            &["-e", "-n"][..],
-            &["-d", "-r"],
-            &["--freq", "100", "-n"],
-            &["--status", "-r"],
+        // -n, -r and -t shape reports, which a control run does not print
+        // (powerpc-utils: "-e|-d cannot be used with other options");
+        // --status prints a state, not a report.
+        for (args, option) in [
+            (&["-e", "-n"][..], "-n"),
+            (&["-d", "-r"], "-r"),
+            (&["--freq", "100", "-n"], "-n"),
+            (&["--status", "-r"], "-r"),
+            (&["--freq", "50", "-t"], "-t"),
+            (&["--status", "-t"], "-t"),
+            (&["-e", "-t", "-o", "json"], "-t"),
         ] {
             let err = options(args).unwrap_err();
-            assert!(err.contains("-n and -r shape reports"), "{args:?}: {err}");
+            assert!(
+                err.starts_with(&format!("{option} shapes reports, and --enable")),
+                "{args:?}: {err}"
+            );
         }
         assert!(options(&["-e", "-n", "1"]).is_ok());
+        assert!(options(&["--status", "-t", "1"]).is_ok());
+        // What chooses the rows of a report is refused when the control run
+        // prints none, and used when it prints one (-o json, --textfile).
+        for (args, option) in [
+            (&["--status", "--svg", "s.svg"][..], "--svg draws reports"),
+            (&["-e", "--cpus", "0"], "--cpus chooses"),
+            (&["--freq", "50", "--sort", "total"], "--sort orders"),
+            (&["-d", "--top", "2"], "--top chooses"),
+        ] {
+            let err = options(args).unwrap_err();
+            assert!(err.starts_with(option), "{args:?}: {err}");
+        }
+        for args in [
+            &["-e", "--svg", "s.svg", "-o", "json"][..],
+            &["-e", "--cpus", "0", "--textfile", "m.prom"],
+            &["-e", "--cpus", "0", "-o", "csv", "--top", "1"],
+        ] {
+            assert!(options(args).is_ok(), "{args:?}");
+        }
+        // --listen exports every selected vCPU, as -o prometheus does.
+        let err = options(&["--listen", "127.0.0.1:0", "--top", "3"]).unwrap_err();
+        assert!(err.starts_with("--top cannot be used with"), "{err}");
         // --status is text: it would break a machine document, as it would
         // break an exposition.
         for format in ["json", "ndjson", "csv"] {

@@ -370,3 +370,48 @@ fn machine_formats_number_reports_by_sample_as_the_other_tools_do() {
         .collect();
     assert_eq!(column, [["1"; 9], ["2"; 9]].concat(), "{csv}");
 }
+
+#[test]
+fn options_a_run_would_ignore_are_usage_errors_naming_them() {
+    let dir = std::env::temp_dir().join(format!("vcpustat-ignored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("s.svg");
+    let svg = svg.to_str().unwrap();
+    for (args, start) in [
+        // A control run prints no report for these to shape.
+        (
+            &["--freq", "50", "-t"][..],
+            "-t shapes reports, and --enable",
+        ),
+        (&["--status", "-t"], "-t shapes reports, and --enable"),
+        (
+            &["--status", "--svg", svg],
+            "--svg draws reports, and --enable",
+        ),
+        (
+            &["--enable", "--cpus", "0"],
+            "--cpus chooses the vCPUs of reports",
+        ),
+        // --listen exports every selected vCPU, as -o prometheus does.
+        (
+            &["--listen", "127.0.0.1:0", "--top", "2"],
+            "--top cannot be used with",
+        ),
+    ] {
+        let out = vcpustat("seed", args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("vcpustat: {start}")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(out.stdout, b"", "{args:?}");
+    }
+    assert!(!std::path::Path::new(svg).exists());
+    // --status is not a report, but a run with an interval prints both.
+    let out = vcpustat("seed", &["--status", "-t", "0.01", "1"]);
+    let text = stdout(&out);
+    assert!(text.starts_with("dispatch statistics: on\n"), "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

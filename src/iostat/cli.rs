@@ -34,6 +34,7 @@ pub const LONG_OPTIONS: &[&str] = &[
     "--textfile",
     "--listen",
     "--help",
+    "--version",
 ];
 
 /// The single-letter flags the scanner accepts in a `-xyz` group.
@@ -44,7 +45,7 @@ pub const LETTER_FLAGS: &str = "cdHhkmGNpstUxyzV";
 pub enum Action {
     /// Take samples and report.
     Run,
-    /// Print the environment and version (`-V`).
+    /// Print the environment and version (`-V`, or `--version`: an extension).
     Version,
     /// Print the long help (`--help`, an extension).
     Help,
@@ -427,6 +428,11 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 o.action = Action::Help;
                 return Ok(());
             }
+            // An extension, as `-V` (sysstat's iostat prints its usage).
+            "--version" if inline.is_none() => {
+                o.action = Action::Version;
+                return Ok(());
+            }
             "--dec" => {
                 let v = inline.ok_or_else(usage)?;
                 if v.len() != 1 || !all_digits(v) || v > "2" {
@@ -637,7 +643,7 @@ Options are:\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
 Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --latency ]\n\
-[ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --textfile <file> | --listen <addr:port> ] [ --help ]\n"
+[ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --textfile <file> | --listen <addr:port> ] [ --help ] [ --version ]\n"
     )
 }
 
@@ -711,11 +717,14 @@ pub fn command() -> clap::Command {
             'U',
             "Print the time of each report in seconds since the epoch",
         ))
-        .arg(flag(
-            "version",
-            'V',
-            "Print the version and the environment, then exit",
-        ))
+        .arg(
+            flag(
+                "version",
+                'V',
+                "Print the version and the environment, then exit",
+            )
+            .long("version"),
+        )
         .arg(flag("extended", 'x', "Display extended statistics"))
         .arg(flag(
             "skip-first",
@@ -881,6 +890,19 @@ mod tests {
         assert!(is_usage(parse(&["-o", "XML"])));
         assert!(is_usage(parse(&["-g"])));
         assert!(is_usage(parse(&["-f", "/a", "+f", "/b"])));
+    }
+
+    #[test]
+    fn version_and_help_as_long_options() {
+        assert_eq!(parse(&["--version"]).unwrap().action, Action::Version);
+        assert_eq!(
+            parse(&["-x", "--version", "1"]).unwrap().action,
+            Action::Version
+        );
+        assert_eq!(parse(&["-V"]).unwrap().action, Action::Version);
+        assert_eq!(parse(&["--help"]).unwrap().action, Action::Help);
+        assert!(is_usage(parse(&["--version=1"])));
+        assert!(is_usage(parse(&["--versio"])));
     }
 
     #[test]

@@ -20,9 +20,10 @@
 //!   write-back cache, Linux 6.18). Such a completion is matched at 0.
 //! * A completion without an issue (issued before tracing began, or its
 //!   issue lost) is counted as unmatched and changes nothing else; one of
-//!   no data at a set position is not even counted: `fsync`'s pre-flush
-//!   write (`WS 0 + 0`) completes so without ever being issued, once per
-//!   `fsync` (the block layer sends the device a flush instead).
+//!   no data at a set position is not even counted, and ends no request:
+//!   `fsync`'s pre-flush write (`WS 0 + 0`) completes so without ever
+//!   being issued, once per `fsync` (the block layer sends the device a
+//!   flush instead, which may still be in flight).
 //! * An issue whose completion never arrives (perf does not deliver every
 //!   sample, see README.md) would hold the depth up for ever:
 //!   [`Tracker::trim_in_flight`] forgets such requests once the kernel's
@@ -245,13 +246,13 @@ impl Tracker {
     /// `block_rq_complete` at `now` of `sectors` sectors from `sector`.
     pub fn complete(&mut self, now: u64, dev: Dev, sector: u64, sectors: u64) {
         // No data at a position (a flush's is unset): fsync's pre-flush
-        // write, which is never issued.
-        let never_issued = sectors == 0 && sector != u64::MAX;
+        // write, which is never issued, so it ends no request.
+        if sectors == 0 && sector != u64::MAX {
+            return;
+        }
         let sector = issued_sector(sector);
         let Some(req) = self.inflight.take_oldest((dev, sector)) else {
-            if !never_issued {
-                self.unmatched += 1;
-            }
+            self.unmatched += 1;
             return;
         };
         if sectors > 0 && sectors < req.sectors {
@@ -814,5 +815,25 @@ mod tests {
         assert_eq!(get(SDA).latency[0].total, 2);
         assert_eq!(get(sda1).latency[0].total, 1);
         assert_eq!(get(sda1).latency[0].max, MS);
+    }
+
+    #[test]
+    fn a_never_issued_empty_write_does_not_end_a_held_flush() {
+        // Two fsyncs on two hardware queues (blk-mq keeps a flush queue per
+        // hctx): hctx 1's flush is in flight at (dev, 0) when hctx 0's
+        // empty pre-flush write completes (`WS 0 + 0`, never issued, see
+        // the module doc). That completion must not end the flush.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 0, 0, Op::Flush);
+        t.complete(2 * MS, SDA, 0, 0); // WS 0 + 0: never issued
+        t.complete(5 * MS, SDA, u64::MAX, 0); // the flush
+        assert_eq!(t.unmatched, 0, "the flush's own completion is unmatched");
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(h.latency[Op::Flush as usize].total, 1);
+        assert_eq!(
+            h.latency[Op::Flush as usize].max,
+            4 * MS,
+            "flush issue to its completion"
+        );
     }
 }

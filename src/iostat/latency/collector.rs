@@ -248,8 +248,8 @@ impl State {
                     self.tracker.issue(s.time, s.dev, s.sector, s.sectors, op)
                 }
                 (Kind::Complete, _) => self.tracker.complete(s.time, s.dev, s.sector, s.sectors),
-                (Kind::Requeue, _) => self.tracker.requeue(s.time, s.dev, s.sector),
-                (Kind::Issue, None) => {}
+                (Kind::Requeue, Some(op)) => self.tracker.requeue(s.time, s.dev, s.sector, op),
+                (Kind::Issue | Kind::Requeue, None) => {}
             }
         }
         if lost_now > 0 {

@@ -17,7 +17,10 @@
 //!   completes at the unset position, all ones: the issue and requeue
 //!   events report `blk_rq_trace_sector()`, which hides it, the completion
 //!   `blk_rq_pos()` (seen for every flush of a virtio-blk disk with a
-//!   write-back cache, Linux 6.18). Such a completion is matched at 0.
+//!   write-back cache, Linux 6.18). Flushes are held at that position
+//!   ([`key_of`]), apart from data at sector 0 (a file system's
+//!   superblock): a completion of data never ends a flush, nor a flush's
+//!   a data request.
 //! * A completion without an issue (issued before tracing began, or its
 //!   issue lost) is counted as unmatched and changes nothing else; one of
 //!   no data at a set position is not even counted, and ends no request:
@@ -237,7 +240,7 @@ impl Tracker {
             op,
             part,
         };
-        self.inflight.hold((dev, sector), req);
+        self.inflight.hold(key_of(dev, sector, op), req);
         for t in Self::each_target(dev, part) {
             self.step(t, now, 1);
         }
@@ -250,7 +253,8 @@ impl Tracker {
         if sectors == 0 && sector != u64::MAX {
             return;
         }
-        let sector = issued_sector(sector);
+        // A data completion is at its request's first sector, a flush's
+        // at the unset position, where flushes are held: no other kind.
         let Some(req) = self.inflight.take_oldest((dev, sector)) else {
             self.unmatched += 1;
             return;
@@ -337,9 +341,10 @@ impl Tracker {
         }
     }
 
-    /// `block_rq_requeue` at `now`: the request leaves the queue.
-    pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64) {
-        let key = (dev, issued_sector(sector));
+    /// `block_rq_requeue` at `now` of a request of `op`: it leaves the
+    /// queue.
+    pub fn requeue(&mut self, now: u64, dev: Dev, sector: u64, op: Op) {
+        let key = key_of(dev, sector, op);
         if let Some(req) = self.inflight.take_oldest(key) {
             self.settle_ambiguous_at(key);
             self.note_leaving(now, dev, &req);
@@ -491,10 +496,14 @@ impl Tracker {
     }
 }
 
-/// The sector `block_rq_issue` reported for a request that an event
-/// reports at `sector`: 0 for the unset position (see the module doc).
-fn issued_sector(sector: u64) -> u64 {
-    if sector == u64::MAX { 0 } else { sector }
+/// Where a request of `op` that an issue or requeue event reports at
+/// `sector` is held: a data request at its first sector, a flush (reported
+/// at 0, see the module doc) at the unset position its completion reports.
+fn key_of(dev: Dev, sector: u64, op: Op) -> Key {
+    match op {
+        Op::Flush => (dev, u64::MAX),
+        _ => (dev, sector),
+    }
 }
 
 #[cfg(test)]
@@ -561,7 +570,7 @@ mod tests {
         t.count_from(SDA, 9_900 * US, 10_100 * US);
         t.issue(10 * MS, SDA, 400, 8, Op::Read);
         t.complete(10_500 * US, SDA, 100, 8);
-        t.requeue(10_600 * US, SDA, 200);
+        t.requeue(10_600 * US, SDA, 200, Op::Read);
         t.complete(10_700 * US, SDA, u64::MAX, 0);
         t.complete(10_800 * US, SDA, 400, 8);
         assert_eq!(t.trim_in_flight(12 * MS, SDA, 2), 1);
@@ -712,7 +721,7 @@ mod tests {
     fn requeue_restarts_and_unknown_completions_are_unmatched() {
         let mut t = Tracker::new(0);
         t.issue(0, SDA, 8, 8, Op::Read);
-        t.requeue(MS, SDA, 8);
+        t.requeue(MS, SDA, 8, Op::Read);
         t.issue(5 * MS, SDA, 8, 8, Op::Read);
         t.complete(7 * MS, SDA, 8, 8);
         t.complete(8 * MS, SDA, 4096, 8);
@@ -752,7 +761,7 @@ mod tests {
         t.issue(MS, SDA, 0, 0, Op::Flush);
         t.complete(3 * MS, SDA, u64::MAX, 0);
         t.issue(4 * MS, SDA, 0, 0, Op::Flush);
-        t.requeue(5 * MS, SDA, u64::MAX);
+        t.requeue(5 * MS, SDA, 0, Op::Flush);
         assert_eq!(t.unmatched, 0);
         assert!(
             t.in_flight_disks(u64::MAX, u64::MAX).is_empty(),
@@ -834,6 +843,39 @@ mod tests {
             h.latency[Op::Flush as usize].max,
             4 * MS,
             "flush issue to its completion"
+        );
+    }
+
+    #[test]
+    fn a_flush_completion_does_not_end_a_write_of_sector_0() {
+        // A file system on the whole disk (XFS keeps its superblock at
+        // sector 0) writes sector 0 while a flush, also issued at sector 0,
+        // is in flight. The flush's completion (at the unset position)
+        // carries no data: it cannot be the write's.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 0, 8, Op::Write);
+        t.issue(2 * MS, SDA, 0, 0, Op::Flush);
+        t.complete(3 * MS, SDA, u64::MAX, 0); // the flush
+        t.complete(9 * MS, SDA, 0, 8); // the write
+        let h = one(&mut t, 10 * MS, SDA);
+        assert_eq!(
+            h.latency[Op::Write as usize].max,
+            8 * MS,
+            "the write's latency"
+        );
+        assert_eq!(h.latency[Op::Flush as usize].max, MS, "the flush's latency");
+        // Nor the write's an older flush.
+        t.issue(11 * MS, SDA, 0, 0, Op::Flush);
+        t.issue(12 * MS, SDA, 0, 8, Op::Write);
+        t.complete(13 * MS, SDA, 0, 8); // the write
+        t.complete(16 * MS, SDA, u64::MAX, 0); // the flush
+        assert_eq!(t.unmatched, 0);
+        let h = one(&mut t, 20 * MS, SDA);
+        assert_eq!(h.latency[Op::Write as usize].max, MS, "the write's latency");
+        assert_eq!(
+            h.latency[Op::Flush as usize].max,
+            5 * MS,
+            "the flush's latency"
         );
     }
 }

@@ -194,7 +194,7 @@ mod tests {
         reads[5] = 2_000_000;
         reads[6] = 20;
         assert_eq!(Interval::decode(&reads), None, "sum of 10 reads of 2 ns");
-        // ... or a depth in the last bucket (qd_p50 17870283321406128128).
+        // ... or a depth in the last bucket (qd_p50 18446744073709551615).
         let mut deep = vec![0, 0, 1, 8, 0];
         deep.extend([0u64; 12]);
         deep.extend([u64::MAX, u64::MAX, 1, 975, 1, 0]);

@@ -125,16 +125,11 @@ impl Histogram {
     }
 
     /// The `q` quantile as an upper bound: its bucket's largest value, or
-    /// the maximum when that is smaller (never below the true quantile).
+    /// the maximum when that is smaller (never below the true quantile;
+    /// exact below 32, for queue depths).
     pub fn quantile_high(&self, q: f64) -> Option<u64> {
         self.quantile_bucket(q)
             .map(|i| bucket_high(i).min(self.max))
-    }
-
-    /// The `q` quantile as a lower bound: its bucket's smallest value
-    /// (exact below 32, for queue depths).
-    pub fn quantile_low(&self, q: f64) -> Option<u64> {
-        self.quantile_bucket(q).map(bucket_low)
     }
 }
 
@@ -178,7 +173,6 @@ mod tests {
         assert_eq!(h.quantile_high(0.5), Some(2_031_615));
         assert_eq!(h.quantile_high(0.9), Some(2_031_615));
         assert_eq!(h.quantile_high(0.99), Some(20_000_000), "capped at max");
-        assert_eq!(h.quantile_low(0.99), Some(19_922_944));
         assert_eq!(Histogram::default().quantile_high(0.5), None);
         let parts: Vec<_> = h.buckets().collect();
         assert_eq!(h.sum, 90 * 2_000_000 + 10 * 20_000_000);

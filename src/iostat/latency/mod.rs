@@ -95,7 +95,9 @@ impl Latency {
 pub struct LatencyStats {
     /// Per operation: p50, p99 and max latency in ms (`None`: no request).
     pub ops: [Option<[f64; 3]>; OPS],
-    /// Time-weighted queue depth p50 and max (`None`: not measured).
+    /// Time-weighted queue depth p50 (an upper bound, as the latencies':
+    /// the device was at or below it for at least half of the interval)
+    /// and max (`None`: not measured).
     pub depth: Option<[u64; 2]>,
 }
 
@@ -112,7 +114,7 @@ impl LatencyStats {
         }
         LatencyStats {
             ops,
-            depth: h.depth.quantile_low(0.5).map(|p50| [p50, h.depth.max]),
+            depth: h.depth.quantile_high(0.5).map(|p50| [p50, h.depth.max]),
         }
     }
 }
@@ -193,5 +195,20 @@ mod tests {
         assert_eq!(json["w"]["p99"], 0.0);
         assert_eq!(json["qd"]["buckets"][1][2], 1);
         assert_eq!(json["lost"], 2);
+    }
+
+    #[test]
+    fn qd_p50_is_a_depth_held_for_half_the_interval() {
+        // docs/iostat-rs.md: "`qd_p50` is the depth the device was at (or
+        // below) for half of the interval". A device at 65 the whole
+        // second was at or below 64 for none of it.
+        let mut h = DeviceHistograms::default();
+        h.depth.add(65, 1_000_000_000);
+        assert_eq!(LatencyStats::of(&h).depth, Some([65, 65]));
+        // 0.6 s at 40 (bucket 40-41), 0.4 s at 70: the bucket's top.
+        let mut h = DeviceHistograms::default();
+        h.depth.add(40, 600_000_000);
+        h.depth.add(70, 400_000_000);
+        assert_eq!(LatencyStats::of(&h).depth, Some([41, 70]));
     }
 }

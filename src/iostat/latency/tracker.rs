@@ -551,8 +551,8 @@ mod tests {
         assert_eq!(h.depth.max, 3);
         assert_eq!(h.latency[1].total, 1);
         assert_eq!(h.depth.total, 30 * MS);
-        assert_eq!(h.depth.quantile_low(0.6), Some(2));
-        assert_eq!(h.depth.quantile_low(1.0), Some(3));
+        assert_eq!(h.depth.quantile_high(0.6), Some(2));
+        assert_eq!(h.depth.quantile_high(1.0), Some(3));
         assert!(t.take(40 * MS).is_empty(), "nothing left in flight");
     }
 
@@ -700,9 +700,9 @@ mod tests {
         assert_eq!(h.depth.max, 2);
         // 20 ms at 0, 10 at 1, 10 at 2: the time-weighted median is 0 (rank
         // 20 ms of 40 falls in depth 0), 1 at 0.6.
-        assert_eq!(h.depth.quantile_low(0.5), Some(0));
-        assert_eq!(h.depth.quantile_low(0.6), Some(1));
-        assert_eq!(h.depth.quantile_low(1.0), Some(2));
+        assert_eq!(h.depth.quantile_high(0.5), Some(0));
+        assert_eq!(h.depth.quantile_high(0.6), Some(1));
+        assert_eq!(h.depth.quantile_high(1.0), Some(2));
     }
 
     #[test]
@@ -730,8 +730,8 @@ mod tests {
         assert_eq!(h.latency[0].total, 1);
         assert_eq!(h.latency[0].max, 2 * MS, "from the re-issue");
         // depth 1 during 0-1 ms and 5-7 ms.
-        assert_eq!(h.depth.quantile_low(0.8), Some(1));
-        assert_eq!(h.depth.quantile_low(0.65), Some(0));
+        assert_eq!(h.depth.quantile_high(0.8), Some(1));
+        assert_eq!(h.depth.quantile_high(0.65), Some(0));
     }
 
     #[test]
@@ -779,7 +779,7 @@ mod tests {
         t.issue(5 * MS, SDA, 8, 8, Op::Write);
         let first = one(&mut t, 10 * MS, SDA);
         assert_eq!(first.latency[1].total, 0);
-        assert_eq!(first.depth.quantile_low(1.0), Some(1));
+        assert_eq!(first.depth.quantile_high(1.0), Some(1));
         t.complete(12 * MS, SDA, 8, 8);
         let second = one(&mut t, 20 * MS, SDA);
         assert_eq!(second.latency[1].max, 7 * MS);
@@ -799,7 +799,7 @@ mod tests {
         assert_eq!(h.latency[0].total, 0);
         assert_eq!(h.depth.max, 2);
         // 4 ms at depth 2, then 6 ms at 0.
-        assert_eq!(h.depth.quantile_low(0.5), Some(0));
+        assert_eq!(h.depth.quantile_high(0.5), Some(0));
         assert!(t.take(20 * MS).is_empty(), "nothing left in flight");
     }
 

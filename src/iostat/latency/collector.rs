@@ -282,12 +282,11 @@ impl State {
         let before = now.saturating_sub(ISSUED_BEFORE);
         let mut counts = Vec::new();
         for dev in self.tracker.in_flight_disks(now, before) {
-            if !counts_requests(dev) {
-                // No count to compare with: only stale flushes expire.
+            let kernel = counts_requests(dev).then(|| kernel_in_flight(dev));
+            let Some(kernel) = kernel.flatten() else {
+                // No count to compare with (no I/O statistics, or the
+                // device is gone): only stale requests expire.
                 counts.push((dev, u64::MAX));
-                continue;
-            }
-            let Some(kernel) = kernel_in_flight(dev) else {
                 continue;
             };
             let after = monotonic_ns().saturating_add(LEFT_AFTER);

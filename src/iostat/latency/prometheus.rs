@@ -60,8 +60,9 @@ const UNDELIVERED_FAMILY: Family = Family {
     name: "iostat_rs_latency_undelivered_completions_total",
     kind: Kind::Counter,
     help: "Block requests whose completion never reached iostat-rs, forgotten once \
-           the kernel no longer counted them in flight, since iostat-rs started; \
-           the latency histograms miss them.",
+           the kernel no longer counted them in flight (after 30 s where it does \
+           not count them), since iostat-rs started; the latency histograms miss \
+           them.",
 };
 
 /// The `op` label of each [`super::tracker::Op`].

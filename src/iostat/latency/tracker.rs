@@ -45,11 +45,14 @@ use super::hash::FoldHash;
 use super::histogram::Histogram;
 use super::requests::{InFlight, Key, Requests};
 
-/// A flush held this long has been completed or timed out (the block
-/// layer's default request timeout is 30 s): its completion was not
-/// delivered. Flushes are not in the kernel's in-flight count, so nothing
-/// tells sooner (see [`Tracker::trim_in_flight`]).
-pub const FLUSH_STALE: u64 = 30_000_000_000;
+/// A request no kernel count vouches for (a flush, or any request of a
+/// disk without a count) held this long has been completed or timed out
+/// (the block layer's default request timeout, `queue/io_timeout`, is
+/// 30 s): its completion was not delivered. Nothing tells sooner (see
+/// [`Tracker::trim_in_flight`]). Drivers without a timeout handler
+/// (virtio-blk, loop) let a request run longer: its completion, if it
+/// comes, is unmatched.
+pub const STALE: u64 = 30_000_000_000;
 
 /// The operation classes `-x` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,9 +372,9 @@ impl Tracker {
     /// The disks whose kernel count is worth reading at `now`: those
     /// holding a request the kernel counts (not a flush) issued before
     /// `before`, the only ones [`Tracker::trim_in_flight`] can compare,
-    /// and those holding a flush older than [`FLUSH_STALE`].
+    /// and those holding a flush older than [`STALE`].
     pub fn in_flight_disks(&self, now: u64, before: u64) -> Vec<Dev> {
-        let flush_stale = now.saturating_sub(FLUSH_STALE);
+        let flush_stale = now.saturating_sub(STALE);
         let mut disks: Vec<Dev> = self
             .inflight
             .iter()
@@ -407,23 +410,24 @@ impl Tracker {
     /// kernel's count may be larger: it also counts requests not yet
     /// issued on some kernels, kinds the tracker leaves out, and those
     /// issued or left close to the reading). Flushes are not in the
-    /// kernel's count (they carry no I/O statistics): one held since
-    /// before `now - FLUSH_STALE` is forgotten. Returns how many were
-    /// forgotten.
+    /// kernel's count (they carry no I/O statistics), and without a
+    /// reading (`count_from` not called: the disk keeps no I/O statistics,
+    /// its count is unreadable) no request is: one of those held since
+    /// before `now - STALE` is forgotten. Returns how many were forgotten.
     pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64) -> u64 {
         let census = self.censuses.remove(&dev);
         let (before, left) = census.map_or((0, 0), |c| (c.before, c.left));
         // Without a count, nothing found lost later can be told either.
         let horizon = census.map_or(now, |c| c.before);
-        let flush_stale = now.saturating_sub(FLUSH_STALE);
+        let stale = now.saturating_sub(STALE);
         let mut counted: Vec<(Key, u64)> = Vec::new();
         let mut gone: Vec<(Key, u64)> = Vec::new();
         for (key, req) in self.inflight.iter().filter(|((d, _), _)| *d == dev) {
-            match req.op {
-                Op::Flush if req.issued < flush_stale => gone.push((key, req.issued)),
-                Op::Flush => {}
-                _ if req.issued < before => counted.push((key, req.issued)),
-                _ => {}
+            let in_count = census.is_some() && req.op != Op::Flush;
+            if in_count && req.issued < before {
+                counted.push((key, req.issued));
+            } else if !in_count && req.issued < stale {
+                gone.push((key, req.issued));
             }
         }
         let in_flight_then = (counted.len() as u64).saturating_add(left);
@@ -642,7 +646,7 @@ mod tests {
         t.count_from(SDA, 10 * MS, 10 * MS);
         assert_eq!(t.trim_in_flight(20 * MS, SDA, 0), 1, "the read");
         assert!(t.in_flight_disks(20 * MS, 20 * MS).is_empty(), "a flush");
-        let later = MS + FLUSH_STALE;
+        let later = MS + STALE;
         assert!(t.in_flight_disks(later, later).is_empty(), "held 30 s");
         assert_eq!(t.in_flight_disks(later + 1, later + 1), vec![SDA]);
         assert_eq!(t.trim_in_flight(later, SDA, 0), 0, "held 30 s");
@@ -877,5 +881,30 @@ mod tests {
             5 * MS,
             "the flush's latency"
         );
+    }
+
+    #[test]
+    fn lost_completions_on_a_disk_without_iostats_are_forgotten() {
+        // `queue/iostats` 0: the collector has no count to compare with and
+        // passes u64::MAX every drain (collector.rs, check_in_flight). A
+        // disk losing a completion every second for an hour: a lost
+        // request is held 30 s at most (STALE), the depth at most one
+        // higher per loss in that time.
+        let mut t = Tracker::new(0);
+        let s = 1_000 * MS;
+        for i in 0..3600u64 {
+            t.issue(i * s, SDA, 8 * i, 8, Op::Read); // completion lost
+            t.issue(i * s + MS, SDA, 1 << 30, 8, Op::Read);
+            t.complete(i * s + 2 * MS, SDA, 1 << 30, 8);
+            t.trim_in_flight(i * s + 100 * MS, SDA, u64::MAX);
+            if i % 10 == 9 {
+                t.take(i * s + 500 * MS);
+            }
+        }
+        // The last trim (3599.1 s) forgot those issued before 3569.1 s:
+        // the 30 lost from 3570 s on are held, and the depth is theirs.
+        let h = one(&mut t, 3600 * s, SDA);
+        assert_eq!(t.inflight.iter().count(), 30, "requests held after an hour");
+        assert_eq!(h.depth.max, 30, "qd_max after an hour");
     }
 }

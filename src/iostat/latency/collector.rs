@@ -262,10 +262,13 @@ impl State {
     /// Compares the requests held with the kernel's counts read at an
     /// earlier drain, once the events up to the end of that read are in
     /// (`cutoff`): requests the kernel no longer counts are forgotten
-    /// ([`Tracker::trim_in_flight`]), so a completion that was not
-    /// delivered raises the queue depth for a drain or two (some 100 ms),
-    /// not for good. Then reads the counts anew for the next drain, of the
-    /// disks holding a request issued before the reading.
+    /// ([`Tracker::trim_in_flight`]) and leave the queue depth from their
+    /// issue on, except what a report took meanwhile (one held across a
+    /// report's end raised its depth for up to two drains, some 200 ms);
+    /// on a disk without a count, requests held 30 s are forgotten
+    /// ([`super::tracker::STALE`]), having raised the depth until then.
+    /// Then reads the counts anew for the next drain, of the disks holding
+    /// a request issued before the reading.
     fn check_in_flight(&mut self, cutoff: u64) {
         if let Some(read) = self.counts.take_if(|c| c.read_by <= cutoff) {
             for (dev, kernel) in read.counts {

@@ -65,10 +65,14 @@ pub fn shortfall(
 
 /// Whether a queue depth is held up too much to show by `forgotten`
 /// requests, whose completions never arrived, among the `completed` the
-/// kernel counted in an interval of `itv` hundredths of a second. Each
-/// counted one higher for up to two drains ([`DRAIN_EVERY`] apart) before
-/// the kernel's count showed it gone (`collector`), so the mean depth may
-/// be up to `forgotten × 0.2 s / T` too high, and the maximum up to
+/// kernel counted in an interval of `itv` hundredths of a second. A
+/// request found lost leaves the depth from its issue on (`depth`), but
+/// not what a report already took: one issued before a report's end and
+/// found lost after it (up to two drains, [`DRAIN_EVERY`] apart, after
+/// its issue: `collector`) held that report's depth one higher for up to
+/// 0.2 s, a flush or a request of a disk without a count for up to 30 s
+/// (`tracker::STALE`). Taking the first as the measure, the mean depth
+/// may be up to `forgotten × 0.2 s / T` too high, and the maximum up to
 /// `forgotten`. Withheld when that could exceed a quarter of a request and
 /// the forgotten are over 1 % of the completions: the perf fallback loses
 /// percents of them, the eBPF path a few a second under heavy I/O

@@ -215,8 +215,10 @@ impl Tracker {
     }
 
     /// Adds the depth before `horizon` of every device no comparison with
-    /// the kernel's count is under way for (they hold no request issued
-    /// before it, so none found lost later) to its histogram.
+    /// the kernel's count is under way for to its histogram. A request
+    /// such a device holds may still be found lost later (a flush, or any
+    /// request of a disk without a readable count, once held [`STALE`]):
+    /// it then leaves only the depth not yet added.
     pub fn settle_unread(&mut self, horizon: u64) {
         let read: HashSet<Dev, FoldHash> = self
             .censuses
@@ -406,14 +408,19 @@ impl Tracker {
     /// of that read fed in since: each request issued before that read's
     /// `before` was in flight when the kernel counted if it is still held
     /// or left the queue after `after`, unless its completion was not
-    /// delivered. Forgets the oldest held of them beyond that count (the
-    /// kernel's count may be larger: it also counts requests not yet
-    /// issued on some kernels, kinds the tracker leaves out, and those
-    /// issued or left close to the reading). Flushes are not in the
+    /// delivered. Forgets the oldest held of them beyond that count, oldest
+    /// by `age_of` (a request a completion matched to an older one may
+    /// stand for is as old as that one; the kernel's count may be larger:
+    /// it also counts requests not yet issued on some kernels, kinds the
+    /// tracker leaves out, and those issued or left close to the reading). Flushes are not in the
     /// kernel's count (they carry no I/O statistics), and without a
     /// reading (`count_from` not called: the disk keeps no I/O statistics,
     /// its count is unreadable) no request is: one of those held since
-    /// before `now - STALE` is forgotten. Returns how many were forgotten.
+    /// before `now - STALE` is forgotten. A forgotten request leaves the
+    /// depth not yet in the histograms from its issue on; then the depth
+    /// of `dev` and of its partitions before the reading's `before` (`now`
+    /// without a reading) is added to them. Returns how many were
+    /// forgotten.
     pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64) -> u64 {
         let census = self.censuses.remove(&dev);
         let (before, left) = census.map_or((0, 0), |c| (c.before, c.left));
@@ -906,5 +913,59 @@ mod tests {
         let h = one(&mut t, 3600 * s, SDA);
         assert_eq!(t.inflight.iter().count(), 30, "requests held after an hour");
         assert_eq!(h.depth.max, 30, "qd_max after an hour");
+    }
+
+    #[test]
+    fn a_partitions_depth_also_drops_requests_found_lost() {
+        // 50 reads of sda1 lose their completion; the count finds them
+        // gone: the partition's depth drops them from their issue on, as
+        // the disk's does.
+        let sda1 = dev_of(8, 1);
+        let mut t = Tracker::new(0);
+        t.set_partitions(HashMap::from([(
+            SDA,
+            vec![Partition {
+                start: 2048,
+                sectors: 1 << 20,
+                dev: sda1,
+            }],
+        )]));
+        for i in 0..50 {
+            t.issue(2 * MS, SDA, 4096 + 8 * i, 8, Op::Read);
+        }
+        t.issue(9 * MS, SDA, 4000, 8, Op::Read);
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        t.settle_unread(10 * MS);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, 1), 50);
+        t.complete(15 * MS, SDA, 4000, 8);
+        let all = t.take(20 * MS);
+        assert_eq!(all.len(), 2);
+        for (d, h) in &all {
+            assert_eq!(h.depth.max, 1, "{d}");
+            assert_eq!(h.depth.total, 20 * MS, "{d}");
+        }
+    }
+
+    #[test]
+    fn a_report_ending_before_a_loss_is_found_keeps_its_depth() {
+        // 10 reads issued at 2 ms lose their completion; the report at
+        // 11 ms comes before the count read at 10 ms is compared: it
+        // shows them. The next report is rid of them.
+        let mut t = Tracker::new(0);
+        for i in 0..10 {
+            t.issue(2 * MS, SDA, 8 * i, 8, Op::Read);
+        }
+        t.issue(9 * MS, SDA, 4000, 8, Op::Read);
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        t.settle_unread(10 * MS);
+        let h = one(&mut t, 11 * MS, SDA);
+        assert_eq!(h.depth.total, 11 * MS);
+        assert_eq!(h.depth.max, 11, "the lost ten and the live read");
+        assert_eq!(t.trim_in_flight(13 * MS, SDA, 1), 10);
+        t.complete(15 * MS, SDA, 4000, 8);
+        let h = one(&mut t, 20 * MS, SDA);
+        assert_eq!(h.depth.total, 9 * MS);
+        assert_eq!(h.depth.max, 1);
+        assert_eq!(h.latency[0].total, 1);
     }
 }

@@ -46,7 +46,7 @@ use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 
 use super::codec::Interval;
 use super::forward::Programs;
-use super::tracker::{Dev, Op, Partition, Tracker, dev_numbers, dev_of};
+use super::tracker::{Dev, KernelCount, Op, Partition, Tracker, dev_numbers, dev_of};
 
 /// How often the rings are emptied at least.
 pub const DRAIN_EVERY: Duration = Duration::from_millis(100);
@@ -210,7 +210,7 @@ struct KernelCounts {
     /// the events up to then are in.
     read_by: u64,
     /// Per disk, the kernel's count.
-    counts: Vec<(Dev, u64)>,
+    counts: Vec<(Dev, KernelCount)>,
 }
 
 impl State {
@@ -289,7 +289,7 @@ impl State {
             let Some(kernel) = kernel.flatten() else {
                 // No count to compare with (no I/O statistics, or the
                 // device is gone): only stale requests expire.
-                counts.push((dev, u64::MAX));
+                counts.push((dev, [u64::MAX; 2]));
                 continue;
             };
             let after = monotonic_ns().saturating_add(LEFT_AFTER);
@@ -609,15 +609,15 @@ fn open_tracepoint(id: u64, cpu: i32, watermark: u32) -> io::Result<OwnedFd> {
     perf::open(&attr, -1, cpu, None, perf::FLAG_FD_CLOEXEC)
 }
 
-/// The kernel's count of `dev`'s requests in flight (reads and writes of
-/// `/sys/dev/block/MAJ:MIN/inflight`); `None` when unreadable (the device
-/// is gone).
-fn kernel_in_flight(dev: Dev) -> Option<u64> {
+/// The kernel's count of `dev`'s requests in flight (the reads and writes
+/// of `/sys/dev/block/MAJ:MIN/inflight`); `None` when unreadable (the
+/// device is gone).
+fn kernel_in_flight(dev: Dev) -> Option<KernelCount> {
     let (major, minor) = dev_numbers(dev);
     let text = fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/inflight")).ok()?;
     let mut counts = text.split_whitespace().map(str::parse::<u64>);
     match (counts.next(), counts.next()) {
-        (Some(Ok(reads)), Some(Ok(writes))) => reads.checked_add(writes),
+        (Some(Ok(reads)), Some(Ok(writes))) => Some([reads, writes]),
         _ => None,
     }
 }

@@ -89,6 +89,10 @@ impl Op {
     }
 }
 
+/// The kernel's count of a disk's requests in flight: reads, then writes
+/// (`/sys/dev/block/M:m/inflight`).
+pub type KernelCount = [u64; 2];
+
 /// A kernel `dev_t` as the block tracepoints record it (major << 20 | minor).
 pub type Dev = u32;
 
@@ -404,7 +408,8 @@ impl Tracker {
     }
 
     /// Given `kernel`, the kernel's count of `dev`'s requests in flight
-    /// read as [`Tracker::count_from`] said, and every event up to the end
+    /// (reads and writes, compared as one sum) read as
+    /// [`Tracker::count_from`] said, and every event up to the end
     /// of that read fed in since: each request issued before that read's
     /// `before` was in flight when the kernel counted if it is still held
     /// or left the queue after `after`, unless its completion was not
@@ -421,7 +426,8 @@ impl Tracker {
     /// of `dev` and of its partitions before the reading's `before` (`now`
     /// without a reading) is added to them. Returns how many were
     /// forgotten.
-    pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: u64) -> u64 {
+    pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: KernelCount) -> u64 {
+        let kernel = kernel[0].saturating_add(kernel[1]);
         let census = self.censuses.remove(&dev);
         let (before, left) = census.map_or((0, 0), |c| (c.before, c.left));
         // Without a count, nothing found lost later can be told either.
@@ -542,8 +548,12 @@ mod tests {
         // completion was lost: one was, the oldest is forgotten. The one
         // issued after is not compared.
         t.count_from(SDA, 10 * MS, 11 * MS);
-        assert_eq!(t.trim_in_flight(20 * MS, SDA, 2), 1);
-        assert_eq!(t.trim_in_flight(20 * MS, SDA, 0), 0, "no reading, no trim");
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, [0, 2]), 1);
+        assert_eq!(
+            t.trim_in_flight(20 * MS, SDA, [0, 0]),
+            0,
+            "no reading, no trim"
+        );
         t.complete(21 * MS, SDA, 100, 8);
         assert_eq!(t.unmatched, 1, "the oldest was forgotten");
         t.complete(21 * MS, SDA, 300, 8);
@@ -551,9 +561,9 @@ mod tests {
         // The kernel counting more than is held (requests not yet issued,
         // or of kinds not tracked) forgets nothing.
         t.count_from(SDA, 22 * MS, 22 * MS);
-        assert_eq!(t.trim_in_flight(22 * MS, SDA, 5), 0);
+        assert_eq!(t.trim_in_flight(22 * MS, SDA, [0, 5]), 0);
         t.count_from(SDA, 22 * MS, 22 * MS);
-        assert_eq!(t.trim_in_flight(22 * MS, SDA, 0), 2);
+        assert_eq!(t.trim_in_flight(22 * MS, SDA, [0, 0]), 2);
         // A forgotten request leaves the depth from its issue on, back to
         // the last count that did not find it lost: 100 from 1 ms (four
         // were held from 12 to 20 ms, three were in flight), 200 and 400
@@ -584,7 +594,7 @@ mod tests {
         t.requeue(10_600 * US, SDA, 200, Op::Read);
         t.complete(10_700 * US, SDA, u64::MAX, 0);
         t.complete(10_800 * US, SDA, 400, 8);
-        assert_eq!(t.trim_in_flight(12 * MS, SDA, 2), 1);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [2, 0]), 1);
         t.complete(13 * MS, SDA, 300, 8);
         assert_eq!(t.unmatched, 1, "300 was forgotten");
         // A request that left before `after` may have left before the
@@ -593,7 +603,7 @@ mod tests {
         t.issue(20 * MS, SDA, 600, 8, Op::Read);
         t.count_from(SDA, 21 * MS, 22 * MS);
         t.complete(21_500 * US, SDA, 500, 8);
-        assert_eq!(t.trim_in_flight(23 * MS, SDA, 1), 0, "600 is the one");
+        assert_eq!(t.trim_in_flight(23 * MS, SDA, [1, 0]), 0, "600 is the one");
         assert_eq!(t.in_flight_disks(23 * MS, 23 * MS), vec![SDA]);
     }
 
@@ -607,7 +617,7 @@ mod tests {
         }
         t.issue(9 * MS, SDA, 8, 8, Op::Read);
         t.count_from(SDA, 10 * MS, 10 * MS);
-        assert_eq!(t.trim_in_flight(12 * MS, SDA, 1), 100);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [1, 0]), 100);
         t.complete(15 * MS, SDA, 8, 8);
         let h = one(&mut t, 20 * MS, SDA);
         assert_eq!(h.depth.max, 1);
@@ -626,7 +636,7 @@ mod tests {
         t.issue(5 * MS, SDA, 64, 8, Op::Read);
         t.complete(6 * MS, SDA, 64, 8);
         t.count_from(SDA, 10 * MS, 10 * MS);
-        assert_eq!(t.trim_in_flight(12 * MS, SDA, 0), 1);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [0, 0]), 1);
         let h = one(&mut t, 20 * MS, SDA);
         assert_eq!(h.latency[0].total, 1);
         assert_eq!(h.latency[0].max, MS, "the second read's own latency");
@@ -636,7 +646,7 @@ mod tests {
         t.issue(22 * MS, SDA, 64, 8, Op::Read);
         t.complete(24 * MS, SDA, 64, 8);
         t.count_from(SDA, 25 * MS, 25 * MS);
-        assert_eq!(t.trim_in_flight(26 * MS, SDA, 1), 0);
+        assert_eq!(t.trim_in_flight(26 * MS, SDA, [1, 0]), 0);
         t.complete(27 * MS, SDA, 64, 8);
         let h = one(&mut t, 30 * MS, SDA);
         assert_eq!(h.latency[0].total, 2);
@@ -651,13 +661,13 @@ mod tests {
         t.issue(2 * MS, SDA, 8, 8, Op::Read);
         assert_eq!(t.in_flight_disks(10 * MS, 10 * MS), vec![SDA], "the read");
         t.count_from(SDA, 10 * MS, 10 * MS);
-        assert_eq!(t.trim_in_flight(20 * MS, SDA, 0), 1, "the read");
+        assert_eq!(t.trim_in_flight(20 * MS, SDA, [0, 0]), 1, "the read");
         assert!(t.in_flight_disks(20 * MS, 20 * MS).is_empty(), "a flush");
         let later = MS + STALE;
         assert!(t.in_flight_disks(later, later).is_empty(), "held 30 s");
         assert_eq!(t.in_flight_disks(later + 1, later + 1), vec![SDA]);
-        assert_eq!(t.trim_in_flight(later, SDA, 0), 0, "held 30 s");
-        assert_eq!(t.trim_in_flight(later + 1, SDA, 0), 1, "then gone");
+        assert_eq!(t.trim_in_flight(later, SDA, [0, 0]), 0, "held 30 s");
+        assert_eq!(t.trim_in_flight(later + 1, SDA, [0, 0]), 1, "then gone");
         t.complete(later + 2, SDA, u64::MAX, 0);
         assert_eq!(t.unmatched, 1);
     }
@@ -903,7 +913,7 @@ mod tests {
             t.issue(i * s, SDA, 8 * i, 8, Op::Read); // completion lost
             t.issue(i * s + MS, SDA, 1 << 30, 8, Op::Read);
             t.complete(i * s + 2 * MS, SDA, 1 << 30, 8);
-            t.trim_in_flight(i * s + 100 * MS, SDA, u64::MAX);
+            t.trim_in_flight(i * s + 100 * MS, SDA, [u64::MAX; 2]);
             if i % 10 == 9 {
                 t.take(i * s + 500 * MS);
             }
@@ -936,7 +946,7 @@ mod tests {
         t.issue(9 * MS, SDA, 4000, 8, Op::Read);
         t.count_from(SDA, 10 * MS, 10 * MS);
         t.settle_unread(10 * MS);
-        assert_eq!(t.trim_in_flight(12 * MS, SDA, 1), 50);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [1, 0]), 50);
         t.complete(15 * MS, SDA, 4000, 8);
         let all = t.take(20 * MS);
         assert_eq!(all.len(), 2);
@@ -961,7 +971,7 @@ mod tests {
         let h = one(&mut t, 11 * MS, SDA);
         assert_eq!(h.depth.total, 11 * MS);
         assert_eq!(h.depth.max, 11, "the lost ten and the live read");
-        assert_eq!(t.trim_in_flight(13 * MS, SDA, 1), 10);
+        assert_eq!(t.trim_in_flight(13 * MS, SDA, [1, 0]), 10);
         t.complete(15 * MS, SDA, 4000, 8);
         let h = one(&mut t, 20 * MS, SDA);
         assert_eq!(h.depth.total, 9 * MS);

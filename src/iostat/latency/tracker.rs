@@ -30,7 +30,8 @@
 //! * An issue whose completion never arrives (perf does not deliver every
 //!   sample, see README.md) would hold the depth up for ever:
 //!   [`Tracker::trim_in_flight`] forgets such requests once the kernel's
-//!   own count says they are gone. The requests that left the queue since
+//!   own count of their direction (reads, or writes) says they are gone.
+//!   The requests that left the queue since
 //!   that count was read still count as in flight then
 //!   ([`Tracker::count_from`]): without them, at a high rate, the count
 //!   was compared with the few requests old enough to have been in it,
@@ -87,6 +88,18 @@ impl Op {
             [] => None,
         }
     }
+
+    /// Which of the kernel's in-flight counts ([`KernelCount`]) holds a
+    /// request of this class: reads the first, writes and discards (the
+    /// kernel counts every operation that changes the disk as a write) the
+    /// second, flushes neither (they carry no I/O statistics).
+    fn direction(self) -> Option<usize> {
+        match self {
+            Op::Read => Some(0),
+            Op::Write | Op::Discard => Some(1),
+            Op::Flush => None,
+        }
+    }
 }
 
 /// The kernel's count of a disk's requests in flight: reads, then writes
@@ -135,13 +148,14 @@ pub struct Partition {
 /// A comparison with one reading of a disk's in-flight count under way:
 /// the kernel counted after `before` and before `after`, so each request
 /// issued before `before` that leaves the queue after `after` was in that
-/// count, if the kernel counts its kind.
+/// count, in its direction ([`Op::direction`]), if the kernel counts its
+/// kind.
 #[derive(Debug, Clone, Copy)]
 struct Census {
     before: u64,
     after: u64,
-    /// Such requests that left the queue so far.
-    left: u64,
+    /// Such requests that left the queue so far, reads and writes.
+    left: KernelCount,
 }
 
 /// A completion matched to the oldest of several requests at its sector.
@@ -367,11 +381,11 @@ impl Tracker {
     /// comparison under way, if it was in the kernel's count.
     fn note_leaving(&mut self, now: u64, dev: Dev, req: &InFlight) {
         if let Some(c) = self.censuses.get_mut(&dev)
-            && req.op != Op::Flush
+            && let Some(direction) = req.op.direction()
             && req.issued < c.before
             && now > c.after
         {
-            c.left += 1;
+            c.left[direction] += 1;
         }
     }
 
@@ -402,51 +416,55 @@ impl Tracker {
         let census = Census {
             before,
             after,
-            left: 0,
+            left: [0; 2],
         };
         self.censuses.insert(dev, census);
     }
 
-    /// Given `kernel`, the kernel's count of `dev`'s requests in flight
-    /// (reads and writes, compared as one sum) read as
-    /// [`Tracker::count_from`] said, and every event up to the end
-    /// of that read fed in since: each request issued before that read's
-    /// `before` was in flight when the kernel counted if it is still held
-    /// or left the queue after `after`, unless its completion was not
-    /// delivered. Forgets the oldest held of them beyond that count, oldest
-    /// by `age_of` (a request a completion matched to an older one may
-    /// stand for is as old as that one; the kernel's count may be larger:
-    /// it also counts requests not yet issued on some kernels, kinds the
-    /// tracker leaves out, and those issued or left close to the reading). Flushes are not in the
-    /// kernel's count (they carry no I/O statistics), and without a
-    /// reading (`count_from` not called: the disk keeps no I/O statistics,
-    /// its count is unreadable) no request is: one of those held since
-    /// before `now - STALE` is forgotten. A forgotten request leaves the
-    /// depth not yet in the histograms from its issue on; then the depth
-    /// of `dev` and of its partitions before the reading's `before` (`now`
-    /// without a reading) is added to them. Returns how many were
-    /// forgotten.
+    /// Given `kernel`, the kernel's count of `dev`'s reads and writes in
+    /// flight read as [`Tracker::count_from`] said, and every event up to
+    /// the end of that read fed in since: each request issued before that
+    /// read's `before` was in flight when the kernel counted if it is still
+    /// held or left the queue after `after`, unless its completion was not
+    /// delivered. In each direction ([`Op::direction`]: a discard is a
+    /// write) forgets the oldest held of them beyond its count, so a lost
+    /// read never takes an older write still running with it; oldest by
+    /// `age_of` (a request a completion matched to an older one may stand
+    /// for is as old as that one). The kernel's count may be larger: it
+    /// also counts requests not yet issued on some kernels, kinds the
+    /// tracker leaves out (`N` in `rwbs`), and those issued or left close
+    /// to the reading. Flushes are in neither count (they carry no I/O
+    /// statistics), and without a reading (`count_from` not called: the
+    /// disk keeps no I/O statistics, its count is unreadable) no request
+    /// is: one of those held since before `now - STALE` is forgotten. A
+    /// forgotten request leaves the depth not yet in the histograms from
+    /// its issue on; then the depth of `dev` and of its partitions before
+    /// the reading's `before` (`now` without a reading) is added to them.
+    /// Returns how many were forgotten.
     pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: KernelCount) -> u64 {
-        let kernel = kernel[0].saturating_add(kernel[1]);
         let census = self.censuses.remove(&dev);
-        let (before, left) = census.map_or((0, 0), |c| (c.before, c.left));
+        let (before, left) = census.map_or((0, [0; 2]), |c| (c.before, c.left));
         // Without a count, nothing found lost later can be told either.
         let horizon = census.map_or(now, |c| c.before);
         let stale = now.saturating_sub(STALE);
-        let mut counted: Vec<(Key, u64)> = Vec::new();
+        let mut counted: [Vec<(Key, u64)>; 2] = Default::default();
         let mut gone: Vec<(Key, u64)> = Vec::new();
         for (key, req) in self.inflight.iter().filter(|((d, _), _)| *d == dev) {
-            let in_count = census.is_some() && req.op != Op::Flush;
-            if in_count && req.issued < before {
-                counted.push((key, req.issued));
-            } else if !in_count && req.issued < stale {
-                gone.push((key, req.issued));
+            // The kernel's count it is in, if one was read.
+            match census.and(req.op.direction()) {
+                Some(direction) if req.issued < before => {
+                    counted[direction].push((key, req.issued))
+                }
+                None if req.issued < stale => gone.push((key, req.issued)),
+                _ => {}
             }
         }
-        let in_flight_then = (counted.len() as u64).saturating_add(left);
-        let surplus = in_flight_then.saturating_sub(kernel) as usize;
-        counted.sort_by_cached_key(|&(key, issued)| self.age_of(key, issued));
-        gone.extend(counted.into_iter().take(surplus));
+        for (direction, mut held) in counted.into_iter().enumerate() {
+            let in_flight_then = (held.len() as u64).saturating_add(left[direction]);
+            let surplus = in_flight_then.saturating_sub(kernel[direction]) as usize;
+            held.sort_by_cached_key(|&(key, issued)| self.age_of(key, issued));
+            gone.extend(held.into_iter().take(surplus));
+        }
         let mut forgotten = 0;
         let mut lost: HashMap<Dev, Vec<u64>, FoldHash> = HashMap::default();
         for (key, issued) in gone {
@@ -575,6 +593,56 @@ mod tests {
         assert_eq!(h.depth.quantile_high(0.6), Some(2));
         assert_eq!(h.depth.quantile_high(1.0), Some(3));
         assert!(t.take(40 * MS).is_empty(), "nothing left in flight");
+    }
+
+    #[test]
+    fn a_slow_write_is_not_forgotten_for_a_younger_lost_read() {
+        // A write in flight for 29 ms; a read issued after it loses its
+        // completion. The kernel counts 0 reads and 1 write in flight: the
+        // read is the one lost, though the write is the oldest held.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 1000, 8, Op::Write);
+        t.issue(5 * MS, SDA, 64, 8, Op::Read); // completion lost
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [0, 1]), 1);
+        t.complete(30 * MS, SDA, 1000, 8);
+        assert_eq!(t.unmatched, 0, "the write was still held");
+        let h = one(&mut t, 40 * MS, SDA);
+        assert_eq!(h.latency[Op::Write as usize].total, 1);
+        assert_eq!(h.latency[Op::Write as usize].max, 29 * MS);
+        assert_eq!(h.latency[Op::Read as usize].total, 0);
+        assert!(t.take(50 * MS).is_empty(), "the read was forgotten");
+    }
+
+    #[test]
+    fn a_discard_is_compared_with_the_kernels_writes_a_flush_with_neither() {
+        // A read, a discard whose completion was lost and a flush held;
+        // the kernel counts 1 read and 0 writes in flight.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 64, 8, Op::Read);
+        t.issue(2 * MS, SDA, 4096, 2048, Op::Discard); // completion lost
+        t.issue(3 * MS, SDA, 0, 0, Op::Flush);
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [1, 0]), 1);
+        t.complete(20 * MS, SDA, 64, 8);
+        t.complete(21 * MS, SDA, u64::MAX, 0);
+        assert_eq!(t.unmatched, 0, "the read and the flush were held");
+        t.complete(22 * MS, SDA, 4096, 2048);
+        assert_eq!(t.unmatched, 1, "the discard was forgotten");
+    }
+
+    #[test]
+    fn a_write_that_left_after_the_reading_was_in_the_kernels_writes() {
+        // The kernel counted a read and a write; the write completes after
+        // the reading: both counts are met, the read still held is live.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 64, 8, Op::Read);
+        t.issue(2 * MS, SDA, 128, 8, Op::Write);
+        t.count_from(SDA, 10 * MS, 10 * MS);
+        t.complete(11 * MS, SDA, 128, 8);
+        assert_eq!(t.trim_in_flight(12 * MS, SDA, [1, 1]), 0);
+        t.complete(13 * MS, SDA, 64, 8);
+        assert_eq!(t.unmatched, 0);
     }
 
     #[test]

@@ -114,6 +114,21 @@ struct Sample {
     op: Option<Op>,
 }
 
+/// Gives `tracker` one event of a request of a class it follows. Requests
+/// of no class it follows (write-zeroes, passthrough: `N` in `rwbs`) are
+/// left out whole: their issue is not held, so their completion must not
+/// end a request held at the same sector, nor count as unmatched.
+fn follow(tracker: &mut Tracker, s: &Sample) {
+    let Some(op) = s.op else {
+        return;
+    };
+    match s.kind {
+        Kind::Issue => tracker.issue(s.time, s.dev, s.sector, s.sectors, op),
+        Kind::Complete => tracker.complete(s.time, s.dev, s.sector, s.sectors),
+        Kind::Requeue => tracker.requeue(s.time, s.dev, s.sector, op),
+    }
+}
+
 fn read_uint(raw: &[u8], f: Field) -> Option<u64> {
     let bytes = raw.get(f.offset..f.offset + f.size)?;
     Some(match f.size {
@@ -243,14 +258,7 @@ impl State {
         self.waiting.sort_by_key(|s| s.time);
         let ready = self.waiting.partition_point(|s| s.time <= cutoff);
         for s in self.waiting.drain(..ready) {
-            match (s.kind, s.op) {
-                (Kind::Issue, Some(op)) => {
-                    self.tracker.issue(s.time, s.dev, s.sector, s.sectors, op)
-                }
-                (Kind::Complete, _) => self.tracker.complete(s.time, s.dev, s.sector, s.sectors),
-                (Kind::Requeue, Some(op)) => self.tracker.requeue(s.time, s.dev, s.sector, op),
-                (Kind::Issue | Kind::Requeue, None) => {}
-            }
+            follow(&mut self.tracker, &s);
         }
         if lost_now > 0 {
             self.tracker.forget_in_flight(cutoff);
@@ -687,6 +695,37 @@ fn partition_table() -> HashMap<Dev, Vec<Partition>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_of_no_class_followed_leaves_the_others_alone() {
+        let sda = dev_of(8, 0);
+        let event = |time: u64, kind: Kind, sector: u64, op: Option<Op>| Sample {
+            time,
+            kind,
+            dev: sda,
+            sector,
+            sectors: 8,
+            op,
+        };
+        let mut tracker = Tracker::new(0);
+        // A write of sector 64, and a write-zeroes (`N`) of the same sector
+        // that completes first.
+        follow(
+            &mut tracker,
+            &event(1_000, Kind::Issue, 64, Some(Op::Write)),
+        );
+        follow(&mut tracker, &event(2_000, Kind::Issue, 64, None));
+        follow(&mut tracker, &event(3_000, Kind::Complete, 64, None));
+        follow(
+            &mut tracker,
+            &event(9_000, Kind::Complete, 64, Some(Op::Write)),
+        );
+        let report = tracker.take(10_000);
+        let (_, histograms) = report.iter().find(|(dev, _)| *dev == sda).expect("sda");
+        let write = &histograms.latency[Op::Write as usize];
+        assert_eq!((write.total, write.max), (1, 8_000));
+        assert_eq!(tracker.unmatched, 0);
+    }
 
     #[test]
     fn raw_records_decode_at_the_format_offsets() {

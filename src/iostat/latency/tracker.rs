@@ -83,6 +83,8 @@ impl Op {
             _ => None,
         };
         match rwbs {
+            // A pre-flush before an operation of no class followed.
+            [b'F', b'N', ..] => None,
             [b'F', second, ..] if letter(*second).is_some() => letter(*second),
             [first, ..] => letter(*first),
             [] => None,
@@ -766,6 +768,8 @@ mod tests {
         assert_eq!(Op::from_rwbs(b"FF"), Some(Op::Flush));
         assert_eq!(Op::from_rwbs(b"FS"), Some(Op::Flush), "a flush alone");
         assert_eq!(Op::from_rwbs(b"F"), Some(Op::Flush));
+        assert_eq!(Op::from_rwbs(b"N"), None, "write-zeroes, passthrough");
+        assert_eq!(Op::from_rwbs(b"FN"), None, "pre-flush write-zeroes");
         assert_eq!(Op::from_rwbs(b"D"), Some(Op::Discard));
         assert_eq!(Op::from_rwbs(b"DE"), Some(Op::Discard));
         assert_eq!(Op::from_rwbs(b"N"), None);

@@ -18,7 +18,7 @@
 //!   events report `blk_rq_trace_sector()`, which hides it, the completion
 //!   `blk_rq_pos()` (seen for every flush of a virtio-blk disk with a
 //!   write-back cache, Linux 6.18). Flushes are held at that position
-//!   ([`key_of`]), apart from data at sector 0 (a file system's
+//!   (`key_of`), apart from data at sector 0 (a file system's
 //!   superblock): a completion of data never ends a flush, nor a flush's
 //!   a data request.
 //! * A completion without an issue (issued before tracing began, or its
@@ -150,7 +150,7 @@ pub struct Partition {
 /// A comparison with one reading of a disk's in-flight count under way:
 /// the kernel counted after `before` and before `after`, so each request
 /// issued before `before` that leaves the queue after `after` was in that
-/// count, in its direction ([`Op::direction`]), if the kernel counts its
+/// count, in its direction (`Op::direction`), if the kernel counts its
 /// kind.
 #[derive(Debug, Clone, Copy)]
 struct Census {
@@ -428,7 +428,7 @@ impl Tracker {
     /// the end of that read fed in since: each request issued before that
     /// read's `before` was in flight when the kernel counted if it is still
     /// held or left the queue after `after`, unless its completion was not
-    /// delivered. In each direction ([`Op::direction`]: a discard is a
+    /// delivered. In each direction (`Op::direction`: a discard is a
     /// write) forgets the oldest held of them beyond its count, so a lost
     /// read never takes an older write still running with it; oldest by
     /// `age_of` (a request a completion matched to an older one may stand

@@ -90,6 +90,14 @@ impl Locale {
         }
     }
 
+    /// A report's time as sysstat's `iostat -t` prints it: `%x %X` in this
+    /// locale, or ISO 8601 (`%FT%T%z`) when `iso` (`S_TIME_FORMAT=ISO`);
+    /// empty when the format cannot be applied.
+    pub fn report_time(&self, time: SystemTime, iso: bool) -> String {
+        let format = if iso { "%FT%T%z" } else { "%x %X" };
+        self.strftime(format, time).unwrap_or_default()
+    }
+
     /// Replaces the decimal point of the number that `text[start..]` holds
     /// (one that `format!("{:.2}")` or the fast formatter wrote, with a `.`)
     /// by this locale's. The field keeps its padding: `printf(3)` counts the

@@ -137,10 +137,7 @@ impl ReportTime {
         match self.kind {
             Timestamp::None => None,
             Timestamp::Epoch => Some(unix_seconds(time).to_string()),
-            Timestamp::Local => {
-                let format = if self.iso { "%FT%T%z" } else { "%x %X" };
-                Some(self.locale.strftime(format, time).unwrap_or_default())
-            }
+            Timestamp::Local => Some(self.locale.report_time(time, self.iso)),
         }
     }
 }

@@ -71,43 +71,42 @@ fn parse_freq(text: &str) -> Result<i32, String> {
     }
 }
 
-/// The options given that shape or choose what a report shows, in order,
-/// each with what it does (for the messages that refuse them where no
-/// report shows it).
-fn report_options(args: &ReportArgs) -> Vec<(&'static str, &'static str)> {
+/// The first option given that a control run without an interval ignores,
+/// with what it does (for the message that refuses it): the options that
+/// shape only a report's text (`-n`, `-r`, `-t`) always; those that choose
+/// or draw a report's vCPUs when the run prints no report (text without
+/// `--textfile`: `--status` is not a report).
+fn ignored_by_control(args: &ReportArgs) -> Option<(&'static str, &'static str)> {
+    let no_report = args.format == Format::Text && args.expo.textfile.is_none();
+    // Each option: whether it was given, its name, what it does, and
+    // whether it shapes only the text.
     [
-        (args.numeric, "-n", "shapes reports"),
-        (args.raw, "-r", "shapes reports"),
-        (args.timestamp, "-t", "shapes reports"),
-        (args.chart.svg.is_some(), "--svg", "draws reports"),
+        (args.numeric, "-n", "shapes reports", true),
+        (args.raw, "-r", "shapes reports", true),
+        (args.timestamp, "-t", "shapes reports", true),
+        (args.chart.svg.is_some(), "--svg", "draws reports", false),
         (
             args.cpus.is_some(),
             "--cpus",
             "chooses the vCPUs of reports",
+            false,
         ),
-        (args.sort.is_some(), "--sort", "orders the vCPUs of reports"),
-        (args.top.is_some(), "--top", "chooses the vCPUs of reports"),
+        (
+            args.sort.is_some(),
+            "--sort",
+            "orders the vCPUs of reports",
+            false,
+        ),
+        (
+            args.top.is_some(),
+            "--top",
+            "chooses the vCPUs of reports",
+            false,
+        ),
     ]
     .into_iter()
-    .filter(|(given, ..)| *given)
-    .map(|(_, option, what)| (option, what))
-    .collect()
-}
-
-/// Whether `option` shapes only the text of a report.
-fn shapes_text(option: &str) -> bool {
-    matches!(option, "-n" | "-r" | "-t")
-}
-
-/// The first option given that a control run without an interval ignores,
-/// with what it does: `-n`, `-r` and `-t` always; the others when the run
-/// prints no report (text without `--textfile`: `--status` is not a
-/// report).
-fn ignored_by_control(args: &ReportArgs) -> Option<(&'static str, &'static str)> {
-    let no_report = args.format == Format::Text && args.expo.textfile.is_none();
-    report_options(args)
-        .into_iter()
-        .find(|(option, _)| shapes_text(option) || no_report)
+    .find(|&(given, _, _, text_only)| given && (text_only || no_report))
+    .map(|(_, option, what, _)| (option, what))
 }
 
 /// `vcpustat [OPTIONS] [INTERVAL [COUNT]]`, or a subcommand.

@@ -45,8 +45,7 @@ impl ReportTime {
 
     /// `time` as text.
     fn text(&self, time: SystemTime) -> String {
-        let format = if self.iso { "%FT%T%z" } else { "%x %X" };
-        self.locale.strftime(format, time).unwrap_or_default()
+        self.locale.report_time(time, self.iso)
     }
 }
 

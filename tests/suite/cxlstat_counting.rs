@@ -53,36 +53,53 @@ fn switch_on(cpu: usize) {
     }
 }
 
+/// The wall time between two reads of per-CPU counters, bracketed: each
+/// counter's value is taken at some moment during its read, and a read may
+/// wait for its CPU, so the time it covers lies between these two.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    /// From the end of the first read to the start of the second.
+    inner: Duration,
+    /// From the start of the first read to the end of the second.
+    outer: Duration,
+}
+
 /// Opens `spec`, reads a baseline, runs `work`, reads again; gives the plan,
 /// the wall time between the reads, and both readings.
 fn count(
     root: &std::path::Path,
     spec: &str,
     work: impl FnOnce(),
-) -> (Vec<Pmu>, Plan, Duration, Vec<Reading>, Vec<Reading>) {
+) -> (Vec<Pmu>, Plan, Window, Vec<Reading>, Vec<Reading>) {
     let source = RootFs::new(root);
     let pmus = discover(&source).unwrap().pmus;
     let plan = plan_for(&pmus, spec);
     let mut counters = Counters::open(&plan, &pmus, true, None).unwrap();
     counters.enable().unwrap();
     let mut notes = Vec::new();
+    let first_read = Instant::now();
     counters.read(&source, &mut notes).unwrap();
+    let first_done = Instant::now();
     let before = counters.readings().to_vec();
-    let start = Instant::now();
     work();
+    let second_read = Instant::now();
     counters.read(&source, &mut notes).unwrap();
-    let elapsed = start.elapsed();
+    let second_done = Instant::now();
     assert!(notes.is_empty(), "{notes:?}");
-    (pmus, plan, elapsed, before, counters.readings().to_vec())
+    let window = Window {
+        inner: second_read - first_done,
+        outer: second_done - first_read,
+    };
+    (pmus, plan, window, before, counters.readings().to_vec())
 }
 
-fn assert_clock_matches(counted: u64, elapsed: Duration, what: &str) {
-    let expected = elapsed.as_nanos() as f64;
-    let error = (counted as f64 - expected).abs() / expected;
+/// cpu-clock counts wall time on its CPU: within 5 % of the bracketed time.
+fn assert_clock_matches(counted: u64, window: Window, what: &str) {
+    let low = window.inner.as_nanos() as f64 * 0.95;
+    let high = window.outer.as_nanos() as f64 * 1.05;
     assert!(
-        error < 0.05,
-        "{what}: cpu-clock {counted} ns vs {expected} ns elapsed ({:.1}% off)",
-        error * 100.0
+        (low..=high).contains(&(counted as f64)),
+        "{what}: cpu-clock {counted} ns, expected {low:.0} to {high:.0} ns ({window:?})"
     );
 }
 
@@ -92,7 +109,7 @@ fn independent_events_count_and_cpu_clock_matches_elapsed_time_per_cpu() {
         return;
     }
     let (root, cpus) = tree("count");
-    let (pmus, plan, elapsed, before, after) = count(&root, "cpu_clock,context_switches", || {
+    let (pmus, plan, window, before, after) = count(&root, "cpu_clock,context_switches", || {
         let start = Instant::now();
         for &cpu in &cpus {
             switch_on(cpu);
@@ -108,7 +125,7 @@ fn independent_events_count_and_cpu_clock_matches_elapsed_time_per_cpu() {
         assert!(counted > 0, "{what}");
         assert_eq!(m.running, Some(1.0), "{what}");
         if event.label == "cpu_clock" {
-            assert_clock_matches(counted, elapsed, &what);
+            assert_clock_matches(counted, window, &what);
         }
     }
 }
@@ -119,7 +136,7 @@ fn a_group_reads_all_members_with_one_read() {
         return;
     }
     let (root, cpus) = tree("group");
-    let (pmus, plan, elapsed, before, after) = count(&root, "{cpu_clock,context_switches}", || {
+    let (pmus, plan, window, before, after) = count(&root, "{cpu_clock,context_switches}", || {
         for &cpu in &cpus {
             switch_on(cpu);
         }
@@ -134,7 +151,7 @@ fn a_group_reads_all_members_with_one_read() {
         // Members of one group share the enabled and running times.
         assert_eq!(after[slot].enabled, after[slot + 1].enabled);
         assert_eq!(after[slot].running, after[slot + 1].running);
-        assert_clock_matches(clock.count.unwrap(), elapsed, &pmus[unit.pmu].name);
+        assert_clock_matches(clock.count.unwrap(), window, &pmus[unit.pmu].name);
         // Members opened enabled count; opened disabled they would read 0.
         assert!(
             switches.count.unwrap() > 0,
@@ -270,18 +287,25 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
         "sleep 0.3; exit 4",
     ]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    let reports = stdout(&out)
+    let text = stdout(&out);
+    let times: Vec<f64> = text
         .lines()
         .filter(|l| l.contains("cpu_clock"))
-        .count()
-        / cpus.len();
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let reports = times.len() / cpus.len();
+    // However long a loaded machine takes to start `sh`, a report every
+    // 50 ms of the run, and at least 4 in the 300 ms it sleeps.
+    let last = times.last().copied().unwrap_or(0.0);
+    let most = (last / 0.05).ceil() as usize + 1;
     assert!(
-        (4..=9).contains(&reports),
-        "{reports} reports of 50 ms for a 300 ms command"
+        last >= 0.3 && (4..=most).contains(&reports),
+        "{reports} reports of 50 ms for a 300 ms command, the last at {last} s:\n{text}"
     );
 
     // The last report ends with the command, as perf stat's does: a 300 ms
-    // command under -I 1000 gets one report, at about 0.3 s, not at 1 s.
+    // command under -I 10000 gets one report, at about 0.3 s, and the run
+    // ends then, not at 10 s.
     let started = Instant::now();
     let out = cxlstat(&[
         "--sysroot",
@@ -291,7 +315,7 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
         "-e",
         "cpu_clock",
         "-I",
-        "1000",
+        "10000",
         "--",
         "sleep",
         "0.3",
@@ -305,7 +329,7 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
         .collect();
     assert_eq!(times.len(), cpus.len(), "{text}");
     assert!(times.iter().all(|&t| (0.3..0.9).contains(&t)), "{text}");
-    assert!(took < Duration::from_millis(900), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
 
     let started = Instant::now();
     let out = cxlstat(&[

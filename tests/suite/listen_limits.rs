@@ -11,7 +11,9 @@
 
 use crate::listening::{self, ANY_PORT};
 
-use hwstat::common::serve::{MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT};
+use hwstat::common::serve::{
+    HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT,
+};
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -173,6 +175,15 @@ fn stalled_client(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
     stream
 }
 
+/// A scraper let in by closing another client is answered at once, not
+/// after a silent or stalled client's timeout ([`HEADER_TIMEOUT`],
+/// [`WRITE_TIMEOUT`]) ran out; the margin is for a loaded machine.
+fn assert_answered_before_a_timeout(started: Instant) {
+    let limit = HEADER_TIMEOUT.min(WRITE_TIMEOUT) - Duration::from_secs(1);
+    let took = started.elapsed();
+    assert!(took < limit, "answered after {took:?}, a timeout's wait");
+}
+
 /// What the server does with a scrape from `local`: `Some(answer)`, or
 /// `None` when it closes the connection without one. A connection held
 /// for 3 s without an answer fails the test.
@@ -245,11 +256,7 @@ fn silent_clients_from_any_addresses_never_keep_a_scraper_out() {
     silent.push(silent_client(host(3), server.addr));
     let answer = scrape_from(host(2), server.addr);
     assert_scraped(&answer.expect("a scraper from a full peer was kept out"));
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_answered_before_a_timeout(started);
     assert!(closed_by_server(&mut silent[0]));
     assert!(closed_by_server(&mut silent[MAX_CONNECTIONS_PER_PEER]));
     for still in [1, MAX_CONNECTIONS_PER_PEER + 1, MAX_CONNECTIONS] {
@@ -281,11 +288,7 @@ fn clients_that_never_read_give_way_and_are_closed_after_the_write_timeout() {
     let started = Instant::now();
     let answer = scrape_from(Ipv4Addr::new(127, 0, 0, 2), server.addr);
     assert_scraped(&answer.expect("the stalled clients kept a scraper out"));
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_answered_before_a_timeout(started);
     // The others are closed once their answers have waited WRITE_TIMEOUT,
     // not after the connection lifetime (120 s).
     std::thread::sleep(WRITE_TIMEOUT + Duration::from_secs(1));

@@ -93,8 +93,11 @@ mod tests {
                 .env("HWSTAT_FDLIMIT_CHILD", "1")
                 .output();
             match out {
+                // The filter must have found the test: a renamed one would
+                // run nothing and succeed.
                 Ok(out) => assert!(
-                    out.status.success(),
+                    out.status.success()
+                        && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
                     "{}{}",
                     String::from_utf8_lossy(&out.stdout),
                     String::from_utf8_lossy(&out.stderr)

@@ -628,7 +628,12 @@ mod tests {
             std::env::var("CI").as_deref() != Ok("true"),
             "{test}: needs root (to give a file to another user), which CI has"
         );
-        eprintln!("{test}: skipped: needs root (to give a file to another user)");
+        // Written past libtest's capture, so the reason shows in the
+        // summary of a plain `cargo test`.
+        let _ = writeln!(
+            std::io::stderr(),
+            "{test}: skipped: needs root (to give a file to another user)"
+        );
         false
     }
 

@@ -52,18 +52,60 @@ const ACCEPTED: &[&str] = &[
     "cxl_pmu_mem1.0/vid=65535,gid=65535,mask=4294967295,threshold=0xffff/",
 ];
 
-/// Specifications both programs refuse.
-const REFUSED: &[&str] = &[
-    "clock_tick",
-    "cxl_pmu_mem1.0/d2h_req_rdshared/",
-    "cxl_pmu_mem1.0/clock_ticks,hdm=1/",
-    "cxl_pmu_mem0.0/clock_ticks,VID=1/",
-    "cxl_pmu_mem0.0/vid=0x10000,gid=0,mask=1/",
-    "cxl_pmu_mem0.0/clock_ticks,threshold=0x10000/",
-    "cxl_pmu_mem0.0/clock_ticks,hdm_filter_en=2/",
-    "cxl_pmu_mem0.0/clock_ticks,foo=1/",
-    "cxl_pmu_mem2.0/clock_ticks/",
-    "cxl_pmu_mem0.0/clock_ticks,gid=-1/",
+/// Specifications both programs refuse, each with what perf's error says
+/// and what cxlstat's does: a refusal for another reason (a fixture that
+/// did not mount, a wrong path) is not the one listed.
+const REFUSED: &[(&str, &str, &str)] = &[
+    (
+        "clock_tick",
+        "parser error",
+        r#"unknown event "clock_tick""#,
+    ),
+    (
+        "cxl_pmu_mem1.0/d2h_req_rdshared/",
+        "unknown term 'd2h_req_rdshared' for pmu 'cxl_pmu_mem1.0'",
+        "not offered by cxl_pmu_mem1.0",
+    ),
+    (
+        "cxl_pmu_mem1.0/clock_ticks,hdm=1/",
+        "unknown term 'hdm' for pmu 'cxl_pmu_mem1.0'",
+        r#"unknown term "hdm" for cxl_pmu_mem1.0"#,
+    ),
+    (
+        "cxl_pmu_mem0.0/clock_ticks,VID=1/",
+        "unknown term 'VID'",
+        r#"unknown term "VID""#,
+    ),
+    (
+        "cxl_pmu_mem0.0/vid=0x10000,gid=0,mask=1/",
+        "value too big for format, maximum is 65535",
+        "too wide for vid (16 bits",
+    ),
+    (
+        "cxl_pmu_mem0.0/clock_ticks,threshold=0x10000/",
+        "value too big for format, maximum is 65535",
+        "too wide for threshold (16 bits",
+    ),
+    (
+        "cxl_pmu_mem0.0/clock_ticks,hdm_filter_en=2/",
+        "value too big for format, maximum is 1",
+        "too wide for hdm_filter_en (1 bits",
+    ),
+    (
+        "cxl_pmu_mem0.0/clock_ticks,foo=1/",
+        "unknown term 'foo'",
+        r#"unknown term "foo""#,
+    ),
+    (
+        "cxl_pmu_mem2.0/clock_ticks/",
+        "Cannot find PMU `cxl_pmu_mem2.0'",
+        r#"unknown CXL PMU "cxl_pmu_mem2.0""#,
+    ),
+    (
+        "cxl_pmu_mem0.0/clock_ticks,gid=-1/",
+        "parser error",
+        r#""gid=-1": expected a number"#,
+    ),
 ];
 
 fn can_run(test: &str) -> bool {
@@ -150,7 +192,9 @@ fn dry_run(spec: &str) -> Result<Vec<Attr>, String> {
     let root = two_memdevs();
     let output = cxlstat(&["--sysroot", root.to_str().unwrap(), "--dry-run", "-e", spec]);
     if !output.status.success() {
-        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+        let error = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(1), "{spec}: {error}");
+        return Err(error);
     }
     Ok(attrs_in(&stdout(&output)))
 }
@@ -176,11 +220,15 @@ fn perf_and_cxlstat_refuse_the_same_events() {
     if !can_run("perf_and_cxlstat_refuse_the_same_events") {
         return;
     }
-    for spec in REFUSED {
-        let theirs = perf(spec);
-        assert!(theirs.is_err(), "{spec}: perf accepted it: {theirs:?}");
-        let ours = dry_run(spec);
-        assert!(ours.is_err(), "{spec}: cxlstat accepted it: {ours:?}");
+    for (spec, perf_says, cxlstat_says) in REFUSED {
+        match perf(spec) {
+            Err(text) => assert!(text.contains(perf_says), "{spec}: perf said {text}"),
+            Ok(attrs) => panic!("{spec}: perf accepted it: {attrs:?}"),
+        }
+        match dry_run(spec) {
+            Err(text) => assert!(text.contains(cxlstat_says), "{spec}: cxlstat said {text}"),
+            Ok(attrs) => panic!("{spec}: cxlstat accepted it: {attrs:?}"),
+        }
     }
 }
 

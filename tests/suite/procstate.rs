@@ -1,8 +1,37 @@
 //! Waiting until a child process has reached a state, read from its
 //! `/proc/<pid>` files, where a test used to sleep a fixed time and assume
-//! it had (a loaded machine can outlast any such sleep).
+//! it had (a loaded machine can outlast any such sleep); and a child that
+//! is stopped when the test ends, however it ends.
 
+use std::process::Child;
 use std::time::{Duration, Instant};
+
+/// A child process killed and reaped when dropped: when its test ends, also
+/// by a failed assertion, it neither runs on nor keeps what it holds (a
+/// FUSE mount whose unmount waits for it, a port). Declared after what it
+/// uses, it is dropped before it. A test that stops it itself (a signal,
+/// then a wait with a limit) still can: killing a reaped child does nothing.
+pub struct KillOnDrop(pub Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// How long a child may take to get there.
 const LIMIT: Duration = Duration::from_secs(20);

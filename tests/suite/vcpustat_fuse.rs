@@ -5,6 +5,7 @@
 //! These tests need root and /dev/fuse; they skip with a reason elsewhere,
 //! and fail instead under `CI=true`.
 
+use crate::procstate::KillOnDrop;
 use crate::{listening, simkernel};
 
 use std::io::{BufRead, BufReader, Read};
@@ -148,11 +149,13 @@ fn json_reports_the_scenario_and_stays_valid_when_interrupted() {
     let Some(sim) = mount("json", scenario()) else {
         return;
     };
-    let mut child = vcpustat(&sim, &["-o", "json", "0.1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        vcpustat(&sim, &["-o", "json", "0.1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     wait_for_reads(&sim, 4);
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_with_timeout(&mut child);
@@ -187,11 +190,13 @@ fn every_stop_signal_restores_the_state() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let reads = sim.kernel().reads;
         sim.kernel().writes.clear();
-        let mut child = vcpustat(&sim, &["-n", "0.1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = KillOnDrop(
+            vcpustat(&sim, &["-n", "0.1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         // Off read, baseline, and one report.
         wait_for_reads(&sim, reads + 3);
         assert!(sim.kernel().on);
@@ -219,11 +224,13 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
         return;
     };
     let (_unread, stdout) = crate::pipes::one_page_pipe();
-    let mut child = vcpustat(&sim, &["-n", "0.01"])
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        vcpustat(&sim, &["-n", "0.01"])
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // A report is some hundred bytes: the page is full within a few dozen
     // reports, after which the reads stop.
     wait_for_reads(&sim, 3);
@@ -265,11 +272,13 @@ fn a_closed_output_pipe_restores_the_state() {
     let Some(sim) = mount("pipe", scenario()) else {
         return;
     };
-    let mut child = vcpustat(&sim, &["-n", "0.05"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        vcpustat(&sim, &["-n", "0.05"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     {
         let mut reader = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
@@ -891,13 +900,19 @@ fn raw_view_shows_a_vcpu_that_came_online_from_the_next_report_as_its_note_says(
 }
 
 /// Starts `vcpustat --listen` on the port of 127.0.0.1 it says it took;
-/// returns the child and the address.
-fn serve(sim: &Mounted) -> (Child, std::net::SocketAddr) {
-    let mut child = vcpustat(sim, &["--listen", listening::ANY_PORT])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+/// returns the child and the address. The child is killed when dropped: a
+/// failed scrape or assertion must not leave it serving, nor holding the
+/// simulated kernel's root open, which keeps the FUSE server (and so the
+/// dropped mount, and the test) waiting for ever. Bind it after `sim`, so
+/// that it is dropped first.
+fn serve(sim: &Mounted) -> (KillOnDrop, std::net::SocketAddr) {
+    let mut child = KillOnDrop(
+        vcpustat(sim, &["--listen", listening::ANY_PORT])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let addr = listening::announced(&mut child, "vcpustat");
     (child, addr)
 }

@@ -6,6 +6,7 @@
 //! instead of being expanded into gigabytes.
 
 use crate::cxlstat_support;
+use crate::procstate::{self, KillOnDrop};
 
 use std::fs;
 use std::io::Read;
@@ -42,20 +43,23 @@ fn seed_tree() -> String {
     )
 }
 
-/// Starts `program`, waits for its first output (or, for tools whose first
-/// sample is only a baseline, one second), sends SIGINT and returns its exit
-/// status and everything it wrote.
+/// Starts `program`, waits for its first output (if it `prints_first`; the
+/// first sample of the others is only a baseline) and until it waits out
+/// its interval with its stop handlers installed, sends SIGINT and returns
+/// its exit status and everything it wrote.
 fn interrupt_after_first_sample(
     program: &str,
     args: &[&str],
     prints_first: bool,
 ) -> (ExitStatus, String, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        Command::new(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let (first, got_first) = mpsc::channel();
     let mut stdout = child.stdout.take().unwrap();
     let reader = thread::spawn(move || {
@@ -71,10 +75,14 @@ fn interrupt_after_first_sample(
         all
     });
     if prints_first {
-        let _ = got_first.recv_timeout(Duration::from_secs(30));
+        got_first
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{program}: no first report within 30 s"));
     }
-    // Past the first sample, where the next due time is computed.
-    thread::sleep(Duration::from_millis(if prints_first { 300 } else { 1000 }));
+    // SIGINT is its stop request, and it waits past the first sample, where
+    // the next due time is computed.
+    procstate::await_handler(child.id(), libc::SIGINT);
+    procstate::await_polling(child.id());
     // SAFETY: signalling the child we started, by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_with_timeout(&mut child, Duration::from_secs(20), program);
@@ -89,8 +97,8 @@ fn interrupt_after_first_sample(
     (status, String::from_utf8_lossy(&out).into_owned(), err)
 }
 
-/// Waits for `child` at most `limit`; past it, kills it and fails naming
-/// `what`.
+/// Waits for `child` at most `limit`; past it, kills and reaps it and fails
+/// naming `what`.
 pub(crate) fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     let start = Instant::now();
     loop {
@@ -99,6 +107,7 @@ pub(crate) fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) 
         }
         if start.elapsed() > limit {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("{what} did not end within {limit:?}");
         }
         thread::sleep(Duration::from_millis(20));

@@ -83,3 +83,55 @@ pub fn await_child(pid: u32) {
         }
     });
 }
+
+/// The `/proc/<pid>/stat` state letter of `pid`'s main thread.
+fn state_letter(pid: u32) -> Result<char, String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("without /proc/{pid}/stat ({e})"))?;
+    // The state follows the command name, which is in parentheses and may
+    // hold anything.
+    let (_, after) = stat
+        .rsplit_once(") ")
+        .ok_or_else(|| format!("with an unreadable stat {stat:?}"))?;
+    after
+        .chars()
+        .next()
+        .ok_or_else(|| format!("with an unreadable stat {stat:?}"))
+}
+
+/// Waits until `pid` has a handler for `signal` (bit `signal` of `SigCgt`
+/// in `/proc/<pid>/status`): from then on the signal is its stop request,
+/// no longer the kernel's default action.
+pub fn await_handler(pid: u32, signal: i32) {
+    await_state(&format!("process {pid}"), || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map_err(|e| format!("without /proc/{pid}/status ({e})"))?;
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .ok_or_else(|| format!("without a SigCgt line in {status:?}"))?;
+        if caught & (1 << (signal - 1)) != 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "without a handler for signal {signal} (SigCgt {caught:x})"
+            ))
+        }
+    });
+}
+
+/// Waits until `pid`'s main thread sleeps in `poll(2)` (its kernel wait
+/// channel, `/proc/<pid>/wchan`, is a poll function): the tools wait there
+/// for the next interval, a stop signal or a file descriptor.
+pub fn await_polling(pid: u32) {
+    await_state(&format!("process {pid}"), || {
+        let state = state_letter(pid)?;
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        if state == 'S' && wchan.contains("poll") {
+            Ok(())
+        } else {
+            Err(format!("in state {state}, waiting in {wchan:?}"))
+        }
+    });
+}

@@ -26,6 +26,8 @@
 //! skipped with a printed reason, unless `CI=true`.
 
 use crate::fakekernel;
+use crate::pipes::Collected;
+use crate::procstate::{self, KillOnDrop};
 use crate::skip;
 use crate::sysstat_compare;
 
@@ -1082,12 +1084,14 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
         .into_iter()
         .map(|signal| {
             let (unread, stdout) = crate::pipes::one_page_pipe();
-            let child = pinned(&mut Command::new(&bin))
-                .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
-                .stdout(stdout)
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn");
+            let child = KillOnDrop(
+                pinned(&mut Command::new(&bin))
+                    .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
+                    .stdout(stdout)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn"),
+            );
             (signal, unread, child)
         })
         .collect();
@@ -1132,39 +1136,42 @@ fn stop_signals_close_the_json_document() {
     };
     let (root, _) = healthy_tree("signals");
     // One run per signal, both at once: each mostly waits.
-    let runs: Vec<_> = [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)]
+    let mut runs: Vec<_> = [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)]
         .into_iter()
         .map(|(name, signal)| {
-            let child = pinned(&mut Command::new(&bin))
-                .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn");
-            (name, signal, child)
+            let mut child = KillOnDrop(
+                pinned(&mut Command::new(&bin))
+                    .args(["--sysroot", root.to_str().unwrap(), "-x", "-o", "JSON", "1"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn"),
+            );
+            let out = Collected::new(child.stdout.take().unwrap());
+            (name, signal, child, out)
         })
         .collect();
-    // Let reports 0, 1 and 2 be due (at 0, 1 and 2 s), then signal in the
-    // middle of an interval; two of them are printed even on a loaded
-    // machine.
-    thread::sleep(Duration::from_millis(2500));
-    for (_, signal, child) in &runs {
+    // Until reports 0 and 1 (due at 0 and 1 s) have begun, and the run
+    // waits for the next: the signal comes in the middle of an interval.
+    for (name, _, child, out) in &mut runs {
+        out.wait_for(
+            &format!("{name}: the second report"),
+            Duration::from_secs(30),
+            |seen| String::from_utf8_lossy(seen).matches("\"avg-cpu\"").count() >= 2,
+        );
+        procstate::await_polling(child.id());
+    }
+    for (_, signal, child, _) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
         assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
     }
     let deadline = Instant::now() + Duration::from_secs(5);
-    for (name, _, mut child) in runs {
+    for (name, _, mut child, out) in runs {
         let status = wait_with_timeout(
             &mut child,
             deadline.saturating_duration_since(Instant::now()),
         );
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
+        let out = String::from_utf8(out.until_end(name, Duration::from_secs(5))).unwrap();
         let mut err = String::new();
         child
             .stderr

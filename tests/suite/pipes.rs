@@ -1,9 +1,12 @@
-//! Pipes for tests of a reader that stops reading.
+//! Pipes for tests of a reader that stops reading, and a reader of a
+//! child's output that waits for it with a limit.
 
 use std::fs::File;
+use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// A pipe holding at most one page: a program writing into it blocks as
@@ -38,5 +41,82 @@ pub fn wait_for_output(unread: &File, limit: Duration) {
         }
         assert!(start.elapsed() < limit, "no output after {limit:?}");
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What a child writes into a pipe, read by a thread as it comes, so that a
+/// test waits for some of it with a limit: a read of the pipe itself waits
+/// for as long as the child neither writes nor ends. The thread ends with
+/// the output (the child ended or was killed).
+pub struct Collected {
+    chunks: mpsc::Receiver<Vec<u8>>,
+    seen: Vec<u8>,
+    ended: bool,
+}
+
+impl Collected {
+    /// Starts reading `from` (a child's `stdout` or `stderr`).
+    pub fn new(mut from: impl Read + Send + 'static) -> Collected {
+        let (sender, chunks) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut piece = [0u8; 4096];
+            while let Ok(n @ 1..) = from.read(&mut piece) {
+                if sender.send(piece[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Collected {
+            chunks,
+            seen: Vec::new(),
+            ended: false,
+        }
+    }
+
+    /// Waits until the output read so far satisfies `enough`, and returns
+    /// it; fails the test, naming `what`, if the output ends or `limit`
+    /// passes first.
+    pub fn wait_for(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut enough: impl FnMut(&[u8]) -> bool,
+    ) -> &[u8] {
+        let deadline = Instant::now() + limit;
+        while !enough(&self.seen) {
+            let seen = || String::from_utf8_lossy(&self.seen).into_owned();
+            assert!(!self.ended, "{what}: the output ended first: {}", seen());
+            match self
+                .chunks
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(chunk) => self.seen.extend_from_slice(&chunk),
+                Err(RecvTimeoutError::Disconnected) => self.ended = true,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{what}: not within {limit:?}: {}", seen())
+                }
+            }
+        }
+        &self.seen
+    }
+
+    /// All of the output, once it has ended (at most `limit`, else the
+    /// test fails naming `what`).
+    pub fn until_end(mut self, what: &str, limit: Duration) -> Vec<u8> {
+        let deadline = Instant::now() + limit;
+        while !self.ended {
+            match self
+                .chunks
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(chunk) => self.seen.extend_from_slice(&chunk),
+                Err(RecvTimeoutError::Disconnected) => self.ended = true,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "{what}: the output did not end within {limit:?}: {}",
+                    String::from_utf8_lossy(&self.seen)
+                ),
+            }
+        }
+        self.seen
     }
 }

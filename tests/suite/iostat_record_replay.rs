@@ -2,6 +2,10 @@
 //! replayed with the options it was recorded with reproduces the live output
 //! byte for byte; sysstat's error messages and statuses; quiet broken pipes.
 
+use crate::interval_limits::wait_with_timeout;
+use crate::pipes::{self, Collected};
+use crate::procstate::KillOnDrop;
+
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -294,17 +298,19 @@ fn garbled_and_vanishing_devices_do_not_panic() {
 fn a_closed_pipe_ends_quietly() {
     let dir = fixture("pipe");
     let root = dir.to_str().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["--sysroot", root, "-x", "0.01"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut first = [0u8; 16];
-    stdout.read_exact(&mut first).unwrap();
+    let mut child = KillOnDrop(
+        Command::new(BIN)
+            .args(["--sysroot", root, "-x", "0.01"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Some output, then the reader goes away, like `| head -c 16`.
+    let stdout = fs::File::from(std::os::fd::OwnedFd::from(child.stdout.take().unwrap()));
+    pipes::wait_for_output(&stdout, Duration::from_secs(20));
     drop(stdout);
-    let status = child.wait().unwrap();
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
     let mut err = String::new();
     child
         .stderr
@@ -397,25 +403,23 @@ fn sigint_and_sigterm_end_the_run_with_the_json_document_closed() {
     let dir = fixture("signals");
     let root = dir.to_str().unwrap();
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let mut child = Command::new(BIN)
-            .args(["--sysroot", root, "-o", "JSON", "-x", "0.05"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdout = child.stdout.take().unwrap();
+        let mut child = KillOnDrop(
+            Command::new(BIN)
+                .args(["--sysroot", root, "-o", "JSON", "-x", "0.05"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut stdout = Collected::new(child.stdout.take().unwrap());
         // Wait for the first report, then interrupt.
-        let mut seen = Vec::new();
-        let mut chunk = [0u8; 4096];
-        while !String::from_utf8_lossy(&seen).contains("\"disk\"") {
-            let n = stdout.read(&mut chunk).unwrap();
-            assert!(n > 0, "iostat-rs ended before its first report");
-            seen.extend_from_slice(&chunk[..n]);
-        }
+        stdout.wait_for("the first report", Duration::from_secs(20), |seen| {
+            String::from_utf8_lossy(seen).contains("\"disk\"")
+        });
         // SAFETY: signalling the child we started.
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        stdout.read_to_end(&mut seen).unwrap();
-        let status = child.wait().unwrap();
+        let status = wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
+        let seen = stdout.until_end("iostat-rs", Duration::from_secs(20));
         assert_eq!(status.code(), Some(0), "signal {signal}");
         let doc: serde_json::Value = serde_json::from_slice(&seen)
             .unwrap_or_else(|e| panic!("signal {signal}: {e}: {}", String::from_utf8_lossy(&seen)));

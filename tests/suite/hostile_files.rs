@@ -8,13 +8,16 @@
 
 use crate::cxlstat_support;
 use crate::interval_limits::wait_with_timeout;
+use crate::pipes::Collected;
+use crate::procstate::KillOnDrop;
 use std::ffi::CString;
 use std::fs;
+use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{OpenOptionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A fresh directory for one test.
@@ -359,12 +362,15 @@ fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
         let mut args = vec!["--sysroot", dir.to_str().unwrap(), "-e", "cpu_clock"];
         args.extend(interval);
         args.extend(["--", "sleep", "30"]);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = KillOnDrop(
+            Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+                .args(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let stdout = Collected::new(child.stdout.take().unwrap());
         // Counting, the command started, then some intervals' reports.
         crate::procstate::await_perf_events(child.id(), 1);
         crate::procstate::await_child(child.id());
@@ -377,11 +383,12 @@ fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
         }
         let took = start.elapsed();
         let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
+        let status = child.wait().unwrap();
         assert!(took < Duration::from_secs(5), "{interval:?}: {took:?}");
         // The command's status, as a shell shows it: killed by SIGTERM.
-        assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{interval:?}");
-        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{interval:?}");
+        let text = stdout.until_end("cxlstat", Duration::from_secs(10));
+        let text = String::from_utf8_lossy(&text);
         assert!(text.contains("cxl_pmu_mem0.0"), "{interval:?}: {text}");
     }
     fs::remove_dir_all(dir).unwrap();
@@ -446,18 +453,20 @@ fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
     {
         let fifo = dir.join(format!("stalled{n}"));
         mkfifo(&fifo);
-        let mut child = Command::new(program)
-            .arg("--replay")
-            .arg(&fifo)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // The writer end, held open and silent.
-        let _writer = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        let mut child = KillOnDrop(
+            Command::new(program)
+                .arg("--replay")
+                .arg(&fifo)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        // The writer end, held open and silent; then the program waits.
+        let _writer = open_writer(&fifo, &mut child, program);
+        crate::procstate::await_polling(child.id());
         assert!(
             child.try_wait().unwrap().is_none(),
             "{program}: ended early"
@@ -476,6 +485,37 @@ fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
         );
     }
     fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Opens FIFO `fifo` for writing once `child` (running `program`) has
+/// opened it to read. Without `O_NONBLOCK`, open(2) would wait for a reader
+/// for ever if the program ended first; with it, it fails (ENXIO) until
+/// there is one. Fails if the program ends first or 20 s pass.
+fn open_writer(fifo: &Path, child: &mut Child, program: &str) -> fs::File {
+    let start = Instant::now();
+    loop {
+        match fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+        {
+            Ok(writer) => return writer,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("{program}: cannot open {} to write: {e}", fifo.display()),
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "{program} ended ({status}) without opening {}",
+                fifo.display()
+            );
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{program} did not open {} within 20 s",
+            fifo.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// As many `-e` options as a command line holds are planned in time that
@@ -852,13 +892,15 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
             .unwrap();
         // Standard output to a file: a pipe the test did not read would fill too.
         let stdout = dir.join("stdout");
-        let mut child = Command::new(program)
-            .args(&args)
-            .args(["--record", fifo.to_str().unwrap(), "0.001"])
-            .stdout(fs::File::create(&stdout).unwrap())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = KillOnDrop(
+            Command::new(program)
+                .args(&args)
+                .args(["--record", fifo.to_str().unwrap(), "0.001"])
+                .stdout(fs::File::create(&stdout).unwrap())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
         // Until the pipe is full (what it holds stops growing, though a
         // frame comes every millisecond): the recorder then waits on it.
         let queued = || {
@@ -887,8 +929,9 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let stopped = Instant::now();
         let status = wait_with_timeout(&mut child, Duration::from_secs(5), program);
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let mut err = Vec::new();
+        child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+        let err = String::from_utf8_lossy(&err);
         assert!(
             stopped.elapsed() < Duration::from_secs(4),
             "{program}: {:?} after SIGTERM",

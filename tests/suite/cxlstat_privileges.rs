@@ -9,11 +9,13 @@
 //! CI=true.
 
 use crate::cxlstat_support;
+use crate::interval_limits::wait_with_timeout;
+use crate::pipes::Collected;
+use crate::procstate::KillOnDrop;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::skip;
 use cxlstat_support::{copy_executable, scratch, software_tree};
@@ -187,40 +189,51 @@ fn counting_runs_without_any_capability() {
     let root = scratch("privileges-dropped");
     software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
     let binary = binary_with_cap_perfmon(&root);
-    let mut child = as_nobody_over_fixture_sys(&root, &binary, &["-e", "cpu_clock", "0.1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        as_nobody_over_fixture_sys(&root, &binary, &["-e", "cpu_clock", "0.1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let pid = child.id();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = Collected::new(child.stdout.take().unwrap());
+    let stderr = Collected::new(child.stderr.take().unwrap());
     // The second report: counting has been going on for an interval.
-    let mut counted = Vec::new();
-    let start = Instant::now();
-    while counted.len() < 2 && start.elapsed() < Duration::from_secs(30) {
-        match lines.next() {
-            Some(line) => {
-                let line = line.unwrap();
-                if line.contains("cxl_pmu_mem0.0") {
-                    counted.push(line);
-                }
-            }
-            None => break,
+    let counting_lines = |seen: &[u8]| -> Vec<String> {
+        // Whole lines only: the last may still be being written.
+        let whole = &seen[..seen.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1)];
+        String::from_utf8_lossy(whole)
+            .lines()
+            .filter(|l| l.contains("cxl_pmu_mem0.0"))
+            .map(str::to_string)
+            .collect()
+    };
+    let counted = match stdout.try_wait_for("the second report", Duration::from_secs(30), |seen| {
+        counting_lines(seen).len() >= 2
+    }) {
+        Ok(seen) => counting_lines(seen),
+        Err(why) => {
+            // What cxlstat said, once it is stopped.
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = stderr.until_end("cxlstat's standard error", Duration::from_secs(10));
+            panic!("{why}\nstderr: {}", String::from_utf8_lossy(&stderr));
         }
-    }
+    };
     let caps = capabilities(pid);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-    let end = child.wait_with_output().unwrap();
-    assert_eq!(counted.len(), 2, "{}", String::from_utf8_lossy(&end.stderr));
-    assert!(counted.iter().all(|l| l.contains("100.00%")), "{counted:?}");
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "cxlstat after SIGTERM");
+    let stderr = stderr.until_end("cxlstat's standard error", Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(
+        counted[..2].iter().all(|l| l.contains("100.00%")),
+        "{counted:?}"
+    );
     assert!(!caps.is_empty());
     for line in &caps {
         assert!(line.ends_with("\t0000000000000000"), "{caps:?}");
     }
-    assert!(
-        end.status.success(),
-        "{}",
-        String::from_utf8_lossy(&end.stderr)
-    );
+    assert!(status.success(), "{stderr}");
 }

@@ -80,12 +80,29 @@ impl Collected {
         &mut self,
         what: &str,
         limit: Duration,
-        mut enough: impl FnMut(&[u8]) -> bool,
+        enough: impl FnMut(&[u8]) -> bool,
     ) -> &[u8] {
+        match self.try_wait_for(what, limit, enough) {
+            Ok(seen) => seen,
+            Err(why) => panic!("{why}"),
+        }
+    }
+
+    /// [`Collected::wait_for`], returning why it failed instead of failing
+    /// the test (which can then say more, such as what the child said on
+    /// standard error).
+    pub fn try_wait_for(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut enough: impl FnMut(&[u8]) -> bool,
+    ) -> Result<&[u8], String> {
         let deadline = Instant::now() + limit;
         while !enough(&self.seen) {
             let seen = || String::from_utf8_lossy(&self.seen).into_owned();
-            assert!(!self.ended, "{what}: the output ended first: {}", seen());
+            if self.ended {
+                return Err(format!("{what}: the output ended first: {}", seen()));
+            }
             match self
                 .chunks
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -93,11 +110,11 @@ impl Collected {
                 Ok(chunk) => self.seen.extend_from_slice(&chunk),
                 Err(RecvTimeoutError::Disconnected) => self.ended = true,
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("{what}: not within {limit:?}: {}", seen())
+                    return Err(format!("{what}: not within {limit:?}: {}", seen()));
                 }
             }
         }
-        &self.seen
+        Ok(&self.seen)
     }
 
     /// All of the output, once it has ended (at most `limit`, else the

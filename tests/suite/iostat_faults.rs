@@ -32,6 +32,7 @@ use crate::skip;
 use crate::sysstat_compare;
 
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1014,15 +1015,27 @@ fn closed_output_pipe_ends_quietly() {
         return;
     };
     let (root, _) = healthy_tree("pipe");
-    let mut child = pinned(&mut Command::new(&bin))
-        .args(["--sysroot", root.to_str().unwrap(), "-x", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = KillOnDrop(
+        pinned(&mut Command::new(&bin))
+            .args(["--sysroot", root.to_str().unwrap(), "-x", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn"),
+    );
     let mut stdout = child.stdout.take().unwrap();
+    // Some output, within a limit: a run that printed nothing would
+    // otherwise hold the read for ever.
+    let mut ready = libc::pollfd {
+        fd: stdout.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for an open descriptor.
+    let polled = unsafe { libc::poll(&mut ready, 1, 20_000) };
+    assert_eq!(polled, 1, "no output within 20 s");
     let mut first = [0u8; 64];
-    stdout.read_exact(&mut first).expect("some output");
+    assert!(stdout.read(&mut first).expect("some output") > 0);
     drop(stdout); // like `| head -c 64`
     let status = wait_with_timeout(&mut child, Duration::from_secs(5));
     let mut stderr = String::new();

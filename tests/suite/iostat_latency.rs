@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -127,6 +128,68 @@ fn interrupt(child: &Child) {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
 }
 
+/// A child killed (SIGKILL) and reaped when dropped: a test that fails
+/// midway, its assertion unwinding past the graceful stop, leaves no
+/// bpftrace with programs on the machine's tracepoints and no iostat-rs
+/// running. Dropped after a graceful stop it does nothing: `Child::kill`
+/// signals no pid once the child was reaped.
+struct Reaped(Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// fio, started by `command` in a process group of its own: it runs each
+/// job in a process it forks, which outlives a killed fio. Dropped, the
+/// whole group is killed (SIGKILL) and fio reaped.
+struct Fio(Child);
+
+impl Fio {
+    fn spawn(command: &mut Command) -> Fio {
+        Fio(command.process_group(0).spawn().expect("fio starts"))
+    }
+
+    /// Ends the run as fio's own stop does (SIGTERM: fio ends its jobs and
+    /// waits for them), at most `limit`; the group is killed on drop if
+    /// fio does not exit by then.
+    fn stop(mut self, limit: Duration) {
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let start = Instant::now();
+        while self.0.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < limit, "fio did not exit within {limit:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Fio {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: the group of our own child, not reaped yet, so its
+            // pid (the group's id) is not reused.
+            unsafe { libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL) };
+        }
+        let _ = self.0.wait();
+    }
+}
+
 /// The lines of a child's output, read by a thread as they come, so that
 /// waiting for one can have a limit.
 fn lines_of(pipe: ChildStdout) -> mpsc::Receiver<String> {
@@ -181,9 +244,10 @@ fn await_bpftrace(bpf: &mut Child, limit: Duration) {
 }
 
 /// A running child whose output is read as it comes, so a full pipe
-/// never blocks it.
+/// never blocks it; killed and reaped when dropped ([`Reaped`]), so a
+/// failing test leaves it running no more than its graceful stop would.
 struct Watched {
-    child: Child,
+    child: Reaped,
     stdout: std::thread::JoinHandle<Vec<u8>>,
     stderr: std::thread::JoinHandle<Vec<u8>>,
     /// Hears once for each report that reaches standard output.
@@ -269,7 +333,7 @@ fn watch(mut child: Child, report_end: &'static [u8]) -> Watched {
         stdout: drain(child.stdout.take(), Some((progress, report_end))),
         stderr: drain(child.stderr.take(), None),
         printed,
-        child,
+        child: Reaped(child),
     }
 }
 
@@ -287,8 +351,8 @@ fn wait_output(w: Watched, limit: Duration) -> Output {
             break status;
         }
         if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("a child did not exit");
+            // Killed and reaped as `child` is dropped.
+            panic!("a child did not exit within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -427,11 +491,13 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let disk = SlowDisk::mount(name, delays);
     let lo = Loop::attach(&disk.file());
     let script = bpftrace_script(lo.dev);
-    let mut bpf = namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("bpftrace starts");
+    let mut bpf = Reaped(
+        namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bpftrace starts"),
+    );
     let bpf_lines = lines_of(bpf.stdout.take().unwrap());
     await_attached(&mut bpf, &bpf_lines, Duration::from_secs(60));
     let iostat = watch_latency(&lo.name);
@@ -1348,6 +1414,20 @@ fn kernel_stat(name: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Waits (at most `limit`) until the kernel completes a read on `device`:
+/// a reader started before is then reading.
+fn await_reads(device: &str, limit: Duration) {
+    let before = kernel_stat(device)[0];
+    let start = Instant::now();
+    while kernel_stat(device)[0] == before {
+        assert!(
+            start.elapsed() < limit,
+            "no read on {device} within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The requests in `op`'s histograms of `device` over every report.
 fn measured_requests(ndjson: &str, device: &str, op: &str) -> u64 {
     iostat_hist(ndjson, device, op)
@@ -1470,32 +1550,33 @@ fn one_request_at_a_time_is_a_depth_of_one() {
     std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
     let lo = Loop::attach(&image);
     let name = lo.name.clone();
-    let fio = Command::new("fio")
-        .args([
-            "--name=depth",
-            &format!("--filename=/dev/{}", lo.name),
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=psync",
-            "--iodepth=1",
-            "--runtime=4",
-            "--time_based",
-            "--output-format=terse",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("fio starts");
+    // Reading until stopped, whatever time iostat-rs takes to start on a
+    // loaded machine (a run of 4 s could end before the reports).
+    let fio = Fio::spawn(
+        Command::new("fio")
+            .args([
+                "--name=depth",
+                &format!("--filename=/dev/{}", lo.name),
+                "--rw=randread",
+                "--bs=4k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--iodepth=1",
+                "--runtime=600",
+                "--time_based",
+                "--output-format=terse",
+            ])
+            .stdout(Stdio::null()),
+    );
     // fio is reading when the programs are attached.
-    std::thread::sleep(Duration::from_millis(300));
+    await_reads(&name, Duration::from_secs(60));
     let iostat = watch_latency(&name);
     await_first_report(&iostat, Duration::from_secs(60));
     await_reports_from_now(&iostat, Duration::from_secs(30));
     await_reports_from_now(&iostat, Duration::from_secs(30));
     interrupt(&iostat.child);
     let out = wait_output(iostat, Duration::from_secs(10));
-    let mut fio = fio;
-    let _ = fio.wait();
+    fio.stop(Duration::from_secs(30));
     drop(lo);
     let _ = std::fs::remove_file(&image);
     let means = mean_depths(&text(&out.stdout), &name);
@@ -1564,21 +1645,21 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
     let image = std::env::temp_dir().join(format!("hwstat-latency-perf-{}", std::process::id()));
     std::fs::write(&image, vec![7u8; 64 << 20]).unwrap();
     let lo = Loop::attach_with(&image, &["-r", "--direct-io=on"]);
-    let mut fio = Command::new("fio")
-        .args([
-            "--name=fallback",
-            &format!("--filename=/dev/{}", lo.name),
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=psync",
-            "--time_based",
-            "--runtime=30",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("fio starts");
+    let fio = Fio::spawn(
+        Command::new("fio")
+            .args([
+                "--name=fallback",
+                &format!("--filename=/dev/{}", lo.name),
+                "--rw=randread",
+                "--bs=4k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--time_based",
+                "--runtime=30",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     // fio is reading when the run starts.
     std::thread::sleep(Duration::from_millis(300));
     let out = namespace::command(
@@ -1599,9 +1680,7 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
     )
     .output()
     .unwrap();
-    // SAFETY: signalling our own child by its pid; fio ends its jobs.
-    unsafe { libc::kill(fio.id() as libc::pid_t, libc::SIGTERM) };
-    let _ = fio.wait();
+    fio.stop(Duration::from_secs(30));
     let name = lo.name.clone();
     drop(lo);
     let _ = std::fs::remove_file(&image);

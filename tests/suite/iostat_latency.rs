@@ -250,32 +250,40 @@ struct Watched {
     child: Reaped,
     stdout: std::thread::JoinHandle<Vec<u8>>,
     stderr: std::thread::JoinHandle<Vec<u8>>,
-    /// Hears once for each report that reaches standard output.
-    printed: mpsc::Receiver<()>,
+    /// Hears each report that reaches standard output, as it comes.
+    printed: mpsc::Receiver<String>,
 }
 
-/// Reads `pipe` to its end in a thread; `progress`, if given, hears once
-/// for each `report_end` that arrives (a report's last bytes).
+/// Reads `pipe` to its end in a thread; `progress`, if given, hears each
+/// report as it arrives, up to and including its `report_end` (a report's
+/// last bytes).
 fn drain<R: Read + Send + 'static>(
     pipe: Option<R>,
-    progress: Option<(mpsc::Sender<()>, &'static [u8])>,
+    progress: Option<(mpsc::Sender<String>, &'static [u8])>,
 ) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
         let Some(mut p) = pipe else { return bytes };
         let mut chunk = [0u8; 4096];
+        // Where the report being read begins.
+        let mut report = 0;
         loop {
             match p.read(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => {
                     // Where a report's end may begin that was not seen whole.
-                    let from = bytes
+                    let mut from = bytes
                         .len()
-                        .saturating_sub(progress.as_ref().map_or(0, |(_, end)| end.len() - 1));
+                        .saturating_sub(progress.as_ref().map_or(0, |(_, end)| end.len() - 1))
+                        .max(report);
                     bytes.extend_from_slice(&chunk[..n]);
                     if let Some((progress, end)) = &progress {
-                        for _ in bytes[from..].windows(end.len()).filter(|w| w == end) {
-                            let _ = progress.send(());
+                        while let Some(at) =
+                            bytes[from..].windows(end.len()).position(|w| w == *end)
+                        {
+                            let ends = from + at + end.len();
+                            let _ = progress.send(text(&bytes[report..ends]));
+                            (report, from) = (ends, ends);
                         }
                     }
                 }
@@ -307,6 +315,27 @@ fn await_reports_from_now(w: &Watched, limit: Duration) {
     for _ in 0..2 {
         if w.printed.recv_timeout(limit).is_err() {
             panic!("no report within {limit:?}");
+        }
+    }
+}
+
+/// Waits (at most `limit`) until a report of `w`, a line of NDJSON, lists
+/// `device`.
+fn await_report_listing(w: &Watched, device: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let Ok(report) = w
+            .printed
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        else {
+            panic!("no report listed {device} within {limit:?}");
+        };
+        let v: serde_json::Value = serde_json::from_str(&report).expect("NDJSON");
+        if v["rows"]
+            .as_array()
+            .is_some_and(|rows| rows.iter().any(|r| r["device"] == device))
+        {
+            return;
         }
     }
 }
@@ -1332,8 +1361,20 @@ fn partitions_and_devices_appearing_mid_run() {
         .status()
         .unwrap();
     assert!(made.success(), "mknod {}", node.display());
-    // Some intervals, so the partition table iostat-rs reads includes it.
-    std::thread::sleep(Duration::from_millis(1500));
+    // iostat-rs attributes requests by the partition table it read at the
+    // last report, after the counters (/proc/diskstats lists a partition
+    // once sysfs has its start and size): from a report that lists p2 on,
+    // requests on it count for it. The report after that one is waited for
+    // too, so as not to hang on the order of the two reads; until then,
+    // p2's reads would count for the disk alone.
+    await_report_listing(&iostat, &p2, Duration::from_secs(30));
+    if iostat
+        .printed
+        .recv_timeout(Duration::from_secs(30))
+        .is_err()
+    {
+        panic!("no report within 30 s");
+    }
     let fio = Command::new("fio")
         .args([
             "--name=parts",

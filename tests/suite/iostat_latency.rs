@@ -1207,8 +1207,11 @@ fn without_locked_memory_the_small_ring_measures() {
     });
     let forwarded = watch_latency(&lo.name);
     await_first_report(&forwarded, Duration::from_secs(60));
+    // tracefs as the machine has it, mounted only where it is not: one
+    // instance serves every mount, so a mount option (mode=755 stood here)
+    // would change it for the whole machine.
     let child = namespace::command(
-        "umount /sys/kernel/tracing 2>/dev/null; mount -t tracefs -o mode=755 nodev /sys/kernel/tracing",
+        MOUNT_TRACEFS,
         "prlimit",
         &[
             "--memlock=0:0",
@@ -1216,11 +1219,12 @@ fn without_locked_memory_the_small_ring_measures() {
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
-            // Read access to tracefs: its event files are root's, mode
-            // 0440 (Linux 6.x); an administrator grants a group with the
-            // gid= mount option, which would change the one tracefs
-            // instance for the whole machine, so the run gets
-            // CAP_DAC_READ_SEARCH instead.
+            // Read access to tracefs: its root is root's, mode 0700 by
+            // default, its event files 0440 (Linux 6.x); an administrator
+            // grants a group with the gid= and mode= mount options, which
+            // would change the one tracefs instance for the whole machine,
+            // so the run gets CAP_DAC_READ_SEARCH instead (it passes the
+            // search and read checks).
             "--inh-caps=-all,+perfmon,+dac_read_search",
             "--ambient-caps=-all,+perfmon,+dac_read_search",
             IOSTAT,

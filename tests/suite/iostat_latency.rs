@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -155,38 +154,26 @@ impl Drop for Reaped {
     }
 }
 
-/// fio, started by `command` in a process group of its own: it runs each
-/// job in a process it forks, which outlives a killed fio. Dropped, the
-/// whole group is killed (SIGKILL) and fio reaped.
-struct Fio(Child);
+/// fio, running its jobs as threads (`--thread`): killed, it leaves none
+/// behind, where a job in a process of its own (fio's default) calls
+/// setsid and runs on after fio is killed. Killed and reaped when dropped.
+struct Fio(Reaped);
 
 impl Fio {
     fn spawn(command: &mut Command) -> Fio {
-        Fio(command.process_group(0).spawn().expect("fio starts"))
+        Fio(Reaped(command.arg("--thread").spawn().expect("fio starts")))
     }
 
-    /// Ends the run as fio's own stop does (SIGTERM: fio ends its jobs and
-    /// waits for them), at most `limit`; the group is killed on drop if
-    /// fio does not exit by then.
+    /// Ends the run as fio's own stop does (SIGTERM: fio ends its jobs),
+    /// at most `limit`; killed on drop if fio does not exit by then.
     fn stop(mut self, limit: Duration) {
-        // SAFETY: signalling our own child by its pid.
+        // SAFETY: signalling our own child, not reaped yet, by its pid.
         unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
         let start = Instant::now();
         while self.0.try_wait().unwrap().is_none() {
             assert!(start.elapsed() < limit, "fio did not exit within {limit:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-impl Drop for Fio {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // SAFETY: the group of our own child, not reaped yet, so its
-            // pid (the group's id) is not reused.
-            unsafe { libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL) };
-        }
-        let _ = self.0.wait();
     }
 }
 

@@ -122,6 +122,36 @@ impl Drop for Loop {
     }
 }
 
+/// A file of the test's in the temporary directory, removed when dropped,
+/// also when the test fails.
+struct Removed(std::path::PathBuf);
+
+impl Removed {
+    /// `hwstat-latency-NAME-PID` in the temporary directory.
+    fn temp(name: &str) -> Removed {
+        Removed(std::env::temp_dir().join(format!("hwstat-latency-{name}-{}", std::process::id())))
+    }
+}
+
+impl std::ops::Deref for Removed {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Removed {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 fn interrupt(child: &Child) {
     // SAFETY: signalling our own child by its pid.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
@@ -961,7 +991,8 @@ fn replay_prints_the_latency_columns_again() {
     if !runnable("replay_prints_the_latency_columns_again", &["unshare"]) {
         return;
     }
-    let rec = std::env::temp_dir().join(format!("hwstat-latency-{}.rec", std::process::id()));
+    let rec =
+        Removed(std::env::temp_dir().join(format!("hwstat-latency-{}.rec", std::process::id())));
     let rec_s = rec.to_str().unwrap();
     // The JSON report and the Prometheus exposition (its cumulative
     // histograms included) come back byte for byte.
@@ -1015,7 +1046,9 @@ fn the_first_report_and_groups_show_no_latency() {
         .collect();
     disks.sort();
     let device = disks.first().expect("a block device").clone();
-    let rec = std::env::temp_dir().join(format!("hwstat-latency-first-{}.rec", std::process::id()));
+    let rec = Removed(
+        std::env::temp_dir().join(format!("hwstat-latency-first-{}.rec", std::process::id())),
+    );
     let rec_s = rec.to_str().unwrap();
     let args = ["-x", "--latency", "-g", "G", &device, "0.3", "3"];
     let json_args = [&args[..], &["-o", "JSON"]].concat();
@@ -1115,9 +1148,9 @@ impl Drop for Repeating {
 /// Runs `iostat-rs --record rec args` live while writing files of our
 /// own, so the histograms are not empty; its standard output.
 fn record_with_io(rec: &str, args: &[&str]) -> String {
-    let scratch = std::env::temp_dir().join(format!("hwstat-latency-io-{}", std::process::id()));
+    let scratch = Removed::temp("io");
     let writes = Repeating::start({
-        let scratch = scratch.clone();
+        let scratch = scratch.to_path_buf();
         move || {
             std::fs::write(&scratch, vec![1u8; 1 << 20]).unwrap();
             let f = std::fs::File::open(&scratch).unwrap();
@@ -1188,7 +1221,7 @@ fn without_locked_memory_the_small_ring_measures() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = std::env::temp_dir().join(format!("hwstat-latency-ring-{}", std::process::id()));
+    let image = Removed::temp("ring");
     std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
     let lo = Loop::attach(&image);
     let reads = Repeating::start({
@@ -1314,7 +1347,7 @@ fn partitions_and_devices_appearing_mid_run() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = std::env::temp_dir().join(format!("hwstat-latency-parts-{}", std::process::id()));
+    let image = Removed::temp("parts");
     partitioned_image(&image);
     let iostat = namespace::command(
         MOUNT_TRACEFS,
@@ -1351,11 +1384,11 @@ fn partitions_and_devices_appearing_mid_run() {
         assert!(appears(Duration::from_secs(5)), "no {sys_dev}");
     }
     // Without udev there is no /dev node: make one.
-    let node = std::env::temp_dir().join(format!("hwstat-latency-{p2}-{}", std::process::id()));
+    let node = Removed::temp(&p2);
     let numbers = std::fs::read_to_string(&sys_dev).unwrap();
     let (major, minor) = numbers.trim().split_once(':').unwrap();
     let made = Command::new("mknod")
-        .arg(&node)
+        .arg(&*node)
         .args(["b", major, minor])
         .status()
         .unwrap();
@@ -1484,7 +1517,7 @@ fn fsync_counts_a_write_the_device_never_sees() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = std::env::temp_dir().join(format!("hwstat-latency-fsync-{}", std::process::id()));
+    let image = Removed::temp("fsync");
     std::fs::write(&image, vec![0u8; 32 << 20]).unwrap();
     let lo = Loop::attach_with(&image, &[]);
     let cache = std::fs::read_to_string(format!("/sys/block/{}/queue/write_cache", lo.name));
@@ -1580,7 +1613,7 @@ fn one_request_at_a_time_is_a_depth_of_one() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = std::env::temp_dir().join(format!("hwstat-latency-depth-{}", std::process::id()));
+    let image = Removed::temp("depth");
     std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
     let lo = Loop::attach(&image);
     let name = lo.name.clone();
@@ -1692,7 +1725,7 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = std::env::temp_dir().join(format!("hwstat-latency-perf-{}", std::process::id()));
+    let image = Removed::temp("perf");
     std::fs::write(&image, vec![7u8; 64 << 20]).unwrap();
     let lo = Loop::attach(&image);
     let name = lo.name.clone();
@@ -1868,7 +1901,9 @@ fn lost_samples_are_told_on_stderr() {
     if !runnable("lost_samples_are_told_on_stderr", &["unshare"]) {
         return;
     }
-    let rec = std::env::temp_dir().join(format!("hwstat-latency-lost-{}.rec", std::process::id()));
+    let rec = Removed(
+        std::env::temp_dir().join(format!("hwstat-latency-lost-{}.rec", std::process::id())),
+    );
     let rec_s = rec.to_str().unwrap();
     let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
     assert!(live.contains(" qd_p50 qd_max\n"), "{live}");
@@ -1899,8 +1934,7 @@ fn a_run_that_cannot_measure_leaves_no_recording() {
     if !runnable(TEST, &["unshare", "setpriv"]) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("hwstat-latency-norec-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch::scratch("latency-norec");
     let nobody = |path: &std::path::Path| {
         let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
         // SAFETY: a valid C string; changes only our own scratch file.
@@ -1987,7 +2021,9 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
     ) {
         return;
     }
-    let rec = std::env::temp_dir().join(format!("hwstat-latency-held-{}.rec", std::process::id()));
+    let rec = Removed(
+        std::env::temp_dir().join(format!("hwstat-latency-held-{}.rec", std::process::id())),
+    );
     let rec_s = rec.to_str().unwrap();
     record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
     // Forged: none of the live run's completions went missing, except

@@ -1374,14 +1374,18 @@ fn partitions_and_devices_appearing_mid_run() {
         }
         true
     };
-    // A kernel without the MBR parser: partx adds them (BLKPG).
+    // A kernel without the MBR parser: partx adds them (BLKPG). Where the
+    // kernel was only slow, partx finds them there and fails; what counts
+    // is that they appear.
     if !appears(Duration::from_secs(1)) {
         let added = Command::new("partx")
             .args(["-a", &format!("/dev/{}", lo.name)])
             .status()
             .unwrap();
-        assert!(added.success(), "partx -a");
-        assert!(appears(Duration::from_secs(5)), "no {sys_dev}");
+        assert!(
+            appears(Duration::from_secs(5)),
+            "no {sys_dev} (partx -a: {added})"
+        );
     }
     // Without udev there is no /dev node: make one.
     let node = Removed::temp(&p2);
@@ -2025,7 +2029,10 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
         std::env::temp_dir().join(format!("hwstat-latency-held-{}.rec", std::process::id())),
     );
     let rec_s = rec.to_str().unwrap();
+    // Alone: another test's fio fills every running iostat-rs's rings.
+    let alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
+    drop(alone);
     // Forged: none of the live run's completions went missing, except
     // 1,000 of the busiest device's, in the third report (over 1 % of what
     // it did in 0.3 s).
@@ -2076,9 +2083,13 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
     let _ = std::fs::remove_file(&rec);
     let stderr = text(&replay.stderr);
     assert!(replay.status.success(), "{stderr}");
+    // Samples the live run lost on a loaded machine are told, and so is an
+    // interval left under half measured (completions no program saw, as in
+    // BENCHMARKS.md's "Lost completions on a busy disk"): neither is this
+    // test's, and the depth's checks below allow one such report.
     let stderr: String = stderr
         .lines()
-        .filter(|l| !l.contains(" lost "))
+        .filter(|l| !l.contains(" lost ") && !l.contains("reached the histograms"))
         .map(|l| format!("{l}\n"))
         .collect();
     assert_eq!(

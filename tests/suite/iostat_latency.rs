@@ -9,6 +9,7 @@
 //! tracefs is mounted in a private mount namespace of each command, so the
 //! machine's mounts are left as they were.
 
+use crate::procstate::KillOnDrop;
 use crate::{namespace, skip, slowdisk};
 
 use std::collections::BTreeMap;
@@ -157,41 +158,42 @@ fn interrupt(child: &Child) {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
 }
 
-/// A child killed (SIGKILL) and reaped when dropped: a test that fails
-/// midway, its assertion unwinding past the graceful stop, leaves no
-/// bpftrace with programs on the machine's tracepoints and no iostat-rs
-/// running. Dropped after a graceful stop it does nothing: `Child::kill`
-/// signals no pid once the child was reaped.
-struct Reaped(Child);
-
-impl std::ops::Deref for Reaped {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Reaped {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// iostat-rs with `args`, as nobody with CAP_PERFMON under a locked-memory
+/// limit of 0: the perf fallback (no CAP_BPF) on its small rings (512 KiB
+/// a CPU). It runs in a mount namespace with tracefs as the machine has
+/// it, mounted only where it is not: one instance serves every mount, so
+/// a mount option would change it for the whole machine.
+fn unprivileged_small_ring(args: &[&str]) -> Command {
+    let mut with = vec![
+        "--memlock=0:0",
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        // Read access to tracefs: its root is root's, mode 0700 by
+        // default, its event files 0440 (Linux 6.x); an administrator
+        // grants a group with the gid= and mode= mount options, which
+        // would change the one tracefs instance for the whole machine, so
+        // the run gets CAP_DAC_READ_SEARCH instead (it passes the search
+        // and read checks).
+        "--inh-caps=-all,+perfmon,+dac_read_search",
+        "--ambient-caps=-all,+perfmon,+dac_read_search",
+        IOSTAT,
+    ];
+    with.extend(args);
+    namespace::command(MOUNT_TRACEFS, "prlimit", &with)
 }
 
 /// fio, running its jobs as threads (`--thread`): killed, it leaves none
 /// behind, where a job in a process of its own (fio's default) calls
 /// setsid and runs on after fio is killed. Killed and reaped when dropped.
-struct Fio(Reaped);
+struct Fio(KillOnDrop);
 
 impl Fio {
     fn spawn(command: &mut Command) -> Fio {
-        Fio(Reaped(command.arg("--thread").spawn().expect("fio starts")))
+        Fio(KillOnDrop(
+            command.arg("--thread").spawn().expect("fio starts"),
+        ))
     }
 
     /// Ends the run as fio's own stop does (SIGTERM: fio ends its jobs),
@@ -261,10 +263,10 @@ fn await_bpftrace(bpf: &mut Child, limit: Duration) {
 }
 
 /// A running child whose output is read as it comes, so a full pipe
-/// never blocks it; killed and reaped when dropped ([`Reaped`]), so a
+/// never blocks it; killed and reaped when dropped ([`KillOnDrop`]), so a
 /// failing test leaves it running no more than its graceful stop would.
 struct Watched {
-    child: Reaped,
+    child: KillOnDrop,
     stdout: std::thread::JoinHandle<Vec<u8>>,
     stderr: std::thread::JoinHandle<Vec<u8>>,
     /// Hears each report that reaches standard output, as it comes.
@@ -387,7 +389,7 @@ fn watch(mut child: Child, report_end: &'static [u8]) -> Watched {
         stdout: drain(child.stdout.take(), Some((progress, report_end))),
         stderr: drain(child.stderr.take(), None),
         printed,
-        child: Reaped(child),
+        child: KillOnDrop(child),
     }
 }
 
@@ -545,7 +547,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let disk = SlowDisk::mount(name, delays);
     let lo = Loop::attach(&disk.file());
     let script = bpftrace_script(lo.dev);
-    let mut bpf = Reaped(
+    let mut bpf = KillOnDrop(
         namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", &script])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -1235,40 +1237,11 @@ fn without_locked_memory_the_small_ring_measures() {
     });
     let forwarded = watch_latency(&lo.name);
     await_first_report(&forwarded, Duration::from_secs(60));
-    // tracefs as the machine has it, mounted only where it is not: one
-    // instance serves every mount, so a mount option (mode=755 stood here)
-    // would change it for the whole machine.
-    let child = namespace::command(
-        MOUNT_TRACEFS,
-        "prlimit",
-        &[
-            "--memlock=0:0",
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            // Read access to tracefs: its root is root's, mode 0700 by
-            // default, its event files 0440 (Linux 6.x); an administrator
-            // grants a group with the gid= and mode= mount options, which
-            // would change the one tracefs instance for the whole machine,
-            // so the run gets CAP_DAC_READ_SEARCH instead (it passes the
-            // search and read checks).
-            "--inh-caps=-all,+perfmon,+dac_read_search",
-            "--ambient-caps=-all,+perfmon,+dac_read_search",
-            IOSTAT,
-            "-x",
-            "--latency",
-            "-o",
-            "JSON",
-            "1",
-            "3",
-            &lo.name,
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("unshare runs");
+    let child = unprivileged_small_ring(&["-x", "--latency", "-o", "JSON", "1", "3", &lo.name])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("unshare runs");
     // unshare, sh, prlimit and setpriv each exec the next: the pid ends up
     // iostat-rs's.
     let pid = child.id();
@@ -1754,32 +1727,11 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
     );
     // fio is reading when the run starts.
     await_reads(&name, Duration::from_secs(60));
-    let child = namespace::command(
-        MOUNT_TRACEFS,
-        "prlimit",
-        &[
-            "--memlock=0:0",
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            // tracefs is read with CAP_DAC_READ_SEARCH, as in
-            // without_locked_memory_the_small_ring_measures.
-            "--inh-caps=-all,+perfmon,+dac_read_search",
-            "--ambient-caps=-all,+perfmon,+dac_read_search",
-            IOSTAT,
-            "-x",
-            "--latency",
-            "-o",
-            "ndjson",
-            &name,
-            "0.5",
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("unshare runs");
+    let child = unprivileged_small_ring(&["-x", "--latency", "-o", "ndjson", &name, "0.5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("unshare runs");
     // unshare, sh, prlimit and setpriv each exec the next: the pid ends up
     // iostat-rs's.
     let pid = child.id();

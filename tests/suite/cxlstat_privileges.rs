@@ -9,9 +9,9 @@
 //! CI=true.
 
 use crate::cxlstat_support;
-use crate::interval_limits::wait_with_timeout;
 use crate::pipes::Collected;
 use crate::procstate::KillOnDrop;
+use crate::procstate::wait_with_timeout;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

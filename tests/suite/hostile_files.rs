@@ -7,9 +7,9 @@
 //! directory under that name is refused, not replaced.
 
 use crate::cxlstat_support;
-use crate::interval_limits::wait_with_timeout;
 use crate::pipes::Collected;
 use crate::procstate::KillOnDrop;
+use crate::procstate::wait_with_timeout;
 use std::ffi::CString;
 use std::fs;
 use std::io::Read;

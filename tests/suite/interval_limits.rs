@@ -6,12 +6,12 @@
 //! instead of being expanded into gigabytes.
 
 use crate::cxlstat_support;
-use crate::procstate::{self, KillOnDrop};
+use crate::procstate::{self, KillOnDrop, wait_with_timeout};
 
 use std::fs;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -95,23 +95,6 @@ fn interrupt_after_first_sample(
         .read_to_string(&mut err)
         .unwrap();
     (status, String::from_utf8_lossy(&out).into_owned(), err)
-}
-
-/// Waits for `child` at most `limit`; past it, kills and reaps it and fails
-/// naming `what`.
-pub(crate) fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not end within {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Runs `program` to its end (at most 20 s) and returns what it did.

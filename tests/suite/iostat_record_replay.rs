@@ -2,9 +2,9 @@
 //! replayed with the options it was recorded with reproduces the live output
 //! byte for byte; sysstat's error messages and statuses; quiet broken pipes.
 
-use crate::interval_limits::wait_with_timeout;
 use crate::pipes::{self, Collected};
 use crate::procstate::KillOnDrop;
+use crate::procstate::wait_with_timeout;
 
 use std::fs;
 use std::io::Read;

@@ -3,7 +3,7 @@
 //! it had (a loaded machine can outlast any such sleep); and a child that
 //! is stopped when the test ends, however it ends.
 
-use std::process::Child;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// A child process killed and reaped when dropped: when its test ends, also
@@ -134,4 +134,21 @@ pub fn await_polling(pid: u32) {
             Err(format!("in state {state}, waiting in {wchan:?}"))
         }
     });
+}
+
+/// Waits for `child` at most `limit`; past it, kills and reaps it and fails
+/// naming `what`.
+pub fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -1,8 +1,8 @@
 //! `vcpustat trace` end to end through its command line: the live recorder
 //! over a fixture debugfs tree (`--sysroot`), the report, and bad input.
 
-use crate::interval_limits::wait_with_timeout;
 use crate::procstate::KillOnDrop;
+use crate::procstate::wait_with_timeout;
 // Shared with vcpustat_fuse.rs, which uses its scripted events.
 use crate::simkernel;
 

@@ -5,11 +5,11 @@
 //! These tests need root and /dev/fuse; they skip with a reason elsewhere,
 //! and fail instead under `CI=true`.
 
-use crate::procstate::KillOnDrop;
+use crate::procstate::{KillOnDrop, wait_with_timeout};
 use crate::{listening, simkernel};
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use simkernel::{Event, Kernel, Mounted, mount};
@@ -64,20 +64,6 @@ fn wait_for_reads(sim: &Mounted, reads: u64) {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "vcpustat did not read"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn wait_with_timeout(child: &mut Child) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "vcpustat did not exit"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -158,7 +144,7 @@ fn json_reports_the_scenario_and_stays_valid_when_interrupted() {
     );
     wait_for_reads(&sim, 4);
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = wait_with_timeout(&mut child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
     assert!(status.success());
     let mut stdout = String::new();
     child
@@ -201,7 +187,7 @@ fn every_stop_signal_restores_the_state() {
         wait_for_reads(&sim, reads + 3);
         assert!(sim.kernel().on);
         unsafe { libc::kill(child.id() as i32, signal) };
-        let status = wait_with_timeout(&mut child);
+        let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
         assert!(status.success(), "signal {signal}: {status}");
         assert!(!sim.kernel().on, "signal {signal} left the statistics on");
         assert_eq!(
@@ -250,7 +236,7 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
     }
     assert!(sim.kernel().on);
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_with_timeout(&mut child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
     let mut stderr = String::new();
     child
         .stderr
@@ -287,7 +273,7 @@ fn a_closed_output_pipe_restores_the_state() {
         }
         // The reader goes away, like `vcpustat 1 | head`.
     }
-    let status = wait_with_timeout(&mut child);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
     let mut stderr = String::new();
     child
         .stderr
@@ -944,7 +930,7 @@ fn listen_keeps_the_statistics_on_while_serving_and_restores_them_on_sigterm() {
     let second = scrape(addr, "vcpustat_dispatches_total{cpu=\"0\"}");
     assert_eq!(second - first, 100.0);
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert!(wait_with_timeout(&mut child).success());
+    assert!(wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat").success());
     assert!(!sim.kernel().on, "SIGTERM left the statistics on");
     assert_eq!(
         stats_writes(&sim),
@@ -975,6 +961,6 @@ fn listen_exposes_64_bit_totals_across_the_kernels_32_bit_wrap() {
     assert_eq!(values[0], 4_294_967_246.0, "{values:?}");
     assert!(values[3] > 4_294_967_296.0, "{values:?}");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert!(wait_with_timeout(&mut child).success());
+    assert!(wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat").success());
     assert!(sim.kernel().on, "statistics found on are left on");
 }

@@ -185,8 +185,8 @@ impl SourceArgs {
     }
 }
 
-/// Prints `tool: message` for an error and gives the exit status; a closed
-/// output pipe ends quietly with status 0.
+/// Prints `tool: message` for an error and gives the exit status back (a
+/// closed output pipe is [`output_error_status`]'s affair, before this).
 ///
 /// Messages quote names from the kernel and the command line: the message
 /// is printed with its control characters escaped, so it stays one line

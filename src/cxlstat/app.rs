@@ -242,7 +242,8 @@ fn paranoid(source: &dyn Source) -> Option<i64> {
         .ok()
 }
 
-/// How a counting loop ended early (not an error).
+/// Why a counting loop stopped before its count: the command it ran exited,
+/// or an error.
 enum Halt {
     /// The command being run exited.
     CommandDone(ExitStatus),

@@ -46,7 +46,7 @@ impl Colors {
     /// sysstat's defaults, overridden by the entries of `S_COLORS_SGR`.
     ///
     /// Entries are separated by `:` (empty entries are skipped). An entry is
-    /// used only if it is 3 to 7 bytes long, its second byte is `=` and the
+    /// used only if it is 3 to 18 bytes long, its second byte is `=` and the
     /// rest consists of digits and `;`; its first byte picks the colour
     /// (`I`, `N`, `Z`, `W`/`M`, `X`/`H`; other keys are sysstat's other
     /// tools' and are ignored). A later entry overrides an earlier one.

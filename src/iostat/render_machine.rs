@@ -3,7 +3,8 @@
 //! the extended statistics of every displayed device and the CPU report, in
 //! base units (bytes, seconds, ratios 0–1), through the core's writers.
 //! Names follow node_exporter where one exists (`reads_completed`,
-//! `read_bytes`, `io_time_seconds`).
+//! `read_bytes`); `io_time_milliseconds` keeps the kernel's unit, as its
+//! 32-bit count wraps in milliseconds.
 //!
 //! One table: every row has every column of the reports selected (`-c`,
 //! `-d`, both by default). The CPU report is the row whose `device` is empty

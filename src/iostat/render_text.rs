@@ -33,8 +33,7 @@ pub struct TextRenderer {
     /// The user's locale when its decimal point is not a `.`, which
     /// sysstat's text report then prints (`27,44` in `de_DE`).
     other_point: Option<Locale>,
-    /// The device report's header lines, one per part (four with
-    /// `--split`): they depend only on the options, so they are built once
+    /// The device report's header lines, one per part (four when `split`): they depend only on the options, so they are built once
     /// instead of being formatted again, some 25 strings, in every report.
     headers: Vec<String>,
     buf: String,
@@ -87,7 +86,8 @@ impl TextRenderer {
     }
 
     /// The column groups of the `-x` report: all four on one line, or each
-    /// under its own header with `--split`.
+    /// under its own header when `split` (`--pretty -x` without `-s` or
+    /// `--compact`).
     fn ext_parts(&self) -> &'static [&'static [usize]] {
         if self.split {
             &[&[0], &[1], &[2], &[3]]
@@ -488,7 +488,7 @@ impl TextRenderer {
         Ok(())
     }
 
-    /// The device report of `-x`, in one part or split in four (`--split`).
+    /// The device report of `-x`, in one part or split in four (`split`).
     #[inline(never)]
     fn extended_report(&mut self, out: &mut dyn Write, s: &Sample) -> io::Result<()> {
         let parts = self.ext_parts();

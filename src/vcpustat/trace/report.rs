@@ -1,4 +1,7 @@
-//! `vcpustat trace report`: the tables, through the core's output writers.
+//! `vcpustat trace report`: the tables, through the core's output writers;
+//! the timeline, which can hold millions of rows, is written row by row
+//! as the merge yields it, in the shapes those writers give
+//! (`TimelineWriter`).
 //!
 //! Tables, in order: `latency` (per vCPU: dispatch latency and idle wait),
 //! `reasons` (per vCPU, kind and reason code), then either `processors` and

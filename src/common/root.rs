@@ -57,11 +57,6 @@ impl Root {
         self.path == Path::new("/")
     }
 
-    /// The host path that stands for kernel path `path` (for messages).
-    pub fn host_path(&self, path: &str) -> PathBuf {
-        self.path.join(path.trim_start_matches('/'))
-    }
-
     /// Opens kernel path `path` for `access`: never blocks, and fails with
     /// a clear error unless it is a regular file.
     pub fn open_file(&self, path: &str, access: Access) -> io::Result<File> {

@@ -62,13 +62,6 @@ impl DtlEntry {
         }
     }
 
-    /// Decodes every whole record of `bytes` (a multiple of 48 bytes).
-    pub fn decode_all(bytes: &[u8]) -> impl Iterator<Item = DtlEntry> + '_ {
-        bytes
-            .chunks_exact(ENTRY_BYTES)
-            .map(|c| DtlEntry::decode(c.try_into().expect("chunks are 48 bytes")))
-    }
-
     /// Dispatch latency: how long the vCPU was ready to run and waited for a
     /// processor, `ready_to_enqueue_time + enqueue_to_dispatch_time`.
     ///

@@ -14,7 +14,8 @@
 //! * [`escape`]: names from the kernel or a recording, safe to print;
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`fdlimit`]: the open-file limit, raised when descriptors run out;
-//! * [`stdout`]: standard output that a stop signal can interrupt;
+//! * [`stdout`]: standard output that a stop signal can interrupt, and
+//!   [`stderr`], standard error written so that it cannot end a run;
 //! * [`output`]: one writer per output format over one column description;
 //! * [`perf`]: the kernel's perf ABI (`perf_event_attr`, the system call,
 //!   ioctls) on every architecture, and [`perf_ring`], a sampling event's
@@ -27,7 +28,9 @@
 //! * [`clock`]: local-time formatting as the C tools do it;
 //! * [`locale`]: the user's date, time and decimal-point conventions;
 //! * [`excerpt`]: untrusted text quoted short and escaped in error messages;
-//! * [`cli`]: command-line options shared by every tool;
+//! * [`cli`]: command-line options shared by every tool; [`completion`]:
+//!   shell completion, answered by the programs themselves; [`manual`]:
+//!   the parts of a manual that clap does not describe;
 //! * [`chart`]: SVG charts of a run or a recording (`--svg`);
 //! * [`user_file`]: files named on the command line, opened without
 //!   blocking and read a bounded line at a time;

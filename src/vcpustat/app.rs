@@ -223,10 +223,11 @@ pub fn run(
             Some(target) => {
                 let mut totals = RunningTotals::new();
                 let mut buf = Vec::new();
-                // The first sample starts the run, as for the text.
+                // The first sample starts the run, as for the text
+                // (`first_starts_only`).
                 run_expositions(
                     &options.schedule(),
-                    matches!(options.mode, Mode::Interval { .. }),
+                    true,
                     source,
                     stop,
                     &target,

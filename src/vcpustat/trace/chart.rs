@@ -14,7 +14,7 @@ use crate::common::chart::{Chart, Panel, PanelKind, Percentiles, Stack, file, pa
 
 use super::analysis::{self, Machine, VcpuReport};
 use super::entry::{dispatch_reason_name, preempt_reason_name};
-use super::report::ticks_to_us;
+use super::sections::ticks_to_us;
 use super::topology::Topology;
 
 /// Columns of a swimlane: about two pixels each at the chart's width.

@@ -9,8 +9,9 @@
 //! * [`analysis`], [`stats`], [`topology`]: latency, reasons, migrations and
 //!   the physical timeline of the method; [`overlaps`]: runs that overlap on
 //!   a processor;
-//! * [`report`] and [`cli`]: tables and the command line; [`chart`]: the
-//!   charts of `--svg`.
+//! * [`report`]: the report's tables in each format, [`sections`] the
+//!   summary tables and [`timeline`] the streamed timeline; [`cli`]: the
+//!   command line; [`chart`]: the charts of `--svg`.
 //!
 //! The vcpustat binary embeds [`cli::TraceArgs`] as its `trace` subcommand
 //! and calls [`cli::run_args`].
@@ -28,5 +29,7 @@ pub mod recording;
 pub mod report;
 pub mod ring;
 pub mod safety;
+pub mod sections;
 pub mod stats;
+pub mod timeline;
 pub mod topology;

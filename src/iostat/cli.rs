@@ -2,6 +2,7 @@
 //! scanned into a typed [`Options`], plus a clap [`command`] describing the
 //! same options for `--help`, man pages and shell completions.
 
+use std::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -485,45 +486,8 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 continue;
             }
             _ if arg.starts_with('-') => {
-                for letter in arg[1..].chars() {
-                    match letter {
-                        'c' => o.show_cpu = true,
-                        'd' => o.show_disk = true,
-                        'H' => o.groups_only = true,
-                        'h' => {
-                            o.pretty = true;
-                            o.human = true;
-                        }
-                        'k' | 'm' | 'G' => {
-                            // Only another size option conflicts: `-k -k` is fine.
-                            if o.unit_option.is_some_and(|given| given != letter) {
-                                return Err(usage());
-                            }
-                            o.unit_option = Some(letter);
-                            unit = Some(match letter {
-                                'k' => Unit::Kilobytes,
-                                'm' => Unit::Megabytes,
-                                _ => Unit::Gigabytes,
-                            });
-                        }
-                        'N' => o.mapper_names = true,
-                        'p' => everything(o),
-                        's' => o.short = true,
-                        't' => {
-                            if o.timestamp == Timestamp::None {
-                                o.timestamp = Timestamp::Local;
-                            }
-                        }
-                        'U' => o.timestamp = Timestamp::Epoch,
-                        'x' => o.extended = true,
-                        'y' => o.skip_first = true,
-                        'z' => o.omit_inactive = true,
-                        'V' => {
-                            o.action = Action::Version;
-                            return Ok(());
-                        }
-                        _ => return Err(usage()),
-                    }
+                if scan_letters(o, &arg[1..], &mut unit)?.is_break() {
+                    return Ok(());
                 }
             }
             _ if !all_digits(arg) && !looks_like_interval(arg) => {
@@ -536,34 +500,99 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
             }
             _ => {
                 numbers += 1;
-                match numbers {
-                    1 => {
-                        // Whole seconds past what a Duration holds, and the
-                        // empty word, as atol(3) reads them.
-                        let d = match parse_interval(arg) {
-                            Ok(d) => d,
-                            Err(_) if all_digits(arg) => Duration::from_secs(atol(arg)),
-                            Err(_) => return Err(usage()),
-                        };
-                        o.interval = Some(d);
-                        o.count = None;
-                    }
-                    2 => {
-                        if !all_digits(arg) {
-                            return Err(usage());
-                        }
-                        let n = atol(arg);
-                        if n < 1 || o.interval.is_none_or(|d| d.is_zero()) {
-                            return Err(usage());
-                        }
-                        o.count = Some(n);
-                    }
-                    _ => return Err(usage()),
-                }
+                scan_number(o, arg, numbers)?;
             }
         }
         i += 1;
     }
+    apply_defaults(o, unit)
+}
+
+/// A group of single-letter options (`-xk` gives `xk`), into `o`; a size
+/// letter into `unit`. Breaks at `-V`, which ends the scan.
+fn scan_letters(
+    o: &mut Options,
+    letters: &str,
+    unit: &mut Option<Unit>,
+) -> Result<ControlFlow<()>, IostatError> {
+    for letter in letters.chars() {
+        match letter {
+            'c' => o.show_cpu = true,
+            'd' => o.show_disk = true,
+            'H' => o.groups_only = true,
+            'h' => {
+                o.pretty = true;
+                o.human = true;
+            }
+            'k' | 'm' | 'G' => {
+                // Only another size option conflicts: `-k -k` is fine.
+                if o.unit_option.is_some_and(|given| given != letter) {
+                    return Err(IostatError::Usage);
+                }
+                o.unit_option = Some(letter);
+                *unit = Some(match letter {
+                    'k' => Unit::Kilobytes,
+                    'm' => Unit::Megabytes,
+                    _ => Unit::Gigabytes,
+                });
+            }
+            'N' => o.mapper_names = true,
+            'p' => everything(o),
+            's' => o.short = true,
+            't' => {
+                if o.timestamp == Timestamp::None {
+                    o.timestamp = Timestamp::Local;
+                }
+            }
+            'U' => o.timestamp = Timestamp::Epoch,
+            'x' => o.extended = true,
+            'y' => o.skip_first = true,
+            'z' => o.omit_inactive = true,
+            'V' => {
+                o.action = Action::Version;
+                return Ok(ControlFlow::Break(()));
+            }
+            _ => return Err(IostatError::Usage),
+        }
+    }
+    Ok(ControlFlow::Continue(()))
+}
+
+/// The `nth` number of the command line (from 1), `arg`: the interval,
+/// then the count.
+fn scan_number(o: &mut Options, arg: &str, nth: u32) -> Result<(), IostatError> {
+    match nth {
+        1 => {
+            // Whole seconds past what a Duration holds, and the empty
+            // word, as atol(3) reads them.
+            let d = match parse_interval(arg) {
+                Ok(d) => d,
+                Err(_) if all_digits(arg) => Duration::from_secs(atol(arg)),
+                Err(_) => return Err(IostatError::Usage),
+            };
+            o.interval = Some(d);
+            o.count = None;
+        }
+        2 => {
+            if !all_digits(arg) {
+                return Err(IostatError::Usage);
+            }
+            let n = atol(arg);
+            if n < 1 || o.interval.is_none_or(|d| d.is_zero()) {
+                return Err(IostatError::Usage);
+            }
+            o.count = Some(n);
+        }
+        _ => return Err(IostatError::Usage),
+    }
+    Ok(())
+}
+
+/// What the options imply once all are read, as sysstat settles them
+/// after its scan: an interval of 0 is none (one report), no `-c` or `-d`
+/// is both, `-x`, `-p` and device names show the devices, and the unit
+/// (`POSIXLY_CORRECT`: sectors) when no size option was given.
+fn apply_defaults(o: &mut Options, unit: Option<Unit>) -> Result<(), IostatError> {
     if o.interval.is_some_and(|d| d.is_zero()) {
         o.interval = None;
     }
@@ -582,7 +611,7 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
         o.all_devices = true;
     }
     if o.groups_only && !o.groups_defined {
-        return Err(usage());
+        return Err(IostatError::Usage);
     }
     o.unit = match unit {
         Some(u) => u,

@@ -545,104 +545,30 @@ impl CountView {
 
     /// Writes one report: the change from `span.previous` to `span.current`.
     pub fn report(&mut self, out: &mut dyn Write, span: &Span) -> io::Result<()> {
-        let Span {
-            previous,
-            current,
-            elapsed,
-            since_start,
-            time,
-            index,
-            notes,
-            gone,
-        } = *span;
-        let seconds = elapsed.as_secs_f64();
-        let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
         match &mut self.output {
             CountOutput::Expo(target) => {
                 let mut e = Exposition::new();
-                expose(&series(&self.rows, current, gone), &mut e);
-                for note in notes {
-                    tell("cxlstat", format_args!("note: {note}"));
-                }
+                expose(&series(&self.rows, span.current, span.gone), &mut e);
+                tell_notes(span.notes);
                 target.publish(out, e.as_str())
             }
             CountOutput::Frames(writer) => {
-                for (spec, row) in self.rows.iter().zip(self.frame_rows.iter_mut()) {
-                    let m = Self::measurement(spec, previous, current);
-                    row.values[0] = m.count.map_or(Value::Missing, Value::Int);
-                    row.values[1] = m.count.and_then(rate).map_or(Value::Missing, Value::Float);
-                    row.values[2] = m
-                        .running
-                        .map_or(Value::Missing, |r| Value::Float(r * 100.0));
-                }
+                fill_frame_rows(&self.rows, &mut self.frame_rows, span);
                 let frame = Frame {
-                    time,
-                    index,
+                    time: span.time,
+                    index: span.index,
                     rows: &self.frame_rows,
-                    notes,
+                    notes: span.notes,
                 };
                 writer.frame(out, &frame)
             }
             CountOutput::PerfCsv {
                 separator,
                 intervals,
-            } => {
-                for row in &self.rows {
-                    let m = Self::measurement(row, previous, current);
-                    let (running, enabled) = row.slots.iter().fold((0u64, 0u64), |(r, e), &s| {
-                        let (run, ena) = times(previous[s], current[s]);
-                        (r.saturating_add(run), e.saturating_add(ena))
-                    });
-                    write_perf_csv_line(
-                        out,
-                        separator,
-                        intervals.then_some(since_start),
-                        &separator_escaped(&escape::text(&row.perf_name), separator),
-                        (m.count, row.missing()),
-                        (running, enabled),
-                    )?;
-                }
-                for note in notes {
-                    tell("cxlstat", format_args!("note: {note}"));
-                }
-                out.flush()
-            }
+            } => write_perf_csv_report(out, &self.rows, span, separator, *intervals),
             CountOutput::Text { intervals } => {
-                let intervals = *intervals;
-                for row in &self.rows {
-                    let m = Self::measurement(row, previous, current);
-                    if intervals {
-                        write!(out, "{:>15.9} ", since_start.as_secs_f64())?;
-                    } else {
-                        write!(out, " ")?;
-                    }
-                    write!(
-                        out,
-                        "{:<pw$} {:<ew$} ",
-                        escape::text(&row.pmu),
-                        escape::text(&row.event),
-                        pw = self.pmu_width,
-                        ew = self.event_width
-                    )?;
-                    match (m.count, m.running) {
-                        (Some(count), Some(running)) => {
-                            write!(out, "{count:>16} ")?;
-                            match rate(count) {
-                                Some(r) => write!(out, "{r:>16.2} ")?,
-                                None => write!(out, "{:>16} ", "-")?,
-                            }
-                            writeln!(out, "{:>7.2}%", running * 100.0)?;
-                        }
-                        _ => writeln!(out, "{:>16} {:>16} {:>8}", row.missing(), "-", "-")?,
-                    }
-                }
-                if !intervals {
-                    writeln!(out, "\n {:>15.9} seconds time elapsed\n", seconds)?;
-                }
-                for note in notes {
-                    tell("cxlstat", format_args!("note: {note}"));
-                }
-                out.flush()
+                let widths = (self.pmu_width, self.event_width);
+                write_text_report(out, &self.rows, span, widths, *intervals)
             }
         }
     }
@@ -663,6 +589,103 @@ impl CountView {
             | CountOutput::PerfCsv { .. }
             | CountOutput::Expo(_) => out.flush(),
         }
+    }
+}
+
+/// Count, rate per second and percentage running of each row over `span`,
+/// into the rows of the core's writers.
+fn fill_frame_rows(rows: &[RowSpec], frame_rows: &mut [Row], span: &Span) {
+    let seconds = span.elapsed.as_secs_f64();
+    let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
+    for (spec, row) in rows.iter().zip(frame_rows.iter_mut()) {
+        let m = CountView::measurement(spec, span.previous, span.current);
+        row.values[0] = m.count.map_or(Value::Missing, Value::Int);
+        row.values[1] = m.count.and_then(rate).map_or(Value::Missing, Value::Float);
+        row.values[2] = m
+            .running
+            .map_or(Value::Missing, |r| Value::Float(r * 100.0));
+    }
+}
+
+/// One report as `perf stat -x SEPARATOR` writes it (with `-I`: the
+/// time first); the notes go to standard error.
+fn write_perf_csv_report(
+    out: &mut dyn Write,
+    rows: &[RowSpec],
+    span: &Span,
+    separator: &str,
+    intervals: bool,
+) -> io::Result<()> {
+    let (previous, current) = (span.previous, span.current);
+    for row in rows {
+        let m = CountView::measurement(row, previous, current);
+        let (running, enabled) = row.slots.iter().fold((0u64, 0u64), |(r, e), &s| {
+            let (run, ena) = times(previous[s], current[s]);
+            (r.saturating_add(run), e.saturating_add(ena))
+        });
+        write_perf_csv_line(
+            out,
+            separator,
+            intervals.then_some(span.since_start),
+            &separator_escaped(&escape::text(&row.perf_name), separator),
+            (m.count, row.missing()),
+            (running, enabled),
+        )?;
+    }
+    tell_notes(span.notes);
+    out.flush()
+}
+
+/// One report as aligned text, the PMU and event columns `widths` wide:
+/// with `intervals` a line per row after the time, else perf stat's
+/// summary with the time elapsed; the notes go to standard error.
+fn write_text_report(
+    out: &mut dyn Write,
+    rows: &[RowSpec],
+    span: &Span,
+    (pmu_width, event_width): (usize, usize),
+    intervals: bool,
+) -> io::Result<()> {
+    let seconds = span.elapsed.as_secs_f64();
+    let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
+    for row in rows {
+        let m = CountView::measurement(row, span.previous, span.current);
+        if intervals {
+            write!(out, "{:>15.9} ", span.since_start.as_secs_f64())?;
+        } else {
+            write!(out, " ")?;
+        }
+        write!(
+            out,
+            "{:<pw$} {:<ew$} ",
+            escape::text(&row.pmu),
+            escape::text(&row.event),
+            pw = pmu_width,
+            ew = event_width
+        )?;
+        match (m.count, m.running) {
+            (Some(count), Some(running)) => {
+                write!(out, "{count:>16} ")?;
+                match rate(count) {
+                    Some(r) => write!(out, "{r:>16.2} ")?,
+                    None => write!(out, "{:>16} ", "-")?,
+                }
+                writeln!(out, "{:>7.2}%", running * 100.0)?;
+            }
+            _ => writeln!(out, "{:>16} {:>16} {:>8}", row.missing(), "-", "-")?,
+        }
+    }
+    if !intervals {
+        writeln!(out, "\n {:>15.9} seconds time elapsed\n", seconds)?;
+    }
+    tell_notes(span.notes);
+    out.flush()
+}
+
+/// The notes of a report, on standard error.
+fn tell_notes(notes: &[String]) {
+    for note in notes {
+        tell("cxlstat", format_args!("note: {note}"));
     }
 }
 

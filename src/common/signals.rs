@@ -107,20 +107,7 @@ impl StopSignal {
             unsafe { signal_hook::low_level::register(signal, action) }
                 .map_err(SignalSetupError)?;
         }
-        let stop = StopSignal { caught, wake };
-        if let Ok(mut installed) = INSTALLED.lock() {
-            *installed = Some(stop.clone());
-        }
-        Ok(stop)
-    }
-
-    /// The flag [`StopSignal::install`] set up last, if any: for a writer
-    /// no caller hands one to, such as the recording a [`Source`] writes
-    /// as a run goes (see [`crate::common::stdout::write_stoppably`]).
-    ///
-    /// [`Source`]: crate::common::source::Source
-    pub fn installed() -> Option<StopSignal> {
-        INSTALLED.lock().ok()?.clone()
+        Ok(StopSignal { caught, wake })
     }
 
     /// The stop signal received, if any.
@@ -216,13 +203,6 @@ impl StopSignal {
         };
     }
 }
-
-/// The flag last installed. What a signal does is the process's, not one
-/// caller's: a write that waits for a reader anywhere in a run must end
-/// when the run is stopped, and the recording's writer is made before the
-/// flag (a source is opened before the signals are taken over, so that a
-/// stop while it opens ends the program as by default).
-static INSTALLED: std::sync::Mutex<Option<StopSignal>> = std::sync::Mutex::new(None);
 
 /// A `poll` entry that `poll` skips (a negative descriptor): its
 /// `revents` stays 0.

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::osname;
 use super::root::{Access, Root};
+use super::signals::StopSignal;
 
 /// The host identity a banner needs (the fields of `uname(2)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,6 +161,13 @@ pub trait Source {
     /// Asks that a file read at every sample stay open between reads (a
     /// hint: sources that have nothing to keep open ignore it).
     fn keep_open(&self, _path: &str) {}
+
+    /// Hands over the run's stop flag once the tool has taken the stop
+    /// signals over ([`StopSignal::install`]): from then on a write of the
+    /// source's own (a recording's) that waits for a reader who stopped
+    /// reading ends on a stop signal. Sources that write nothing of their
+    /// own ignore it.
+    fn set_stop(&mut self, _stop: &StopSignal) {}
 
     /// Calls `each` with every line of the file at `path`, without its
     /// newline (a last line without one included), using `buf` as scratch

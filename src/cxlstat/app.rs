@@ -144,12 +144,14 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
 }
 
 /// Runs `options` on `source`, then finishes it (a recording's last frame).
+/// `stop` is installed: it also ends a write to a recording nobody reads.
 fn run_with(
     options: &Options,
     mut source: Box<dyn Source>,
     out: &mut dyn Write,
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
+    source.set_stop(stop);
     let result = run_on(options, source.as_mut(), out, stop)
         .map_err(|e| explain_sysroot(e, &options.source));
     // On every path (the interval loop has already finished it: a no-op then).

@@ -415,6 +415,7 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     answered(src)?;
     let mut renderer = renderer_for(opts);
     let stop = StopSignal::install()?;
+    src.set_stop(&stop);
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
     let schedule = Schedule {
         interval: opts.interval,
@@ -557,6 +558,7 @@ fn expositions(
         }
     };
     let stop = StopSignal::install()?;
+    src.set_stop(&stop);
     // -y: as for the text, the count is of reports after the first sample.
     let schedule = Schedule {
         interval: opts.interval,

@@ -80,6 +80,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(stop) => stop,
         Err(err) => return report_error(TOOL, err, 1),
     };
+    source.set_stop(&stop);
     let mut plan = RestorePlan::new();
     let (outcome, restored) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
         run(&options, source, &stop, plan)

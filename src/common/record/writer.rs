@@ -66,13 +66,15 @@ fn bytes_entry(data: &[u8]) -> Entry {
 /// waits for a reader who stopped reading (a FIFO to a stalled `gzip`), as
 /// [`crate::common::stdout::StoppableStdout`] does for standard output:
 /// else SIGTERM would go unanswered until SIGKILL, and vcpustat could not
-/// switch back what it switched on. Before the run takes the stop signals
-/// over ([`StopSignal::installed`]), writes block as any do.
+/// switch back what it switched on. The recording is created before the
+/// run takes the stop signals over (a stop while the source opens ends the
+/// program as by default); until the tool hands the flag over
+/// ([`Source::set_stop`]), writes block as any do.
 struct RecordingFile {
     file: File,
     /// The most one `write` may carry (see [`chunk_for`]).
     chunk: usize,
-    /// The run's stop flag, once it is installed.
+    /// The run's stop flag, once the tool has handed it over.
     stop: Option<StopSignal>,
     /// Set at the first write after a stop signal: when to give up.
     give_up_at: Option<Instant>,
@@ -92,9 +94,6 @@ impl RecordingFile {
 
 impl Write for RecordingFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.stop.is_none() {
-            self.stop = StopSignal::installed();
-        }
         match &self.stop {
             Some(stop) => write_stoppably(
                 stop,
@@ -296,6 +295,11 @@ impl Source for Recorder {
 
     fn keep_open(&self, path: &str) {
         self.inner.keep_open(path);
+    }
+
+    fn set_stop(&mut self, stop: &StopSignal) {
+        self.out.get_mut().get_mut().stop = Some(stop.clone());
+        self.inner.set_stop(stop);
     }
 
     fn finish(&mut self) -> io::Result<()> {

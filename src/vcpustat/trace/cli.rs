@@ -183,6 +183,7 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         .unwrap_or_else(|| PathBuf::from("/"));
     let rings = DebugfsRings::new(root);
     let stop = StopSignal::install()?;
+    source.set_stop(&stop);
     let mut pace = live_pace(&options, &stop);
     let mut progress = Progress::on_stderr();
     let result = record_with(&options, source.as_ref(), &rings, &mut pace, &mut progress);

@@ -859,15 +859,23 @@ fn no_output_may_name_the_recording_a_run_reads() {
 /// stalled `gzip`): once the pipe is full, a stop signal still ends the
 /// run within the grace period, with the recording's error, a closed JSON
 /// document, and vcpustat's frequency put back. The write used to block
-/// until SIGKILL, which left the frequency changed.
+/// until SIGKILL, which left the frequency changed. Each tool hands its
+/// stop flag to the recording on its own path: iostat-rs's reports and its
+/// expositions (`-o prometheus`), vcpustat, cxlstat.
 #[test]
 fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
     let dir = scratch("record-fifo");
     let root = vcpustat_tree(&dir);
     let freq_before = fs::read_to_string(root.join(FREQ)).unwrap();
     let sysroot = root.to_str().unwrap().to_string();
-    let runs: [(&str, Vec<&str>); 2] = [
-        (IOSTAT, vec!["-x", "-o", "JSON"]),
+    // cxlstat counts on a software PMU, which perf must let it open.
+    let cxl_root = dir.join("cxl");
+    cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
+    let cxl_sysroot = cxl_root.to_str().unwrap().to_string();
+    // Each run, and whether its standard output is one JSON document.
+    let mut runs: Vec<(&str, Vec<&str>, bool)> = vec![
+        (IOSTAT, vec!["-x", "-o", "JSON"], true),
+        (IOSTAT, vec!["-o", "prometheus"], false),
         (
             VCPUSTAT,
             vec![
@@ -879,9 +887,18 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
                 "-o",
                 "json",
             ],
+            true,
         ),
     ];
-    for (program, args) in runs {
+    if cxlstat_support::perf_usable("a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out")
+    {
+        runs.push((
+            env!("CARGO_BIN_EXE_cxlstat"),
+            vec!["--sysroot", &cxl_sysroot, "-e", "cpu_clock", "-o", "json"],
+            true,
+        ));
+    }
+    for (program, args, json) in runs {
         let fifo = dir.join("rec.fifo");
         mkfifo(&fifo);
         // The reader: open, never read. O_RDWR opens a FIFO without a writer.
@@ -942,9 +959,11 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
             err.contains("cannot write recording") && err.contains("stopped by signal 15"),
             "{program}: {err}"
         );
-        let json: Result<serde_json::Value, _> =
-            serde_json::from_slice(&fs::read(&stdout).unwrap());
-        assert!(json.is_ok(), "{program}: the JSON document is not closed");
+        if json {
+            let doc: Result<serde_json::Value, _> =
+                serde_json::from_slice(&fs::read(&stdout).unwrap());
+            assert!(doc.is_ok(), "{program}: the JSON document is not closed");
+        }
         drop(reader);
     }
     assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);

@@ -1,16 +1,17 @@
 //! Signals that end a run: the stop flag, and sleeping that a signal cuts short.
 //!
-//! SIGINT, SIGTERM, SIGHUP, and every other signal whose default action
-//! would kill the process from outside (SIGQUIT, SIGUSR1, SIGALRM,
-//! SIGXFSZ...), do not kill it: they set a flag that the interval loop
-//! checks, so the current report is finished, a JSON document is closed and
-//! anything a tool changed is restored. Only SIGKILL, which cannot be
-//! caught, and the signals of a fault in the program itself (SIGSEGV,
+//! SIGINT, SIGTERM, SIGHUP and the other signals of [`STOP_SIGNALS`]
+//! (SIGQUIT, SIGUSR1, SIGALRM, SIGXFSZ...) do not kill the process: they
+//! set a flag that the interval loop checks, so the current report is
+//! finished, a JSON document is closed and anything a tool changed is
+//! restored. The signals whose default action also ends a process but that
+//! are not in that list end it as the kernel's default does: SIGKILL, which
+//! cannot be caught; SIGSTKFLT and the real-time signals (SIGRTMIN to
+//! SIGRTMAX); and the signals of a fault in the program itself (SIGSEGV,
 //! SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), after which it must
-//! not go on, end it as the kernel's default does. A closed
-//! output pipe is not a signal here: the programs ignore SIGPIPE
-//! ([`crate::common::entry`]), so the write fails with `BrokenPipe`, which
-//! the binaries treat as a quiet, normal end.
+//! not go on. A closed output pipe is not a signal here: the programs
+//! ignore SIGPIPE ([`crate::common::entry`]), so the write fails with
+//! `BrokenPipe`, which the binaries treat as a quiet, normal end.
 
 use std::fmt;
 use std::io;
@@ -20,9 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The signals that end a run: those a terminal, a service manager or
-/// `kill` sends to stop a program, and the others whose default action
-/// would end it without its restores (a SIGXFSZ from `ulimit -f` while
-/// recording, a stray SIGUSR1).
+/// `kill` sends to stop a program, and other named ones whose default
+/// action would end it without its restores (a SIGXFSZ from `ulimit -f`
+/// while recording, a stray SIGUSR1). Not SIGSTKFLT, the real-time signals
+/// or the fault signals (see the module's documentation).
 pub const STOP_SIGNALS: [i32; 13] = [
     libc::SIGINT,
     libc::SIGTERM,

@@ -435,6 +435,82 @@ mod tests {
         command().debug_assert();
     }
 
+    /// The safety note's list of the signals that undo what vcpustat
+    /// changed is a hand-written copy of [`STOP_SIGNALS`] (it calls SIGINT
+    /// Ctrl-C): the two name the same signals in the same order, and the
+    /// exceptions the note names are signals the list leaves out.
+    ///
+    /// [`STOP_SIGNALS`]: crate::common::signals::STOP_SIGNALS
+    #[test]
+    fn the_safety_note_names_exactly_the_stop_signals() {
+        use crate::common::signals::STOP_SIGNALS;
+        // The names the note gives, by hand.
+        let names = [
+            (libc::SIGINT, "Ctrl-C"),
+            (libc::SIGTERM, "SIGTERM"),
+            (libc::SIGHUP, "SIGHUP"),
+            (libc::SIGQUIT, "SIGQUIT"),
+            (libc::SIGUSR1, "SIGUSR1"),
+            (libc::SIGUSR2, "SIGUSR2"),
+            (libc::SIGALRM, "SIGALRM"),
+            (libc::SIGVTALRM, "SIGVTALRM"),
+            (libc::SIGPROF, "SIGPROF"),
+            (libc::SIGXCPU, "SIGXCPU"),
+            (libc::SIGXFSZ, "SIGXFSZ"),
+            (libc::SIGIO, "SIGIO"),
+            (libc::SIGPWR, "SIGPWR"),
+            (libc::SIGKILL, "SIGKILL"),
+            (libc::SIGSTKFLT, "SIGSTKFLT"),
+            (libc::SIGSEGV, "SIGSEGV"),
+            (libc::SIGBUS, "SIGBUS"),
+            (libc::SIGILL, "SIGILL"),
+            (libc::SIGFPE, "SIGFPE"),
+            (libc::SIGABRT, "SIGABRT"),
+            (libc::SIGTRAP, "SIGTRAP"),
+            (libc::SIGSYS, "SIGSYS"),
+        ];
+        let name_of = |signal: i32| match names.iter().find(|(s, _)| *s == signal) {
+            Some((_, name)) => *name,
+            None => panic!("signal {signal} is not in this test's names"),
+        };
+        let signal_of = |name: &str| match names.iter().find(|(_, n)| *n == name) {
+            Some((signal, _)) => *signal,
+            None => panic!("{name} is not in this test's names"),
+        };
+        let note = AFTER_HELP.split_whitespace().collect::<Vec<_>>().join(" ");
+        let listed: Vec<&str> = STOP_SIGNALS.iter().map(|&s| name_of(s)).collect();
+        let list = format!(
+            "every way out: count reached, {}, a closed output pipe, an error.",
+            listed.join(", ")
+        );
+        assert!(note.contains(&list), "{note}\nlacks\n{list}");
+        let (_, exceptions) = note.split_once(" an error. Not ").unwrap();
+        let (exceptions, _) = exceptions.split_once(". What you ask for").unwrap();
+        let excepted: Vec<i32> = exceptions
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|word| word.starts_with("SIG"))
+            .map(signal_of)
+            .collect();
+        let expected = [
+            libc::SIGKILL,
+            libc::SIGSTKFLT,
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGABRT,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+        ];
+        assert_eq!(excepted, expected, "{exceptions}");
+        assert!(exceptions.contains("the real-time signals"), "{exceptions}");
+        for signal in excepted {
+            assert!(!STOP_SIGNALS.contains(&signal), "{}", name_of(signal));
+        }
+        let real_time = libc::SIGRTMIN()..=libc::SIGRTMAX();
+        assert!(!STOP_SIGNALS.iter().any(|s| real_time.contains(s)));
+    }
+
     #[test]
     fn interval_and_count_accept_the_core_grammar() {
         let o = options(&["0.5", "3"]).unwrap();

@@ -2,10 +2,8 @@
 //! stopped, for a command's lifetime, or every interval.
 
 use std::io::{self, Write};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::os::fd::AsFd;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -15,7 +13,6 @@ use crate::common::cli::{
     report_error, tell,
 };
 use crate::common::entry::Program;
-use crate::common::fdlimit::Raised;
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
 use crate::common::privilege::{drop_capabilities, is_secure};
@@ -35,6 +32,7 @@ use super::resolve::{driver_warnings, resolve, select_pmus};
 use super::spec::parse_event_args;
 use super::stats::Reading;
 use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
+use super::workload::{NotStarted, Workload, exit_code, pidfd};
 
 const TOOL: &str = "cxlstat";
 
@@ -263,129 +261,6 @@ impl From<CxlError> for Halt {
     fn from(e: CxlError) -> Halt {
         Halt::Failed(e)
     }
-}
-
-/// The command given after `--`, and how it is started and waited for.
-struct Workload<'a> {
-    command: &'a [String],
-}
-
-/// A command that could not be started: the error, and the status a shell
-/// gives (127 when it is not found, 126 when it cannot be executed).
-struct NotStarted {
-    error: CxlError,
-    status: i32,
-}
-
-impl Workload<'_> {
-    fn error(&self, e: io::Error) -> CxlError {
-        CxlError::Command {
-            program: self.command[0].clone(),
-            reason: e.to_string(),
-        }
-    }
-
-    fn not_started(&self, e: io::Error) -> NotStarted {
-        let status = match e.raw_os_error() {
-            Some(libc::ENOENT | libc::ENOTDIR) => 127,
-            _ => 126,
-        };
-        NotStarted {
-            error: self.error(e),
-            status,
-        }
-    }
-
-    /// Finds the program as `execvp` does (a path with `/` as given,
-    /// otherwise the first executable `PATH` entry), before any counter is
-    /// opened, so that a command that cannot start fails first.
-    fn check(&self) -> Result<(), NotStarted> {
-        locate(&self.command[0]).map_err(|e| self.not_started(e))
-    }
-
-    /// Starts the command, with the open-file limit from before the
-    /// counters' opening raised it (`raised`), if it did.
-    fn spawn(&self, raised: Option<Raised>) -> Result<Child, NotStarted> {
-        let mut command = Command::new(&self.command[0]);
-        command.args(&self.command[1..]);
-        if let Some(raised) = raised {
-            raised.restore_in(&mut command);
-        }
-        command.spawn().map_err(|e| self.not_started(e))
-    }
-
-    /// Waits for the command to end. A stop signal sent to cxlstat alone
-    /// (SIGTERM, SIGHUP) is passed on to the command, as perf stat does, so
-    /// that both end promptly; Ctrl-C reaches both from the terminal anyway.
-    fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
-        if let Some(pidfd) = pidfd(child)
-            && !stop.wait_readable(pidfd.as_fd())
-            && let Some(signal) = stop.caught()
-        {
-            // SAFETY: signalling our own child, not yet reaped.
-            unsafe { libc::kill(child.id() as i32, signal) };
-        }
-        child.wait().map(exit_code).map_err(|e| self.error(e))
-    }
-}
-
-/// A pidfd of `child` (readable once it ends), or `None` on kernels
-/// before 5.3, where the waits fall back to `waitpid` and to the interval.
-fn pidfd(child: &Child) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open(2) of our own child, not yet reaped.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
-    // SAFETY: a fresh descriptor that nobody else owns.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// Whether `program` can be executed, with the errno `execvp` would give.
-fn locate(program: &str) -> io::Result<()> {
-    if program.contains('/') {
-        return executable(Path::new(program));
-    }
-    let enoent = || io::Error::from_raw_os_error(libc::ENOENT);
-    if program.is_empty() {
-        return Err(enoent());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let mut denied = None;
-    for dir in std::env::split_paths(&path) {
-        let dir = if dir.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            dir
-        };
-        match executable(&dir.join(program)) {
-            Ok(()) => return Ok(()),
-            // execvp reports EACCES if some entry was found but not executable.
-            Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = Some(e),
-            Err(_) => {}
-        }
-    }
-    Err(denied.unwrap_or_else(enoent))
-}
-
-/// `Ok` for a file this process may execute; the errno `execve` gives otherwise.
-fn executable(path: &Path) -> io::Result<()> {
-    if std::fs::metadata(path)?.is_dir() {
-        return Err(io::Error::from_raw_os_error(libc::EACCES));
-    }
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::ENOENT))?;
-    // SAFETY: a NUL-terminated path; access() only reads it.
-    if unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// The exit status a shell would show for the command.
-fn exit_code(status: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
 /// The counters of a run, the readings of the previous sample and the view

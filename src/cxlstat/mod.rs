@@ -12,8 +12,8 @@
 //! * [`expose`] writes the Prometheus exposition of the cumulative readings;
 //! * [`render`] prints listings, dry runs and counts, [`chart`] draws
 //!   the rates (`--svg`); [`manual`] is the manual beyond the options;
-//! * [`cli`] holds the options, [`app`] runs them, and [`error`] holds
-//!   their errors, each a one-line message.
+//! * [`cli`] holds the options, [`app`] runs them (a command's lifetime:
+//!   `workload`), and [`error`] holds their errors, each a one-line message.
 
 pub mod app;
 pub mod catalogue;
@@ -31,3 +31,4 @@ pub mod spec;
 pub mod stats;
 pub mod suggest;
 pub mod sysfs;
+mod workload;

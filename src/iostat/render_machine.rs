@@ -365,7 +365,8 @@ impl MachineRenderer {
         let (cpu, devices) = (opts.show_cpu, opts.show_disk);
         let width =
             |shown: bool, columns: fn() -> Vec<Column>| if shown { columns().len() } else { 0 };
-        let latency = (devices && opts.latency).then_some(f != Format::Prometheus);
+        // CSV and NDJSON carry the histograms too, as text.
+        let latency = (devices && opts.latency).then_some(true);
         MachineRenderer {
             writer: writer_for(f, schema(cpu, devices, latency), ","),
             rows: Vec::new(),

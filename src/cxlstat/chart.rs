@@ -5,15 +5,14 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::common::chart::file::ChartFile;
 use crate::common::chart::history::History;
-use crate::common::chart::{Chart, Line, Panel, PanelKind, TimeAxis, file, palette, render};
+use crate::common::chart::{Chart, Line, Panel, PanelKind, TimeAxis, palette};
 
 /// The charts of one counting run.
 pub struct CxlCharts {
-    path: PathBuf,
+    file: ChartFile,
     title: String,
-    /// Rewrite after each report (live), or once at the end (a replay).
-    live: bool,
     /// Per PMU (in first-seen order), its events' rates.
     pmus: Vec<(String, History)>,
 }
@@ -23,9 +22,8 @@ impl CxlCharts {
     /// `live`, else by [`CxlCharts::finish`].
     pub fn new(path: PathBuf, title: String, live: bool) -> CxlCharts {
         CxlCharts {
-            path,
+            file: ChartFile::new(path, live),
             title,
-            live,
             pmus: Vec::new(),
         }
     }
@@ -58,17 +56,13 @@ impl CxlCharts {
                 h.add(series, r);
             }
         }
-        if self.live { self.write() } else { Ok(()) }
+        self.file.report(|| self.chart())
     }
 
-    /// Writes the file at the end of a replay (a live run wrote it already).
+    /// Writes the file at the end of a replay (a live run wrote it already);
+    /// an error when no report was charted ([`ChartFile::finish`]).
     pub fn finish(&self) -> Result<(), String> {
-        if self.live { Ok(()) } else { self.write() }
-    }
-
-    fn write(&self) -> Result<(), String> {
-        let svg = render(&self.chart())?;
-        file::write_atomic(&self.path, svg.as_bytes())
+        self.file.finish(|| self.chart())
     }
 
     fn chart(&self) -> Chart {

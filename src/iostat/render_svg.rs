@@ -9,9 +9,10 @@
 use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
+use crate::common::chart::file::ChartFile;
 use crate::common::chart::history::History;
 use crate::common::chart::palette::{self, REST};
-use crate::common::chart::{Chart, Line, Panel, PanelKind, TimeAxis, file, render};
+use crate::common::chart::{Chart, Line, Panel, PanelKind, TimeAxis};
 
 use super::cli::{Options, Unit};
 use super::devices::DeviceRow;
@@ -128,7 +129,7 @@ const CPU_COLUMNS: [&str; 6] = ["%user", "%nice", "%system", "%iowait", "%steal"
 
 /// The charts of one run, kept up to date in a file.
 pub struct SvgCharts {
-    path: PathBuf,
+    file: ChartFile,
     title: String,
     report: Report,
     unit: Unit,
@@ -137,10 +138,6 @@ pub struct SvgCharts {
     top: usize,
     devices: bool,
     since_boot_skipped: bool,
-    /// Whether a report was added: a run that charted none wrote no file.
-    charted: bool,
-    /// Rewrite the file after each report (a live run), or once at the end.
-    live: bool,
     /// Per device, a value per metric (created at the first sample, sized
     /// then).
     devices_history: Option<History>,
@@ -191,7 +188,7 @@ impl SvgCharts {
         };
         let u = &banner.uname;
         Ok(SvgCharts {
-            path,
+            file: ChartFile::new(path, live),
             title: format!(
                 "iostat-rs on {} ({} {}), {}",
                 u.nodename, u.sysname, u.release, banner.date
@@ -203,8 +200,6 @@ impl SvgCharts {
             top: opts.svg_top.unwrap_or(DEFAULT_TOP),
             devices: opts.show_disk,
             since_boot_skipped: opts.interval.is_some(),
-            charted: false,
-            live,
             devices_history: None,
             cpu: opts.show_cpu.then(|| History::new(CPU_COLUMNS.len())),
         })
@@ -247,29 +242,16 @@ impl SvgCharts {
                 cpu.add(series, v);
             }
         }
-        self.charted = true;
-        if self.live { self.write() } else { Ok(()) }
+        self.file.report(|| self.chart())
     }
 
     /// Writes the file at the end of a replay (a live run wrote it already).
     /// A run that charted no report (one report since boot, then the count
-    /// or a stop signal) is an error: it wrote no file.
+    /// or a stop signal) is an error: it wrote no file ([`ChartFile::finish`]).
     // Out of line: only this mode runs it (build.rs, "Hot code first").
     #[inline(never)]
     pub fn finish(&self) -> Result<(), String> {
-        if !self.charted {
-            return Err(format!(
-                "--svg {}: no chart written: an interval run charts its reports after the \
-                 first (since boot), and there was none; ask for a count of 2 or more",
-                self.path.display()
-            ));
-        }
-        if self.live { Ok(()) } else { self.write() }
-    }
-
-    fn write(&self) -> Result<(), String> {
-        let svg = render(&self.chart())?;
-        file::write_atomic(&self.path, svg.as_bytes())
+        self.file.finish(|| self.chart())
     }
 
     /// The chart of what was sampled so far.

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::common::chart::file::ChartFile;
 use crate::common::chart::history::History;
-use crate::common::chart::{Chart, Panel, PanelKind, Stack, file, palette, render};
+use crate::common::chart::{Chart, Panel, PanelKind, Stack, palette};
 
 use super::counters::field;
 use super::report::Report;
@@ -21,10 +22,8 @@ const DISPERSION: [(usize, &str); 4] = [
 
 /// The charts of one run.
 pub struct VcpuCharts {
-    path: PathBuf,
+    file: ChartFile,
     title: String,
-    /// Rewrite after each report (live), or once at the end (a replay).
-    live: bool,
     /// Cumulative reports (`-r`) replace the dispersion; deltas add up.
     cumulative: bool,
     /// Home ratio (0–1) per vCPU (`cpuN`), over time.
@@ -38,9 +37,8 @@ impl VcpuCharts {
     /// `live`, else by [`VcpuCharts::finish`]; `cumulative` for `-r`.
     pub fn new(path: PathBuf, title: String, live: bool, cumulative: bool) -> VcpuCharts {
         VcpuCharts {
-            path,
+            file: ChartFile::new(path, live),
             title,
-            live,
             cumulative,
             home: History::new(64),
             dispersion: Vec::new(),
@@ -66,17 +64,13 @@ impl VcpuCharts {
             }
         }
         self.dispersion.sort_by_key(|(cpu, _)| *cpu);
-        if self.live { self.write() } else { Ok(()) }
+        self.file.report(|| self.chart())
     }
 
-    /// Writes the file at the end of a replay (a live run wrote it already).
+    /// Writes the file at the end of a replay (a live run wrote it already);
+    /// an error when no report was charted ([`ChartFile::finish`]).
     pub fn finish(&self) -> Result<(), String> {
-        if self.live { Ok(()) } else { self.write() }
-    }
-
-    fn write(&self) -> Result<(), String> {
-        let svg = render(&self.chart())?;
-        file::write_atomic(&self.path, svg.as_bytes())
+        self.file.finish(|| self.chart())
     }
 
     fn chart(&self) -> Chart {

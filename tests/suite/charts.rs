@@ -7,12 +7,15 @@
 //! Chromium renders each chart to a PNG of the size asked for, not blank,
 //! showing every series' colour.
 
+use crate::procstate::{self, KillOnDrop, wait_with_timeout};
 use crate::scratch::Scratch;
 use crate::skip;
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/charts");
 
@@ -809,32 +812,126 @@ fn sysroot(dir: &Path) -> PathBuf {
     root
 }
 
-/// A live run of one report charts nothing (the report since boot is left
-/// out of charts): it used to end with status 0 and no file. It fails and
-/// says why; with no interval its one report is charted.
+/// The stderr of a run that charted no report and so wrote no chart, as
+/// every tool words it.
+fn no_chart(tool: &str, svg: &Path) -> String {
+    format!(
+        "{tool}: --svg {}: no chart written: the run ended before the end of its first \
+         interval, where the charts start\n",
+        svg.display()
+    )
+}
+
+/// `fixture`'s header and first frame only, written to `dir`: a recording
+/// of a run stopped before its first interval ended.
+fn first_frame(dir: &Path, fixture_name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(fixture(fixture_name)).unwrap();
+    let kept: String = text.split_inclusive('\n').take(2).collect();
+    let path = dir.join(fixture_name);
+    std::fs::write(&path, kept).unwrap();
+    path
+}
+
+/// Runs `bin` with `args`, which chart no report, and checks the outcome:
+/// status 1, the one line saying so, and no file (not an empty chart).
+fn assert_no_chart(bin: &str, tool: &str, args: &[&str], svg: &Path) {
+    let out = Command::new(bin).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{tool} {args:?}: {err}");
+    assert_eq!(err, no_chart(tool, svg), "{args:?}");
+    assert!(!svg.exists(), "{tool} {args:?}");
+}
+
+/// Runs `bin` with `args` (an interval run), stops it with SIGINT while it
+/// waits out its first interval, and returns its exit status and stderr.
+fn stopped_in_first_interval(bin: &str, args: &[&str]) -> (ExitStatus, String) {
+    let mut child = KillOnDrop(
+        Command::new(bin)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    procstate::await_handler(child.id(), libc::SIGINT);
+    procstate::await_polling(child.id());
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), bin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status, err)
+}
+
+/// A run of one report charts nothing in iostat-rs (the report since boot
+/// is left out of charts), and a run stopped, or a recording ended, before
+/// the first interval did charts nothing in any tool: the run used to end
+/// with status 0 and no file (live), or an empty chart (vcpustat and
+/// cxlstat replays). Each fails and says why; with no interval iostat-rs's
+/// one report is charted.
 #[test]
 fn a_run_that_charts_no_report_fails_and_says_why() {
     let dir = scratch("one-report");
     let root = sysroot(&dir);
     let svg = dir.join("one.svg");
-    let out = Command::new(IOSTAT)
-        .args(["--sysroot", root.to_str().unwrap(), "-x", "--svg"])
-        .args([svg.to_str().unwrap(), "0.1", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.starts_with(&format!(
-            "iostat-rs: --svg {}: no chart written:",
-            svg.display()
-        )) && err.contains("a count of 2 or more"),
-        "{err}"
+    let svg_s = svg.to_str().unwrap();
+    let root_s = root.to_str().unwrap();
+    assert_no_chart(
+        IOSTAT,
+        "iostat-rs",
+        &["--sysroot", root_s, "-x", "--svg", svg_s, "0.1", "1"],
+        &svg,
     );
+    let iostat_rec = first_frame(&dir, "iostat.rec");
+    let vcpustat_rec = first_frame(&dir, "vcpustat.rec");
+    let cxlstat_rec = first_frame(&dir, "cxlstat.rec");
+    let replays: [(&str, &str, Vec<&str>); 4] = [
+        (
+            IOSTAT,
+            "iostat-rs",
+            vec!["--replay", iostat_rec.to_str().unwrap(), "-x", "1"],
+        ),
+        (
+            VCPUSTAT,
+            "vcpustat",
+            vec!["--replay", vcpustat_rec.to_str().unwrap(), "1"],
+        ),
+        (
+            CXLSTAT,
+            "cxlstat",
+            vec![
+                "--replay",
+                cxlstat_rec.to_str().unwrap(),
+                "-e",
+                "cpu_clock",
+                "0.1",
+            ],
+        ),
+        // No interval: one report, of the recording's first frame to its last.
+        (
+            CXLSTAT,
+            "cxlstat",
+            vec!["--replay", cxlstat_rec.to_str().unwrap(), "-e", "cpu_clock"],
+        ),
+    ];
+    for (bin, tool, mut args) in replays {
+        args.extend(["--svg", svg_s]);
+        assert_no_chart(bin, tool, &args, &svg);
+    }
+    // vcpustat live, stopped while it waits out its first interval.
+    let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vcpustat/seed");
+    let (status, err) =
+        stopped_in_first_interval(VCPUSTAT, &["--sysroot", seed, "--svg", svg_s, "30", "2"]);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_eq!(err, no_chart("vcpustat", &svg));
     assert!(!svg.exists());
     let out = Command::new(IOSTAT)
-        .args(["--sysroot", root.to_str().unwrap(), "-x", "--svg"])
+        .args(["--sysroot", root_s, "-x", "--svg"])
         .arg(&svg)
         .output()
         .unwrap();
@@ -863,7 +960,7 @@ fn live_charts_are_rewritten_whole_after_each_report() {
             svg.to_str().unwrap(),
         ])
         .args(["0.2", "8"])
-        .stdout(std::process::Stdio::null())
+        .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let mut versions: Vec<String> = Vec::new();
@@ -878,7 +975,7 @@ fn live_charts_are_rewritten_whole_after_each_report() {
         if done {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(5));
     }
     // 8 reports, the first (since boot) not charted: 7 versions, each seen
     // unless two rewrites fell between two polls.
@@ -909,4 +1006,57 @@ fn live_charts_are_rewritten_whole_after_each_report() {
         parse(&vsvg).count("home-node dispatch ratio per vCPU and interval"),
         1
     );
+}
+
+/// cxlstat live on software PMUs writes its chart as the other tools do.
+/// Stopped in its first interval, it reports the part of the interval
+/// until the signal, as `perf stat -I` does (vcpustat and iostat-rs report
+/// nothing then), and charts that report.
+#[test]
+fn cxlstat_live_charts_its_reports_a_cut_first_interval_included() {
+    if !crate::cxlstat_support::perf_usable(
+        "cxlstat_live_charts_its_reports_a_cut_first_interval_included",
+    ) {
+        return;
+    }
+    let dir = scratch("cxlstat-live");
+    let root = dir.join("root");
+    let cpu = crate::cxlstat_support::test_cpus()[0];
+    crate::cxlstat_support::software_tree(&root, &[("cxl_pmu_mem0.0", cpu)]);
+    let root = root.to_str().unwrap();
+    let svg = dir.join("c.svg");
+    let svg_s = svg.to_str().unwrap();
+    let (status, err) = stopped_in_first_interval(
+        CXLSTAT,
+        &[
+            "--sysroot",
+            root,
+            "-e",
+            "cpu_clock",
+            "--svg",
+            svg_s,
+            "30",
+            "2",
+        ],
+    );
+    assert_eq!(status.code(), Some(0), "{err}");
+    let chart = parse(&svg);
+    assert_eq!(chart.count("PMU cxl_pmu_mem0.0"), 1);
+    std::fs::remove_file(&svg).unwrap();
+    run(
+        CXLSTAT,
+        &[
+            "--sysroot",
+            root,
+            "-e",
+            "cpu_clock",
+            "--svg",
+            svg_s,
+            "0.05",
+            "2",
+        ],
+    );
+    let chart = parse(&svg);
+    assert_eq!(chart.count("PMU cxl_pmu_mem0.0"), 1);
+    assert_eq!(chart.count("cpu_clock"), 1);
 }

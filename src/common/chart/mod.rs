@@ -1,6 +1,6 @@
 //! SVG charts of a run or a recording, for every tool: one description of a
 //! chart ([`Chart`] of [`Panel`]s), drawn by [`render`] with plotters' SVG
-//! backend and written by [`file::write_atomic`].
+//! backend and written by a [`file::ChartFile`].
 //!
 //! * [`history`]: series over time in a bounded number of buckets (per
 //!   bucket min, max and mean), so a live run of any length or a recording
@@ -9,8 +9,9 @@
 //! * [`lanes`]: swimlanes (who ran when) decimated to pixel columns;
 //! * [`palette`]: the series colours;
 //! * `axis`: the numeric axes and their ticks;
-//! * [`file`](mod@file): the atomic writer (a browser reloading the file never sees
-//!   half of it).
+//! * [`file`](mod@file): when a run writes its chart file (after each
+//!   report live, at the end of a replay, never empty), and the atomic
+//!   writer (a browser reloading the file never sees half of it).
 //!
 //! Charts are self-contained SVG: no scripts, images or external fonts
 //! (generic font families only), a white background for printing, and

@@ -6,6 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use super::output::Format;
 use super::privilege::{self, Guarded};
 use super::record::{Recorder, Replay, recording_error};
 use super::signals::is_broken_pipe;
@@ -53,19 +54,32 @@ pub fn parse_listen_address(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// The option asking for `format`'s reports, as [`ExpoArgs::listen_conflict`]
+/// and [`ExpoArgs::textfile_conflict`] name it (`-o json`): `None` for text
+/// (the default, which expositions replace) and prometheus.
+pub fn report_output(format: Format) -> Option<&'static str> {
+    match format {
+        Format::Text | Format::Prometheus => None,
+        Format::Json => Some("-o json"),
+        Format::Ndjson => Some("-o ndjson"),
+        Format::Csv => Some("-o csv"),
+    }
+}
+
 impl ExpoArgs {
     /// What `--listen` cannot be combined with, as a one-line message with
     /// the reason: each scrape reads the live counters at that moment, so
     /// there is no interval, recording, replay, textfile, chart or other
     /// output format.
     /// `interval` says whether one was given, `svg` whether `--svg` was,
-    /// `format` names a non-Prometheus `-o` format given.
+    /// `output` names another output asked for, as the command line gives
+    /// it (`-o csv`, [`report_output`]; cxlstat's `-x`).
     pub fn listen_conflict(
         &self,
         source: &SourceArgs,
         interval: bool,
         svg: bool,
-        format: Option<&str>,
+        output: Option<&str>,
     ) -> Option<String> {
         let addr = self.listen?;
         let (other, why) = if self.textfile.is_some() {
@@ -94,9 +108,9 @@ impl ExpoArgs {
                 "--svg".to_string(),
                 "charts are drawn from interval reports, and a server makes none",
             )
-        } else if let Some(format) = format {
+        } else if let Some(output) = output {
             (
-                format!("-o {format}"),
+                output.to_string(),
                 "the server answers each scrape with a Prometheus exposition, and writes no \
                  reports",
             )
@@ -105,6 +119,18 @@ impl ExpoArgs {
         };
         Some(format!(
             "--listen {addr} cannot be used with {other}: {why}"
+        ))
+    }
+
+    /// What `--textfile` cannot be combined with: another output (`output`,
+    /// as [`ExpoArgs::listen_conflict`] takes it), which the expositions it
+    /// writes would silently replace. A one-line message with the reason.
+    pub fn textfile_conflict(&self, output: Option<&str>) -> Option<String> {
+        self.textfile.as_ref()?;
+        let output = output?;
+        Some(format!(
+            "--textfile cannot be used with {output}: it writes Prometheus expositions \
+             instead of reports; use one of them"
         ))
     }
 }
@@ -274,6 +300,51 @@ pub fn parse_error_status_with_help(tool: &str, help_command: &str, err: &clap::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn report_outputs_are_named_as_the_command_line_gives_them() {
+        assert_eq!(report_output(Format::Text), None);
+        assert_eq!(report_output(Format::Prometheus), None);
+        assert_eq!(report_output(Format::Json), Some("-o json"));
+        assert_eq!(report_output(Format::Ndjson), Some("-o ndjson"));
+        assert_eq!(report_output(Format::Csv), Some("-o csv"));
+    }
+
+    #[test]
+    fn a_textfile_refuses_another_output_and_only_then() {
+        let textfile = ExpoArgs {
+            textfile: Some("m.prom".into()),
+            listen: None,
+        };
+        assert_eq!(
+            textfile.textfile_conflict(Some("-x")).as_deref(),
+            Some(
+                "--textfile cannot be used with -x: it writes Prometheus expositions instead \
+                 of reports; use one of them"
+            )
+        );
+        assert_eq!(textfile.textfile_conflict(None), None);
+        assert_eq!(ExpoArgs::default().textfile_conflict(Some("-o csv")), None);
+    }
+
+    #[test]
+    fn listen_names_the_other_output_as_given() {
+        let listen = ExpoArgs {
+            textfile: None,
+            listen: Some("127.0.0.1:1".parse().unwrap()),
+        };
+        let source = SourceArgs::default();
+        assert_eq!(
+            listen
+                .listen_conflict(&source, false, false, Some("-x"))
+                .as_deref(),
+            Some(
+                "--listen 127.0.0.1:1 cannot be used with -x: the server answers each scrape \
+                 with a Prometheus exposition, and writes no reports"
+            )
+        );
+        assert_eq!(listen.listen_conflict(&source, false, false, None), None);
+    }
 
     #[test]
     fn raised_privileges_refuse_every_caller_chosen_path() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use clap_complete::{ArgValueCandidates, CompletionCandidate};
 
-use crate::common::cli::{ExpoArgs, SourceArgs};
+use crate::common::cli::{ExpoArgs, SourceArgs, report_output};
 use crate::common::expo::Target;
 use crate::common::interval::{
     Schedule, nonzero_interval, parse_count, parse_interval, parse_milliseconds,
@@ -298,15 +298,6 @@ impl Options {
                         crate::common::excerpt::excerpt(sep)
                     )));
                 }
-                (Some(_), _) | (_, Some(Format::Json | Format::Ndjson | Format::Csv))
-                    if args.expo.textfile.is_some() =>
-                {
-                    return Err(CxlError::Spec(
-                        "--textfile writes Prometheus expositions: it cannot be used with -x \
-                         or another -o format"
-                            .to_string(),
-                    ));
-                }
                 (Some(sep), _) => CountFormat::PerfCsv(sep.clone()),
                 (None, _) if args.expo.textfile.is_some() => CountFormat::Expo(Target::Textfile(
                     args.expo.textfile.clone().unwrap_or_default(),
@@ -315,21 +306,22 @@ impl Options {
                 (None, None | Some(Format::Text)) => CountFormat::Text,
                 (None, Some(format)) => CountFormat::Core(format),
             };
-            let other_format = match (&args.separator, args.output) {
-                (Some(_), _) => Some("-x"),
-                (None, Some(Format::Json)) => Some("json"),
-                (None, Some(Format::Ndjson)) => Some("ndjson"),
-                (None, Some(Format::Csv)) => Some("csv"),
-                (None, _) => None,
+            // perf's `-x SEP` lines are reports too.
+            let other_output = match &args.separator {
+                Some(_) => Some("-x"),
+                None => args.output.and_then(report_output),
             };
+            if let Some(conflict) = args.expo.textfile_conflict(other_output) {
+                return Err(CxlError::Spec(conflict));
+            }
             let interval = args.interval.is_some() || args.interval_ms.is_some();
             if let Some(conflict) = args.expo.listen_conflict(
                 &args.source,
                 interval,
                 args.chart.svg.is_some(),
-                other_format,
+                other_output,
             ) {
-                return Err(CxlError::Spec(conflict.replace("-o -x", "-x")));
+                return Err(CxlError::Spec(conflict));
             }
             if args.expo.listen.is_some() && !args.command.is_empty() {
                 return Err(CxlError::Spec(

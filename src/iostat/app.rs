@@ -211,19 +211,28 @@ fn shows_partitions(opts: &Options) -> bool {
         })
 }
 
-/// `--textfile` writes Prometheus expositions: another `-o` format with it
-/// would be silently dropped, so it is refused.
+/// `--textfile` with another `-o` format, which its expositions would
+/// silently replace ([`ExpoArgs::textfile_conflict`]). Every run comes
+/// here; the shared check, which is not among the code every run executes
+/// (build.rs, "Hot code first"), is called only when `--textfile` is given.
+///
+/// [`ExpoArgs::textfile_conflict`]: crate::common::cli::ExpoArgs::textfile_conflict
 fn textfile_conflict(opts: &Options) -> Option<String> {
     opts.expo.textfile.as_ref()?;
-    let format = match opts.format {
-        OutputFormat::Text | OutputFormat::Prometheus => return None,
-        OutputFormat::Csv => "csv",
-        OutputFormat::Ndjson => "ndjson",
-        OutputFormat::SysstatJson => "JSON",
-    };
-    Some(format!(
-        "--textfile cannot be used with -o {format}: it writes Prometheus expositions"
-    ))
+    opts.expo.textfile_conflict(report_output(opts.format))
+}
+
+/// The option asking for `format`'s reports, as the conflicts of
+/// `--textfile` and `--listen` name it (`-o JSON`): `None` for text and
+/// prometheus. iostat-rs's own formats, as
+/// [`report_output`](crate::common::cli::report_output) names the others'.
+fn report_output(format: OutputFormat) -> Option<&'static str> {
+    match format {
+        OutputFormat::Text | OutputFormat::Prometheus => None,
+        OutputFormat::Csv => Some("-o csv"),
+        OutputFormat::Ndjson => Some("-o ndjson"),
+        OutputFormat::SysstatJson => Some("-o JSON"),
+    }
 }
 
 /// `--svg-top` or `--svg-sort` without `--svg`: they choose what the charts
@@ -499,17 +508,11 @@ fn checked_listen_address(text: &str, opts: &Options) -> Result<std::net::Socket
         listen: Some(addr),
         ..opts.expo.clone()
     };
-    let format = match opts.format {
-        OutputFormat::Text | OutputFormat::Prometheus => None,
-        OutputFormat::Csv => Some("csv"),
-        OutputFormat::Ndjson => Some("ndjson"),
-        OutputFormat::SysstatJson => Some("JSON"),
-    };
     match expo.listen_conflict(
         &opts.source,
         opts.interval.is_some(),
         opts.svg.is_some(),
-        format,
+        report_output(opts.format),
     ) {
         Some(conflict) => Err(conflict),
         None => Ok(addr),

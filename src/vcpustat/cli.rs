@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::common::cli::{ExpoArgs, SourceArgs};
+use crate::common::cli::{ExpoArgs, SourceArgs, report_output};
 use crate::common::interval::{Schedule, nonzero_interval, parse_count, parse_interval};
 use crate::common::output::Format;
 
@@ -298,16 +298,11 @@ impl Options {
                     .into(),
             ));
         }
-        let other_format = match args.format {
-            Format::Text | Format::Prometheus => None,
-            Format::Json => Some("json"),
-            Format::Ndjson => Some("ndjson"),
-            Format::Csv => Some("csv"),
-        };
-        if let Some(format) = other_format.filter(|_| args.status) {
+        let other_output = report_output(args.format);
+        if let Some(output) = other_output.filter(|_| args.status) {
             return Err(VcpuError::Usage(format!(
-                "--status prints text, which would break the output of -o {format}: run \
-                 vcpustat --status on its own (a change with -o {format} prints the counts it \
+                "--status prints text, which would break the output of {output}: run \
+                 vcpustat --status on its own (a change with {output} prints the counts it \
                  left)"
             )));
         }
@@ -315,7 +310,7 @@ impl Options {
             &args.source,
             args.interval.is_some(),
             args.chart.svg.is_some(),
-            other_format,
+            other_output,
         ) {
             return Err(VcpuError::Usage(conflict));
         }
@@ -375,12 +370,8 @@ impl Options {
                     .into(),
             ));
         }
-        if args.expo.textfile.is_some() && !matches!(args.format, Format::Text | Format::Prometheus)
-        {
-            return Err(VcpuError::Usage(
-                "--textfile writes Prometheus expositions: it cannot be used with another -o format"
-                    .into(),
-            ));
+        if let Some(conflict) = args.expo.textfile_conflict(other_output) {
+            return Err(VcpuError::Usage(conflict));
         }
         let sort = match (args.sort, args.top) {
             (Some(key), _) => key,

@@ -466,3 +466,59 @@ fn every_tool_explains_a_listen_address_and_a_textfile_alike() {
         );
     }
 }
+
+/// Another output with `--textfile` or `--listen` (whose expositions would
+/// take its place) is refused by the three tools in the same words, naming
+/// the option as it was given: `-o` with each tool's spelling of the
+/// format, and cxlstat's `-x` (perf's field-separated lines).
+#[test]
+fn every_tool_refuses_another_output_beside_expositions_alike() {
+    let iostat = env!("CARGO_BIN_EXE_iostat-rs");
+    let cxlstat = env!("CARGO_BIN_EXE_cxlstat");
+    let runs: [(&str, &str, &[&str], &str); 5] = [
+        (iostat, "iostat-rs", &["-o", "csv"], "-o csv"),
+        (iostat, "iostat-rs", &["-o", "json"], "-o JSON"),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            "vcpustat",
+            &["-o", "ndjson"],
+            "-o ndjson",
+        ),
+        (
+            cxlstat,
+            "cxlstat",
+            &["-e", "clock_ticks", "-o", "json"],
+            "-o json",
+        ),
+        (cxlstat, "cxlstat", &["-e", "clock_ticks", "-x", ";"], "-x"),
+    ];
+    for (program, tool, args, named) in runs {
+        for (option, value, why) in [
+            (
+                "--textfile",
+                "/nonexistent/t.prom",
+                "--textfile cannot be used with {}: it writes Prometheus expositions instead of \
+                 reports; use one of them",
+            ),
+            (
+                "--listen",
+                "127.0.0.1:1",
+                "--listen 127.0.0.1:1 cannot be used with {}: the server answers each scrape \
+                 with a Prometheus exposition, and writes no reports",
+            ),
+        ] {
+            let out = Command::new(program)
+                .args(args)
+                .args([option, value])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{tool} {args:?} {option}");
+            assert_eq!(
+                String::from_utf8(out.stderr).unwrap(),
+                format!("{tool}: {}\n", why.replace("{}", named)),
+                "{args:?}"
+            );
+            assert!(out.stdout.is_empty(), "{tool} {args:?} {option}");
+        }
+    }
+}

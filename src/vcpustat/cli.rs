@@ -26,8 +26,8 @@ count reached, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
 SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGIO, SIGPWR, a closed output pipe, an
 error. Not SIGKILL, which cannot be caught, nor the real-time signals,
 SIGSTKFLT or the fault signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
-SIGTRAP, SIGSYS). What you ask for (--enable, --freq) stays, unless
---temporary is given; so does --disable.
+SIGTRAP, SIGSYS). What you ask for (--enable, --freq) stays,
+unless --temporary is given; so does --disable.
 Switching the statistics on resets every counter. The files are root-only.
 
 Columns (dispatches in the interval; shares of total in the default view):

@@ -7,12 +7,11 @@
 //! Chromium renders each chart to a PNG of the size asked for, not blank,
 //! showing every series' colour.
 
-use crate::procstate::{self, KillOnDrop, wait_with_timeout};
+use crate::interval_limits::interrupt_after_first_sample;
 use crate::scratch::Scratch;
 use crate::skip;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
@@ -845,26 +844,7 @@ fn assert_no_chart(bin: &str, tool: &str, args: &[&str], svg: &Path) {
 /// Runs `bin` with `args` (an interval run), stops it with SIGINT while it
 /// waits out its first interval, and returns its exit status and stderr.
 fn stopped_in_first_interval(bin: &str, args: &[&str]) -> (ExitStatus, String) {
-    let mut child = KillOnDrop(
-        Command::new(bin)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    procstate::await_handler(child.id(), libc::SIGINT);
-    procstate::await_polling(child.id());
-    // SAFETY: signalling the child this test started, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20), bin);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let (status, _, err) = interrupt_after_first_sample(bin, args, false);
     (status, err)
 }
 

@@ -47,7 +47,7 @@ fn seed_tree() -> String {
 /// first sample of the others is only a baseline) and until it waits out
 /// its interval with its stop handlers installed, sends SIGINT and returns
 /// its exit status and everything it wrote.
-fn interrupt_after_first_sample(
+pub fn interrupt_after_first_sample(
     program: &str,
     args: &[&str],
     prints_first: bool,

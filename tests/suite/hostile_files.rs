@@ -12,7 +12,7 @@ use crate::procstate::KillOnDrop;
 use crate::procstate::wait_with_timeout;
 use std::ffi::CString;
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, symlink};
@@ -967,6 +967,70 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
         drop(reader);
     }
     assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// `vcpustat trace record --record FIFO`, the reader stalled: the recording
+/// of kernel files holds its header until the trace ends, then one frame,
+/// which waits on the full pipe. A stop signal still ends the run within the
+/// grace period, with the recording's error and `dtl_event_mask` restored:
+/// the trace recorder hands its stop flag to the recording as the interval
+/// tools do (without it, the last write waited until SIGKILL).
+#[test]
+fn trace_record_ends_on_a_stop_signal_with_its_recording_fifo_full() {
+    let dir = scratch("trace-record-fifo");
+    let root = trace_tree(&dir);
+    let mask = root.join(DTL).join("dtl_event_mask");
+    let fifo = dir.join("kernel-files.fifo");
+    mkfifo(&fifo);
+    // The reader: open, never read. O_RDWR opens a FIFO without a writer,
+    // O_NONBLOCK lets the test fill it.
+    let reader = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let output = dir.join("out.dtl");
+    let mut child = KillOnDrop(
+        Command::new(VCPUSTAT)
+            .args(["trace", "record", "--sysroot", root.to_str().unwrap()])
+            .args(["--events", "cede", "-w", output.to_str().unwrap()])
+            .args(["--record", fifo.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Recording: the stop handler is in place and the mask switched to cede.
+    crate::procstate::await_handler(child.id(), libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fs::read_to_string(&mask).unwrap() == "0x07\n" {
+        assert!(Instant::now() < deadline, "the mask was never set");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Fill what room the header left in the pipe.
+    let room = [0u8; 4096];
+    while (&reader).write(&room).is_ok() {}
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = Instant::now();
+    let status = wait_with_timeout(&mut child, Duration::from_secs(5), "vcpustat trace record");
+    let mut err = Vec::new();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let err = String::from_utf8_lossy(&err);
+    assert!(
+        stopped.elapsed() < Duration::from_secs(4),
+        "{:?} after SIGTERM: {err}",
+        stopped.elapsed()
+    );
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("kernel-file recording") && err.contains("stopped by signal 15"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(&mask).unwrap(), "0x07\n");
+    drop(reader);
     fs::remove_dir_all(dir).unwrap();
 }
 

@@ -90,8 +90,56 @@ pub fn instant_after(start: Instant, after: Duration) -> Instant {
     }
 }
 
-/// When samples are due: sample `k` at `start + k * interval`, so a slow
-/// sample never makes the later ones drift.
+/// Instants on a fixed grid, `start + k * step`: when a loop's samples (or
+/// polls) are due, so that a late one never makes the later ones drift.
+#[derive(Debug, Clone, Copy)]
+pub struct Grid {
+    /// The instant now waited for.
+    due: Instant,
+    step: Duration,
+}
+
+impl Grid {
+    /// The grid of `step` whose first instant, already taken, is `start`
+    /// (a zero `step`, which no interval argument gives, counts as 1 ns).
+    pub fn new(start: Instant, step: Duration) -> Grid {
+        Grid {
+            due: start,
+            step: step.max(Duration::from_nanos(1)),
+        }
+    }
+
+    /// Moves on to the next instant to wait for, given the time `now`, and
+    /// returns it: one step later, or, when that is past already (the
+    /// process was stopped, or a sample took longer than a step), the first
+    /// instant of the grid still ahead. The instants missed are skipped, as
+    /// sysstat's `alarm(2)` skips them, instead of taken back to back,
+    /// which gave reports of a few microseconds each, their rates as noisy.
+    pub fn advance(&mut self, now: Instant) -> Instant {
+        self.due = instant_after(self.due, self.step);
+        if self.due <= now {
+            self.due = self.first_after(now);
+        }
+        self.due
+    }
+
+    /// The first instant of the grid after `now`, which is at or past `due`.
+    // Out of line: only a late run takes it (build.rs, "Hot code first").
+    #[cold]
+    #[inline(never)]
+    fn first_after(&self, now: Instant) -> Instant {
+        const NANOS: u128 = 1_000_000_000;
+        let step = self.step.as_nanos();
+        let behind = now.saturating_duration_since(self.due).as_nanos();
+        let ahead = (behind / step + 1).saturating_mul(step);
+        let secs = u64::try_from(ahead / NANOS).unwrap_or(u64::MAX);
+        // The remainder is under a second: no carry into `secs`.
+        instant_after(self.due, Duration::new(secs, (ahead % NANOS) as u32))
+    }
+}
+
+/// When samples are due: sample `k` at `start + k * interval` (a [`Grid`]),
+/// so a slow sample never makes the later ones drift.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
     /// Time between samples; `None` takes a single sample.
@@ -109,15 +157,10 @@ impl Schedule {
         }
     }
 
-    /// The instant sample `index` is due, given the first sample's instant.
-    pub fn due(&self, start: Instant, index: u64) -> Instant {
-        match self.interval {
-            Some(step) => instant_after(
-                start,
-                step.saturating_mul(index.min(u32::MAX as u64) as u32),
-            ),
-            None => start,
-        }
+    /// The instants samples are due at, given the first sample's instant;
+    /// `None` for a single sample.
+    pub fn grid(&self, start: Instant) -> Option<Grid> {
+        self.interval.map(|step| Grid::new(start, step))
     }
 
     /// Whether a sample with this index should be taken at all.
@@ -189,11 +232,47 @@ mod tests {
             count: Some(3),
         };
         let t0 = Instant::now();
-        assert_eq!(s.due(t0, 4) - t0, Duration::from_secs(1));
+        let mut grid = s.grid(t0).unwrap();
+        let ms = |n| t0 + Duration::from_millis(n);
+        // On time, or late by less than a step: the next instant.
+        assert_eq!(grid.advance(ms(10)), ms(250));
+        assert_eq!(grid.advance(ms(260)), ms(500));
+        assert_eq!(grid.advance(ms(740)), ms(750));
+        // Exactly at the next instant counts as past it.
+        assert_eq!(grid.advance(ms(1000)), ms(1250));
         assert!(s.wants(2));
         assert!(!s.wants(3));
         assert!(Schedule::once().wants(0));
         assert!(!Schedule::once().wants(1));
+        assert!(Schedule::once().grid(t0).is_none());
+    }
+
+    /// A run stopped (SIGSTOP, Ctrl-Z) through several instants, or a
+    /// sample slower than the interval, skips the instants it missed: the
+    /// next sample is the first one ahead, still on the grid.
+    #[test]
+    fn instants_missed_are_skipped_on_the_grid() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut grid = Grid::new(t0, Duration::from_millis(200));
+        assert_eq!(grid.advance(ms(5)), ms(200));
+        // Stopped from 201 ms to 1.5 s: the sample of 200 ms was taken at 1.5 s.
+        assert_eq!(grid.advance(ms(1_500)), ms(1_600));
+        assert_eq!(grid.advance(ms(1_601)), ms(1_800));
+        // A sample of 250 ms.
+        assert_eq!(grid.advance(ms(2_050)), ms(2_200));
+        // A day stopped, at 1 ms steps: no loop over the steps missed.
+        let mut fine = Grid::new(t0, Duration::from_millis(1));
+        let day = Duration::from_secs(86_400);
+        assert_eq!(fine.advance(t0 + day), t0 + day + Duration::from_millis(1));
+        // A zero step (no interval argument gives one) still moves on.
+        let mut zero = Grid::new(t0, Duration::ZERO);
+        assert_eq!(zero.advance(t0), t0 + Duration::from_nanos(1));
+        assert_eq!(zero.advance(t0), t0 + Duration::from_nanos(2));
+        // Past 2^32 steps (where a u32 count of steps used to stop growing).
+        let mut many = Grid::new(t0, Duration::from_nanos(1));
+        let later = t0 + Duration::from_secs(10);
+        assert_eq!(many.advance(later), later + Duration::from_nanos(1));
     }
 
     #[test]
@@ -204,9 +283,10 @@ mod tests {
             count: Some(2),
         };
         let t0 = Instant::now();
-        let first = s.due(t0, 1);
+        let mut grid = s.grid(t0).unwrap();
+        let first = grid.advance(t0);
         assert!(first > t0 + Duration::from_secs(100 * 365 * 86_400));
-        assert!(s.due(t0, u64::MAX) >= first);
+        assert!(grid.advance(first) >= first);
         assert!(instant_after(t0, Duration::MAX) >= first);
         assert_eq!(
             instant_after(t0, Duration::from_secs(3)),

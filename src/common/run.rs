@@ -22,7 +22,8 @@ pub enum RunEnd {
 /// Takes samples on `schedule` until its count is reached, a stop signal
 /// arrives or a replay runs out, calling `sample(source, index)` for each.
 ///
-/// Live sources sleep until each sample is due (`start + index * interval`),
+/// Live sources sleep until each sample is due (`start + k * interval`;
+/// a run that fell behind skips the instants it missed, [`Grid::advance`](super::interval::Grid::advance)),
 /// or until `wake_early` is readable (a command's pidfd: cxlstat's last
 /// report ends when the command does, as perf stat's does); replays do not
 /// sleep. The source is finished (a recording writes its last
@@ -73,6 +74,7 @@ fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
 ) -> Result<RunEnd, E> {
     let result = (|| -> Result<RunEnd, E> {
         let start = Instant::now();
+        let mut grid = schedule.grid(start);
         let mut index = 0;
         // Set when a stop signal cut short an interval that is reported.
         let mut cut_by = None;
@@ -95,7 +97,7 @@ fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
                 return Ok(RunEnd::Exhausted);
             }
             if source.is_live() {
-                let due = schedule.due(start, index);
+                let due = grid.as_mut().map_or(start, |g| g.advance(Instant::now()));
                 let slept = match wake_early {
                     Some(fd) => stop.sleep_until_or_readable(due, fd),
                     None => stop.sleep_until(due),

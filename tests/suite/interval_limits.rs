@@ -147,6 +147,59 @@ fn iostat_rs_waits_out_a_huge_interval_until_stopped() {
     }
 }
 
+/// Seconds since midnight of a CSV timestamp, `2026-12-05T06:38:34.302Z`.
+fn csv_seconds(row: &str) -> f64 {
+    let stamp = row.split(',').next().unwrap();
+    let time = stamp.split('T').nth(1).unwrap().trim_end_matches('Z');
+    time.split(':')
+        .map(|part| part.parse::<f64>().unwrap())
+        .fold(0.0, |total, part| total * 60.0 + part)
+}
+
+/// A run stopped (SIGSTOP, as Ctrl-Z does) across several intervals takes
+/// one sample when it continues, which covers the stop, then goes on at
+/// the interval. It used to take the samples it had missed back to back:
+/// reports a millisecond apart, whose rates, on a busy disk, were those of
+/// a few requests over a millisecond.
+#[test]
+fn a_run_stopped_for_several_intervals_skips_the_samples_it_missed() {
+    let dir = cxlstat_support::scratch("stopped-iostat");
+    iostat_tree(&dir);
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+            .args(["--sysroot", dir.to_str().unwrap(), "-d", "-o", "csv"])
+            .args(["0.5", "6"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = crate::pipes::Collected::new(child.stdout.take().unwrap());
+    stdout.wait_for("the first report", Duration::from_secs(20), |seen| {
+        seen.iter().filter(|&&b| b == b'\n').count() >= 2
+    });
+    // Stopped for more than four intervals.
+    // SAFETY: signalling the child we started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    thread::sleep(Duration::from_millis(2_200));
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
+    assert_eq!(status.code(), Some(0));
+    let out = String::from_utf8(stdout.until_end("iostat-rs", Duration::from_secs(5))).unwrap();
+    let times: Vec<f64> = out.lines().skip(1).map(csv_seconds).collect();
+    assert_eq!(times.len(), 6, "{out}");
+    // Each sample at least a quarter of an interval after the one before
+    // (on time they are half a second apart, and one more than two seconds).
+    let gaps: Vec<f64> = times.windows(2).map(|t| t[1] - t[0]).collect();
+    assert!(
+        gaps.iter().all(|&gap| !(0.0..0.125).contains(&gap)),
+        "seconds between samples: {gaps:?}\n{out}"
+    );
+    assert!(gaps.iter().any(|&gap| gap > 2.0), "{gaps:?}");
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn vcpustat_waits_out_a_huge_interval_until_stopped() {
     // `-r` prints its first report after one interval, as powerpc-utils

@@ -81,15 +81,32 @@ fn schedule() -> impl Strategy<Value = Schedule> {
 }
 
 proptest! {
-    /// Sample k is due exactly k intervals after the first (computed in
-    /// 128-bit nanoseconds), so a late sample never shifts the later ones;
-    /// without an interval everything is due at once.
+    /// Each sample is due a whole number k of intervals after the first
+    /// (modelled in 128-bit nanoseconds), so a late sample never shifts the
+    /// later ones: k is one more than the last, unless that instant is past
+    /// already at the time asked (a run stopped, a slow sample), when it is
+    /// the first k still ahead. Without an interval there is no grid.
     #[test]
-    fn samples_are_due_on_a_fixed_grid(s in schedule(), index in 0u64..100_000) {
+    fn samples_are_due_on_a_fixed_grid(
+        s in schedule(),
+        steps_late in prop::collection::vec((0u64..4, 0u64..1_000), 1..40),
+    ) {
         let start = Instant::now();
-        let model_ns = s.interval.map_or(0, |i| i.as_nanos() * u128::from(index));
-        prop_assert_eq!((s.due(start, index) - start).as_nanos(), model_ns);
-        prop_assert!(s.due(start, index + 1) >= s.due(start, index));
+        let Some(mut grid) = s.grid(start) else {
+            prop_assert!(s.interval.is_none());
+            return Ok(());
+        };
+        let step = s.interval.unwrap().as_nanos().max(1);
+        let (mut k, mut elapsed) = (0u128, 0u128);
+        for (whole, thousandths) in steps_late {
+            // The time asked: some steps and thousandths of a step later.
+            elapsed += whole as u128 * step + thousandths as u128 * step / 1_000;
+            let now = start + Duration::from_nanos(elapsed as u64);
+            k = (k + 1).max(elapsed / step + 1);
+            let due = grid.advance(now);
+            prop_assert_eq!((due - start).as_nanos(), k * step);
+            prop_assert!(due > now);
+        }
     }
 
     /// A schedule takes its first `count` samples (one without an interval,

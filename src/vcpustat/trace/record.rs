@@ -13,7 +13,7 @@ use super::progress::Progress;
 use super::recording::{CpuIndex, FORMAT_NAME, FORMAT_VERSION, Header, RecordingWriter};
 use super::ring::{DTL_DIR, DtlRing, DtlRings, ring_path};
 use super::safety::{self, Verdict};
-use crate::common::interval::instant_after;
+use crate::common::interval::{Grid, instant_after};
 use crate::common::source::Source;
 
 /// How often the recorder hands what it read to the file, at the latest.
@@ -409,14 +409,13 @@ pub fn live_pace<'a>(
     stop: &'a crate::common::signals::StopSignal,
 ) -> impl FnMut() -> bool + 'a {
     let start = Instant::now();
-    let poll = options.poll;
+    let mut polls = Grid::new(start, options.poll);
     let end = options.duration.map(|d| instant_after(start, d));
-    let mut index: u32 = 0;
     move || {
-        index = index.saturating_add(1);
-        let mut due = instant_after(start, poll.saturating_mul(index));
+        let now = Instant::now();
+        let mut due = polls.advance(now);
         if let Some(end) = end {
-            if Instant::now() >= end {
+            if now >= end {
                 return false;
             }
             due = due.min(end);

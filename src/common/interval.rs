@@ -90,56 +90,51 @@ pub fn instant_after(start: Instant, after: Duration) -> Instant {
     }
 }
 
-/// Instants on a fixed grid, `start + k * step`: when a loop's samples (or
-/// polls) are due, so that a late one never makes the later ones drift.
+/// When a loop's samples (or polls) are due: one step apart, counted from
+/// the instant the previous one was due, so that a sample taken a little
+/// late never makes the later ones drift.
 #[derive(Debug, Clone, Copy)]
 pub struct Grid {
-    /// The instant now waited for.
+    /// The instant the next sample is due.
     due: Instant,
     step: Duration,
 }
 
 impl Grid {
-    /// The grid of `step` whose first instant, already taken, is `start`
-    /// (a zero `step`, which no interval argument gives, counts as 1 ns).
+    /// The grid of `step` whose first sample is taken at `start` (a zero
+    /// `step`, which no interval argument gives, counts as 1 ns).
     pub fn new(start: Instant, step: Duration) -> Grid {
+        let step = step.max(Duration::from_nanos(1));
         Grid {
-            due: start,
-            step: step.max(Duration::from_nanos(1)),
+            due: instant_after(start, step),
+            step,
         }
     }
 
-    /// Moves on to the next instant to wait for, given the time `now`, and
-    /// returns it: one step later, or, when that is past already (the
-    /// process was stopped, or a sample took longer than a step), the first
-    /// instant of the grid still ahead. The instants missed are skipped, as
-    /// sysstat's `alarm(2)` skips them, instead of taken back to back,
-    /// which gave reports of a few microseconds each, their rates as noisy.
-    pub fn advance(&mut self, now: Instant) -> Instant {
-        self.due = instant_after(self.due, self.step);
-        if self.due <= now {
-            self.due = self.first_after(now);
-        }
+    /// The instant the next sample is due.
+    pub fn due(&self) -> Instant {
         self.due
     }
 
-    /// The first instant of the grid after `now`, which is at or past `due`.
-    // Out of line: only a late run takes it (build.rs, "Hot code first").
-    #[cold]
-    #[inline(never)]
-    fn first_after(&self, now: Instant) -> Instant {
-        const NANOS: u128 = 1_000_000_000;
-        let step = self.step.as_nanos();
-        let behind = now.saturating_duration_since(self.due).as_nanos();
-        let ahead = (behind / step + 1).saturating_mul(step);
-        let secs = u64::try_from(ahead / NANOS).unwrap_or(u64::MAX);
-        // The remainder is under a second: no carry into `secs`.
-        instant_after(self.due, Duration::new(secs, (ahead % NANOS) as u32))
+    /// Takes note that the sample due at [`Grid::due`] starts at `now`, and
+    /// moves on to the next one: a step after the instant this one was
+    /// due, or, when `now` is a whole step or more past that instant (the
+    /// process was stopped, or an earlier sample took longer than a step),
+    /// a step after `now`. The report of this sample then covers the stall
+    /// and the next one a whole step, as with sysstat's `alarm(2)`; taking
+    /// the samples missed back to back gave reports microseconds apart.
+    pub fn start_sample(&mut self, now: Instant) {
+        let next = instant_after(self.due, self.step);
+        self.due = if now >= next {
+            instant_after(now, self.step)
+        } else {
+            next
+        };
     }
 }
 
-/// When samples are due: sample `k` at `start + k * interval` (a [`Grid`]),
-/// so a slow sample never makes the later ones drift.
+/// When samples are due: one interval apart (a [`Grid`]), so a slow sample
+/// never makes the later ones drift.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
     /// Time between samples; `None` takes a single sample.
@@ -234,12 +229,13 @@ mod tests {
         let t0 = Instant::now();
         let mut grid = s.grid(t0).unwrap();
         let ms = |n| t0 + Duration::from_millis(n);
-        // On time, or late by less than a step: the next instant.
-        assert_eq!(grid.advance(ms(10)), ms(250));
-        assert_eq!(grid.advance(ms(260)), ms(500));
-        assert_eq!(grid.advance(ms(740)), ms(750));
-        // Exactly at the next instant counts as past it.
-        assert_eq!(grid.advance(ms(1000)), ms(1250));
+        assert_eq!(grid.due(), ms(250));
+        // Woken on time, or late by less than a step: the next one a step
+        // after the instant this one was due.
+        grid.start_sample(ms(251));
+        assert_eq!(grid.due(), ms(500));
+        grid.start_sample(ms(740));
+        assert_eq!(grid.due(), ms(750));
         assert!(s.wants(2));
         assert!(!s.wants(3));
         assert!(Schedule::once().wants(0));
@@ -247,32 +243,33 @@ mod tests {
         assert!(Schedule::once().grid(t0).is_none());
     }
 
-    /// A run stopped (SIGSTOP, Ctrl-Z) through several instants, or a
-    /// sample slower than the interval, skips the instants it missed: the
-    /// next sample is the first one ahead, still on the grid.
+    /// A run stopped (SIGSTOP, Ctrl-Z) or a sample slower than a step: the
+    /// next sample is due a whole step after the late one starts, never a
+    /// moment after it.
     #[test]
-    fn instants_missed_are_skipped_on_the_grid() {
+    fn a_sample_a_step_late_or_more_starts_the_steps_afresh() {
         let t0 = Instant::now();
         let ms = |n| t0 + Duration::from_millis(n);
         let mut grid = Grid::new(t0, Duration::from_millis(200));
-        assert_eq!(grid.advance(ms(5)), ms(200));
-        // Stopped from 201 ms to 1.5 s: the sample of 200 ms was taken at 1.5 s.
-        assert_eq!(grid.advance(ms(1_500)), ms(1_600));
-        assert_eq!(grid.advance(ms(1_601)), ms(1_800));
-        // A sample of 250 ms.
-        assert_eq!(grid.advance(ms(2_050)), ms(2_200));
-        // A day stopped, at 1 ms steps: no loop over the steps missed.
-        let mut fine = Grid::new(t0, Duration::from_millis(1));
-        let day = Duration::from_secs(86_400);
-        assert_eq!(fine.advance(t0 + day), t0 + day + Duration::from_millis(1));
+        // Stopped from 201 ms to 1,510 ms: the sample of 200 ms starts then.
+        grid.start_sample(ms(1_510));
+        assert_eq!(grid.due(), ms(1_710));
+        grid.start_sample(ms(1_711));
+        assert_eq!(grid.due(), ms(1_910));
+        // Exactly a step late counts as late.
+        grid.start_sample(ms(2_110));
+        assert_eq!(grid.due(), ms(2_310));
+        // Samples of 250 ms from 2,110 ms on: each one is due before the
+        // one before it ends, so they follow each other, 250 ms apart.
+        for (start, due) in [(2_360, 2_510), (2_610, 2_710), (2_860, 2_910)] {
+            grid.start_sample(ms(start));
+            assert_eq!(grid.due(), ms(due));
+        }
         // A zero step (no interval argument gives one) still moves on.
         let mut zero = Grid::new(t0, Duration::ZERO);
-        assert_eq!(zero.advance(t0), t0 + Duration::from_nanos(1));
-        assert_eq!(zero.advance(t0), t0 + Duration::from_nanos(2));
-        // Past 2^32 steps (where a u32 count of steps used to stop growing).
-        let mut many = Grid::new(t0, Duration::from_nanos(1));
-        let later = t0 + Duration::from_secs(10);
-        assert_eq!(many.advance(later), later + Duration::from_nanos(1));
+        assert_eq!(zero.due(), t0 + Duration::from_nanos(1));
+        zero.start_sample(t0 + Duration::from_nanos(1));
+        assert_eq!(zero.due(), t0 + Duration::from_nanos(2));
     }
 
     #[test]
@@ -284,9 +281,10 @@ mod tests {
         };
         let t0 = Instant::now();
         let mut grid = s.grid(t0).unwrap();
-        let first = grid.advance(t0);
+        let first = grid.due();
         assert!(first > t0 + Duration::from_secs(100 * 365 * 86_400));
-        assert!(grid.advance(first) >= first);
+        grid.start_sample(first);
+        assert!(grid.due() >= first);
         assert!(instant_after(t0, Duration::MAX) >= first);
         assert_eq!(
             instant_after(t0, Duration::from_secs(3)),

@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
-use super::interval::Schedule;
+use super::interval::{Grid, Schedule};
 use super::signals::StopSignal;
 use super::source::Source;
 
@@ -22,9 +22,9 @@ pub enum RunEnd {
 /// Takes samples on `schedule` until its count is reached, a stop signal
 /// arrives or a replay runs out, calling `sample(source, index)` for each.
 ///
-/// Live sources sleep until each sample is due (`start + k * interval`;
-/// a run that fell behind skips the instants it missed, [`Grid::advance`](super::interval::Grid::advance)),
-/// or until `wake_early` is readable (a command's pidfd: cxlstat's last
+/// Live sources sleep until each sample is due (an interval after the last
+/// was due; after a stall, an interval after the late sample,
+/// [`Grid::start_sample`]), or until `wake_early` is readable (a command's pidfd: cxlstat's last
 /// report ends when the command does, as perf stat's does); replays do not
 /// sleep. The source is finished (a recording writes its last
 /// frame) on every path out, errors included.
@@ -97,7 +97,7 @@ fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
                 return Ok(RunEnd::Exhausted);
             }
             if source.is_live() {
-                let due = grid.as_mut().map_or(start, |g| g.advance(Instant::now()));
+                let due = grid.as_ref().map_or(start, Grid::due);
                 let slept = match wake_early {
                     Some(fd) => stop.sleep_until_or_readable(due, fd),
                     None => stop.sleep_until(due),
@@ -108,6 +108,9 @@ fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
                         return Ok(RunEnd::Interrupted(signal));
                     }
                     cut_by = Some(signal);
+                }
+                if let Some(grid) = grid.as_mut() {
+                    grid.start_sample(Instant::now());
                 }
             }
         }

@@ -157,10 +157,12 @@ fn csv_seconds(row: &str) -> f64 {
 }
 
 /// A run stopped (SIGSTOP, as Ctrl-Z does) across several intervals takes
-/// one sample when it continues, which covers the stop, then goes on at
-/// the interval. It used to take the samples it had missed back to back:
-/// reports a millisecond apart, whose rates, on a busy disk, were those of
-/// a few requests over a millisecond.
+/// one sample when it continues, which covers the stop, then the next a
+/// whole interval later. It used to take the samples it had missed back to
+/// back: reports a millisecond apart, whose rates, on a busy disk, were
+/// those of a few requests over a millisecond. The stop ends 0.4 s into an
+/// interval, where a run that kept to its first instants would take its
+/// next sample only 0.1 s after the late one.
 #[test]
 fn a_run_stopped_for_several_intervals_skips_the_samples_it_missed() {
     let dir = cxlstat_support::scratch("stopped-iostat");
@@ -178,10 +180,12 @@ fn a_run_stopped_for_several_intervals_skips_the_samples_it_missed() {
     stdout.wait_for("the first report", Duration::from_secs(20), |seen| {
         seen.iter().filter(|&&b| b == b'\n').count() >= 2
     });
-    // Stopped for more than four intervals.
+    // Stopped for more than four intervals, from 0.1 s after the first
+    // sample to 0.4 s into the fifth interval.
+    thread::sleep(Duration::from_millis(100));
     // SAFETY: signalling the child we started, by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
-    thread::sleep(Duration::from_millis(2_200));
+    thread::sleep(Duration::from_millis(2_300));
     // SAFETY: as above.
     unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
     let status = wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
@@ -190,13 +194,16 @@ fn a_run_stopped_for_several_intervals_skips_the_samples_it_missed() {
     let times: Vec<f64> = out.lines().skip(1).map(csv_seconds).collect();
     assert_eq!(times.len(), 6, "{out}");
     // Each sample at least a quarter of an interval after the one before
-    // (on time they are half a second apart, and one more than two seconds).
+    // (on time they are half a second apart), one more than two seconds
+    // (the stop), and the one after that a whole interval.
     let gaps: Vec<f64> = times.windows(2).map(|t| t[1] - t[0]).collect();
     assert!(
         gaps.iter().all(|&gap| !(0.0..0.125).contains(&gap)),
         "seconds between samples: {gaps:?}\n{out}"
     );
-    assert!(gaps.iter().any(|&gap| gap > 2.0), "{gaps:?}");
+    let stop = gaps.iter().position(|&gap| gap > 2.0);
+    let after = stop.and_then(|at| gaps.get(at + 1));
+    assert!(after.is_some_and(|&gap| gap >= 0.375), "{gaps:?}\n{out}");
     fs::remove_dir_all(dir).unwrap();
 }
 

@@ -81,13 +81,15 @@ fn schedule() -> impl Strategy<Value = Schedule> {
 }
 
 proptest! {
-    /// Each sample is due a whole number k of intervals after the first
-    /// (modelled in 128-bit nanoseconds), so a late sample never shifts the
-    /// later ones: k is one more than the last, unless that instant is past
-    /// already at the time asked (a run stopped, a slow sample), when it is
-    /// the first k still ahead. Without an interval there is no grid.
+    /// Samples that start on time, or late by less than an interval, are
+    /// due exactly an interval apart, so the reports never drift. However
+    /// late a sample starts, the next one is due after it starts and at
+    /// most an interval after; one an interval late or more (a stopped run,
+    /// a slow sample) starts the intervals afresh, the next one due a whole
+    /// interval after it, instead of the samples missed coming back to
+    /// back. Without an interval there is no grid.
     #[test]
-    fn samples_are_due_on_a_fixed_grid(
+    fn samples_are_due_an_interval_apart(
         s in schedule(),
         steps_late in prop::collection::vec((0u64..4, 0u64..1_000), 1..40),
     ) {
@@ -96,16 +98,21 @@ proptest! {
             prop_assert!(s.interval.is_none());
             return Ok(());
         };
-        let step = s.interval.unwrap().as_nanos().max(1);
-        let (mut k, mut elapsed) = (0u128, 0u128);
+        let step = s.interval.unwrap().max(Duration::from_nanos(1));
         for (whole, thousandths) in steps_late {
-            // The time asked: some steps and thousandths of a step later.
-            elapsed += whole as u128 * step + thousandths as u128 * step / 1_000;
-            let now = start + Duration::from_nanos(elapsed as u64);
-            k = (k + 1).max(elapsed / step + 1);
-            let due = grid.advance(now);
-            prop_assert_eq!((due - start).as_nanos(), k * step);
-            prop_assert!(due > now);
+            // A sample starts some steps and thousandths of a step late.
+            let due = grid.due();
+            let late = step * whole as u32 + step * thousandths as u32 / 1_000;
+            let now = due + late;
+            grid.start_sample(now);
+            let next = grid.due();
+            prop_assert!(next > now, "{next:?} is not after the start {now:?}");
+            prop_assert!(next - now <= step, "{:?} after the start", next - now);
+            if late < step {
+                prop_assert_eq!(next - due, step);
+            } else {
+                prop_assert_eq!(next - now, step);
+            }
         }
     }
 

@@ -412,15 +412,17 @@ pub fn live_pace<'a>(
     let mut polls = Grid::new(start, options.poll);
     let end = options.duration.map(|d| instant_after(start, d));
     move || {
-        let now = Instant::now();
-        let mut due = polls.advance(now);
+        let mut due = polls.due();
         if let Some(end) = end {
-            if now >= end {
+            if Instant::now() >= end {
                 return false;
             }
             due = due.min(end);
         }
-        stop.sleep_until(due) && end.is_none_or(|end| Instant::now() < end)
+        let slept = stop.sleep_until(due);
+        let now = Instant::now();
+        polls.start_sample(now);
+        slept && end.is_none_or(|end| now < end)
     }
 }
 

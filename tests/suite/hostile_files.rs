@@ -17,7 +17,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A fresh directory for one test.
@@ -855,6 +855,25 @@ fn no_output_may_name_the_recording_a_run_reads() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// Sends SIGTERM to `child` and returns its status and standard error,
+/// failing the test (naming `program`) unless it ended within 4 s: the
+/// grace period a stop signal gives a stalled write.
+fn end_with_sigterm(child: &mut Child, program: &str) -> (ExitStatus, String) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = Instant::now();
+    let status = wait_with_timeout(child, Duration::from_secs(5), program);
+    let mut err = Vec::new();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let err = String::from_utf8_lossy(&err).into_owned();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(4),
+        "{program}: {:?} after SIGTERM: {err}",
+        stopped.elapsed()
+    );
+    (status, err)
+}
+
 /// A `--record` FIFO whose reader keeps it open and stops reading (a
 /// stalled `gzip`): once the pipe is full, a stop signal still ends the
 /// run within the grace period, with the recording's error, a closed JSON
@@ -942,18 +961,7 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
             };
             last = now;
         }
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let stopped = Instant::now();
-        let status = wait_with_timeout(&mut child, Duration::from_secs(5), program);
-        let mut err = Vec::new();
-        child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
-        let err = String::from_utf8_lossy(&err);
-        assert!(
-            stopped.elapsed() < Duration::from_secs(4),
-            "{program}: {:?} after SIGTERM",
-            stopped.elapsed()
-        );
+        let (status, err) = end_with_sigterm(&mut child, program);
         assert_eq!(status.code(), Some(1), "{program}: {err}");
         assert!(
             err.contains("cannot write recording") && err.contains("stopped by signal 15"),
@@ -1012,18 +1020,7 @@ fn trace_record_ends_on_a_stop_signal_with_its_recording_fifo_full() {
     // Fill what room the header left in the pipe.
     let room = [0u8; 4096];
     while (&reader).write(&room).is_ok() {}
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let stopped = Instant::now();
-    let status = wait_with_timeout(&mut child, Duration::from_secs(5), "vcpustat trace record");
-    let mut err = Vec::new();
-    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
-    let err = String::from_utf8_lossy(&err);
-    assert!(
-        stopped.elapsed() < Duration::from_secs(4),
-        "{:?} after SIGTERM: {err}",
-        stopped.elapsed()
-    );
+    let (status, err) = end_with_sigterm(&mut child, "vcpustat trace record");
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
         err.contains("kernel-file recording") && err.contains("stopped by signal 15"),

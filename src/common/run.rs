@@ -24,10 +24,10 @@ pub enum RunEnd {
 ///
 /// Live sources sleep until each sample is due (an interval after the last
 /// was due; after a stall, an interval after the late sample,
-/// [`Grid::start_sample`]), or until `wake_early` is readable (a command's pidfd: cxlstat's last
-/// report ends when the command does, as perf stat's does); replays do not
-/// sleep. The source is finished (a recording writes its last
-/// frame) on every path out, errors included.
+/// [`Grid::start_sample`]), or until `wake_early` is readable (a command's
+/// pidfd: cxlstat's last report ends when the command does, as perf stat's
+/// does); replays do not sleep. The source is finished (a recording writes
+/// its last frame) on every path out, errors included.
 // Out of line: each tool's loop (this function with its `sample` inlined)
 // is then the only code of the run function an interval executes again,
 // instead of one part of the start-up code around it, so the pages each

@@ -132,7 +132,7 @@ if [ -d "$T/sys/dev/block" ]; then
   cp -R "$T/sys/dev/block/." /sys/dev/block/
 fi
 if [ -d "$T/dev" ]; then mount -t tmpfs hwstat-dev /dev; cp -R "$T/dev/." /dev/; fi
-exec /usr/bin/iostat "$@"
+exec /usr/bin/env "$@"
 "#;
 
 /// The pinned environment both programs run with.
@@ -151,7 +151,10 @@ pub fn sysstat_on_tree(tree: &Path, args: &[&str]) -> Result<Run, String> {
 }
 
 /// [`sysstat_on_tree`] with `env` set on top of the pinned environment
-/// (e.g. `S_COLORS=always`).
+/// (e.g. `S_COLORS=always`). `env(1)` sets them for iostat alone, not for
+/// `unshare` and the shell before it: a preloaded libfaketime creates its
+/// shared memory in the first process it loads in, and removes it only
+/// when that process exits, which an `exec` never does.
 pub fn sysstat_on_tree_with_env(
     tree: &Path,
     env: &[(&str, &str)],
@@ -169,9 +172,10 @@ pub fn sysstat_on_tree_with_env(
                 "sh",
             ])
             .arg(tree)
+            .args(env.iter().map(|(name, value)| format!("{name}={value}")))
+            .arg(SYSSTAT)
             .args(args),
     )
-    .envs(env.iter().copied())
     .output()
     .map_err(|e| format!("cannot run unshare: {e}"))?;
     Ok(Run::from(out))

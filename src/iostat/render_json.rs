@@ -126,8 +126,8 @@ impl JsonRenderer {
                     b.pop();
                     match s.histograms(&row).zip(s.latency_stats(&row)) {
                         Some((h, stats)) => {
-                            let lost = s.latency.map_or(0, |l| l.lost);
-                            let object = json_object(&h, &stats, lost);
+                            let (lost, undelivered) = s.latency_losses(&row);
+                            let object = json_object(&h, &stats, lost, undelivered);
                             let _ = write!(b, ", \"latency\": {object}}}");
                         }
                         // The first report (since boot) and groups: nothing

@@ -65,7 +65,8 @@ const LATENCY_OPS: [&str; 4] = ["read", "write", "discard", "flush"];
 /// p99 and max in seconds, the queue depth p50 and max, then the full
 /// histograms as text (`LOW-HIGH:COUNT` buckets, bounds inclusive, in ns;
 /// for the depth, depths weighted by ns; not in Prometheus, which has no
-/// text values) and the samples the kernel lost.
+/// text values), the samples the kernel lost and the device's completions
+/// that never arrived.
 fn latency_columns(histograms: bool) -> Vec<Column> {
     let mut columns = Vec::new();
     let owned = |key: String, header: String, help: String, precision| {
@@ -122,6 +123,13 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
          interval or of the one before are short by as many).",
         8,
     ));
+    columns.push(Column::counter(
+        "latency_undelivered_completions",
+        "undelivered",
+        "The device's requests found in the interval to have completed with no completion event \
+         reaching iostat-rs (the histograms miss them).",
+        8,
+    ));
     columns
 }
 
@@ -129,7 +137,7 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
 /// `stats`, the buckets of its histograms.
 fn latency_values(
     measured: Option<(&DeviceHistograms, &LatencyStats)>,
-    lost: u64,
+    (lost, undelivered): (u64, u64),
     histograms: bool,
     out: &mut Vec<Value>,
 ) {
@@ -151,7 +159,7 @@ fn latency_values(
     for hist in h.latency.iter().chain([&h.depth]).filter(|_| histograms) {
         out.push(Value::Text(buckets_text(hist)));
     }
-    out.push(Value::Int(lost));
+    out.extend([Value::Int(lost), Value::Int(undelivered)]);
 }
 
 /// The columns of the reports selected, described once for every machine
@@ -424,10 +432,9 @@ impl Renderer for MachineRenderer {
             });
             let values = &mut self.rows.last_mut().expect("pushed above").values;
             if let Some(histograms) = self.latency {
-                let lost = s.latency.map_or(0, |l| l.lost);
                 let measured = s.histograms(&row).zip(s.latency_stats(&row));
                 let measured = measured.as_ref().map(|(h, stats)| (&**h, stats));
-                latency_values(measured, lost, histograms, values);
+                latency_values(measured, s.latency_losses(&row), histograms, values);
             }
             values.extend(std::iter::repeat_n(Value::Missing, self.cpu_width));
         }

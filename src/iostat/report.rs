@@ -83,6 +83,16 @@ impl Sample<'_> {
         Some(stats)
     }
 
+    /// `--latency`: the samples the kernel lost in the interval (of every
+    /// device) and `row`'s requests whose completion never arrived: what
+    /// its histograms miss.
+    pub fn latency_losses(&self, row: &DeviceRow) -> (u64, u64) {
+        self.latency.map_or((0, 0), |l| {
+            let undelivered = row.devnum.map_or(0, |d| l.undelivered_on(d));
+            (l.lost, undelivered)
+        })
+    }
+
     /// `--latency`: how many of `row`'s completions never arrived in the
     /// interval, when they held its queue depth up too much to show
     /// ([`coverage::depth_held_up`]).

@@ -1400,12 +1400,25 @@ fn partitions_and_devices_appearing_mid_run() {
     let out = wait_output(iostat, Duration::from_secs(10));
     let _ = std::fs::remove_file(&image);
     // `-p ALL` watches the machine's own disks too; what they lose is
-    // theirs (a CI machine's vda lost 3 completions once).
+    // theirs (a CI machine's vda lost 3 completions once). The kernel may
+    // hand a completion of the test's disk to no program on a loaded
+    // machine (BENCHMARKS.md, "Lost completions on a busy disk"; once in
+    // 10 runs beside a build, session 40): iostat-rs says so, and counts
+    // it in the report. At most 1 % of fio's reads may go that way.
     let stderr = text(&out.stderr);
     let ours = [disk.as_str(), &format!("{disk}p1"), &p2];
-    let notes = notes_not_on_others(&stderr, &ours);
+    let notes: Vec<&str> = notes_not_on_others(&stderr, &ours)
+        .into_iter()
+        .filter(|note| !note.contains(" completions in an interval never arrived: "))
+        .collect();
     assert!(notes.is_empty(), "iostat-rs: {notes:?}");
     let stdout = text(&out.stdout);
+    let undelivered = |device: &str| undelivered_in_reports(&stdout, device);
+    assert!(
+        undelivered(&disk) <= 3,
+        "{} of {disk}'s completions never arrived\n{stderr}",
+        undelivered(&disk)
+    );
     let count = |device: &str| {
         iostat_read_hist(&stdout, device)
             .0
@@ -1414,9 +1427,10 @@ fn partitions_and_devices_appearing_mid_run() {
             .sum::<u64>()
     };
     assert!(
-        count(&p2) >= 300,
-        "{p2}: {} reads, {disk}: {}",
+        count(&p2) + undelivered(&p2) >= 300,
+        "{p2}: {} reads, {} never completed; {disk}: {}",
         count(&p2),
+        undelivered(&p2),
         count(&disk)
     );
     assert_eq!(count(&format!("{disk}p1")), 0, "nothing read from p1");
@@ -1429,6 +1443,15 @@ fn partitions_and_devices_appearing_mid_run() {
     // Detaching removed the partitions: they vanish from the report.
     let last = stdout.lines().last().unwrap();
     assert!(!last.contains(&format!("\"{p2}\"")), "{p2} still listed");
+}
+
+/// The completions of `device` that never arrived, over every report of
+/// `ndjson`.
+fn undelivered_in_reports(ndjson: &str, device: &str) -> u64 {
+    rows_of(ndjson, device)
+        .iter()
+        .filter_map(|row| row["latency_undelivered_completions"].as_u64())
+        .sum()
 }
 
 /// The lines of iostat-rs's `stderr` other than `--latency`'s notes on a
@@ -1634,19 +1657,22 @@ fn one_request_at_a_time_is_a_depth_of_one() {
     assert!(
         means.iter().all(|&m| m <= 2.0),
         "mean depths {means:?} of one request at a time\n{}\n{}",
-        rows_of(&text(&out.stdout), &name).join("\n"),
+        rows_of(&text(&out.stdout), &name)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
         text(&out.stderr)
     );
 }
 
-/// The rows of `device` in each report of `ndjson`, as JSON text.
-fn rows_of(ndjson: &str, device: &str) -> Vec<String> {
+/// The rows of `device` in each report of `ndjson`.
+fn rows_of(ndjson: &str, device: &str) -> Vec<serde_json::Value> {
     ndjson
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .flat_map(|report| report["rows"].as_array().cloned().unwrap_or_default())
         .filter(|row| row["device"] == device)
-        .map(|row| row.to_string())
         .collect()
 }
 
@@ -2048,7 +2074,6 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
         "0.3",
         "4",
     ]);
-    let _ = std::fs::remove_file(&rec);
     let stderr = text(&replay.stderr);
     assert!(replay.status.success(), "{stderr}");
     // Samples the live run lost on a loaded machine are told, and so is an
@@ -2067,18 +2092,55 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
              queue depth is not shown where they would hold it up\n"
         )
     );
-    let depths: Vec<serde_json::Value> = text(&replay.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|v| {
-            let rows = v["rows"].as_array().unwrap().clone();
-            let row = rows.into_iter().find(|r| r["device"] == name.as_str());
-            row.map_or(serde_json::Value::Null, |r| r["queue_depth_max"].clone())
-        })
-        .collect();
+    let per_report = |column: &str| -> Vec<serde_json::Value> {
+        text(&replay.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| {
+                let rows = v["rows"].as_array().unwrap().clone();
+                let row = rows.into_iter().find(|r| r["device"] == name.as_str());
+                row.map_or(serde_json::Value::Null, |r| r[column].clone())
+            })
+            .collect()
+    };
+    let depths = per_report("queue_depth_max");
     assert!(depths[2].is_null(), "{depths:?}");
     assert!(
         depths[1].is_u64() || depths[3].is_u64(),
         "shown where none went missing: {depths:?}"
+    );
+    // Each report says how many of the device's completions it misses.
+    let undelivered = per_report("latency_undelivered_completions");
+    assert_eq!(
+        undelivered,
+        [serde_json::Value::Null, 0.into(), 1000.into(), 0.into()]
+    );
+    // So does -o JSON, in each device's latency object.
+    let json = iostat(&[
+        "--replay",
+        rec_s,
+        "-x",
+        "--latency",
+        "-o",
+        "JSON",
+        "0.3",
+        "4",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let undelivered: Vec<serde_json::Value> = json["sysstat"]["hosts"][0]["statistics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|report| {
+            let disks = report["disk"].as_array().unwrap();
+            let disk = disks.iter().find(|d| d["disk_device"] == name.as_str());
+            disk.map_or(serde_json::Value::Null, |d| {
+                d["latency"]["undelivered"].clone()
+            })
+        })
+        .collect();
+    assert_eq!(
+        undelivered,
+        [serde_json::Value::Null, 0.into(), 1000.into(), 0.into()]
     );
 }

@@ -23,8 +23,9 @@ pub struct Interval {
     pub lost: u64,
     /// Completions whose issue was not seen.
     pub unmatched: u64,
-    /// Per `(major, minor)`, in order, the requests the kernel no longer
-    /// counts in flight whose completion never reached iostat-rs (see
+    /// Per `(major, minor)` of a disk or a partition, in order, the
+    /// requests the kernel no longer counts in flight whose completion
+    /// never reached iostat-rs (see
     /// [`super::tracker::Tracker::trim_in_flight`]): the histograms miss
     /// them. Devices with none are left out.
     pub undelivered: Vec<((u32, u32), u64)>,

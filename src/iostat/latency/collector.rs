@@ -17,7 +17,8 @@
 //!   (BENCHMARKS.md, "Lost completions on a busy disk"). These are the
 //!   requests [`Tracker::trim_in_flight`]
 //!   forgets at a later drain (`State::check_in_flight`), counted per
-//!   device in [`Interval::undelivered`].
+//!   device (for the disk and for the partition holding the request) in
+//!   [`Interval::undelivered`].
 //! * **Sampled** (CAP_PERFMON alone): perf samples each tracepoint
 //!   (`PERF_SAMPLE_TIME|RAW`, times on `CLOCK_MONOTONIC`), the three events
 //!   of a CPU sharing one ring buffer; iostat-rs says so on stderr.
@@ -213,8 +214,6 @@ struct State {
     /// The kernel's counts read last, waiting for the events up to the
     /// end of the read.
     counts: Option<KernelCounts>,
-    /// Per disk, the requests forgotten since the last interval.
-    undelivered: HashMap<Dev, u64>,
 }
 
 /// The kernel's in-flight counts of the disks that may hold requests whose
@@ -280,10 +279,7 @@ impl State {
     fn check_in_flight(&mut self, cutoff: u64) {
         if let Some(read) = self.counts.take_if(|c| c.read_by <= cutoff) {
             for (dev, kernel) in read.counts {
-                let forgotten = self.tracker.trim_in_flight(cutoff, dev, kernel);
-                if forgotten > 0 {
-                    *self.undelivered.entry(dev).or_default() += forgotten;
-                }
+                self.tracker.trim_in_flight(cutoff, dev, kernel);
             }
         }
         if self.counts.is_some() {
@@ -399,7 +395,6 @@ impl Collector {
             waiting: Vec::new(),
             lost: 0,
             counts: None,
-            undelivered: HashMap::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -449,8 +444,9 @@ impl Collector {
         let cutoff = monotonic_ns().saturating_sub(SETTLE);
         s.drain(cutoff);
         let mut undelivered: Vec<((u32, u32), u64)> = s
-            .undelivered
-            .drain()
+            .tracker
+            .take_undelivered()
+            .into_iter()
             .map(|(dev, count)| (dev_numbers(dev), count))
             .collect();
         undelivered.sort_unstable();

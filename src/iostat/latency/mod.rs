@@ -149,8 +149,14 @@ pub fn buckets_json(h: &Histogram) -> String {
 /// and `max` in ms of `stats` (`%.2f`, 0.00 without requests, as the text
 /// report) and `buckets_ns` of `h`; the queue depth's `p50`, `max` and
 /// `buckets` (depths and the ns spent at them); the samples the kernel
-/// `lost`.
-pub fn json_object(h: &DeviceHistograms, stats: &LatencyStats, lost: u64) -> String {
+/// `lost`, and the device's requests whose completion never arrived
+/// (`undelivered`): the histograms miss both.
+pub fn json_object(
+    h: &DeviceHistograms,
+    stats: &LatencyStats,
+    lost: u64,
+    undelivered: u64,
+) -> String {
     let mut out = String::from("{");
     for ((name, op), hist) in OP_NAMES.iter().zip(stats.ops).zip(&h.latency) {
         let [p50, p99, max] = op.unwrap_or_default();
@@ -163,7 +169,8 @@ pub fn json_object(h: &DeviceHistograms, stats: &LatencyStats, lost: u64) -> Str
     let [p50, max] = stats.depth.unwrap_or_default();
     let _ = write!(
         out,
-        "\"qd\": {{\"p50\": {p50}, \"max\": {max}, \"buckets\": {}}}, \"lost\": {lost}}}",
+        "\"qd\": {{\"p50\": {p50}, \"max\": {max}, \"buckets\": {}}}, \"lost\": {lost}, \
+         \"undelivered\": {undelivered}}}",
         buckets_json(&h.depth)
     );
     out
@@ -189,12 +196,13 @@ mod tests {
         assert_eq!(buckets_text(&h.depth), "1-1:5 3-3:1");
         assert_eq!(buckets_json(&h.depth), "[[1, 1, 5], [3, 3, 1]]");
         assert_eq!(buckets_json(&Histogram::default()), "[]");
-        let json: serde_json::Value = serde_json::from_str(&json_object(&h, &s, 2)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json_object(&h, &s, 2, 3)).unwrap();
         assert_eq!(json["r"]["p50"], 2.03);
         assert_eq!(json["r"]["max"], 20.0);
         assert_eq!(json["w"]["p99"], 0.0);
         assert_eq!(json["qd"]["buckets"][1][2], 1);
         assert_eq!(json["lost"], 2);
+        assert_eq!(json["undelivered"], 3);
     }
 
     #[test]

@@ -185,6 +185,10 @@ pub struct Tracker {
     interval_start: u64,
     /// Completions without an issue in this interval.
     pub unmatched: u64,
+    /// Per device, disk or partition, the requests found lost since the
+    /// last [`Tracker::take_undelivered`]: their completions never
+    /// arrived.
+    undelivered: HashMap<Dev, u64, FoldHash>,
 }
 
 impl Tracker {
@@ -442,7 +446,8 @@ impl Tracker {
     /// forgotten request leaves the depth not yet in the histograms from
     /// its issue on; then the depth of `dev` and of its partitions before
     /// the reading's `before` (`now` without a reading) is added to them.
-    /// Returns how many were forgotten.
+    /// Returns how many were forgotten; each also counts as undelivered
+    /// for `dev` and for its partition ([`Tracker::take_undelivered`]).
     pub fn trim_in_flight(&mut self, now: u64, dev: Dev, kernel: KernelCount) -> u64 {
         let census = self.censuses.remove(&dev);
         let (before, left) = census.map_or((0, [0; 2]), |c| (c.before, c.left));
@@ -480,6 +485,7 @@ impl Tracker {
             }
         }
         for (t, mut issued) in lost {
+            *self.undelivered.entry(t).or_default() += issued.len() as u64;
             issued.sort_unstable();
             if let Some(d) = self.devices.get_mut(&t) {
                 d.line.unhold(&issued);
@@ -490,6 +496,12 @@ impl Tracker {
             self.settle(t, horizon);
         }
         forgotten
+    }
+
+    /// Per device (disk or partition), the requests found lost since the
+    /// last call, in no order; those without any are left out.
+    pub fn take_undelivered(&mut self) -> Vec<(Dev, u64)> {
+        self.undelivered.drain().collect()
     }
 
     /// Forgets every request in flight (after the kernel dropped samples:
@@ -1000,8 +1012,9 @@ mod tests {
     #[test]
     fn a_partitions_depth_also_drops_requests_found_lost() {
         // 50 reads of sda1 lose their completion; the count finds them
-        // gone: the partition's depth drops them from their issue on, as
-        // the disk's does.
+        // gone: they are undelivered for the disk and for sda1, and the
+        // partition's depth drops them from their issue on, as the disk's
+        // does.
         let sda1 = dev_of(8, 1);
         let mut t = Tracker::new(0);
         t.set_partitions(HashMap::from([(
@@ -1019,6 +1032,10 @@ mod tests {
         t.count_from(SDA, 10 * MS, 10 * MS);
         t.settle_unread(10 * MS);
         assert_eq!(t.trim_in_flight(12 * MS, SDA, [1, 0]), 50);
+        let mut undelivered = t.take_undelivered();
+        undelivered.sort_unstable();
+        assert_eq!(undelivered, [(SDA, 50), (sda1, 50)], "for both");
+        assert_eq!(t.take_undelivered(), [], "counted once");
         t.complete(15 * MS, SDA, 4000, 8);
         let all = t.take(20 * MS);
         assert_eq!(all.len(), 2);

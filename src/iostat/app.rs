@@ -33,7 +33,7 @@ use super::latency::Latency;
 use super::latency::coverage::Notes;
 use super::latency::prometheus::LatencyExposition;
 use super::model::{cpu_percent, interval_cs};
-use super::names::persistent_dir;
+use super::named_dirs;
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
 use super::render_machine::MachineRenderer;
@@ -58,11 +58,18 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     let rest = args.get(1..).unwrap_or(&[]);
     let opts = match parse_args(rest, Env::from_process()) {
         Ok(o) => o,
-        Err(e) => return report(&progname, persistent_type_first(e)),
+        Err(e) => return report(&progname, named_dirs_first(e)),
     };
     match opts.action {
         Action::Help => return print_help(),
-        Action::Version => return print_version(&opts.env),
+        Action::Version => {
+            // sysstat's scan checked each -f DIR and -j TYPE before it met -V.
+            let is_dir = named_dirs::is_dir_under(opts.source.sysroot.as_deref());
+            if let Some(e) = named_dirs::first_missing(&opts.named_dirs, is_dir) {
+                return report(&progname, e);
+            }
+            return print_version(&opts.env);
+        }
         Action::Run => {}
     }
     if let Some(conflict) = source_conflict(&opts)
@@ -256,17 +263,15 @@ fn chart_option_conflict(opts: &Options) -> Option<String> {
     ))
 }
 
-/// A usage error met after `-j TYPE` as sysstat reports it: it checks the
-/// type first, so an invalid type (no `/dev/disk/by-TYPE`) is the error.
+/// A usage error met after `-f DIR` or `-j TYPE` as sysstat reports it: it
+/// checks their directories where it meets them, so the first missing one
+/// is the error.
 #[inline(never)]
-fn persistent_type_first(err: IostatError) -> IostatError {
+fn named_dirs_first(err: IostatError) -> IostatError {
     match err {
-        IostatError::UsageAfterPersistent(kind) => {
-            if std::path::Path::new(&persistent_dir(&kind)).is_dir() {
-                IostatError::Usage
-            } else {
-                IostatError::InvalidPersistentType
-            }
+        IostatError::UsageAfterNamedDirs { dirs, sysroot } => {
+            named_dirs::first_missing(&dirs, named_dirs::is_dir_under(sysroot.as_deref()))
+                .unwrap_or(IostatError::Usage)
         }
         e => e,
     }
@@ -276,7 +281,7 @@ fn persistent_type_first(err: IostatError) -> IostatError {
 #[inline(never)]
 fn report(progname: &str, err: IostatError) -> i32 {
     match &err {
-        IostatError::Usage | IostatError::UsageAfterPersistent(_) => {
+        IostatError::Usage | IostatError::UsageAfterNamedDirs { .. } => {
             stderr::print(format_args!("{}", usage_text(progname)))
         }
         IostatError::Output(e) => return output_error_status(TOOL, e),
@@ -356,25 +361,20 @@ fn renderer_for(opts: &Options) -> Box<dyn Renderer> {
 }
 
 /// `-f DIR` and `-j TYPE`: the directories they name must exist (sysstat's
-/// usage error, and its message for a type without `/dev/disk/by-TYPE`).
+/// usage error, and its message for a type without `/dev/disk/by-TYPE`),
+/// checked in command-line order as sysstat checks them.
 // Out of line and cold: the main job names neither (build.rs, "Hot code
 // first").
 #[cold]
 #[inline(never)]
 fn check_named_dirs(opts: &Options, src: &dyn Source) -> Result<(), IostatError> {
-    if let Some(alt) = &opts.alt_dir
-        && !src.is_dir(&alt.path)
-    {
-        answered(src)?;
-        return Err(IostatError::Usage);
+    match named_dirs::first_missing(&opts.named_dirs, |path| src.is_dir(path)) {
+        Some(e) => {
+            answered(src)?;
+            Err(e)
+        }
+        None => Ok(()),
     }
-    if let Some(kind) = &opts.persistent
-        && !src.is_dir(&persistent_dir(kind))
-    {
-        answered(src)?;
-        return Err(IostatError::InvalidPersistentType);
-    }
-    Ok(())
 }
 
 /// Fails when a replay was asked for what its recording does not hold
@@ -400,7 +400,7 @@ struct Carry {
 }
 
 fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result<(), IostatError> {
-    if opts.alt_dir.is_some() || opts.persistent.is_some() {
+    if !opts.named_dirs.is_empty() {
         check_named_dirs(opts, src)?;
     }
     for hot in ["/proc/uptime", "/proc/stat", "/proc/diskstats"] {

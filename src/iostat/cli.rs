@@ -13,6 +13,7 @@ use crate::common::locale::Locale;
 use crate::common::osname;
 
 use super::error::IostatError;
+use super::named_dirs::NamedDir;
 
 /// sysstat's `MAX_NAME_LEN`: names are cut to this length minus one. 256
 /// since sysstat 12.7.9 (commit e50bfeec, "Set MAX_NAME_LEN constant to
@@ -226,6 +227,9 @@ pub struct Options {
     pub persistent: Option<String>,
     /// `-f`/`+f`
     pub alt_dir: Option<AltDir>,
+    /// The directories `-f` and each `-j` need, in command-line order (up
+    /// to a `-V`, where sysstat's scan ends).
+    pub named_dirs: Vec<NamedDir>,
     /// `-p` or `-p ALL`: every line of diskstats, partitions included.
     pub everything: bool,
     /// All whole devices of /sys/block (no list, or `ALL`).
@@ -278,8 +282,9 @@ fn atol(digits: &str) -> u64 {
 }
 
 /// Scans the arguments (without the program name) left to right, as sysstat
-/// does. Errors are usage errors, except where noted; one met after `-j TYPE`
-/// is [`IostatError::UsageAfterPersistent`], as TYPE is checked first.
+/// does. Errors are usage errors, except where noted; one met after `-f DIR`
+/// or `-j TYPE` is [`IostatError::UsageAfterNamedDirs`], as sysstat checks
+/// those directories where it meets them.
 pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
     let mut o = Options {
         action: Action::Run,
@@ -302,6 +307,7 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
         mapper_names: false,
         persistent: None,
         alt_dir: None,
+        named_dirs: Vec::new(),
         everything: false,
         all_devices: false,
         unfiltered: false,
@@ -325,12 +331,14 @@ pub fn parse_args(args: &[String], env: Env) -> Result<Options, IostatError> {
     };
     match scan(&mut o, args) {
         Ok(()) => Ok(o),
-        // sysstat checks `-j TYPE` where it meets it, so after a `-j` the
-        // type's check comes before a usage error; the caller makes it.
-        Err(IostatError::Usage) => Err(match o.persistent.take() {
-            Some(kind) => IostatError::UsageAfterPersistent(kind),
-            None => IostatError::Usage,
-        }),
+        // sysstat checks `-f DIR` and `-j TYPE` where it meets them, so
+        // their checks come before a later usage error; the caller makes them.
+        Err(IostatError::Usage) if !o.named_dirs.is_empty() => {
+            Err(IostatError::UsageAfterNamedDirs {
+                dirs: std::mem::take(&mut o.named_dirs),
+                sysroot: o.source.sysroot.take(),
+            })
+        }
         Err(e) => Err(e),
     }
 }
@@ -423,9 +431,10 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 if o.alt_dir.is_some() {
                     return Err(usage());
                 }
-                let dir = take_value(&mut i)?;
+                let dir = absolute(&take_value(&mut i)?);
+                o.named_dirs.push(NamedDir::Alt(dir.clone()));
                 o.alt_dir = Some(AltDir {
-                    path: absolute(&dir),
+                    path: dir,
                     mode: if key == "-f" {
                         AltMode::Only
                     } else {
@@ -436,7 +445,13 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
             }
             "-j" => {
                 let t = take_value(&mut i)?;
-                o.persistent = Some(t.to_ascii_lowercase());
+                // sysstat's buffer for TYPE: MAX_FILE_LEN (512) bytes.
+                if t.len() >= 511 {
+                    return Err(usage());
+                }
+                let kind = t.to_ascii_lowercase();
+                o.named_dirs.push(NamedDir::Persistent(kind.clone()));
+                o.persistent = Some(kind);
                 o.pretty = true;
                 continue;
             }
@@ -629,8 +644,10 @@ fn everything(o: &mut Options) {
     }
 }
 
+/// `dir` made absolute from the current directory; the empty word stays
+/// empty (sysstat's `stat("")` fails: no directory).
 fn absolute(dir: &str) -> String {
-    if dir.starts_with('/') {
+    if dir.is_empty() || dir.starts_with('/') {
         return dir.to_string();
     }
     match std::env::current_dir() {
@@ -916,7 +933,11 @@ mod tests {
         assert!(is_usage(parse(&["1", "2", "3"])));
         assert!(is_usage(parse(&["-o", "XML"])));
         assert!(is_usage(parse(&["-g"])));
-        assert!(is_usage(parse(&["-f", "/a", "+f", "/b"])));
+        // A usage error after -f DIR, once DIR is checked (sysstat checks it first).
+        assert!(matches!(
+            parse(&["-f", "/a", "+f", "/b"]),
+            Err(IostatError::UsageAfterNamedDirs { dirs, .. }) if dirs == [NamedDir::Alt("/a".into())]
+        ));
     }
 
     #[test]
@@ -1009,14 +1030,38 @@ mod tests {
     }
 
     #[test]
-    fn a_usage_error_after_j_leaves_the_type_to_be_checked_first() {
+    fn a_usage_error_after_f_or_j_leaves_their_directories_to_be_checked_first() {
         let after = |args: &[&str]| match parse(args) {
-            Err(IostatError::UsageAfterPersistent(kind)) => Some(kind),
+            Err(IostatError::UsageAfterNamedDirs { dirs, .. }) => Some(dirs),
             _ => None,
         };
-        assert_eq!(after(&["-m", "-j", "FOO", "-k"]), Some("foo".into()));
-        assert_eq!(after(&["-j", "id", "-H"]), Some("id".into()));
+        let kind = |k: &str| NamedDir::Persistent(k.into());
+        assert_eq!(after(&["-m", "-j", "FOO", "-k"]), Some(vec![kind("foo")]));
+        assert_eq!(after(&["-j", "id", "-H"]), Some(vec![kind("id")]));
+        assert_eq!(
+            after(&["-j", "x", "-f", "/d", "-j", "y", "-Q"]),
+            Some(vec![kind("x"), NamedDir::Alt("/d".into()), kind("y")])
+        );
         assert!(is_usage(parse(&["-m", "-k", "-j", "FOO"])));
+    }
+
+    #[test]
+    fn the_directories_are_kept_in_order_up_to_v() {
+        let o = parse(&["-j", "ID", "-f", "", "-V", "-j", "x"]).unwrap();
+        assert_eq!(o.action, Action::Version);
+        assert_eq!(
+            o.named_dirs,
+            vec![
+                NamedDir::Persistent("id".into()),
+                NamedDir::Alt(String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_persistent_type_too_long_for_sysstat_is_a_usage_error() {
+        assert!(is_usage(parse(&["-j", &"a".repeat(511)])));
+        assert!(parse(&["-j", &"a".repeat(510)]).is_ok());
     }
 
     #[test]

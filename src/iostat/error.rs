@@ -13,11 +13,17 @@ pub enum IostatError {
     /// `-j TYPE` with no `/dev/disk/by-TYPE` directory.
     #[error("Invalid type of persistent device name")]
     InvalidPersistentType,
-    /// A malformed command line after `-j TYPE` (the type): sysstat checks
-    /// the type first, so this is [`IostatError::InvalidPersistentType`]
-    /// unless the type is valid, then [`IostatError::Usage`].
+    /// A malformed command line after `-f DIR` or `-j TYPE` (the
+    /// directories they need, in order): sysstat checks those first, so
+    /// this is the error of the first missing one, else
+    /// [`IostatError::Usage`].
     #[error("usage")]
-    UsageAfterPersistent(String),
+    UsageAfterNamedDirs {
+        /// The directories, in command-line order.
+        dirs: Vec<super::named_dirs::NamedDir>,
+        /// `--sysroot DIR`, when given before the error.
+        sysroot: Option<std::path::PathBuf>,
+    },
     /// `/proc/stat` cannot be opened (sysstat's message, status 2).
     #[error("Cannot open /proc/stat: {0}")]
     CannotOpenStat(String),
@@ -56,7 +62,7 @@ impl IostatError {
     pub fn exit_status(&self) -> i32 {
         match self {
             IostatError::Usage
-            | IostatError::UsageAfterPersistent(_)
+            | IostatError::UsageAfterNamedDirs { .. }
             | IostatError::InvalidPersistentType => 1,
             IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
             IostatError::Source(_)

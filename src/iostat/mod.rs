@@ -5,6 +5,7 @@
 //! * [`devices`]: discovery, selection, order, groups, reading samples;
 //! * [`heapsort`]: the sort of that order, small enough for the hot code;
 //! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
+//! * [`named_dirs`]: the directories `-f` and `-j` need, checked in order;
 //! * [`model`]: the formulas, from two samples;
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
 //! * [`latency`]: `--latency`, percentiles and queue depth from the block tracepoints;
@@ -26,6 +27,7 @@ pub mod latency;
 pub mod lookup;
 pub mod manual;
 pub mod model;
+pub mod named_dirs;
 pub mod names;
 pub mod parse;
 pub mod render_json;

@@ -50,6 +50,7 @@ mod iostat_latency;
 
 mod iostat_machine_formats;
 mod iostat_record_replay;
+mod iostat_usage_order;
 mod layout;
 mod listen_limits;
 mod locales;

@@ -20,6 +20,8 @@ use super::error::CxlError;
 #[command(
     name = "cxlstat",
     version,
+    // perf stat takes an option again (`-a -a`), the last value winning.
+    args_override_self = true,
     about = "Discover CXL PMUs and count their named and raw vid/gid/mask events",
     after_long_help = crate::common::manual::help_text(super::manual::SECTIONS)
 )]

@@ -114,6 +114,9 @@ fn ignored_by_control(args: &ReportArgs) -> Option<(&'static str, &'static str)>
 #[command(
     name = "vcpustat",
     version,
+    // powerpc-utils' getopt_long takes an option again (`-n -n`), the last
+    // value winning.
+    args_override_self = true,
     about = ABOUT,
     after_help = AFTER_HELP,
     after_long_help = crate::common::manual::long_help(AFTER_HELP, super::manual::SECTIONS),

@@ -556,3 +556,32 @@ fn a_sysroot_pmu_the_running_kernel_lacks_is_explained() {
     );
     assert_eq!(stdout(&out), "");
 }
+
+/// perf stat takes an option given twice (`-a -a`, `-x , -x ';'`), the last
+/// value winning; so does cxlstat. `-e` and `--pmu` still add up.
+#[test]
+fn an_option_given_twice_is_taken_as_perf_takes_it() {
+    let once = with_fixture(&["-e", "clock_ticks", "-x", ";", "--dry-run"]);
+    assert!(once.status.success(), "{}", stderr(&once));
+    let twice = with_fixture(&[
+        "-a",
+        "-a",
+        "--no-merge",
+        "--no-merge",
+        "-e",
+        "clock_ticks",
+        "-x",
+        ",",
+        "-x",
+        ";",
+        "--dry-run",
+        "--dry-run",
+    ]);
+    assert!(twice.status.success(), "{}", stderr(&twice));
+    assert_eq!(stdout(&twice), stdout(&once));
+    let both = with_fixture(&["-e", "clock_ticks", "-e", "clock_ticks", "--dry-run"]);
+    assert_eq!(
+        stdout(&both).lines().count(),
+        2 * stdout(&once).lines().count()
+    );
+}

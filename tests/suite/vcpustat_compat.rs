@@ -273,3 +273,17 @@ fn frequencies_every_kernel_refuses_are_refused_before_anything_is_written() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), "1000\n");
 }
+
+/// powerpc-utils' vcpustat reads its options with getopt_long, which takes
+/// one given twice (`-n -n`, `-nn`); so does vcpustat.
+#[test]
+fn an_option_given_twice_is_taken_as_getopt_takes_it() {
+    let root = tree("twice", &[(STATS, TWO_CPUS)]);
+    let once = vcpustat(&root, &["-n"]);
+    assert!(once.status.success(), "{}", text(&once.stderr));
+    for args in [&["-n", "-n"][..], &["-nn"], &["-n", "-r", "-r", "-n"]] {
+        let out = vcpustat(&root, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    }
+    assert_eq!(text(&vcpustat(&root, &["-nn"]).stdout), text(&once.stdout));
+}

@@ -10,15 +10,32 @@ use crate::common::source::Source;
 use super::cli::MAX_NAME_LEN;
 
 /// sysstat's `device_name()`: the real path of a name given as a path, with
-/// `/dev/` stripped and `/` turned into `!`.
+/// `/dev/` stripped and `/` turned into `!`; a path that does not resolve
+/// is kept as given (and names no device: `/vda` is not `/dev/vda`).
 pub fn canonical_name(src: &dyn Source, raw: &str) -> String {
     let real = if raw.starts_with('/') {
-        src.canonicalize(raw).unwrap_or_else(|_| raw.to_string())
+        match src.canonicalize(raw) {
+            Ok(real) => real,
+            Err(_) => return raw.to_string(),
+        }
     } else {
         raw.to_string()
     };
     let short = real.strip_prefix("/dev/").unwrap_or(&real);
     short.replace('/', "!")
+}
+
+/// Where a stored device name's node is (sysstat's `get_major_minor_nr()`):
+/// `/dev/NAME`, or the name itself when it is a path (one given that did
+/// not resolve), with each `!` turned back into `/` (`cciss!c0d0` is
+/// `/dev/cciss/c0d0`).
+pub fn node_path(name: &str) -> String {
+    let node = name.replace('!', "/");
+    if node.starts_with('/') {
+        node
+    } else {
+        format!("/dev/{node}")
+    }
 }
 
 /// The last component of a path.

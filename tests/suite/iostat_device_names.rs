@@ -220,3 +220,41 @@ fn a_name_with_a_slash_names_its_device_as_it_is_shown() {
     );
     assert_eq!(report(&["-d", "-p", "cciss/c0d0"]), partitions);
 }
+
+/// A path that does not resolve names no device, as sysstat's
+/// `device_name()` keeps it as given: `/vda` and `//vda` are not
+/// `/dev/vda` (iostat-rs showed vda's statistics under those names).
+#[test]
+fn a_path_that_does_not_resolve_names_no_device() {
+    if !skip::runs_unless(
+        "iostat_unresolved_paths (comparison with sysstat)",
+        namespace_unavailable(),
+    ) {
+        return;
+    }
+    let root = tree("unresolved", true);
+    for args in [
+        &["-d", "/vda"][..],
+        &["-d", "//vda"],
+        &["-x", "-p", "/vda"],
+        &["-d", "/vda", "/dev/vda"],
+    ] {
+        let sys = sysstat_on_tree(&root, args).unwrap();
+        let rs = iostat_rs(&root, args);
+        assert_eq!(sys.code, Some(0), "sysstat {args:?}: {}", sys.stderr);
+        assert_eq!(rs.code, Some(0), "iostat-rs {args:?}: {}", rs.stderr);
+        assert_eq!(
+            normalise(&rs.stdout).0,
+            normalise(&sys.stdout).0,
+            "iostat {args:?}"
+        );
+    }
+    // Both could show nothing at all: the path that resolves shows vda.
+    let rows = iostat_rs(&root, &["-d", "/vda", "/dev/vda"]).stdout;
+    let names: Vec<&str> = rows
+        .lines()
+        .skip(3)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["vda"], "{rows}");
+}

@@ -19,7 +19,7 @@ use super::cli::{AltMode, DeviceKind, ListArg, Options};
 use super::heapsort;
 use super::lookup::{NameIndex, NameMap, PositionHints};
 use super::names::{
-    PersistentNames, basename, canonical_name, kernel_name, mapper_name, persistent_dir,
+    PersistentNames, basename, canonical_name, kernel_name, mapper_name, node_path, persistent_dir,
     truncate_name,
 };
 use super::parse::DiskCounters;
@@ -268,9 +268,7 @@ impl DeviceList {
                 .get(&stored, |i| entries[i].name.of(names))
                 .is_some_and(|i| entries[i].placed)
         };
-        let devnum = src
-            .device_number(&format!("/dev/{}", stored.replace('!', "/")))
-            .ok();
+        let devnum = src.device_number(&node_path(&stored)).ok();
         let idx = self.add(src, &stored, devnum, kind);
         self.entries[idx].from_cmdline = true;
         let Some(given) = given else {

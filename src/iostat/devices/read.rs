@@ -7,6 +7,7 @@ use crate::common::source::Source;
 use super::super::cli::{AltMode, DeviceKind};
 use super::super::lookup::{NameIndex, PositionHints};
 use super::super::model::looks_readded;
+use super::super::names::node_path;
 use super::super::parse::{
     DiskCounters, StatFormat, diskstats_head, parse_diskstats_line, parse_sysfs_stat,
 };
@@ -208,9 +209,9 @@ impl DeviceList {
             let stat_path = format!("{dir}/{}/stat", self.name(idx));
             let counters = self.read_stat_file(src, &stat_path);
             let devnum = match counters {
-                Some(_) if self.entries[idx].devnum.is_none() && self.rules.mapper => src
-                    .device_number(&format!("/dev/{}", self.name(idx).replace('!', "/")))
-                    .ok(),
+                Some(_) if self.entries[idx].devnum.is_none() && self.rules.mapper => {
+                    src.device_number(&node_path(self.name(idx))).ok()
+                }
                 _ => None,
             };
             if let Some(c) = counters {
@@ -253,7 +254,9 @@ impl DeviceList {
         let name = self.name(idx).to_owned();
         let kind = self.entries[idx].kind;
         for (block, dev_block) in dirs {
-            let dev_dir = format!("{block}/{name}");
+            // sysstat's `is_device` turns each `/` into `!` first: a path
+            // given that did not resolve (`/vda`) names no whole device.
+            let dev_dir = format!("{block}/{}", name.replace('/', "!"));
             if src.is_dir(&dev_dir) {
                 let found = match self.read_stat_file(src, &format!("{dev_dir}/stat")) {
                     Some(c) => {
@@ -268,9 +271,7 @@ impl DeviceList {
                     for sub in subs {
                         if let Some(c) = self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
                         {
-                            let devnum = src
-                                .device_number(&format!("/dev/{}", sub.replace('!', "/")))
-                                .ok();
+                            let devnum = src.device_number(&node_path(&sub)).ok();
                             let p = self.add(src, &sub, devnum, DeviceKind::Single);
                             self.save(p, curr, c);
                         }

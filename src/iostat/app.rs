@@ -24,7 +24,8 @@ use crate::common::stdout::StoppableStdout;
 use crate::common::temp_file::check_chosen_outputs;
 
 use super::cli::{
-    Action, DeviceKind, Env, ListArg, Options, OutputFormat, command, parse_args, usage_text,
+    Action, AltMode, DeviceKind, Env, ListArg, Options, OutputFormat, command, parse_args,
+    usage_text,
 };
 use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
@@ -75,6 +76,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     if let Some(conflict) = source_conflict(&opts)
         .or_else(|| unit_conflict(&opts))
         .or_else(|| latency_conflict(&opts))
+        .or_else(|| alt_dir_conflict(&opts))
         .or_else(|| textfile_conflict(&opts))
         .or_else(|| chart_option_conflict(&opts))
     {
@@ -174,6 +176,29 @@ fn latency_conflict(opts: &Options) -> Option<String> {
         );
     }
     None
+}
+
+/// `-f DIR` or `+f DIR` with expositions, which read the system's
+/// `/proc/diskstats` as node_exporter does: the alternate directory would
+/// be silently ignored, and the system's disks exported in its place.
+fn alt_dir_conflict(opts: &Options) -> Option<String> {
+    let option = match opts.alt_dir.as_ref()?.mode {
+        AltMode::Only => "-f",
+        AltMode::Also => "+f",
+    };
+    let exposition = if opts.listen.is_some() {
+        "--listen"
+    } else if opts.expo.textfile.is_some() {
+        "--textfile"
+    } else if opts.format == OutputFormat::Prometheus {
+        "-o prometheus"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{option} cannot be used with {exposition}: the expositions read the system's \
+         /proc/diskstats, as node_exporter does"
+    ))
 }
 
 /// Whether the output is Prometheus expositions (`-o prometheus`,

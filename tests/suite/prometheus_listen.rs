@@ -522,3 +522,43 @@ fn every_tool_refuses_another_output_beside_expositions_alike() {
         }
     }
 }
+
+/// `-f DIR` and `+f DIR` with expositions, which read the system's
+/// `/proc/diskstats` as node_exporter does, are refused: iostat-rs used to
+/// ignore them and export the system's disks instead, without a word,
+/// even for a directory that does not exist.
+#[test]
+fn iostat_rs_refuses_an_alternate_directory_beside_expositions() {
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    let runs: [([&str; 2], [&str; 2], &str); 3] = [
+        (["-f", dir], ["-o", "prometheus"], "-o prometheus"),
+        (
+            ["+f", dir],
+            ["--textfile", "/nonexistent/t.prom"],
+            "--textfile",
+        ),
+        (
+            ["-f", "/nonexistent"],
+            ["--listen", "127.0.0.1:1"],
+            "--listen",
+        ),
+    ];
+    for (alt, exposition, named) in runs {
+        let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+            .args(alt)
+            .args(exposition)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{alt:?} {exposition:?}");
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            format!(
+                "iostat-rs: {} cannot be used with {named}: the expositions read the system's \
+                 /proc/diskstats, as node_exporter does\n",
+                alt[0]
+            ),
+        );
+        assert!(out.stdout.is_empty(), "{alt:?} {exposition:?}");
+    }
+}

@@ -17,7 +17,9 @@
 //! * [`push_json`] for JSON strings (RFC 8259), valid for any text.
 //!
 //! CSV fields are quoted by the CSV writer and Prometheus label values
-//! escaped by its writer (both valid for any text). Bytes that are not
+//! escaped by its writer (both valid for any text; a control character
+//! other than a line break stays as it is there, as in any CSV file or
+//! exposition, formats read by programs, not terminals). Bytes that are not
 //! UTF-8 reach here as [`osname`](super::osname)'s raw byte characters;
 //! JSON, CSV and Prometheus show each as the text `\xNN`, as [`text`] does.
 

@@ -3,12 +3,14 @@
 use std::time::{Duration, Instant};
 
 /// Parses an interval: whole or fractional seconds (`2`, `0.25`) or a
-/// humantime duration (`250ms`, `1m 30s`).
+/// humantime duration (`250ms`, `1m 30s`), with blanks around it and a
+/// leading `+` allowed, as a count takes them ([`parse_count`]).
 ///
 /// Negative, non-finite and unparsable values are refused with a message that
 /// says what was expected.
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
+    let trimmed = trimmed.strip_prefix('+').unwrap_or(trimmed);
     if !trimmed.is_empty()
         && trimmed.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && let Ok(secs) = trimmed.parse::<f64>()
@@ -43,9 +45,11 @@ pub fn parse_milliseconds(text: &str) -> Result<u64, String> {
     parse_whole(text, "a whole number of milliseconds")
 }
 
-/// A decimal `u64`, or a message naming `what` was expected.
+/// A decimal `u64` (blanks around it and a leading `+` allowed, as C's
+/// `atoi` and `strtoul` allow them), or a message naming `what` was
+/// expected.
 fn parse_whole(text: &str, what: &str) -> Result<u64, String> {
-    text.parse::<u64>().map_err(|err| match err.kind() {
+    text.trim().parse::<u64>().map_err(|err| match err.kind() {
         std::num::IntErrorKind::PosOverflow => format!("expected {what} up to {}", u64::MAX),
         _ => format!("expected {what}"),
     })
@@ -184,9 +188,21 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_takes_blanks_and_a_plus_as_a_count_does() {
+        for text in ["2", " 2", "2 ", "+2", " +2 "] {
+            assert_eq!(parse_interval(text), Ok(Duration::from_secs(2)), "{text:?}");
+            assert_eq!(parse_count(text), Ok(2), "{text:?}");
+        }
+        assert_eq!(parse_interval("+250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_interval("++2").is_err());
+        assert!(parse_interval("-2").is_err());
+    }
+
+    #[test]
     fn counts_and_milliseconds_are_whole_numbers_said_so() {
         assert_eq!(parse_count("3"), Ok(3));
         assert_eq!(parse_count("0"), Ok(0));
+        assert_eq!(parse_count(" +3 "), Ok(3), "as atoi takes it");
         assert_eq!(parse_milliseconds("250"), Ok(250));
         for bad in ["abc", "", "1.5", "-1", "3x"] {
             assert_eq!(

@@ -179,7 +179,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "KEY", value_enum)]
     pub sort: Option<SortKey>,
     /// Show only the first N vCPUs after sorting (sorts by home unless --sort).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_top)]
     pub top: Option<u64>,
     /// Output format.
     ///
@@ -411,6 +411,19 @@ impl Options {
             },
             Mode::Control | Mode::Once | Mode::Serve(_) => Schedule::once(),
         }
+    }
+}
+
+/// `--top N`: a whole number of vCPUs from 1, refused with a message that
+/// says so (clap's own names Rust's parse error: "invalid digit found in
+/// string", "number too large to fit in target type").
+fn parse_top(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of vCPUs from 1 to {}",
+            u64::MAX
+        )),
     }
 }
 

@@ -287,3 +287,24 @@ fn an_option_given_twice_is_taken_as_getopt_takes_it() {
     }
     assert_eq!(text(&vcpustat(&root, &["-nn"]).stdout), text(&once.stdout));
 }
+
+/// `--top` outside 1 to 2^64 - 1 is refused in one line that says what
+/// it takes, not with Rust's parse error ("number too large to fit in
+/// target type").
+#[test]
+fn a_top_out_of_range_says_what_it_takes() {
+    let root = tree("top", &[(STATS, TWO_CPUS)]);
+    for value in ["0", "abc", "99999999999999999999", ""] {
+        let out = vcpustat(&root, &["--top", value]);
+        assert_eq!(out.status.code(), Some(2), "{value:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "vcpustat: invalid value '{value}' for '--top <N>': expected a whole number of \
+                 vCPUs from 1 to 18446744073709551615 (see 'vcpustat --help')\n"
+            )
+        );
+    }
+    let out = vcpustat(&root, &["--top", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

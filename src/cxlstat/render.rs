@@ -531,15 +531,10 @@ impl CountView {
         &'a self,
         span: &Span,
     ) -> impl Iterator<Item = (&'a str, &'a str, Option<f64>)> {
-        let seconds = span.elapsed.as_secs_f64();
         let (previous, current) = (span.previous, span.current);
         self.rows.iter().map(move |row| {
             let m = Self::measurement(row, previous, current);
-            let rate = m
-                .count
-                .filter(|_| seconds > 0.0)
-                .map(|c| c as f64 / seconds);
-            (row.pmu.as_str(), row.event.as_str(), rate)
+            (row.pmu.as_str(), row.event.as_str(), m.rate)
         })
     }
 
@@ -595,12 +590,10 @@ impl CountView {
 /// Count, rate per second and percentage running of each row over `span`,
 /// into the rows of the core's writers.
 fn fill_frame_rows(rows: &[RowSpec], frame_rows: &mut [Row], span: &Span) {
-    let seconds = span.elapsed.as_secs_f64();
-    let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
     for (spec, row) in rows.iter().zip(frame_rows.iter_mut()) {
         let m = CountView::measurement(spec, span.previous, span.current);
         row.values[0] = m.count.map_or(Value::Missing, Value::Int);
-        row.values[1] = m.count.and_then(rate).map_or(Value::Missing, Value::Float);
+        row.values[1] = m.rate.map_or(Value::Missing, Value::Float);
         row.values[2] = m
             .running
             .map_or(Value::Missing, |r| Value::Float(r * 100.0));
@@ -646,8 +639,6 @@ fn write_text_report(
     (pmu_width, event_width): (usize, usize),
     intervals: bool,
 ) -> io::Result<()> {
-    let seconds = span.elapsed.as_secs_f64();
-    let rate = |count: u64| (seconds > 0.0).then(|| count as f64 / seconds);
     for row in rows {
         let m = CountView::measurement(row, span.previous, span.current);
         if intervals {
@@ -666,7 +657,7 @@ fn write_text_report(
         match (m.count, m.running) {
             (Some(count), Some(running)) => {
                 write!(out, "{count:>16} ")?;
-                match rate(count) {
+                match m.rate {
                     Some(r) => write!(out, "{r:>16.2} ")?,
                     None => write!(out, "{:>16} ", "-")?,
                 }
@@ -676,7 +667,8 @@ fn write_text_report(
         }
     }
     if !intervals {
-        writeln!(out, "\n {:>15.9} seconds time elapsed\n", seconds)?;
+        let seconds = span.elapsed.as_secs_f64();
+        writeln!(out, "\n {seconds:>15.9} seconds time elapsed\n")?;
     }
     tell_notes(span.notes);
     out.flush()
@@ -743,20 +735,34 @@ mod tests {
     }
 
     fn render_as(aggregate: bool, output: CountOutput) -> String {
-        let pmus = [pmu("cxl_pmu_mem0.0"), pmu("cxl_pmu_mem1.0")];
-        let mut view = CountView::new(&plan(), &pmus, aggregate, output);
-        let r = |count, enabled, running| Reading {
+        // ddr_act on mem0 ran a quarter of the time; on mem1 all of it;
+        // clock_ticks never got a counter. Each enabled the 2 s.
+        let current = [
+            reading(250, 2 * SECOND, SECOND / 2),
+            reading(300, 2 * SECOND, 2 * SECOND),
+            reading(0, 2 * SECOND, 0),
+        ];
+        render_readings(aggregate, output, &current)
+    }
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn reading(count: u64, enabled: u64, running: u64) -> Reading {
+        Reading {
             count,
             enabled,
             running,
-        };
-        let previous = [r(0, 0, 0); 3];
-        // ddr_act on mem0 ran a quarter of the time; on mem1 all of it;
-        // clock_ticks never got a counter.
-        let current = [r(250, 2_000, 500), r(300, 2_000, 2_000), r(0, 2_000, 0)];
+        }
+    }
+
+    /// One report of two seconds ending at `current`, from readings of 0.
+    fn render_readings(aggregate: bool, output: CountOutput, current: &[Reading]) -> String {
+        let pmus = [pmu("cxl_pmu_mem0.0"), pmu("cxl_pmu_mem1.0")];
+        let mut view = CountView::new(&plan(), &pmus, aggregate, output);
+        let previous = [reading(0, 0, 0); 3];
         let span = Span {
             previous: &previous,
-            current: &current,
+            current,
             elapsed: Duration::from_secs(2),
             since_start: Duration::from_secs(2),
             time: SystemTime::UNIX_EPOCH,
@@ -813,6 +819,30 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_is_over_the_time_its_counter_was_enabled() {
+        // A loaded machine read mem0's counter 0.5 s after the report's
+        // time: its 250 events are of 2.5 s, not of the 2 s elapsed.
+        let current = [
+            reading(250, 5 * SECOND / 2, 5 * SECOND / 2),
+            reading(300, 2 * SECOND, 2 * SECOND),
+            reading(0, 2 * SECOND, 0),
+        ];
+        let text = render_readings(false, CountOutput::Text { intervals: true }, &current);
+        let rates: Vec<&str> = text
+            .lines()
+            .take(2)
+            .map(|l| l.split_whitespace().nth(4).unwrap())
+            .collect();
+        assert_eq!(rates, ["100.00", "150.00"]);
+        // Summed, each PMU's own rate.
+        let text = render_readings(true, CountOutput::Text { intervals: true }, &current);
+        assert_eq!(
+            text.lines().next().unwrap().split_whitespace().nth(4),
+            Some("250.00")
+        );
+    }
+
+    #[test]
     fn aggregate_sums_scaled_counts_over_pmus() {
         let text = render(true);
         let rows: Vec<Vec<&str>> = text
@@ -856,27 +886,27 @@ mod tests {
         // without their PMU, PMU/EVENT/ when given with it.
         assert_eq!(
             render_as(false, perf_csv(",", true)),
-            "     2.000000000,1000,,ddr_act [cxl_pmu_mem0.0],500,25.00,,\n\
-             \x20    2.000000000,300,,ddr_act [cxl_pmu_mem1.0],2000,100.00,,\n\
+            "     2.000000000,1000,,ddr_act [cxl_pmu_mem0.0],500000000,25.00,,\n\
+             \x20    2.000000000,300,,ddr_act [cxl_pmu_mem1.0],2000000000,100.00,,\n\
              \x20    2.000000000,<not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
         );
         // Without intervals there is no time field; any separator.
         assert_eq!(
             render_as(false, perf_csv(";", false)),
-            "1000;;ddr_act [cxl_pmu_mem0.0];500;25.00;;\n\
-             300;;ddr_act [cxl_pmu_mem1.0];2000;100.00;;\n\
+            "1000;;ddr_act [cxl_pmu_mem0.0];500000000;25.00;;\n\
+             300;;ddr_act [cxl_pmu_mem1.0];2000000000;100.00;;\n\
              <not counted>;;cxl_pmu_mem0.0/clock_ticks/;0;0.00;;\n"
         );
     }
 
     #[test]
     fn perf_csv_aggregate_sums_times_and_truncates_the_percentage() {
-        // Run times add up (500 + 2000 of 4000 enabled): 62.5% prints as
+        // Run times add up (0.5 + 2 s of 4 s enabled): 62.5% prints as
         // 62.00, as perf's integer 100 * run / ena does. An event given
         // with its PMU keeps that name, as in perf's merged output.
         assert_eq!(
             render_as(true, perf_csv(",", false)),
-            "1300,,ddr_act,2500,62.00,,\n\
+            "1300,,ddr_act,2500000000,62.00,,\n\
              <not counted>,,cxl_pmu_mem0.0/clock_ticks/,0,0.00,,\n"
         );
     }

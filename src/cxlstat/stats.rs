@@ -92,6 +92,11 @@ pub struct Measurement {
     pub count: Option<u64>,
     /// Fraction of the enabled time the event was running (0 to 1).
     pub running: Option<f64>,
+    /// Events per second: the count over the time the counter was enabled
+    /// between the readings, which the kernel reads with the count. Exact
+    /// however late a loaded machine reads a counter after its sample's
+    /// time (a count over 60 ms in a 50 ms interval is 60 ms of events).
+    pub rate: Option<f64>,
 }
 
 /// What happened between two readings.
@@ -100,10 +105,7 @@ pub fn measure(previous: Reading, current: Reading) -> Measurement {
     let enabled = delta(previous.enabled, current.enabled, Width::Bits64);
     let running = delta(previous.running, current.running, Width::Bits64);
     if running == 0 || enabled == 0 {
-        return Measurement {
-            count: None,
-            running: None,
-        };
+        return Measurement::NONE;
     }
     let scaled = if running >= enabled {
         count
@@ -113,7 +115,17 @@ pub fn measure(previous: Reading, current: Reading) -> Measurement {
     Measurement {
         count: Some(scaled),
         running: Some((running as f64 / enabled as f64).min(1.0)),
+        rate: Some(scaled as f64 * 1e9 / enabled as f64),
     }
+}
+
+impl Measurement {
+    /// An event that never ran between the readings.
+    const NONE: Measurement = Measurement {
+        count: None,
+        running: None,
+        rate: None,
+    };
 }
 
 /// perf stat's scaling of a multiplexed count, `count * enabled / running`
@@ -138,28 +150,29 @@ pub fn times(previous: Reading, current: Reading) -> (u64, u64) {
 /// readings, as perf stat aggregates them: the counts, each scaled on its
 /// own, add up, and the running fraction is the summed time running over
 /// the summed time enabled, a PMU that never ran included (as `-x` prints
-/// it); `None` when none ran.
+/// it); the rate is the sum of the PMUs' rates; `None` when none ran.
 pub fn sum(parts: impl IntoIterator<Item = (Reading, Reading)>) -> Measurement {
-    let (mut count, mut ran, mut running, mut enabled) = (0u64, false, 0u64, 0u64);
+    let (mut count, mut rate, mut ran) = (0u64, 0.0, false);
+    let (mut running, mut enabled) = (0u64, 0u64);
     for (previous, current) in parts {
         let (run, ena) = times(previous, current);
         running = running.saturating_add(run);
         enabled = enabled.saturating_add(ena);
-        if let Some(c) = measure(previous, current).count {
+        let part = measure(previous, current);
+        if let (Some(c), Some(r)) = (part.count, part.rate) {
             count = count.saturating_add(c);
+            rate += r;
             ran = true;
         }
     }
     if !ran {
-        return Measurement {
-            count: None,
-            running: None,
-        };
+        return Measurement::NONE;
     }
     Measurement {
         count: Some(count),
         // A part that ran had time enabled: `enabled` is not 0.
         running: Some((running as f64 / enabled as f64).min(1.0)),
+        rate: Some(rate),
     }
 }
 
@@ -180,6 +193,8 @@ mod tests {
         let m = measure(r(100, 1_000, 1_000), r(600, 2_000, 2_000));
         assert_eq!(m.count, Some(500));
         assert_eq!(m.running, Some(1.0));
+        // 500 events in the 1,000 ns the counter was enabled.
+        assert_eq!(m.rate, Some(5e8));
     }
 
     #[test]
@@ -188,6 +203,11 @@ mod tests {
         let m = measure(r(0, 0, 0), r(250, 4_000, 1_000));
         assert_eq!(m.count, Some(1_000));
         assert_eq!(m.running, Some(0.25));
+        assert_eq!(
+            m.rate,
+            Some(2.5e8),
+            "the scaled count over the enabled time"
+        );
         // Rounded down, as perf 6.1 prints them: 1 * 3 / 2 = 1.5 -> 1,
         // 7 * 10 / 4 = 17.5 -> 17.
         assert_eq!(measure(r(0, 0, 0), r(1, 3, 2)).count, Some(1));
@@ -200,9 +220,8 @@ mod tests {
     #[test]
     fn an_event_that_never_ran_is_not_counted() {
         let m = measure(r(5, 100, 0), r(5, 900, 0));
-        assert_eq!(m.count, None);
-        assert_eq!(m.running, None);
-        assert_eq!(measure(r(0, 0, 0), r(0, 0, 0)).count, None);
+        assert_eq!(m, Measurement::NONE);
+        assert_eq!(measure(r(0, 0, 0), r(0, 0, 0)), Measurement::NONE);
     }
 
     #[test]
@@ -264,16 +283,12 @@ mod tests {
             sum(parts),
             Measurement {
                 count: Some(30),
-                running: Some(130.0 / 300.0)
+                running: Some(130.0 / 300.0),
+                // 10 and 20 (scaled) events in 100 ns each.
+                rate: Some(3e8),
             }
         );
         let idle = (start, r(0, 100, 0));
-        assert_eq!(
-            sum([idle, idle]),
-            Measurement {
-                count: None,
-                running: None
-            }
-        );
+        assert_eq!(sum([idle, idle]), Measurement::NONE);
     }
 }

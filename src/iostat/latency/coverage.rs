@@ -139,22 +139,42 @@ impl Notes {
                 continue;
             };
             if self.told.insert(devnum) {
-                let what = if short.op == Op::Read {
-                    "reads"
-                } else {
-                    "discards"
-                };
                 stderr::print(format_args!(
-                    "iostat-rs: --latency: {}: {} of the {} {what} the kernel completed in an \
-                     interval reached the histograms: its latency percentiles and queue depth \
-                     are not shown where under half arrive\n",
-                    escape::text(row.name),
-                    short.measured,
-                    short.counted
+                    "{}",
+                    shortfall_note(&escape::text(row.name), &short)
                 ));
             }
         }
     }
+}
+
+/// The note on a device's first [`Shortfall`], its name already escaped.
+/// None at all is what a bio-based device gives (device-mapper, md, zram:
+/// they pass their I/O on without the requests the tracepoints follow), so
+/// the note says where to look instead.
+fn shortfall_note(name: &str, short: &Shortfall) -> String {
+    let what = if short.op == Op::Read {
+        "reads"
+    } else {
+        "discards"
+    };
+    let reached = match short.measured {
+        0 => format!(
+            "none of the {} {what} the kernel completed in an interval reached the \
+             histograms (a bio-based device, such as device-mapper, md or zram, has no \
+             requests to trace: its I/O is measured on the devices beneath)",
+            short.counted
+        ),
+        measured => format!(
+            "{measured} of the {} {what} the kernel completed in an interval reached the \
+             histograms",
+            short.counted
+        ),
+    };
+    format!(
+        "iostat-rs: --latency: {name}: {reached}: its latency percentiles and queue depth are \
+         not shown where under half arrive\n"
+    )
 }
 
 #[cfg(test)]
@@ -224,6 +244,28 @@ mod tests {
         };
         assert_eq!(completed(&c(1, 2, 3, 4), &c(11, 22, 33, 44)), 100);
         assert_eq!(completed(&c(5, 0, 0, 0), &c(1, 3, 0, 0)), 3, "re-added");
+    }
+
+    #[test]
+    fn a_device_with_nothing_measured_is_said_to_be_perhaps_bio_based() {
+        let short = |op, measured| Shortfall {
+            op,
+            measured,
+            counted: 1086997,
+        };
+        assert_eq!(
+            shortfall_note("zram0", &short(Op::Read, 0)),
+            "iostat-rs: --latency: zram0: none of the 1086997 reads the kernel completed in an \
+             interval reached the histograms (a bio-based device, such as device-mapper, md or \
+             zram, has no requests to trace: its I/O is measured on the devices beneath): its \
+             latency percentiles and queue depth are not shown where under half arrive\n"
+        );
+        assert_eq!(
+            shortfall_note("loop0", &short(Op::Discard, 405)),
+            "iostat-rs: --latency: loop0: 405 of the 1086997 discards the kernel completed in an \
+             interval reached the histograms: its latency percentiles and queue depth are not \
+             shown where under half arrive\n"
+        );
     }
 
     #[test]

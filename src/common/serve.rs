@@ -15,7 +15,8 @@
 //! connection (a client that sends requests and never reads the answers
 //! holds its place that long, not for the connection's lifetime), the first
 //! answer after [`CONNECTION_LIFETIME`] closes the connection (`Connection:
-//! close`, so no request the client sent meanwhile is lost), a request header may
+//! close`, so no request the client sent meanwhile is lost), as does the
+//! answer to a request with a body (none is read), a request header may
 //! not exceed [`MAX_REQUEST_BYTES`] (431 or 414 beyond), and at most
 //! [`MAX_CONNECTIONS`] are open at once, [`MAX_CONNECTIONS_PER_PEER`] of
 //! them from one peer (an IPv4 address, an IPv6 /64). A connection beyond
@@ -48,7 +49,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
+use hyper::body::{Body, Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode, header};
@@ -440,9 +441,19 @@ impl AsyncWrite for WriteDeadline {
     }
 }
 
+/// Whether `request` carries a body (a length above 0, or chunks). No
+/// answer reads one, so hyper ends the connection after the answer unless
+/// the body happened to arrive whole with the header: the answer must say
+/// so (`Connection: close`), or the client sends its next request into a
+/// closed connection and loses it.
+fn carries_body(request: &Request<Incoming>) -> bool {
+    !request.body().is_end_stream()
+}
+
 /// Serves one connection within the limits until it ends or its place is
 /// given away (`closed`), then gives its `slot` back. The first answer
-/// after [`CONNECTION_LIFETIME`] says `Connection: close` and ends it:
+/// after [`CONNECTION_LIFETIME`], and the answer to a request with a body
+/// ([`carries_body`]), say `Connection: close` and end it:
 /// closing it between requests instead would lose a request the client
 /// sent meanwhile. A connection with no request then ends within
 /// [`HEADER_TIMEOUT`], one whose client stopped reading within
@@ -456,12 +467,13 @@ async fn connection(
     let opened = Instant::now();
     let slot = Rc::new(slot);
     let marks = Rc::clone(&slot);
-    let service = service_fn(move |request| {
+    let service = service_fn(move |request: Request<Incoming>| {
         let (marks, scrapes) = (Rc::clone(&marks), scrapes.clone());
         marks.set_waiting(false);
+        let last = carries_body(&request);
         async move {
             let mut answered = answer(request, scrapes).await;
-            if opened.elapsed() >= CONNECTION_LIFETIME
+            if (last || opened.elapsed() >= CONNECTION_LIFETIME)
                 && let Ok(response) = &mut answered
             {
                 let close = header::HeaderValue::from_static("close");

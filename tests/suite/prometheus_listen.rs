@@ -169,6 +169,95 @@ fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// Reads one answer from `stream`: the header, then as many bytes of body
+/// as its `Content-Length` says (HEAD and bodiless answers have none).
+fn read_one_answer(stream: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        let n = stream.read(&mut byte).unwrap();
+        assert_eq!(n, 1, "closed inside the header: {answer:?}");
+        answer.push(byte[0]);
+    }
+    let header = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    let length = header
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    answer.extend(body);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn a_request_with_a_body_is_answered_with_connection_close() {
+    // No answer reads a request body, so the server ends the connection
+    // after answering one: the answer must say so, or a client that keeps
+    // the connection alive sends its next request into a closed socket
+    // (Python's http.client: BrokenPipeError on the next request).
+    let root = scratch("body");
+    iostat_tree(&root, 10);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap()],
+    );
+    for (request, status) in [
+        (
+            "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+            "405",
+        ),
+        (
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+            "200",
+        ),
+        (
+            "PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            "404",
+        ),
+    ] {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let answer = read_one_answer(&mut stream);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{answer}"
+        );
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("connection: close\r\n"),
+            "{request:?} was answered without Connection: close:\n{answer}"
+        );
+        // And the connection does end (end of file, not the 10 s timeout).
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{rest:?}");
+    }
+    // A request without a body keeps its connection: two scrapes on one.
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for _ in 0..2 {
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let answer = read_one_answer(&mut stream);
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(
+            !answer.to_ascii_lowercase().contains("connection: close"),
+            "{answer}"
+        );
+    }
+    drop(stream);
+    server.stop();
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 #[test]
 fn only_get_and_head_of_metrics_and_bounded_requests() {
     let root = scratch("http");

@@ -16,9 +16,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(Interval::decode(&interval.encode()), Some(interval.clone()));
-    for (_, h) in &interval.devices {
+    for (devnum, h) in &interval.devices {
         let stats = LatencyStats::of(h);
-        let _ = json_object(h, &stats, interval.lost);
+        let _ = json_object(h, &stats, interval.lost, interval.undelivered_on(*devnum));
         for hist in h.latency.iter().chain([&h.depth]) {
             let _ = buckets_text(hist);
             let _ = buckets_json(hist);

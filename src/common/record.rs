@@ -236,6 +236,78 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    /// A recording of `frames` frames, each reading `/proc/uptime` as
+    /// `N.00` and a 64 kB `/proc/pad` (more than a reader buffers), written
+    /// in text to `dir/name`.
+    fn uptime_recording(dir: &Path, name: &str, frames: usize) -> PathBuf {
+        let file = dir.join(name);
+        let pad = "x".repeat(64 << 10);
+        let mut text = format!("{HEADER}\n");
+        for i in 0..frames {
+            text += &format!(
+                "{{\"index\":{i},\"entries\":{{\"read /proc/uptime\":{{\"text\":\"{i}.00\"}},\
+                 \"read /proc/pad\":{{\"text\":\"{pad}\"}}}}}}\n"
+            );
+        }
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    #[test]
+    fn a_recording_file_is_replayed_as_it_was_when_checked() {
+        let dir = scratch("streamed");
+        // Frames appended after the check are not replayed.
+        let file = uptime_recording(&dir, "grows.rec", 3);
+        let mut replay = Replay::open(&file, "test").unwrap();
+        let more = uptime_recording(&dir, "more.rec", 5);
+        std::fs::copy(&more, &file).unwrap();
+        let mut seen = vec![replay.read_string("/proc/uptime").unwrap()];
+        while replay.next_sample().unwrap() {
+            seen.push(replay.read_string("/proc/uptime").unwrap());
+        }
+        assert_eq!(seen, ["0.00", "1.00", "2.00"]);
+        // A file cut during the replay is an error naming it, not an end.
+        let file = uptime_recording(&dir, "cut.rec", 3);
+        let mut replay = Replay::open(&file, "test").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let two_lines = text
+            .lines()
+            .take(2)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>();
+        std::fs::write(&file, two_lines).unwrap();
+        let err = replay.next_sample().unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}:", file.display())), "{err}");
+        assert!(
+            err.contains(": the file holds 1 of the 3 frames it held when it was checked"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_recording_is_replayed_from_what_was_read() {
+        let dir = scratch("fiforec");
+        let file = uptime_recording(&dir, "run.rec", 3);
+        let fifo = dir.join("run.fifo");
+        let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let text = std::fs::read(&file).unwrap();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+        };
+        let mut replay = Replay::open(&fifo, "test").unwrap();
+        writer.join().unwrap();
+        let mut seen = vec![replay.read_string("/proc/uptime").unwrap()];
+        while replay.next_sample().unwrap() {
+            seen.push(replay.read_string("/proc/uptime").unwrap());
+        }
+        assert_eq!(seen, ["0.00", "1.00", "2.00"]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     const HEADER: &str = r#"{"format":"hwstat-recording","version":1,"tool":"test","args":[],"uname":{"sysname":"Linux","nodename":"h","release":"6.1","version":"","machine":"x86_64"},"start_unix_ns":5}"#;
 
     fn open_text(dir: &Path, text: &str) -> Result<Replay, String> {

@@ -2,8 +2,15 @@
 //! checked against its operation, so that a damaged file is refused with
 //! its line before anything is reported. A last line cut short (the run was
 //! killed, the disk filled up) is left out and remembered, not refused.
+//!
+//! A regular file is read twice: once to check it, then again frame by
+//! frame as the replay goes, so a replay holds one frame at a time, not
+//! the whole recording (a day at 1 s intervals is some 500 MB at 10
+//! devices). A FIFO (`--replay <(zcat run.rec.gz)`) cannot be read twice:
+//! its frames are kept as they are checked.
 
-use std::io::BufReader;
+use std::fs::File;
+use std::io::{BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -20,16 +27,141 @@ const DTL_FORMAT_NAME: &str = "vcpustat-dtl";
 /// recording's text).
 const MESSAGE_BYTES: usize = 160;
 
-/// A recording read whole.
+/// A recording opened and checked.
 pub(super) struct Loaded {
     /// The first line.
     pub header: Header,
     /// Every complete frame, in file order.
-    pub frames: Vec<Frame>,
-    /// The line number of each frame, for messages.
-    pub lines: Vec<usize>,
+    pub frames: Frames,
     /// The line number of a last line that was cut short and left out.
     pub cut_line: Option<usize>,
+}
+
+/// The frames of a recording, in order, each with its line number in the
+/// file (none for frames built in memory).
+pub(super) enum Frames {
+    /// Frames in memory: built by a program, or read from a FIFO.
+    Held(std::vec::IntoIter<(Option<usize>, Frame)>),
+    /// Frames read again from a checked regular file as they are asked
+    /// for, no more than the check counted (a frame appended since is
+    /// not replayed).
+    Streamed {
+        /// The file after its header.
+        reader: FrameReader,
+        /// How many of the frames checked are still to come.
+        left: usize,
+    },
+}
+
+impl Frames {
+    /// The next frame and its line; `None` after the last. A streamed
+    /// file that no longer reads as it did when checked (rewritten or cut
+    /// during the replay) is an error naming the file.
+    pub fn next(&mut self) -> Result<Option<(Option<usize>, Frame)>, ReplayError> {
+        match self {
+            Frames::Held(frames) => Ok(frames.next()),
+            Frames::Streamed { left: 0, .. } => Ok(None),
+            Frames::Streamed { reader, left } => match reader.next()? {
+                Read::Frame(line, frame) => {
+                    *left -= 1;
+                    Ok(Some((Some(line), frame)))
+                }
+                Read::Cut(_) | Read::End => Err(ReplayError::Format {
+                    path: reader.path.clone(),
+                    line: reader.number,
+                    what: format!(
+                        "the file holds {} of the {} frames it held when it was checked: it \
+                         changed during the replay",
+                        reader.frames,
+                        reader.frames + *left
+                    ),
+                }),
+            },
+        }
+    }
+}
+
+/// The frames of a recording file, read one line at a time and checked.
+pub(super) struct FrameReader {
+    reader: BufReader<File>,
+    line: Vec<u8>,
+    /// The number of the line read last (the header is line 1).
+    number: usize,
+    /// How many frames were read.
+    frames: usize,
+    /// The file, as messages name it.
+    path: String,
+}
+
+/// What the next line of a recording holds.
+enum Read {
+    /// A frame, checked, and its line number.
+    Frame(usize, Frame),
+    /// A last line cut short (the writer stopped in the middle of it).
+    Cut(usize),
+    /// The end of the file.
+    End,
+}
+
+impl FrameReader {
+    /// Reads the frames of `reader`, which is past the header.
+    fn new(reader: BufReader<File>, path: &str) -> FrameReader {
+        FrameReader {
+            reader,
+            line: Vec::new(),
+            number: 1,
+            frames: 0,
+            path: path.to_string(),
+        }
+    }
+
+    fn bad(&self, what: String) -> ReplayError {
+        ReplayError::Format {
+            path: self.path.clone(),
+            line: self.number,
+            what,
+        }
+    }
+
+    /// The next frame (blank lines are skipped), checked against its
+    /// place in the file ([`check_frame`]).
+    fn next(&mut self) -> Result<Read, ReplayError> {
+        loop {
+            let read = read_line_bounded(&mut self.reader, &mut self.line).map_err(|source| {
+                ReplayError::Io {
+                    path: self.path.clone(),
+                    source,
+                }
+            })?;
+            if read == 0 {
+                return Ok(Read::End);
+            }
+            self.number += 1;
+            if self.line.trim_ascii().is_empty() {
+                continue;
+            }
+            let complete = self.line.ends_with(b"\n");
+            return match serde_json::from_slice::<Frame>(&self.line) {
+                Ok(frame) => {
+                    check_frame(&frame, self.frames)
+                        .map_err(|what| self.bad(format!("frame {}: {what}", self.frames)))?;
+                    self.frames += 1;
+                    Ok(Read::Frame(self.number, frame))
+                }
+                // The last line, without its newline, ending too early (or
+                // in the zeros a file system leaves after a power loss): the
+                // writer stopped in the middle of it.
+                Err(e) if !complete && (e.is_eof() || self.line.contains(&0)) => {
+                    Ok(Read::Cut(self.number))
+                }
+                Err(e) => Err(self.bad(format!(
+                    "frame {}: not a recording frame: {}",
+                    self.frames,
+                    json_error(&e)
+                ))),
+            };
+        }
+    }
 }
 
 /// The first line, read loosely to say what kind of file this is before
@@ -61,9 +193,12 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         path: shown.clone(),
         source,
     };
-    let mut reader = BufReader::new(open_to_read(path).map_err(io_err)?);
+    let file = open_to_read(path).map_err(io_err)?;
+    let regular = file.metadata().map_err(io_err)?.is_file();
+    let mut reader = BufReader::new(file);
     let mut line = Vec::new();
-    if read_line_bounded(&mut reader, &mut line).map_err(io_err)? == 0 {
+    let header_bytes = read_line_bounded(&mut reader, &mut line).map_err(io_err)?;
+    if header_bytes == 0 {
         return Err(bad(1, "empty file, expected a recording header".into()));
     }
     let header = read_header(&line, tool).map_err(|what| match what {
@@ -74,53 +209,37 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
             tool: tool.to_string(),
         },
     })?;
-    let mut frames = Vec::new();
-    let mut lines = Vec::new();
-    let mut number = 1;
-    let mut cut_line = None;
-    loop {
-        if read_line_bounded(&mut reader, &mut line).map_err(io_err)? == 0 {
-            break;
+    let mut checked = FrameReader::new(reader, &shown);
+    let mut held = Vec::new();
+    let cut_line = loop {
+        match checked.next()? {
+            Read::Frame(number, frame) if !regular => held.push((Some(number), frame)),
+            Read::Frame(..) => {}
+            Read::Cut(number) => break Some(number),
+            Read::End => break None,
         }
-        number += 1;
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        let complete = line.ends_with(b"\n");
-        match serde_json::from_slice::<Frame>(&line) {
-            Ok(frame) => {
-                check_frame(&frame, frames.len())
-                    .map_err(|what| bad(number, format!("frame {}: {what}", frames.len())))?;
-                frames.push(frame);
-                lines.push(number);
-            }
-            // The last line, without its newline, ending too early (or in
-            // the zeros a file system leaves after a power loss): the writer
-            // stopped in the middle of it.
-            Err(e) if !complete && (e.is_eof() || line.contains(&0)) => cut_line = Some(number),
-            Err(e) => {
-                return Err(bad(
-                    number,
-                    format!(
-                        "frame {}: not a recording frame: {}",
-                        frames.len(),
-                        json_error(&e)
-                    ),
-                ));
-            }
-        }
-    }
-    if frames.is_empty() {
+    };
+    if checked.frames == 0 {
         let what = match cut_line {
             Some(n) => format!("the recording holds no complete sample (line {n} is cut short)"),
             None => "the recording holds no sample".to_string(),
         };
         return Err(bad(cut_line.unwrap_or(2), what));
     }
+    let frames = if regular {
+        let mut file = checked.reader.into_inner();
+        file.seek(SeekFrom::Start(header_bytes as u64))
+            .map_err(io_err)?;
+        Frames::Streamed {
+            left: checked.frames,
+            reader: FrameReader::new(BufReader::new(file), &shown),
+        }
+    } else {
+        Frames::Held(held.into_iter())
+    };
     Ok(Loaded {
         header,
         frames,
-        lines,
         cut_line,
     })
 }

@@ -3,7 +3,8 @@
 //! A frame may leave out what did not change since an earlier frame, so the
 //! replay keeps the latest entry of every key and updates it as each frame
 //! is applied: a sample costs the size of its own frame, whatever the
-//! number of frames before it.
+//! number of frames before it, and a recording file is read a frame at a
+//! time ([`super::load`]).
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -11,7 +12,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::load::load;
+use super::load::{Frames, load};
 use super::{Entry, Frame, Header, parse_hex};
 use crate::common::escape::text;
 use crate::common::excerpt::{clip, excerpt};
@@ -57,15 +58,14 @@ pub enum ReplayError {
 pub struct Replay {
     header: Header,
     /// The frames after the current one.
-    upcoming: std::vec::IntoIter<Frame>,
+    upcoming: Frames,
     /// Every key's entry in the latest frame that has it, up to the current
-    /// one, with that frame's number (from 0).
-    latest: HashMap<String, (Entry, usize)>,
+    /// one, with where that frame is ([`Origin`]).
+    latest: HashMap<String, (Entry, Origin)>,
     /// How many frames have been applied (the current one is the last).
     applied: usize,
-    /// The line number of each frame in the file; empty when the frames
-    /// did not come from a file.
-    lines: Vec<usize>,
+    /// Where the current frame is.
+    current: Origin,
     /// The latest recorded wall clock, up to the current frame.
     time_unix_ns: u64,
     /// The current frame's monotonic time.
@@ -88,9 +88,9 @@ impl Replay {
     #[inline(never)]
     pub fn open(path: &Path, tool: &str) -> Result<Replay, ReplayError> {
         let loaded = load(path, tool)?;
-        let mut replay = Replay::from_parts(loaded.header, loaded.frames);
+        let mut replay = Replay::with_frames(loaded.header, loaded.frames);
         replay.path = path.display().to_string();
-        replay.lines = loaded.lines;
+        replay.advance()?;
         replay.cut = loaded.cut_line.map(|line| {
             format!(
                 "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
@@ -114,45 +114,65 @@ impl Replay {
 
     /// Builds a replay from frames in memory (for tests and converters).
     pub fn from_parts(header: Header, frames: Vec<Frame>) -> Replay {
-        let mut replay = Replay {
+        let held: Vec<_> = frames.into_iter().map(|frame| (None, frame)).collect();
+        let mut replay = Replay::with_frames(header, Frames::Held(held.into_iter()));
+        if let Ok(Some(first)) = replay.upcoming.next() {
+            replay.apply(first);
+        }
+        replay
+    }
+
+    /// A replay of `frames`, none applied yet.
+    fn with_frames(header: Header, frames: Frames) -> Replay {
+        Replay {
             time_unix_ns: header.start_unix_ns,
             header,
-            upcoming: frames.into_iter(),
+            upcoming: frames,
             latest: HashMap::new(),
             applied: 0,
-            lines: Vec::new(),
+            current: Origin::default(),
             elapsed_ns: 0,
             cut: None,
             path: "the recording".to_string(),
             unanswered: OnceCell::new(),
-        };
-        replay.advance();
-        replay
+        }
     }
 
     /// Applies the next frame; false when there is none.
-    fn advance(&mut self) -> bool {
-        let Some(frame) = self.upcoming.next() else {
-            return false;
+    fn advance(&mut self) -> Result<bool, ReplayError> {
+        match self.upcoming.next()? {
+            Some(next) => {
+                self.apply(next);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Applies `frame`, found at `line` of the file (if it came from one).
+    fn apply(&mut self, (line, frame): (Option<usize>, Frame)) {
+        let origin = Origin {
+            frame: self.applied,
+            line,
         };
-        let number = self.applied;
         self.applied += 1;
+        self.current = origin;
         self.latest.extend(
             frame
                 .entries
                 .into_iter()
-                .map(|(key, entry)| (key, (entry, number))),
+                .map(|(key, entry)| (key, (entry, origin))),
         );
         if let Some(ns) = frame.time_unix_ns {
             self.time_unix_ns = ns;
         }
         self.elapsed_ns = frame.elapsed_ns.unwrap_or(0);
-        true
     }
 
-    /// `FILE:LINE: frame K` for frame number `frame` (from 0).
-    fn frame_origin(&self, frame: usize) -> String {
-        match self.lines.get(frame) {
+    /// `FILE:LINE: frame K` for the frame at `origin`.
+    fn frame_origin(&self, origin: Origin) -> String {
+        let frame = origin.frame;
+        match origin.line {
             Some(line) => format!("{}:{line}: frame {frame}", self.path),
             None => format!("{}: frame {frame}", self.path),
         }
@@ -278,7 +298,8 @@ impl Source for Replay {
     }
 
     fn next_sample(&mut self) -> io::Result<bool> {
-        Ok(self.advance())
+        self.advance()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
     }
 
     fn check_answered(&self) -> io::Result<()> {
@@ -307,15 +328,23 @@ impl Source for Replay {
 
     fn values_origin(&self, key: &str) -> Option<String> {
         let key = format!("values {key}");
-        let (_, frame) = self.latest.get(&key)?;
+        let (_, origin) = self.latest.get(&key)?;
         Some(format!(
             "{}: entry {}",
-            self.frame_origin(*frame),
+            self.frame_origin(*origin),
             excerpt(&key)
         ))
     }
 
     fn sample_origin(&self) -> Option<String> {
-        Some(self.frame_origin(self.applied.saturating_sub(1)))
+        Some(self.frame_origin(self.current))
     }
+}
+
+/// Where a frame is: its number (from 0) and its line in the file, if it
+/// came from one.
+#[derive(Debug, Clone, Copy, Default)]
+struct Origin {
+    frame: usize,
+    line: Option<usize>,
 }

@@ -257,6 +257,12 @@ impl State {
         self.waiting.sort_by_key(|s| s.time);
         let ready = self.waiting.partition_point(|s| s.time <= cutoff);
         for s in self.waiting.drain(..ready) {
+            if s.kind == Kind::Issue
+                && s.op == Some(Op::Flush)
+                && !self.tracker.knows_flush_slots(s.dev)
+            {
+                self.tracker.set_flush_slots(s.dev, hardware_queues(s.dev));
+            }
             follow(&mut self.tracker, &s);
         }
         if lost_now > 0 {
@@ -624,6 +630,23 @@ fn kernel_in_flight(dev: Dev) -> Option<KernelCount> {
         (Some(Ok(reads)), Some(Ok(writes))) => Some([reads, writes]),
         _ => None,
     }
+}
+
+/// How many hardware queues blk-mq gives `dev` (the entries of
+/// `/sys/dev/block/MAJ:MIN/mq`), each with at most one flush in flight;
+/// `None` when unreadable (not a blk-mq disk, or gone).
+fn hardware_queues(dev: Dev) -> Option<u64> {
+    let (major, minor) = dev_numbers(dev);
+    let queues = fs::read_dir(format!("/sys/dev/block/{major}:{minor}/mq")).ok()?;
+    let count = queues
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .count() as u64;
+    (count > 0).then_some(count)
 }
 
 /// Whether the kernel keeps I/O statistics of `dev`'s requests (its

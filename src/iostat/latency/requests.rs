@@ -92,6 +92,14 @@ impl Requests {
         self.oldest.contains_key(&key)
     }
 
+    /// How many requests are held at `key`.
+    pub fn count(&self, key: Key) -> usize {
+        if !self.holds(key) {
+            return 0;
+        }
+        1 + self.later.get(&key).map_or(0, VecDeque::len)
+    }
+
     /// Every request with its key, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (Key, &InFlight)> {
         let oldest = self.oldest.iter().map(|(&k, r)| (k, r));

@@ -820,17 +820,25 @@ mod tests {
         assert_eq!(h.latency[0].max, 6 * MS);
     }
 
-    #[test]
-    fn a_completion_matched_to_a_lost_request_is_given_to_the_right_one() {
-        // 64's first read lost its completion; a second read of 64 issued
-        // at 5 ms completes at 6 ms and is matched to the first, which
-        // would give 5 ms. The count at 10 ms finds one too many held.
+    /// Reads of sector 64 issued at 1 and 5 ms, the first one's completion
+    /// lost: the second's (6 ms) is matched to the first, and the count
+    /// read at 10 ms (none in flight) finds the one left in its place lost.
+    fn first_read_of_64_lost_behind_a_second() -> Tracker {
         let mut t = Tracker::new(0);
         t.issue(MS, SDA, 64, 8, Op::Read);
         t.issue(5 * MS, SDA, 64, 8, Op::Read);
         t.complete(6 * MS, SDA, 64, 8);
         t.count_from(SDA, 10 * MS, 10 * MS);
         assert_eq!(t.trim_in_flight(12 * MS, SDA, [0, 0]), 1);
+        t
+    }
+
+    #[test]
+    fn a_completion_matched_to_a_lost_request_is_given_to_the_right_one() {
+        // 64's first read lost its completion; a second read of 64 issued
+        // at 5 ms completes at 6 ms and is matched to the first, which
+        // would give 5 ms. The count at 10 ms finds one too many held.
+        let mut t = first_read_of_64_lost_behind_a_second();
         let h = one(&mut t, 20 * MS, SDA);
         assert_eq!(h.latency[0].total, 1);
         assert_eq!(h.latency[0].max, MS, "the second read's own latency");
@@ -859,12 +867,7 @@ mod tests {
         // depth 1 from 1 to 5 ms as well. fio reading 1 MiB blocks split
         // in 32 KiB requests over a 200 MiB loop device, re-read every
         // 150 ms: some 20 requests too many in the mean depth.)
-        let mut t = Tracker::new(0);
-        t.issue(MS, SDA, 64, 8, Op::Read);
-        t.issue(5 * MS, SDA, 64, 8, Op::Read);
-        t.complete(6 * MS, SDA, 64, 8);
-        t.count_from(SDA, 10 * MS, 10 * MS);
-        assert_eq!(t.trim_in_flight(12 * MS, SDA, [0, 0]), 1);
+        let mut t = first_read_of_64_lost_behind_a_second();
         let h = one(&mut t, 20 * MS, SDA);
         assert_eq!((h.latency[0].total, h.latency[0].max), (1, MS));
         let depth: Vec<(usize, u64)> = h.depth.buckets().collect();

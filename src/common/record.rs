@@ -253,6 +253,15 @@ mod tests {
         file
     }
 
+    /// The `/proc/uptime` of each frame left in `replay`, the current one first.
+    fn uptimes_replayed(replay: &mut Replay) -> Vec<String> {
+        let mut seen = vec![replay.read_string("/proc/uptime").unwrap()];
+        while replay.next_sample().unwrap() {
+            seen.push(replay.read_string("/proc/uptime").unwrap());
+        }
+        seen
+    }
+
     #[test]
     fn a_recording_file_is_replayed_as_it_was_when_checked() {
         let dir = scratch("streamed");
@@ -261,11 +270,7 @@ mod tests {
         let mut replay = Replay::open(&file, "test").unwrap();
         let more = uptime_recording(&dir, "more.rec", 5);
         std::fs::copy(&more, &file).unwrap();
-        let mut seen = vec![replay.read_string("/proc/uptime").unwrap()];
-        while replay.next_sample().unwrap() {
-            seen.push(replay.read_string("/proc/uptime").unwrap());
-        }
-        assert_eq!(seen, ["0.00", "1.00", "2.00"]);
+        assert_eq!(uptimes_replayed(&mut replay), ["0.00", "1.00", "2.00"]);
         // A file cut during the replay is an error naming it, not an end.
         let file = uptime_recording(&dir, "cut.rec", 3);
         let mut replay = Replay::open(&file, "test").unwrap();
@@ -290,9 +295,7 @@ mod tests {
         let dir = scratch("fiforec");
         let file = uptime_recording(&dir, "run.rec", 3);
         let fifo = dir.join("run.fifo");
-        let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        crate::common::user_file::mkfifo(&fifo);
         let text = std::fs::read(&file).unwrap();
         let writer = {
             let fifo = fifo.clone();
@@ -300,11 +303,7 @@ mod tests {
         };
         let mut replay = Replay::open(&fifo, "test").unwrap();
         writer.join().unwrap();
-        let mut seen = vec![replay.read_string("/proc/uptime").unwrap()];
-        while replay.next_sample().unwrap() {
-            seen.push(replay.read_string("/proc/uptime").unwrap());
-        }
-        assert_eq!(seen, ["0.00", "1.00", "2.00"]);
+        assert_eq!(uptimes_replayed(&mut replay), ["0.00", "1.00", "2.00"]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -393,11 +393,7 @@ mod tests {
         dir
     }
 
-    fn mkfifo(path: &Path) {
-        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    }
+    use crate::common::user_file::mkfifo;
 
     /// openat2 refuses a `..` step with EAGAIN when any rename happened on
     /// the system during the lookup; sysfs links are full of `..`, and a

@@ -236,11 +236,19 @@ pub fn read_line_bounded(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::R
     Ok(n)
 }
 
+/// Makes a FIFO at `path` (mode 0600), for the tests of the readers that
+/// take one.
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
     use std::path::PathBuf;
 
     fn scratch(name: &str) -> PathBuf {
@@ -248,12 +256,6 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
-    }
-
-    fn mkfifo(path: &Path) {
-        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 
     #[test]

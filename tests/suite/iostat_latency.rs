@@ -1649,11 +1649,13 @@ fn one_request_at_a_time_is_a_depth_of_one() {
     let means = mean_depths(&text(&out.stdout), &name);
     assert!(means.len() >= 4, "{}", text(&out.stdout));
     // Room for a few completions lost to a loaded machine (each holds the
-    // depth one higher for some 200 ms of a 500 ms report), well below
-    // the 5 to 12 of a second-long hold. On failure, the device's whole
-    // rows and iostat-rs's notes: what held the depth up beside the whole
-    // suite on a loaded machine (sessions 37 and 39, once in 3 or 4 runs)
-    // is not found yet.
+    // depth one higher until a comparison with the kernel's count finds
+    // it, some 100 ms, or a few when that count also holds a request not
+    // yet issued), well below the 5 to 12 of a second-long hold. The
+    // mean of 30.8 this test once saw beside the whole suite was a burst
+    // of lost completions across a report's end
+    // (`bursts_of_lost_completions_stay_out_of_the_depth`). On failure,
+    // the device's whole rows and iostat-rs's notes.
     assert!(
         means.iter().all(|&m| m <= 2.0),
         "mean depths {means:?} of one request at a time\n{}\n{}",
@@ -1663,6 +1665,155 @@ fn one_request_at_a_time_is_a_depth_of_one() {
             .collect::<Vec<_>>()
             .join("\n"),
         text(&out.stderr)
+    );
+}
+
+/// A tracing program that runs long on each `getppid` (a loop of 20,000
+/// steps): the kernel runs one tracing program at a time on a CPU
+/// (`bpf_prog_active`), so a block completion interrupting it there
+/// reaches no other program, iostat-rs's included (counted as that
+/// program's `recursion_misses`).
+const HOLDS_THE_CPU_IN_BPF: &str =
+    "tracepoint:syscalls:sys_enter_getppid { $i = 0; while ($i < 20000) { $i++; } }";
+
+/// Calls `getppid` on every CPU for `span`: with [`HOLDS_THE_CPU_IN_BPF`]
+/// attached, the completions that come by interrupt meanwhile are lost.
+fn lose_completions_for(span: Duration) {
+    let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+    let deadline = Instant::now() + span;
+    let threads: Vec<_> = (0..cpus)
+        .map(|_| {
+            std::thread::spawn(move || {
+                while Instant::now() < deadline {
+                    // SAFETY: getppid has no preconditions.
+                    unsafe { libc::getppid() };
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// A loop device's `queue/rq_affinity`, set for the test and put back
+/// when dropped (the kernel reuses the device with its settings).
+struct RqAffinity {
+    path: String,
+    was: String,
+}
+
+impl RqAffinity {
+    /// 2: each completion runs on the CPU that issued its request, by an
+    /// interrupt from the loop worker's CPU when that is another.
+    fn force_on_issuer(device: &str) -> RqAffinity {
+        let path = format!("/sys/block/{device}/queue/rq_affinity");
+        let was = std::fs::read_to_string(&path).expect("rq_affinity");
+        std::fs::write(&path, "2").expect("rq_affinity set");
+        RqAffinity { path, was }
+    }
+}
+
+impl Drop for RqAffinity {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, self.was.trim());
+    }
+}
+
+/// Bursts of lost completions against one request at a time: the depth
+/// of every report stays that of one request. Requests whose completion
+/// was lost are found by comparing with the kernel's count, some 100 ms
+/// later, and leave the depth from their issue on; but a report taken
+/// between a burst and that comparison held them in its depth up to its
+/// end (here `qd_max` 58 to 166 and mean depths 11 to 18 in 0.5 s
+/// reports; the cause of the rare failures of
+/// `one_request_at_a_time_is_a_depth_of_one`). A report's end now comes
+/// just after such a comparison. The bursts are made: completions that
+/// interrupt a long tracing program are lost ([`HOLDS_THE_CPU_IN_BPF`]),
+/// and the loop device's completions come by interrupt
+/// ([`RqAffinity::force_on_issuer`]).
+#[test]
+fn bursts_of_lost_completions_stay_out_of_the_depth() {
+    if !runnable(
+        "bursts_of_lost_completions_stay_out_of_the_depth",
+        &["losetup", "unshare", "fio", "bpftrace"],
+    ) {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let image = Removed::temp("bursts");
+    std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
+    let lo = Loop::attach(&image);
+    let name = lo.name.clone();
+    let affinity = RqAffinity::force_on_issuer(&name);
+    let fio = Fio::spawn(
+        Command::new("fio")
+            .args([
+                "--name=bursts",
+                &format!("--filename=/dev/{name}"),
+                "--rw=randread",
+                "--bs=4k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--iodepth=1",
+                "--runtime=600",
+                "--time_based",
+                "--output-format=terse",
+            ])
+            .stdout(Stdio::null()),
+    );
+    await_reads(&name, Duration::from_secs(60));
+    let mut bpf = KillOnDrop(
+        namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", HOLDS_THE_CPU_IN_BPF])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bpftrace starts"),
+    );
+    let bpf_lines = lines_of(bpf.stdout.take().unwrap());
+    await_attached(&mut bpf, &bpf_lines, Duration::from_secs(60));
+    let iostat = watch_latency(&name);
+    await_first_report(&iostat, Duration::from_secs(60));
+    // Each burst across a report's end (0.35 to 0.65 s after a report of
+    // 0.5 s was printed).
+    for _ in 0..8 {
+        await_report_from_now(&iostat, Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(350));
+        lose_completions_for(Duration::from_millis(300));
+    }
+    await_reports_from_now(&iostat, Duration::from_secs(30));
+    interrupt(&iostat.child);
+    let out = wait_output(iostat, Duration::from_secs(10));
+    interrupt(&bpf);
+    await_bpftrace(&mut bpf, Duration::from_secs(60));
+    fio.stop(Duration::from_secs(30));
+    drop(affinity);
+    drop(lo);
+    let ndjson = text(&out.stdout);
+    let rows = rows_of(&ndjson, &name);
+    let shown = |row: &serde_json::Value| row["queue_depth_max"].as_u64();
+    let lost: u64 = rows
+        .iter()
+        .filter_map(|r| r["latency_undelivered_completions"].as_u64())
+        .sum();
+    let report = || {
+        rows.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // Without losses the test would show nothing.
+    assert!(
+        lost >= 100,
+        "the bursts lost {lost} completions\n{}",
+        report()
+    );
+    let means = mean_depths(&ndjson, &name);
+    let qd_max: Vec<u64> = rows.iter().filter_map(shown).collect();
+    assert!(
+        qd_max.iter().all(|&q| q <= 4) && means.iter().all(|&m| m <= 2.0),
+        "qd_max {qd_max:?}, mean depths {means:?} of one request at a time\n{}",
+        report()
     );
 }
 

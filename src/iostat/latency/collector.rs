@@ -223,6 +223,8 @@ struct KernelCounts {
     /// When the last count had been read: the counts are compared once
     /// the events up to then are in.
     read_by: u64,
+    /// The requests issued before this are compared with the counts.
+    compared_before: u64,
     /// Per disk, the kernel's count.
     counts: Vec<(Dev, KernelCount)>,
 }
@@ -272,12 +274,33 @@ impl State {
         self.check_in_flight(cutoff);
     }
 
+    /// Where the interval a report takes ends, just after a drain, and
+    /// up to when its events must be in first (the drain's cutoff): if a
+    /// disk's counts are being read (at most [`SETTLE`] ago), the time
+    /// before which the requests held are compared with them, and the end
+    /// of that read; else [`SETTLE`] ago, twice. Drained up to the read's
+    /// end (once its events are in, [`SETTLE`] later), the comparison ends
+    /// the interval: requests found lost leave the report's depth from
+    /// their issue on, and those issued later are in the next report.
+    /// Taken between two comparisons (some 100 ms apart), a report held
+    /// such requests in its depth up to its end: a burst of hundreds
+    /// raised a mean depth of 1 to 30.
+    fn end_of_interval(&self) -> (u64, u64) {
+        match &self.counts {
+            Some(read) if !read.counts.is_empty() => (read.compared_before, read.read_by),
+            _ => {
+                let now = monotonic_ns().saturating_sub(SETTLE);
+                (now, now)
+            }
+        }
+    }
+
     /// Compares the requests held with the kernel's counts read at an
     /// earlier drain, once the events up to the end of that read are in
     /// (`cutoff`): requests the kernel no longer counts are forgotten
     /// ([`Tracker::trim_in_flight`]) and leave the queue depth from their
-    /// issue on, except what a report took meanwhile (one held across a
-    /// report's end raised its depth for up to two drains, some 200 ms);
+    /// issue on, except what a report took meanwhile (a report's end
+    /// comes just after a comparison: [`State::end_of_interval`]);
     /// on a disk without a count, requests held 30 s are forgotten
     /// ([`super::tracker::STALE`]), having raised the depth until then.
     /// Then reads the counts anew for the next drain, of the disks holding
@@ -309,6 +332,7 @@ impl State {
         self.tracker.settle_unread(before);
         self.counts = Some(KernelCounts {
             read_by: monotonic_ns(),
+            compared_before: before,
             counts,
         });
     }
@@ -443,11 +467,17 @@ impl Collector {
         self.notice.as_deref()
     }
 
-    /// Ends the interval now: everything measured since the last call.
+    /// Ends the interval: everything measured since the last call, up to
+    /// the last reading of the kernel's counts, compared with them first
+    /// (see [`State::end_of_interval`]).
     pub fn take(&self) -> Interval {
         let table = self.partitions.then(partition_table);
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let cutoff = monotonic_ns().saturating_sub(SETTLE);
+        s.drain(monotonic_ns().saturating_sub(SETTLE));
+        let (end, cutoff) = s.end_of_interval();
+        // Held meanwhile: the thread would feed the events after `cutoff`.
+        let wait = cutoff.saturating_add(SETTLE).saturating_sub(monotonic_ns());
+        std::thread::sleep(Duration::from_nanos(wait));
         s.drain(cutoff);
         let mut undelivered: Vec<((u32, u32), u64)> = s
             .tracker
@@ -459,7 +489,7 @@ impl Collector {
         let unmatched = s.tracker.unmatched;
         let devices = s
             .tracker
-            .take(cutoff)
+            .take(end)
             .into_iter()
             .map(|(dev, h)| (dev_numbers(dev), h))
             .collect();

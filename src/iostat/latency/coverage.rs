@@ -67,10 +67,16 @@ pub fn shortfall(
 /// requests, whose completions never arrived, among the `completed` the
 /// kernel counted in an interval of `itv` hundredths of a second. A
 /// request found lost leaves the depth from its issue on (`depth`), but
-/// not what a report already took: one issued before a report's end and
-/// found lost after it (up to two drains, [`DRAIN_EVERY`] apart, after
-/// its issue: `collector`) held that report's depth one higher for up to
-/// 0.2 s, a flush or a request of a disk without a count for up to 30 s
+/// not what is in the histograms already: each comparison with the
+/// kernel's count adds the depth up to its reading (a report's end comes
+/// just after one: `collector`), so one that did not find a lost request
+/// added that request's depth up to it. A comparison misses as many as
+/// the kernel's count holds requests it cannot compare (issued within
+/// 50 µs of the reading, or not seen issued yet: at one request at a
+/// time on Linux 6.18, a quarter of the counts held a read not issued
+/// 2 µs before them), so such a request is found a comparison or two
+/// later (up to two drains, [`DRAIN_EVERY`] apart, after its issue), a
+/// flush or a request of a disk without a count after up to 30 s
 /// (`tracker::STALE`). Taking the first as the measure, the mean depth
 /// may be up to `forgotten × 0.2 s / T` too high, and the maximum up to
 /// `forgotten`. Withheld when that could exceed a quarter of a request and

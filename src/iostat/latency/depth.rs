@@ -49,6 +49,11 @@ impl DepthLine {
         self.inflight = self.inflight.saturating_add_signed(delta);
     }
 
+    /// Whether nothing is in flight and no depth is left to settle.
+    pub fn is_idle(&self) -> bool {
+        self.inflight == 0 && self.steps.is_empty()
+    }
+
     /// Adds the depth before `horizon` to `hist`.
     pub fn settle(&mut self, horizon: u64, hist: &mut Histogram) {
         let mut done = 0;

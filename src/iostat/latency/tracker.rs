@@ -632,8 +632,10 @@ impl Tracker {
 
     /// Ends the interval at `now`: every device's histograms since the
     /// last call (devices idle all along have depth 0 the whole time),
-    /// sorted by device. Devices with nothing in flight and nothing this
-    /// interval are forgotten, so a vanished device costs nothing.
+    /// sorted by device. Of events after `now` already fed in, the depth
+    /// from `now` on stays for the next interval (their latencies are in
+    /// this one). Devices with nothing in flight and no depth left for the
+    /// next interval are forgotten, so a vanished device costs nothing.
     pub fn take(&mut self, now: u64) -> Vec<(Dev, DeviceHistograms)> {
         self.settle_all_ambiguous();
         let devs: Vec<Dev> = self.devices.keys().copied().collect();
@@ -646,7 +648,7 @@ impl Tracker {
             .iter_mut()
             .map(|(&dev, d)| (dev, std::mem::take(&mut d.hist)))
             .collect();
-        self.devices.retain(|_, d| d.line.inflight > 0);
+        self.devices.retain(|_, d| !d.line.is_idle());
         // A disk gone and another at its number may have other queues.
         let devices = &self.devices;
         self.flush_slots.retain(|dev, _| devices.contains_key(dev));
@@ -1290,5 +1292,29 @@ mod tests {
         assert_eq!(h.depth.total, 9 * MS);
         assert_eq!(h.depth.max, 1);
         assert_eq!(h.latency[0].total, 1);
+    }
+
+    #[test]
+    fn a_report_ending_before_the_events_fed_leaves_their_depth_to_the_next() {
+        // A read from 10 to 30 ms, fed in before the report ending at
+        // 20 ms is taken: the report has its depth up to 20 ms and its
+        // latency; the next one has the rest of its depth, though
+        // nothing is in flight when the first is taken.
+        let mut t = Tracker::new(0);
+        t.issue(10 * MS, SDA, 100, 8, Op::Read);
+        t.complete(30 * MS, SDA, 100, 8);
+        let h = one(&mut t, 20 * MS, SDA);
+        assert_eq!(
+            h.depth.buckets().collect::<Vec<_>>(),
+            [(0, 10 * MS), (1, 10 * MS)]
+        );
+        assert_eq!(h.latency[0].total, 1);
+        let h = one(&mut t, 40 * MS, SDA);
+        assert_eq!(
+            h.depth.buckets().collect::<Vec<_>>(),
+            [(0, 10 * MS), (1, 10 * MS)]
+        );
+        assert_eq!(h.latency[0].total, 0);
+        assert!(t.take(50 * MS).is_empty(), "idle, it is forgotten");
     }
 }

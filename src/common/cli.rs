@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::output::Format;
 use super::privilege::{self, Guarded};
-use super::record::{Recorder, Replay, recording_error};
+use super::record::{Recorder, Replay, recording_error, replay_error};
 use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
 use super::stdout::is_stopped_while_writing;
@@ -158,10 +158,6 @@ impl SourceArgs {
         }
         if let Some(path) = &self.replay {
             let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
-            if let Some(warning) = replay.cut() {
-                let warning = super::escape::text(warning);
-                super::stderr::print(format_args!("{tool}: {warning}\n"));
-            }
             return Ok(Box::new(replay));
         }
         let live = RootFs::new(self.sysroot.clone().unwrap_or_else(|| PathBuf::from("/")));
@@ -241,9 +237,10 @@ pub fn tell(tool: &str, message: impl Display) {
 
 /// Maps an I/O error on standard output to an exit status: 0 for a reader
 /// that went away (`iostat-rs -x 1 | head`), else an error message and 1.
-/// A recording that could not be written is named as such.
+/// A recording that could not be written, or a replay's frame that could
+/// not be read, is named as such ([`file_error`]).
 pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
-    if let Some(err) = recording_error(err) {
+    if let Some(err) = file_error(err) {
         report_error(tool, err, 1)
     } else if is_broken_pipe(err) || is_stopped_while_writing(err) {
         0
@@ -253,11 +250,22 @@ pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
 }
 
 /// True when `err` is standard output failing, after which nothing more
-/// can be written to it. A recording that could not be written reaches
-/// the tools as an I/O error too, but the output is still whole: a JSON
+/// can be written to it. A recording that could not be written, or a
+/// replay's frame that could not be read, reaches the tools as an I/O
+/// error too ([`file_error`]), but the output is still whole: a JSON
 /// document begun there is still closed.
 pub fn is_output_failure(err: &io::Error) -> bool {
-    recording_error(err).is_none()
+    file_error(err).is_none()
+}
+
+/// The error of a recording's file inside an I/O error a [`Recorder`] or
+/// a [`Replay`] returned (through [`super::source::Source::next_sample`]
+/// or `finish`), if it is one: its message names the file.
+fn file_error(err: &io::Error) -> Option<&dyn std::error::Error> {
+    match recording_error(err) {
+        Some(err) => Some(err),
+        None => replay_error(err).map(|err| err as &dyn std::error::Error),
+    }
 }
 
 /// The exit status of a usage error in the tools whose command line clap

@@ -15,7 +15,7 @@ mod load;
 mod replay;
 mod writer;
 
-pub use replay::{Replay, ReplayError};
+pub use replay::{Replay, ReplayError, replay_error};
 pub use writer::{Recorder, RecordingError, recording_error};
 
 /// The value of the header's `format` field.
@@ -291,19 +291,77 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_recording_is_replayed_from_what_was_read() {
-        let dir = scratch("fiforec");
-        let file = uptime_recording(&dir, "run.rec", 3);
+    fn a_fifo_recording_is_replayed_as_it_comes_and_checked_frame_by_frame() {
+        let dir = scratch("fifostream");
+        let text = std::fs::read_to_string(uptime_recording(&dir, "run.rec", 2)).unwrap();
+        let lines: Vec<String> = text.lines().map(|l| format!("{l}\n")).collect();
         let fifo = dir.join("run.fifo");
         crate::common::user_file::mkfifo(&fifo);
-        let text = std::fs::read(&file).unwrap();
+        let (opened, told) = std::sync::mpsc::channel::<()>();
         let writer = {
             let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut out = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                out.write_all((lines[0].clone() + &lines[1]).as_bytes())
+                    .unwrap();
+                // The replay serves the first frame before the rest is
+                // written (or, reading to the end first, waits for it).
+                let streamed = told
+                    .recv_timeout(std::time::Duration::from_secs(10))
+                    .is_ok();
+                out.write_all(lines[2].as_bytes()).unwrap();
+                out.write_all(b"{\"index\":2,\"entries\":{\"read /proc/uptime\":7}}\n")
+                    .unwrap();
+                streamed
+            })
         };
         let mut replay = Replay::open(&fifo, "test").unwrap();
+        assert_eq!(replay.read_string("/proc/uptime").unwrap(), "0.00");
+        opened.send(()).unwrap();
+        assert!(replay.next_sample().unwrap());
+        assert_eq!(replay.read_string("/proc/uptime").unwrap(), "1.00");
+        let err = replay.next_sample().unwrap_err().to_string();
+        let at = format!("{}:4: frame 2: not a recording frame", fifo.display());
+        assert!(err.starts_with(&at), "{err}");
+        assert!(
+            writer.join().unwrap(),
+            "the whole FIFO was read before a frame was served"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_cut_short_is_told_at_its_end() {
+        let dir = scratch("fifocut");
+        let text = std::fs::read_to_string(uptime_recording(&dir, "run.rec", 3)).unwrap();
+        let cut = &text[..text.len() - 10];
+        let fifo = dir.join("run.fifo");
+        crate::common::user_file::mkfifo(&fifo);
+        let writer = {
+            let (fifo, cut) = (fifo.clone(), cut.to_string());
+            std::thread::spawn(move || std::fs::write(fifo, cut).unwrap())
+        };
+        let mut replay = Replay::open(&fifo, "test").unwrap();
+        assert!(replay.cut().is_none(), "not known before the end");
+        assert_eq!(uptimes_replayed(&mut replay), ["0.00", "1.00"]);
         writer.join().unwrap();
-        assert_eq!(uptimes_replayed(&mut replay), ["0.00", "1.00", "2.00"]);
+        let warning = replay.cut().expect("told at the end");
+        assert!(
+            warning.contains("the last frame (line 4) is incomplete"),
+            "{warning}"
+        );
+        // Nothing but a header and a line cut short: no sample at all.
+        let writer = {
+            let (fifo, cut) = (fifo.clone(), text[..HEADER.len() + 20].to_string());
+            std::thread::spawn(move || std::fs::write(fifo, cut).unwrap())
+        };
+        let err = Replay::open(&fifo, "test").err().unwrap().to_string();
+        writer.join().unwrap();
+        assert!(
+            err.ends_with(":2: the recording holds no complete sample (line 2 is cut short)"),
+            "{err}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -34,7 +34,8 @@ fn write(root: &Path, rel: &str, text: &str) {
     fs::write(path, text).unwrap();
 }
 
-fn mkfifo(path: &Path) {
+/// Makes a FIFO at `path`, replacing what is there.
+pub(crate) fn mkfifo(path: &Path) {
     let _ = fs::remove_file(path);
     let c = CString::new(path.as_os_str().as_bytes()).unwrap();
     // SAFETY: a NUL-terminated path.

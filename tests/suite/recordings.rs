@@ -704,3 +704,92 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
     );
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// A recording read from a FIFO (`--replay <(zcat run.rec.gz)`) is read
+/// once, a frame at a time, each checked as it comes: a damaged frame
+/// stops the replay there with the FIFO's line, status 1, after the
+/// reports of the frames before it, and a JSON document begun is closed
+/// (it was called an output failure and left open). Each tool.
+#[test]
+fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
+    let dir = scratch("fifo-damaged");
+    let root = dir.join("root");
+    iostat_tree(&root, 0);
+    let root_s = root.to_str().unwrap().to_string();
+    let vcpu = fixture("vcpustat/seed");
+    let cxl_root = dir.join("cxl");
+    crate::cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
+    let cxl_root = cxl_root.to_str().unwrap().to_string();
+    let mut runs = vec![
+        (
+            "iostat-rs",
+            IOSTAT,
+            &root_s,
+            vec!["-x", "-o", "JSON", "0.01", "4"],
+        ),
+        ("vcpustat", VCPUSTAT, &vcpu, vec!["-o", "json", "1", "4"]),
+    ];
+    if crate::cxlstat_support::perf_usable("a_frame_damaged_in_a_fifo_stops_the_replay_there") {
+        let args = vec![
+            "-e",
+            "cpu_clock",
+            "-I",
+            "10",
+            "--interval-count",
+            "4",
+            "-o",
+            "json",
+        ];
+        runs.push(("cxlstat", CXLSTAT, &cxl_root, args));
+    }
+    for (tool, bin, sysroot, args) in runs {
+        let rec = dir.join(format!("{tool}.rec"));
+        let mut recording = vec![
+            "--sysroot",
+            sysroot.as_str(),
+            "--record",
+            rec.to_str().unwrap(),
+        ];
+        recording.extend(&args);
+        let out = run(bin, &recording);
+        assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
+        let mut lines: Vec<String> = fs::read_to_string(&rec)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert!(lines.len() >= 5, "{tool}: {} lines", lines.len());
+        lines[3] = r#"{"index":2,"entries":{"x":1}}"#.to_string();
+        let fifo = dir.join(format!("{tool}.fifo"));
+        crate::hostile_files::mkfifo(&fifo);
+        let writer = {
+            let (fifo, text) = (fifo.clone(), lines.join("\n") + "\n");
+            // The tool may stop reading at the damaged frame.
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut out = fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                let _ = out.write_all(text.as_bytes());
+            })
+        };
+        let mut replay = vec!["--replay", fifo.to_str().unwrap()];
+        replay.extend(&args);
+        let out = run(bin, &replay);
+        writer.join().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{tool}: {}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with(&format!(
+                "{tool}: {}:4: frame 2: not a recording frame: ",
+                fifo.display()
+            )) && err.lines().count() == 1,
+            "{tool}: {err}"
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{tool}: the JSON document is not closed: {e}"));
+        assert!(
+            doc.to_string().len() > 100,
+            "{tool}: the reports before it: {doc}"
+        );
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

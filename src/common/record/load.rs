@@ -7,7 +7,9 @@
 //! frame as the replay goes, so a replay holds one frame at a time, not
 //! the whole recording (a day at 1 s intervals is some 500 MB at 10
 //! devices). A FIFO (`--replay <(zcat run.rec.gz)`) cannot be read twice:
-//! its frames are kept as they are checked.
+//! it is read once, frame by frame, each frame checked as it comes, so a
+//! damaged frame stops the replay there (after the reports before it) and
+//! a last line cut short is known only at the end.
 
 use std::fs::File;
 use std::io::{BufReader, Seek, SeekFrom};
@@ -33,15 +35,19 @@ pub(super) struct Loaded {
     pub header: Header,
     /// Every complete frame, in file order.
     pub frames: Frames,
-    /// The line number of a last line that was cut short and left out.
+    /// The line number of a last line that was cut short and left out
+    /// (of a FIFO, known only at its end: [`Frames::cut_line`]).
     pub cut_line: Option<usize>,
 }
+
+/// A frame and its line in the file (none for frames built in memory).
+type Numbered = (Option<usize>, Frame);
 
 /// The frames of a recording, in order, each with its line number in the
 /// file (none for frames built in memory).
 pub(super) enum Frames {
-    /// Frames in memory: built by a program, or read from a FIFO.
-    Held(std::vec::IntoIter<(Option<usize>, Frame)>),
+    /// Frames built in memory by a program.
+    Held(std::vec::IntoIter<Numbered>),
     /// Frames read again from a checked regular file as they are asked
     /// for, no more than the check counted (a frame appended since is
     /// not replayed).
@@ -51,15 +57,53 @@ pub(super) enum Frames {
         /// How many of the frames checked are still to come.
         left: usize,
     },
+    /// Frames read once from a FIFO as they are asked for, each checked
+    /// as it comes.
+    Piped {
+        /// The FIFO after its header.
+        reader: FrameReader,
+        /// The first frame, read to know there is one.
+        first: Option<Numbered>,
+        /// The line of a last line cut short, once the end is reached.
+        cut_line: Option<usize>,
+    },
 }
 
 impl Frames {
+    /// The line of a FIFO's last line, cut short, once its end is reached.
+    pub fn cut_line(&self) -> Option<usize> {
+        match self {
+            Frames::Piped { cut_line, .. } => *cut_line,
+            _ => None,
+        }
+    }
+
     /// The next frame and its line; `None` after the last. A streamed
     /// file that no longer reads as it did when checked (rewritten or cut
     /// during the replay) is an error naming the file.
-    pub fn next(&mut self) -> Result<Option<(Option<usize>, Frame)>, ReplayError> {
+    pub fn next(&mut self) -> Result<Option<Numbered>, ReplayError> {
         match self {
             Frames::Held(frames) => Ok(frames.next()),
+            Frames::Piped {
+                reader,
+                first,
+                cut_line,
+            } => {
+                if let Some(first) = first.take() {
+                    return Ok(Some(first));
+                }
+                if cut_line.is_some() {
+                    return Ok(None);
+                }
+                match reader.next()? {
+                    Read::Frame(line, frame) => Ok(Some((Some(line), frame))),
+                    Read::Cut(line) => {
+                        *cut_line = Some(line);
+                        Ok(None)
+                    }
+                    Read::End => Ok(None),
+                }
+            }
             Frames::Streamed { left: 0, .. } => Ok(None),
             Frames::Streamed { reader, left } => match reader.next()? {
                 Read::Frame(line, frame) => {
@@ -210,38 +254,57 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         },
     })?;
     let mut checked = FrameReader::new(reader, &shown);
-    let mut held = Vec::new();
+    if !regular {
+        return match checked.next()? {
+            Read::Frame(number, frame) => Ok(Loaded {
+                header,
+                frames: Frames::Piped {
+                    reader: checked,
+                    first: Some((Some(number), frame)),
+                    cut_line: None,
+                },
+                cut_line: None,
+            }),
+            Read::Cut(number) => Err(no_sample(&shown, Some(number))),
+            Read::End => Err(no_sample(&shown, None)),
+        };
+    }
     let cut_line = loop {
         match checked.next()? {
-            Read::Frame(number, frame) if !regular => held.push((Some(number), frame)),
             Read::Frame(..) => {}
             Read::Cut(number) => break Some(number),
             Read::End => break None,
         }
     };
     if checked.frames == 0 {
-        let what = match cut_line {
-            Some(n) => format!("the recording holds no complete sample (line {n} is cut short)"),
-            None => "the recording holds no sample".to_string(),
-        };
-        return Err(bad(cut_line.unwrap_or(2), what));
+        return Err(no_sample(&shown, cut_line));
     }
-    let frames = if regular {
-        let mut file = checked.reader.into_inner();
-        file.seek(SeekFrom::Start(header_bytes as u64))
-            .map_err(io_err)?;
-        Frames::Streamed {
-            left: checked.frames,
-            reader: FrameReader::new(BufReader::new(file), &shown),
-        }
-    } else {
-        Frames::Held(held.into_iter())
+    let mut file = checked.reader.into_inner();
+    file.seek(SeekFrom::Start(header_bytes as u64))
+        .map_err(io_err)?;
+    let frames = Frames::Streamed {
+        left: checked.frames,
+        reader: FrameReader::new(BufReader::new(file), &shown),
     };
     Ok(Loaded {
         header,
         frames,
         cut_line,
     })
+}
+
+/// The error for a recording without a complete frame (`cut_line`: the
+/// line cut short, if one was).
+fn no_sample(path: &str, cut_line: Option<usize>) -> ReplayError {
+    let what = match cut_line {
+        Some(n) => format!("the recording holds no complete sample (line {n} is cut short)"),
+        None => "the recording holds no sample".to_string(),
+    };
+    ReplayError::Format {
+        path: path.to_string(),
+        line: cut_line.unwrap_or(2),
+        what,
+    }
 }
 
 enum HeaderProblem {

@@ -17,6 +17,7 @@ use super::{Entry, Frame, Header, parse_hex};
 use crate::common::escape::text;
 use crate::common::excerpt::{clip, excerpt};
 use crate::common::source::{Source, Uname};
+use crate::common::stderr;
 
 /// Why a recording could not be replayed.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +55,13 @@ pub enum ReplayError {
     },
 }
 
+/// The [`ReplayError`] inside an I/O error that a [`Replay`] returned
+/// (through [`Source::next_sample`]: a frame that cannot be read), if it
+/// is one.
+pub fn replay_error(err: &io::Error) -> Option<&ReplayError> {
+    err.get_ref()?.downcast_ref()
+}
+
 /// A [`Source`] that serves a recording, one frame per sample, without sleeping.
 pub struct Replay {
     header: Header,
@@ -74,15 +82,19 @@ pub struct Replay {
     cut: Option<String>,
     /// The file, as messages name it.
     path: String,
+    /// The tool replaying it, as its messages begin.
+    tool: String,
     /// The first input asked for that the recording does not hold.
     unanswered: OnceCell<String>,
 }
 
 impl Replay {
     /// Loads the recording at `path` that `tool` made, checking every line
-    /// first: a damaged line, a recording of another tool or of no sample
-    /// is an error naming the file (and the line). A last line cut short
-    /// is left out, and [`Replay::cut`] says so.
+    /// first (of a FIFO, each as it comes: see [`super::load`]): a damaged
+    /// line, a recording of another tool or of no sample is an error
+    /// naming the file (and the line). A last line cut short is left out,
+    /// and a warning on stderr says so (of a FIFO, at its end), as
+    /// [`Replay::cut`] does.
     // Out of line: only some runs take this path; inlined, it would sit among
     // the code every run executes (build.rs, "Hot code first").
     #[inline(never)]
@@ -90,15 +102,24 @@ impl Replay {
         let loaded = load(path, tool)?;
         let mut replay = Replay::with_frames(loaded.header, loaded.frames);
         replay.path = path.display().to_string();
+        replay.tool = tool.to_string();
         replay.advance()?;
-        replay.cut = loaded.cut_line.map(|line| {
-            format!(
-                "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
-                 short; replaying the complete frames before it",
-                path.display()
-            )
-        });
+        if let Some(line) = loaded.cut_line {
+            replay.warn_cut(line);
+        }
         Ok(replay)
+    }
+
+    /// Says on stderr that the last line, `line`, was cut short and left
+    /// out.
+    fn warn_cut(&mut self, line: usize) {
+        let warning = format!(
+            "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
+             short; replaying the complete frames before it",
+            self.path
+        );
+        stderr::print(format_args!("{}: {}\n", self.tool, text(&warning)));
+        self.cut = Some(warning);
     }
 
     /// The recording's header.
@@ -134,6 +155,7 @@ impl Replay {
             elapsed_ns: 0,
             cut: None,
             path: "the recording".to_string(),
+            tool: String::new(),
             unanswered: OnceCell::new(),
         }
     }
@@ -145,7 +167,14 @@ impl Replay {
                 self.apply(next);
                 Ok(true)
             }
-            None => Ok(false),
+            None => {
+                if let Some(line) = self.upcoming.cut_line()
+                    && self.cut.is_none()
+                {
+                    self.warn_cut(line);
+                }
+                Ok(false)
+            }
         }
     }
 
@@ -299,7 +328,7 @@ impl Source for Replay {
 
     fn next_sample(&mut self) -> io::Result<bool> {
         self.advance()
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
     fn check_answered(&self) -> io::Result<()> {

@@ -196,6 +196,28 @@ impl Fio {
         ))
     }
 
+    /// 4 KiB direct random reads of `/dev/DEVICE`, one request at a time,
+    /// until stopped: whatever time iostat-rs takes to start on a loaded
+    /// machine (a run of 4 s could end before the reports).
+    fn one_request_at_a_time(device: &str) -> Fio {
+        Fio::spawn(
+            Command::new("fio")
+                .args([
+                    "--name=one-at-a-time",
+                    &format!("--filename=/dev/{device}"),
+                    "--rw=randread",
+                    "--bs=4k",
+                    "--direct=1",
+                    "--ioengine=psync",
+                    "--iodepth=1",
+                    "--runtime=600",
+                    "--time_based",
+                    "--output-format=terse",
+                ])
+                .stdout(Stdio::null()),
+        )
+    }
+
     /// Ends the run as fio's own stop does (SIGTERM: fio ends its jobs),
     /// at most `limit`; killed on drop if fio does not exit by then.
     fn stop(mut self, limit: Duration) {
@@ -1617,24 +1639,7 @@ fn one_request_at_a_time_is_a_depth_of_one() {
     std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
     let lo = Loop::attach(&image);
     let name = lo.name.clone();
-    // Reading until stopped, whatever time iostat-rs takes to start on a
-    // loaded machine (a run of 4 s could end before the reports).
-    let fio = Fio::spawn(
-        Command::new("fio")
-            .args([
-                "--name=depth",
-                &format!("--filename=/dev/{}", lo.name),
-                "--rw=randread",
-                "--bs=4k",
-                "--direct=1",
-                "--ioengine=psync",
-                "--iodepth=1",
-                "--runtime=600",
-                "--time_based",
-                "--output-format=terse",
-            ])
-            .stdout(Stdio::null()),
-    );
+    let fio = Fio::one_request_at_a_time(&lo.name);
     // fio is reading when the programs are attached.
     await_reads(&name, Duration::from_secs(60));
     let iostat = watch_latency(&name);
@@ -1746,22 +1751,7 @@ fn bursts_of_lost_completions_stay_out_of_the_depth() {
     let lo = Loop::attach(&image);
     let name = lo.name.clone();
     let affinity = RqAffinity::force_on_issuer(&name);
-    let fio = Fio::spawn(
-        Command::new("fio")
-            .args([
-                "--name=bursts",
-                &format!("--filename=/dev/{name}"),
-                "--rw=randread",
-                "--bs=4k",
-                "--direct=1",
-                "--ioengine=psync",
-                "--iodepth=1",
-                "--runtime=600",
-                "--time_based",
-                "--output-format=terse",
-            ])
-            .stdout(Stdio::null()),
-    );
+    let fio = Fio::one_request_at_a_time(&name);
     await_reads(&name, Duration::from_secs(60));
     let mut bpf = KillOnDrop(
         namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", HOLDS_THE_CPU_IN_BPF])

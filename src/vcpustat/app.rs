@@ -423,15 +423,20 @@ fn once(options: &Options, source: &mut dyn Source, out: &mut dyn Write) -> Resu
     };
     output.begin(out)?;
     output.emit(out, source.now(), 0, &report)?;
-    if let Some(charts) = &mut charts(options, source) {
-        charts
+    let charted = match &mut charts(options, source) {
+        Some(charts) => charts
             .sample(source.now(), &report)
-            .map_err(VcpuError::Chart)?;
-        charts.finish().map_err(VcpuError::Chart)?;
-    }
-    output.end(out)?;
-    source.finish()?;
-    Ok(())
+            .and_then(|()| charts.finish())
+            .map_err(VcpuError::Chart),
+        None => Ok(()),
+    };
+    // The document is closed, and a recording gets its frame, even when
+    // the charts cannot be written, as after an interval run.
+    let ended = output.end(out);
+    let finished = source.finish();
+    ended?;
+    charted?;
+    Ok(finished?)
 }
 
 /// Reports every interval until the count, a stop signal or an error.

@@ -374,7 +374,7 @@ fn a_chart_that_fails_mid_run_is_named_alike_and_the_json_is_closed() {
     let vcpustat_rec = fixture("vcpustat.rec");
     let cxlstat_rec = fixture("cxlstat.rec");
     let dtl = fixture("lpar1.dtl");
-    let runs: [(&str, &str, Vec<&str>); 4] = [
+    let runs: [(&str, &str, Vec<&str>); 5] = [
         (
             IOSTAT,
             "iostat-rs",
@@ -384,6 +384,12 @@ fn a_chart_that_fails_mid_run_is_named_alike_and_the_json_is_closed() {
             VCPUSTAT,
             "vcpustat",
             vec!["--replay", &vcpustat_rec, "-o", "json", "1"],
+        ),
+        // No interval: one report of the counts, and its chart.
+        (
+            VCPUSTAT,
+            "vcpustat",
+            vec!["--replay", &vcpustat_rec, "-o", "json"],
         ),
         (
             CXLSTAT,

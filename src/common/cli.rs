@@ -273,8 +273,9 @@ fn file_error(err: &io::Error) -> Option<&dyn std::error::Error> {
 pub const USAGE_STATUS: i32 = 2;
 
 /// Ends a command line clap could not parse: `--help` and `--version` print
-/// as clap prints them (status 0); an error is one line, `tool: what is
-/// wrong (see 'tool --help')`, with [`USAGE_STATUS`].
+/// as clap prints them (status 0; an output that fails them is
+/// [`output_error_status`]'s, as for a report); an error is one line,
+/// `tool: what is wrong (see 'tool --help')`, with [`USAGE_STATUS`].
 pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
     parse_error_status_with_help(tool, tool, err)
 }
@@ -284,8 +285,15 @@ pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
 /// which lists that subcommand's options.
 pub fn parse_error_status_with_help(tool: &str, help_command: &str, err: &clap::Error) -> i32 {
     if !err.use_stderr() {
-        let _ = err.print();
-        return 0;
+        // Standard output is line-buffered: the flush writes a last line
+        // that has no newline, so every failure shows here.
+        return match err
+            .print()
+            .and_then(|()| io::Write::flush(&mut io::stdout()))
+        {
+            Ok(()) => 0,
+            Err(e) => output_error_status(tool, &e),
+        };
     }
     // clap's first paragraph (the error and its details, such as the
     // possible values or the missing arguments), joined into one line.

@@ -1,6 +1,7 @@
 //! Bad kernel files give one short line naming the file and the problem:
 //! the contents are quoted as a short escaped prefix, never echoed whole.
-//! So does a `--sysroot` that is not a directory, or none, in every tool.
+//! So does a `--sysroot` that is not a directory, or none, in every tool,
+//! and a `--help` or `--version` that cannot be written.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -169,6 +170,61 @@ fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
         }
     }
     assert!(!written.exists());
+}
+
+/// `--help` and `--version` on a full disk (`>/dev/full`): one line saying
+/// the output could not be written, and status 1, as for a report. The
+/// tools whose command line clap parses ignored the failure and exited 0;
+/// a reader that went away (a closed pipe) is still no error.
+#[test]
+fn help_and_version_that_cannot_be_written_fail() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let iostat = env!("CARGO_BIN_EXE_iostat-rs");
+    let vcpustat = env!("CARGO_BIN_EXE_vcpustat");
+    let cxlstat = env!("CARGO_BIN_EXE_cxlstat");
+    for (program, tool, args) in [
+        (iostat, "iostat-rs", &["--help"][..]),
+        (iostat, "iostat-rs", &["-V"][..]),
+        (vcpustat, "vcpustat", &["--help"][..]),
+        (vcpustat, "vcpustat", &["--version"][..]),
+        (vcpustat, "vcpustat", &["trace", "report", "--help"][..]),
+        (cxlstat, "cxlstat", &["--help"][..]),
+        (cxlstat, "cxlstat", &["--version"][..]),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = Command::new(program)
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("{tool}: cannot write output: No space left on device (os error 28)\n"),
+            "{tool} {args:?}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{tool} {args:?}");
+        // A pipe whose reader is gone before the first write.
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors, which we then own.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: descriptors pipe2 just opened, owned here only.
+        let (reader, writer) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(reader);
+        let out = Command::new(program)
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        assert_eq!(
+            (out.status.code(), String::from_utf8_lossy(&out.stderr)),
+            (Some(0), "".into()),
+            "{tool} {args:?}"
+        );
+    }
 }
 
 /// Standard error on a full disk (`2>/dev/full`): messages are lost, not

@@ -233,8 +233,17 @@ pub fn write_report(
                 if let Some(e) = failed {
                     return Err(ReportError::Output(e));
                 }
-                merged.map_err(ReportError::Input)?;
+                // A recording that cannot be read on (shortened meanwhile)
+                // ends the report with the rows written so far, the JSON
+                // document closed, as an interval run's is.
                 w.end()?;
+                if let Err(e) = merged {
+                    progress.clear();
+                    if format == ReportFormat::Json {
+                        writeln!(out, "}}}}")?;
+                    }
+                    return Err(ReportError::Input(e));
+                }
                 continue;
             }
         };
@@ -285,6 +294,51 @@ fn write_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recording_shortened_during_the_timeline_leaves_the_json_closed() {
+        let dir = std::env::temp_dir().join(format!("hwstat-shortened-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("lpar1.dtl");
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/charts/lpar1.dtl"
+        );
+        std::fs::copy(fixture, &path).unwrap();
+        let recording = super::super::recording::Recording::open(&path).unwrap();
+        let recordings = vec![("lpar1.dtl".to_string(), recording)];
+        let machine = analysis::load(&recordings).unwrap();
+        // Shortened after it was opened: the merge reads the records as it
+        // goes, and finds them gone.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(file.metadata().unwrap().len() / 2).unwrap();
+        let options = ReportOptions {
+            format: ReportFormat::Json,
+            timeline: true,
+            table: Some(Table::Timeline),
+        };
+        let mut out = Vec::new();
+        let result = write_report(
+            &mut out,
+            &machine,
+            &Topology::default(),
+            &options,
+            0,
+            &[],
+            &mut Progress::hidden(),
+        );
+        let Err(ReportError::Input(e)) = result else {
+            panic!("{result:?}");
+        };
+        assert!(
+            e.contains("the recording was shortened while being read"),
+            "{e}"
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out)
+            .unwrap_or_else(|e| panic!("not closed: {e}: {}", String::from_utf8_lossy(&out)));
+        assert!(doc["sections"]["timeline"].is_object(), "{doc}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn csv_without_table_lists_every_table_the_option_accepts() {

@@ -672,8 +672,8 @@ Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay 
 }
 
 /// The notes at the end of `--help`.
-const AFTER_HELP: &str = "-N, -j and -f apply to the device names that follow them; -g NAME groups \
-                          the devices that follow it.";
+const AFTER_HELP: &str = "-N and -j apply to the device names that follow them, -f and +f to every \
+                          device; -g NAME groups the devices that follow it.";
 
 /// The block devices present now and `ALL`, for shell completion.
 fn block_devices() -> Vec<clap_complete::CompletionCandidate> {
@@ -766,7 +766,7 @@ pub fn command() -> clap::Command {
                 .value_name("DIR")
                 .value_hint(clap::ValueHint::DirPath)
                 .help(
-                    "Read the statistics of the devices that follow from DIR (DIR/diskstats, \
+                    "Read the statistics of every device from DIR (DIR/diskstats, \
                      DIR/block/*/stat) instead of /proc and /sys; +f DIR reads both, \
                      DIR for the devices the system lacks",
                 ),

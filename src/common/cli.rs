@@ -238,7 +238,7 @@ pub fn tell(tool: &str, message: impl Display) {
 /// Maps an I/O error on standard output to an exit status: 0 for a reader
 /// that went away (`iostat-rs -x 1 | head`), else an error message and 1.
 /// A recording that could not be written, or a replay's frame that could
-/// not be read, is named as such ([`file_error`]).
+/// not be read, is named as such (`file_error`).
 pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
     if let Some(err) = file_error(err) {
         report_error(tool, err, 1)
@@ -252,7 +252,7 @@ pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
 /// True when `err` is standard output failing, after which nothing more
 /// can be written to it. A recording that could not be written, or a
 /// replay's frame that could not be read, reaches the tools as an I/O
-/// error too ([`file_error`]), but the output is still whole: a JSON
+/// error too (`file_error`), but the output is still whole: a JSON
 /// document begun there is still closed.
 pub fn is_output_failure(err: &io::Error) -> bool {
     file_error(err).is_none()

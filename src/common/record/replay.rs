@@ -90,7 +90,7 @@ pub struct Replay {
 
 impl Replay {
     /// Loads the recording at `path` that `tool` made, checking every line
-    /// first (of a FIFO, each as it comes: see [`super::load`]): a damaged
+    /// first (of a FIFO, each as it comes: see `record::load`): a damaged
     /// line, a recording of another tool or of no sample is an error
     /// naming the file (and the line). A last line cut short is left out,
     /// and a warning on stderr says so (of a FIFO, at its end), as

@@ -469,7 +469,7 @@ impl Collector {
 
     /// Ends the interval: everything measured since the last call, up to
     /// the last reading of the kernel's counts, compared with them first
-    /// (see [`State::end_of_interval`]).
+    /// (see `State::end_of_interval`).
     pub fn take(&self) -> Interval {
         let table = self.partitions.then(partition_table);
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);

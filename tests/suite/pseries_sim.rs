@@ -163,6 +163,7 @@ fn rings_and_the_statistics_exclude_each_other() {
     assert_eq!(errno(std::fs::write(&stats, "1")), Some(libc::EBUSY));
     assert!(!sim.kernel().on);
     drop(held);
+    sim.await_rings_closed();
     std::fs::write(&stats, "1").unwrap();
     for cpu in [0, 1] {
         assert_eq!(

@@ -682,6 +682,7 @@ fn events_and_ring_size_work_on_unseekable_debugfs_files() {
         f.to_str().unwrap(),
     ]);
     assert_eq!(status, 0, "{err}");
+    sim.await_rings_closed();
     {
         let k = sim.kernel();
         let dtl = k.debugfs.as_ref().unwrap();

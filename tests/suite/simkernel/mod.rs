@@ -655,6 +655,27 @@ impl Mounted {
     pub fn kernel(&self) -> MutexGuard<'_, Kernel> {
         self.kernel.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Waits (at most 10 s) until no DTL ring is held open. `close(2)`
+    /// returns before FUSE's RELEASE reaches the simulation (the kernel
+    /// sends it in the background), so a ring just closed may still hold
+    /// the lock it shares with the statistics (once in CI: EBUSY for a
+    /// switch on right after the ring's file was dropped).
+    pub fn await_rings_closed(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self
+            .kernel()
+            .debugfs
+            .as_ref()
+            .is_some_and(|d| !d.open_rings.is_empty())
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a DTL ring still open 10 s after its last close"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 /// Why FUSE cannot run here, if it cannot.

@@ -1657,6 +1657,18 @@ fn mean_depths(ndjson: &str, device: &str) -> Vec<f64> {
     means
 }
 
+/// A 64 MiB loop device (`hwstat-latency-TAG-PID` its image) that fio
+/// reads one request at a time, reading already when this returns: the
+/// programs are attached while it reads.
+fn reading_one_at_a_time(tag: &str) -> (Removed, Loop, Fio) {
+    let image = Removed::temp(tag);
+    std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
+    let lo = Loop::attach(&image);
+    let fio = Fio::one_request_at_a_time(&lo.name);
+    await_reads(&lo.name, Duration::from_secs(60));
+    (image, lo, fio)
+}
+
 /// One reader issuing one request at a time, some 200,000 a second from
 /// the page cache under a loop device, started before iostat-rs: the
 /// depth never exceeds 1. A completion the tracepoints did not deliver
@@ -1673,13 +1685,8 @@ fn one_request_at_a_time_is_a_depth_of_one() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = Removed::temp("depth");
-    std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
-    let lo = Loop::attach(&image);
+    let (image, lo, fio) = reading_one_at_a_time("depth");
     let name = lo.name.clone();
-    let fio = Fio::one_request_at_a_time(&lo.name);
-    // fio is reading when the programs are attached.
-    await_reads(&name, Duration::from_secs(60));
     let iostat = watch_latency(&name);
     await_first_report(&iostat, Duration::from_secs(60));
     await_reports_from_now(&iostat, Duration::from_secs(30));
@@ -1784,13 +1791,9 @@ fn bursts_of_lost_completions_stay_out_of_the_depth() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = Removed::temp("bursts");
-    std::fs::write(&image, vec![0u8; 64 << 20]).unwrap();
-    let lo = Loop::attach(&image);
+    let (_image, lo, fio) = reading_one_at_a_time("bursts");
     let name = lo.name.clone();
     let affinity = RqAffinity::force_on_issuer(&name);
-    let fio = Fio::one_request_at_a_time(&name);
-    await_reads(&name, Duration::from_secs(60));
     let mut bpf = KillOnDrop(
         namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", HOLDS_THE_CPU_IN_BPF])
             .stdout(Stdio::piped())

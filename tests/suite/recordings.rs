@@ -609,14 +609,23 @@ fn limited_file_size(bin: &str, args: &[&str], rec: &Path) -> Output {
     cmd.output().unwrap()
 }
 
+/// The trees under `dir` the tools record from with `--sysroot`, to pass
+/// as they are: iostat-rs's small tree, vcpustat's seed fixture, and one
+/// software PMU that cxlstat can count (`cpu_clock`).
+fn counting_sysroots(dir: &Path) -> [String; 3] {
+    let root = dir.join("root");
+    iostat_tree(&root, 0);
+    let cxl_root = dir.join("cxl");
+    crate::cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
+    [root, PathBuf::from(fixture("vcpustat/seed")), cxl_root]
+        .map(|p| p.to_str().unwrap().to_string())
+}
+
 #[test]
 fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
     let dir = scratch("full");
-    let root = dir.join("root");
-    iostat_tree(&root, 0);
-    let root_s = root.to_str().unwrap().to_string();
+    let [root_s, vcpu, cxl_root] = counting_sysroots(&dir);
     let cxl = fixture("cxl/qemu-two-cpmus");
-    let vcpu = fixture("vcpustat/seed");
     for (tool, bin, sysroot, extra) in [
         ("iostat-rs", IOSTAT, &root_s, &[][..]),
         ("vcpustat", VCPUSTAT, &vcpu, &[][..]),
@@ -656,9 +665,6 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
     // The disk fills up mid-run (a file size limit: EFBIG): after the
     // header, on a frame. The JSON document begun on standard output is
     // still closed: only the recording failed.
-    let cxl_root = dir.join("cxl");
-    crate::cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
-    let cxl_root = cxl_root.to_str().unwrap().to_string();
     let mut runs = vec![
         (
             "iostat-rs",
@@ -713,13 +719,7 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
 #[test]
 fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
     let dir = scratch("fifo-damaged");
-    let root = dir.join("root");
-    iostat_tree(&root, 0);
-    let root_s = root.to_str().unwrap().to_string();
-    let vcpu = fixture("vcpustat/seed");
-    let cxl_root = dir.join("cxl");
-    crate::cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
-    let cxl_root = cxl_root.to_str().unwrap().to_string();
+    let [root_s, vcpu, cxl_root] = counting_sysroots(&dir);
     let mut runs = vec![
         (
             "iostat-rs",

@@ -263,6 +263,21 @@ fn await_attached(bpf: &mut Child, lines: &mpsc::Receiver<String>, limit: Durati
     }
 }
 
+/// bpftrace running `script`, once it says it is attached (at most 60 s),
+/// and the lines it prints from then on.
+fn bpftrace_attached(script: &str) -> (KillOnDrop, mpsc::Receiver<String>) {
+    let mut bpf = KillOnDrop(
+        namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bpftrace starts"),
+    );
+    let lines = lines_of(bpf.stdout.take().unwrap());
+    await_attached(&mut bpf, &lines, Duration::from_secs(60));
+    (bpf, lines)
+}
+
 /// Waits for bpftrace, already sent SIGINT, to print its maps and exit;
 /// sends SIGINT again every 5 s, and fails after `limit`. bpftrace can miss
 /// the first: a CI run waited four minutes on a bpftrace in `epoll_wait`
@@ -572,15 +587,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let disk = SlowDisk::mount(name, delays);
     let lo = Loop::attach(&disk.file());
     let script = bpftrace_script(lo.dev);
-    let mut bpf = KillOnDrop(
-        namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", &script])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("bpftrace starts"),
-    );
-    let bpf_lines = lines_of(bpf.stdout.take().unwrap());
-    await_attached(&mut bpf, &bpf_lines, Duration::from_secs(60));
+    let (mut bpf, bpf_lines) = bpftrace_attached(&script);
     let iostat = watch_latency(&lo.name);
     let expo = namespace::command(
         MOUNT_TRACEFS,
@@ -1794,15 +1801,7 @@ fn bursts_of_lost_completions_stay_out_of_the_depth() {
     let (_image, lo, fio) = reading_one_at_a_time("bursts");
     let name = lo.name.clone();
     let affinity = RqAffinity::force_on_issuer(&name);
-    let mut bpf = KillOnDrop(
-        namespace::command(MOUNT_TRACEFS, "bpftrace", &["-e", HOLDS_THE_CPU_IN_BPF])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("bpftrace starts"),
-    );
-    let bpf_lines = lines_of(bpf.stdout.take().unwrap());
-    await_attached(&mut bpf, &bpf_lines, Duration::from_secs(60));
+    let (mut bpf, _bpf_lines) = bpftrace_attached(HOLDS_THE_CPU_IN_BPF);
     let iostat = watch_latency(&name);
     await_first_report(&iostat, Duration::from_secs(60));
     // Each burst across a report's end (0.35 to 0.65 s after a report of

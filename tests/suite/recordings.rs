@@ -793,3 +793,129 @@ fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
     }
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// A replay from a FIFO whose writer stalls (a `zcat` stopped, a slow
+/// network copy) waits for it, and a stop signal ends that wait: the run
+/// ends at once, after the reports of the frames that came, the JSON
+/// document closed. (The read used to go on waiting for the writer.)
+/// Each tool.
+#[test]
+fn a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo() {
+    let dir = scratch("fifo-stalled");
+    let [root_s, vcpu, cxl_root] = counting_sysroots(&dir);
+    let mut runs = vec![
+        (
+            "iostat-rs",
+            IOSTAT,
+            &root_s,
+            vec!["-x", "-o", "JSON", "0.01", "4"],
+        ),
+        ("vcpustat", VCPUSTAT, &vcpu, vec!["-o", "json", "1", "4"]),
+    ];
+    if crate::cxlstat_support::perf_usable("a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo")
+    {
+        let args = vec![
+            "-e",
+            "cpu_clock",
+            "-I",
+            "10",
+            "--interval-count",
+            "4",
+            "-o",
+            "json",
+        ];
+        runs.push(("cxlstat", CXLSTAT, &cxl_root, args));
+    }
+    for (tool, bin, sysroot, args) in runs {
+        let rec = dir.join(format!("{tool}.rec"));
+        let mut recording = vec![
+            "--sysroot",
+            sysroot.as_str(),
+            "--record",
+            rec.to_str().unwrap(),
+        ];
+        recording.extend(&args);
+        let out = run(bin, &recording);
+        assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
+        let lines: Vec<String> = fs::read_to_string(&rec)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        let fifo = dir.join(format!("{tool}.fifo"));
+        crate::hostile_files::mkfifo(&fifo);
+        // The header and two frames, then the writer stalls until told.
+        let (done, stalled) = std::sync::mpsc::channel::<()>();
+        let writer = {
+            let (fifo, text) = (fifo.clone(), lines[..3].join("\n") + "\n");
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut out = fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                out.write_all(text.as_bytes()).unwrap();
+                let _ = stalled.recv_timeout(Duration::from_secs(60));
+            })
+        };
+        let mut replay = vec!["--replay", fifo.to_str().unwrap()];
+        replay.extend(&args);
+        let mut child = Command::new(bin)
+            .args(&replay)
+            .env_clear()
+            .env("LC_ALL", "C")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reports of the frames that came are out: the replay waits.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // A report's first key: iostat-rs's, then vcpustat's and cxlstat's.
+        while !["\"avg-cpu\"", "\"timestamp\""]
+            .iter()
+            .any(|key| text(&seen).contains(key))
+        {
+            let n = stdout.read(&mut chunk).unwrap();
+            assert!(n > 0, "{tool}: no report: {}", text(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: signalling our own child, not reaped yet, by its pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = done.send(());
+                panic!("{tool} still waiting for the FIFO 5 s after SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = done.send(());
+        writer.join().unwrap();
+        stdout.read_to_end(&mut seen).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(err.is_empty(), "{tool}: {err}");
+        assert!(
+            status.success() || status.code().is_none(),
+            "{tool}: {status:?}"
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&seen).unwrap_or_else(|e| {
+            panic!(
+                "{tool}: the JSON document is not closed: {e}: {}",
+                text(&seen)
+            )
+        });
+        assert!(doc.to_string().len() > 100, "{tool}: {doc}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -12,7 +12,8 @@
 //! a last line cut short is known only at the end.
 
 use std::fs::File;
-use std::io::{BufReader, Seek, SeekFrom};
+use std::io::{self, BufReader, Seek, SeekFrom};
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -20,6 +21,7 @@ use serde::Deserialize;
 use super::replay::ReplayError;
 use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, parse_hex};
 use crate::common::excerpt::{clip, excerpt};
+use crate::common::signals::StopSignal;
 use crate::common::user_file::{open_to_read, read_line_bounded};
 
 /// The `format` of `vcpustat trace record` files, which `--replay` cannot read.
@@ -70,6 +72,14 @@ pub(super) enum Frames {
 }
 
 impl Frames {
+    /// From now on a FIFO's read that waits for its writer ends on a stop
+    /// signal, and the frames with it (a regular file never waits).
+    pub fn set_stop(&mut self, stop: &StopSignal) {
+        if let Frames::Piped { reader, .. } = self {
+            reader.reader.get_mut().stop = Some(stop.clone());
+        }
+    }
+
     /// The line of a FIFO's last line, cut short, once its end is reached.
     pub fn cut_line(&self) -> Option<usize> {
         match self {
@@ -101,7 +111,7 @@ impl Frames {
                         *cut_line = Some(line);
                         Ok(None)
                     }
-                    Read::End => Ok(None),
+                    Read::End | Read::Stopped => Ok(None),
                 }
             }
             Frames::Streamed { left: 0, .. } => Ok(None),
@@ -110,7 +120,7 @@ impl Frames {
                     *left -= 1;
                     Ok(Some((Some(line), frame)))
                 }
-                Read::Cut(_) | Read::End => Err(ReplayError::Format {
+                Read::Cut(_) | Read::End | Read::Stopped => Err(ReplayError::Format {
                     path: reader.path.clone(),
                     line: reader.number,
                     what: format!(
@@ -125,9 +135,33 @@ impl Frames {
     }
 }
 
+/// A recording's file as the frames are read from it: a FIFO's reads
+/// wait for its writer, and end on a stop signal once one is set
+/// ([`Frames::set_stop`]): a replay from a stalled `zcat` stops on Ctrl-C.
+pub(super) struct Input {
+    file: File,
+    stop: Option<StopSignal>,
+}
+
+/// The error an [`Input`] read ends with on a stop signal.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped while waiting for the recording")]
+struct Stopped;
+
+impl io::Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(stop) = &self.stop
+            && !stop.wait_readable(self.file.as_fd())
+        {
+            return Err(io::Error::other(Stopped));
+        }
+        self.file.read(buf)
+    }
+}
+
 /// The frames of a recording file, read one line at a time and checked.
 pub(super) struct FrameReader {
-    reader: BufReader<File>,
+    reader: BufReader<Input>,
     line: Vec<u8>,
     /// The number of the line read last (the header is line 1).
     number: usize,
@@ -145,11 +179,13 @@ enum Read {
     Cut(usize),
     /// The end of the file.
     End,
+    /// A stop signal while a FIFO's read waited for its writer.
+    Stopped,
 }
 
 impl FrameReader {
     /// Reads the frames of `reader`, which is past the header.
-    fn new(reader: BufReader<File>, path: &str) -> FrameReader {
+    fn new(reader: BufReader<Input>, path: &str) -> FrameReader {
         FrameReader {
             reader,
             line: Vec::new(),
@@ -171,12 +207,18 @@ impl FrameReader {
     /// place in the file ([`check_frame`]).
     fn next(&mut self) -> Result<Read, ReplayError> {
         loop {
-            let read = read_line_bounded(&mut self.reader, &mut self.line).map_err(|source| {
-                ReplayError::Io {
-                    path: self.path.clone(),
-                    source,
+            let read = match read_line_bounded(&mut self.reader, &mut self.line) {
+                Ok(read) => read,
+                Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Stopped>()) => {
+                    return Ok(Read::Stopped);
                 }
-            })?;
+                Err(source) => {
+                    return Err(ReplayError::Io {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            };
             if read == 0 {
                 return Ok(Read::End);
             }
@@ -239,7 +281,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
     };
     let file = open_to_read(path).map_err(io_err)?;
     let regular = file.metadata().map_err(io_err)?.is_file();
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(Input { file, stop: None });
     let mut line = Vec::new();
     let header_bytes = read_line_bounded(&mut reader, &mut line).map_err(io_err)?;
     if header_bytes == 0 {
@@ -266,25 +308,27 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
                 cut_line: None,
             }),
             Read::Cut(number) => Err(no_sample(&shown, Some(number))),
-            Read::End => Err(no_sample(&shown, None)),
+            Read::End | Read::Stopped => Err(no_sample(&shown, None)),
         };
     }
     let cut_line = loop {
         match checked.next()? {
             Read::Frame(..) => {}
             Read::Cut(number) => break Some(number),
-            Read::End => break None,
+            Read::End | Read::Stopped => break None,
         }
     };
     if checked.frames == 0 {
         return Err(no_sample(&shown, cut_line));
     }
-    let mut file = checked.reader.into_inner();
-    file.seek(SeekFrom::Start(header_bytes as u64))
+    let mut input = checked.reader.into_inner();
+    input
+        .file
+        .seek(SeekFrom::Start(header_bytes as u64))
         .map_err(io_err)?;
     let frames = Frames::Streamed {
         left: checked.frames,
-        reader: FrameReader::new(BufReader::new(file), &shown),
+        reader: FrameReader::new(BufReader::new(input), &shown),
     };
     Ok(Loaded {
         header,

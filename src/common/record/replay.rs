@@ -16,6 +16,7 @@ use super::load::{Frames, load};
 use super::{Entry, Frame, Header, parse_hex};
 use crate::common::escape::text;
 use crate::common::excerpt::{clip, excerpt};
+use crate::common::signals::StopSignal;
 use crate::common::source::{Source, Uname};
 use crate::common::stderr;
 
@@ -353,6 +354,10 @@ impl Source for Replay {
 
     fn is_live(&self) -> bool {
         false
+    }
+
+    fn set_stop(&mut self, stop: &StopSignal) {
+        self.upcoming.set_stop(stop);
     }
 
     fn values_origin(&self, key: &str) -> Option<String> {

@@ -27,7 +27,8 @@ use super::expose::RunningTotals;
 use super::kernel;
 use super::render::{ReportTime, TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
-use super::restore::{RestorePlan, Undo, run_then_restore};
+use super::restore::{Lasting, RestorePlan, Undo, run_then_restore};
+use super::session::{MUTEX_WAIT, Session};
 
 /// The program name in messages.
 pub const TOOL: &str = "vcpustat";
@@ -82,6 +83,12 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     source.set_stop(&stop);
     let mut plan = RestorePlan::new();
+    if source.is_live()
+        && let Err(err) = meet_other_runs(&options, &mut plan)
+    {
+        let status = err.exit_status();
+        return report_error(TOOL, err, status);
+    }
     let (outcome, restored) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
         run(&options, source, &stop, plan)
     });
@@ -162,6 +169,40 @@ fn help_command(args: &[String]) -> String {
     name
 }
 
+/// Enters the session of the vcpustat runs sharing the statistics under
+/// the root, before anything is read, when this run may change them or
+/// reports (and may then be the last to end). Another run stopped in the
+/// middle of its changes is an error: nothing is changed. A lock file that
+/// cannot be opened for want of permission is passed over in silence (the
+/// statistics files' own refusal follows and explains), for another reason
+/// with a note: the run goes on without meeting the others.
+fn meet_other_runs(options: &Options, plan: &mut RestorePlan) -> Result<(), VcpuError> {
+    let member = matches!(options.mode, Mode::Interval { .. } | Mode::Serve(_));
+    if !member && options.switch.is_none() && options.freq.is_none() {
+        return Ok(());
+    }
+    let root = options.source.sysroot.as_deref().unwrap_or("/".as_ref());
+    match Session::enter(root, member, MUTEX_WAIT) {
+        Ok(Some((session, note))) => {
+            if let Some(note) = note {
+                tell(format_args!("note: {note}"));
+            }
+            plan.join(session);
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::TimedOut => Err(VcpuError::Session(err)),
+        Err(err) => {
+            tell(format_args!(
+                "note: cannot meet other vcpustat runs ({err}): this run undoes its own changes \
+                 at its end, whatever other runs need"
+            ));
+            Ok(())
+        }
+    }
+}
+
 /// Prints a control message on standard error ([`cli::tell`]).
 fn tell(message: impl std::fmt::Display) {
     cli::tell(TOOL, message);
@@ -186,6 +227,14 @@ pub fn run(
     // Everything asked is done: a lasting change stays.
     if !options.temporary {
         plan.forget_freq();
+    }
+    let lasting = Lasting {
+        switch: options.switch.is_some() && !options.temporary,
+        freq: options.freq.is_some() && !options.temporary,
+    };
+    let member = matches!(options.mode, Mode::Serve(_) | Mode::Interval { .. });
+    if let Some(note) = plan.share(lasting, member)? {
+        tell(note);
     }
     let mut out = BufWriter::new(StoppableStdout::new(stop));
     if options.status {

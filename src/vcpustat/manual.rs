@@ -18,8 +18,9 @@ pub const SECTIONS: &[Section] = &[
             (
                 "1",
                 "A kernel file that is missing, unreadable or malformed, a write the kernel \
-                 refused (EBUSY, EINVAL, EACCES, explained), or output that cannot be \
-                 written; the state is restored first",
+                 refused (EBUSY, EINVAL, EACCES, explained), output that cannot be \
+                 written, or another vcpustat stopped in the middle of its changes; the \
+                 state is restored first",
             ),
             ("2", "A usage error; nothing was read or changed"),
         ],
@@ -62,6 +63,11 @@ pub const SECTIONS: &[Section] = &[
             (
                 "/sys/kernel/debug/powerpc/dtl",
                 "the Dispatch Trace Log that vcpustat trace records",
+            ),
+            (
+                "/run/vcpustat.lock",
+                "where vcpustat runs at the same time meet (mode 0600): what they switched \
+                 for themselves is undone by the last of them to end",
             ),
         ],
     },

@@ -7,6 +7,7 @@
 //! * [`expose`]: the Prometheus exposition of 64-bit running totals;
 //! * [`kernel`]: reading the state and writing the control files;
 //! * [`restore`]: the plan of undo writes applied at exit;
+//! * [`session`]: the record shared with other vcpustat runs;
 //! * [`cli`] and [`app`]: the command line and the run;
 //! * [`trace`]: the `vcpustat trace` subcommand (Dispatch Trace Log).
 
@@ -21,4 +22,5 @@ pub mod manual;
 pub mod render;
 pub mod report;
 pub mod restore;
+pub mod session;
 pub mod trace;

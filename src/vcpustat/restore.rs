@@ -5,6 +5,10 @@
 //! the plan in one place on every way out (count reached, stop signal,
 //! closed output pipe, error, panic). There is no `Drop` magic: the plan is
 //! plain data, so tests can look at it and the order of exit steps is visible.
+//!
+//! Where other vcpustat runs share the statistics ([`Session`]), the plan
+//! joins their record of what was changed for the runs: the last of them
+//! to end undoes it all.
 
 use std::panic::{self, AssertUnwindSafe};
 
@@ -12,6 +16,7 @@ use crate::common::source::Source;
 
 use super::error::VcpuError;
 use super::kernel;
+use super::session::{MUTEX_WAIT, Session, Shared};
 
 /// One write that undoes a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,10 +43,27 @@ pub struct Restored {
     pub notes: Vec<String>,
 }
 
-/// The undo writes still owed, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a run asked to last, which the runs' record then no longer undoes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lasting {
+    /// `--enable` or `--disable` without `--temporary`.
+    pub switch: bool,
+    /// `--freq` without `--temporary`.
+    pub freq: bool,
+}
+
+/// The undo writes still owed, oldest first, and the runs this run shares
+/// the statistics with.
+#[derive(Debug, Default)]
 pub struct RestorePlan {
     undo: Vec<Undo>,
+    /// The other runs' record, once [`RestorePlan::join`]ed.
+    session: Option<Session>,
+    /// The changes are in the record ([`RestorePlan::share`]).
+    shared: bool,
+    /// Someone else switched the statistics during the run: the on/off
+    /// state is theirs, for every run.
+    handed_over: bool,
 }
 
 impl RestorePlan {
@@ -56,9 +78,57 @@ impl RestorePlan {
     }
 
     /// Forgets the on/off undo: someone else switched the statistics while we
-    /// ran, so the on/off state is theirs now and we must not touch it.
+    /// ran, so the on/off state is theirs now and we must not touch it (nor
+    /// must the last of the runs we share it with).
     pub fn forget_switch(&mut self) {
+        self.handed_over |= self.undo.contains(&Undo::SwitchOff);
         self.undo.retain(|u| !matches!(u, Undo::SwitchOff));
+    }
+
+    /// Meets the other vcpustat runs through `session`, entered before the
+    /// state was read.
+    pub fn join(&mut self, session: Session) {
+        self.session = Some(session);
+    }
+
+    /// Writes this run's changes into the runs' record, after what
+    /// `lasting` asked for took the record's undo of it away, and lets the
+    /// other runs in. A reporting run that finds the statistics on for
+    /// another run takes a share of switching them off, and gets the note
+    /// that says so. Nothing without a session.
+    pub fn share(
+        &mut self,
+        lasting: Lasting,
+        member: bool,
+    ) -> Result<Option<&'static str>, VcpuError> {
+        let Some(session) = &mut self.session else {
+            return Ok(None);
+        };
+        let mut shared = session.shared();
+        let mut note = None;
+        if lasting.switch {
+            shared.switched_on = false;
+        }
+        if lasting.freq {
+            shared.freq = None;
+        }
+        if self.undo.contains(&Undo::SwitchOff) {
+            shared.switched_on = true;
+        } else if shared.switched_on && member {
+            self.undo.insert(0, Undo::SwitchOff);
+            note = Some(
+                "the dispatch statistics are on for another vcpustat run: the last run to end \
+                 switches them off",
+            );
+        }
+        for undo in &self.undo {
+            if let Undo::SetFreq { ours, before } = *undo {
+                shared.freq = Some((shared.freq.map_or(before, |(first, _)| first), ours));
+            }
+        }
+        session.publish(shared).map_err(VcpuError::Session)?;
+        self.shared = true;
+        Ok(note)
     }
 
     /// Forgets the frequency undo: the change is to stay (a command that
@@ -73,9 +143,28 @@ impl RestorePlan {
     }
 
     /// Applies every undo write, newest first, going on after a failure;
-    /// the plan is empty afterwards.
+    /// the plan is empty afterwards. A run that shares the statistics
+    /// leaves what it changed to the runs still reporting, and the last to
+    /// end undoes what the record holds.
     pub fn apply(&mut self, source: &dyn Source) -> Restored {
         let mut restored = Restored::default();
+        // Held until the writes are done: a run entering meanwhile waits.
+        let session = self.session.take();
+        if let Some(mut session) = session.filter(|_| self.shared) {
+            let handed_over = self.handed_over;
+            let merge = |mut shared: Shared| {
+                shared.switched_on &= !handed_over;
+                shared
+            };
+            match session.leave(MUTEX_WAIT, merge) {
+                Ok(leaving) if leaving.last => self.take_over(leaving.shared, &mut restored),
+                Ok(leaving) => self.leave_to_others(leaving.shared, &mut restored),
+                Err(err) => restored.notes.push(format!(
+                    "cannot meet the other vcpustat runs ({err}): this run undoes its own \
+                     changes"
+                )),
+            }
+        }
         while let Some(undo) = self.undo.pop() {
             let result = match undo {
                 Undo::SwitchOff => kernel::switch(source, false),
@@ -95,6 +184,57 @@ impl RestorePlan {
             }
         }
         restored
+    }
+
+    /// The last run to end: the undo writes become the record's, `shared`.
+    /// An undo of this run's that the record no longer holds was taken away
+    /// by a lasting change another vcpustat asked for.
+    fn take_over(&mut self, shared: Shared, restored: &mut Restored) {
+        let mine = std::mem::take(&mut self.undo);
+        if let Some((before, ours)) = shared.freq {
+            self.undo.push(Undo::SetFreq { ours, before });
+        }
+        if shared.switched_on {
+            self.undo.push(Undo::SwitchOff);
+        }
+        for undo in mine {
+            match undo {
+                Undo::SwitchOff if !shared.switched_on && !self.handed_over => restored.notes.push(
+                    "another vcpustat asked for the dispatch statistics to stay on: left on".into(),
+                ),
+                Undo::SetFreq { ours, .. } if shared.freq.is_none() => {
+                    restored.notes.push(format!(
+                        "another vcpustat asked for the frequency to stay as it set it: left as it \
+                     is (vcpustat had set {ours} for this run)"
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Another run still reports: this run's undo writes are left in the
+    /// record, `shared`, for the last run to end; the note says what
+    /// stays until then.
+    fn leave_to_others(&mut self, shared: Shared, restored: &mut Restored) {
+        let mine = std::mem::take(&mut self.undo);
+        let mut what = Vec::new();
+        if shared.switched_on && mine.contains(&Undo::SwitchOff) {
+            what.push("the dispatch statistics stay on until the last run ends".to_string());
+        }
+        if let Some((before, _)) = shared.freq
+            && mine.iter().any(|u| matches!(u, Undo::SetFreq { .. }))
+        {
+            what.push(format!(
+                "the frequency goes back to {before} per second when the last run ends"
+            ));
+        }
+        if !what.is_empty() {
+            restored.notes.push(format!(
+                "another vcpustat run still reports: {}",
+                what.join("; ")
+            ));
+        }
     }
 }
 
@@ -202,6 +342,67 @@ mod tests {
         assert_eq!(fs::read_to_string(&freq).unwrap(), "200\n");
         assert_eq!(restored.notes.len(), 1);
         assert!(restored.notes[0].contains("someone else set the frequency to 200"));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A tree with a `run` directory for the runs' record, and the record.
+    fn run_tree(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("vcpustat-share-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("run")).unwrap();
+        let record = dir.join(crate::vcpustat::session::LOCK_PATH);
+        (dir, record)
+    }
+
+    fn joined(dir: &std::path::Path, member: bool) -> RestorePlan {
+        let (session, note) = Session::enter(dir, member, MUTEX_WAIT).unwrap().unwrap();
+        assert_eq!(note, None);
+        let mut plan = RestorePlan::new();
+        plan.join(session);
+        plan
+    }
+
+    #[test]
+    fn runs_share_their_undos_and_a_lasting_change_ends_the_claim() {
+        let (dir, record) = run_tree("claims");
+        // The first run switched on and set a temporary frequency.
+        let mut first = joined(&dir, true);
+        first.push(Undo::SetFreq {
+            ours: 20,
+            before: 50,
+        });
+        first.push(Undo::SwitchOff);
+        assert_eq!(first.share(Lasting::default(), true).unwrap(), None);
+        assert_eq!(
+            fs::read_to_string(&record).unwrap(),
+            "switched-on\nfreq 50 20\n"
+        );
+        // The second finds them on for the first: it takes a share of the
+        // switch, and its frequency goes back to the first one's before.
+        let mut second = joined(&dir, true);
+        second.push(Undo::SetFreq {
+            ours: 40,
+            before: 20,
+        });
+        let note = second.share(Lasting::default(), true).unwrap();
+        assert!(
+            note.unwrap()
+                .starts_with("the dispatch statistics are on for another")
+        );
+        assert!(second.pending().contains(&Undo::SwitchOff));
+        assert_eq!(
+            fs::read_to_string(&record).unwrap(),
+            "switched-on\nfreq 50 40\n"
+        );
+        // A lasting --freq (a command, not a run) ends the frequency's claim.
+        let mut command = joined(&dir, false);
+        let lasting = Lasting {
+            switch: false,
+            freq: true,
+        };
+        assert_eq!(command.share(lasting, false).unwrap(), None);
+        assert_eq!(fs::read_to_string(&record).unwrap(), "switched-on\n");
         fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -67,3 +67,4 @@ mod trace_sim;
 mod vcpustat_compat;
 mod vcpustat_fixture;
 mod vcpustat_fuse;
+mod vcpustat_sessions;

@@ -18,7 +18,7 @@ use simkernel::{Event, Kernel, Mounted, mount};
 /// 200 with 150 home, 40 adjacent, 10 far (75.00 %), cpu2 none (`-`), cpu3
 /// 50 with 40 home, 5 adjacent and 5 unattributed (80.00 %). All: 287 of
 /// 350 at home (82.00 %).
-fn scenario() -> Kernel {
+pub(crate) fn scenario() -> Kernel {
     Kernel::new(&[
         (0, [100, 60, 40, 0, 0, 97, 3, 0]),
         (1, [200, 100, 80, 20, 0, 150, 40, 10]),
@@ -27,7 +27,7 @@ fn scenario() -> Kernel {
     ])
 }
 
-fn vcpustat(sim: &Mounted, args: &[&str]) -> Command {
+pub(crate) fn vcpustat(sim: &Mounted, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
     cmd.arg("--sysroot").arg(&sim.root).args(args);
     cmd
@@ -37,7 +37,7 @@ fn run(sim: &Mounted, args: &[&str]) -> Output {
     vcpustat(sim, args).output().expect("vcpustat runs")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -50,7 +50,7 @@ fn home_column(stdout: &str, label: &str) -> Vec<String> {
         .collect()
 }
 
-fn stats_writes(sim: &Mounted) -> Vec<(&'static str, String, Result<usize, i32>)> {
+pub(crate) fn stats_writes(sim: &Mounted) -> Vec<(&'static str, String, Result<usize, i32>)> {
     sim.kernel()
         .writes
         .iter()

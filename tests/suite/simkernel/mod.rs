@@ -385,6 +385,8 @@ const STATS: u64 = 4;
 const FREQ: u64 = 5;
 const LPARCFG: u64 = 6;
 const CPUINFO: u64 = 14;
+/// `run`, where a real directory is mounted (`Mounted::run`).
+const RUN: u64 = 15;
 const SYS: u64 = 7;
 const SYS_KERNEL: u64 = 8;
 const DEBUG: u64 = 9;
@@ -400,7 +402,7 @@ const RING_BASE: u64 = 1000;
 fn is_dir(ino: u64) -> bool {
     matches!(
         ino,
-        ROOT | PROC | POWERPC | SYS | SYS_KERNEL | DEBUG | DEBUG_POWERPC | DTL_DIR
+        ROOT | PROC | POWERPC | RUN | SYS | SYS_KERNEL | DEBUG | DEBUG_POWERPC | DTL_DIR
     )
 }
 
@@ -459,7 +461,7 @@ impl SimFs {
     fn exists(&self, ino: u64) -> bool {
         let k = self.kernel();
         match ino {
-            ROOT | PROC | POWERPC => true,
+            ROOT | PROC | POWERPC | RUN => true,
             STATS | FREQ => k.files,
             LPARCFG => k.lparcfg.is_some(),
             CPUINFO => k.cpuinfo.is_some(),
@@ -484,7 +486,7 @@ impl SimFs {
         let dir = |i: u64, name: &str| entry(i, true, name);
         let file = |i: u64, name: &str| entry(i, false, name);
         let candidates = match ino {
-            ROOT => vec![dir(PROC, "proc"), dir(SYS, "sys")],
+            ROOT => vec![dir(PROC, "proc"), dir(RUN, "run"), dir(SYS, "sys")],
             PROC => vec![dir(POWERPC, "powerpc"), file(CPUINFO, "cpuinfo")],
             POWERPC => vec![
                 file(STATS, "vcpudispatch_stats"),
@@ -648,6 +650,19 @@ pub struct Mounted {
     /// The simulated kernel, to script and inspect.
     pub kernel: Arc<Mutex<Kernel>>,
     _mount: fuse::Mount,
+    /// The real directory mounted on the simulation's `run`, where vcpustat
+    /// runs keep their shared record (`vcpustat::session`), as /run is a
+    /// file system of its own beside /proc; removed after the unmount.
+    pub run: RunDir,
+}
+
+/// A directory removed with its contents when dropped.
+pub struct RunDir(pub PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Mounted {
@@ -676,6 +691,32 @@ impl Mounted {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
+}
+
+/// Mounts directory `from` on `on` too (`mount --bind`); the simulation's
+/// lazy unmount takes it away with the simulation.
+fn bind(from: &Path, on: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in a path");
+    let (from_c, on_c) = (c(from), c(on));
+    // SAFETY: valid C strings that outlive the call; no type or data for a bind.
+    let rc = unsafe {
+        libc::mount(
+            from_c.as_ptr(),
+            on_c.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "mount --bind {} {}: {}",
+        from.display(),
+        on.display(),
+        std::io::Error::last_os_error()
+    );
 }
 
 /// Why FUSE cannot run here, if it cannot.
@@ -708,9 +749,16 @@ pub fn mount(name: &str, kernel: Kernel) -> Option<Mounted> {
         next_fh: Mutex::new(0),
     };
     let mount = fuse::mount(fs, &root, "vcpustat-sim", false, 1);
+    let run = RunDir(
+        std::env::temp_dir().join(format!("vcpustat-sim-run-{}-{name}", std::process::id())),
+    );
+    let _ = std::fs::remove_dir_all(&run.0);
+    std::fs::create_dir(&run.0).expect("a directory for the simulation's run");
+    bind(&run.0, &root.join("run"));
     Some(Mounted {
         root,
         kernel,
         _mount: mount,
+        run,
     })
 }

@@ -1,0 +1,262 @@
+//! Two vcpustat runs on one simulated kernel (`simkernel`): the runs meet
+//! through the lock file in the root's `run` directory
+//! (`vcpustat::session`), so that the last to end undoes what any of them
+//! switched for itself, and a run killed before it could undo leaves its
+//! changes as they are, with a note in the next run.
+//!
+//! These tests need root and /dev/fuse; they skip with a reason elsewhere,
+//! and fail instead under `CI=true`.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use crate::procstate::{KillOnDrop, wait_with_timeout};
+use crate::simkernel::{Mounted, mount};
+use crate::vcpustat_fuse::{scenario, stats_writes, vcpustat};
+
+/// A vcpustat run whose standard error is read line by line as it comes.
+struct Run {
+    child: KillOnDrop,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Run {
+    fn start(sim: &Mounted, args: &[&str]) -> Run {
+        let mut child = KillOnDrop(
+            vcpustat(sim, args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("vcpustat starts"),
+        );
+        let stderr = child.stderr.take().expect("a piped stderr");
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Run {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (at most 20 s) for a line of standard error that is `line`.
+    fn await_line(&mut self, line: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.seen.iter().any(|l| l == line) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(next) => self.seen.push(next),
+                Err(_) => panic!("no line {line:?} on stderr; had {:?}", self.seen),
+            }
+        }
+    }
+
+    /// Stops the run with SIGINT and returns every line of its standard
+    /// error.
+    fn interrupt(mut self) -> Vec<String> {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let status = wait_with_timeout(&mut self.child, Duration::from_secs(20), "vcpustat");
+        assert!(status.success(), "{status}: {:?}", self.seen);
+        // The reader thread ends with the pipe.
+        self.seen.extend(self.lines.iter());
+        self.seen
+    }
+}
+
+/// Waits (at most 20 s) until the runs' record says `text`.
+fn await_record(sim: &Mounted, text: &str) {
+    let path = sim.run.0.join("vcpustat.lock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&path).unwrap_or_default() != text {
+        assert!(Instant::now() < deadline, "the record never said {text:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+const SWITCHED_ON: &str = "vcpustat: switched the dispatch statistics on for this run; they are \
+                           switched off again when it ends";
+const JOINED: &str = "vcpustat: the dispatch statistics are on for another vcpustat run: the \
+                      last run to end switches them off";
+
+/// The run that switched the statistics on ends first: it leaves them on
+/// for the run still reporting, and the second run, the last, switches
+/// them off. `--temporary` frequencies go back to the value before the
+/// first run, not to the one the second run found.
+#[test]
+fn the_last_of_two_runs_undoes_what_the_first_switched() {
+    let Some(sim) = mount("two-runs", scenario()) else {
+        return;
+    };
+    let mut first = Run::start(&sim, &["-n", "--freq", "20", "--temporary", "0.05"]);
+    first.await_line(SWITCHED_ON);
+    let mut second = Run::start(&sim, &["-n", "--freq", "40", "--temporary", "0.05"]);
+    second.await_line(JOINED);
+    let first = first.interrupt();
+    assert!(
+        first.contains(
+            &"vcpustat: note: another vcpustat run still reports: the dispatch statistics stay \
+              on until the last run ends; the frequency goes back to 50 per second when the last \
+              run ends"
+                .to_string()
+        ),
+        "{first:?}"
+    );
+    {
+        let k = sim.kernel();
+        assert!(k.on, "switched off under the second run");
+        assert_eq!(k.freq, 40);
+    }
+    let second = second.interrupt();
+    assert!(
+        second.iter().all(|l| !l.contains("note:")),
+        "the last run undoes without a note: {second:?}"
+    );
+    let k = sim.kernel();
+    assert!(!k.on, "the last run left the statistics on");
+    assert_eq!(k.freq, 50, "the frequency before the first run");
+    drop(k);
+    assert_eq!(
+        stats_writes(&sim)
+            .into_iter()
+            .map(|(file, data, _)| (file, data))
+            .collect::<Vec<_>>(),
+        [
+            ("freq", "20\n"),
+            ("stats", "1\n"),
+            ("freq", "40\n"),
+            ("stats", "0\n"),
+            ("freq", "50\n")
+        ]
+        .map(|(f, d)| (f, d.to_string()))
+    );
+    assert_eq!(
+        std::fs::read_to_string(sim.run.0.join("vcpustat.lock")).unwrap(),
+        "",
+        "the record is emptied by the last run"
+    );
+}
+
+/// A run killed (SIGKILL: no undo) leaves the statistics on. The next run
+/// cannot tell whether someone switched them on since, so it leaves them
+/// on too, and says what the killed run left.
+#[test]
+fn a_killed_run_leaves_its_changes_and_the_next_run_says_so() {
+    let Some(sim) = mount("killed-run", scenario()) else {
+        return;
+    };
+    let mut killed = Run::start(&sim, &["0.05"]);
+    killed.await_line(SWITCHED_ON);
+    await_record(&sim, "switched-on\n");
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    let out = vcpustat(&sim, &["-n", "0.05", "2"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        crate::vcpustat_fuse::text(&out.stderr),
+        "vcpustat: note: a vcpustat run ended without undoing its changes (killed?): it left \
+         the dispatch statistics on; vcpustat leaves that as it is (see vcpustat --status)\n"
+    );
+    assert!(sim.kernel().on);
+    assert_eq!(
+        stats_writes(&sim).len(),
+        1,
+        "only the killed run's switch on"
+    );
+}
+
+/// What a user asks to last stays: `vcpustat --enable` while a run has the
+/// statistics on for itself keeps them on after that run.
+#[test]
+fn a_lasting_enable_during_a_run_keeps_the_statistics_on() {
+    let Some(sim) = mount("lasting-enable", scenario()) else {
+        return;
+    };
+    let mut run = Run::start(&sim, &["0.05"]);
+    run.await_line(SWITCHED_ON);
+    let out = vcpustat(&sim, &["--enable"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        crate::vcpustat_fuse::text(&out.stderr),
+        "vcpustat: dispatch statistics are already on (counters kept)\n"
+    );
+    let lines = run.interrupt();
+    assert!(
+        lines.contains(
+            &"vcpustat: note: another vcpustat asked for the dispatch statistics to stay on: left \
+              on"
+            .to_string()
+        ),
+        "{lines:?}"
+    );
+    assert!(sim.kernel().on);
+    assert_eq!(stats_writes(&sim).len(), 1);
+}
+
+/// Another vcpustat stopped in the middle of its changes (here the test
+/// holds the lock in its place) keeps a run from starting after 5 s, with
+/// nothing changed: reading the state then could undo the other's work.
+#[test]
+fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
+    use std::os::unix::io::AsRawFd;
+    let Some(sim) = mount("held-lock", scenario()) else {
+        return;
+    };
+    let lock = std::fs::File::create(sim.run.0.join("vcpustat.lock")).unwrap();
+    // SAFETY: flock is plain data; zeroed is valid (l_pid 0, as OFD locks want).
+    let mut byte: libc::flock = unsafe { std::mem::zeroed() };
+    byte.l_type = libc::F_WRLCK as libc::c_short;
+    byte.l_whence = libc::SEEK_SET as libc::c_short;
+    byte.l_len = 1;
+    // SAFETY: a valid descriptor and flock.
+    assert_eq!(
+        unsafe { libc::fcntl(lock.as_raw_fd(), libc::F_OFD_SETLK, &byte) },
+        0
+    );
+    let out = vcpustat(&sim, &["-n", "0.05", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        crate::vcpustat_fuse::text(&out.stderr),
+        format!(
+            "vcpustat: cannot share the dispatch statistics with other vcpustat runs: \
+             {}/run/vcpustat.lock: another vcpustat has held it for over 5 s (stopped?)\n",
+            sim.root.display()
+        )
+    );
+    assert!(stats_writes(&sim).is_empty());
+    assert!(!sim.kernel().on);
+}
+
+/// A lock file that is not one (a FIFO, which would block the open) is
+/// never opened as the record: the run goes on alone, says so, and undoes
+/// its own changes at its end.
+#[test]
+fn a_lock_file_that_is_a_fifo_is_passed_over_with_a_note() {
+    let Some(sim) = mount("fifo-lock", scenario()) else {
+        return;
+    };
+    let path = sim.run.0.join("vcpustat.lock");
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = vcpustat(&sim, &["-n", "0.05", "1"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        crate::vcpustat_fuse::text(&out.stderr),
+        format!(
+            "vcpustat: note: cannot meet other vcpustat runs ({}/run/vcpustat.lock: not a \
+             regular file): this run undoes its own changes at its end, whatever other runs \
+             need\n{SWITCHED_ON}\n",
+            sim.root.display()
+        )
+    );
+    assert!(!sim.kernel().on);
+    assert_eq!(stats_writes(&sim).len(), 2);
+}

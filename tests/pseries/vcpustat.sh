@@ -79,6 +79,17 @@ until_not() {
     done
 }
 
+# Waits (up to 10 s) until the record vcpustat runs share
+# (ROOT/run/vcpustat.lock) holds lines $1, each ended by `|`.
+until_record() {
+    n=0
+    while [ "$(tr '\n' '|' <"$ROOT/run/vcpustat.lock" 2>/dev/null)" != "$1" ] && [ $n -lt 100 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    echo "record: $(tr '\n' '|' <"$ROOT/run/vcpustat.lock" 2>/dev/null)"
+}
+
 # Runs vcpustat ARGS in the background until it has changed file $1 from
 # $2, sends signal $3, and prints its exit status and standard error.
 signalled() {
@@ -150,6 +161,39 @@ echo "\$ vcpustat 0.1 | head -n 1"
 echo "[exit $(cat "rc")]"
 cat "err"
 show vcpudispatch_stats "$P/vcpudispatch_stats"
+
+echo "## two runs share the statistics: the last to end undoes"
+echo "\$ vcpustat -n --freq 20 --temporary 0.05 &"
+vcpustat $SR -n --freq 20 --temporary 0.05 >/dev/null 2>"err1" &
+first=$!
+until_record "switched-on|freq 50 20|"
+echo "\$ vcpustat -n --freq 40 --temporary 0.05 &"
+vcpustat $SR -n --freq 40 --temporary 0.05 >/dev/null 2>"err2" &
+second=$!
+until_record "switched-on|freq 50 40|"
+kill -INT $first
+wait $first
+echo "[first run: exit $?]"
+cat "err1"
+v --status
+kill -INT $second
+wait $second
+echo "[second run: exit $?]"
+cat "err2"
+v --status
+until_record ""
+echo "\$ vcpustat 0.05 & kill -KILL"
+vcpustat $SR 0.05 >/dev/null 2>/dev/null &
+killed=$!
+until_record "switched-on|"
+kill -KILL $killed
+wait $killed 2>/dev/null
+echo "\$ vcpustat -n 0.05 1 >/dev/null"
+vcpustat $SR -n 0.05 1 >/dev/null 2>"err"
+echo "[exit $?]"
+cat "err"
+v --status
+v --disable
 
 echo "## the DTL rings"
 readsize "$D/cpu-0" 47 1

@@ -232,8 +232,7 @@ pub fn run(
         switch: options.switch.is_some() && !options.temporary,
         freq: options.freq.is_some() && !options.temporary,
     };
-    let member = matches!(options.mode, Mode::Serve(_) | Mode::Interval { .. });
-    if let Some(note) = plan.share(lasting, member)? {
+    if let Some(note) = plan.share(lasting)? {
         tell(note);
     }
     let mut out = BufWriter::new(StoppableStdout::new(stop));

@@ -94,7 +94,8 @@ pub enum VcpuError {
     /// `--listen` could not bind or serve.
     #[error("{0}")]
     Listen(#[source] io::Error),
-    /// The record shared with other vcpustat runs could not be written.
+    /// The other vcpustat runs could not be met (another held their lock
+    /// too long), or their record could not be written.
     #[error("cannot share the dispatch statistics with other vcpustat runs: {0}")]
     Session(#[source] io::Error),
     /// A replay cannot do what was asked.

@@ -16,7 +16,7 @@ use crate::common::source::Source;
 
 use super::error::VcpuError;
 use super::kernel;
-use super::session::{MUTEX_WAIT, Session, Shared};
+use super::session::{MUTEX_WAIT, Session, Shared, new_claim};
 
 /// One write that undoes a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +60,12 @@ pub struct RestorePlan {
     /// The other runs' record, once [`RestorePlan::join`]ed.
     session: Option<Session>,
     /// The changes are in the record ([`RestorePlan::share`]).
-    shared: bool,
+    published: bool,
+    /// The claim on the statistics' switch this run holds in the record
+    /// (its own, or that of the run it found them on for).
+    claim: Option<u64>,
     /// Someone else switched the statistics during the run: the on/off
-    /// state is theirs, for every run.
+    /// state is theirs, for every run that held the same claim.
     handed_over: bool,
 }
 
@@ -96,39 +99,46 @@ impl RestorePlan {
     /// other runs in. A reporting run that finds the statistics on for
     /// another run takes a share of switching them off, and gets the note
     /// that says so. Nothing without a session.
-    pub fn share(
-        &mut self,
-        lasting: Lasting,
-        member: bool,
-    ) -> Result<Option<&'static str>, VcpuError> {
+    pub fn share(&mut self, lasting: Lasting) -> Result<Option<&'static str>, VcpuError> {
         let Some(session) = &mut self.session else {
             return Ok(None);
         };
         let mut shared = session.shared();
-        let mut note = None;
         if lasting.switch {
-            shared.switched_on = false;
+            shared.switched_on = None;
         }
         if lasting.freq {
             shared.freq = None;
         }
-        if self.undo.contains(&Undo::SwitchOff) {
-            shared.switched_on = true;
-        } else if shared.switched_on && member {
-            self.undo.insert(0, Undo::SwitchOff);
-            note = Some(
-                "the dispatch statistics are on for another vcpustat run: the last run to end \
-                 switches them off",
-            );
+        let switched = self.undo.contains(&Undo::SwitchOff);
+        if switched {
+            shared.switched_on = Some(new_claim());
         }
+        let joins = !switched && session.is_member() && shared.switched_on.is_some();
         for undo in &self.undo {
             if let Undo::SetFreq { ours, before } = *undo {
-                shared.freq = Some((shared.freq.map_or(before, |(first, _)| first), ours));
+                // The first run's value before, unless someone else set
+                // another since the last vcpustat did: that one is theirs.
+                let first = match shared.freq {
+                    Some((first, last)) if last == before => first,
+                    _ => before,
+                };
+                shared.freq = Some((first, ours));
             }
         }
         session.publish(shared).map_err(VcpuError::Session)?;
-        self.shared = true;
-        Ok(note)
+        self.published = true;
+        if switched || joins {
+            self.claim = shared.switched_on;
+        }
+        if joins {
+            self.undo.insert(0, Undo::SwitchOff);
+            return Ok(Some(
+                "the dispatch statistics are on for another vcpustat run: the last run to end \
+                 switches them off",
+            ));
+        }
+        Ok(None)
     }
 
     /// Forgets the frequency undo: the change is to stay (a command that
@@ -143,26 +153,42 @@ impl RestorePlan {
     }
 
     /// Applies every undo write, newest first, going on after a failure;
-    /// the plan is empty afterwards. A run that shares the statistics
-    /// leaves what it changed to the runs still reporting, and the last to
-    /// end undoes what the record holds.
+    /// the plan is empty afterwards. A reporting run that shares the
+    /// statistics leaves what it changed to the runs still reporting, and
+    /// the last to end undoes what the record holds.
     pub fn apply(&mut self, source: &dyn Source) -> Restored {
         let mut restored = Restored::default();
-        // Held until the writes are done: a run entering meanwhile waits.
-        let session = self.session.take();
-        if let Some(mut session) = session.filter(|_| self.shared) {
-            let handed_over = self.handed_over;
+        // Held until the writes are done: a run entering meanwhile waits
+        // for them, and then reads the state they left.
+        let mut session = self.session.take();
+        if let Some(session) = session.as_mut().filter(|s| s.is_member())
+            && self.published
+        {
+            let (handed_over, claim) = (self.handed_over, self.claim);
             let merge = |mut shared: Shared| {
-                shared.switched_on &= !handed_over;
+                if handed_over && shared.switched_on == claim {
+                    shared.switched_on = None;
+                }
                 shared
             };
             match session.leave(MUTEX_WAIT, merge) {
-                Ok(leaving) if leaving.last => self.take_over(leaving.shared, &mut restored),
+                Ok(leaving) if leaving.last => {
+                    if let Some(err) = leaving.unwritten {
+                        restored.notes.push(format!(
+                            "cannot empty the record of the vcpustat runs ({err}): the next \
+                             run will take what it held for left by a killed run"
+                        ));
+                    }
+                    self.take_over(leaving.shared, &mut restored);
+                }
                 Ok(leaving) => self.leave_to_others(leaving.shared, &mut restored),
-                Err(err) => restored.notes.push(format!(
-                    "cannot meet the other vcpustat runs ({err}): this run undoes its own \
-                     changes"
-                )),
+                Err(err) => {
+                    self.undo.clear();
+                    restored.notes.push(format!(
+                        "cannot meet the other vcpustat runs at the end ({err}): what the \
+                         runs switched is left as it is (see vcpustat --status)"
+                    ));
+                }
             }
         }
         while let Some(undo) = self.undo.pop() {
@@ -183,29 +209,33 @@ impl RestorePlan {
                 restored.failures.push(err);
             }
         }
+        drop(session);
         restored
     }
 
     /// The last run to end: the undo writes become the record's, `shared`.
     /// An undo of this run's that the record no longer holds was taken away
-    /// by a lasting change another vcpustat asked for.
+    /// by a lasting change another vcpustat asked for, or by a run that saw
+    /// the statistics switched off and on: each gets a note.
     fn take_over(&mut self, shared: Shared, restored: &mut Restored) {
         let mine = std::mem::take(&mut self.undo);
         if let Some((before, ours)) = shared.freq {
             self.undo.push(Undo::SetFreq { ours, before });
         }
-        if shared.switched_on {
+        if shared.switched_on.is_some() {
             self.undo.push(Undo::SwitchOff);
         }
         for undo in mine {
             match undo {
-                Undo::SwitchOff if !shared.switched_on && !self.handed_over => restored.notes.push(
-                    "another vcpustat asked for the dispatch statistics to stay on: left on".into(),
+                Undo::SwitchOff if shared.switched_on.is_none() => restored.notes.push(
+                    "the dispatch statistics are someone else's now (another vcpustat asked for \
+                     them to stay on, or another run saw them switched off and on): left on"
+                        .into(),
                 ),
                 Undo::SetFreq { ours, .. } if shared.freq.is_none() => {
                     restored.notes.push(format!(
-                        "another vcpustat asked for the frequency to stay as it set it: left as it \
-                     is (vcpustat had set {ours} for this run)"
+                        "another vcpustat asked for the frequency to stay as it set it: left as \
+                         it is (vcpustat had set {ours} for this run)"
                     ))
                 }
                 _ => {}
@@ -219,7 +249,7 @@ impl RestorePlan {
     fn leave_to_others(&mut self, shared: Shared, restored: &mut Restored) {
         let mine = std::mem::take(&mut self.undo);
         let mut what = Vec::new();
-        if shared.switched_on && mine.contains(&Undo::SwitchOff) {
+        if shared.switched_on.is_some() && mine.contains(&Undo::SwitchOff) {
             what.push("the dispatch statistics stay on until the last run ends".to_string());
         }
         if let Some((before, _)) = shared.freq
@@ -351,8 +381,14 @@ mod tests {
             std::env::temp_dir().join(format!("vcpustat-share-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("run")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir.join("run"), fs::Permissions::from_mode(0o755)).unwrap();
         let record = dir.join(crate::vcpustat::session::LOCK_PATH);
         (dir, record)
+    }
+
+    fn read(record: &std::path::Path) -> Shared {
+        Shared::parse(&fs::read_to_string(record).unwrap()).expect("a record")
     }
 
     fn joined(dir: &std::path::Path, member: bool) -> RestorePlan {
@@ -373,11 +409,10 @@ mod tests {
             before: 50,
         });
         first.push(Undo::SwitchOff);
-        assert_eq!(first.share(Lasting::default(), true).unwrap(), None);
-        assert_eq!(
-            fs::read_to_string(&record).unwrap(),
-            "switched-on\nfreq 50 20\n"
-        );
+        assert_eq!(first.share(Lasting::default()).unwrap(), None);
+        let claim = read(&record).switched_on;
+        assert!(claim.is_some());
+        assert_eq!(read(&record).freq, Some((50, 20)));
         // The second finds them on for the first: it takes a share of the
         // switch, and its frequency goes back to the first one's before.
         let mut second = joined(&dir, true);
@@ -385,24 +420,41 @@ mod tests {
             ours: 40,
             before: 20,
         });
-        let note = second.share(Lasting::default(), true).unwrap();
+        let note = second.share(Lasting::default()).unwrap();
         assert!(
             note.unwrap()
                 .starts_with("the dispatch statistics are on for another")
         );
         assert!(second.pending().contains(&Undo::SwitchOff));
         assert_eq!(
-            fs::read_to_string(&record).unwrap(),
-            "switched-on\nfreq 50 40\n"
+            read(&record),
+            Shared {
+                switched_on: claim,
+                freq: Some((50, 40))
+            }
         );
+        // A third from a value someone else set since: that one goes back.
+        let mut third = joined(&dir, true);
+        third.push(Undo::SetFreq {
+            ours: 30,
+            before: 45,
+        });
+        third.share(Lasting::default()).unwrap();
+        assert_eq!(read(&record).freq, Some((45, 30)));
         // A lasting --freq (a command, not a run) ends the frequency's claim.
         let mut command = joined(&dir, false);
         let lasting = Lasting {
             switch: false,
             freq: true,
         };
-        assert_eq!(command.share(lasting, false).unwrap(), None);
-        assert_eq!(fs::read_to_string(&record).unwrap(), "switched-on\n");
+        assert_eq!(command.share(lasting).unwrap(), None);
+        assert_eq!(
+            read(&record),
+            Shared {
+                switched_on: claim,
+                freq: None
+            }
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -11,7 +11,8 @@
 //! the last descriptor of the open file is closed, `kill -9` included:
 //!
 //! * byte 0 is a mutex, held while a run reads the state, changes it and
-//!   writes what it changed, and again while it decides what to undo;
+//!   writes what it changed, and again from its end's reading of the record
+//!   until its undo writes are done;
 //! * byte 1 is held shared by every run that reports (an interval run or
 //!   `--listen`) for its whole length: the run that can take it exclusively
 //!   is the only one left;
@@ -22,10 +23,11 @@
 //! without undoing (killed): it is dropped with a note, and what it held
 //! stays as it is, as the run that was killed left it.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -41,12 +43,19 @@ pub const MUTEX_WAIT: Duration = Duration::from_secs(5);
 const MUTEX_BYTE: i64 = 0;
 /// The lock byte every reporting run holds shared.
 const MEMBER_BYTE: i64 = 1;
+/// The record's size: its lines, then newlines. One write of this size
+/// replaces a record whole, so no run killed in the middle of a write
+/// leaves half of one.
+const RECORD_BYTES: usize = 128;
 
 /// What vcpustat runs changed that the last of them to end undoes.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Shared {
-    /// A run switched the statistics on for itself: they go off at the end.
-    pub switched_on: bool,
+    /// The claim of the run that switched the statistics on for itself (a
+    /// number of that switch's own, [`new_claim`]): they go off at the end.
+    /// A run that saw someone else switch them since drops only the claim
+    /// it knew, not a newer one.
+    pub switched_on: Option<u64>,
     /// `(before, ours)`: the frequency before the first `--temporary`
     /// change, and the one vcpustat set last.
     pub freq: Option<(i32, i32)>,
@@ -57,8 +66,8 @@ impl Shared {
     /// there is nothing to undo.
     pub fn to_text(self) -> String {
         let mut text = String::new();
-        if self.switched_on {
-            text.push_str("switched-on\n");
+        if let Some(claim) = self.switched_on {
+            text.push_str(&format!("switched-on {claim}\n"));
         }
         if let Some((before, ours)) = self.freq {
             text.push_str(&format!("freq {before} {ours}\n"));
@@ -66,14 +75,14 @@ impl Shared {
         text
     }
 
-    /// Parses [`Shared::to_text`]'s lines; `None` for anything else (a
-    /// record cut by a crash in the middle of its write).
+    /// Parses [`Shared::to_text`]'s lines (empty lines aside); `None` for
+    /// anything else.
     pub fn parse(text: &str) -> Option<Shared> {
         let mut shared = Shared::default();
-        for line in text.lines() {
+        for line in text.lines().filter(|l| !l.is_empty()) {
             let words: Vec<&str> = line.split_whitespace().collect();
             match words[..] {
-                ["switched-on"] => shared.switched_on = true,
+                ["switched-on", claim] => shared.switched_on = Some(claim.parse().ok()?),
                 ["freq", before, ours] => {
                     shared.freq = Some((before.parse().ok()?, ours.parse().ok()?));
                 }
@@ -82,6 +91,15 @@ impl Shared {
         }
         Some(shared)
     }
+}
+
+/// A number for a switch on, told apart from the others a machine makes:
+/// the time in nanoseconds (the mutex keeps two runs from taking one at
+/// the same instant).
+pub fn new_claim() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 /// One run's place among the runs sharing the statistics: the open lock
@@ -99,12 +117,15 @@ pub struct Session {
 
 /// How a run leaves: whether it was the last to report, and the record of
 /// what the runs changed, emptied in the file when it was the last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Leaving {
     /// No other reporting run holds the statistics.
     pub last: bool,
     /// What the runs changed, with this run's share merged in.
     pub shared: Shared,
+    /// The last run could not empty the record: the next run will take it
+    /// for one left by a killed run.
+    pub unwritten: Option<io::Error>,
 }
 
 impl Session {
@@ -118,25 +139,24 @@ impl Session {
         member: bool,
         wait: Duration,
     ) -> io::Result<Option<(Session, Option<String>)>> {
-        if !root.join("run").is_dir() {
-            return Ok(None);
-        }
         let path = root.join(LOCK_PATH);
-        let file = open_lock_file(&path)?;
-        lock_waiting(&file, MUTEX_BYTE, wait)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        let alone = set_lock(&file, MEMBER_BYTE, libc::F_WRLCK)?;
+        let Some(file) = open_lock_file(&root.join("run"))? else {
+            return Ok(None);
+        };
+        let in_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        lock_waiting(&file, MUTEX_BYTE, wait).map_err(in_path)?;
+        let alone = set_lock(&file, MEMBER_BYTE, libc::F_WRLCK).map_err(in_path)?;
         if member {
             // Granted: the other runs hold the byte shared at most, as
             // only a run holding the mutex takes it exclusively.
-            if !set_lock(&file, MEMBER_BYTE, libc::F_RDLCK)? {
-                return Err(io::Error::new(
+            if !set_lock(&file, MEMBER_BYTE, libc::F_RDLCK).map_err(in_path)? {
+                return Err(in_path(io::Error::new(
                     io::ErrorKind::WouldBlock,
-                    format!("{}: the runs' lock is held exclusively", path.display()),
-                ));
+                    "the runs' lock is held exclusively",
+                )));
             }
         } else if alone {
-            set_lock(&file, MEMBER_BYTE, libc::F_UNLCK)?;
+            set_lock(&file, MEMBER_BYTE, libc::F_UNLCK).map_err(in_path)?;
         }
         let mut session = Session {
             file,
@@ -144,8 +164,7 @@ impl Session {
             member,
             shared: Shared::default(),
         };
-        let read = session.read_record()?;
-        let note = match read {
+        let note = match session.read_record()? {
             Some(shared) if !alone => {
                 session.shared = shared;
                 None
@@ -164,6 +183,11 @@ impl Session {
         self.shared
     }
 
+    /// Whether this run reports, and so holds a share of the statistics.
+    pub fn is_member(&self) -> bool {
+        self.member
+    }
+
     /// Writes `shared`, what the runs changed with this run's changes, and
     /// lets the other runs in.
     pub fn publish(&mut self, shared: Shared) -> io::Result<()> {
@@ -172,41 +196,62 @@ impl Session {
         set_lock(&self.file, MUTEX_BYTE, libc::F_UNLCK).map(drop)
     }
 
-    /// Takes the mutex again (waiting up to `wait`) to end this run: the
-    /// record is read again, `merge` applies this run's share to it, and
-    /// the result is written back, or emptied when this run is the last
-    /// reporting run (its caller then undoes what it holds; a command that
-    /// does not report is never the last). The other runs wait until the
-    /// session is dropped, so the undo writes come before.
+    /// Takes the mutex again (waiting up to `wait`) to end a reporting
+    /// run: the record is read again, `merge` applies this run's share to
+    /// it, and the result is written back, or emptied when this run is the
+    /// last (its caller then undoes what it holds). The other runs wait
+    /// until the session is dropped, so the undo writes come first.
     pub fn leave(
         &mut self,
         wait: Duration,
         merge: impl FnOnce(Shared) -> Shared,
     ) -> io::Result<Leaving> {
-        lock_waiting(&self.file, MUTEX_BYTE, wait)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
-        let last = self.member && set_lock(&self.file, MEMBER_BYTE, libc::F_WRLCK)?;
+        let in_path =
+            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
+        lock_waiting(&self.file, MUTEX_BYTE, wait).map_err(in_path)?;
+        let last =
+            self.member && set_lock(&self.file, MEMBER_BYTE, libc::F_WRLCK).map_err(in_path)?;
         let shared = merge(self.read_record()?.unwrap_or_default());
-        self.write_record(if last { Shared::default() } else { shared })?;
-        Ok(Leaving { last, shared })
+        let written = self.write_record(if last { Shared::default() } else { shared });
+        match written {
+            Err(err) if !last => Err(err),
+            written => Ok(Leaving {
+                last,
+                shared,
+                unwritten: written.err(),
+            }),
+        }
     }
 
     /// The record in the file; `None` when it is not one.
     fn read_record(&mut self) -> io::Result<Option<Shared>> {
-        let mut text = String::new();
-        self.file.seek(SeekFrom::Start(0))?;
-        // A few lines; more is not a record.
-        (&self.file).take(4096).read_to_string(&mut text).ok();
-        Ok(Shared::parse(&text))
+        let mut bytes = Vec::new();
+        // A record is RECORD_BYTES; a few more tell a longer file.
+        self.file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| {
+                (&self.file)
+                    .take(4 * RECORD_BYTES as u64)
+                    .read_to_end(&mut bytes)
+            })
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+        if bytes.len() > RECORD_BYTES {
+            return Ok(None);
+        }
+        Ok(std::str::from_utf8(&bytes).ok().and_then(Shared::parse))
     }
 
-    /// Replaces the record with `shared`.
+    /// Replaces the record with `shared`, in one write of [`RECORD_BYTES`].
     fn write_record(&mut self, shared: Shared) -> io::Result<()> {
-        self.file.set_len(0)?;
-        self.file.seek(SeekFrom::Start(0))?;
-        self.file
-            .write_all(shared.to_text().as_bytes())
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
+        let mut bytes = shared.to_text().into_bytes();
+        bytes.resize(RECORD_BYTES, b'\n');
+        let in_path =
+            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
+        self.file.write_all_at(&bytes, 0).map_err(in_path)?;
+        if self.file.metadata().map_err(in_path)?.len() > RECORD_BYTES as u64 {
+            self.file.set_len(RECORD_BYTES as u64).map_err(in_path)?;
+        }
+        Ok(())
     }
 }
 
@@ -216,19 +261,23 @@ fn abandoned(left: Option<Shared>, path: &Path) -> String {
     let what = match left {
         None => return format!("{}: not a record of vcpustat runs: emptied", path.display()),
         Some(Shared {
-            switched_on: true,
+            switched_on: Some(_),
             freq: Some((before, ours)),
         }) => format!(
             "the dispatch statistics on and the frequency at {ours} per second (it was {before})"
         ),
         Some(Shared {
-            switched_on: true, ..
+            switched_on: Some(_),
+            freq: None,
         }) => "the dispatch statistics on".to_string(),
         Some(Shared {
+            switched_on: None,
             freq: Some((before, ours)),
-            ..
         }) => format!("the frequency at {ours} per second (it was {before})"),
-        Some(_) => "nothing".to_string(),
+        Some(Shared {
+            switched_on: None,
+            freq: None,
+        }) => "nothing".to_string(),
     };
     format!(
         "a vcpustat run ended without undoing its changes (killed?): it left {what}; \
@@ -236,24 +285,80 @@ fn abandoned(left: Option<Shared>, path: &Path) -> String {
     )
 }
 
-/// Opens (creating, mode 0600) the lock file at `path`, refusing a link
-/// or anything but a regular file (a FIFO would block the open).
-fn open_lock_file(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(
+/// Opens (creating it, mode 0600) the lock file in directory `run`; `None`
+/// when there is no such directory (a link is not one). Only what root alone could have made is
+/// taken: `run` a directory, not a link, that no one else may write to, and
+/// in it a regular file with one link, owned by this user and mode 0600 (a
+/// link, a FIFO or another user's file would let that user truncate a file
+/// through vcpustat, or hold the locks and keep every run from starting or
+/// from ever being the last).
+fn open_lock_file(run: &Path) -> io::Result<Option<File>> {
+    let in_path =
+        |what: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
+    let refuse = |what: &Path, why: &str| {
+        Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{}: not a regular file", path.display()),
-        ));
+            format!("{}: {why}", what.display()),
+        ))
+    };
+    let dir = match open_at(None, run, libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(None),
+        Err(e) => return Err(in_path(run, e)),
+    };
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let meta = dir.metadata().map_err(|e| in_path(run, e))?;
+    if meta.uid() != euid || meta.mode() & 0o022 != 0 {
+        return refuse(
+            run,
+            "a directory others may write to: not where vcpustat runs meet",
+        );
     }
-    Ok(file)
+    let path = run.join("vcpustat.lock");
+    let file = open_at(
+        Some(&dir),
+        Path::new("vcpustat.lock"),
+        libc::O_RDWR | libc::O_CREAT,
+        0o600,
+    )
+    .map_err(|e| in_path(&path, e))?;
+    let meta = file.metadata().map_err(|e| in_path(&path, e))?;
+    if !meta.is_file() {
+        return refuse(&path, "not a regular file");
+    }
+    if meta.nlink() != 1 || meta.uid() != euid || meta.mode() & 0o077 != 0 {
+        return refuse(
+            &path,
+            "not a file of vcpustat's own (another owner, mode or link)",
+        );
+    }
+    Ok(Some(file))
+}
+
+/// `openat(dir, path, flags | O_NOFOLLOW | O_CLOEXEC, mode)`, from the
+/// working directory without `dir`. `O_NOFOLLOW` refuses a link as the last
+/// component; an `O_RDWR` open of a FIFO does not block on Linux, so one is
+/// opened and then refused.
+fn open_at(dir: Option<&File>, path: &Path, flags: i32, mode: libc::mode_t) -> io::Result<File> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    let dir_fd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: a valid C string and descriptor; the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            dir_fd,
+            c_path.as_ptr(),
+            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::c_uint::from(mode),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just opened and owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// Sets the open-file-description lock `kind` on byte `byte` of `file`
@@ -301,12 +406,14 @@ fn lock_waiting(file: &File, byte: i64, wait: Duration) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn root(name: &str) -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("vcpustat-session-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("run")).unwrap();
+        std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
         dir
     }
 
@@ -316,23 +423,33 @@ mod tests {
             .expect("a run directory")
     }
 
+    fn record(root: &Path) -> Option<Shared> {
+        Shared::parse(&std::fs::read_to_string(root.join(LOCK_PATH)).unwrap())
+    }
+
+    const ON: Shared = Shared {
+        switched_on: Some(7),
+        freq: None,
+    };
+
     #[test]
     fn the_record_reads_back_and_anything_else_is_not_one() {
         for shared in [
             Shared::default(),
+            ON,
             Shared {
-                switched_on: true,
-                freq: None,
-            },
-            Shared {
-                switched_on: true,
-                freq: Some((50, -3)),
+                switched_on: Some(u64::MAX),
+                freq: Some((i32::MIN, i32::MAX)),
             },
         ] {
-            assert_eq!(Shared::parse(&shared.to_text()), Some(shared));
+            let mut text = shared.to_text();
+            assert!(text.len() <= RECORD_BYTES, "{text}");
+            assert_eq!(Shared::parse(&text), Some(shared));
+            text.push_str("\n\n");
+            assert_eq!(Shared::parse(&text), Some(shared), "padding");
         }
-        assert_eq!(Shared::parse("switched-on\nfreq 50\n"), None);
-        assert_eq!(Shared::parse("switched-\n"), None);
+        assert_eq!(Shared::parse("switched-on\n"), None);
+        assert_eq!(Shared::parse("switched-on 7\nfreq 50\n"), None);
         assert_eq!(Shared::parse("freq 50 x\n"), None);
     }
 
@@ -340,6 +457,12 @@ mod tests {
     fn no_run_directory_no_session() {
         let dir = root("no-run");
         std::fs::remove_dir(dir.join("run")).unwrap();
+        assert!(
+            Session::enter(&dir, true, Duration::ZERO)
+                .unwrap()
+                .is_none()
+        );
+        std::fs::write(dir.join("run"), "").unwrap();
         assert!(
             Session::enter(&dir, true, Duration::ZERO)
                 .unwrap()
@@ -353,45 +476,30 @@ mod tests {
         let dir = root("last");
         let (mut a, note) = enter(&dir, true);
         assert_eq!(note, None);
-        let on = Shared {
-            switched_on: true,
-            freq: None,
-        };
-        a.publish(on).unwrap();
+        a.publish(ON).unwrap();
         let (mut b, note) = enter(&dir, true);
-        assert_eq!((note, b.shared()), (None, on));
+        assert_eq!((note, b.shared()), (None, ON));
         b.publish(b.shared()).unwrap();
         // A command that does not report is never the one holding the runs.
         let (mut c, _) = enter(&dir, false);
         c.publish(c.shared()).unwrap();
-        assert_eq!(
-            c.leave(Duration::ZERO, |s| s).unwrap(),
-            Leaving {
-                last: false,
-                shared: on
-            }
-        );
+        let leaving = c.leave(Duration::ZERO, |s| s).unwrap();
+        assert_eq!((leaving.last, leaving.shared), (false, ON));
         drop(c);
         // The record stays for b, and b, the last, gets it and empties it.
-        let first = a.leave(Duration::ZERO, |s| s).unwrap();
-        assert_eq!(
-            first,
-            Leaving {
-                last: false,
-                shared: on
-            }
-        );
+        let leaving = a.leave(Duration::ZERO, |s| s).unwrap();
+        assert_eq!((leaving.last, leaving.shared), (false, ON));
         drop(a);
-        let second = b.leave(Duration::ZERO, |s| s).unwrap();
-        assert_eq!(
-            second,
-            Leaving {
-                last: true,
-                shared: on
-            }
-        );
+        assert_eq!(record(&dir), Some(ON));
+        let leaving = b.leave(Duration::ZERO, |s| s).unwrap();
+        assert_eq!((leaving.last, leaving.shared), (true, ON));
+        assert!(leaving.unwritten.is_none());
         drop(b);
-        assert_eq!(std::fs::read_to_string(dir.join(LOCK_PATH)).unwrap(), "");
+        assert_eq!(record(&dir), Some(Shared::default()));
+        assert_eq!(
+            std::fs::metadata(dir.join(LOCK_PATH)).unwrap().len(),
+            RECORD_BYTES as u64
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -413,7 +521,7 @@ mod tests {
         let dir = root("abandoned");
         let (mut a, _) = enter(&dir, true);
         a.publish(Shared {
-            switched_on: true,
+            switched_on: Some(7),
             freq: Some((50, 100)),
         })
         .unwrap();
@@ -430,27 +538,67 @@ mod tests {
             )
         );
         drop(b);
-        std::fs::write(dir.join(LOCK_PATH), "switched-on\nfre").unwrap();
-        let (_c, note) = enter(&dir, false);
-        assert!(
-            note.unwrap()
-                .ends_with("vcpustat.lock: not a record of vcpustat runs: emptied")
-        );
-        assert_eq!(std::fs::read_to_string(dir.join(LOCK_PATH)).unwrap(), "");
+        // Longer than a record, then not UTF-8: not one.
+        for bytes in [vec![b'\n'; 4 * RECORD_BYTES], vec![0xff; 8]] {
+            std::fs::write(dir.join(LOCK_PATH), bytes).unwrap();
+            let (_c, note) = enter(&dir, false);
+            assert!(
+                note.unwrap()
+                    .ends_with("vcpustat.lock: not a record of vcpustat runs: emptied")
+            );
+            assert_eq!(record(&dir), Some(Shared::default()));
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
-    fn a_link_or_a_fifo_is_not_opened_as_the_lock() {
+    fn only_a_file_and_directory_of_vcpustat_own_are_used() {
         let dir = root("hostile");
-        std::os::unix::fs::symlink("/etc/passwd", dir.join(LOCK_PATH)).unwrap();
-        assert!(Session::enter(&dir, true, Duration::ZERO).is_err());
-        std::fs::remove_file(dir.join(LOCK_PATH)).unwrap();
-        let fifo = std::ffi::CString::new(dir.join(LOCK_PATH).to_str().unwrap()).unwrap();
+        let lock = dir.join(LOCK_PATH);
+        let refused = |dir: &Path| {
+            Session::enter(dir, true, Duration::ZERO)
+                .unwrap_err()
+                .to_string()
+        };
+        std::os::unix::fs::symlink("/etc/passwd", &lock).unwrap();
+        assert!(refused(&dir).contains("vcpustat.lock"));
+        std::fs::remove_file(&lock).unwrap();
+        let fifo = std::ffi::CString::new(lock.to_str().unwrap()).unwrap();
         // SAFETY: a valid C string.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-        let err = Session::enter(&dir, true, Duration::ZERO).unwrap_err();
-        assert!(err.to_string().ends_with("not a regular file"), "{err}");
+        assert!(refused(&dir).ends_with("vcpustat.lock: not a regular file"));
+        std::fs::remove_file(&lock).unwrap();
+        // A hard link to a file elsewhere (that vcpustat would truncate).
+        let elsewhere = dir.join("elsewhere");
+        std::fs::write(&elsewhere, "precious").unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::hard_link(&elsewhere, &lock).unwrap();
+        assert!(
+            refused(&dir).ends_with("not a file of vcpustat's own (another owner, mode or link)")
+        );
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "precious");
+        std::fs::remove_file(&lock).unwrap();
+        // A file others may read or write.
+        std::fs::write(&lock, "").unwrap();
+        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(
+            refused(&dir).ends_with("not a file of vcpustat's own (another owner, mode or link)")
+        );
+        std::fs::remove_file(&lock).unwrap();
+        // A run directory others may write to, and one that is a link.
+        std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(
+            refused(&dir)
+                .ends_with("a directory others may write to: not where vcpustat runs meet")
+        );
+        std::fs::remove_dir(dir.join("run")).unwrap();
+        std::os::unix::fs::symlink("/tmp", dir.join("run")).unwrap();
+        assert!(
+            Session::enter(&dir, true, Duration::ZERO)
+                .unwrap()
+                .is_none(),
+            "a link is not the run directory"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

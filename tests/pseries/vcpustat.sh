@@ -79,15 +79,22 @@ until_not() {
     done
 }
 
-# Waits (up to 10 s) until the record vcpustat runs share
-# (ROOT/run/vcpustat.lock) holds lines $1, each ended by `|`.
+# The record vcpustat runs share (ROOT/run/vcpustat.lock): its lines
+# without the newlines that pad it, each ended by `|`, the number of a
+# `switched-on` claim left out.
+record() {
+    grep -v '^$' "$ROOT/run/vcpustat.lock" 2>/dev/null |
+        sed 's/^switched-on [0-9]*$/switched-on/' | tr '\n' '|'
+}
+
+# Waits (up to 10 s) until the record is $1, then prints it.
 until_record() {
     n=0
-    while [ "$(tr '\n' '|' <"$ROOT/run/vcpustat.lock" 2>/dev/null)" != "$1" ] && [ $n -lt 100 ]; do
+    while [ "$(record)" != "$1" ] && [ $n -lt 100 ]; do
         sleep 0.1
         n=$((n + 1))
     done
-    echo "record: $(tr '\n' '|' <"$ROOT/run/vcpustat.lock" 2>/dev/null)"
+    echo "record: $(record)"
 }
 
 # Runs vcpustat ARGS in the background until it has changed file $1 from

@@ -71,12 +71,29 @@ impl Run {
     }
 }
 
-/// Waits (at most 20 s) until the runs' record says `text`.
+/// The runs' record: its lines (without the newlines that pad it), each
+/// `|`-ended, the number of a `switched-on` claim left out.
+fn record(sim: &Mounted) -> String {
+    std::fs::read_to_string(sim.run.0.join("vcpustat.lock"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once(' ') {
+            Some(("switched-on", claim)) if claim.parse::<u64>().is_ok() => "switched-on|".into(),
+            _ => format!("{l}|"),
+        })
+        .collect()
+}
+
+/// Waits (at most 20 s) until the runs' record is `text` ([`record`]).
 fn await_record(sim: &Mounted, text: &str) {
-    let path = sim.run.0.join("vcpustat.lock");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(&path).unwrap_or_default() != text {
-        assert!(Instant::now() < deadline, "the record never said {text:?}");
+    while record(sim) != text {
+        assert!(
+            Instant::now() < deadline,
+            "the record never said {text:?}: {:?}",
+            record(sim)
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -137,11 +154,11 @@ fn the_last_of_two_runs_undoes_what_the_first_switched() {
         ]
         .map(|(f, d)| (f, d.to_string()))
     );
-    assert_eq!(
-        std::fs::read_to_string(sim.run.0.join("vcpustat.lock")).unwrap(),
-        "",
-        "the record is emptied by the last run"
-    );
+    assert_eq!(record(&sim), "", "the record is emptied by the last run");
+    // Each write came from a run holding the mutex: the undo writes too,
+    // so a run starting meanwhile reads the state they leave.
+    let writes = &sim.kernel().writes;
+    assert!(writes.iter().all(|w| w.runs_locked), "{writes:?}");
 }
 
 /// A run killed (SIGKILL: no undo) leaves the statistics on. The next run
@@ -154,7 +171,7 @@ fn a_killed_run_leaves_its_changes_and_the_next_run_says_so() {
     };
     let mut killed = Run::start(&sim, &["0.05"]);
     killed.await_line(SWITCHED_ON);
-    await_record(&sim, "switched-on\n");
+    await_record(&sim, "switched-on|");
     killed.child.kill().unwrap();
     killed.child.wait().unwrap();
     let out = vcpustat(&sim, &["-n", "0.05", "2"]).output().unwrap();
@@ -190,9 +207,9 @@ fn a_lasting_enable_during_a_run_keeps_the_statistics_on() {
     let lines = run.interrupt();
     assert!(
         lines.contains(
-            &"vcpustat: note: another vcpustat asked for the dispatch statistics to stay on: left \
-              on"
-            .to_string()
+            &"vcpustat: note: the dispatch statistics are someone else's now (another vcpustat \
+              asked for them to stay on, or another run saw them switched off and on): left on"
+                .to_string()
         ),
         "{lines:?}"
     );
@@ -210,6 +227,8 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
         return;
     };
     let lock = std::fs::File::create(sim.run.0.join("vcpustat.lock")).unwrap();
+    lock.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
     // SAFETY: flock is plain data; zeroed is valid (l_pid 0, as OFD locks want).
     let mut byte: libc::flock = unsafe { std::mem::zeroed() };
     byte.l_type = libc::F_WRLCK as libc::c_short;
@@ -259,4 +278,72 @@ fn a_lock_file_that_is_a_fifo_is_passed_over_with_a_note() {
     );
     assert!(!sim.kernel().on);
     assert_eq!(stats_writes(&sim).len(), 2);
+}
+
+const HANDED_OVER: &str = "vcpustat: note: someone else switched off the dispatch statistics: \
+                           vcpustat leaves the on/off state to them at exit";
+
+/// A run that saw someone else switch the statistics off gives up its
+/// claim, and only its own: a run that switched them on again since keeps
+/// its claim and switches them off at its end.
+#[test]
+fn a_run_that_saw_a_switch_off_leaves_a_newer_claim_alone() {
+    let Some(sim) = mount("newer-claim", scenario()) else {
+        return;
+    };
+    // Prometheus runs tell a handover on stderr.
+    let mut first = Run::start(&sim, &["-o", "prometheus", "0.05"]);
+    first.await_line(SWITCHED_ON);
+    await_record(&sim, "switched-on|");
+    // The state read, the first sample and one more: a switch off now is
+    // one the run sees happen.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sim.kernel().reads < 3 {
+        assert!(Instant::now() < deadline, "the first run did not read");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Someone else's `echo 0`.
+    sim.kernel().on = false;
+    first.await_line(HANDED_OVER);
+    let mut second = Run::start(&sim, &["-o", "prometheus", "0.05"]);
+    second.await_line(SWITCHED_ON);
+    let first = first.interrupt();
+    assert!(
+        first.iter().all(|l| !l.contains("another vcpustat run")),
+        "{first:?}"
+    );
+    assert!(sim.kernel().on, "switched off under the second run");
+    let second = second.interrupt();
+    assert!(second.iter().all(|l| !l.contains("note:")), "{second:?}");
+    assert!(!sim.kernel().on, "the second run's claim was dropped");
+    assert_eq!(
+        stats_writes(&sim)
+            .into_iter()
+            .map(|(file, data, _)| (file, data))
+            .collect::<Vec<_>>(),
+        [("stats", "1\n"), ("stats", "1\n"), ("stats", "0\n")].map(|(f, d)| (f, d.to_string()))
+    );
+}
+
+/// A frequency someone else set between two `--temporary` runs is the one
+/// the last run puts back: the first run's value before is no longer what
+/// the system had before the second.
+#[test]
+fn a_frequency_set_between_two_runs_is_the_one_put_back() {
+    let Some(sim) = mount("freq-between", scenario()) else {
+        return;
+    };
+    let mut first = Run::start(&sim, &["--freq", "20", "--temporary", "0.05"]);
+    first.await_line(SWITCHED_ON);
+    await_record(&sim, "switched-on|freq 50 20|");
+    // Someone else's `echo 70 > vcpudispatch_stats_freq`.
+    sim.kernel().freq = 70;
+    let mut second = Run::start(&sim, &["--freq", "40", "--temporary", "0.05"]);
+    second.await_line(JOINED);
+    await_record(&sim, "switched-on|freq 70 40|");
+    first.interrupt();
+    second.interrupt();
+    let k = sim.kernel();
+    assert_eq!(k.freq, 70, "the value the second run found");
+    assert!(!k.on);
 }

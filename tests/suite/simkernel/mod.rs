@@ -69,6 +69,9 @@ pub struct Write {
     pub data: Vec<u8>,
     /// Bytes accepted, or the errno.
     pub result: Result<usize, i32>,
+    /// Whether a vcpustat run held the runs' mutex (byte 0 of
+    /// `run/vcpustat.lock`, `vcpustat::session`) at the write.
+    pub runs_locked: bool,
 }
 
 /// The simulated kernel's state.
@@ -429,6 +432,8 @@ fn parse_x8(data: &[u8]) -> Result<u8, i32> {
 
 struct SimFs {
     kernel: Arc<Mutex<Kernel>>,
+    /// The lock file vcpustat runs meet in, looked at on each write.
+    runs_lock: PathBuf,
     /// Contents generated at the first read of each open file (seq_file).
     opened: Mutex<BTreeMap<u64, Vec<u8>>>,
     next_fh: Mutex<u64>,
@@ -618,10 +623,12 @@ impl fuse::FileSystem for SimFs {
             }
             _ => ("other", Err(libc::EIO)),
         };
+        let runs_locked = mutex_held(&self.runs_lock);
         k.writes.push(Write {
             file,
             data: data.to_vec(),
             result,
+            runs_locked,
         });
         result.map(|n| n as u32)
     }
@@ -693,6 +700,30 @@ impl Mounted {
     }
 }
 
+/// Whether an open file holds a lock on byte 0 of `path` (vcpustat's
+/// mutex), as `F_OFD_GETLK` from a file of its own tells; false without
+/// the file.
+fn mutex_held(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    // Not blocking on a FIFO a test put there.
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    // SAFETY: flock is plain data; zeroed is valid (l_pid 0, as OFD locks want).
+    let mut byte: libc::flock = unsafe { std::mem::zeroed() };
+    byte.l_type = libc::F_WRLCK as libc::c_short;
+    byte.l_whence = libc::SEEK_SET as libc::c_short;
+    byte.l_len = 1;
+    // SAFETY: a valid descriptor and flock, which the call fills in.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut byte) };
+    rc == 0 && byte.l_type != libc::F_UNLCK as libc::c_short
+}
+
 /// Mounts directory `from` on `on` too (`mount --bind`); the simulation's
 /// lazy unmount takes it away with the simulation.
 fn bind(from: &Path, on: &Path) {
@@ -743,17 +774,21 @@ pub fn mount(name: &str, kernel: Kernel) -> Option<Mounted> {
     }
     let root = std::env::temp_dir().join(format!("vcpustat-sim-{}-{name}", std::process::id()));
     let kernel = Arc::new(Mutex::new(kernel));
+    let run = RunDir(
+        std::env::temp_dir().join(format!("vcpustat-sim-run-{}-{name}", std::process::id())),
+    );
     let fs = SimFs {
         kernel: Arc::clone(&kernel),
+        runs_lock: run.0.join("vcpustat.lock"),
         opened: Mutex::new(BTreeMap::new()),
         next_fh: Mutex::new(0),
     };
     let mount = fuse::mount(fs, &root, "vcpustat-sim", false, 1);
-    let run = RunDir(
-        std::env::temp_dir().join(format!("vcpustat-sim-run-{}-{name}", std::process::id())),
-    );
     let _ = std::fs::remove_dir_all(&run.0);
     std::fs::create_dir(&run.0).expect("a directory for the simulation's run");
+    // As /run: vcpustat meets other runs only where no one else may write.
+    std::fs::set_permissions(&run.0, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("the run directory's mode");
     bind(&run.0, &root.join("run"));
     Some(Mounted {
         root,

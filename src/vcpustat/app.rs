@@ -28,7 +28,7 @@ use super::kernel;
 use super::render::{ReportTime, TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
 use super::restore::{Lasting, RestorePlan, Undo, run_then_restore};
-use super::session::{MUTEX_WAIT, Session};
+use super::session::{self, MUTEX_WAIT, Session};
 
 /// The program name in messages.
 pub const TOOL: &str = "vcpustat";
@@ -243,6 +243,10 @@ pub fn run(
             if on { "on" } else { "off" },
             kernel::read_freq(source)?
         )?;
+        let root = options.source.sysroot.as_deref().unwrap_or("/".as_ref());
+        if let Some((shared, held)) = session::peek(root).filter(|_| source.is_live()) {
+            writeln!(out, "{}", session::status_line(shared, held))?;
+        }
         out.flush()?;
     }
     let target = expo_target(options);

@@ -154,7 +154,8 @@ pub struct ReportArgs {
     /// which is at most 1000; the kernel default is 50), in decimal or 0x hex.
     #[arg(long, value_name = "N", value_parser = parse_freq, allow_negative_numbers = true)]
     pub freq: Option<i32>,
-    /// Print whether the statistics are on and the current frequency.
+    /// Print whether the statistics are on and the current frequency, and
+    /// what vcpustat runs reporting now will undo when the last ends.
     #[arg(long)]
     pub status: bool,
     /// Undo --enable and --freq too when the run ends (an interval run or

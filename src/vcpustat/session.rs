@@ -255,34 +255,98 @@ impl Session {
     }
 }
 
+/// What the record under `root` says, for `--status`, read without
+/// taking a lock: `None` without a record, or with an empty one. The
+/// second value says whether a reporting run holds it (else it was left by
+/// runs that were killed).
+pub fn peek(root: &Path) -> Option<(Shared, bool)> {
+    let path = root.join(LOCK_PATH);
+    let file = open_at(None, &path, libc::O_RDONLY | libc::O_NONBLOCK, 0).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    (&file)
+        .take(RECORD_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let shared = Shared::parse(std::str::from_utf8(&bytes).ok()?)?;
+    if bytes.len() > RECORD_BYTES || shared == Shared::default() {
+        return None;
+    }
+    Some((shared, locked(&file, MEMBER_BYTE)))
+}
+
+/// The line `--status` adds for a record [`peek`] found.
+pub fn status_line(shared: Shared, held: bool) -> String {
+    if !held {
+        return format!(
+            "vcpustat runs: one ended without undoing its changes (killed?) and left {}; the \
+             next run that reports leaves that as it is",
+            left_as_it_is(shared)
+        );
+    }
+    let mut undo = Vec::new();
+    if shared.switched_on.is_some() {
+        undo.push("switched off".to_string());
+    }
+    if let Some((before, _)) = shared.freq {
+        undo.push(format!("the frequency put back to {before}"));
+    }
+    format!(
+        "vcpustat runs: {} when the last of them ends",
+        undo.join(" and ")
+    )
+}
+
+/// Whether another open file holds a lock on `byte` of `file`.
+fn locked(file: &File, byte: i64) -> bool {
+    // SAFETY: flock is plain data; zeroed is a valid value.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = byte;
+    lock.l_len = 1;
+    // SAFETY: a valid descriptor and flock, which the call fills in.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut lock) };
+    rc == 0 && lock.l_type != libc::F_UNLCK as libc::c_short
+}
+
 /// The note for a record no run holds: what the runs killed before they
 /// ended left as it is.
 fn abandoned(left: Option<Shared>, path: &Path) -> String {
-    let what = match left {
-        None => return format!("{}: not a record of vcpustat runs: emptied", path.display()),
-        Some(Shared {
+    match left {
+        None => format!("{}: not a record of vcpustat runs: emptied", path.display()),
+        Some(shared) => format!(
+            "a vcpustat run ended without undoing its changes (killed?): it left {}; \
+             vcpustat leaves that as it is (see vcpustat --status)",
+            left_as_it_is(shared)
+        ),
+    }
+}
+
+/// What a record no run holds left: the changes the killed runs made.
+fn left_as_it_is(shared: Shared) -> String {
+    match shared {
+        Shared {
             switched_on: Some(_),
             freq: Some((before, ours)),
-        }) => format!(
+        } => format!(
             "the dispatch statistics on and the frequency at {ours} per second (it was {before})"
         ),
-        Some(Shared {
+        Shared {
             switched_on: Some(_),
             freq: None,
-        }) => "the dispatch statistics on".to_string(),
-        Some(Shared {
+        } => "the dispatch statistics on".to_string(),
+        Shared {
             switched_on: None,
             freq: Some((before, ours)),
-        }) => format!("the frequency at {ours} per second (it was {before})"),
-        Some(Shared {
+        } => format!("the frequency at {ours} per second (it was {before})"),
+        Shared {
             switched_on: None,
             freq: None,
-        }) => "nothing".to_string(),
-    };
-    format!(
-        "a vcpustat run ended without undoing its changes (killed?): it left {what}; \
-         vcpustat leaves that as it is (see vcpustat --status)"
-    )
+        } => "nothing".to_string(),
+    }
 }
 
 /// Opens (creating it, mode 0600) the lock file in directory `run`; `None`
@@ -599,6 +663,39 @@ mod tests {
                 .is_none(),
             "a link is not the run directory"
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn status_tells_what_the_runs_will_undo_or_what_killed_runs_left() {
+        let dir = root("status");
+        assert!(peek(&dir).is_none(), "no record");
+        let both = Shared {
+            switched_on: Some(7),
+            freq: Some((50, 40)),
+        };
+        let (mut a, _) = enter(&dir, true);
+        a.publish(both).unwrap();
+        let (shared, held) = peek(&dir).unwrap();
+        assert_eq!((shared, held), (both, true));
+        assert_eq!(
+            status_line(shared, held),
+            "vcpustat runs: switched off and the frequency put back to 50 when the last of them \
+             ends"
+        );
+        drop(a);
+        let (shared, held) = peek(&dir).unwrap();
+        assert!(!held, "the run is gone");
+        assert_eq!(
+            status_line(shared, held),
+            "vcpustat runs: one ended without undoing its changes (killed?) and left the \
+             dispatch statistics on and the frequency at 40 per second (it was 50); the next \
+             run that reports leaves that as it is"
+        );
+        let (mut b, _) = enter(&dir, true);
+        b.publish(Shared::default()).unwrap();
+        assert!(peek(&dir).is_none(), "an empty record");
+        drop(b);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

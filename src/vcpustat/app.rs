@@ -224,10 +224,9 @@ pub fn run(
     if !on && matches!(options.mode, Mode::Serve(_) | Mode::Interval { .. }) {
         switch_on_for_run(options, source, plan)?;
     }
-    // Everything asked is done: a lasting change stays.
-    if !options.temporary {
-        plan.forget_freq();
-    }
+    // Everything asked is done: once the other runs' record says so, a
+    // lasting change stays (until then its undo is kept, so that a record
+    // that cannot be written leaves the system as it was).
     let lasting = Lasting {
         switch: options.switch.is_some() && !options.temporary,
         freq: options.freq.is_some() && !options.temporary,
@@ -244,7 +243,7 @@ pub fn run(
             kernel::read_freq(source)?
         )?;
         let root = options.source.sysroot.as_deref().unwrap_or("/".as_ref());
-        if let Some((shared, held)) = session::peek(root).filter(|_| source.is_live()) {
+        if let Some((shared, held)) = source.is_live().then(|| session::peek(root)).flatten() {
             writeln!(out, "{}", session::status_line(shared, held))?;
         }
         out.flush()?;
@@ -424,9 +423,8 @@ fn switch(
         }
         (Some(Switch::On), false) => {
             kernel::switch(source, true)?;
-            if options.temporary {
-                plan.push(Undo::SwitchOff);
-            }
+            // Undone if what follows fails, and with --temporary at exit.
+            plan.push(Undo::SwitchOff);
             tell(format_args!("dispatch statistics switched on{until}"));
             Ok(true)
         }

@@ -4,7 +4,8 @@
 //! write succeeded, together with the write that undoes it. `main` applies
 //! the plan in one place on every way out (count reached, stop signal,
 //! closed output pipe, error, panic). There is no `Drop` magic: the plan is
-//! plain data, so tests can look at it and the order of exit steps is visible.
+//! a list of writes (and the record it shares), so tests can look at it and
+//! the order of exit steps is visible.
 //!
 //! Where other vcpustat runs share the statistics ([`Session`]), the plan
 //! joins their record of what was changed for the runs: the last of them
@@ -81,11 +82,17 @@ impl RestorePlan {
     }
 
     /// Forgets the on/off undo: someone else switched the statistics while we
-    /// ran, so the on/off state is theirs now and we must not touch it (nor
-    /// must the last of the runs we share it with).
+    /// ran, so the on/off state is theirs now and we must not touch it, nor
+    /// must the last of the runs we share it with: the record drops this
+    /// run's claim at once (and again at its end, if that failed).
     pub fn forget_switch(&mut self) {
         self.handed_over |= self.undo.contains(&Undo::SwitchOff);
         self.undo.retain(|u| !matches!(u, Undo::SwitchOff));
+        if let (Some(session), Some(claim), true) = (&mut self.session, self.claim, self.published)
+        {
+            // Best effort: the merge at the end does it as well.
+            let _ = session.drop_claim(claim, MUTEX_WAIT);
+        }
     }
 
     /// Meets the other vcpustat runs through `session`, entered before the
@@ -94,40 +101,44 @@ impl RestorePlan {
         self.session = Some(session);
     }
 
-    /// Writes this run's changes into the runs' record, after what
-    /// `lasting` asked for took the record's undo of it away, and lets the
-    /// other runs in. A reporting run that finds the statistics on for
-    /// another run takes a share of switching them off, and gets the note
-    /// that says so. Nothing without a session.
+    /// Writes this run's changes into the runs' record and lets the other
+    /// runs in; then forgets the undo of what `lasting` asked for, which
+    /// stays (kept until the record is written, so that a record that
+    /// cannot be written leaves the system as it was), and ends the
+    /// record's claims on it. A reporting run that finds the statistics on
+    /// for another run takes a share of switching them off, and gets the
+    /// note that says so. Without a session, only the forgetting.
     pub fn share(&mut self, lasting: Lasting) -> Result<Option<&'static str>, VcpuError> {
         let Some(session) = &mut self.session else {
+            self.forget_lasting(lasting);
             return Ok(None);
         };
         let mut shared = session.shared();
+        let switched = self.undo.contains(&Undo::SwitchOff) && !lasting.switch;
         if lasting.switch {
             shared.switched_on = None;
+        } else if switched {
+            shared.switched_on = Some(new_claim());
         }
         if lasting.freq {
             shared.freq = None;
-        }
-        let switched = self.undo.contains(&Undo::SwitchOff);
-        if switched {
-            shared.switched_on = Some(new_claim());
-        }
-        let joins = !switched && session.is_member() && shared.switched_on.is_some();
-        for undo in &self.undo {
-            if let Undo::SetFreq { ours, before } = *undo {
-                // The first run's value before, unless someone else set
-                // another since the last vcpustat did: that one is theirs.
-                let first = match shared.freq {
-                    Some((first, last)) if last == before => first,
-                    _ => before,
-                };
-                shared.freq = Some((first, ours));
+        } else {
+            for undo in &self.undo {
+                if let Undo::SetFreq { ours, before } = *undo {
+                    // The first run's value before, unless someone else set
+                    // another since the last vcpustat did: that one is theirs.
+                    let first = match shared.freq {
+                        Some((first, last)) if last == before => first,
+                        _ => before,
+                    };
+                    shared.freq = Some((first, ours));
+                }
             }
         }
+        let joins = !switched && session.is_member() && shared.switched_on.is_some();
         session.publish(shared).map_err(VcpuError::Session)?;
         self.published = true;
+        self.forget_lasting(lasting);
         if switched || joins {
             self.claim = shared.switched_on;
         }
@@ -141,9 +152,19 @@ impl RestorePlan {
         Ok(None)
     }
 
+    /// Forgets the undo writes of what `lasting` asked for: it stays.
+    fn forget_lasting(&mut self, lasting: Lasting) {
+        if lasting.switch {
+            self.undo.retain(|u| !matches!(u, Undo::SwitchOff));
+        }
+        if lasting.freq {
+            self.forget_freq();
+        }
+    }
+
     /// Forgets the frequency undo: the change is to stay (a command that
     /// did all it was asked, without --temporary).
-    pub fn forget_freq(&mut self) {
+    fn forget_freq(&mut self) {
         self.undo.retain(|u| !matches!(u, Undo::SetFreq { .. }));
     }
 
@@ -172,15 +193,7 @@ impl RestorePlan {
                 shared
             };
             match session.leave(MUTEX_WAIT, merge) {
-                Ok(leaving) if leaving.last => {
-                    if let Some(err) = leaving.unwritten {
-                        restored.notes.push(format!(
-                            "cannot empty the record of the vcpustat runs ({err}): the next \
-                             run will take what it held for left by a killed run"
-                        ));
-                    }
-                    self.take_over(leaving.shared, &mut restored);
-                }
+                Ok(leaving) if leaving.last => self.take_over(leaving.shared, &mut restored),
                 Ok(leaving) => self.leave_to_others(leaving.shared, &mut restored),
                 Err(err) => {
                     self.undo.clear();
@@ -208,6 +221,16 @@ impl RestorePlan {
             if let Err(err) = result {
                 restored.failures.push(err);
             }
+        }
+        // The last run empties the record after its undo writes: killed
+        // before them, it leaves the record that says what stays.
+        if let Some(session) = session.as_mut().filter(|s| s.is_last())
+            && let Err(err) = session.empty()
+        {
+            restored.notes.push(format!(
+                "cannot empty the record of the vcpustat runs ({err}): the next run will take \
+                 what it held for left by a killed run"
+            ));
         }
         drop(session);
         restored

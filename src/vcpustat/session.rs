@@ -111,21 +111,21 @@ pub struct Session {
     path: PathBuf,
     /// Holds the shared byte: a run that reports.
     member: bool,
-    /// The record as read under the mutex.
+    /// The record as read when this run entered.
     shared: Shared,
+    /// This run was the last reporting run at its end: it undoes the
+    /// record's changes, then empties it ([`Session::empty`]).
+    last: bool,
 }
 
 /// How a run leaves: whether it was the last to report, and the record of
-/// what the runs changed, emptied in the file when it was the last.
-#[derive(Debug)]
+/// what the runs changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Leaving {
     /// No other reporting run holds the statistics.
     pub last: bool,
     /// What the runs changed, with this run's share merged in.
     pub shared: Shared,
-    /// The last run could not empty the record: the next run will take it
-    /// for one left by a killed run.
-    pub unwritten: Option<io::Error>,
 }
 
 impl Session {
@@ -163,18 +163,17 @@ impl Session {
             path,
             member,
             shared: Shared::default(),
+            last: false,
         };
-        let note = match session.read_record()? {
-            Some(shared) if !alone => {
-                session.shared = shared;
-                None
-            }
-            Some(shared) if shared == Shared::default() => None,
-            left => {
-                session.write_record(Shared::default())?;
-                Some(abandoned(left, &session.path))
-            }
+        let (shared, note) = match session.read_record()? {
+            Some(shared) if !alone => (shared, None),
+            Some(shared) if shared == Shared::default() => (shared, None),
+            left => (Shared::default(), Some(abandoned(left, &session.path))),
         };
+        // Written now, before anything is changed, at its full size: later
+        // writes only replace its bytes, which a full file system allows.
+        session.write_record(shared)?;
+        session.shared = shared;
         Ok(Some((session, note)))
     }
 
@@ -192,35 +191,63 @@ impl Session {
     /// lets the other runs in.
     pub fn publish(&mut self, shared: Shared) -> io::Result<()> {
         self.write_record(shared)?;
-        self.shared = shared;
         set_lock(&self.file, MUTEX_BYTE, libc::F_UNLCK).map(drop)
     }
 
+    /// Drops `claim` from the record if it still holds it (someone else
+    /// switched the statistics during the run), taking the mutex for it
+    /// (waiting up to `wait`).
+    pub fn drop_claim(&mut self, claim: u64, wait: Duration) -> io::Result<()> {
+        lock_waiting(&self.file, MUTEX_BYTE, wait).map_err(|e| self.in_path(e))?;
+        let result = self.read_record().and_then(|record| match record {
+            Some(mut shared) if shared.switched_on == Some(claim) => {
+                shared.switched_on = None;
+                self.write_record(shared)
+            }
+            _ => Ok(()),
+        });
+        set_lock(&self.file, MUTEX_BYTE, libc::F_UNLCK)?;
+        result
+    }
+
     /// Takes the mutex again (waiting up to `wait`) to end a reporting
-    /// run: the record is read again, `merge` applies this run's share to
-    /// it, and the result is written back, or emptied when this run is the
-    /// last (its caller then undoes what it holds). The other runs wait
-    /// until the session is dropped, so the undo writes come first.
+    /// run: the record is read again and `merge` applies this run's share
+    /// to it. Another run still reporting gets it written back; the last
+    /// (its caller then undoes what it holds) empties it after its undo
+    /// writes ([`Session::empty`]), so that killed before them it leaves
+    /// the record of what stays. The other runs wait until the session is
+    /// dropped, so the undo writes come first.
     pub fn leave(
         &mut self,
         wait: Duration,
         merge: impl FnOnce(Shared) -> Shared,
     ) -> io::Result<Leaving> {
-        let in_path =
-            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
-        lock_waiting(&self.file, MUTEX_BYTE, wait).map_err(in_path)?;
-        let last =
-            self.member && set_lock(&self.file, MEMBER_BYTE, libc::F_WRLCK).map_err(in_path)?;
+        lock_waiting(&self.file, MUTEX_BYTE, wait).map_err(|e| self.in_path(e))?;
+        let last = self.member
+            && set_lock(&self.file, MEMBER_BYTE, libc::F_WRLCK).map_err(|e| self.in_path(e))?;
         let shared = merge(self.read_record()?.unwrap_or_default());
-        let written = self.write_record(if last { Shared::default() } else { shared });
-        match written {
-            Err(err) if !last => Err(err),
-            written => Ok(Leaving {
-                last,
-                shared,
-                unwritten: written.err(),
-            }),
+        if !last {
+            self.write_record(shared)?;
         }
+        self.last = last;
+        Ok(Leaving { last, shared })
+    }
+
+    /// Whether this run left as the last reporting run.
+    pub fn is_last(&self) -> bool {
+        self.last
+    }
+
+    /// Empties the record, after the last run's undo writes; failing that,
+    /// truncates it (an empty file is an empty record).
+    pub fn empty(&mut self) -> io::Result<()> {
+        self.write_record(Shared::default())
+            .or_else(|_| self.file.set_len(0).map_err(|e| self.in_path(e)))
+    }
+
+    /// `err`, naming the lock file.
+    fn in_path(&self, err: io::Error) -> io::Error {
+        io::Error::new(err.kind(), format!("{}: {err}", self.path.display()))
     }
 
     /// The record in the file; `None` when it is not one.
@@ -280,21 +307,30 @@ pub fn peek(root: &Path) -> Option<(Shared, bool)> {
 /// The line `--status` adds for a record [`peek`] found.
 pub fn status_line(shared: Shared, held: bool) -> String {
     if !held {
+        let mut fix = Vec::new();
+        if shared.switched_on.is_some() {
+            fix.push("vcpustat --disable".to_string());
+        }
+        if let Some((before, _)) = shared.freq {
+            fix.push(format!("vcpustat --freq {before}"));
+        }
+        let verb = if fix.len() == 1 { "puts" } else { "put" };
         return format!(
-            "vcpustat runs: one ended without undoing its changes (killed?) and left {}; the \
-             next run that reports leaves that as it is",
-            left_as_it_is(shared)
+            "vcpustat runs: one ended without undoing its changes (killed?) and left {}; {} \
+             {verb} that back",
+            left_as_it_is(shared),
+            fix.join(" and ")
         );
     }
     let mut undo = Vec::new();
     if shared.switched_on.is_some() {
-        undo.push("switched off".to_string());
+        undo.push("switches the dispatch statistics off".to_string());
     }
     if let Some((before, _)) = shared.freq {
-        undo.push(format!("the frequency put back to {before}"));
+        undo.push(format!("puts the frequency back to {before} per second"));
     }
     format!(
-        "vcpustat runs: {} when the last of them ends",
+        "vcpustat runs reporting now: the last to end {}",
         undo.join(" and ")
     )
 }
@@ -325,37 +361,28 @@ fn abandoned(left: Option<Shared>, path: &Path) -> String {
     }
 }
 
-/// What a record no run holds left: the changes the killed runs made.
+/// What a record no run holds left: the changes the killed runs made (a
+/// record that holds none is not one they left).
 fn left_as_it_is(shared: Shared) -> String {
-    match shared {
-        Shared {
-            switched_on: Some(_),
-            freq: Some((before, ours)),
-        } => format!(
-            "the dispatch statistics on and the frequency at {ours} per second (it was {before})"
-        ),
-        Shared {
-            switched_on: Some(_),
-            freq: None,
-        } => "the dispatch statistics on".to_string(),
-        Shared {
-            switched_on: None,
-            freq: Some((before, ours)),
-        } => format!("the frequency at {ours} per second (it was {before})"),
-        Shared {
-            switched_on: None,
-            freq: None,
-        } => "nothing".to_string(),
+    let mut left = Vec::new();
+    if shared.switched_on.is_some() {
+        left.push("the dispatch statistics on".to_string());
     }
+    if let Some((before, ours)) = shared.freq {
+        left.push(format!(
+            "the frequency at {ours} per second (it was {before})"
+        ));
+    }
+    left.join(" and ")
 }
 
 /// Opens (creating it, mode 0600) the lock file in directory `run`; `None`
-/// when there is no such directory (a link is not one). Only what root alone could have made is
-/// taken: `run` a directory, not a link, that no one else may write to, and
-/// in it a regular file with one link, owned by this user and mode 0600 (a
-/// link, a FIFO or another user's file would let that user truncate a file
-/// through vcpustat, or hold the locks and keep every run from starting or
-/// from ever being the last).
+/// when there is no such directory (a link is not one). Only what no other
+/// user could have made is taken: `run` a directory of this user's that no
+/// one else may write to, and in it a regular file with one link, owned by
+/// this user, with no permission for others (a link, a FIFO or another
+/// user's file would let that user have vcpustat truncate a file, or hold
+/// the locks and keep every run from starting or from ever being the last).
 fn open_lock_file(run: &Path) -> io::Result<Option<File>> {
     let in_path =
         |what: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
@@ -548,22 +575,61 @@ mod tests {
         let (mut c, _) = enter(&dir, false);
         c.publish(c.shared()).unwrap();
         let leaving = c.leave(Duration::ZERO, |s| s).unwrap();
-        assert_eq!((leaving.last, leaving.shared), (false, ON));
+        assert_eq!(
+            leaving,
+            Leaving {
+                last: false,
+                shared: ON
+            }
+        );
         drop(c);
-        // The record stays for b, and b, the last, gets it and empties it.
+        // The record stays for b, and b, the last, gets it, and empties it
+        // once its undo writes are done.
         let leaving = a.leave(Duration::ZERO, |s| s).unwrap();
-        assert_eq!((leaving.last, leaving.shared), (false, ON));
+        assert_eq!(
+            leaving,
+            Leaving {
+                last: false,
+                shared: ON
+            }
+        );
         drop(a);
         assert_eq!(record(&dir), Some(ON));
         let leaving = b.leave(Duration::ZERO, |s| s).unwrap();
-        assert_eq!((leaving.last, leaving.shared), (true, ON));
-        assert!(leaving.unwritten.is_none());
+        assert_eq!(
+            leaving,
+            Leaving {
+                last: true,
+                shared: ON
+            }
+        );
+        assert!(b.is_last());
+        assert_eq!(
+            record(&dir),
+            Some(ON),
+            "kept until the undo writes are done"
+        );
+        b.empty().unwrap();
         drop(b);
         assert_eq!(record(&dir), Some(Shared::default()));
         assert_eq!(
             std::fs::metadata(dir.join(LOCK_PATH)).unwrap().len(),
             RECORD_BYTES as u64
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_claim_is_dropped_only_while_the_record_holds_it() {
+        let dir = root("claim");
+        let (mut a, _) = enter(&dir, true);
+        a.publish(ON).unwrap();
+        a.drop_claim(8, Duration::ZERO).unwrap();
+        assert_eq!(record(&dir), Some(ON), "another claim");
+        a.drop_claim(7, Duration::ZERO).unwrap();
+        assert_eq!(record(&dir), Some(Shared::default()));
+        // The mutex is free again.
+        let (_b, _) = enter(&dir, true);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -680,8 +746,8 @@ mod tests {
         assert_eq!((shared, held), (both, true));
         assert_eq!(
             status_line(shared, held),
-            "vcpustat runs: switched off and the frequency put back to 50 when the last of them \
-             ends"
+            "vcpustat runs reporting now: the last to end switches the dispatch statistics off \
+             and puts the frequency back to 50 per second"
         );
         drop(a);
         let (shared, held) = peek(&dir).unwrap();
@@ -689,8 +755,8 @@ mod tests {
         assert_eq!(
             status_line(shared, held),
             "vcpustat runs: one ended without undoing its changes (killed?) and left the \
-             dispatch statistics on and the frequency at 40 per second (it was 50); the next \
-             run that reports leaves that as it is"
+             dispatch statistics on and the frequency at 40 per second (it was 50); vcpustat \
+             --disable and vcpustat --freq 50 put that back"
         );
         let (mut b, _) = enter(&dir, true);
         b.publish(Shared::default()).unwrap();

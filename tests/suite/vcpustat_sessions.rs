@@ -157,8 +157,13 @@ fn the_last_of_two_runs_undoes_what_the_first_switched() {
     assert_eq!(record(&sim), "", "the record is emptied by the last run");
     // Each write came from a run holding the mutex: the undo writes too,
     // so a run starting meanwhile reads the state they leave.
+    // The record is emptied after the undo writes: killed before them,
+    // the last run would leave the record of what stays.
     let writes = &sim.kernel().writes;
     assert!(writes.iter().all(|w| w.runs_locked), "{writes:?}");
+    let switch_off = writes.iter().find(|w| w.data == b"0\n").unwrap();
+    assert_eq!(switch_off.runs_record.len(), 2, "{switch_off:?}");
+    assert_eq!(switch_off.runs_record[1], "freq 50 40");
 }
 
 /// A run killed (SIGKILL: no undo) leaves the statistics on. The next run
@@ -305,6 +310,9 @@ fn a_run_that_saw_a_switch_off_leaves_a_newer_claim_alone() {
     // Someone else's `echo 0`.
     sim.kernel().on = false;
     first.await_line(HANDED_OVER);
+    // The claim goes at once: a run starting now must not find the
+    // statistics on for the first run, nor --status say they go off.
+    await_record(&sim, "");
     let mut second = Run::start(&sim, &["-o", "prometheus", "0.05"]);
     second.await_line(SWITCHED_ON);
     let first = first.interrupt();

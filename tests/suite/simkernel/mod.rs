@@ -72,6 +72,8 @@ pub struct Write {
     /// Whether a vcpustat run held the runs' mutex (byte 0 of
     /// `run/vcpustat.lock`, `vcpustat::session`) at the write.
     pub runs_locked: bool,
+    /// The runs' record at the write: its lines without the padding.
+    pub runs_record: Vec<String>,
 }
 
 /// The simulated kernel's state.
@@ -623,12 +625,13 @@ impl fuse::FileSystem for SimFs {
             }
             _ => ("other", Err(libc::EIO)),
         };
-        let runs_locked = mutex_held(&self.runs_lock);
+        let (runs_locked, runs_record) = runs_lock(&self.runs_lock);
         k.writes.push(Write {
             file,
             data: data.to_vec(),
             result,
             runs_locked,
+            runs_record,
         });
         result.map(|n| n as u32)
     }
@@ -701,19 +704,23 @@ impl Mounted {
 }
 
 /// Whether an open file holds a lock on byte 0 of `path` (vcpustat's
-/// mutex), as `F_OFD_GETLK` from a file of its own tells; false without
-/// the file.
-fn mutex_held(path: &Path) -> bool {
+/// mutex), as `F_OFD_GETLK` from a file of its own tells, and the lines
+/// of the record `path` holds; false and none without a regular file there.
+fn runs_lock(path: &Path) -> (bool, Vec<String>) {
+    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
     // Not blocking on a FIFO a test put there.
-    let Ok(file) = std::fs::OpenOptions::new()
+    let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    else {
-        return false;
+        .open(path);
+    let Ok(mut file) = opened else {
+        return (false, Vec::new());
     };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return (false, Vec::new());
+    }
     // SAFETY: flock is plain data; zeroed is valid (l_pid 0, as OFD locks want).
     let mut byte: libc::flock = unsafe { std::mem::zeroed() };
     byte.l_type = libc::F_WRLCK as libc::c_short;
@@ -721,7 +728,15 @@ fn mutex_held(path: &Path) -> bool {
     byte.l_len = 1;
     // SAFETY: a valid descriptor and flock, which the call fills in.
     let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut byte) };
-    rc == 0 && byte.l_type != libc::F_UNLCK as libc::c_short
+    let locked = rc == 0 && byte.l_type != libc::F_UNLCK as libc::c_short;
+    let mut text = String::new();
+    let _ = file.read_to_string(&mut text);
+    let lines = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    (locked, lines)
 }
 
 /// Mounts directory `from` on `on` too (`mount --bind`); the simulation's

@@ -700,6 +700,61 @@ fn events_and_ring_size_work_on_unseekable_debugfs_files() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A mask someone else sets during a recording is theirs: vcpustat puts
+/// back only the mask it set itself, as it does a frequency.
+#[test]
+fn a_mask_someone_else_set_during_a_recording_is_left_as_it_is() {
+    let Some(sim) = simkernel::mount("trace-their-mask", dtl_kernel(true, 85)) else {
+        return;
+    };
+    let dir = tempdir("their-mask");
+    let f = dir.join("m.dtl");
+    let child = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["trace", "record", "--sysroot"])
+        .arg(&sim.root)
+        .args(["--events", "cede,preempt", "--duration", "3s", "-w"])
+        .arg(&f)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("vcpustat runs");
+    let mut child = KillOnDrop(child);
+    // Recording: the mask set, both rings open.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sim
+        .kernel()
+        .debugfs
+        .as_ref()
+        .is_some_and(|d| d.open_rings.len() < 2)
+    {
+        assert!(Instant::now() < deadline, "the recording did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Someone else's `echo 0x01 > dtl_event_mask`.
+    sim.kernel().debugfs.as_mut().unwrap().event_mask = 0x01;
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30), "vcpustat trace record");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains(
+            "vcpustat: note: someone else set /sys/kernel/debug/powerpc/dtl/dtl_event_mask to \
+             0x01 while vcpustat recorded: left as it is (vcpustat had set 0x03, it was 0x07)\n"
+        ),
+        "{err}"
+    );
+    sim.await_rings_closed();
+    let k = sim.kernel();
+    let dtl = k.debugfs.as_ref().unwrap();
+    assert_eq!(dtl.event_mask, 0x01);
+    assert_eq!(
+        dtl.mask_writes,
+        vec![b"0x03\n".to_vec()],
+        "no write after theirs"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn a_kernel_without_config_dtl_is_told_from_an_unmounted_debugfs() {
     let Some(sim) = simkernel::mount("trace-nodtl", dtl_kernel(false, 85)) else {

@@ -72,8 +72,9 @@ pub struct RecordArgs {
     /// Time between two polls of each ring (85 records each).
     #[arg(long, value_name = "D", value_parser = parse_positive_interval, default_value = "10ms")]
     pub poll: Duration,
-    /// Events to log (sets dtl_event_mask while recording, then restores it;
-    /// after a killed run, write the old value back, e.g. 0x07).
+    /// Events to log (sets dtl_event_mask while recording, then restores it
+    /// unless someone else set another meanwhile; after a killed run, write
+    /// the old value back, e.g. 0x07).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub events: Option<Vec<Event>>,
     /// The recording to write.

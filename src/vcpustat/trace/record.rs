@@ -93,22 +93,35 @@ struct CpuBuffer {
 }
 
 /// Restores `dtl_event_mask` when dropped: on success, on errors and on
-/// unwinding alike.
+/// unwinding alike; unless someone else set another since vcpustat set
+/// `ours`, which is theirs, as a frequency is in an interval run.
 struct MaskGuard<'a> {
     source: &'a dyn Source,
     original: Vec<u8>,
+    ours: u8,
 }
 
 impl Drop for MaskGuard<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.source.write_file(EVENT_MASK_PATH, &self.original) {
-            crate::common::cli::tell(
+        let original = String::from_utf8_lossy(&self.original);
+        let original = original.trim();
+        match current_event_mask(self.source) {
+            Some(now) if now != self.ours => crate::common::cli::tell(
                 "vcpustat",
                 format_args!(
-                    "cannot restore {EVENT_MASK_PATH} to {}: {e}",
-                    String::from_utf8_lossy(&self.original).trim()
+                    "note: someone else set {EVENT_MASK_PATH} to 0x{now:02x} while vcpustat \
+                     recorded: left as it is (vcpustat had set 0x{:02x}, it was {original})",
+                    self.ours
                 ),
-            );
+            ),
+            _ => {
+                if let Err(e) = self.source.write_file(EVENT_MASK_PATH, &self.original) {
+                    crate::common::cli::tell(
+                        "vcpustat",
+                        format_args!("cannot restore {EVENT_MASK_PATH} to {original}: {e}"),
+                    );
+                }
+            }
         }
     }
 }
@@ -120,7 +133,11 @@ fn set_event_mask<'a>(source: &'a dyn Source, mask: u8) -> Result<MaskGuard<'a>,
     source
         .write_file(EVENT_MASK_PATH, format!("0x{mask:02x}\n").as_bytes())
         .map_err(|e| TraceError::open(EVENT_MASK_PATH, e))?;
-    Ok(MaskGuard { source, original })
+    Ok(MaskGuard {
+        source,
+        original,
+        ours: mask,
+    })
 }
 
 /// The `dtl_event_mask` in effect, as debugfs prints it (`0x07`); `None`

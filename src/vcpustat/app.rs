@@ -177,12 +177,11 @@ fn help_command(args: &[String]) -> String {
 /// statistics files' own refusal follows and explains), for another reason
 /// with a note: the run goes on without meeting the others.
 fn meet_other_runs(options: &Options, plan: &mut RestorePlan) -> Result<(), VcpuError> {
-    let member = matches!(options.mode, Mode::Interval { .. } | Mode::Serve(_));
+    let member = options.mode.reports();
     if !member && options.switch.is_none() && options.freq.is_none() {
         return Ok(());
     }
-    let root = options.source.sysroot.as_deref().unwrap_or("/".as_ref());
-    match Session::enter(root, member, MUTEX_WAIT) {
+    match Session::enter(root(options), member, MUTEX_WAIT) {
         Ok(Some((session, note))) => {
             if let Some(note) = note {
                 tell(format_args!("note: {note}"));
@@ -203,6 +202,11 @@ fn meet_other_runs(options: &Options, plan: &mut RestorePlan) -> Result<(), Vcpu
     }
 }
 
+/// The root the kernel files are read from: `--sysroot`, else `/`.
+fn root(options: &Options) -> &std::path::Path {
+    options.source.sysroot.as_deref().unwrap_or("/".as_ref())
+}
+
 /// Prints a control message on standard error ([`cli::tell`]).
 fn tell(message: impl std::fmt::Display) {
     cli::tell(TOOL, message);
@@ -221,7 +225,7 @@ pub fn run(
         _ => None,
     };
     let on = apply_changes(options, source, plan)?;
-    if !on && matches!(options.mode, Mode::Serve(_) | Mode::Interval { .. }) {
+    if !on && options.mode.reports() {
         switch_on_for_run(options, source, plan)?;
     }
     // Everything asked is done: once the other runs' record says so, a
@@ -242,8 +246,11 @@ pub fn run(
             if on { "on" } else { "off" },
             kernel::read_freq(source)?
         )?;
-        let root = options.source.sysroot.as_deref().unwrap_or("/".as_ref());
-        if let Some((shared, held)) = source.is_live().then(|| session::peek(root)).flatten() {
+        if let Some((shared, held)) = source
+            .is_live()
+            .then(|| session::peek(root(options)))
+            .flatten()
+        {
             writeln!(out, "{}", session::status_line(shared, held))?;
         }
         out.flush()?;

@@ -245,6 +245,14 @@ pub enum Mode {
     },
 }
 
+impl Mode {
+    /// Whether the run reports over time (an interval run or `--listen`),
+    /// and so needs the statistics on until it ends.
+    pub fn reports(self) -> bool {
+        matches!(self, Mode::Interval { .. } | Mode::Serve(_))
+    }
+}
+
 /// Everything a run needs, checked.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -327,7 +335,7 @@ impl Options {
             (None, None) if changes || args.status => Mode::Control,
             (None, None) => Mode::Once,
         };
-        if switch == Some(Switch::Off) && matches!(mode, Mode::Interval { .. } | Mode::Serve(_)) {
+        if switch == Some(Switch::Off) && mode.reports() {
             return Err(VcpuError::Usage(
                 "--disable cannot be combined with an interval or --listen: reports need the \
                  statistics on"

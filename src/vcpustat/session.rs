@@ -139,32 +139,31 @@ impl Session {
         member: bool,
         wait: Duration,
     ) -> io::Result<Option<(Session, Option<String>)>> {
-        let path = root.join(LOCK_PATH);
         let Some(file) = open_lock_file(&root.join("run"))? else {
             return Ok(None);
         };
-        let in_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-        lock_waiting(&file, MUTEX_BYTE, wait).map_err(in_path)?;
-        let alone = set_lock(&file, MEMBER_BYTE, libc::F_WRLCK).map_err(in_path)?;
+        let mut session = Session {
+            file,
+            path: root.join(LOCK_PATH),
+            member,
+            shared: Shared::default(),
+            last: false,
+        };
+        let in_path = |e| session.in_path(e);
+        lock_waiting(&session.file, MUTEX_BYTE, wait).map_err(in_path)?;
+        let alone = set_lock(&session.file, MEMBER_BYTE, libc::F_WRLCK).map_err(in_path)?;
         if member {
             // Granted: the other runs hold the byte shared at most, as
             // only a run holding the mutex takes it exclusively.
-            if !set_lock(&file, MEMBER_BYTE, libc::F_RDLCK).map_err(in_path)? {
+            if !set_lock(&session.file, MEMBER_BYTE, libc::F_RDLCK).map_err(in_path)? {
                 return Err(in_path(io::Error::new(
                     io::ErrorKind::WouldBlock,
                     "the runs' lock is held exclusively",
                 )));
             }
         } else if alone {
-            set_lock(&file, MEMBER_BYTE, libc::F_UNLCK).map_err(in_path)?;
+            set_lock(&session.file, MEMBER_BYTE, libc::F_UNLCK).map_err(in_path)?;
         }
-        let mut session = Session {
-            file,
-            path,
-            member,
-            shared: Shared::default(),
-            last: false,
-        };
         let (shared, note) = match session.read_record()? {
             Some(shared) if !alone => (shared, None),
             Some(shared) if shared == Shared::default() => (shared, None),
@@ -261,7 +260,7 @@ impl Session {
                     .take(4 * RECORD_BYTES as u64)
                     .read_to_end(&mut bytes)
             })
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+            .map_err(|e| self.in_path(e))?;
         if bytes.len() > RECORD_BYTES {
             return Ok(None);
         }
@@ -272,8 +271,7 @@ impl Session {
     fn write_record(&mut self, shared: Shared) -> io::Result<()> {
         let mut bytes = shared.to_text().into_bytes();
         bytes.resize(RECORD_BYTES, b'\n');
-        let in_path =
-            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
+        let in_path = |e| self.in_path(e);
         self.file.write_all_at(&bytes, 0).map_err(in_path)?;
         if self.file.metadata().map_err(in_path)?.len() > RECORD_BYTES as u64 {
             self.file.set_len(RECORD_BYTES as u64).map_err(in_path)?;

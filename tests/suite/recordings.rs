@@ -711,25 +711,30 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
     fs::remove_dir_all(dir).unwrap();
 }
 
-/// A recording read from a FIFO (`--replay <(zcat run.rec.gz)`) is read
-/// once, a frame at a time, each checked as it comes: a damaged frame
-/// stops the replay there with the FIFO's line, status 1, after the
-/// reports of the frames before it, and a JSON document begun is closed
-/// (it was called an output failure and left open). Each tool.
-#[test]
-fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
-    let dir = scratch("fifo-damaged");
-    let [root_s, vcpu, cxl_root] = counting_sysroots(&dir);
+/// One tool's run recorded by [`recorded_json_runs`].
+struct Recorded {
+    tool: &'static str,
+    bin: &'static str,
+    /// The report's arguments (JSON output), for the replay too.
+    args: Vec<&'static str>,
+    /// The recording's lines.
+    lines: Vec<String>,
+}
+
+/// Each tool's JSON run of four reports on [`counting_sysroots`],
+/// recorded under `dir` (cxlstat's when `test` may count with perf).
+fn recorded_json_runs(dir: &Path, test: &str) -> Vec<Recorded> {
+    let [root_s, vcpu, cxl_root] = counting_sysroots(dir);
     let mut runs = vec![
         (
             "iostat-rs",
             IOSTAT,
-            &root_s,
+            root_s,
             vec!["-x", "-o", "JSON", "0.01", "4"],
         ),
-        ("vcpustat", VCPUSTAT, &vcpu, vec!["-o", "json", "1", "4"]),
+        ("vcpustat", VCPUSTAT, vcpu, vec!["-o", "json", "1", "4"]),
     ];
-    if crate::cxlstat_support::perf_usable("a_frame_damaged_in_a_fifo_stops_the_replay_there") {
+    if crate::cxlstat_support::perf_usable(test) {
         let args = vec![
             "-e",
             "cpu_clock",
@@ -740,24 +745,50 @@ fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
             "-o",
             "json",
         ];
-        runs.push(("cxlstat", CXLSTAT, &cxl_root, args));
+        runs.push(("cxlstat", CXLSTAT, cxl_root, args));
     }
-    for (tool, bin, sysroot, args) in runs {
-        let rec = dir.join(format!("{tool}.rec"));
-        let mut recording = vec![
-            "--sysroot",
-            sysroot.as_str(),
-            "--record",
-            rec.to_str().unwrap(),
-        ];
-        recording.extend(&args);
-        let out = run(bin, &recording);
-        assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
-        let mut lines: Vec<String> = fs::read_to_string(&rec)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
+    runs.into_iter()
+        .map(|(tool, bin, sysroot, args)| {
+            let rec = dir.join(format!("{tool}.rec"));
+            let mut recording = vec![
+                "--sysroot",
+                sysroot.as_str(),
+                "--record",
+                rec.to_str().unwrap(),
+            ];
+            recording.extend(&args);
+            let out = run(bin, &recording);
+            assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
+            let lines = fs::read_to_string(&rec)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect();
+            Recorded {
+                tool,
+                bin,
+                args,
+                lines,
+            }
+        })
+        .collect()
+}
+
+/// A recording read from a FIFO (`--replay <(zcat run.rec.gz)`) is read
+/// once, a frame at a time, each checked as it comes: a damaged frame
+/// stops the replay there with the FIFO's line, status 1, after the
+/// reports of the frames before it, and a JSON document begun is closed
+/// (it was called an output failure and left open). Each tool.
+#[test]
+fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
+    let dir = scratch("fifo-damaged");
+    for Recorded {
+        tool,
+        bin,
+        args,
+        mut lines,
+    } in recorded_json_runs(&dir, "a_frame_damaged_in_a_fifo_stops_the_replay_there")
+    {
         assert!(lines.len() >= 5, "{tool}: {} lines", lines.len());
         lines[3] = r#"{"index":2,"entries":{"x":1}}"#.to_string();
         let fifo = dir.join(format!("{tool}.fifo"));
@@ -802,46 +833,15 @@ fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
 #[test]
 fn a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo() {
     let dir = scratch("fifo-stalled");
-    let [root_s, vcpu, cxl_root] = counting_sysroots(&dir);
-    let mut runs = vec![
-        (
-            "iostat-rs",
-            IOSTAT,
-            &root_s,
-            vec!["-x", "-o", "JSON", "0.01", "4"],
-        ),
-        ("vcpustat", VCPUSTAT, &vcpu, vec!["-o", "json", "1", "4"]),
-    ];
-    if crate::cxlstat_support::perf_usable("a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo")
-    {
-        let args = vec![
-            "-e",
-            "cpu_clock",
-            "-I",
-            "10",
-            "--interval-count",
-            "4",
-            "-o",
-            "json",
-        ];
-        runs.push(("cxlstat", CXLSTAT, &cxl_root, args));
-    }
-    for (tool, bin, sysroot, args) in runs {
-        let rec = dir.join(format!("{tool}.rec"));
-        let mut recording = vec![
-            "--sysroot",
-            sysroot.as_str(),
-            "--record",
-            rec.to_str().unwrap(),
-        ];
-        recording.extend(&args);
-        let out = run(bin, &recording);
-        assert_eq!(out.status.code(), Some(0), "{tool}: {}", text(&out.stderr));
-        let lines: Vec<String> = fs::read_to_string(&rec)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
+    for Recorded {
+        tool,
+        bin,
+        args,
+        lines,
+    } in recorded_json_runs(
+        &dir,
+        "a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo",
+    ) {
         let fifo = dir.join(format!("{tool}.fifo"));
         crate::hostile_files::mkfifo(&fifo);
         // The header and two frames, then the writer stalls until told.
@@ -881,19 +881,12 @@ fn a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo() {
         std::thread::sleep(Duration::from_millis(200));
         // SAFETY: signalling our own child, not reaped yet, by its pid.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if start.elapsed() > Duration::from_secs(5) {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = done.send(());
-                panic!("{tool} still waiting for the FIFO 5 s after SIGINT");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        // Still waiting for the FIFO 5 s after SIGINT is the failure.
+        let status = crate::procstate::wait_with_timeout(
+            &mut child,
+            Duration::from_secs(5),
+            &format!("{tool} replaying a stalled FIFO after SIGINT"),
+        );
         let _ = done.send(());
         writer.join().unwrap();
         stdout.read_to_end(&mut seen).unwrap();

@@ -60,7 +60,7 @@ pub struct Args {
         conflicts_with = "interval"
     )]
     pub interval_ms: Option<u64>,
-    /// With -I: stop after COUNT reports.
+    /// With -I: stop after COUNT reports (0: until stopped, as perf stat).
     #[arg(
         long = "interval-count",
         value_name = "COUNT",
@@ -260,10 +260,14 @@ impl Options {
                         .to_string(),
                 ));
             }
+            // perf stat takes --interval-count 0 as no count at all (it
+            // keeps the count in a field where 0 means unset): reports
+            // until stopped.
+            let interval_count = args.interval_count.filter(|&n| n > 0);
             let timing = match (args.interval_ms, &args.interval) {
                 // 0 is no interval, as in sysstat and perf stat -I 0.
                 (Some(0), _) => {
-                    nonzero_interval(Some(Duration::ZERO), args.interval_count)
+                    nonzero_interval(Some(Duration::ZERO), interval_count)
                         .map_err(CxlError::Spec)?;
                     Timing::AtEnd
                 }
@@ -271,7 +275,7 @@ impl Options {
                 // (its manual: "minimum: 1ms").
                 (Some(ms), _) => Timing::Every {
                     interval: Duration::from_millis(ms),
-                    count: args.interval_count,
+                    count: interval_count,
                 },
                 (None, Some(text)) => {
                     let interval = parse_interval(text).map_err(CxlError::Spec)?;
@@ -414,6 +418,22 @@ mod tests {
                 interval: Duration::from_millis(250),
                 count: Some(3)
             }
+        );
+        // perf stat 6.1 -I 100 --interval-count 0 reports until stopped.
+        assert_eq!(
+            count(&["-e", "x", "-I", "250", "--interval-count", "0"]).timing,
+            Timing::Every {
+                interval: Duration::from_millis(250),
+                count: None
+            }
+        );
+        assert_eq!(
+            count(&["-e", "x", "-I", "0", "--interval-count", "0"]).timing,
+            Timing::AtEnd
+        );
+        assert!(
+            options(&["-e", "x", "1", "0"]).is_err(),
+            "a positional count is sysstat's"
         );
         assert_eq!(
             count(&["-e", "x", "0.5", "4"]).timing,

@@ -14,7 +14,8 @@
 //! read look multiplexed, and `perf stat -x ,` and `cxlstat -x ,` must scale
 //! and print them alike.
 //!
-//! And the print intervals both take: perf 6.1 takes `-I 1` and up.
+//! And the print intervals both take: perf 6.1 takes `-I 1` and up, and
+//! `--interval-count 0` as no count.
 //!
 //! Needs root, `unshare` and `perf` (and `gcc` for the library); skips with
 //! the reason otherwise, unless CI=true.
@@ -356,6 +357,28 @@ fn print_intervals_below_10_ms_are_taken_as_perf_takes_them() {
             let reports = text.lines().filter(|l| l.contains("context")).count();
             assert_eq!(reports, 2, "{who} -I {ms}: {text}");
         }
+    }
+}
+
+#[test]
+fn an_interval_count_of_0_is_no_count_as_in_perf() {
+    const TEST: &str = "an_interval_count_of_0_is_no_count_as_in_perf";
+    if !can_run(TEST) {
+        return;
+    }
+    let dir = scratch("perf-parity-count-0");
+    software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    // Reports every 50 ms until the command ends 0.4 s later: about 8,
+    // where a count of 1 (or a refusal) would give at most one.
+    let every = ["-I", "50", "--interval-count", "0", "--", "sleep", "0.4"];
+    let (theirs, ours) = count_context_switches(&dir, &every, None);
+    for (who, out, text) in [
+        ("perf", &theirs, String::from_utf8_lossy(&theirs.stderr)),
+        ("cxlstat", &ours, String::from_utf8_lossy(&ours.stdout)),
+    ] {
+        assert_eq!(out.status.code(), Some(0), "{who}: {text}");
+        let reports = text.lines().filter(|l| l.contains("context")).count();
+        assert!(reports >= 4, "{who} printed {reports} reports: {text}");
     }
 }
 

@@ -121,6 +121,22 @@ pub fn await_handler(pid: u32, signal: i32) {
     });
 }
 
+/// Waits until `pid` holds `path` open (a link in `/proc/<pid>/fd`).
+pub fn await_open_file(pid: u32, path: &std::path::Path) {
+    await_state(&format!("process {pid}"), || {
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map_err(|e| format!("without /proc/{pid}/fd ({e})"))?;
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        {
+            Ok(())
+        } else {
+            Err(format!("without {} open", path.display()))
+        }
+    });
+}
+
 /// Waits until `pid`'s main thread sleeps in `poll(2)` (its kernel wait
 /// channel, `/proc/<pid>/wchan`, is a poll function): the tools wait there
 /// for the next interval, a stop signal or a file descriptor.

@@ -4,7 +4,7 @@
 use crate::procstate::KillOnDrop;
 use crate::procstate::wait_with_timeout;
 // Shared with vcpustat_fuse.rs, which uses its scripted events.
-use crate::simkernel;
+use crate::simkernel::{self, MaskWrite};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -446,19 +446,10 @@ fn a_stop_signal_ends_an_open_ended_recording_cleanly() {
             .spawn()
             .expect("vcpustat runs"),
     );
-    // The recorder sets the event mask (0x02 for preempt) after installing
-    // its stop handlers: from then on SIGTERM ends the recording instead of
-    // the process.
-    let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
-    let started = Instant::now();
-    while std::fs::read_to_string(&mask).unwrap() != "0x02\n" {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the event mask was not set"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "ended by itself");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The recorder opens its rings after installing its stop handlers:
+    // from then on SIGTERM ends the recording instead of the process.
+    let last_ring = root.join("sys/kernel/debug/powerpc/dtl/cpu-1");
+    crate::procstate::await_open_file(child.id(), &last_ring.canonicalize().unwrap());
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = wait_with_timeout(
@@ -686,9 +677,12 @@ fn events_and_ring_size_work_on_unseekable_debugfs_files() {
     {
         let k = sim.kernel();
         let dtl = k.debugfs.as_ref().unwrap();
+        // Each ring took the mask set; the one found went back as soon as
+        // both were open, not when they closed.
+        assert_eq!(dtl.opened_with, [(0, 0x03), (1, 0x03)]);
         assert_eq!(
             dtl.mask_writes,
-            vec![b"0x03\n".to_vec(), b"0x07\n".to_vec()]
+            [MaskWrite::new("0x03\n", 0), MaskWrite::new("0x07\n", 2)]
         );
         assert_eq!(dtl.event_mask, 0x07);
         assert!(dtl.open_rings.is_empty());
@@ -700,46 +694,82 @@ fn events_and_ring_size_work_on_unseekable_debugfs_files() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A mask someone else sets during a recording is theirs: vcpustat puts
-/// back only the mask it set itself, as it does a frequency.
-#[test]
-fn a_mask_someone_else_set_during_a_recording_is_left_as_it_is() {
-    let Some(sim) = simkernel::mount("trace-their-mask", dtl_kernel(true, 85)) else {
-        return;
-    };
-    let dir = tempdir("their-mask");
-    let f = dir.join("m.dtl");
+/// `trace record --events` on `cpus` of the simulated kernel, for
+/// `duration`, into `file`: the child, its standard error piped.
+fn spawn_recording(
+    root: &Path,
+    events: &str,
+    cpus: &str,
+    duration: &str,
+    file: &Path,
+) -> KillOnDrop {
     let child = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
         .args(["trace", "record", "--sysroot"])
-        .arg(&sim.root)
-        .args(["--events", "cede,preempt", "--duration", "3s", "-w"])
-        .arg(&f)
+        .arg(root)
+        .args([
+            "--events",
+            events,
+            "--cpus",
+            cpus,
+            "--duration",
+            duration,
+            "-w",
+        ])
+        .arg(file)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("vcpustat runs");
-    let mut child = KillOnDrop(child);
-    // Recording: the mask set, both rings open.
+    KillOnDrop(child)
+}
+
+/// Waits for `child` (up to 30 s), with its standard error.
+fn finish(child: &mut KillOnDrop) -> (std::process::ExitStatus, String) {
+    let status = wait_with_timeout(child, Duration::from_secs(30), "vcpustat trace record");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+/// Waits (up to 20 s) until `rings` rings of the simulated kernel are open.
+fn await_open_rings(sim: &simkernel::Mounted, rings: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while sim
         .kernel()
         .debugfs
         .as_ref()
-        .is_some_and(|d| d.open_rings.len() < 2)
+        .is_some_and(|d| d.open_rings.len() < rings)
     {
         assert!(Instant::now() < deadline, "the recording did not start");
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Someone else's `echo 0x01 > dtl_event_mask`.
-    sim.kernel().debugfs.as_mut().unwrap().event_mask = 0x01;
-    let status = wait_with_timeout(&mut child, Duration::from_secs(30), "vcpustat trace record");
-    let mut err = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+}
+
+/// A mask someone else sets while vcpustat opens its rings is theirs:
+/// vcpustat puts back only the mask it set itself, as it does a frequency.
+#[test]
+fn a_mask_someone_else_set_while_the_rings_opened_is_left_as_it_is() {
+    let mut kernel = dtl_kernel(true, 85);
+    // Someone else's `echo 0x01 > dtl_event_mask`, just after cpu-0 opens.
+    kernel.debugfs.as_mut().unwrap().theirs_at_next_open = Some(0x01);
+    let Some(sim) = simkernel::mount("trace-their-mask", kernel) else {
+        return;
+    };
+    let dir = tempdir("their-mask");
+    let f = dir.join("m.dtl");
+    let (status, err) = finish(&mut spawn_recording(
+        &sim.root,
+        "cede,preempt",
+        "0",
+        "50ms",
+        &f,
+    ));
     assert!(status.success(), "{err}");
     assert!(
         err.contains(
             "vcpustat: note: someone else set /sys/kernel/debug/powerpc/dtl/dtl_event_mask to \
-             0x01 while vcpustat recorded: left as it is (vcpustat had set 0x03, it was 0x07)\n"
+             0x01 while vcpustat opened its rings: left as it is (vcpustat had set 0x03, it was \
+             0x07)\n"
         ),
         "{err}"
     );
@@ -749,9 +779,72 @@ fn a_mask_someone_else_set_during_a_recording_is_left_as_it_is() {
     assert_eq!(dtl.event_mask, 0x01);
     assert_eq!(
         dtl.mask_writes,
-        vec![b"0x03\n".to_vec()],
+        [MaskWrite::new("0x03\n", 0)],
         "no write after theirs"
     );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// SIGKILL leaves no chance to clean up: once its rings are open, a
+/// recording has nothing left to put back.
+#[test]
+fn a_recording_killed_once_its_rings_are_open_leaves_the_mask_as_it_was() {
+    let Some(sim) = simkernel::mount("trace-killed", dtl_kernel(true, 85)) else {
+        return;
+    };
+    let dir = tempdir("killed");
+    let mut child = spawn_recording(&sim.root, "preempt", "0-1", "30s", &dir.join("k.dtl"));
+    await_open_rings(&sim, 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    sim.await_rings_closed();
+    let k = sim.kernel();
+    let dtl = k.debugfs.as_ref().unwrap();
+    assert_eq!(dtl.opened_with, [(0, 0x02), (1, 0x02)]);
+    assert_eq!(dtl.event_mask, 0x07);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Two recordings of other vCPUs at the same time, each with its own
+/// events: each ring logs the events of its recording, the mask set later
+/// during the first recording is left alone, and the mask ends as it was
+/// (when each put back the mask at its end, the second put back the
+/// first's).
+#[test]
+fn recordings_of_other_vcpus_at_the_same_time_leave_the_mask_as_it_was() {
+    let Some(sim) = simkernel::mount("trace-two-recordings", dtl_kernel(true, 85)) else {
+        return;
+    };
+    let dir = tempdir("two-recordings");
+    let (first, second) = (dir.join("first.dtl"), dir.join("second.dtl"));
+    let mut a = spawn_recording(&sim.root, "cede,preempt", "0", "3s", &first);
+    await_open_rings(&sim, 1);
+    let mut b = spawn_recording(&sim.root, "preempt", "1", "100ms", &second);
+    let (status, err) = finish(&mut b);
+    assert!(status.success(), "{err}");
+    // The first still records; someone else's mask meanwhile stays theirs.
+    sim.kernel().debugfs.as_mut().unwrap().event_mask = 0x04;
+    assert_eq!(sim.kernel().debugfs.as_ref().unwrap().open_rings, [0]);
+    let (status, err) = finish(&mut a);
+    assert!(status.success(), "{err}");
+    assert!(!err.contains("note"), "{err}");
+    sim.await_rings_closed();
+    let k = sim.kernel();
+    let dtl = k.debugfs.as_ref().unwrap();
+    assert_eq!(dtl.opened_with, [(0, 0x03), (1, 0x02)]);
+    assert_eq!(
+        dtl.mask_writes,
+        [
+            MaskWrite::new("0x03\n", 0),
+            MaskWrite::new("0x07\n", 1),
+            MaskWrite::new("0x02\n", 1),
+            MaskWrite::new("0x07\n", 2),
+        ]
+    );
+    assert_eq!(dtl.event_mask, 0x04);
+    for (file, mask) in [(&first, 0x03), (&second, 0x02)] {
+        assert_eq!(Recording::open(file).unwrap().header.event_mask, Some(mask));
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -45,8 +45,9 @@ pub enum TraceCommand {
     /// Record the DTL of some vCPUs of this partition into a file.
     ///
     /// The file is written as it goes (at least once a second), so a run
-    /// that is killed leaves a file `trace report` reads up to the cut; a
-    /// killed run cannot restore dtl_event_mask (see --events).
+    /// that is killed leaves a file `trace report` reads up to the cut.
+    /// The kernel reads dtl_event_mask only when a ring is opened, so
+    /// --events puts the mask back as soon as every ring is open.
     Record(RecordArgs),
     /// Report dispatch latency and the physical-processor view of recordings.
     ///
@@ -72,9 +73,9 @@ pub struct RecordArgs {
     /// Time between two polls of each ring (85 records each).
     #[arg(long, value_name = "D", value_parser = parse_positive_interval, default_value = "10ms")]
     pub poll: Duration,
-    /// Events to log (sets dtl_event_mask while recording, then restores it
-    /// unless someone else set another meanwhile; after a killed run, write
-    /// the old value back, e.g. 0x07).
+    /// Events to log (sets dtl_event_mask while the rings are opened, which
+    /// is when the kernel reads it, then restores it unless someone else set
+    /// another meanwhile).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub events: Option<Vec<Event>>,
     /// The recording to write.

@@ -92,9 +92,10 @@ struct CpuBuffer {
     total: CpuIndex,
 }
 
-/// Restores `dtl_event_mask` when dropped: on success, on errors and on
-/// unwinding alike; unless someone else set another since vcpustat set
-/// `ours`, which is theirs, as a frequency is in an interval run.
+/// Restores `dtl_event_mask` when dropped: once every ring is open (the
+/// kernel reads the mask only then), or on an error or unwinding before;
+/// unless someone else set another since vcpustat set `ours`, which is
+/// theirs, as a frequency is in an interval run.
 struct MaskGuard<'a> {
     source: &'a dyn Source,
     original: Vec<u8>,
@@ -110,7 +111,8 @@ impl Drop for MaskGuard<'_> {
                 "vcpustat",
                 format_args!(
                     "note: someone else set {EVENT_MASK_PATH} to 0x{now:02x} while vcpustat \
-                     recorded: left as it is (vcpustat had set 0x{:02x}, it was {original})",
+                     opened its rings: left as it is (vcpustat had set 0x{:02x}, it was \
+                     {original})",
                     self.ours
                 ),
             ),
@@ -300,10 +302,10 @@ pub fn record_with(
 /// Records with the given rings into `out`. `pace` is called between
 /// polls: it waits until the next poll is due and returns false when
 /// recording must end (duration reached or stop signal). The rings are
-/// polled once more after that, closed, the event mask is restored and the
-/// end marker is written. The header is written once the rings are open,
-/// and the records at least every [`FLUSH_EVERY`]; after a write error the
-/// event mask is restored too, and what was written stays readable.
+/// polled once more after that and closed, and the end marker is written.
+/// The event mask is restored as soon as every ring is open, the header is
+/// written then, and the records at least every [`FLUSH_EVERY`]; what was
+/// written before a write error stays readable.
 pub fn record_to<W: Write>(
     options: &RecordOptions,
     source: &dyn Source,
@@ -327,7 +329,8 @@ pub fn record_to<W: Write>(
     };
     let ring_entries = ring_entries(source);
     // The mask the rings log with: the one set here, else the one the
-    // kernel has (it takes it when a ring is opened, below).
+    // kernel has. The kernel reads it only when a ring is opened (dtl_start
+    // in arch/powerpc/platforms/pseries/dtl.c), below.
     let (guard, mask) = match options.events.as_deref().map(event_mask) {
         Some(mask) => (Some(set_event_mask(source, mask)?), Some(mask)),
         None => (None, current_event_mask(source)),
@@ -354,6 +357,11 @@ pub fn record_to<W: Write>(
             },
         });
     }
+    // Every ring took the mask when it was opened: the one found goes back
+    // now rather than at the end, so that a recording killed later, or
+    // another DTL reader started meanwhile (a recording of other --cpus),
+    // finds the mask as it was.
+    drop(guard);
     let start_unix_ns = source
         .now()
         .duration_since(UNIX_EPOCH)
@@ -409,9 +417,7 @@ pub fn record_to<W: Write>(
     }
     progress.clear();
     let duration_ns = started.elapsed().as_nanos() as u64;
-    // Close the rings, then restore the mask (it matters while a ring is open).
     drop(open);
-    drop(guard);
     write_blocks(&mut buffers, &mut writer).map_err(write_err)?;
     writer.finish(duration_ns).map_err(write_err)?;
     header.duration_ns = duration_ns;

@@ -142,8 +142,32 @@ pub struct Dtl {
     pub cpus: Vec<u32>,
     /// Rings held open now.
     pub open_rings: Vec<u32>,
+    /// Every ring opened, with the mask it took (`dtl_start` reads
+    /// `dtl_event_mask` then, and only then), in order.
+    pub opened_with: Vec<(u32, u8)>,
     /// Every value written to `dtl_event_mask`, in order.
-    pub mask_writes: Vec<Vec<u8>>,
+    pub mask_writes: Vec<MaskWrite>,
+    /// Someone else's mask, written just after the next ring opens.
+    pub theirs_at_next_open: Option<u8>,
+}
+
+/// One write to `dtl_event_mask`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskWrite {
+    /// What was written.
+    pub data: Vec<u8>,
+    /// How many rings were open then.
+    pub rings_open: usize,
+}
+
+impl MaskWrite {
+    /// A write of `data` with `rings_open` rings open.
+    pub fn new(data: &str, rings_open: usize) -> MaskWrite {
+        MaskWrite {
+            data: data.as_bytes().to_vec(),
+            rings_open,
+        }
+    }
 }
 
 /// One simulated CPU.
@@ -213,7 +237,9 @@ impl Kernel {
             buf_entries,
             cpus: cpus.to_vec(),
             open_rings: Vec::new(),
+            opened_with: Vec::new(),
             mask_writes: Vec::new(),
+            theirs_at_next_open: None,
         });
         self
     }
@@ -571,6 +597,10 @@ impl fuse::FileSystem for SimFs {
                 return Err(libc::EBUSY);
             }
             dtl.open_rings.push(cpu);
+            dtl.opened_with.push((cpu, dtl.event_mask));
+            if let Some(theirs) = dtl.theirs_at_next_open.take() {
+                dtl.event_mask = theirs;
+            }
         }
         let mut next = self.next_fh.lock().unwrap_or_else(|e| e.into_inner());
         *next += 1;
@@ -616,7 +646,10 @@ impl fuse::FileSystem for SimFs {
             FREQ => ("freq", k.write_freq(data)),
             EVENT_MASK => {
                 let dtl = k.debugfs.as_mut().expect("the mask exists with debugfs");
-                dtl.mask_writes.push(data.to_vec());
+                dtl.mask_writes.push(MaskWrite {
+                    data: data.to_vec(),
+                    rings_open: dtl.open_rings.len(),
+                });
                 let result = parse_x8(data).map(|mask| {
                     dtl.event_mask = mask;
                     data.len()

@@ -357,6 +357,46 @@ fn pread_append(file: &File, buf: &mut Vec<u8>, max: usize, offset: u64) -> io::
     }
 }
 
+/// The first kernel input that could not be read for want of a file
+/// descriptor: `EMFILE` (the process's open-file limit, `ulimit -n`) or
+/// `ENFILE` (the system's file table). Such a failure says nothing about
+/// the file: read as "absent", as sysstat reads a failed `open`, a device
+/// or a name would vanish from a report that still looks whole. The
+/// sources note it, and [`Source::check_answered`] fails on it.
+#[derive(Debug, Default)]
+pub struct OutOfDescriptors(std::cell::OnceCell<String>);
+
+impl OutOfDescriptors {
+    /// Passes `result` on, noting it first when it failed for want of a
+    /// descriptor (the first such failure is kept).
+    #[inline]
+    pub fn note<T>(&self, path: &str, result: io::Result<T>) -> io::Result<T> {
+        if let Err(err) = &result {
+            self.note_error(path, err);
+        }
+        result
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note_error(&self, path: &str, err: &io::Error) {
+        if matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+            let _ = self.0.set(format!(
+                "cannot read {}: {err}: raise the open-file limit (`ulimit -n`)",
+                super::escape::text(path)
+            ));
+        }
+    }
+
+    /// Fails with the message of the first input noted, if any.
+    pub fn check(&self) -> io::Result<()> {
+        match self.0.get() {
+            None => Ok(()),
+            Some(message) => Err(io::Error::other(message.clone())),
+        }
+    }
+}
+
 /// The live system seen under a root directory (`/` normally, `--sysroot DIR`
 /// for offline analysis and tests).
 ///
@@ -373,6 +413,8 @@ pub struct RootFs {
     /// fewer bytes than a hash map hashes, and brings no hashing code to
     /// the pages a run executes.
     kept: RefCell<Vec<(String, Option<File>)>>,
+    /// The first input that could not be read for want of a descriptor.
+    out_of_descriptors: OutOfDescriptors,
 }
 
 impl RootFs {
@@ -382,6 +424,7 @@ impl RootFs {
             root: Root::new(root),
             opened: Instant::now(),
             kept: RefCell::new(Vec::new()),
+            out_of_descriptors: OutOfDescriptors::default(),
         }
     }
 
@@ -471,18 +514,20 @@ fn read_capped(file: &File, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
 impl Source for RootFs {
     fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
         if let Some(result) = self.read_kept(path, buf) {
-            return result;
+            return self.out_of_descriptors.note(path, result);
         }
         // A freshly opened file is at offset 0 already: no seek, which
         // debugfs attribute files (dtl_event_mask) refuse with ESPIPE.
-        read_capped(&self.open(path)?, size_limit(path), buf)
+        let file = self.out_of_descriptors.note(path, self.open(path))?;
+        read_capped(&file, size_limit(path), buf)
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
-        self.root.for_each_entry(path, &mut |name| {
+        let listed = self.root.for_each_entry(path, &mut |name| {
             names.push(osname::from_bytes(name.as_bytes()).into_owned())
-        })?;
+        });
+        self.out_of_descriptors.note(path, listed)?;
         Ok(names)
     }
 
@@ -496,7 +541,7 @@ impl Source for RootFs {
         let mut kept = self.kept.borrow_mut();
         if let Some((_, slot)) = kept.iter_mut().find(|(p, _)| p == path) {
             if slot.is_none() {
-                *slot = Some(self.open(path)?);
+                *slot = Some(self.out_of_descriptors.note(path, self.open(path))?);
             }
             let file = slot.as_ref().expect("opened above");
             let result = read_lines(file, limit, buf, each);
@@ -507,32 +552,45 @@ impl Source for RootFs {
             return result;
         }
         drop(kept);
-        read_lines(&self.open(path)?, limit, buf, each)
+        let file = self.out_of_descriptors.note(path, self.open(path))?;
+        read_lines(&file, limit, buf, each)
     }
 
     fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {
-        self.root
-            .for_each_entry(path, &mut |name| each(&osname::from_bytes(name.as_bytes())))
+        let listed = self
+            .root
+            .for_each_entry(path, &mut |name| each(&osname::from_bytes(name.as_bytes())));
+        self.out_of_descriptors.note(path, listed)
     }
 
     fn read_link(&self, path: &str) -> io::Result<String> {
-        let target = self.root.read_link(path)?;
+        let target = self
+            .out_of_descriptors
+            .note(path, self.root.read_link(path))?;
         Ok(osname::from_bytes(target.as_os_str().as_bytes()).into_owned())
     }
 
     fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
-        let rdev = self.root.stat(path)?.st_rdev;
+        let rdev = self
+            .out_of_descriptors
+            .note(path, self.root.stat(path))?
+            .st_rdev;
         Ok((libc::major(rdev), libc::minor(rdev)))
     }
 
     fn canonicalize(&self, path: &str) -> io::Result<String> {
-        self.root.canonicalize(path)
+        self.out_of_descriptors
+            .note(path, self.root.canonicalize(path))
     }
 
     fn is_dir(&self, path: &str) -> bool {
-        self.root
-            .stat(path)
+        self.out_of_descriptors
+            .note(path, self.root.stat(path))
             .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+    }
+
+    fn check_answered(&self) -> io::Result<()> {
+        self.out_of_descriptors.check()
     }
 
     fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()> {

@@ -864,6 +864,94 @@ fn unreadable_files_in_a_replay_behave_like_the_c_iostat() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// Out of file descriptors (`ulimit -n`), a run fails with one line
+/// saying so; it never reports without the devices it could not open.
+/// Listing `/sys/block`, opening `/proc/diskstats` or a device's `stat`
+/// file with EMFILE says nothing about the device, where sysstat, as a
+/// failed `open` goes, leaves it out and exits 0 (iostat-rs did the same
+/// at a limit of 6 to 8 descriptors, and with `--latency` at 14, below
+/// which the run failed anyway). Every limit from the one at which the run
+/// cannot start to one it does not reach, in each way of reading the
+/// devices; and a recording of such a read refuses to replay, as the run
+/// failed.
+#[test]
+fn out_of_descriptors_is_an_error_not_a_missing_device() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, sc) = healthy_tree("nofile");
+    let dir = root.parent().unwrap().to_path_buf();
+    let disks: Vec<String> = sc.samples[0]
+        .devices
+        .iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.clone())
+        .collect();
+    let named: Vec<&str> = ["-x"]
+        .into_iter()
+        .chain(disks.iter().take(3).map(String::as_str))
+        .collect();
+    let modes: [&[&str]; 3] = [&["-x"], &["-x", "-p", "ALL"], &named];
+    for mode in modes {
+        let healthy = run_rs(
+            &bin,
+            &[&["--sysroot", root.to_str().unwrap()], mode].concat(),
+        );
+        assert_eq!(healthy.code, Some(0), "{mode:?}: {}", healthy.stderr);
+        let want = device_columns(&healthy.stdout).remove(0);
+        assert!(!want.is_empty(), "{mode:?}:\n{}", healthy.stdout);
+        let mut succeeded = false;
+        for limit in 4..=16 {
+            let out = pinned(&mut Command::new("prlimit"))
+                .arg(format!("--nofile={limit}"))
+                .arg("--")
+                .arg(&bin)
+                .args(["--sysroot", root.to_str().unwrap()])
+                .args(mode)
+                .args(["0.01", "3"])
+                .output()
+                .expect("prlimit (util-linux) runs");
+            let run = Run::from(out);
+            let what = format!("{mode:?} under a limit of {limit} descriptors");
+            assert_no_panic(&what, &run);
+            if run.code == Some(0) {
+                assert_eq!(run.stderr, "", "{what}");
+                assert_eq!(
+                    device_columns(&run.stdout),
+                    vec![want.clone(); 3],
+                    "{what}: a report left devices out:\n{}",
+                    run.stdout
+                );
+                succeeded = true;
+            } else {
+                assert_eq!(run.stderr.lines().count(), 1, "{what}: {:?}", run.stderr);
+            }
+        }
+        assert!(succeeded, "{mode:?}: no limit up to 16 was enough");
+    }
+    // A recording that holds such a read (EMFILE for `/sys/block`).
+    let mut lines = record(&bin, &root, &dir, &["-x"]);
+    set_entry(
+        &mut lines,
+        "list /sys/block",
+        serde_json::json!({"errno": 24}),
+    );
+    let rec = dir.join("starved.ndjson");
+    write_recording(&rec, &lines);
+    let run = run_rs(&bin, &["--replay", rec.to_str().unwrap(), "-x"]);
+    assert_no_panic("replayed EMFILE", &run);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    assert_eq!(
+        run.stderr.lines().collect::<Vec<_>>(),
+        [format!(
+            "iostat-rs: {}: the recorded run could not read `list /sys/block`: Too many open \
+             files (os error 24) (out of file descriptors); its reports cannot be replayed whole",
+            rec.display()
+        )]
+    );
+    let _ = fs::remove_dir_all(dir);
+}
+
 #[test]
 fn damaged_recordings_are_refused_with_one_line() {
     let Some(bin) = binary_or_skip("faults") else {

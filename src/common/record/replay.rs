@@ -87,6 +87,9 @@ pub struct Replay {
     tool: String,
     /// The first input asked for that the recording does not hold.
     unanswered: OnceCell<String>,
+    /// The first input asked for that the recorded run could not read for
+    /// want of a file descriptor (`EMFILE`, `ENFILE`), with that errno.
+    starved: OnceCell<(String, i32)>,
 }
 
 impl Replay {
@@ -158,6 +161,7 @@ impl Replay {
             path: "the recording".to_string(),
             tool: String::new(),
             unanswered: OnceCell::new(),
+            starved: OnceCell::new(),
         }
     }
 
@@ -211,7 +215,12 @@ impl Replay {
     fn fetch(&self, op: &str, arg: &str) -> io::Result<&Entry> {
         let key = format!("{op} {arg}");
         match self.latest.get(&key).map(|(entry, _)| entry) {
-            Some(Entry::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
+            Some(Entry::Errno(errno)) => {
+                if matches!(*errno, libc::EMFILE | libc::ENFILE) {
+                    let _ = self.starved.set((key, *errno));
+                }
+                Err(io::Error::from_raw_os_error(*errno))
+            }
             Some(entry) => Ok(entry),
             None if self.header.whole_tree => Err(io::Error::from_raw_os_error(libc::ENOENT)),
             None => {
@@ -333,6 +342,17 @@ impl Source for Replay {
     }
 
     fn check_answered(&self) -> io::Result<()> {
+        if let Some((key, errno)) = self.starved.get() {
+            // As the recorded run failed: what it could not read is not
+            // absent, and a report without it would not be the run's.
+            return Err(io::Error::other(format!(
+                "{}: the recorded run could not read `{}`: {} (out of file descriptors); \
+                 its reports cannot be replayed whole",
+                text(&self.path),
+                clip(key, 120),
+                io::Error::from_raw_os_error(*errno),
+            )));
+        }
         let Some(key) = self.unanswered.get() else {
             return Ok(());
         };

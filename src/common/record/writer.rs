@@ -297,6 +297,10 @@ impl Source for Recorder {
         self.inner.keep_open(path);
     }
 
+    fn check_answered(&self) -> io::Result<()> {
+        self.inner.check_answered()
+    }
+
     fn set_stop(&mut self, stop: &StopSignal) {
         self.out.get_mut().get_mut().stop = Some(stop.clone());
         self.inner.set_stop(stop);

@@ -74,6 +74,11 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// place, while a host that scrapes side by side (the tests open 17 at
 /// once) or a proxy that every scraper comes through still has room.
 pub const MAX_CONNECTIONS_PER_PEER: usize = MAX_CONNECTIONS / 2;
+/// Descriptors kept for what a scrape opens besides the connections (the
+/// kernel files a collection reads, kept open or opened one at a time, a
+/// directory listing): under a tight open-file limit the connections get
+/// only what is left (see [`connection_room`]).
+const SCRAPE_DESCRIPTORS: usize = 6;
 /// Longest a response may wait without the client taking any of it (the
 /// kernel's send buffer full): the connection is then closed. As long as
 /// [`HEADER_TIMEOUT`]: a client that reads nothing for 5 s is as stuck as
@@ -216,8 +221,12 @@ async fn answer(
 
 /// The connections open, in all and by peer, and which of them may give
 /// their place to a newcomer.
-#[derive(Default)]
 struct Slots {
+    /// Most connections open at once: [`MAX_CONNECTIONS`], or fewer when
+    /// the open-file limit has no room for that many.
+    max: usize,
+    /// Most from one peer: half of `max` (at least one).
+    max_per_peer: usize,
     /// The next connection's number.
     next: u64,
     /// Connections open, by number.
@@ -245,10 +254,29 @@ struct Slot {
     id: u64,
 }
 
+impl Default for Slots {
+    fn default() -> Slots {
+        Slots::with_room(MAX_CONNECTIONS)
+    }
+}
+
 impl Slots {
+    /// Places for at most `max` connections (at least one), half of them
+    /// from one peer.
+    fn with_room(max: usize) -> Slots {
+        let max = max.clamp(1, MAX_CONNECTIONS);
+        Slots {
+            max,
+            max_per_peer: (max / 2).max(1),
+            next: 0,
+            open: HashMap::new(),
+            by_peer: HashMap::new(),
+        }
+    }
+
     /// A place for a connection from `peer`, and what closes it when its
-    /// place is given away. When [`MAX_CONNECTIONS`] are open, or `peer`
-    /// has [`MAX_CONNECTIONS_PER_PEER`], the connection that has waited
+    /// place is given away. When [`MAX_CONNECTIONS`] are open (fewer under
+    /// a tight open-file limit), or `peer` has half as many, the connection that has waited
     /// longest on its client (of `peer`'s own, in the second case) is
     /// closed for it: otherwise clients that connect and stay silent (or
     /// never read) would keep every scraper out, from as few as two
@@ -258,9 +286,9 @@ impl Slots {
     fn take(slots: &Rc<RefCell<Slots>>, peer: IpAddr) -> Option<(Slot, oneshot::Receiver<()>)> {
         let mut all = slots.borrow_mut();
         let from_peer = all.by_peer.get(&peer).copied().unwrap_or(0);
-        let full = if from_peer >= MAX_CONNECTIONS_PER_PEER {
+        let full = if from_peer >= all.max_per_peer {
             Some(Some(peer))
-        } else if all.open.len() >= MAX_CONNECTIONS {
+        } else if all.open.len() >= all.max {
             Some(None)
         } else {
             None
@@ -317,6 +345,31 @@ impl Drop for Slot {
     fn drop(&mut self) {
         self.slots.borrow_mut().remove(self.id);
     }
+}
+
+/// How many connections the open-file limit (`ulimit -n`) leaves room
+/// for: [`MAX_CONNECTIONS`], or what the soft limit leaves once the
+/// descriptors open now and [`SCRAPE_DESCRIPTORS`] are counted. Past it,
+/// `accept` fails with EMFILE and leaves the newcomer in the kernel's
+/// queue, where no place is given to it: silent clients holding every
+/// descriptor would keep scrapers out for as long as they reconnect, and
+/// leave the scrapes none to read the kernel with.
+fn connection_room() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return MAX_CONNECTIONS;
+    }
+    let soft = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+    // The listing's own descriptor is counted too: one to spare.
+    let Ok(open) = std::fs::read_dir("/proc/self/fd").map(Iterator::count) else {
+        return MAX_CONNECTIONS;
+    };
+    soft.saturating_sub(open + SCRAPE_DESCRIPTORS)
+        .clamp(1, MAX_CONNECTIONS)
 }
 
 /// The peer a connection from `addr` counts against: its IPv4 address
@@ -526,7 +579,7 @@ pub fn serve(
     local.block_on(&runtime, async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let (scrapes, mut asked) = mpsc::channel::<oneshot::Sender<Bytes>>(MAX_CONNECTIONS);
-        let slots = Rc::new(RefCell::new(Slots::default()));
+        let slots = Rc::new(RefCell::new(Slots::with_room(connection_room())));
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             tokio::select! {

@@ -50,13 +50,21 @@ impl Drop for Server {
 
 /// iostat-rs serving a tree of [`DEVICES`] disks on a port of 127.0.0.1.
 fn start(name: &str) -> Server {
+    start_under(name, &[])
+}
+
+/// As [`start`], started by `prlimit` with `limits` (`--nofile=40`).
+fn start_under(name: &str, limits: &[&str]) -> Server {
     let root = std::env::temp_dir().join(format!(
         "hwstat-listen-limits-{}-{name}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&root);
     device_tree(&root);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+    let mut child = Command::new("prlimit")
+        .args(limits)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_iostat-rs"))
         .arg("--sysroot")
         .arg(&root)
         .args(["--listen", ANY_PORT])
@@ -297,5 +305,30 @@ fn clients_that_never_read_give_way_and_are_closed_after_the_write_timeout() {
             closed_by_server(stream),
             "a client that never reads is open"
         );
+    }
+}
+
+/// Under an open-file limit below [`MAX_CONNECTIONS`] plus what the server
+/// holds, silent clients still never keep a scraper out, and the scrape
+/// still has descriptors to read the kernel with: the places shrink to
+/// what the limit leaves. They used not to: past the limit `accept` failed
+/// with EMFILE, the scraper waited in the kernel's queue behind silent
+/// clients until their header timeout closed them (or for as long as they
+/// reconnected), and the scrapes that did run failed for want of a
+/// descriptor.
+#[test]
+fn silent_clients_never_keep_a_scraper_out_under_a_tight_open_file_limit() {
+    let server = start_under("nofile", &["--nofile=40"]);
+    let host = |last: u8| Ipv4Addr::new(127, 0, 0, last);
+    // More clients than the limit has descriptors, from four addresses;
+    // those the server cannot take wait in its queue.
+    let _silent: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+        .map(|i| silent_client(host(3 + (i % 4) as u8), server.addr))
+        .collect();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let answer = scrape_from(host(2), server.addr);
+        assert_scraped(&answer.expect("a scraper was kept out"));
+        assert_answered_before_a_timeout(started);
     }
 }

@@ -14,6 +14,10 @@
 //!   standard output;
 //! * SIGPIPE is ignored, so a closed output pipe is a `BrokenPipe` error,
 //!   which the programs treat as a quiet end ([`crate::common::signals`]);
+//! * SIGXFSZ is ignored until the stop signals' handlers replace that
+//!   ([`crate::common::signals`]), so a write past the file size limit
+//!   (`ulimit -f`) before then, a recording's header, is an `EFBIG` error
+//!   the programs report, not a kill (and a core dump) without a word;
 //! * a panic unwinds (vcpustat restores kernel state as it does) and ends the
 //!   process with status 101;
 //! * buffered standard output is flushed at the end.
@@ -68,7 +72,10 @@ pub unsafe fn run(program: &Program, argc: c_int, argv: *const *const c_char) ->
         std::process::exit(1);
     }
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let status = panic::catch_unwind(|| {
         completion::answer_if_asked(program.command);
         // SAFETY: passed on from the caller.

@@ -609,6 +609,37 @@ fn limited_file_size(bin: &str, args: &[&str], rec: &Path) -> Output {
     cmd.output().unwrap()
 }
 
+/// Runs `bin` with `args`, recording to `rec`, under a file size limit of
+/// 64 bytes, less than a recording's header, with SIGXFSZ at its default
+/// action (ending the process with a core dump).
+fn header_past_file_size_limit(bin: &str, args: &[&str], rec: &Path) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .args(["--record", rec.to_str().unwrap(), "0.01", "2"])
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C");
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
 /// The trees under `dir` the tools record from with `--sysroot`, to pass
 /// as they are: iostat-rs's small tree, vcpustat's seed fixture, and one
 /// software PMU that cxlstat can count (`cpu_clock`).
@@ -909,6 +940,48 @@ fn a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo() {
             )
         });
         assert!(doc.to_string().len() > 100, "{tool}: {doc}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// A recording whose header is past the file size limit (`ulimit -f`),
+/// with SIGXFSZ at its default action: the write fails with EFBIG and the
+/// tool says so, as it does on a full disk. The header is written before
+/// the stop signals' handlers are installed, and SIGXFSZ used to kill the
+/// tools there without a word (status 153 from a shell).
+#[test]
+fn a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill() {
+    let dir = scratch("fsize-header");
+    let [root_s, vcpu, cxl_root] = counting_sysroots(&dir);
+    let mut runs = vec![
+        ("iostat-rs", IOSTAT, vec!["--sysroot", &root_s, "-x"]),
+        ("vcpustat", VCPUSTAT, vec!["--sysroot", &vcpu]),
+    ];
+    if crate::cxlstat_support::perf_usable(
+        "a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill",
+    ) {
+        runs.push((
+            "cxlstat",
+            CXLSTAT,
+            vec!["--sysroot", &cxl_root, "-e", "cpu_clock"],
+        ));
+    }
+    for (tool, bin, args) in runs {
+        let rec = dir.join(format!("{tool}-header.rec"));
+        let out = header_past_file_size_limit(bin, &args, &rec);
+        assert_eq!(
+            (out.status.code(), text(&out.stderr)),
+            (
+                Some(1),
+                format!(
+                    "{tool}: cannot write recording {}: File too large (os error 27)\n",
+                    rec.display()
+                )
+            ),
+            "{tool}: {:?}",
+            out.status
+        );
+        assert!(out.stdout.is_empty(), "{tool} fails before reporting");
     }
     fs::remove_dir_all(dir).unwrap();
 }

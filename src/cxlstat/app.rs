@@ -624,10 +624,15 @@ fn count_every(
         stop,
         ended.as_ref().map(|fd| fd.as_fd()),
         |source, index| -> Result<(), Halt> {
-            // The loop's first tick is the baseline, read already.
-            if index > 0 {
-                session.sample(source, index, out)?;
+            // The loop's first tick is the baseline, read already. A command
+            // that has ended by then is not waited for here: its end wakes
+            // the loop at once, whose next tick reports the part counted
+            // (ending at the baseline, a quick command, or one on a loaded
+            // machine, left the run without a single report).
+            if index == 0 {
+                return Ok(());
             }
+            session.sample(source, index, out)?;
             if let (Some(child), Some(w)) = (child.as_mut(), &workload)
                 && let Some(status) = child.try_wait().map_err(|e| w.error(e))?
             {

@@ -228,3 +228,34 @@ pub fn wait_with_cpu_limit(
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Waits until the child `pid` has ended (a zombie, not yet reaped: the
+/// caller reaps it after), then gives how long its threads waited for a
+/// CPU while runnable (`run_delay`, the second field of
+/// `/proc/<pid>/task/*/schedstat`): the time a loaded machine held it
+/// back, which stretches the moments it meant to read something at. The
+/// threads still listed are counted (cxlstat counts on one).
+pub fn run_delay_at_end(pid: u32, limit: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next());
+        if state == Some("Z") {
+            break;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{pid} did not end within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut waited = Duration::ZERO;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let text = std::fs::read_to_string(task.unwrap().path().join("schedstat")).unwrap();
+        let ns: u64 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+        waited += Duration::from_nanos(ns);
+    }
+    waited
+}

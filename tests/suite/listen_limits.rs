@@ -48,6 +48,32 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// The sockets the server holds: its listener and its connections.
+    fn sockets(&self) -> usize {
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).unwrap();
+        fds.flatten()
+            .filter(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+            })
+            .count()
+    }
+
+    /// Waits (up to 10 s) until the server holds `n` sockets.
+    fn await_sockets(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.sockets() != n {
+            assert!(
+                Instant::now() < deadline,
+                "the server holds {} sockets, not {n}",
+                self.sockets()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 /// iostat-rs serving a tree of [`DEVICES`] disks on a port of 127.0.0.1.
 fn start(name: &str) -> Server {
     start_under(name, &[])
@@ -255,9 +281,15 @@ fn silent_clients_from_any_addresses_never_keep_a_scraper_out() {
         .map(|last| silent_client(host(last), server.addr))
         .collect();
     assert_eq!(silent.len(), MAX_CONNECTIONS);
+    // The listener and every silent client's connection.
+    server.await_sockets(1 + MAX_CONNECTIONS);
     let started = Instant::now();
     let answer = scrape_from(host(1), server.addr);
     assert_scraped(&answer.expect("a scraper was kept out"));
+    // The scraper's place is free once the server has closed its end: a
+    // client coming before that would find the server full, and close
+    // silent[1] for it (this failed once in five suites beside load).
+    server.await_sockets(1 + MAX_CONNECTIONS - 1);
     // Full again, and 127.0.0.2 has its share: a scraper from there takes
     // the place of its own client that waited longest (silent[32]), not of
     // the one that waited longest of all (silent[1], of 127.0.0.3).

@@ -81,6 +81,13 @@ pub trait Source {
     fn canonicalize(&self, path: &str) -> io::Result<String>;
     /// Tells whether `path` exists and is a directory.
     fn is_dir(&self, path: &str) -> bool;
+    /// As [`Source::is_dir`], but with the error that made the answer
+    /// `false`, for a recording to keep: a lookup that failed for want of a
+    /// descriptor (`EMFILE`) is not an absent directory, and a replay of it
+    /// must fail as the run did. The default has no error to give.
+    fn try_is_dir(&self, path: &str) -> io::Result<bool> {
+        Ok(self.is_dir(path))
+    }
     /// Writes `data` to an existing file with exactly one `write(2)`.
     ///
     /// Replays refuse writes with `ErrorKind::ReadOnlyFilesystem`.
@@ -584,9 +591,13 @@ impl Source for RootFs {
     }
 
     fn is_dir(&self, path: &str) -> bool {
+        self.try_is_dir(path).unwrap_or(false)
+    }
+
+    fn try_is_dir(&self, path: &str) -> io::Result<bool> {
         self.out_of_descriptors
             .note(path, self.root.stat(path))
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+            .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
     }
 
     fn check_answered(&self) -> io::Result<()> {

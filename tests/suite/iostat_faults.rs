@@ -952,6 +952,86 @@ fn out_of_descriptors_is_an_error_not_a_missing_device() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// A run recorded out of file descriptors replays as it ran: a live run
+/// that failed for want of a descriptor makes a recording whose replay
+/// fails too, and never one that reports without the devices the run could
+/// not look up (`/sys/block/NAME` for a device named on the command line
+/// was kept as "not a directory", and its replay reported no device and
+/// exited 0); a run that succeeded replays to the same reports.
+#[test]
+fn a_run_recorded_out_of_descriptors_replays_as_it_ran() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, sc) = healthy_tree("nofile-rec");
+    let dir = root.parent().unwrap().to_path_buf();
+    let disks: Vec<String> = sc.samples[0]
+        .devices
+        .iter()
+        .filter(|d| d.parent.is_none())
+        .map(|d| d.name.clone())
+        .collect();
+    let named: Vec<&str> = ["-x"]
+        .into_iter()
+        .chain(disks.iter().take(3).map(String::as_str))
+        .collect();
+    let modes: [&[&str]; 3] = [&["-x"], &["-x", "-p", "ALL"], &named];
+    let mut failed = 0;
+    for mode in modes {
+        for limit in 4..=16 {
+            let rec = dir.join(format!("nofile-{limit}.ndjson"));
+            let _ = fs::remove_file(&rec);
+            let out = pinned(&mut Command::new("prlimit"))
+                .arg(format!("--nofile={limit}"))
+                .arg("--")
+                .arg(&bin)
+                .args(["--sysroot", root.to_str().unwrap()])
+                .args(["--record", rec.to_str().unwrap()])
+                .args(mode)
+                .args(["0.01", "3"])
+                .output()
+                .expect("prlimit (util-linux) runs");
+            let live = Run::from(out);
+            let what = format!("{mode:?} recorded under a limit of {limit} descriptors");
+            assert_no_panic(&what, &live);
+            if !rec.exists() {
+                assert_ne!(live.code, Some(0), "{what}: no recording");
+                continue;
+            }
+            let replay = run_rs(
+                &bin,
+                &[&["--replay", rec.to_str().unwrap()], mode, &["0.01", "3"]].concat(),
+            );
+            assert_no_panic(&format!("{what}, replayed"), &replay);
+            if live.code == Some(0) {
+                assert_eq!(
+                    (replay.code, replay.stdout.as_str()),
+                    (Some(0), live.stdout.as_str()),
+                    "{what}: {}",
+                    replay.stderr
+                );
+            } else {
+                failed += 1;
+                assert_ne!(
+                    replay.code,
+                    Some(0),
+                    "{what}: the run failed ({}), its replay reported:\n{}",
+                    live.stderr,
+                    replay.stdout
+                );
+                assert_eq!(
+                    replay.stderr.lines().count(),
+                    1,
+                    "{what}: {:?}",
+                    replay.stderr
+                );
+            }
+        }
+    }
+    assert!(failed > 0, "no limit was tight enough to fail a run");
+    let _ = fs::remove_dir_all(dir);
+}
+
 #[test]
 fn damaged_recordings_are_refused_with_one_line() {
     let Some(bin) = binary_or_skip("faults") else {

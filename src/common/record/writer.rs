@@ -229,12 +229,22 @@ impl Source for Recorder {
     }
 
     fn is_dir(&self, path: &str) -> bool {
-        let result = self.inner.is_dir(path);
+        let result = self.inner.try_is_dir(path);
+        // A lookup that found no descriptor is kept as its errno, which a
+        // replay fails on as the run did ([`Source::check_answered`]);
+        // any other failure is "not a directory", as it always was.
+        let entry = match &result {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                Entry::Errno(errno_of(e))
+            }
+            Ok(true) => Entry::IsDir(true),
+            _ => Entry::IsDir(false),
+        };
         self.frame
             .borrow_mut()
             .entries
-            .insert(format!("isdir {path}"), Entry::IsDir(result));
-        result
+            .insert(format!("isdir {path}"), entry);
+        result.unwrap_or(false)
     }
 
     fn write_file(&self, path: &str, data: &[u8]) -> io::Result<()> {

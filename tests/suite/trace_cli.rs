@@ -731,16 +731,27 @@ fn finish(child: &mut KillOnDrop) -> (std::process::ExitStatus, String) {
     (status, err)
 }
 
-/// Waits (up to 20 s) until `rings` rings of the simulated kernel are open.
-fn await_open_rings(sim: &simkernel::Mounted, rings: usize) {
+/// Waits (up to 20 s) until `rings` rings of the simulated kernel are open
+/// and the mask a recording set is back to `mask`. The rings being open is
+/// not enough: the recording puts the mask back just after its last ring
+/// opens, and a kill or another recording's start in between (one run in
+/// fifty, unloaded) finds the recording's own mask still set.
+fn await_open_rings_and_mask(sim: &simkernel::Mounted, rings: usize, mask: u8) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while sim
         .kernel()
         .debugfs
         .as_ref()
-        .is_some_and(|d| d.open_rings.len() < rings)
+        .is_some_and(|d| d.open_rings.len() < rings || d.event_mask != mask)
     {
-        assert!(Instant::now() < deadline, "the recording did not start");
+        assert!(
+            Instant::now() < deadline,
+            "the recording did not open {rings} ring(s) and put the mask back to {mask:#04x}: {:?}",
+            sim.kernel()
+                .debugfs
+                .as_ref()
+                .map(|d| (&d.open_rings, d.event_mask))
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -794,7 +805,7 @@ fn a_recording_killed_once_its_rings_are_open_leaves_the_mask_as_it_was() {
     };
     let dir = tempdir("killed");
     let mut child = spawn_recording(&sim.root, "preempt", "0-1", "30s", &dir.join("k.dtl"));
-    await_open_rings(&sim, 2);
+    await_open_rings_and_mask(&sim, 2, 0x07);
     child.kill().unwrap();
     child.wait().unwrap();
     sim.await_rings_closed();
@@ -818,7 +829,7 @@ fn recordings_of_other_vcpus_at_the_same_time_leave_the_mask_as_it_was() {
     let dir = tempdir("two-recordings");
     let (first, second) = (dir.join("first.dtl"), dir.join("second.dtl"));
     let mut a = spawn_recording(&sim.root, "cede,preempt", "0", "3s", &first);
-    await_open_rings(&sim, 1);
+    await_open_rings_and_mask(&sim, 1, 0x07);
     let mut b = spawn_recording(&sim.root, "preempt", "1", "100ms", &second);
     let (status, err) = finish(&mut b);
     assert!(status.success(), "{err}");

@@ -803,7 +803,7 @@ fn a_recording_killed_once_its_rings_are_open_leaves_the_mask_as_it_was() {
     let Some(sim) = simkernel::mount("trace-killed", dtl_kernel(true, 85)) else {
         return;
     };
-    let dir = tempdir("killed");
+    let dir = tempdir("killed-rings");
     let mut child = spawn_recording(&sim.root, "preempt", "0-1", "30s", &dir.join("k.dtl"));
     await_open_rings_and_mask(&sim, 2, 0x07);
     child.kill().unwrap();

@@ -267,9 +267,16 @@ echo "## trace record sets dtl_event_mask while it opens the rings"
 echo "\$ vcpustat trace record --events cede,preempt --duration 1 -w t.dtl"
 vcpustat trace record $SR --events cede,preempt --duration 1 -w t.dtl >"out" 2>&1 &
 pid=$!
-# The kernel took the mask when each ring was opened: it is back at once.
+# The kernel took the mask when each ring was opened: it is back just
+# after the last ring opens, while the recording goes on.
 until_ring_open $pid 1
+until_not "$D/dtl_event_mask" 0x03
 show "dtl_event_mask while recording" "$D/dtl_event_mask"
+if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "/dtl/cpu-1\$"; then
+    echo "cpu-1 still open: yes"
+else
+    echo "cpu-1 still open: no"
+fi
 wait $pid
 echo "[exit $?]"
 cat "out"

@@ -364,6 +364,21 @@ fn pread_append(file: &File, buf: &mut Vec<u8>, max: usize, offset: u64) -> io::
     }
 }
 
+/// Whether `err` is a failure for want of a file descriptor, `EMFILE` or
+/// `ENFILE`, which says nothing about the file asked for.
+pub fn is_out_of_descriptors(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// The one line that says `path` could not be read for want of a
+/// descriptor ([`is_out_of_descriptors`]), and what to do.
+pub fn out_of_descriptors(path: &str, err: &io::Error) -> String {
+    format!(
+        "cannot read {}: {err}: raise the open-file limit (`ulimit -n`)",
+        super::escape::text(path)
+    )
+}
+
 /// The first kernel input that could not be read for want of a file
 /// descriptor: `EMFILE` (the process's open-file limit, `ulimit -n`) or
 /// `ENFILE` (the system's file table). Such a failure says nothing about
@@ -387,11 +402,8 @@ impl OutOfDescriptors {
     #[cold]
     #[inline(never)]
     fn note_error(&self, path: &str, err: &io::Error) {
-        if matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-            let _ = self.0.set(format!(
-                "cannot read {}: {err}: raise the open-file limit (`ulimit -n`)",
-                super::escape::text(path)
-            ));
+        if is_out_of_descriptors(err) {
+            let _ = self.0.set(out_of_descriptors(path, err));
         }
     }
 

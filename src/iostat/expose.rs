@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 
 use crate::common::expo::{Exposition, Family, Kind};
-use crate::common::source::Source;
+use crate::common::source::{Source, is_out_of_descriptors, out_of_descriptors};
 
 use super::cli::{DeviceKind, ListArg, Options};
 use super::error::{IostatError, strerror};
@@ -383,7 +383,7 @@ impl Exporter {
             path: PROC_DISKSTATS.into(),
             err,
         })?;
-        write_disk_info(src, &disks, e);
+        write_disk_info(src, &disks, e)?;
         for (i, family) in DISK_FAMILIES.iter().enumerate() {
             if !disks.iter().any(|d| i < d.stats) {
                 continue;
@@ -457,26 +457,34 @@ fn is_partition_of(name: &str, disk: &str) -> bool {
 
 /// `node_disk_info`: one series per device with node_exporter's labels, the
 /// udev properties taken from `/run/udev/data/b<major>:<minor>` when there
-/// is one (empty, so absent, otherwise).
-fn write_disk_info(src: &dyn Source, disks: &[Disk], e: &mut Exposition) {
+/// is one (empty, so absent, otherwise). A file that could not be read for
+/// want of a descriptor fails the exposition instead: its labels say
+/// nothing of the device, and a series that lost them would be a new one.
+fn write_disk_info(
+    src: &dyn Source,
+    disks: &[Disk],
+    e: &mut Exposition,
+) -> Result<(), IostatError> {
     if disks.is_empty() {
-        return;
+        return Ok(());
     }
-    let present: HashSet<String> = src
-        .list_dir(UDEV_DATA)
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let starved = |path: String, err| IostatError::Source(out_of_descriptors(&path, &err));
+    let present: HashSet<String> = match src.list_dir(UDEV_DATA) {
+        Ok(names) => names.into_iter().collect(),
+        Err(err) if is_out_of_descriptors(&err) => return Err(starved(UDEV_DATA.into(), err)),
+        Err(_) => HashSet::new(),
+    };
     e.family(&DISK_INFO);
     let mut buf = Vec::new();
     for d in disks {
         let file = format!("b{}:{}", d.major, d.minor);
-        let props = if present.contains(&file)
-            && src
-                .read_into(&format!("{UDEV_DATA}/{file}"), &mut buf)
-                .is_ok()
-        {
-            UdevProps::parse(&buf)
+        let props = if present.contains(&file) {
+            let path = format!("{UDEV_DATA}/{file}");
+            match src.read_into(&path, &mut buf) {
+                Ok(()) => UdevProps::parse(&buf),
+                Err(err) if is_out_of_descriptors(&err) => return Err(starved(path, err)),
+                Err(_) => UdevProps::default(),
+            }
         } else {
             UdevProps::default()
         };
@@ -489,6 +497,7 @@ fn write_disk_info(src: &dyn Source, disks: &[Disk], e: &mut Exposition) {
         labels.extend(props.labels());
         e.sample(&labels, 1.0);
     }
+    Ok(())
 }
 
 /// The udev properties node_disk_info carries.

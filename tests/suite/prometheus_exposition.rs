@@ -432,3 +432,58 @@ fn expositions_name_the_system_as_node_exporters_uname_collector() {
     assert!(text.contains("# TYPE node_uname_info gauge\n"), "{text}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A udev file that could not be read for want of a file descriptor
+/// (EMFILE, or ENFILE: the system's table, which every local user fills)
+/// fails the exposition, as it fails a `--listen` scrape: `node_disk_info`
+/// without its labels would be another series, for a device whose udev
+/// data is there (node_exporter drops them without a word). A recorded run
+/// that met it replays so, as it ran.
+#[test]
+fn udev_data_out_of_descriptors_fails_the_exposition() {
+    let root = tree("udev-starved");
+    let rec = root.join("run.ndjson");
+    let healthy = text(iostat(
+        &root,
+        &["-d", "-o", "prometheus", "--record", rec.to_str().unwrap()],
+    ));
+    assert!(healthy.contains("model=\"Model_X\""), "{healthy}");
+    let recorded = std::fs::read_to_string(&rec).unwrap();
+    for key in ["list /run/udev/data", "read /run/udev/data/b8:0"] {
+        let mut starved = 0;
+        let lines: Vec<String> = recorded
+            .lines()
+            .map(|line| {
+                let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
+                if let Some(entry) = frame["entries"].get_mut(key) {
+                    *entry = serde_json::json!({"errno": 24});
+                    starved += 1;
+                }
+                frame.to_string()
+            })
+            .collect();
+        assert_eq!(starved, 1, "{key} in {recorded}");
+        let replay = root.join("starved.ndjson");
+        std::fs::write(&replay, lines.join("\n") + "\n").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+            .args([
+                "--replay",
+                replay.to_str().unwrap(),
+                "-d",
+                "-o",
+                "prometheus",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{key}: {err}");
+        assert!(out.stdout.is_empty(), "{key}");
+        let path = key.split_once(' ').unwrap().1;
+        assert_eq!(err.lines().count(), 1, "{key}: {err}");
+        assert!(
+            err.contains(path) && err.contains("Too many open files"),
+            "{key}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

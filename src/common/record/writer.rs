@@ -234,9 +234,7 @@ impl Source for Recorder {
         // replay fails on as the run did ([`Source::check_answered`]);
         // any other failure is "not a directory", as it always was.
         let entry = match &result {
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
-                Entry::Errno(errno_of(e))
-            }
+            Err(e) if crate::common::source::is_out_of_descriptors(e) => Entry::Errno(errno_of(e)),
             Ok(true) => Entry::IsDir(true),
             _ => Entry::IsDir(false),
         };

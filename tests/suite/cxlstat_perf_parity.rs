@@ -347,7 +347,10 @@ fn print_intervals_below_10_ms_are_taken_as_perf_takes_them() {
     let dir = scratch("perf-parity-intervals");
     software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
     for ms in ["1", "5", "9"] {
-        let every = ["-I", ms, "--interval-count", "2", "--", "sleep", "0.2"];
+        // Both wait for the command after their two reports. It lasts 1 s,
+        // not less: beside 64 busy loops cxlstat once waited 0.44 s for a
+        // CPU, past a 0.2 s command's end, which ended its run at one report.
+        let every = ["-I", ms, "--interval-count", "2", "--", "sleep", "1"];
         let (theirs, ours) = count_context_switches(&dir, &every, None);
         for (who, out, text) in [
             ("perf", &theirs, String::from_utf8_lossy(&theirs.stderr)),

@@ -83,11 +83,17 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     source.set_stop(&stop);
     let mut plan = RestorePlan::new();
-    if source.is_live()
-        && let Err(err) = meet_other_runs(&options, &mut plan)
-    {
-        let status = err.exit_status();
-        return report_error(TOOL, err, status);
+    if source.is_live() {
+        match meet_other_runs(&options, &mut plan, &stop) {
+            Ok(Met::Going) => {}
+            // Stopped before anything was changed: a quiet end, as a stop
+            // during the run's first interval is.
+            Ok(Met::Stopped) => return 0,
+            Err(err) => {
+                let status = err.exit_status();
+                return report_error(TOOL, err, status);
+            }
+        }
     }
     let (outcome, restored) = run_then_restore(source.as_mut(), &mut plan, |source, plan| {
         run(&options, source, &stop, plan)
@@ -169,35 +175,52 @@ fn help_command(args: &[String]) -> String {
     name
 }
 
+/// What came of meeting the other vcpustat runs.
+enum Met {
+    /// The run goes on (in their session, or alone).
+    Going,
+    /// A stop signal came while another run held the lock: nothing was
+    /// changed.
+    Stopped,
+}
+
 /// Enters the session of the vcpustat runs sharing the statistics under
 /// the root, before anything is read, when this run may change them or
 /// reports (and may then be the last to end). Another run stopped in the
-/// middle of its changes is an error: nothing is changed. A lock file that
+/// middle of its changes is an error: nothing is changed; a stop signal
+/// while waiting for it ends the wait at once. A lock file that
 /// cannot be opened for want of permission is passed over in silence (the
 /// statistics files' own refusal follows and explains), for another reason
 /// with a note: the run goes on without meeting the others.
-fn meet_other_runs(options: &Options, plan: &mut RestorePlan) -> Result<(), VcpuError> {
+fn meet_other_runs(
+    options: &Options,
+    plan: &mut RestorePlan,
+    stop: &StopSignal,
+) -> Result<Met, VcpuError> {
     let member = options.mode.reports();
     if !member && options.switch.is_none() && options.freq.is_none() {
-        return Ok(());
+        return Ok(Met::Going);
     }
-    match Session::enter(root(options), member, MUTEX_WAIT) {
+    match Session::enter(root(options), member, MUTEX_WAIT, &|| {
+        stop.caught().is_some()
+    }) {
         Ok(Some((session, note))) => {
             if let Some(note) = note {
                 tell(format_args!("note: {note}"));
             }
             plan.join(session);
-            Ok(())
+            Ok(Met::Going)
         }
-        Ok(None) => Ok(()),
-        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        Ok(None) => Ok(Met::Going),
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => Ok(Met::Going),
+        Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Met::Stopped),
         Err(err) if err.kind() == io::ErrorKind::TimedOut => Err(VcpuError::Session(err)),
         Err(err) => {
             tell(format_args!(
                 "note: cannot meet other vcpustat runs ({err}): this run undoes its own changes \
                  at its end, whatever other runs need"
             ));
-            Ok(())
+            Ok(Met::Going)
         }
     }
 }

@@ -415,7 +415,9 @@ mod tests {
     }
 
     fn joined(dir: &std::path::Path, member: bool) -> RestorePlan {
-        let (session, note) = Session::enter(dir, member, MUTEX_WAIT).unwrap().unwrap();
+        let (session, note) = Session::enter(dir, member, MUTEX_WAIT, &|| false)
+            .unwrap()
+            .unwrap();
         assert_eq!(note, None);
         let mut plan = RestorePlan::new();
         plan.join(session);

@@ -129,8 +129,10 @@ pub struct Leaving {
 }
 
 impl Session {
-    /// Opens `root`'s lock file and takes the mutex, waiting up to `wait`;
-    /// a `member` (a run that reports) also takes its shared byte. `None`
+    /// Opens `root`'s lock file and takes the mutex, waiting up to `wait`
+    /// unless `stopped` says the run was asked to stop meanwhile (an
+    /// `Interrupted` error: nothing was changed); a `member` (a run that
+    /// reports) also takes its shared byte. `None`
     /// when `root` has no `run` directory (a copy of /proc, a test tree):
     /// there is no other run to meet. The second value is a note when a
     /// record was left by runs that no longer exist.
@@ -138,6 +140,7 @@ impl Session {
         root: &Path,
         member: bool,
         wait: Duration,
+        stopped: &dyn Fn() -> bool,
     ) -> io::Result<Option<(Session, Option<String>)>> {
         let Some(file) = open_lock_file(&root.join("run"))? else {
             return Ok(None);
@@ -150,7 +153,7 @@ impl Session {
             last: false,
         };
         let in_path = |e| session.in_path(e);
-        lock_waiting(&session.file, MUTEX_BYTE, wait).map_err(in_path)?;
+        lock_waiting(&session.file, MUTEX_BYTE, wait, stopped).map_err(in_path)?;
         let alone = set_lock(&session.file, MEMBER_BYTE, libc::F_WRLCK).map_err(in_path)?;
         if member {
             // Granted: the other runs hold the byte shared at most, as
@@ -197,7 +200,7 @@ impl Session {
     /// switched the statistics during the run), taking the mutex for it
     /// (waiting up to `wait`).
     pub fn drop_claim(&mut self, claim: u64, wait: Duration) -> io::Result<()> {
-        lock_waiting(&self.file, MUTEX_BYTE, wait).map_err(|e| self.in_path(e))?;
+        lock_waiting(&self.file, MUTEX_BYTE, wait, &|| false).map_err(|e| self.in_path(e))?;
         let result = self.read_record().and_then(|record| match record {
             Some(mut shared) if shared.switched_on == Some(claim) => {
                 shared.switched_on = None;
@@ -221,7 +224,7 @@ impl Session {
         wait: Duration,
         merge: impl FnOnce(Shared) -> Shared,
     ) -> io::Result<Leaving> {
-        lock_waiting(&self.file, MUTEX_BYTE, wait).map_err(|e| self.in_path(e))?;
+        lock_waiting(&self.file, MUTEX_BYTE, wait, &|| false).map_err(|e| self.in_path(e))?;
         let last = self.member
             && set_lock(&self.file, MEMBER_BYTE, libc::F_WRLCK).map_err(|e| self.in_path(e))?;
         let shared = merge(self.read_record()?.unwrap_or_default());
@@ -474,10 +477,23 @@ fn set_lock(file: &File, byte: i64, kind: i32) -> io::Result<bool> {
 
 /// Takes the write lock on `byte`, trying every few milliseconds for up to
 /// `wait`: a bounded wait rather than `F_OFD_SETLKW`, so that a run
-/// stopped while it held the lock cannot hang every other.
-fn lock_waiting(file: &File, byte: i64, wait: Duration) -> io::Result<()> {
+/// stopped while it held the lock cannot hang every other. Gives up with
+/// an `Interrupted` error as soon as `stopped` is true (a run's end passes
+/// `|| false`: what it undoes must be done).
+fn lock_waiting(
+    file: &File,
+    byte: i64,
+    wait: Duration,
+    stopped: &dyn Fn() -> bool,
+) -> io::Result<()> {
     let start = Instant::now();
     while !set_lock(file, byte, libc::F_WRLCK)? {
+        if stopped() {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "stopped while another vcpustat held it",
+            ));
+        }
         if start.elapsed() >= wait {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -507,7 +523,7 @@ mod tests {
     }
 
     fn enter(root: &Path, member: bool) -> (Session, Option<String>) {
-        Session::enter(root, member, Duration::from_millis(50))
+        Session::enter(root, member, Duration::from_millis(50), &|| false)
             .unwrap()
             .expect("a run directory")
     }
@@ -547,13 +563,13 @@ mod tests {
         let dir = root("no-run");
         std::fs::remove_dir(dir.join("run")).unwrap();
         assert!(
-            Session::enter(&dir, true, Duration::ZERO)
+            Session::enter(&dir, true, Duration::ZERO, &|| false)
                 .unwrap()
                 .is_none()
         );
         std::fs::write(dir.join("run"), "").unwrap();
         assert!(
-            Session::enter(&dir, true, Duration::ZERO)
+            Session::enter(&dir, true, Duration::ZERO, &|| false)
                 .unwrap()
                 .is_none()
         );
@@ -635,12 +651,17 @@ mod tests {
     fn a_run_waits_for_the_mutex_only_so_long() {
         let dir = root("mutex");
         let (_a, _) = enter(&dir, true);
-        let err = Session::enter(&dir, true, Duration::from_millis(20)).unwrap_err();
+        let err = Session::enter(&dir, true, Duration::from_millis(20), &|| false).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
         assert!(
             err.to_string()
                 .contains("vcpustat.lock: another vcpustat has held it")
         );
+        // Asked to stop meanwhile: at once, however long it may wait.
+        let started = Instant::now();
+        let err = Session::enter(&dir, true, Duration::from_secs(60), &|| true).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Interrupted);
+        assert!(started.elapsed() < Duration::from_secs(30));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -684,7 +705,7 @@ mod tests {
         let dir = root("hostile");
         let lock = dir.join(LOCK_PATH);
         let refused = |dir: &Path| {
-            Session::enter(dir, true, Duration::ZERO)
+            Session::enter(dir, true, Duration::ZERO, &|| false)
                 .unwrap_err()
                 .to_string()
         };
@@ -722,7 +743,7 @@ mod tests {
         std::fs::remove_dir(dir.join("run")).unwrap();
         std::os::unix::fs::symlink("/tmp", dir.join("run")).unwrap();
         assert!(
-            Session::enter(&dir, true, Duration::ZERO)
+            Session::enter(&dir, true, Duration::ZERO, &|| false)
                 .unwrap()
                 .is_none(),
             "a link is not the run directory"

@@ -256,6 +256,30 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
     );
     assert!(stats_writes(&sim).is_empty());
     assert!(!sim.kernel().on);
+
+    // Ctrl-C while it waits ends the run at once (it waited out the 5 s
+    // before), quietly and with nothing changed, as a stop in its first
+    // interval would.
+    let mut child = KillOnDrop(
+        vcpustat(&sim, &["-n", "0.05", "1"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    crate::procstate::await_handler(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    let asked = Instant::now();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
+    let took = asked.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(err, "");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(stats_writes(&sim).is_empty());
+    assert!(!sim.kernel().on);
 }
 
 /// A lock file that is not one (a FIFO, which would block the open) is

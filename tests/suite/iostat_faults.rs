@@ -864,6 +864,46 @@ fn unreadable_files_in_a_replay_behave_like_the_c_iostat() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// A healthy tree for the open-file-limit tests, the directory holding it,
+/// and the three ways of reading its devices: `-x` (listing `/sys/block`),
+/// `-x -p ALL` (`/proc/diskstats`) and `-x` with three disks named (each
+/// looked up under `/sys/block`).
+fn nofile_tree(name: &str) -> (PathBuf, PathBuf, Vec<Vec<String>>) {
+    let (root, sc) = healthy_tree(name);
+    let dir = root.parent().unwrap().to_path_buf();
+    let named: Vec<String> = ["-x".to_string()]
+        .into_iter()
+        .chain(
+            sc.samples[0]
+                .devices
+                .iter()
+                .filter(|d| d.parent.is_none())
+                .take(3)
+                .map(|d| d.name.clone()),
+        )
+        .collect();
+    let modes = vec![
+        vec!["-x".to_string()],
+        ["-x", "-p", "ALL"].map(String::from).to_vec(),
+        named,
+    ];
+    (root, dir, modes)
+}
+
+/// `iostat-rs --sysroot ROOT ARGS 0.01 3` under `prlimit --nofile=LIMIT`.
+fn run_under_nofile(bin: &Path, limit: u32, root: &Path, args: &[&str]) -> Run {
+    let out = pinned(&mut Command::new("prlimit"))
+        .arg(format!("--nofile={limit}"))
+        .arg("--")
+        .arg(bin)
+        .args(["--sysroot", root.to_str().unwrap()])
+        .args(args)
+        .args(["0.01", "3"])
+        .output()
+        .expect("prlimit (util-linux) runs");
+    Run::from(out)
+}
+
 /// Out of file descriptors (`ulimit -n`), a run fails with one line
 /// saying so; it never reports without the devices it could not open.
 /// Listing `/sys/block`, opening `/proc/diskstats` or a device's `stat`
@@ -879,39 +919,19 @@ fn out_of_descriptors_is_an_error_not_a_missing_device() {
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
-    let (root, sc) = healthy_tree("nofile");
-    let dir = root.parent().unwrap().to_path_buf();
-    let disks: Vec<String> = sc.samples[0]
-        .devices
-        .iter()
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name.clone())
-        .collect();
-    let named: Vec<&str> = ["-x"]
-        .into_iter()
-        .chain(disks.iter().take(3).map(String::as_str))
-        .collect();
-    let modes: [&[&str]; 3] = [&["-x"], &["-x", "-p", "ALL"], &named];
-    for mode in modes {
+    let (root, dir, modes) = nofile_tree("nofile");
+    for mode in &modes {
+        let mode: Vec<&str> = mode.iter().map(String::as_str).collect();
         let healthy = run_rs(
             &bin,
-            &[&["--sysroot", root.to_str().unwrap()], mode].concat(),
+            &[&["--sysroot", root.to_str().unwrap()], &mode[..]].concat(),
         );
         assert_eq!(healthy.code, Some(0), "{mode:?}: {}", healthy.stderr);
         let want = device_columns(&healthy.stdout).remove(0);
         assert!(!want.is_empty(), "{mode:?}:\n{}", healthy.stdout);
         let mut succeeded = false;
         for limit in 4..=16 {
-            let out = pinned(&mut Command::new("prlimit"))
-                .arg(format!("--nofile={limit}"))
-                .arg("--")
-                .arg(&bin)
-                .args(["--sysroot", root.to_str().unwrap()])
-                .args(mode)
-                .args(["0.01", "3"])
-                .output()
-                .expect("prlimit (util-linux) runs");
-            let run = Run::from(out);
+            let run = run_under_nofile(&bin, limit, &root, &mode);
             let what = format!("{mode:?} under a limit of {limit} descriptors");
             assert_no_panic(&what, &run);
             if run.code == Some(0) {
@@ -963,35 +983,19 @@ fn a_run_recorded_out_of_descriptors_replays_as_it_ran() {
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
-    let (root, sc) = healthy_tree("nofile-rec");
-    let dir = root.parent().unwrap().to_path_buf();
-    let disks: Vec<String> = sc.samples[0]
-        .devices
-        .iter()
-        .filter(|d| d.parent.is_none())
-        .map(|d| d.name.clone())
-        .collect();
-    let named: Vec<&str> = ["-x"]
-        .into_iter()
-        .chain(disks.iter().take(3).map(String::as_str))
-        .collect();
-    let modes: [&[&str]; 3] = [&["-x"], &["-x", "-p", "ALL"], &named];
+    let (root, dir, modes) = nofile_tree("nofile-rec");
     let mut failed = 0;
-    for mode in modes {
+    for mode in &modes {
+        let mode: Vec<&str> = mode.iter().map(String::as_str).collect();
         for limit in 4..=16 {
             let rec = dir.join(format!("nofile-{limit}.ndjson"));
             let _ = fs::remove_file(&rec);
-            let out = pinned(&mut Command::new("prlimit"))
-                .arg(format!("--nofile={limit}"))
-                .arg("--")
-                .arg(&bin)
-                .args(["--sysroot", root.to_str().unwrap()])
-                .args(["--record", rec.to_str().unwrap()])
-                .args(mode)
-                .args(["0.01", "3"])
-                .output()
-                .expect("prlimit (util-linux) runs");
-            let live = Run::from(out);
+            let live = run_under_nofile(
+                &bin,
+                limit,
+                &root,
+                &[&["--record", rec.to_str().unwrap()], &mode[..]].concat(),
+            );
             let what = format!("{mode:?} recorded under a limit of {limit} descriptors");
             assert_no_panic(&what, &live);
             if !rec.exists() {
@@ -1000,7 +1004,12 @@ fn a_run_recorded_out_of_descriptors_replays_as_it_ran() {
             }
             let replay = run_rs(
                 &bin,
-                &[&["--replay", rec.to_str().unwrap()], mode, &["0.01", "3"]].concat(),
+                &[
+                    &["--replay", rec.to_str().unwrap()],
+                    &mode[..],
+                    &["0.01", "3"],
+                ]
+                .concat(),
             );
             assert_no_panic(&format!("{what}, replayed"), &replay);
             if live.code == Some(0) {

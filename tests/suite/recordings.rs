@@ -583,49 +583,31 @@ fn a_replay_refuses_the_options_it_cannot_honour_with_status_2() {
     fs::remove_dir_all(dir).unwrap();
 }
 
-/// Runs `bin` with `args`, recording to `rec` every 10 ms for up to 1000
-/// samples, under a file size limit of 2 kB (SIGXFSZ ignored, so that the
-/// write fails with EFBIG as on a full disk).
-fn limited_file_size(bin: &str, args: &[&str], rec: &Path) -> Output {
+/// Runs `bin` with `args`, recording to `rec` every 10 ms `count` times,
+/// under a file size limit of `bytes`, with SIGXFSZ's action `on_xfsz`
+/// (`SIG_IGN`: a write past the limit fails with EFBIG, as on a full disk;
+/// `SIG_DFL`: the signal ends the process, without a core dump here).
+fn under_file_size_limit(
+    bin: &str,
+    args: &[&str],
+    rec: &Path,
+    count: &str,
+    bytes: libc::rlim_t,
+    on_xfsz: libc::sighandler_t,
+) -> Output {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(bin);
     cmd.args(args)
-        .args(["--record", rec.to_str().unwrap(), "0.01", "1000"])
+        .args(["--record", rec.to_str().unwrap(), "0.01", count])
         .env_clear()
         .env("TZ", "UTC")
         .env("LC_ALL", "C");
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let limit = libc::rlimit {
-                rlim_cur: 2048,
-                rlim_max: 2048,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    cmd.output().unwrap()
-}
-
-/// Runs `bin` with `args`, recording to `rec`, under a file size limit of
-/// 64 bytes, less than a recording's header, with SIGXFSZ at its default
-/// action (ending the process with a core dump).
-fn header_past_file_size_limit(bin: &str, args: &[&str], rec: &Path) -> Output {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .args(["--record", rec.to_str().unwrap(), "0.01", "2"])
-        .env_clear()
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C");
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 64,
-                rlim_max: 64,
+                rlim_cur: bytes,
+                rlim_max: bytes,
             };
             let no_core = libc::rlimit {
                 rlim_cur: 0,
@@ -633,7 +615,7 @@ fn header_past_file_size_limit(bin: &str, args: &[&str], rec: &Path) -> Output {
             };
             libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
             libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            libc::signal(libc::SIGXFSZ, on_xfsz);
             Ok(())
         });
     }
@@ -715,7 +697,7 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
     }
     for (tool, bin, args) in runs {
         let rec = dir.join(format!("{tool}-limited.rec"));
-        let out = limited_file_size(bin, &args, &rec);
+        let out = under_file_size_limit(bin, &args, &rec, "1000", 2048, libc::SIG_IGN);
         assert_eq!(out.status.code(), Some(1), "{tool}");
         assert_eq!(
             text(&out.stderr),
@@ -968,7 +950,7 @@ fn a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill() {
     }
     for (tool, bin, args) in runs {
         let rec = dir.join(format!("{tool}-header.rec"));
-        let out = header_past_file_size_limit(bin, &args, &rec);
+        let out = under_file_size_limit(bin, &args, &rec, "2", 64, libc::SIG_DFL);
         assert_eq!(
             (out.status.code(), text(&out.stderr)),
             (

@@ -940,6 +940,47 @@ fn one_line_error(out: &Output) -> String {
     err
 }
 
+/// Out of file descriptors, `--latency` says so: aya, the eBPF library,
+/// turned its failure to list tracefs for want of one into "tracefs not
+/// found" (at 10 and 11 descriptors), which the warning passed on.
+#[test]
+fn latency_out_of_descriptors_names_the_limit() {
+    const TEST: &str = "latency_out_of_descriptors_names_the_limit";
+    if !runnable(TEST, &["prlimit", "unshare"]) {
+        return;
+    }
+    // From a limit too tight to start to the first that runs clean (the
+    // programs and a ring per CPU take a few descriptors each).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut named = 0;
+    let mut clean = false;
+    for limit in 6..=16 + 4 * cpus {
+        let nofile = format!("--nofile={limit}");
+        let out = namespace::command(
+            MOUNT_TRACEFS,
+            "prlimit",
+            &[nofile.as_str(), IOSTAT, "--latency", "-x", "0.1", "1"],
+        )
+        .output()
+        .expect("unshare runs");
+        let err = text(&out.stderr);
+        let what = format!("under {limit} descriptors");
+        assert!(out.status.code().is_some_and(|c| c != 101), "{what}: {err}");
+        assert!(!err.contains("tracefs not found"), "{what}: {err}");
+        if err.contains("the eBPF program") {
+            assert!(err.contains("Too many open files"), "{what}: {err}");
+            named += 1;
+        }
+        if out.status.success() && err.is_empty() {
+            clean = true;
+            break;
+        }
+    }
+    assert!(clean, "no limit was enough");
+    // The limits at which the eBPF programs could not be loaded whole.
+    assert!(named > 0, "no limit was tight enough for the eBPF programs");
+}
+
 #[test]
 fn latency_needs_the_extended_report_of_the_live_kernel() {
     let e = one_line_error(&iostat(&["--latency", "1", "1"]));

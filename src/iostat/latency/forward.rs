@@ -25,6 +25,7 @@ use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
 
 use super::collector::Layout;
+use crate::common::source::is_out_of_descriptors;
 
 /// The compiled program (`bash src/iostat/latency/bpf/build.sh`).
 static OBJECT: &[u8] = aya::include_bytes_aligned!("bpf/block.bpf.o");
@@ -172,14 +173,17 @@ fn field_table(layouts: &[Layout]) -> Result<[[u32; 4]; 3], String> {
 }
 
 /// One line for `err` (its causes after colons) as met doing `what`;
-/// a refusal for want of privilege names it.
+/// a refusal for want of privilege names it, and so does a failure with
+/// no descriptor left ([`out_of_descriptors_now`]).
 fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
     let mut causes: Vec<String> = Vec::new();
     let mut denied = false;
+    let mut starved = false;
     let mut next = Some(err);
     while let Some(cause) = next {
         if let Some(io) = cause.downcast_ref::<io::Error>() {
             denied |= matches!(io.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES));
+            starved |= is_out_of_descriptors(io);
         }
         let text = cause.to_string();
         if !causes.iter().any(|c| c.contains(&text)) {
@@ -190,6 +194,12 @@ fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
     if denied {
         return format!("{what}: eBPF needs root, or CAP_BPF with CAP_PERFMON");
     }
+    if !starved && let Some(err) = out_of_descriptors_now() {
+        // aya turns some failures into its own words ("tracefs not
+        // found" when it cannot list tracefs), which would then point
+        // elsewhere.
+        return format!("{what}: {err}: raise the open-file limit (`ulimit -n`)");
+    }
     // The verifier's log, when there is one, ends with why it refused.
     let joined = causes.join(": ");
     let first = joined.lines().next().unwrap_or("");
@@ -198,6 +208,15 @@ fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
         format!("{what}: {first}")
     } else {
         format!("{what}: {first} ({})", last.trim())
+    }
+}
+
+/// The error of opening one more file when the process has no descriptor
+/// left (EMFILE, ENFILE); `None` when it could open one.
+fn out_of_descriptors_now() -> Option<io::Error> {
+    match std::fs::File::open("/dev/null") {
+        Err(err) if is_out_of_descriptors(&err) => Some(err),
+        _ => None,
     }
 }
 

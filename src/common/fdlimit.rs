@@ -56,6 +56,16 @@ pub fn raise_to_hard() -> Option<Raised> {
     })
 }
 
+/// Raises the soft limit to the hard one when it is below `needed`
+/// descriptors ([`raise_to_hard`]).
+pub fn raise_to_hard_below(needed: u64) -> Option<Raised> {
+    let limit = current().ok()?;
+    if limit.rlim_cur >= needed {
+        return None;
+    }
+    raise_to_hard()
+}
+
 impl Raised {
     /// Gives `command` the soft limit from before, in the child, between
     /// `fork` and `exec`.
@@ -119,6 +129,7 @@ mod tests {
         assert_eq!((now.rlim_cur, now.rlim_max), (4096, 4096));
         // At the hard limit already: nothing to raise.
         assert_eq!(raise_to_hard(), None);
+        assert_eq!(raise_to_hard_below(8192), None);
         let mut shell = Command::new("sh");
         shell.args(["-c", "ulimit -Sn; ulimit -Hn"]);
         raised.restore_in(&mut shell);

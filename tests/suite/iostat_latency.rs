@@ -981,6 +981,36 @@ fn latency_out_of_descriptors_names_the_limit() {
     assert!(named > 0, "no limit was tight enough for the eBPF programs");
 }
 
+/// A soft open-file limit short of what the rings take is raised to the
+/// hard one, as perf stat does: the usual soft limit of 1,024 is short of
+/// the perf fallback's three events per CPU from some 330 CPUs on. Here a
+/// soft limit of 16 under a hard one of 4,096 (the run failed on it); the
+/// hard limit stays the administrator's.
+#[test]
+fn latency_raises_a_short_soft_open_file_limit() {
+    const TEST: &str = "latency_raises_a_short_soft_open_file_limit";
+    if !runnable(TEST, &["prlimit", "unshare"]) {
+        return;
+    }
+    let run = |nofile: &str| {
+        namespace::command(
+            MOUNT_TRACEFS,
+            "prlimit",
+            &[nofile, IOSTAT, "--latency", "-x", "0.1", "1"],
+        )
+        .output()
+        .expect("unshare runs")
+    };
+    let out = run("--nofile=16:4096");
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err, "");
+    assert!(text(&out.stdout).contains("r_p50"));
+    let out = run("--nofile=16:16");
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("Too many open files"));
+}
+
 #[test]
 fn latency_needs_the_extended_report_of_the_live_kernel() {
     let e = one_line_error(&iostat(&["--latency", "1", "1"]));

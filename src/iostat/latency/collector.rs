@@ -41,6 +41,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::common::cpulist::CpuList;
+use crate::common::fdlimit;
 use crate::common::perf::{self, PerfEventAttr};
 use crate::common::perf_ring::{self, RECORD_LOST, RECORD_SAMPLE, Ring};
 use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
@@ -71,6 +72,10 @@ const LEFT_AFTER: u64 = 50_000;
 const RING_PAGES: usize = 1024;
 /// The fallback ring: 512 KiB.
 const RING_PAGES_SMALL: usize = 128;
+/// Descriptors the perf fallback takes per CPU: the completion event that
+/// owns the ring, the requeue and the issue events (the eBPF path takes
+/// one).
+const DESCRIPTORS_PER_CPU: u64 = 3;
 
 /// What a tracepoint means to the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,6 +411,12 @@ impl Collector {
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
         let cpus = CpuList::parse(online.trim_end())
             .map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
+        // A ring per CPU, three events per CPU for the perf fallback, and
+        // the programs, the kept kernel files and the output: under the
+        // usual soft limit of 1,024 the fallback would run out from some 330
+        // CPUs on. perf stat raises the soft limit to the hard one when it
+        // runs out; iostat-rs starts no command to give the old one back to.
+        fdlimit::raise_to_hard_below(DESCRIPTORS_PER_CPU * cpus.cpus().len() as u64 + 256);
         let (opened, feed, notice) = match forward(&layouts, cpus.cpus()) {
             Ok(opened) => (opened, Feed::Forwarded, None),
             Err(why) => (

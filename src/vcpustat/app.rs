@@ -86,9 +86,13 @@ pub fn main(args: Vec<String>) -> i32 {
     if source.is_live() {
         match meet_other_runs(&options, &mut plan, &stop) {
             Ok(Met::Going) => {}
-            // Stopped before anything was changed: a quiet end, as a stop
-            // during the run's first interval is.
-            Ok(Met::Stopped) => return 0,
+            // Stopped before anything was read, changed or reported: a
+            // quiet end, but not status 0, which says the run was done (a
+            // stop during its first interval still reports that interval
+            // and records its sample; a --record file here holds none, a
+            // JSON document was never begun). 128 + the signal, as a shell
+            // reports a program the signal ended.
+            Ok(Met::Stopped(signal)) => return 128 + signal,
             Err(err) => {
                 let status = err.exit_status();
                 return report_error(TOOL, err, status);
@@ -179,9 +183,9 @@ fn help_command(args: &[String]) -> String {
 enum Met {
     /// The run goes on (in their session, or alone).
     Going,
-    /// A stop signal came while another run held the lock: nothing was
-    /// changed.
-    Stopped,
+    /// A stop signal (this one) came while another run held the lock:
+    /// nothing was read or changed.
+    Stopped(i32),
 }
 
 /// Enters the session of the vcpustat runs sharing the statistics under
@@ -213,7 +217,12 @@ fn meet_other_runs(
         }
         Ok(None) => Ok(Met::Going),
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied => Ok(Met::Going),
-        Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Met::Stopped),
+        // Only the stop gives up the wait: an interruption without one
+        // (none is expected) is the error it is, not a quiet end.
+        Err(err) if err.kind() == io::ErrorKind::Interrupted => match stop.caught() {
+            Some(signal) => Ok(Met::Stopped(signal)),
+            None => Err(VcpuError::Session(err)),
+        },
         Err(err) if err.kind() == io::ErrorKind::TimedOut => Err(VcpuError::Session(err)),
         Err(err) => {
             tell(format_args!(

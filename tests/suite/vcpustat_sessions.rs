@@ -258,13 +258,19 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
     assert!(!sim.kernel().on);
 
     // Ctrl-C while it waits ends the run at once (it waited out the 5 s
-    // before), quietly and with nothing changed, as a stop in its first
-    // interval would.
+    // before), quietly and with nothing changed, but with status 130: the
+    // run did not happen, and its recording holds no sample to replay
+    // (status 0 said otherwise).
+    let recording =
+        std::env::temp_dir().join(format!("vcpustat-held-lock-{}.rec", std::process::id()));
     let mut child = KillOnDrop(
-        vcpustat(&sim, &["-n", "0.05", "1"])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+        vcpustat(
+            &sim,
+            &["--record", recording.to_str().unwrap(), "-n", "0.05", "1"],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
     );
     crate::procstate::await_handler(child.id(), libc::SIGINT);
     std::thread::sleep(Duration::from_millis(100));
@@ -275,9 +281,16 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
     let took = asked.elapsed();
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
+    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .arg("--replay")
+        .arg(&recording)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&recording).unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
     assert_eq!(err, "");
     assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(!replay.status.success());
     assert!(stats_writes(&sim).is_empty());
     assert!(!sim.kernel().on);
 }

@@ -23,6 +23,11 @@ pub const SECTIONS: &[Section] = &[
                  state is restored first",
             ),
             ("2", "A usage error; nothing was read or changed"),
+            (
+                "128 + N",
+                "Stopped by signal N (130 after Ctrl-C) while another vcpustat held the \
+                 runs' lock, before anything was read, changed or reported",
+            ),
         ],
     },
     Section {

@@ -34,6 +34,11 @@ fn current() -> io::Result<libc::rlimit> {
     Ok(limit)
 }
 
+/// The soft limit now; `None` when it cannot be read.
+pub fn soft() -> Option<u64> {
+    current().ok().map(|limit| limit.rlim_cur)
+}
+
 /// Raises the soft limit to the hard one. `Some` with the limits before
 /// when it rose; `None` when it was at the hard limit already or could not
 /// be changed, and nothing changed.
@@ -59,8 +64,7 @@ pub fn raise_to_hard() -> Option<Raised> {
 /// Raises the soft limit to the hard one when it is below `needed`
 /// descriptors ([`raise_to_hard`]).
 pub fn raise_to_hard_below(needed: u64) -> Option<Raised> {
-    let limit = current().ok()?;
-    if limit.rlim_cur >= needed {
+    if soft()? >= needed {
         return None;
     }
     raise_to_hard()
@@ -130,6 +134,7 @@ mod tests {
         // At the hard limit already: nothing to raise.
         assert_eq!(raise_to_hard(), None);
         assert_eq!(raise_to_hard_below(8192), None);
+        assert_eq!(soft(), Some(4096));
         let mut shell = Command::new("sh");
         shell.args(["-c", "ulimit -Sn; ulimit -Hn"]);
         raised.restore_in(&mut shell);

@@ -355,15 +355,10 @@ impl Drop for Slot {
 /// descriptor would keep scrapers out for as long as they reconnect, and
 /// leave the scrapes none to read the kernel with.
 fn connection_room() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+    let Some(soft) = super::fdlimit::soft() else {
         return MAX_CONNECTIONS;
-    }
-    let soft = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+    };
+    let soft = usize::try_from(soft).unwrap_or(usize::MAX);
     // The listing's own descriptor is counted too: one to spare.
     let Ok(open) = std::fs::read_dir("/proc/self/fd").map(Iterator::count) else {
         return MAX_CONNECTIONS;

@@ -17,7 +17,7 @@ use super::{Entry, Frame, Header, parse_hex};
 use crate::common::escape::text;
 use crate::common::excerpt::{clip, excerpt};
 use crate::common::signals::StopSignal;
-use crate::common::source::{Source, Uname};
+use crate::common::source::{Source, Uname, is_out_of_descriptors};
 use crate::common::stderr;
 
 /// Why a recording could not be replayed.
@@ -216,10 +216,11 @@ impl Replay {
         let key = format!("{op} {arg}");
         match self.latest.get(&key).map(|(entry, _)| entry) {
             Some(Entry::Errno(errno)) => {
-                if matches!(*errno, libc::EMFILE | libc::ENFILE) {
+                let err = io::Error::from_raw_os_error(*errno);
+                if is_out_of_descriptors(&err) {
                     let _ = self.starved.set((key, *errno));
                 }
-                Err(io::Error::from_raw_os_error(*errno))
+                Err(err)
             }
             Some(entry) => Ok(entry),
             None if self.header.whole_tree => Err(io::Error::from_raw_os_error(libc::ENOENT)),

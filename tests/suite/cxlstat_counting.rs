@@ -364,19 +364,7 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     // command under -I 10000 gets one report, at about 0.3 s, and the run
     // ends then, not at 10 s.
     let started = Instant::now();
-    let out = cxlstat(&[
-        "--sysroot",
-        &root,
-        "-x",
-        ",",
-        "-e",
-        "cpu_clock",
-        "-I",
-        "10000",
-        "--",
-        "sleep",
-        "0.3",
-    ]);
+    let out = every_10_s_until_it_ends(&root, &["sleep", "0.3"]);
     let took = started.elapsed();
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -409,6 +397,24 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     assert!(text.contains("seconds time elapsed"), "{text}");
 }
 
+/// `cxlstat --sysroot ROOT -x , -e cpu_clock -I 10000 -- COMMAND`: the
+/// interval is far longer than the command, so its end ends the run.
+fn every_10_s_until_it_ends(root: &str, command: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "--sysroot",
+        root,
+        "-x",
+        ",",
+        "-e",
+        "cpu_clock",
+        "-I",
+        "10000",
+        "--",
+    ];
+    args.extend_from_slice(command);
+    cxlstat(&args)
+}
+
 /// A command that has ended by the loop's first tick, the baseline (a
 /// quick one, or any on a loaded machine), still gets its one report, as
 /// perf stat -I gives one: `-I 1000 -- true` printed nothing, and exited
@@ -423,20 +429,7 @@ fn a_command_that_ends_at_once_gets_its_report() {
     let (root, cpus) = tree("ends_at_once");
     let root = root.to_str().unwrap().to_string();
     for run in 0..10 {
-        let out = cxlstat(&[
-            "--sysroot",
-            &root,
-            "-x",
-            ",",
-            "-e",
-            "cpu_clock",
-            "-I",
-            "10000",
-            "--",
-            "sh",
-            "-c",
-            "exit 3",
-        ]);
+        let out = every_10_s_until_it_ends(&root, &["sh", "-c", "exit 3"]);
         assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
         let text = stdout(&out);
         assert_eq!(text.lines().count(), cpus.len(), "run {run}: {text:?}");

@@ -65,8 +65,7 @@ pub struct Args {
         long = "interval-count",
         value_name = "COUNT",
         value_parser = parse_count,
-        allow_negative_numbers = true,
-        requires = "interval_ms"
+        allow_negative_numbers = true
     )]
     pub interval_count: Option<u64>,
     /// Sum each event over all PMUs instead of one row per PMU and event
@@ -264,6 +263,14 @@ impl Options {
             // keeps the count in a field where 0 means unset): reports
             // until stopped.
             let interval_count = args.interval_count.filter(|&n| n > 0);
+            // perf refuses a count without -I only when the count is set;
+            // a count of 0 without -I is accepted and means nothing.
+            if let (Some(n), None) = (interval_count, args.interval_ms) {
+                return Err(CxlError::Spec(format!(
+                    "--interval-count {n}: expected -I MS with it (a count of reports \
+                     printed every MS milliseconds)"
+                )));
+            }
             let timing = match (args.interval_ms, &args.interval) {
                 // 0 is no interval, as in sysstat and perf stat -I 0.
                 (Some(0), _) => {
@@ -430,6 +437,21 @@ mod tests {
         assert_eq!(
             count(&["-e", "x", "-I", "0", "--interval-count", "0"]).timing,
             Timing::AtEnd
+        );
+        // perf stat 6.1 accepts --interval-count 0 alone, and refuses any
+        // other count without -I.
+        assert_eq!(
+            count(&["-e", "x", "--interval-count", "0"]).timing,
+            Timing::AtEnd
+        );
+        let refused = options(&["-e", "x", "--interval-count", "3"]).unwrap_err();
+        assert!(
+            refused.contains("--interval-count 3: expected -I"),
+            "{refused}"
+        );
+        assert!(
+            options(&["-e", "x", "2", "--interval-count", "3"]).is_err(),
+            "a count for -I only"
         );
         assert!(
             options(&["-e", "x", "1", "0"]).is_err(),

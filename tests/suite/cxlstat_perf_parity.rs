@@ -383,6 +383,28 @@ fn an_interval_count_of_0_is_no_count_as_in_perf() {
         let reports = text.lines().filter(|l| l.contains("context")).count();
         assert!(reports >= 4, "{who} printed {reports} reports: {text}");
     }
+    // Without -I, a count of 0 is accepted and changes nothing (one report
+    // at the end); any other count is refused.
+    let once = ["--interval-count", "0", "--", "sleep", "0.05"];
+    let (theirs, ours) = count_context_switches(&dir, &once, None);
+    for (who, out, text) in [
+        ("perf", &theirs, String::from_utf8_lossy(&theirs.stderr)),
+        ("cxlstat", &ours, String::from_utf8_lossy(&ours.stdout)),
+    ] {
+        assert_eq!(out.status.code(), Some(0), "{who} without -I: {text}");
+        let reports = text.lines().filter(|l| l.contains("context")).count();
+        assert_eq!(reports, 1, "{who} without -I: {text}");
+    }
+    let refused = ["--interval-count", "2", "--", "true"];
+    let (theirs, ours) = count_context_switches(&dir, &refused, None);
+    assert!(!theirs.status.success(), "perf took a count without -I");
+    let said = String::from_utf8_lossy(&ours.stderr);
+    assert_eq!(ours.status.code(), Some(2), "{said}");
+    assert_eq!(
+        said.trim_end(),
+        "cxlstat: --interval-count 2: expected -I MS with it (a count of reports printed \
+         every MS milliseconds)"
+    );
 }
 
 /// The event names of `-x ,` lines (the third field), sorted: perf lists

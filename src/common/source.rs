@@ -374,9 +374,21 @@ pub fn is_out_of_descriptors(err: &io::Error) -> bool {
 /// descriptor ([`is_out_of_descriptors`]), and what to do.
 pub fn out_of_descriptors(path: &str, err: &io::Error) -> String {
     format!(
-        "cannot read {}: {err}: raise the open-file limit (`ulimit -n`)",
-        super::escape::text(path)
+        "cannot read {}: {err}: {}",
+        super::escape::text(path),
+        descriptor_advice(err)
     )
+}
+
+/// What to do about `err`, a failure for want of a descriptor
+/// ([`is_out_of_descriptors`]): the process's limit can be raised with
+/// `ulimit -n`; a full system file table (ENFILE) is not helped by that.
+pub fn descriptor_advice(err: &io::Error) -> &'static str {
+    if err.raw_os_error() == Some(libc::ENFILE) {
+        "the system's file table is full: close files, or raise fs.file-max"
+    } else {
+        "raise the open-file limit (`ulimit -n`)"
+    }
 }
 
 /// The first kernel input that could not be read for want of a file
@@ -695,6 +707,22 @@ mod tests {
         std::os::unix::fs::symlink("../sys/block/sda", dir.join("proc/link")).unwrap();
         let src = RootFs::new(&dir);
         (dir, src)
+    }
+
+    #[test]
+    fn a_want_of_descriptors_names_what_helps() {
+        let line = |errno| out_of_descriptors("/sys/block", &io::Error::from_raw_os_error(errno));
+        assert_eq!(
+            line(libc::EMFILE),
+            "cannot read /sys/block: Too many open files (os error 24): \
+             raise the open-file limit (`ulimit -n`)"
+        );
+        // `ulimit -n` does not help a full system file table.
+        assert_eq!(
+            line(libc::ENFILE),
+            "cannot read /sys/block: Too many open files in system (os error 23): \
+             the system's file table is full: close files, or raise fs.file-max"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
 
 use super::collector::Layout;
-use crate::common::source::is_out_of_descriptors;
+use crate::common::source::{descriptor_advice, is_out_of_descriptors};
 
 /// The compiled program (`bash src/iostat/latency/bpf/build.sh`).
 static OBJECT: &[u8] = aya::include_bytes_aligned!("bpf/block.bpf.o");
@@ -178,12 +178,14 @@ fn field_table(layouts: &[Layout]) -> Result<[[u32; 4]; 3], String> {
 fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
     let mut causes: Vec<String> = Vec::new();
     let mut denied = false;
-    let mut starved = false;
+    let mut starved = None;
     let mut next = Some(err);
     while let Some(cause) = next {
         if let Some(io) = cause.downcast_ref::<io::Error>() {
             denied |= matches!(io.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES));
-            starved |= is_out_of_descriptors(io);
+            if starved.is_none() && is_out_of_descriptors(io) {
+                starved = io.raw_os_error().map(io::Error::from_raw_os_error);
+            }
         }
         let text = cause.to_string();
         if !causes.iter().any(|c| c.contains(&text)) {
@@ -194,20 +196,26 @@ fn describe(what: &str, err: &(dyn Error + 'static)) -> String {
     if denied {
         return format!("{what}: eBPF needs root, or CAP_BPF with CAP_PERFMON");
     }
-    if !starved && let Some(err) = out_of_descriptors_now() {
+    if starved.is_none()
+        && let Some(err) = out_of_descriptors_now()
+    {
         // aya turns some failures into its own words ("tracefs not
         // found" when it cannot list tracefs), which would then point
         // elsewhere.
-        return format!("{what}: {err}: raise the open-file limit (`ulimit -n`)");
+        return format!("{what}: {err}: {}", descriptor_advice(&err));
     }
     // The verifier's log, when there is one, ends with why it refused.
     let joined = causes.join(": ");
     let first = joined.lines().next().unwrap_or("");
     let last = joined.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
-    if last == first {
+    let line = if last == first {
         format!("{what}: {first}")
     } else {
         format!("{what}: {first} ({})", last.trim())
+    };
+    match starved {
+        Some(err) => format!("{line}: {}", descriptor_advice(&err)),
+        None => line,
     }
 }
 
@@ -273,6 +281,25 @@ mod tests {
         assert_eq!(
             describe("loading", &other),
             "loading: `bpf_map_create` failed: Invalid argument (os error 22)"
+        );
+    }
+
+    #[test]
+    fn a_failure_for_want_of_a_descriptor_says_what_helps() {
+        let starved = |errno| aya::sys::SyscallError {
+            call: "bpf_prog_load",
+            io_error: io::Error::from_raw_os_error(errno),
+        };
+        assert_eq!(
+            describe("loading", &starved(libc::EMFILE)),
+            "loading: `bpf_prog_load` failed: Too many open files (os error 24): \
+             raise the open-file limit (`ulimit -n`)"
+        );
+        // The process's limit does not help a full system file table.
+        assert_eq!(
+            describe("loading", &starved(libc::ENFILE)),
+            "loading: `bpf_prog_load` failed: Too many open files in system (os error 23): \
+             the system's file table is full: close files, or raise fs.file-max"
         );
     }
 }

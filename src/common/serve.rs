@@ -354,17 +354,74 @@ impl Drop for Slot {
 /// queue, where no place is given to it: silent clients holding every
 /// descriptor would keep scrapers out for as long as they reconnect, and
 /// leave the scrapes none to read the kernel with.
-fn connection_room() -> usize {
-    let Some(soft) = super::fdlimit::soft() else {
-        return MAX_CONNECTIONS;
+///
+/// A soft limit short of [`MAX_CONNECTIONS`] is first raised to the hard
+/// one, as `--latency` and perf stat raise it. A limit that leaves no room
+/// at all is an error: the server could never answer.
+fn connection_room() -> io::Result<usize> {
+    let limit = || super::fdlimit::soft().map(|s| usize::try_from(s).unwrap_or(usize::MAX));
+    let Some(soft) = limit() else {
+        return Ok(MAX_CONNECTIONS);
     };
-    let soft = usize::try_from(soft).unwrap_or(usize::MAX);
     // The listing's own descriptor is counted too: one to spare.
-    let Ok(open) = std::fs::read_dir("/proc/self/fd").map(Iterator::count) else {
-        return MAX_CONNECTIONS;
+    let open = match std::fs::read_dir("/proc/self/fd") {
+        Ok(listing) => listing.count(),
+        // Not even one descriptor left: the limit is all open.
+        Err(err) if super::source::is_out_of_descriptors(&err) => soft,
+        Err(_) => return Ok(MAX_CONNECTIONS),
     };
-    soft.saturating_sub(open + SCRAPE_DESCRIPTORS)
-        .clamp(1, MAX_CONNECTIONS)
+    let kept = open + SCRAPE_DESCRIPTORS;
+    super::fdlimit::raise_to_hard_below((kept + MAX_CONNECTIONS) as u64);
+    let soft = limit().unwrap_or(soft);
+    match soft.saturating_sub(kept) {
+        0 => Err(io::Error::other(format!(
+            "the open-file limit ({soft}) leaves no descriptor for a connection beside the \
+             {open} open and {SCRAPE_DESCRIPTORS} kept for a scrape's reads: raise it to at \
+             least {} (`ulimit -n`)",
+            kept + 1
+        ))),
+        room => Ok(room.min(MAX_CONNECTIONS)),
+    }
+}
+
+/// Failures of `accept` told on standard error, as node_exporter logs
+/// them: the first of each kind at once, then at most one line a
+/// [`ACCEPT_ERROR_QUIET`] with how many came since, so that a server out of
+/// descriptors (which retries every 50 ms) says so without filling a log.
+#[derive(Debug, Default)]
+struct AcceptErrors {
+    /// The errno of the last line told, and when.
+    told: Option<(Option<i32>, Instant)>,
+    /// Failures not told since that line.
+    untold: u64,
+}
+
+/// Time between two lines about `accept` failures of the same kind.
+const ACCEPT_ERROR_QUIET: Duration = Duration::from_secs(60);
+
+impl AcceptErrors {
+    /// The line to tell for `err`, met at `now`, if one is due.
+    fn note(&mut self, tool: &str, err: &io::Error, now: Instant) -> Option<String> {
+        let errno = err.raw_os_error();
+        let due = match self.told {
+            Some((told, at)) => told != errno || now.duration_since(at) >= ACCEPT_ERROR_QUIET,
+            None => true,
+        };
+        if !due {
+            self.untold += 1;
+            return None;
+        }
+        let mut line = format!("{tool}: cannot accept a connection: {err}");
+        if super::source::is_out_of_descriptors(err) {
+            line = format!("{line}: {}", super::source::descriptor_advice(err));
+        }
+        if self.untold > 0 {
+            line = format!("{line} ({} more failures since the last line)", self.untold);
+        }
+        self.told = Some((errno, now));
+        self.untold = 0;
+        Some(line)
+    }
 }
 
 /// The peer a connection from `addr` counts against: its IPv4 address
@@ -557,15 +614,25 @@ pub fn serve(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
+    // The runtime's descriptors are open before the room is counted, and
+    // the line below is said only of a server that can answer.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|err| {
+            if super::source::is_out_of_descriptors(&err) {
+                io::Error::other(format!("{err}: {}", super::source::descriptor_advice(&err)))
+            } else {
+                err
+            }
+        })?;
+    let room = connection_room()?;
     // Standard error may be closed: the server runs without the line.
     let _ = writeln!(
         io::stderr().lock(),
         "{tool}: listening on http://{addr}/metrics"
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()?;
     let local = tokio::task::LocalSet::new();
     let mut own = SelfMetrics {
         tool,
@@ -574,8 +641,9 @@ pub fn serve(
     local.block_on(&runtime, async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let (scrapes, mut asked) = mpsc::channel::<oneshot::Sender<Bytes>>(MAX_CONNECTIONS);
-        let slots = Rc::new(RefCell::new(Slots::with_room(connection_room())));
+        let slots = Rc::new(RefCell::new(Slots::with_room(room)));
         let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut accept_errors = AcceptErrors::default();
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -588,7 +656,12 @@ pub fn serve(
                     }
                     // Out of descriptors or a connection reset before
                     // accept: wait a little rather than spin.
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                    Err(err) => {
+                        if let Some(line) = accept_errors.note(tool, &err, Instant::now()) {
+                            let _ = writeln!(io::stderr().lock(), "{line}");
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await
+                    }
                 },
                 Some(reply) = asked.recv() => {
                     let _ = reply.send(Bytes::from(own.scrape(collect)));
@@ -621,6 +694,36 @@ mod tests {
             "2001:db8:1:2::".parse::<IpAddr>().unwrap()
         );
         assert_ne!(at("[2001:db8:1:2::1]:1"), at("[2001:db8:1:3::1]:1"));
+    }
+
+    #[test]
+    fn accept_failures_are_told_once_a_minute_per_kind() {
+        let mut errors = AcceptErrors::default();
+        let start = Instant::now();
+        let emfile = io::Error::from_raw_os_error(libc::EMFILE);
+        let at = |s: u64| start + Duration::from_secs(s);
+        assert_eq!(
+            errors.note("iostat-rs", &emfile, at(0)).as_deref(),
+            Some(
+                "iostat-rs: cannot accept a connection: Too many open files (os error 24): \
+                 raise the open-file limit (`ulimit -n`)"
+            )
+        );
+        assert_eq!(errors.note("iostat-rs", &emfile, at(1)), None);
+        assert_eq!(errors.note("iostat-rs", &emfile, at(59)), None);
+        let line = errors.note("iostat-rs", &emfile, at(60)).unwrap();
+        assert!(
+            line.ends_with(" (2 more failures since the last line)"),
+            "{line}"
+        );
+        // Another kind is told at once.
+        let aborted = io::Error::from_raw_os_error(libc::ECONNABORTED);
+        assert_eq!(
+            errors.note("iostat-rs", &aborted, at(61)).as_deref(),
+            Some(
+                "iostat-rs: cannot accept a connection: Software caused connection abort (os error 103)"
+            )
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! user can, to stand for several hosts.
 
 use crate::listening::{self, ANY_PORT};
+use crate::procstate::wait_with_timeout;
 
 use hwstat::common::serve::{
     HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT,
@@ -363,4 +364,52 @@ fn silent_clients_never_keep_a_scraper_out_under_a_tight_open_file_limit() {
         assert_scraped(&answer.expect("a scraper was kept out"));
         assert_answered_before_a_timeout(started);
     }
+}
+
+/// An open-file limit that leaves no descriptor for a connection is
+/// refused at the start, in one line, before the server says it listens;
+/// one the hard limit can raise is raised, and the scrapes are whole. The
+/// server used to announce itself and then, with a single place and no
+/// descriptor for the scrape's reads, answer with failed scrapes, or accept
+/// nothing at all.
+#[test]
+fn an_open_file_limit_with_no_room_is_raised_or_refused() {
+    let root = std::env::temp_dir().join(format!(
+        "hwstat-listen-limits-{}-no-room",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    device_tree(&root);
+    let mut refused = Command::new("prlimit")
+        .args(["--nofile=10", "--"])
+        .arg(env!("CARGO_BIN_EXE_iostat-rs"))
+        .arg("--sysroot")
+        .arg(&root)
+        .args(["--listen", ANY_PORT])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_with_timeout(&mut refused, Duration::from_secs(10), "the refusal");
+    let _ = std::fs::remove_dir_all(&root);
+    let mut said = String::new();
+    refused
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.starts_with(&format!(
+            "iostat-rs: --listen {ANY_PORT}: the open-file limit (10) leaves no descriptor \
+             for a connection beside the "
+        )) && said.trim_end().ends_with(" (`ulimit -n`)"),
+        "{said}"
+    );
+    // The same soft limit under a hard one with room.
+    let server = start_under("raised", &["--nofile=10:4096"]);
+    assert_scraped(&scrape_from(Ipv4Addr::LOCALHOST, server.addr).expect("no answer"));
 }

@@ -4,6 +4,8 @@
 use std::ffi::CString;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::osname;
+
 unsafe extern "C" {
     /// Reads `TZ` (POSIX); the libc crate does not bind it.
     fn tzset();
@@ -20,6 +22,11 @@ pub fn unix_seconds(time: SystemTime) -> i64 {
 /// Formats `time` in the local time zone with a `strftime(3)` format, in the
 /// C locale (this program never calls `setlocale`; [`super::locale`] gives
 /// the user's). Returns `None` when the format cannot be applied.
+///
+/// A locale of another character set (`ja_JP.EUC-JP`) gives bytes that are
+/// not UTF-8: each is kept as one of [`osname`]'s raw byte characters, which
+/// text reports print as the byte itself (as sysstat prints the date) and
+/// the machine formats as `\xNN`.
 pub fn strftime_local(format: &str, time: SystemTime) -> Option<String> {
     format_local(format, time, |buf, fmt, tm| {
         // SAFETY: buf is writable for its length; fmt is NUL-terminated; tm
@@ -64,7 +71,7 @@ fn format_local(
         return None;
     }
     buf.truncate(n);
-    String::from_utf8(buf).ok()
+    Some(osname::from_bytes(&buf).into_owned())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, ReportTime, Sample};
 use crate::common::escape;
 use crate::common::locale::Locale;
+use crate::common::osname;
 
 /// The text renderer.
 pub struct TextRenderer {
@@ -539,13 +540,19 @@ const LINE_ROOM: usize = 1024;
 impl Renderer for TextRenderer {
     fn begin(&mut self, out: &mut dyn Write, banner: &Banner) -> io::Result<()> {
         let u = &banner.uname;
-        writeln!(
+        // The date in the locale's bytes, as sysstat prints it, also where
+        // they are not UTF-8 (clock::strftime_local).
+        write!(
             out,
-            "{} {} ({}) \t{} \t_{}_\t({} CPU)",
+            "{} {} ({}) \t",
             escape::text(&u.sysname),
             escape::text(&u.release),
             escape::text(&u.nodename),
-            banner.date,
+        )?;
+        out.write_all(&osname::to_bytes(&banner.date))?;
+        writeln!(
+            out,
+            " \t_{}_\t({} CPU)",
             escape::text(&u.machine),
             banner.cpus
         )?;
@@ -559,8 +566,15 @@ impl Renderer for TextRenderer {
         self.buf.clear();
         if !skipped {
             if let Some(ts) = self.time.text(s.time) {
-                self.buf.push_str(&ts);
-                self.buf.push('\n');
+                if osname::holds_raw_bytes(&ts) {
+                    // A locale of another character set: its bytes, as
+                    // sysstat prints them, ahead of the UTF-8 report.
+                    out.write_all(&osname::to_bytes(&ts))?;
+                    out.write_all(b"\n")?;
+                } else {
+                    self.buf.push_str(&ts);
+                    self.buf.push('\n');
+                }
             }
             if self.show_cpu {
                 self.cpu(s);

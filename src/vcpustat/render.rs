@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::time::SystemTime;
 
 use crate::common::locale::Locale;
+use crate::common::osname;
 use crate::common::output::{Column, Row, Schema, Value};
 
 use super::counters::{FIELDS, field};
@@ -77,10 +78,12 @@ impl TextRenderer {
 
     /// Appends one report (UTF-8 text) to `out`: optional time, two header lines, one line
     /// per vCPU, the `all` line, notes, and an empty line. A report without
-    /// rows (statistics off, a new baseline) prints only its notes.
+    /// rows (statistics off, a new baseline) prints only its notes. The
+    /// time is in the locale's bytes, as `date` prints it, also where they
+    /// are not UTF-8.
     pub fn render(&self, out: &mut Vec<u8>, time: SystemTime, report: &Report) {
         if let Some(timestamp) = &self.timestamp {
-            out.extend_from_slice(timestamp.text(time).as_bytes());
+            out.extend_from_slice(&osname::to_bytes(&timestamp.text(time)));
             out.push(b'\n');
         }
         let unattributed = report.all.unattributed() > 0;

@@ -54,9 +54,14 @@ fn missing() -> Option<String> {
 
 /// Compiles `name`.UTF-8 into `dir` with `localedef`.
 fn compile_locale(dir: &Path, name: &str) {
+    compile_locale_in(dir, name, "UTF-8");
+}
+
+/// Compiles `name`.`charset` into `dir` with `localedef`.
+fn compile_locale_in(dir: &Path, name: &str, charset: &str) {
     let out = Command::new("localedef")
-        .args(["-i", name, "-f", "UTF-8"])
-        .arg(dir.join(format!("{name}.UTF-8")))
+        .args(["-i", name, "-f", charset])
+        .arg(dir.join(format!("{name}.{charset}")))
         .output()
         .expect("run localedef");
     assert!(out.status.success(), "localedef {name}: {out:?}");
@@ -213,4 +218,94 @@ fn vcpustat_prints_the_report_time_in_the_locale() {
     );
     assert_eq!(expected, "12/03/2026 10:57:53 PM\n");
     assert_eq!(ours.lines().next(), expected.lines().next(), "{ours}");
+}
+
+/// A locale of another character set than UTF-8 (`ja_JP.EUC-JP`, whose `%x`
+/// is `2026\xc7\xaf12\xb7\xee03\xc6\xfc`): sysstat prints the date in the
+/// locale's bytes, which that user's terminal shows; iostat-rs printed
+/// `?/?/?` in the header and an empty line for `-t`, and vcpustat an empty
+/// line. Text gets the locale's bytes as sysstat does, byte for byte; JSON,
+/// which must be UTF-8, shows each byte that is not UTF-8 as `\xNN`, as
+/// it shows such a byte of a device name.
+#[test]
+fn dates_in_a_locale_that_is_not_utf_8_are_printed_as_sysstat_prints_them() {
+    let test = "locales-euc-jp";
+    if !skip::runs_unless(test, missing()) {
+        return;
+    }
+    let work = scratch(test);
+    let locales = work.join("locales");
+    fs::create_dir_all(&locales).unwrap();
+    compile_locale_in(&locales, "ja_JP", "EUC-JP");
+    let root = work.join("root");
+    tree(&root);
+    let stats = root.join("proc/powerpc");
+    fs::create_dir_all(&stats).unwrap();
+    fs::write(stats.join("vcpudispatch_stats"), "cpu0 10 5 3 1 1 8 1 1\n").unwrap();
+    fs::write(stats.join("vcpudispatch_stats_freq"), "50\n").unwrap();
+    let faketime = libfaketime().unwrap();
+    let env = locale_env(
+        locales.to_str().unwrap(),
+        "ja_JP.EUC-JP",
+        faketime.to_str().unwrap(),
+    );
+    let date = |format: &str| {
+        let out = pinned(Command::new("date").arg(format))
+            .envs(env)
+            .output()
+            .expect("run date");
+        out.stdout
+    };
+    let (day, time) = (date("+%x"), date("+%x %X"));
+    assert!(
+        std::str::from_utf8(&day).is_err(),
+        "the locale's date is not UTF-8: {day:?}"
+    );
+    let contains =
+        |haystack: &[u8], needle: &[u8]| haystack.windows(needle.len()).any(|w| w == needle);
+    let run = |program: &str, args: &[&str]| {
+        pinned(&mut Command::new(program))
+            .arg("--sysroot")
+            .arg(&root)
+            .args(args)
+            .envs(env)
+            .output()
+            .expect("run the program")
+    };
+    let ours = run(env!("CARGO_BIN_EXE_iostat-rs"), &["-t", "-c"]);
+    let banner = [b"\t".as_slice(), &day[..day.len() - 1], b" \t_"].concat();
+    assert!(
+        contains(&ours.stdout, &banner),
+        "the header date: {}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+    assert!(
+        contains(&ours.stdout, &[b"\n".as_slice(), &time].concat()),
+        "the -t line: {}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+    if let Ok(sysstat) = sysstat_on_tree_with_env(&root, &env, &["-t", "-c"]) {
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            sysstat.stdout,
+            "iostat-rs differs from sysstat"
+        );
+    }
+    let json = run(env!("CARGO_BIN_EXE_iostat-rs"), &["-o", "JSON", "-t", "-c"]);
+    let json = String::from_utf8(json.stdout).expect("JSON is UTF-8");
+    // `\xc7\xaf` happens to be UTF-8 (U+01EF), the other bytes are not.
+    assert!(
+        json.contains("\"date\": \"2026\u{1ef}12\\\\xb7\\\\xee03\\\\xc6\\\\xfc\","),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"timestamp\": \"2026\u{1ef}12\\\\xb7\\\\xee03\\\\xc6\\\\xfc 22\\\\xbb"),
+        "{json}"
+    );
+    let vcpustat = run(env!("CARGO_BIN_EXE_vcpustat"), &["-t"]);
+    assert!(
+        vcpustat.stdout.starts_with(&time),
+        "vcpustat -t: {}",
+        String::from_utf8_lossy(&vcpustat.stdout)
+    );
 }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 /// leading `+` allowed, as a count takes them ([`parse_count`]).
 ///
 /// Negative, non-finite and unparsable values are refused with a message that
-/// says what was expected.
+/// says what was expected, and so is a positive one shorter than 1 ns
+/// (`0.0000000001`), which would otherwise become an interval of 0 (one
+/// report, [`nonzero_interval`]).
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
     let trimmed = trimmed.strip_prefix('+').unwrap_or(trimmed);
@@ -15,8 +17,13 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
         && trimmed.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && let Ok(secs) = trimmed.parse::<f64>()
     {
-        return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("interval {text:?} is out of range"));
+        return match Duration::try_from_secs_f64(secs) {
+            Ok(d) if d.is_zero() && secs > 0.0 => Err(format!(
+                "interval {text:?} is shorter than 1 ns: expected 0 or at least 0.000000001"
+            )),
+            Ok(d) => Ok(d),
+            Err(_) => Err(format!("interval {text:?} is out of range")),
+        };
     }
     humantime::parse_duration(trimmed).map_err(|_| {
         format!("invalid interval {text:?}: expected seconds (2, 0.5) or a duration (250ms, 1m)")
@@ -195,6 +202,17 @@ mod tests {
         }
         assert_eq!(parse_interval("+250ms"), Ok(Duration::from_millis(250)));
         assert!(parse_interval("++2").is_err());
+        // Below a nanosecond is not 0.
+        assert_eq!(
+            parse_interval("0.0000000001"),
+            Err(
+                "interval \"0.0000000001\" is shorter than 1 ns: expected 0 or at least \
+                 0.000000001"
+                    .to_string()
+            )
+        );
+        assert_eq!(parse_interval("0.000000001"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_interval("0.0000"), Ok(Duration::ZERO));
         assert!(parse_interval("-2").is_err());
     }
 

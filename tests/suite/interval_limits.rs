@@ -367,6 +367,41 @@ fn an_interval_of_zero_is_one_report_in_every_tool() {
     }
 }
 
+/// An interval shorter than a nanosecond (`0.0000000001`) is not 0: the
+/// tools took it for 0, so `vcpustat 0.0000000001 2` said "an interval of 0
+/// takes one report" of an interval the user never gave as 0, and without a
+/// count made one report instead of reporting at intervals. It is refused
+/// as the out-of-range interval it is, naming it (iostat-rs, as sysstat,
+/// takes a word that is no interval for a device name).
+#[test]
+fn an_interval_below_a_nanosecond_is_refused_not_taken_for_zero() {
+    let seed = seed_tree();
+    let cxl = cxlstat_support::scratch("sub-ns-cxl");
+    cxlstat_support::software_tree(&cxl, &[("cxl_pmu_mem0.0", 0)]);
+    let cxlroot = cxl.to_str().unwrap();
+    let tiny = "0.0000000001";
+    for count in [&[][..], &["2"][..]] {
+        let mut vcpu = vec!["--sysroot", seed.as_str(), tiny];
+        vcpu.extend_from_slice(count);
+        let mut cxl = vec!["--sysroot", cxlroot, "-e", "cpu_clock", "--dry-run", tiny];
+        cxl.extend_from_slice(count);
+        for (program, args) in [
+            (env!("CARGO_BIN_EXE_vcpustat"), vcpu),
+            (env!("CARGO_BIN_EXE_cxlstat"), cxl),
+        ] {
+            let out = run(program, &args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{program} {args:?}: {err}");
+            assert!(out.stdout.is_empty(), "{program} {args:?}");
+            assert_eq!(err.lines().count(), 1, "{program} {args:?}: {err}");
+            assert!(
+                err.contains("interval \"0.0000000001\" is shorter than 1 ns"),
+                "{program} {args:?}: {err}"
+            );
+        }
+    }
+}
+
 /// 10 KB of `0-1048576` ranges: refused at once, naming the list.
 #[test]
 fn huge_cpu_lists_are_refused_without_expanding_them() {

@@ -186,15 +186,20 @@ fn dates_and_decimal_points_follow_the_locale_as_in_sysstat() {
     assert_eq!(compared, 28);
 }
 
+/// vcpustat's statistics, one vCPU, under `root`.
+fn vcpustat_tree(root: &Path) {
+    let stats = root.join("proc/powerpc");
+    fs::create_dir_all(&stats).unwrap();
+    fs::write(stats.join("vcpudispatch_stats"), "cpu0 10 5 3 1 1 8 1 1\n").unwrap();
+    fs::write(stats.join("vcpudispatch_stats_freq"), "50\n").unwrap();
+}
+
 #[test]
 fn vcpustat_prints_the_report_time_in_the_locale() {
     let Some((work, locales)) = prepare("locales-vcpustat", &["en_US"]) else {
         return;
     };
-    let stats = work.join("root/proc/powerpc");
-    fs::create_dir_all(&stats).unwrap();
-    fs::write(stats.join("vcpudispatch_stats"), "cpu0 10 5 3 1 1 8 1 1\n").unwrap();
-    fs::write(stats.join("vcpudispatch_stats_freq"), "50\n").unwrap();
+    vcpustat_tree(&work.join("root"));
     let faketime = libfaketime().unwrap();
     let env = locale_env(
         locales.to_str().unwrap(),
@@ -239,10 +244,7 @@ fn dates_in_a_locale_that_is_not_utf_8_are_printed_as_sysstat_prints_them() {
     compile_locale_in(&locales, "ja_JP", "EUC-JP");
     let root = work.join("root");
     tree(&root);
-    let stats = root.join("proc/powerpc");
-    fs::create_dir_all(&stats).unwrap();
-    fs::write(stats.join("vcpudispatch_stats"), "cpu0 10 5 3 1 1 8 1 1\n").unwrap();
-    fs::write(stats.join("vcpudispatch_stats_freq"), "50\n").unwrap();
+    vcpustat_tree(&root);
     let faketime = libfaketime().unwrap();
     let env = locale_env(
         locales.to_str().unwrap(),

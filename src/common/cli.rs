@@ -13,17 +13,30 @@ use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
 use super::stdout::is_stopped_while_writing;
 
+/// `--sysroot`'s help, the same in the three tools (iostat-rs builds its
+/// command line by hand).
+pub const SYSROOT_HELP: &str =
+    "Read every kernel file under DIR instead of / (offline analysis, tests)";
+
+/// `--record`'s help, the same in the three tools.
+pub const RECORD_HELP: &str = "Write every kernel input read, with the sample times, to FILE";
+
+/// `--replay`'s help, the same in the three tools.
+pub const REPLAY_HELP: &str = "Take the samples from a recording instead of the live system";
+
 /// Where the kernel files come from and whether to record them.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
-    /// Read every kernel file under DIR instead of / (offline analysis, tests).
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with = "replay")]
+    /// Read every kernel file under DIR instead of / ([`SYSROOT_HELP`]).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with = "replay",
+          help = SYSROOT_HELP)]
     pub sysroot: Option<PathBuf>,
-    /// Write every kernel input read, with the sample times, to FILE.
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "replay")]
+    /// Write every kernel input read to FILE ([`RECORD_HELP`]).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "replay",
+          help = RECORD_HELP)]
     pub record: Option<PathBuf>,
-    /// Take the samples from a recording instead of the live system.
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    /// Take the samples from a recording ([`REPLAY_HELP`]).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = REPLAY_HELP)]
     pub replay: Option<PathBuf>,
 }
 
@@ -33,12 +46,15 @@ pub const LISTEN_HELP: &str = "Serve Prometheus metrics at http://ADDR:PORT/metr
     the kernel at each scrape (e.g. 127.0.0.1:9101; IPv6 in brackets; exactly that address is \
     bound; port 0: a free one, named on standard error with the rest of the address)";
 
+/// `--textfile`'s help, the same in the three tools.
+pub const TEXTFILE_HELP: &str = "Write one Prometheus exposition per interval to PATH, replaced \
+    atomically (for node_exporter's textfile collector); nothing on standard output";
+
 /// Where Prometheus expositions go besides standard output.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExpoArgs {
-    /// Write one Prometheus exposition per interval to PATH, replaced atomically
-    /// (for node_exporter's textfile collector); nothing on standard output.
-    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    /// Write one Prometheus exposition per interval to PATH ([`TEXTFILE_HELP`]).
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, help = TEXTFILE_HELP)]
     pub textfile: Option<PathBuf>,
     /// Serve Prometheus metrics at `http://ADDR:PORT/metrics` ([`LISTEN_HELP`]).
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen_address,

@@ -7,7 +7,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::cli::{ExpoArgs, LISTEN_HELP, SourceArgs};
+use crate::common::chart::SVG_HELP;
+use crate::common::cli::{
+    ExpoArgs, LISTEN_HELP, RECORD_HELP, REPLAY_HELP, SYSROOT_HELP, SourceArgs, TEXTFILE_HELP,
+};
 use crate::common::interval::{looks_like_interval, parse_interval};
 use crate::common::locale::Locale;
 use crate::common::osname;
@@ -826,28 +829,28 @@ pub fn command() -> clap::Command {
                 .long("sysroot")
                 .value_name("DIR")
                 .value_hint(clap::ValueHint::DirPath)
-                .help("Read every kernel file under DIR instead of /"),
+                .help(SYSROOT_HELP),
         )
         .arg(
             Arg::new("record")
                 .long("record")
                 .value_name("FILE")
                 .value_hint(clap::ValueHint::FilePath)
-                .help("Write every kernel input read, with the sample times, to FILE"),
+                .help(RECORD_HELP),
         )
         .arg(
             Arg::new("replay")
                 .long("replay")
                 .value_name("FILE")
                 .value_hint(clap::ValueHint::FilePath)
-                .help("Take the samples from a recording"),
+                .help(REPLAY_HELP),
         )
         .arg(
             Arg::new("svg")
                 .long("svg")
                 .value_name("FILE")
                 .value_hint(clap::ValueHint::FilePath)
-                .help("Write the run as SVG charts to FILE, rewritten after each report"),
+                .help(SVG_HELP),
         )
         .arg(
             Arg::new("svg-top")
@@ -866,10 +869,7 @@ pub fn command() -> clap::Command {
                 .long("textfile")
                 .value_name("PATH")
                 .value_hint(clap::ValueHint::FilePath)
-                .help(
-                    "Write one Prometheus exposition per interval to PATH, replaced atomically \
-                     (node_exporter's textfile collector); nothing on standard output",
-                ),
+                .help(TEXTFILE_HELP),
         )
         .arg(
             Arg::new("listen")

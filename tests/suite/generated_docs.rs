@@ -17,7 +17,7 @@ use hwstat::common::manual::Section;
 
 /// The date in the pages' `.TH` line: the date of the last change to the
 /// pages' content. Bump it when blessing changed pages.
-const PAGES_DATE: &str = "2026-12-02";
+const PAGES_DATE: &str = "2026-12-05";
 
 /// Every binary, the function that builds its command line, and the manual
 /// sections of its main page.
@@ -191,6 +191,54 @@ fn man_pages_and_completions_match_the_cli_definitions() {
         stale.is_empty(),
         "out of date (run HWSTAT_BLESS=1 cargo test --test suite generated_docs): {stale:?}"
     );
+}
+
+/// Every command and subcommand of `command`, itself first.
+fn with_subcommands(command: &Command) -> Vec<&Command> {
+    let mut all = vec![command];
+    for sub in command.get_subcommands() {
+        all.extend(with_subcommands(sub));
+    }
+    all
+}
+
+/// The options the tools share are one option wherever they appear (the
+/// three tools, `vcpustat trace record`): the same value name and the same
+/// help in `--help`, the man pages and the completions. iostat-rs, whose
+/// command line is built by hand, worded four of them differently.
+/// (`vcpustat trace report --svg` draws recordings, not a run: another
+/// option of the same name.)
+#[test]
+fn shared_options_read_the_same_in_every_tool() {
+    let commands: Vec<Command> = tools().into_iter().map(|(c, _)| c).collect();
+    for long in ["sysroot", "record", "replay", "svg", "textfile", "listen"] {
+        let mut seen: Vec<(String, String, String)> = Vec::new();
+        for command in commands.iter().flat_map(with_subcommands) {
+            if (command.get_name(), long) == ("report", "svg") {
+                continue;
+            }
+            let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(long)) else {
+                continue;
+            };
+            let names: Vec<String> = arg
+                .get_value_names()
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            seen.push((command.get_name().to_string(), names.join(" "), help));
+        }
+        assert!(seen.len() >= 2, "--{long}: in {seen:?}");
+        for (name, value, help) in &seen[1..] {
+            assert_eq!(
+                (value, help),
+                (&seen[0].1, &seen[0].2),
+                "--{long} of {name} and of {}",
+                seen[0].0
+            );
+        }
+    }
 }
 
 #[test]

@@ -29,11 +29,16 @@ pub mod palette;
 
 pub use draw::render;
 
+/// `--svg`'s help, the same in the three tools (iostat-rs builds its
+/// command line by hand).
+pub const SVG_HELP: &str =
+    "Write the run as SVG charts to FILE, rewritten (atomically) after each report";
+
 /// `--svg FILE`, for the tools whose command line clap parses.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SvgArgs {
-    /// Write the run as SVG charts to FILE, rewritten (atomically) after each report.
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    /// Write the run as SVG charts to FILE ([`SVG_HELP`]).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = SVG_HELP)]
     pub svg: Option<std::path::PathBuf>,
 }
 

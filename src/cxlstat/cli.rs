@@ -98,8 +98,8 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
     /// Report every INTERVAL (2, 0.5, 250ms)...
-    #[arg(value_name = "INTERVAL")]
-    pub interval: Option<String>,
+    #[arg(value_name = "INTERVAL", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
     /// ...COUNT times.
     #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval")]
     pub count: Option<u64>,
@@ -271,7 +271,7 @@ impl Options {
                      printed every MS milliseconds)"
                 )));
             }
-            let timing = match (args.interval_ms, &args.interval) {
+            let timing = match (args.interval_ms, args.interval) {
                 // 0 is no interval, as in sysstat and perf stat -I 0.
                 (Some(0), _) => {
                     nonzero_interval(Some(Duration::ZERO), interval_count)
@@ -284,8 +284,7 @@ impl Options {
                     interval: Duration::from_millis(ms),
                     count: interval_count,
                 },
-                (None, Some(text)) => {
-                    let interval = parse_interval(text).map_err(CxlError::Spec)?;
+                (None, Some(interval)) => {
                     match nonzero_interval(Some(interval), args.count).map_err(CxlError::Spec)? {
                         None => Timing::AtEnd,
                         Some(interval) => Timing::Every {

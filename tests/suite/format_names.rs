@@ -99,6 +99,58 @@ fn bad_command_lines_are_one_line_errors() {
     assert!(String::from_utf8(err).unwrap().contains("--freq"));
 }
 
+/// The same bad INTERVAL or COUNT is the same one-line message in vcpustat
+/// and cxlstat, naming the operand and pointing to `--help`, with status 2:
+/// cxlstat checked its INTERVAL after parsing, in a message that named
+/// neither (`cxlstat: invalid interval "abc": expected ...`).
+#[test]
+fn a_bad_interval_or_count_reads_the_same_in_vcpustat_and_cxlstat() {
+    // (the operands, the one named)
+    for (operands, bad) in [
+        (&["abc"][..], "abc"),
+        (&["1e3", "2"], "1e3"),
+        (&["0.0000000001"], "0.0000000001"),
+        (&["1", "abc"], "abc"),
+        (&["1", "-2"], "-2"),
+    ] {
+        let vcpustat = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+            .args(operands)
+            .output()
+            .unwrap();
+        let cxlstat = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+            .args(["-e", "x"])
+            .args(operands)
+            .output()
+            .unwrap();
+        let vcpustat_err = String::from_utf8(vcpustat.stderr).unwrap();
+        let cxlstat_err = String::from_utf8(cxlstat.stderr).unwrap();
+        assert_eq!(
+            vcpustat.status.code(),
+            Some(2),
+            "{operands:?}: {vcpustat_err}"
+        );
+        assert_eq!(
+            cxlstat.status.code(),
+            Some(2),
+            "{operands:?}: {cxlstat_err}"
+        );
+        assert_eq!(
+            vcpustat_err.lines().count(),
+            1,
+            "{operands:?}: {vcpustat_err}"
+        );
+        assert!(
+            vcpustat_err.contains(&format!("'{bad}'")),
+            "{operands:?}: {vcpustat_err}"
+        );
+        assert_eq!(
+            cxlstat_err,
+            vcpustat_err.replace("vcpustat", "cxlstat"),
+            "{operands:?}"
+        );
+    }
+}
+
 /// An argument that is not UTF-8 (a Linux argument may be any bytes) is a
 /// usage error naming it, escaped, with each tool's usage status: before,
 /// all three panicked in `std::env::args`.

@@ -288,6 +288,21 @@ fn file_error(err: &io::Error) -> Option<&dyn std::error::Error> {
 /// parses (vcpustat, cxlstat), as clap's own programs give it.
 pub const USAGE_STATUS: i32 = 2;
 
+/// Ends a command line that has a word after INTERVAL and COUNT (`vcpustat
+/// 1 2 3`), with one message in the tools whose command line clap parses:
+/// clap would name it as a misplaced subcommand (vcpustat) or say no more
+/// than that it was unexpected (cxlstat).
+pub fn operand_too_many_status(tool: &str, word: &str) -> i32 {
+    report_error(
+        tool,
+        format_args!(
+            "unexpected argument '{word}': a report takes at most an INTERVAL and a COUNT \
+             (see '{tool} --help')"
+        ),
+        USAGE_STATUS,
+    )
+}
+
 /// Ends a command line clap could not parse: `--help` and `--version` print
 /// as clap prints them (status 0; an output that fails them is
 /// [`output_error_status`]'s, as for a report); an error is one line,

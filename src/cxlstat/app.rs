@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{
-    SourceArgs, USAGE_STATUS, is_output_failure, output_error_status, parse_error_status,
-    report_error, tell,
+    SourceArgs, USAGE_STATUS, is_output_failure, operand_too_many_status, output_error_status,
+    parse_error_status, report_error, tell,
 };
 use crate::common::entry::Program;
 use crate::common::interval::Schedule;
@@ -44,12 +44,31 @@ pub const PROGRAM: Program = Program {
     main,
 };
 
+/// The word after INTERVAL and COUNT (`cxlstat -e x 1 2 3`): an argument
+/// clap did not expect that is no option (a command goes after `--`, so
+/// every other word has a place).
+fn operand_too_many(err: &clap::Error) -> Option<&str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    match err.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(word)) if !word.starts_with('-') => Some(word),
+        _ => None,
+    }
+}
+
 /// The program: parses `raw` (the program's name first), runs, and gives
 /// the exit status.
 pub fn main(raw: Vec<String>) -> i32 {
     let args = match Args::try_parse_from(&raw) {
         Ok(args) => args,
-        Err(e) => return parse_error_status(TOOL, &e),
+        Err(e) => {
+            return match operand_too_many(&e) {
+                Some(word) => operand_too_many_status(TOOL, word),
+                None => parse_error_status(TOOL, &e),
+            };
+        }
     };
     let options = match Options::from_args(args) {
         Ok(o) => o,

@@ -7,7 +7,8 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{
-    self as cli, USAGE_STATUS, output_error_status, parse_error_status_with_help, report_error,
+    self as cli, USAGE_STATUS, operand_too_many_status, output_error_status,
+    parse_error_status_with_help, report_error,
 };
 use crate::common::entry::Program;
 use crate::common::expo::{Exposition, Target, run_expositions};
@@ -127,14 +128,7 @@ pub fn main(args: Vec<String>) -> i32 {
 /// --help'`), which lists its options, rather than to vcpustat's.
 fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
     if let Some(word) = operand_too_many(err) {
-        return report_error(
-            TOOL,
-            format_args!(
-                "unexpected argument '{word}': a report takes at most an INTERVAL and a COUNT \
-                 (see '{TOOL} --help')"
-            ),
-            USAGE_STATUS,
-        );
+        return operand_too_many_status(TOOL, &word);
     }
     parse_error_status_with_help(TOOL, &help_command(args), err)
 }

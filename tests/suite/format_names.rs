@@ -102,7 +102,8 @@ fn bad_command_lines_are_one_line_errors() {
 /// The same bad INTERVAL or COUNT is the same one-line message in vcpustat
 /// and cxlstat, naming the operand and pointing to `--help`, with status 2:
 /// cxlstat checked its INTERVAL after parsing, in a message that named
-/// neither (`cxlstat: invalid interval "abc": expected ...`).
+/// neither (`cxlstat: invalid interval "abc": expected ...`), and said of a
+/// third operand only that it was unexpected.
 #[test]
 fn a_bad_interval_or_count_reads_the_same_in_vcpustat_and_cxlstat() {
     // (the operands, the one named)
@@ -112,6 +113,7 @@ fn a_bad_interval_or_count_reads_the_same_in_vcpustat_and_cxlstat() {
         (&["0.0000000001"], "0.0000000001"),
         (&["1", "abc"], "abc"),
         (&["1", "-2"], "-2"),
+        (&["1", "2", "3"], "3"),
     ] {
         let vcpustat = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
             .args(operands)

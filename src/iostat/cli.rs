@@ -460,8 +460,10 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
             }
             "-o" => {
                 let f = take_value(&mut i)?;
-                // sysstat spells it JSON; every tool here takes any case.
+                // sysstat spells it JSON; every tool here takes any case,
+                // and text, the default, by name as vcpustat and cxlstat do.
                 o.format = match f.to_ascii_lowercase().as_str() {
+                    "text" => OutputFormat::Text,
                     "json" => OutputFormat::SysstatJson,
                     "csv" => OutputFormat::Csv,
                     "ndjson" => OutputFormat::Ndjson,
@@ -797,9 +799,12 @@ pub fn command() -> clap::Command {
             Arg::new("output")
                 .short('o')
                 .value_name("FORMAT")
-                .value_parser(["JSON", "csv", "ndjson", "prometheus"])
+                .value_parser(["text", "JSON", "ndjson", "csv", "prometheus"])
                 .ignore_case(true)
-                .help("Output format: sysstat's JSON, or (extensions) csv, ndjson, prometheus"),
+                .help(
+                    "Output format: sysstat's JSON, or (extensions) text, the default, ndjson, \
+                     csv, prometheus",
+                ),
         )
         .arg(long_flag(
             "human",

@@ -172,7 +172,7 @@ fn enumerated_values_complete_in_every_shell() {
     for shell in shells {
         assert_eq!(
             complete(None, shell, "iostat-rs", &["iostat-rs", "-o", ""]),
-            ["JSON", "csv", "ndjson", "prometheus"],
+            ["text", "JSON", "ndjson", "csv", "prometheus"],
             "{shell}"
         );
         assert_eq!(

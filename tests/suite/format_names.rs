@@ -1,5 +1,6 @@
 //! Every tool takes its output format names in any case (`-o JSON`, `-o json`,
-//! `-o Csv`), as one suite; help and output keep each tool's spelling.
+//! `-o Csv`) and `-o text` for the default, as one suite; help and output
+//! keep each tool's spelling.
 
 use std::path::Path;
 use std::process::Command;
@@ -60,9 +61,29 @@ fn format_names_are_accepted_in_any_case_by_the_three_tools() {
             assert!(out.starts_with(start), "{program} -o {spelling}: {out}");
         }
     }
+    // `-o text` names the default in every tool: the output without -o
+    // (iostat-rs refused it, as sysstat refuses every name but JSON).
+    for (program, args) in [
+        (
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            ["--sysroot", io_root_text.as_str(), "-d"].as_slice(),
+        ),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            ["--sysroot", vcpu_root].as_slice(),
+        ),
+    ] {
+        let (status, default) = run(program, args);
+        assert_eq!(status, Some(0), "{program}");
+        for spelling in ["text", "TEXT"] {
+            let (status, out) = run(program, &[args, &["-o", spelling]].concat());
+            assert_eq!(status, Some(0), "{program} -o {spelling}");
+            assert_eq!(out, default, "{program} -o {spelling}");
+        }
+    }
     // cxlstat checks the format before anything is opened: a wrong name is a
     // usage error (2), a right one in any case gets past the parser.
-    for spelling in ["NDJSON", "ndjson", "Prometheus"] {
+    for spelling in ["NDJSON", "ndjson", "Prometheus", "Text"] {
         let (status, _) = run(
             env!("CARGO_BIN_EXE_cxlstat"),
             &["--sysroot", "/nonexistent", "-o", spelling, "-e", "x"],

@@ -50,6 +50,22 @@ pub const SECTIONS: &[Section] = &[
         ],
     },
     Section {
+        title: "ENVIRONMENT",
+        text: "",
+        items: &[
+            (
+                "PATH",
+                "where -- CMD is looked for when it has no slash, as execvp(3) does \
+                 (/usr/local/bin:/usr/bin:/bin when unset)",
+            ),
+            (
+                "LC_ALL, LC_NUMERIC, LANG",
+                "not read: numbers have a . in every format, where perf stat prints the \
+                 locale's decimal point; messages are in English",
+            ),
+        ],
+    },
+    Section {
         title: "FILES",
         text: "Read under the --sysroot directory when one is given:",
         items: &[

@@ -281,7 +281,9 @@ fn every_man_page_has_the_standard_sections_and_passes_groff_warnings() {
             "DESCRIPTION",
             "OPTIONS",
             "\"EXIT STATUS\"",
+            "\"ENVIRONMENT\"",
             "\"FILES\"",
+            "\"EXAMPLES\"",
             "\"SEE ALSO\"",
         ] {
             assert!(

@@ -452,6 +452,36 @@ fn a_corrupt_entry_is_an_error_naming_the_file_and_line() {
 }
 
 /// One recording per tool, from the fixture trees.
+/// A recording `--replay` cannot open is named as one, as `--record`'s is
+/// (`cannot create recording PATH: ...`): the line said only
+/// `/missing.rec: No such file or directory`, as if any file had failed.
+#[test]
+fn a_recording_that_cannot_be_read_is_named_as_a_recording() {
+    let dir = scratch("unreadable");
+    let missing = dir.join("missing.rec");
+    for (tool, bin, extra) in [
+        ("iostat-rs", IOSTAT, &[][..]),
+        ("vcpustat", VCPUSTAT, &[][..]),
+        ("cxlstat", CXLSTAT, &["--list"][..]),
+    ] {
+        for (path, why) in [
+            (&missing, "No such file or directory (os error 2)"),
+            (&dir, "a directory, expected a file"),
+        ] {
+            let mut args = vec!["--replay", path.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let out = run(bin, &args);
+            assert_eq!(out.status.code(), Some(1), "{tool}");
+            assert_eq!(
+                text(&out.stderr),
+                format!("{tool}: cannot read recording {}: {why}\n", path.display()),
+            );
+            assert!(out.stdout.is_empty(), "{tool}");
+        }
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
 fn recordings_of_each_tool(dir: &Path) -> Vec<(&'static str, &'static str, PathBuf)> {
     let root = dir.join("root");
     iostat_tree(&root, 0);

@@ -23,8 +23,9 @@ use crate::common::stderr;
 /// Why a recording could not be replayed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    /// The file could not be read.
-    #[error("{path}: {source}")]
+    /// The file could not be read (worded as a [`super::Recorder`]'s
+    /// failures are: `cannot create recording PATH: ...`).
+    #[error("cannot read recording {path}: {source}")]
     Io {
         /// The recording's path.
         path: String,

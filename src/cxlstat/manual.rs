@@ -39,7 +39,7 @@ pub const SECTIONS: &[Section] = &[
             ("0", "Success, also when the reader of the output went away"),
             (
                 "1",
-                "An event, PMU or file that cannot be used, a perf_event_open failure \
+                "An event, PMU, file or recording that cannot be used, a perf_event_open failure \
                  (explained, with the privilege it needs), or output that cannot be written",
             ),
             ("2", "A usage error"),

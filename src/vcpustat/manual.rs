@@ -17,10 +17,10 @@ pub const SECTIONS: &[Section] = &[
             ),
             (
                 "1",
-                "A kernel file that is missing, unreadable or malformed, a write the kernel \
-                 refused (EBUSY, EINVAL, EACCES, explained), output that cannot be \
-                 written, or another vcpustat stopped in the middle of its changes; the \
-                 state is restored first",
+                "A kernel file or recording that is missing, unreadable or malformed, a \
+                 write the kernel refused (EBUSY, EINVAL, EACCES, explained), output or a \
+                 file (--record, --svg, --textfile) that cannot be written, or another \
+                 vcpustat stopped in the middle of its changes; the state is restored first",
             ),
             ("2", "A usage error; nothing was read or changed"),
             (

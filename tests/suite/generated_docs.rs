@@ -241,6 +241,25 @@ fn shared_options_read_the_same_in_every_tool() {
     }
 }
 
+/// Each EXIT STATUS gives the status of a recording `--replay` cannot read
+/// (1 in the three tools): vcpustat's named only kernel files, and
+/// cxlstat's files in general.
+#[test]
+fn every_exit_status_section_places_an_unreadable_recording() {
+    for (command, sections) in tools() {
+        let exit = sections
+            .iter()
+            .find(|s| s.title == "EXIT STATUS")
+            .unwrap_or_else(|| panic!("{} has no EXIT STATUS", command.get_name()));
+        let (_, one) = exit
+            .items
+            .iter()
+            .find(|(status, _)| *status == "1")
+            .unwrap();
+        assert!(one.contains("recording"), "{}: {one}", command.get_name());
+    }
+}
+
 #[test]
 fn every_page_a_man_page_names_as_a_subcommand_exists() {
     let pages = generated();

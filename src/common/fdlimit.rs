@@ -39,6 +39,11 @@ pub fn soft() -> Option<u64> {
     current().ok().map(|limit| limit.rlim_cur)
 }
 
+/// The hard limit now; `None` when it cannot be read.
+pub fn hard() -> Option<u64> {
+    current().ok().map(|limit| limit.rlim_max)
+}
+
 /// Raises the soft limit to the hard one. `Some` with the limits before
 /// when it rose; `None` when it was at the hard limit already or could not
 /// be changed, and nothing changed.

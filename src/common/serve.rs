@@ -355,8 +355,10 @@ impl Drop for Slot {
 /// descriptor would keep scrapers out for as long as they reconnect, and
 /// leave the scrapes none to read the kernel with.
 ///
-/// A soft limit short of [`MAX_CONNECTIONS`] is first raised to the hard
-/// one, as `--latency` and perf stat raise it. A limit that leaves no room
+/// The descriptors open are those `/proc/self/fd` lists, or without
+/// `/proc` those [`open_descriptors_probed`] finds. A soft limit short of
+/// [`MAX_CONNECTIONS`] is first raised to the hard one, as `--latency`
+/// and perf stat raise it. A limit that leaves no room
 /// at all is an error: the server could never answer.
 fn connection_room() -> io::Result<usize> {
     let limit = || super::fdlimit::soft().map(|s| usize::try_from(s).unwrap_or(usize::MAX));
@@ -368,20 +370,42 @@ fn connection_room() -> io::Result<usize> {
         Ok(listing) => listing.count(),
         // Not even one descriptor left: the limit is all open.
         Err(err) if super::source::is_out_of_descriptors(&err) => soft,
-        Err(_) => return Ok(MAX_CONNECTIONS),
+        // No /proc (a container, a chroot): asked of each descriptor.
+        Err(_) => open_descriptors_probed(),
     };
-    let kept = open + SCRAPE_DESCRIPTORS;
-    super::fdlimit::raise_to_hard_below((kept + MAX_CONNECTIONS) as u64);
+    let kept = open.saturating_add(SCRAPE_DESCRIPTORS);
+    super::fdlimit::raise_to_hard_below(kept.saturating_add(MAX_CONNECTIONS) as u64);
     let soft = limit().unwrap_or(soft);
     match soft.saturating_sub(kept) {
         0 => Err(io::Error::other(format!(
             "the open-file limit ({soft}) leaves no descriptor for a connection beside the \
              {open} open and {SCRAPE_DESCRIPTORS} kept for a scrape's reads: raise it to at \
              least {} (`ulimit -n`)",
-            kept + 1
+            kept.saturating_add(1)
         ))),
         room => Ok(room.min(MAX_CONNECTIONS)),
     }
+}
+
+/// Descriptors below this are asked about one by one when `/proc` cannot
+/// list them ([`open_descriptors_probed`]): a few milliseconds of
+/// `fcntl` calls at most.
+const PROBED_DESCRIPTORS: u64 = 1 << 16;
+
+/// How many descriptors are open, without `/proc`: each number below the
+/// hard open-file limit (which the soft one may be raised to), up to
+/// [`PROBED_DESCRIPTORS`], asked with `fcntl(F_GETFD)`. Past that a
+/// limit leaves room for every connection unless tens of thousands are
+/// open.
+fn open_descriptors_probed() -> usize {
+    let below =
+        super::fdlimit::hard().map_or(PROBED_DESCRIPTORS, |hard| hard.min(PROBED_DESCRIPTORS));
+    let below = libc::c_int::try_from(below).unwrap_or(libc::c_int::MAX);
+    // SAFETY: F_GETFD reads a descriptor's flags and changes nothing; a
+    // number that is not open gives EBADF.
+    (0..below)
+        .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
+        .count()
 }
 
 /// Failures of `accept` told on standard error, as node_exporter logs

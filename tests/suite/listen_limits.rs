@@ -10,6 +10,7 @@
 //! user can, to stand for several hosts.
 
 use crate::listening::{self, ANY_PORT};
+use crate::namespace;
 use crate::procstate::wait_with_timeout;
 
 use hwstat::common::serve::{
@@ -82,19 +83,37 @@ fn start(name: &str) -> Server {
 
 /// As [`start`], started by `prlimit` with `limits` (`--nofile=40`).
 fn start_under(name: &str, limits: &[&str]) -> Server {
+    start_with(name, limits, None)
+}
+
+/// `prlimit LIMITS -- iostat-rs --sysroot ROOT --listen ANY_PORT`, in a
+/// private mount namespace after the shell commands `setup` when given.
+fn prlimit_iostat(limits: &[&str], root: &Path, setup: Option<&str>) -> Command {
+    let mut args: Vec<std::ffi::OsString> = limits.iter().map(Into::into).collect();
+    args.push("--".into());
+    args.push(env!("CARGO_BIN_EXE_iostat-rs").into());
+    args.push("--sysroot".into());
+    args.push(root.into());
+    args.extend(["--listen".into(), ANY_PORT.into()]);
+    match setup {
+        Some(setup) => namespace::command(setup, "prlimit", &args),
+        None => {
+            let mut command = Command::new("prlimit");
+            command.args(args);
+            command
+        }
+    }
+}
+
+/// As [`start_under`], in a private mount namespace after `setup`.
+fn start_with(name: &str, limits: &[&str], setup: Option<&str>) -> Server {
     let root = std::env::temp_dir().join(format!(
         "hwstat-listen-limits-{}-{name}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&root);
     device_tree(&root);
-    let mut child = Command::new("prlimit")
-        .args(limits)
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_iostat-rs"))
-        .arg("--sysroot")
-        .arg(&root)
-        .args(["--listen", ANY_PORT])
+    let mut child = prlimit_iostat(limits, &root, setup)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -374,18 +393,37 @@ fn silent_clients_never_keep_a_scraper_out_under_a_tight_open_file_limit() {
 /// nothing at all.
 #[test]
 fn an_open_file_limit_with_no_room_is_raised_or_refused() {
+    assert_no_room_is_raised_or_refused("no-room", None);
+}
+
+/// As [`an_open_file_limit_with_no_room_is_raised_or_refused`], where
+/// `/proc` is not mounted (a container, a chroot): the descriptors open
+/// are counted without `/proc/self/fd`. They used not to be: the server
+/// took the limit for one with room, kept it low, announced itself, and
+/// its scrapes failed with EMFILE.
+#[test]
+fn without_proc_an_open_file_limit_with_no_room_is_raised_or_refused() {
+    if !crate::skip::runs_unless(
+        "without_proc_an_open_file_limit_with_no_room_is_raised_or_refused",
+        namespace::unavailable(),
+    ) {
+        return;
+    }
+    assert_no_room_is_raised_or_refused("no-proc", Some("umount -l /proc"));
+}
+
+/// A soft and hard open-file limit of 10 is refused in one line before
+/// the server says it listens; a soft limit of 10 under a hard one of 4096
+/// is raised to 4096 and the scrapes are whole. In a private mount
+/// namespace after `setup` when given.
+fn assert_no_room_is_raised_or_refused(name: &str, setup: Option<&str>) {
     let root = std::env::temp_dir().join(format!(
-        "hwstat-listen-limits-{}-no-room",
+        "hwstat-listen-limits-{}-{name}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&root);
     device_tree(&root);
-    let mut refused = Command::new("prlimit")
-        .args(["--nofile=10", "--"])
-        .arg(env!("CARGO_BIN_EXE_iostat-rs"))
-        .arg("--sysroot")
-        .arg(&root)
-        .args(["--listen", ANY_PORT])
+    let mut refused = prlimit_iostat(&["--nofile=10"], &root, setup)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -409,7 +447,17 @@ fn an_open_file_limit_with_no_room_is_raised_or_refused() {
         )) && said.trim_end().ends_with(" (`ulimit -n`)"),
         "{said}"
     );
-    // The same soft limit under a hard one with room.
-    let server = start_under("raised", &["--nofile=10:4096"]);
+    // The same soft limit under a hard one with room: raised.
+    let server = start_with(&format!("{name}-raised"), &["--nofile=10:4096"], setup);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.child.id())).unwrap();
+    let nofile = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(
+        nofile.split_whitespace().collect::<Vec<_>>(),
+        ["Max", "open", "files", "4096", "4096", "files"],
+        "{nofile}"
+    );
     assert_scraped(&scrape_from(Ipv4Addr::LOCALHOST, server.addr).expect("no answer"));
 }

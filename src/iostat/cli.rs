@@ -671,7 +671,7 @@ Options are:\n\
 [ --compact ] [ --dec={{ 0 | 1 | 2 }} ] [ --human ] [ --pretty ] [ -o JSON ]\n\
 [ [ -H ] -g <group_name> ] [ -p [ <device> [,...] | ALL ] ]\n\
 [ <device> [...] | ALL ]\n\
-Extensions: [ -o {{ csv | ndjson | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --latency ]\n\
+Extensions: [ -o {{ text | ndjson | csv | prometheus }} ] [ --sysroot <dir> | --replay <file> ] [ --record <file> ] [ --latency ]\n\
 [ --svg <file> [ --svg-top <n> ] [ --svg-sort <column> ] ] [ --textfile <file> | --listen <addr:port> ] [ --help ] [ --version ]\n"
     )
 }

@@ -200,3 +200,36 @@ fn an_argument_that_is_not_utf8_is_a_usage_error_naming_it() {
         assert!(out.stdout.is_empty(), "{name}");
     }
 }
+
+/// iostat-rs's usage text (sysstat's, and one `Extensions:` line) offers
+/// every `-o` name the parser takes besides sysstat's `JSON`, in the order
+/// of `--help`: `-o text` was taken and listed in `--help`, but the usage
+/// printed for a wrong `-o` still offered only csv, ndjson and prometheus.
+#[test]
+fn iostat_rs_usage_offers_every_output_format() {
+    let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .args(["-o", "bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let usage = String::from_utf8(out.stderr).unwrap();
+    let offered: Vec<&str> = usage
+        .lines()
+        .find_map(|l| l.strip_prefix("Extensions: [ -o { "))
+        .and_then(|rest| rest.split_once(" } ]"))
+        .unwrap_or_else(|| panic!("no -o in the extensions: {usage}"))
+        .0
+        .split(" | ")
+        .collect();
+    let command = hwstat::iostat::cli::command();
+    let taken: Vec<String> = command
+        .get_arguments()
+        .find(|a| a.get_short() == Some('o'))
+        .unwrap()
+        .get_possible_values()
+        .iter()
+        .map(|v| v.get_name().to_string())
+        .filter(|name| name != "JSON")
+        .collect();
+    assert_eq!(offered, taken, "{usage}");
+}

@@ -451,7 +451,6 @@ fn a_corrupt_entry_is_an_error_naming_the_file_and_line() {
     fs::remove_dir_all(dir).unwrap();
 }
 
-/// One recording per tool, from the fixture trees.
 /// A recording `--replay` cannot open is named as one, as `--record`'s is
 /// (`cannot create recording PATH: ...`): the line said only
 /// `/missing.rec: No such file or directory`, as if any file had failed.
@@ -482,6 +481,7 @@ fn a_recording_that_cannot_be_read_is_named_as_a_recording() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// One recording per tool, from the fixture trees.
 fn recordings_of_each_tool(dir: &Path) -> Vec<(&'static str, &'static str, PathBuf)> {
     let root = dir.join("root");
     iostat_tree(&root, 0);

@@ -59,6 +59,11 @@ pub const SECTIONS: &[Section] = &[
                  (/usr/local/bin:/usr/bin:/bin when unset)",
             ),
             (
+                "TZ",
+                "the time zone of the clock times on the --svg charts' axis (the other \
+                 formats give elapsed seconds or UTC)",
+            ),
+            (
                 "LC_ALL, LC_NUMERIC, LANG",
                 "not read: numbers have a . in every format, where perf stat prints the \
                  locale's decimal point; messages are in English",

@@ -260,6 +260,31 @@ fn every_exit_status_section_places_an_unreadable_recording() {
     }
 }
 
+/// Each tool with `--svg` draws its charts' time axis in local time
+/// (`TZ` moves it), so its ENVIRONMENT names `TZ`: cxlstat's section,
+/// added without it, named only PATH and the locale variables.
+#[test]
+fn every_environment_section_of_a_tool_with_charts_names_tz() {
+    for (command, sections) in tools() {
+        if !command.get_arguments().any(|a| a.get_long() == Some("svg")) {
+            continue;
+        }
+        let environment = sections
+            .iter()
+            .find(|s| s.title == "ENVIRONMENT")
+            .unwrap_or_else(|| panic!("{} has no ENVIRONMENT", command.get_name()));
+        assert!(
+            environment
+                .items
+                .iter()
+                .any(|(names, _)| names.split(", ").any(|name| name == "TZ")),
+            "{}: {:?}",
+            command.get_name(),
+            environment.items
+        );
+    }
+}
+
 #[test]
 fn every_page_a_man_page_names_as_a_subcommand_exists() {
     let pages = generated();

@@ -14,7 +14,7 @@ use crate::namespace;
 use crate::procstate::wait_with_timeout;
 
 use hwstat::common::serve::{
-    HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT,
+    CONNECTION_LIFETIME, HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT,
 };
 
 use std::io::{ErrorKind, Read, Write};
@@ -62,9 +62,9 @@ impl Server {
             .count()
     }
 
-    /// Waits (up to 10 s) until the server holds `n` sockets.
-    fn await_sockets(&self, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+    /// Waits (up to `limit`) until the server holds `n` sockets.
+    fn await_sockets(&self, n: usize, limit: Duration) {
+        let deadline = Instant::now() + limit;
         while self.sockets() != n {
             assert!(
                 Instant::now() < deadline,
@@ -220,6 +220,16 @@ fn set_int(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: libc::c_i
     );
 }
 
+/// Whether part of an answer has reached `stream`: bytes wait in its
+/// receive queue.
+fn answer_arrived(stream: &TcpStream) -> bool {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int, on a descriptor we own.
+    let asked = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut queued) };
+    assert_eq!(asked, 0, "FIONREAD: {}", std::io::Error::last_os_error());
+    queued > 0
+}
+
 /// A client from `local` that sends [`PIPELINED`] scrapes and never reads.
 fn stalled_client(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
     let mut stream = connect_from(local, server);
@@ -302,14 +312,14 @@ fn silent_clients_from_any_addresses_never_keep_a_scraper_out() {
         .collect();
     assert_eq!(silent.len(), MAX_CONNECTIONS);
     // The listener and every silent client's connection.
-    server.await_sockets(1 + MAX_CONNECTIONS);
+    server.await_sockets(1 + MAX_CONNECTIONS, Duration::from_secs(10));
     let started = Instant::now();
     let answer = scrape_from(host(1), server.addr);
     assert_scraped(&answer.expect("a scraper was kept out"));
     // The scraper's place is free once the server has closed its end: a
     // client coming before that would find the server full, and close
     // silent[1] for it (this failed once in five suites beside load).
-    server.await_sockets(1 + MAX_CONNECTIONS - 1);
+    server.await_sockets(1 + MAX_CONNECTIONS - 1, Duration::from_secs(10));
     // Full again, and 127.0.0.2 has its share: a scraper from there takes
     // the place of its own client that waited longest (silent[32]), not of
     // the one that waited longest of all (silent[1], of 127.0.0.3).
@@ -343,16 +353,29 @@ fn clients_that_never_read_give_way_and_are_closed_after_the_write_timeout() {
         .take(MAX_CONNECTIONS)
         .map(|local| stalled_client(local, server.addr))
         .collect();
-    // Their answers are stuck: a scraper takes the place of the one stuck
-    // longest, at once.
+    // Their answers are stuck once part of each has arrived. The server
+    // collects one answer at a time: none had arrived when the scraper
+    // came straight after connecting them, and beside 32 busy loops (2 s
+    // for the 64) the scraper waited behind them past its 3 s.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !held.iter().all(answer_arrived) {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {MAX_CONNECTIONS} stalled clients answered in 60 s",
+            held.iter().filter(|s| answer_arrived(s)).count()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A scraper takes the place of the one stuck longest, at once.
     let started = Instant::now();
     let answer = scrape_from(Ipv4Addr::new(127, 0, 0, 2), server.addr);
     assert_scraped(&answer.expect("the stalled clients kept a scraper out"));
     assert_answered_before_a_timeout(started);
     // The others are closed once their answers have waited WRITE_TIMEOUT,
-    // not after the connection lifetime (120 s).
-    std::thread::sleep(WRITE_TIMEOUT + Duration::from_secs(1));
-    for stream in held.iter_mut().rev().take(4) {
+    // well before the connection lifetime (120 s): the server is left
+    // with its listener.
+    server.await_sockets(1, CONNECTION_LIFETIME / 4);
+    for stream in &mut held {
         assert!(
             closed_by_server(stream),
             "a client that never reads is open"

@@ -541,21 +541,27 @@ impl Renderer for TextRenderer {
     fn begin(&mut self, out: &mut dyn Write, banner: &Banner) -> io::Result<()> {
         let u = &banner.uname;
         // The date in the locale's bytes, as sysstat prints it, also where
-        // they are not UTF-8 (clock::strftime_local).
-        write!(
-            out,
-            "{} {} ({}) \t",
+        // they are not UTF-8 (clock::strftime_local). A UTF-8 date, the
+        // usual case, keeps the one format string every run reads
+        // (link/hot-rodata.txt: split, its second part fell past the
+        // read-only window a run keeps resident).
+        let (sysname, release, nodename, machine) = (
             escape::text(&u.sysname),
             escape::text(&u.release),
             escape::text(&u.nodename),
-        )?;
-        out.write_all(&osname::to_bytes(&banner.date))?;
-        writeln!(
-            out,
-            " \t_{}_\t({} CPU)",
             escape::text(&u.machine),
-            banner.cpus
-        )?;
+        );
+        if osname::holds_raw_bytes(&banner.date) {
+            write!(out, "{sysname} {release} ({nodename}) \t")?;
+            out.write_all(&osname::to_bytes(&banner.date))?;
+            writeln!(out, " \t_{machine}_\t({} CPU)", banner.cpus)?;
+        } else {
+            writeln!(
+                out,
+                "{sysname} {release} ({nodename}) \t{} \t_{machine}_\t({} CPU)",
+                banner.date, banner.cpus
+            )?;
+        }
         if self.banner_blank {
             out.write_all(b"\n")?;
         }

@@ -32,7 +32,7 @@ use super::resolve::{driver_warnings, resolve, select_pmus};
 use super::spec::parse_event_args;
 use super::stats::Reading;
 use super::sysfs::{self, EVENT_SOURCE_DIR, Pmu};
-use super::workload::{NotStarted, Workload, exit_code, pidfd};
+use super::workload::{NotStarted, Workload, exit_code, is_program, pidfd};
 
 const TOOL: &str = "cxlstat";
 
@@ -58,12 +58,43 @@ fn operand_too_many(err: &clap::Error) -> Option<&str> {
     }
 }
 
+/// A program named where INTERVAL goes (`cxlstat -e x sleep 1`, as
+/// `perf stat -e x sleep 1` takes it): the word, when `-- CMD` would run
+/// it.
+fn command_without_dashes(err: &clap::Error) -> Option<&str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    match (
+        err.get(ContextKind::InvalidArg),
+        err.get(ContextKind::InvalidValue),
+    ) {
+        (Some(ContextValue::String(arg)), Some(ContextValue::String(word)))
+            if arg == "[INTERVAL]" && is_program(word) =>
+        {
+            Some(word)
+        }
+        _ => None,
+    }
+}
+
 /// The program: parses `raw` (the program's name first), runs, and gives
 /// the exit status.
 pub fn main(raw: Vec<String>) -> i32 {
     let args = match Args::try_parse_from(&raw) {
         Ok(args) => args,
         Err(e) => {
+            if let Some(word) = command_without_dashes(&e) {
+                return report_error(
+                    TOOL,
+                    format_args!(
+                        "'{word}' is a command, not an INTERVAL: a command to count goes \
+                         after -- (cxlstat -e EVENTS -- {word} ...)"
+                    ),
+                    USAGE_STATUS,
+                );
+            }
             return match operand_too_many(&e) {
                 Some(word) => operand_too_many_status(TOOL, word),
                 None => parse_error_status(TOOL, &e),

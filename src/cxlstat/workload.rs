@@ -90,6 +90,12 @@ pub(super) fn pidfd(child: &Child) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Whether `word` names a program `-- CMD` would run: in `PATH`, or a
+/// path to an executable file.
+pub(super) fn is_program(word: &str) -> bool {
+    locate(word).is_ok()
+}
+
 /// Whether `program` can be executed, with the errno `execvp` would give.
 fn locate(program: &str) -> io::Result<()> {
     if program.contains('/') {

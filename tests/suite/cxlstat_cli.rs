@@ -585,3 +585,25 @@ fn an_option_given_twice_is_taken_as_perf_takes_it() {
         2 * stdout(&once).lines().count()
     );
 }
+
+/// A command given where INTERVAL goes, as `perf stat -e E sleep 1` takes
+/// it, is told to go after `--`, with the usage status; a word that names
+/// no program keeps the interval's message. Before, `sleep` was only "an
+/// invalid interval".
+#[test]
+fn a_command_without_dashes_is_told_where_it_goes() {
+    let out = with_fixture(&["-e", "clock_ticks", "sleep", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cxlstat: 'sleep' is a command, not an INTERVAL: a command to count goes after -- \
+         (cxlstat -e EVENTS -- sleep ...)\n"
+    );
+    let out = with_fixture(&["-e", "clock_ticks", "no-such-program-here"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("invalid interval \"no-such-program-here\""),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -107,12 +107,7 @@ fn prlimit_iostat(limits: &[&str], root: &Path, setup: Option<&str>) -> Command 
 
 /// As [`start_under`], in a private mount namespace after `setup`.
 fn start_with(name: &str, limits: &[&str], setup: Option<&str>) -> Server {
-    let root = std::env::temp_dir().join(format!(
-        "hwstat-listen-limits-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&root);
-    device_tree(&root);
+    let root = device_root(name);
     let mut child = prlimit_iostat(limits, &root, setup)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -120,6 +115,17 @@ fn start_with(name: &str, limits: &[&str], setup: Option<&str>) -> Server {
         .unwrap();
     let addr = listening::announced(&mut child, "iostat-rs");
     Server { child, addr, root }
+}
+
+/// A new directory for the test `name` holding a [`device_tree`].
+fn device_root(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!(
+        "hwstat-listen-limits-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    device_tree(&root);
+    root
 }
 
 /// `/proc` and `/sys/block` with [`DEVICES`] whole disks `vd0`...
@@ -440,12 +446,7 @@ fn without_proc_an_open_file_limit_with_no_room_is_raised_or_refused() {
 /// is raised to 4096 and the scrapes are whole. In a private mount
 /// namespace after `setup` when given.
 fn assert_no_room_is_raised_or_refused(name: &str, setup: Option<&str>) {
-    let root = std::env::temp_dir().join(format!(
-        "hwstat-listen-limits-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&root);
-    device_tree(&root);
+    let root = device_root(name);
     let mut refused = prlimit_iostat(&["--nofile=10"], &root, setup)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

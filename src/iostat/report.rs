@@ -70,14 +70,18 @@ impl Sample<'_> {
     /// (as without requests) where its histograms fall short
     /// ([`Sample::shortfall`]): they would describe a few requests as if
     /// they were all; no depth where completions that never arrived held
-    /// it up ([`coverage::depth_held_up`]).
+    /// it up ([`coverage::depth_held_up`]), nor in an interval whose
+    /// samples the kernel lost: a lost completion holds its request in the
+    /// depth up to the drain that learns of the loss (by then, when
+    /// iostat-rs was starved of CPU, hundreds of requests for one really
+    /// in flight), a lost issue leaves its request out.
     pub fn latency_stats(&self, row: &DeviceRow) -> Option<LatencyStats> {
         let h = self.histograms(row)?;
         let mut stats = match coverage::shortfall(&h, row.prev, row.cur) {
             Some(_) => LatencyStats::default(),
             None => LatencyStats::of(&h),
         };
-        if self.depth_held_up(row).is_some() {
+        if self.depth_held_up(row).is_some() || self.latency.is_some_and(|l| l.lost > 0) {
             stats.depth = None;
         }
         Some(stats)

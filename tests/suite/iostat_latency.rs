@@ -2181,6 +2181,8 @@ fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
 /// Samples the kernel lost are told on stderr for each report whose
 /// histograms hold the count, in the text report too (which has no column
 /// for them); the first report shows no histograms, so nothing of its own.
+/// Such a report shows no queue depth for any device (a lost completion
+/// holds its request in it until the loss is known); the others do.
 #[test]
 fn lost_samples_are_told_on_stderr() {
     if !runnable("lost_samples_are_told_on_stderr", &["unshare"]) {
@@ -2205,6 +2207,30 @@ fn lost_samples_are_told_on_stderr() {
         assert!(
             notes[0].starts_with("iostat-rs: --latency: the kernel lost 7 samples "),
             "{stderr}"
+        );
+        if format.is_empty() {
+            continue;
+        }
+        // Per report, the depths shown and the devices measured.
+        let reports: Vec<(usize, usize)> = text(&replay.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| {
+                let rows = v["rows"].as_array().unwrap().clone();
+                let measured = rows.iter().filter(|r| r["latency_lost_samples"].is_u64());
+                let shown = rows.iter().filter(|r| r["queue_depth_max"].is_u64());
+                (shown.count(), measured.count())
+            })
+            .collect();
+        assert_eq!(reports.len(), 4, "{reports:?}");
+        assert!(reports[2].1 > 0, "no device measured: {reports:?}");
+        assert_eq!(
+            reports[2].0, 0,
+            "a depth shown despite lost samples: {reports:?}"
+        );
+        assert!(
+            reports[1].0 > 0 || reports[3].0 > 0,
+            "no depth shown without lost samples: {reports:?}"
         );
     }
     let _ = std::fs::remove_file(&rec);

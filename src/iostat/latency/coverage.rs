@@ -124,7 +124,8 @@ impl Notes {
         if interval.lost > 0 {
             stderr::print(format_args!(
                 "iostat-rs: --latency: the kernel lost {} samples (a ring was full): the \
-                 histograms of this interval, or of the one before, miss their requests\n",
+                 histograms of this interval, or of the one before, miss their requests; \
+                 this interval's queue depths are not shown\n",
                 interval.lost
             ));
         }

@@ -303,6 +303,14 @@ pub fn operand_too_many_status(tool: &str, word: &str) -> i32 {
     )
 }
 
+/// Whether `word`, which clap took for an unknown option, is a negative
+/// number (`vcpustat 1 2 -3`): clap takes INTERVAL and COUNT negative, to
+/// refuse them with their own message, but a third operand for an option.
+pub fn is_negative_number(word: &str) -> bool {
+    word.strip_prefix('-')
+        .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+}
+
 /// Ends a command line clap could not parse: `--help` and `--version` print
 /// as clap prints them (status 0; an output that fails them is
 /// [`output_error_status`]'s, as for a report); an error is one line,

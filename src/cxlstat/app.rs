@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{
-    SourceArgs, USAGE_STATUS, is_output_failure, operand_too_many_status, output_error_status,
-    parse_error_status, report_error, tell,
+    SourceArgs, USAGE_STATUS, is_negative_number, is_output_failure, operand_too_many_status,
+    output_error_status, parse_error_status, report_error, tell,
 };
 use crate::common::entry::Program;
 use crate::common::interval::Schedule;
@@ -53,7 +53,9 @@ fn operand_too_many(err: &clap::Error) -> Option<&str> {
         return None;
     }
     match err.get(ContextKind::InvalidArg) {
-        Some(ContextValue::String(word)) if !word.starts_with('-') => Some(word),
+        Some(ContextValue::String(word)) if !word.starts_with('-') || is_negative_number(word) => {
+            Some(word)
+        }
         _ => None,
     }
 }

@@ -98,10 +98,10 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
     /// Report every INTERVAL (2, 0.5, 250ms)...
-    #[arg(value_name = "INTERVAL", value_parser = parse_interval)]
+    #[arg(value_name = "INTERVAL", value_parser = parse_interval, allow_negative_numbers = true)]
     pub interval: Option<Duration>,
     /// ...COUNT times.
-    #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval")]
+    #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval", allow_negative_numbers = true)]
     pub count: Option<u64>,
     /// Where kernel files come from (--sysroot, --record, --replay).
     #[command(flatten)]

@@ -135,9 +135,16 @@ fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
 
 /// The word after INTERVAL and COUNT (`vcpustat 1 2 3`), which clap takes
 /// for a subcommand that cannot follow them; no subcommand has that name,
-/// so it is one operand too many, not a misplaced subcommand.
+/// so it is one operand too many, not a misplaced subcommand. A negative
+/// number there (`vcpustat 1 2 -3`) clap takes for an unknown option.
 fn operand_too_many(err: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() == ErrorKind::UnknownArgument {
+        return match err.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(word)) if cli::is_negative_number(word) => Some(word.clone()),
+            _ => None,
+        };
+    }
     if err.kind() != ErrorKind::ArgumentConflict {
         return None;
     }

@@ -196,11 +196,11 @@ pub struct ReportArgs {
     )]
     pub format: Format,
     /// Seconds between reports (2, 0.5) or a duration (250ms).
-    #[arg(value_name = "INTERVAL", value_parser = parse_interval)]
+    #[arg(value_name = "INTERVAL", value_parser = parse_interval, allow_negative_numbers = true)]
     pub interval: Option<Duration>,
     /// Number of reports (default, or 0: until stopped, as powerpc-utils'
     /// vcpustat takes 0).
-    #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval")]
+    #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval", allow_negative_numbers = true)]
     pub count: Option<u64>,
     /// Where the kernel files come from.
     #[command(flatten)]

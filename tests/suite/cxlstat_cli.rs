@@ -152,6 +152,15 @@ fn numbers_that_are_not_whole_say_what_was_expected() {
             &["-I", "100", "--interval-count", "-1"],
             "'-1' for '--interval-count <COUNT>': expected a whole number of reports",
         ),
+        (
+            &["1", "-2"],
+            "'-2' for '[COUNT]': expected a whole number of reports",
+        ),
+        (
+            &["-0.5"],
+            "'-0.5' for '[INTERVAL]': invalid interval \"-0.5\": expected seconds (2, 0.5) \
+             or a duration (250ms, 1m)",
+        ),
     ] {
         let mut args = args.to_vec();
         args.extend(["--dry-run", "-e", "clock_ticks"]);
@@ -160,6 +169,24 @@ fn numbers_that_are_not_whole_say_what_was_expected() {
         assert_eq!(
             stderr(&out),
             format!("cxlstat: invalid value {what} (see 'cxlstat --help')\n"),
+            "{args:?}"
+        );
+    }
+}
+
+/// A third operand, negative or not, is one too many, in vcpustat's words.
+#[test]
+fn a_third_operand_is_one_too_many() {
+    for word in ["3", "-3"] {
+        let args = ["1", "2", word, "--dry-run", "-e", "clock_ticks"];
+        let out = with_fixture(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "cxlstat: unexpected argument '{word}': a report takes at most an INTERVAL \
+                 and a COUNT (see 'cxlstat --help')\n"
+            ),
             "{args:?}"
         );
     }

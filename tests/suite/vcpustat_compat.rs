@@ -222,6 +222,20 @@ fn a_count_that_is_not_whole_and_a_third_operand_are_named() {
             &["--", "1", "2", "3"],
             "unexpected argument '3': a report takes at most an INTERVAL and a COUNT",
         ),
+        // Negative numbers are refused as values, not as unknown options.
+        (
+            &["1", "2", "-3"],
+            "unexpected argument '-3': a report takes at most an INTERVAL and a COUNT",
+        ),
+        (
+            &["1", "-2"],
+            "invalid value '-2' for '[COUNT]': expected a whole number of reports",
+        ),
+        (
+            &["-1"],
+            "invalid value '-1' for '[INTERVAL]': invalid interval \"-1\": expected seconds \
+             (2, 0.5) or a duration (250ms, 1m)",
+        ),
         // A real subcommand after the operands keeps clap's message (the
         // --sysroot is the test's).
         (

@@ -409,15 +409,15 @@ fn open_descriptors_probed() -> usize {
 }
 
 /// Failures of `accept` told on standard error, as node_exporter logs
-/// them: the first of each kind at once, then at most one line a
-/// [`ACCEPT_ERROR_QUIET`] with how many came since, so that a server out of
-/// descriptors (which retries every 50 ms) says so without filling a log.
+/// them: the first of each kind (errno) at once, then at most one line of
+/// that kind a [`ACCEPT_ERROR_QUIET`] with how many came since, so that a
+/// server out of descriptors (which retries every 50 ms) says so without
+/// filling a log, even when failures of two kinds alternate.
 #[derive(Debug, Default)]
 struct AcceptErrors {
-    /// The errno of the last line told, and when.
-    told: Option<(Option<i32>, Instant)>,
-    /// Failures not told since that line.
-    untold: u64,
+    /// Per kind told: its errno, when its last line was told, and its
+    /// failures not told since.
+    told: Vec<(Option<i32>, Instant, u64)>,
 }
 
 /// Time between two lines about `accept` failures of the same kind.
@@ -427,23 +427,27 @@ impl AcceptErrors {
     /// The line to tell for `err`, met at `now`, if one is due.
     fn note(&mut self, tool: &str, err: &io::Error, now: Instant) -> Option<String> {
         let errno = err.raw_os_error();
-        let due = match self.told {
-            Some((told, at)) => told != errno || now.duration_since(at) >= ACCEPT_ERROR_QUIET,
-            None => true,
+        let untold = match self.told.iter_mut().find(|(e, ..)| *e == errno) {
+            Some((_, at, untold)) if now.duration_since(*at) < ACCEPT_ERROR_QUIET => {
+                *untold += 1;
+                return None;
+            }
+            Some((_, at, untold)) => {
+                *at = now;
+                std::mem::take(untold)
+            }
+            None => {
+                self.told.push((errno, now, 0));
+                0
+            }
         };
-        if !due {
-            self.untold += 1;
-            return None;
-        }
         let mut line = format!("{tool}: cannot accept a connection: {err}");
         if super::source::is_out_of_descriptors(err) {
             line = format!("{line}: {}", super::source::descriptor_advice(err));
         }
-        if self.untold > 0 {
-            line = format!("{line} ({} more failures since the last line)", self.untold);
+        if untold > 0 {
+            line = format!("{line} ({untold} more failures since the last line)");
         }
-        self.told = Some((errno, now));
-        self.untold = 0;
         Some(line)
     }
 }
@@ -747,6 +751,16 @@ mod tests {
             Some(
                 "iostat-rs: cannot accept a connection: Software caused connection abort (os error 103)"
             )
+        );
+        // Kinds that alternate are each kept quiet for their minute.
+        for s in 62..119 {
+            assert_eq!(errors.note("iostat-rs", &emfile, at(s)), None, "{s}");
+            assert_eq!(errors.note("iostat-rs", &aborted, at(s)), None, "{s}");
+        }
+        let line = errors.note("iostat-rs", &emfile, at(120)).unwrap();
+        assert!(
+            line.ends_with(" (57 more failures since the last line)"),
+            "{line}"
         );
     }
 

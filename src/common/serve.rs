@@ -365,14 +365,10 @@ fn connection_room() -> io::Result<usize> {
     let Some(soft) = limit() else {
         return Ok(MAX_CONNECTIONS);
     };
-    // The listing's own descriptor is counted too: one to spare.
-    let open = match std::fs::read_dir("/proc/self/fd") {
-        Ok(listing) => listing.count(),
-        // Not even one descriptor left: the limit is all open.
-        Err(err) if super::source::is_out_of_descriptors(&err) => soft,
-        // No /proc (a container, a chroot): asked of each descriptor.
-        Err(_) => open_descriptors_probed(),
-    };
+    let open = open_descriptors(
+        std::fs::read_dir("/proc/self/fd").map(Iterator::count),
+        soft,
+    );
     let kept = open.saturating_add(SCRAPE_DESCRIPTORS);
     super::fdlimit::raise_to_hard_below(kept.saturating_add(MAX_CONNECTIONS) as u64);
     let soft = limit().unwrap_or(soft);
@@ -384,6 +380,21 @@ fn connection_room() -> io::Result<usize> {
             kept.saturating_add(1)
         ))),
         room => Ok(room.min(MAX_CONNECTIONS)),
+    }
+}
+
+/// How many descriptors are open, from `listing` (how many entries
+/// `/proc/self/fd` has, its own descriptor among them: one to spare) under
+/// a `soft` open-file limit.
+fn open_descriptors(listing: io::Result<usize>, soft: usize) -> usize {
+    match listing {
+        Ok(count) => count,
+        // Not even one descriptor left: the limit is all open.
+        Err(err) if err.raw_os_error() == Some(libc::EMFILE) => soft,
+        // No /proc (a container, a chroot), or the system's file table full
+        // (ENFILE, which says nothing of this process's limit): asked of
+        // each descriptor.
+        Err(_) => open_descriptors_probed(),
     }
 }
 
@@ -762,6 +773,18 @@ mod tests {
             line.ends_with(" (57 more failures since the last line)"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_full_system_file_table_is_not_taken_for_a_full_limit() {
+        let open = |errno| open_descriptors(Err(io::Error::from_raw_os_error(errno)), 1000);
+        assert_eq!(open(libc::EMFILE), 1000);
+        // Probed instead: standard input, output and error at least, far
+        // below the limit.
+        for errno in [libc::ENFILE, libc::ENOENT] {
+            assert!((3..1000).contains(&open(errno)), "{errno}");
+        }
+        assert_eq!(open_descriptors(Ok(7), 1000), 7);
     }
 
     #[test]

@@ -1,10 +1,17 @@
 //! The command cxlstat counts for (`cxlstat -e EVENTS -- COMMAND`): found
 //! as `execvp` finds it before any counter opens, started, waited for with
 //! stop signals passed on, and its exit status as a shell shows it.
+//!
+//! It starts as perf stat's workload does, through `fork` and `exec`, in
+//! the conditions cxlstat was given: the signals cxlstat handles are back
+//! at their default (`exec` resets handlers), the open-file limit is the
+//! one from before cxlstat raised it, and no descriptor of cxlstat's own
+//! (all close-on-exec) reaches it.
 
 use std::io;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 
@@ -60,6 +67,7 @@ impl Workload<'_> {
     pub(super) fn spawn(&self, raised: Option<Raised>) -> Result<Child, NotStarted> {
         let mut command = Command::new(&self.command[0]);
         command.args(&self.command[1..]);
+        reset_reserved_signals(&mut command);
         if let Some(raised) = raised {
             raised.restore_in(&mut command);
         }
@@ -80,6 +88,40 @@ impl Workload<'_> {
         child.wait().map(exit_code).map_err(|e| self.error(e))
     }
 }
+
+/// Gives the signals glibc reserves for itself (32 up to `SIGRTMIN`) their
+/// default action in the command, as every other signal has unless its user
+/// ignored it. glibc's `posix_spawn`, which std uses for a command without a
+/// `pre_exec` step, ignores them in the child, and an ignored signal stays
+/// ignored across `exec`: the command (and what it runs) would ignore
+/// signals 32 and 33, which perf stat's workload does not.
+fn reset_reserved_signals(command: &mut Command) {
+    let reserved = 32..libc::SIGRTMIN();
+    // SAFETY: the closure makes only rt_sigaction(2) system calls, which
+    // are async-signal-safe, with a zeroed struct on its stack (SIG_DFL,
+    // no flags, an empty mask: zero in every architecture's layout). A
+    // raw call: glibc's sigaction refuses its reserved signals. Failures
+    // (a kernel without them) change nothing and are ignored.
+    unsafe {
+        command.pre_exec(move || {
+            let default = [0u64; 4];
+            for signal in reserved.clone() {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    signal,
+                    default.as_ptr(),
+                    std::ptr::null_mut::<u64>(),
+                    KERNEL_SIGSET_BYTES,
+                );
+            }
+            Ok(())
+        })
+    };
+}
+
+/// The size of the kernel's signal set, which rt_sigaction(2) checks: 64
+/// signals on every Linux architecture but MIPS.
+const KERNEL_SIGSET_BYTES: usize = 8;
 
 /// A pidfd of `child` (readable once it ends), or `None` on kernels
 /// before 5.3, where the waits fall back to `waitpid` and to the interval.

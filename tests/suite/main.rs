@@ -35,6 +35,7 @@ mod cxlstat_perf_parity;
 mod cxlstat_privileges;
 mod cxlstat_replay;
 mod cxlstat_resolve;
+mod cxlstat_workload;
 mod differential_sysstat;
 mod error_lines;
 mod format_names;

@@ -41,6 +41,10 @@ pub const STOP_SIGNALS: [i32; 13] = [
     libc::SIGPWR,
 ];
 
+/// Added to a caught signal's number when the kernel sent it: above every
+/// signal number (64 at most).
+const FROM_KERNEL: usize = 1 << 8;
+
 /// The stop-signal handlers could not be set up: no descriptor was left
 /// for the wake-up counter (`ulimit -n`), or the kernel refused an action.
 #[derive(Debug)]
@@ -62,6 +66,8 @@ impl std::error::Error for SignalSetupError {
 /// a signal arrives, whichever is first. Clones share the flag.
 #[derive(Clone)]
 pub struct StopSignal {
+    /// The latest stop signal's number, with [`FROM_KERNEL`] added when
+    /// the kernel sent it; 0 before any.
     caught: Arc<AtomicUsize>,
     /// An eventfd the signal actions add to and the waits poll: one
     /// descriptor, where a socket pair took two (three with the writer's
@@ -89,8 +95,13 @@ impl StopSignal {
         for signal in STOP_SIGNALS {
             let caught = Arc::clone(&caught);
             let wake = Arc::clone(&wake);
-            let action = move || {
-                caught.store(signal as usize, Ordering::SeqCst);
+            let action = move |info: &libc::siginfo_t| {
+                let from_kernel = if info.si_code == libc::SI_KERNEL {
+                    FROM_KERNEL
+                } else {
+                    0
+                };
+                caught.store(signal as usize | from_kernel, Ordering::SeqCst);
                 let one: u64 = 1;
                 // SAFETY: write(2) of 8 bytes from a live local to an
                 // eventfd the action owns (an Arc of it); non-blocking, and
@@ -103,10 +114,10 @@ impl StopSignal {
                     )
                 };
             };
-            // SAFETY: the action is async-signal-safe: an atomic store and
-            // write(2), without allocating or locking (signal-hook keeps
-            // errno around it).
-            unsafe { signal_hook::low_level::register(signal, action) }
+            // SAFETY: the action is async-signal-safe: a read of the
+            // siginfo the kernel gave, an atomic store and write(2), without
+            // allocating or locking (signal-hook keeps errno around it).
+            unsafe { signal_hook_registry::register_sigaction(signal, action) }
                 .map_err(SignalSetupError)?;
         }
         Ok(StopSignal { caught, wake })
@@ -114,10 +125,19 @@ impl StopSignal {
 
     /// The stop signal received, if any.
     pub fn caught(&self) -> Option<i32> {
-        match self.caught.load(Ordering::SeqCst) {
+        match self.caught.load(Ordering::SeqCst) & !FROM_KERNEL {
             0 => None,
             signal => Some(signal as i32),
         }
+    }
+
+    /// The stop signal received, if a process sent it (kill(2)): `None`
+    /// also when the kernel did (`si_code` `SI_KERNEL`), as a terminal's
+    /// Ctrl-C and `Ctrl-\` come, to its whole foreground process group at
+    /// once, or a CPU time limit's SIGXCPU, to this process for its own use.
+    pub fn caught_from_process(&self) -> Option<i32> {
+        let caught = self.caught.load(Ordering::SeqCst);
+        (caught & FROM_KERNEL == 0 && caught != 0).then_some(caught as i32)
     }
 
     /// Sleeps until `deadline`. Returns `false` if a stop signal came first

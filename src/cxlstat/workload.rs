@@ -74,13 +74,16 @@ impl Workload<'_> {
         command.spawn().map_err(|e| self.not_started(e))
     }
 
-    /// Waits for the command to end. A stop signal sent to cxlstat alone
-    /// (SIGTERM, SIGHUP) is passed on to the command, as perf stat does, so
-    /// that both end promptly; Ctrl-C reaches both from the terminal anyway.
+    /// Waits for the command to end. A stop signal a process sent to
+    /// cxlstat (`kill`: SIGTERM, SIGHUP...) is passed on to the command, so
+    /// that both end promptly. One from the kernel is not: a terminal's
+    /// Ctrl-C (or `Ctrl-\`) reaches the command by itself, as it reaches
+    /// perf stat's, which passes nothing on, and once is what a command that
+    /// handles it (a first Ctrl-C to finish, a second to abort) expects.
     pub(super) fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
         if let Some(pidfd) = pidfd(child)
             && !stop.wait_readable(pidfd.as_fd())
-            && let Some(signal) = stop.caught()
+            && let Some(signal) = stop.caught_from_process()
         {
             // SAFETY: signalling our own child, not yet reaped.
             unsafe { libc::kill(child.id() as i32, signal) };

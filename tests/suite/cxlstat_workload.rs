@@ -1,10 +1,21 @@
 //! What the command after `--` sees, against what perf stat's workload
-//! sees: signals at their default and no descriptor of cxlstat's own.
-//! (Its open-file limit: cxlstat_counting; its capabilities:
-//! cxlstat_privileges.)
+//! sees: signals at their default, no descriptor of cxlstat's own, and a
+//! terminal's Ctrl-C once. (Its open-file limit: cxlstat_counting; its
+//! capabilities: cxlstat_privileges.)
 
 use crate::cxlstat_support;
 
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::procstate::{
+    KillOnDrop, await_child, await_handler, await_polling, await_reaping, wait_with_timeout,
+};
+use crate::skip;
 use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout};
 
 /// A tree with one PMU, on CPU 0.
@@ -68,4 +79,140 @@ fn the_command_starts_with_default_signals_and_no_descriptor_of_cxlstat() {
     for cxlstat_own in ["perf_event", "eventfd", "pidfd", "run.rec"] {
         assert!(!fds.iter().any(|l| l.contains(cxlstat_own)), "{text}");
     }
+}
+
+/// Builds `tests/fixtures/cxl/workload/count_sigints.c` into `dir`; `None`
+/// (after saying why) without a C compiler.
+fn sigint_counter(dir: &Path, test: &str) -> Option<PathBuf> {
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cxl/workload/count_sigints.c");
+    let built = dir.join("count_sigints");
+    match Command::new("cc")
+        .arg("-o")
+        .arg(&built)
+        .arg(&source)
+        .status()
+    {
+        Ok(status) if status.success() => Some(built),
+        Ok(status) => panic!("cc {}: {status}", source.display()),
+        Err(e) => {
+            skip::skip(
+                test,
+                &format!("no C compiler (cc: {e}): apt-get install gcc"),
+            );
+            None
+        }
+    }
+}
+
+/// Ctrl-C on the terminal reaches the command once, as under perf stat: the
+/// kernel sends it to the whole foreground process group, cxlstat and its
+/// command, and cxlstat passes on only a signal a process sent it (it
+/// passed the terminal's on too: the command got SIGINT twice). The
+/// command here leaves the foreground group, so that it counts only the
+/// SIGINTs cxlstat sends it: none after Ctrl-C, one after `kill -INT`.
+#[test]
+fn a_terminals_ctrl_c_is_not_passed_on_a_kill_is() {
+    const TEST: &str = "a_terminals_ctrl_c_is_not_passed_on_a_kill_is";
+    if !perf_usable(TEST) {
+        return;
+    }
+    let root = tree("workload_ctrl_c");
+    let Some(counter) = sigint_counter(&root, TEST) else {
+        return;
+    };
+    let ctrl_c = |_: u32, terminal: &mut std::fs::File| {
+        // The interrupt character: SIGINT to the foreground group.
+        terminal.write_all(b"\x03").unwrap();
+    };
+    assert_eq!(sigints_passed_on(&root, &counter, ctrl_c), "SIGINT x 0\n");
+    let kill = |cxlstat: u32, _: &mut std::fs::File| {
+        // SAFETY: kill(2) of our own child.
+        assert_eq!(unsafe { libc::kill(cxlstat as i32, libc::SIGINT) }, 0);
+    };
+    assert_eq!(sigints_passed_on(&root, &counter, kill), "SIGINT x 1\n");
+}
+
+/// Runs `cxlstat -- COUNTER` in a session of its own on a pseudo-terminal,
+/// calls `interrupt` with cxlstat's pid and the terminal once both wait,
+/// then ends the counter with SIGTERM: what it printed.
+fn sigints_passed_on(
+    root: &Path,
+    counter: &Path,
+    interrupt: impl FnOnce(u32, &mut std::fs::File),
+) -> String {
+    let (master, slave) = pseudo_terminal();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cxlstat"));
+    command
+        .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock", "--"])
+        .arg(counter)
+        .stdin(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid(2) and ioctl(2), async-signal-safe, on standard input.
+    unsafe {
+        command.pre_exec(|| {
+            // A session of its own whose controlling terminal is standard
+            // input: cxlstat's process group is the terminal's foreground.
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let mut child = KillOnDrop(command.spawn().expect("cxlstat starts"));
+    let pid = child.0.id();
+    await_child(pid);
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    let counter: u32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    await_handler(counter, libc::SIGINT);
+    await_polling(pid);
+    // The terminal stays open: closing it would hang it up.
+    let mut terminal = std::fs::File::from(master);
+    interrupt(pid, &mut terminal);
+    // Stopped, cxlstat has passed the signal on or not, and waits for the
+    // counter, whose SIGINT (if any) comes before the SIGTERM sent next.
+    await_reaping(pid);
+    // SAFETY: kill(2) of cxlstat's child, which cxlstat has not reaped.
+    assert_eq!(unsafe { libc::kill(counter as i32, libc::SIGTERM) }, 0);
+    // What both print, a few lines, fits in the pipes until cxlstat ends.
+    let status = wait_with_timeout(&mut child.0, Duration::from_secs(30), "cxlstat");
+    let (mut text, mut errors) = (String::new(), String::new());
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {text}{errors}");
+    text.lines()
+        .next()
+        .map(|l| format!("{l}\n"))
+        .unwrap_or_default()
+}
+
+/// A pseudo-terminal: its master and its slave.
+fn pseudo_terminal() -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the given ints.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are fresh and owned here.
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }

@@ -137,6 +137,20 @@ pub fn await_open_file(pid: u32, path: &std::path::Path) {
     });
 }
 
+/// Waits until `pid`'s main thread sleeps in `wait4(2)` (its kernel wait
+/// channel, `/proc/<pid>/wchan`, is `do_wait`): waiting for a child to end.
+pub fn await_reaping(pid: u32) {
+    await_state(&format!("process {pid}"), || {
+        let state = state_letter(pid)?;
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        if state == 'S' && wchan == "do_wait" {
+            Ok(())
+        } else {
+            Err(format!("in state {state}, waiting in {wchan:?}"))
+        }
+    });
+}
+
 /// Waits until `pid`'s main thread sleeps in `poll(2)` (its kernel wait
 /// channel, `/proc/<pid>/wchan`, is a poll function): the tools wait there
 /// for the next interval, a stop signal or a file descriptor.

@@ -76,20 +76,31 @@ impl Workload<'_> {
 
     /// Waits for the command to end. A stop signal a process sent to
     /// cxlstat (`kill`: SIGTERM, SIGHUP...) is passed on to the command, so
-    /// that both end promptly. One from the kernel is not: a terminal's
-    /// Ctrl-C (or `Ctrl-\`) reaches the command by itself, as it reaches
-    /// perf stat's, which passes nothing on, and once is what a command that
-    /// handles it (a first Ctrl-C to finish, a second to abort) expects.
+    /// that both end promptly. One from the kernel is not, while the
+    /// command is in cxlstat's process group: a terminal's Ctrl-C (or
+    /// `Ctrl-\`) reaches the command by itself, as it reaches perf stat's,
+    /// and once is what a command that handles it (a first Ctrl-C to
+    /// finish, a second to abort) expects. A command that left the group
+    /// (`setsid`, a shell's job control) gets it from cxlstat, or Ctrl-C
+    /// would leave both waiting.
     pub(super) fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
         if let Some(pidfd) = pidfd(child)
             && !stop.wait_readable(pidfd.as_fd())
-            && let Some(signal) = stop.caught_from_process()
+            && let Some(signal) = stop.caught()
+            && (stop.caught_from_process().is_some() || !in_our_process_group(child))
         {
             // SAFETY: signalling our own child, not yet reaped.
             unsafe { libc::kill(child.id() as i32, signal) };
         }
         child.wait().map(exit_code).map_err(|e| self.error(e))
     }
+}
+
+/// Whether `child` (not yet reaped) is in cxlstat's process group, where
+/// a signal the terminal sends to its foreground group reaches both.
+fn in_our_process_group(child: &Child) -> bool {
+    // SAFETY: getpgid(2) and getpgrp(2) only read process attributes.
+    unsafe { libc::getpgid(child.id() as libc::pid_t) == libc::getpgrp() }
 }
 
 /// Gives the signals glibc reserves for itself (32 up to `SIGRTMIN`) their

@@ -9,7 +9,16 @@
 //! cannot be caught; SIGSTKFLT and the real-time signals (SIGRTMIN to
 //! SIGRTMAX); and the signals of a fault in the program itself (SIGSEGV,
 //! SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS), after which it must
-//! not go on. A closed output pipe is not a signal here: the programs
+//! not go on.
+//!
+//! A stop signal ignored when the program starts stays ignored: `nohup`'s
+//! SIGHUP, or another the parent chose to keep away, as sysstat and perf,
+//! which do not catch them, leave them; so does a command cxlstat runs.
+//! Except SIGINT, which sysstat and perf catch whatever its state: a shell
+//! without job control (a script) starts `cmd &` with SIGINT and SIGQUIT
+//! ignored, and scripts stop such runs with `kill -INT`.
+//!
+//! A closed output pipe is not a signal here: the programs
 //! ignore SIGPIPE ([`crate::common::entry`]), so the write fails with
 //! `BrokenPipe`, which the binaries treat as a quiet, normal end.
 
@@ -77,6 +86,25 @@ pub struct StopSignal {
     wake: Arc<OwnedFd>,
 }
 
+/// Whether stop signal `signal` was ignored when the program started, and
+/// stays so (see the module's documentation): not SIGINT, and not SIGXFSZ,
+/// which the program's start ignores itself until here
+/// ([`crate::common::entry`]).
+fn kept_ignored(signal: i32) -> bool {
+    signal != libc::SIGINT && signal != libc::SIGXFSZ && ignored(signal)
+}
+
+/// Whether `signal`'s action is to be ignored (`SIG_IGN`).
+fn ignored(signal: i32) -> bool {
+    // SAFETY: sigaction(2) with no new action only reads the current one
+    // into a zeroed struct of ours.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 impl StopSignal {
     /// Installs handlers for [`STOP_SIGNALS`].
     pub fn install() -> Result<StopSignal, SignalSetupError> {
@@ -93,6 +121,9 @@ impl StopSignal {
         // registration copies signal-hook's whole table, and the 26 of the
         // two helpers for 13 signals left 12-16 kB more heap in every run.
         for signal in STOP_SIGNALS {
+            if kept_ignored(signal) {
+                continue;
+            }
             let caught = Arc::clone(&caught);
             let wake = Arc::clone(&wake);
             let action = move |info: &libc::siginfo_t| {

@@ -1394,6 +1394,66 @@ fn stop_signals_close_the_json_document() {
     let _ = fs::remove_dir_all(root.parent().unwrap());
 }
 
+/// The signals `pid` ignores and catches (`SigIgn`, `SigCgt` of
+/// `/proc/PID/status`), as bit masks (bit N-1 for signal N).
+fn signal_masks(pid: u32) -> (u64, u64) {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let mask = |key: &str| {
+        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+        u64::from_str_radix(line[key.len()..].trim(), 16).unwrap()
+    };
+    (mask("SigIgn:"), mask("SigCgt:"))
+}
+
+/// A stop signal ignored at the start stays ignored (`nohup`'s SIGHUP), as
+/// under sysstat, which does not catch it; SIGINT does not: sysstat catches
+/// it whatever its state, and a script stops a run it started with `&`
+/// (SIGINT ignored, without job control) with `kill -INT`, which still
+/// closes the JSON document.
+#[test]
+fn a_stop_signal_ignored_at_the_start_stays_ignored_but_sigint() {
+    use std::os::unix::process::CommandExt;
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    let (root, _) = healthy_tree("ignored-signals");
+    let mut command = Command::new(&bin);
+    command
+        .args(["--sysroot", root.to_str().unwrap(), "-o", "JSON", "0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: signal(2) only, async-signal-safe, in the child before exec.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGHUP, libc::SIGQUIT, libc::SIGTERM, libc::SIGINT] {
+                libc::signal(signal, libc::SIG_IGN);
+            }
+            Ok(())
+        })
+    };
+    let mut child = KillOnDrop(command.spawn().expect("spawn"));
+    let out = Collected::new(child.stdout.take().unwrap());
+    procstate::await_polling(child.id());
+    let bit = |signal: i32| 1u64 << (signal - 1);
+    let (ignoring, catching) = signal_masks(child.id());
+    for signal in [libc::SIGHUP, libc::SIGQUIT, libc::SIGTERM] {
+        assert_ne!(ignoring & bit(signal), 0, "signal {signal} not ignored");
+    }
+    for signal in [libc::SIGINT, libc::SIGUSR1, libc::SIGXFSZ] {
+        assert_ne!(catching & bit(signal), 0, "signal {signal} not caught");
+    }
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("iostat-rs did not stop on SIGINT"));
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let out = out.until_end("iostat-rs", Duration::from_secs(5));
+    serde_json::from_slice::<serde_json::Value>(&out)
+        .unwrap_or_else(|e| panic!("not one closed JSON document ({e})"));
+    let _ = fs::remove_dir_all(root.parent().unwrap());
+}
+
 /// The descriptors `pid` holds: descriptor number and what it points to.
 fn open_descriptors(pid: u32) -> Vec<(String, String)> {
     let mut open: Vec<(String, String)> = fs::read_dir(format!("/proc/{pid}/fd"))

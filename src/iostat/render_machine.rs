@@ -146,7 +146,8 @@ fn latency_values(
         out.extend(std::iter::repeat_n(Value::Missing, n));
         return;
     };
-    for op in stats.ops {
+    // A withheld operation (None) is as one without requests: no value.
+    for op in stats.ops.unwrap_or_default() {
         match op {
             Some(v) => out.extend(v.map(|ms| Value::Float(ms / 1000.0))),
             None => out.extend([Value::Missing, Value::Missing, Value::Missing]),

@@ -417,13 +417,24 @@ impl TextRenderer {
             self.buf.push_str("      -      -");
             return;
         };
-        for op in l.ops {
-            for v in op.unwrap_or_default() {
-                self.f(7, 2, v);
+        match l.ops {
+            Some(ops) => {
+                for v in ops.into_iter().flat_map(Option::unwrap_or_default) {
+                    self.f(7, 2, v);
+                }
+            }
+            None => {
+                for _ in 0..OP_NAMES.len() * 3 {
+                    self.buf.push_str("       -");
+                }
             }
         }
-        let [p50, max] = l.depth.unwrap_or_default();
-        let _ = write!(self.buf, " {p50:6} {max:6}");
+        match l.depth {
+            Some([p50, max]) => {
+                let _ = write!(self.buf, " {p50:6} {max:6}");
+            }
+            None => self.buf.push_str("      -      -"),
+        }
     }
 
     fn ext_row_part(&mut self, s: &super::model::ExtStats, part: usize) {

@@ -78,7 +78,7 @@ impl Sample<'_> {
     pub fn latency_stats(&self, row: &DeviceRow) -> Option<LatencyStats> {
         let h = self.histograms(row)?;
         let mut stats = match coverage::shortfall(&h, row.prev, row.cur) {
-            Some(_) => LatencyStats::default(),
+            Some(_) => LatencyStats::WITHHELD,
             None => LatencyStats::of(&h),
         };
         if self.depth_held_up(row).is_some() || self.latency.is_some_and(|l| l.lost > 0) {

@@ -2209,6 +2209,23 @@ fn lost_samples_are_told_on_stderr() {
             "{stderr}"
         );
         if format.is_empty() {
+            // The depth columns end each device row: `-` in every row of
+            // the third report (unknown, not 0); numbers in rows of the
+            // second and fourth (the first, since boot, shows none).
+            let out = text(&replay.stdout);
+            let sections: Vec<&str> = out.split("\nDevice").skip(1).collect();
+            assert_eq!(sections.len(), 4, "{out}");
+            let shown: Vec<(usize, usize)> = sections
+                .iter()
+                .map(|section| {
+                    let rows = section.lines().skip(1).take_while(|l| !l.is_empty());
+                    let (withheld, shown): (Vec<&str>, Vec<&str>) =
+                        rows.partition(|r| r.ends_with("      -      -"));
+                    (shown.len(), withheld.len())
+                })
+                .collect();
+            assert!(shown[2].0 == 0 && shown[2].1 > 0, "{shown:?}: {out}");
+            assert!(shown[1].0 > 0 && shown[3].0 > 0, "{shown:?}: {out}");
             continue;
         }
         // Per report, the depths shown and the devices measured.

@@ -90,19 +90,30 @@ impl Latency {
     }
 }
 
-/// What the reports show of one device's histograms.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What the reports show of one device's histograms: `-` in the text
+/// report and `null` in the machine formats where a figure is withheld
+/// (`None`), since a withheld figure is unknown, not zero.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LatencyStats {
-    /// Per operation: p50, p99 and max latency in ms (`None`: no request).
-    pub ops: [Option<[f64; 3]>; OPS],
+    /// Per operation: p50, p99 and max latency in ms (`None`: no request,
+    /// shown as 0.00 in text as sysstat shows an `r_await` without reads);
+    /// `None` where the histograms fall short (`coverage::shortfall`).
+    pub ops: Option<[Option<[f64; 3]>; OPS]>,
     /// Time-weighted queue depth p50 (an upper bound, as the latencies':
     /// the device was at or below it for at least half of the interval)
-    /// and max (`None`: not measured).
+    /// and max, 0 for a device idle all along; `None` where withheld.
     pub depth: Option<[u64; 2]>,
 }
 
 impl LatencyStats {
-    /// The figures of `h`.
+    /// Nothing shown: the histograms fall short of the kernel's counts.
+    pub const WITHHELD: LatencyStats = LatencyStats {
+        ops: None,
+        depth: None,
+    };
+
+    /// The figures of `h`. A device the tracker did not follow in the
+    /// interval (an empty depth histogram) was idle all along: depth 0.
     pub fn of(h: &DeviceHistograms) -> LatencyStats {
         let ms = |ns: u64| ns as f64 / 1e6;
         let mut ops = [None; OPS];
@@ -112,9 +123,13 @@ impl LatencyStats {
                 .zip(hist.quantile_high(0.99))
                 .map(|(p50, p99)| [ms(p50), ms(p99), ms(hist.max)]);
         }
+        let depth = h
+            .depth
+            .quantile_high(0.5)
+            .map_or([0, 0], |p50| [p50, h.depth.max]);
         LatencyStats {
-            ops,
-            depth: h.depth.quantile_high(0.5).map(|p50| [p50, h.depth.max]),
+            ops: Some(ops),
+            depth: Some(depth),
         }
     }
 }
@@ -147,10 +162,11 @@ pub fn buckets_json(h: &Histogram) -> String {
 
 /// `-o JSON`'s `latency` object of one device: per operation `p50`, `p99`
 /// and `max` in ms of `stats` (`%.2f`, 0.00 without requests, as the text
-/// report) and `buckets_ns` of `h`; the queue depth's `p50`, `max` and
-/// `buckets` (depths and the ns spent at them); the samples the kernel
-/// `lost`, and the device's requests whose completion never arrived
-/// (`undelivered`): the histograms miss both.
+/// report; `null` where withheld) and `buckets_ns` of `h`; the queue
+/// depth's `p50`, `max` (`null` where withheld) and `buckets` (depths and
+/// the ns spent at them); the samples the kernel `lost`, and the device's
+/// requests whose completion never arrived (`undelivered`): the histograms
+/// miss both.
 pub fn json_object(
     h: &DeviceHistograms,
     stats: &LatencyStats,
@@ -158,19 +174,28 @@ pub fn json_object(
     undelivered: u64,
 ) -> String {
     let mut out = String::from("{");
-    for ((name, op), hist) in OP_NAMES.iter().zip(stats.ops).zip(&h.latency) {
-        let [p50, p99, max] = op.unwrap_or_default();
-        let _ = write!(
-            out,
-            "\"{name}\": {{\"p50\": {p50:.2}, \"p99\": {p99:.2}, \"max\": {max:.2}, \"buckets_ns\": {}}}, ",
-            buckets_json(hist)
-        );
+    for (i, (name, hist)) in OP_NAMES.iter().zip(&h.latency).enumerate() {
+        let _ = write!(out, "\"{name}\": {{");
+        match stats.ops.map(|ops| ops[i].unwrap_or_default()) {
+            Some([p50, p99, max]) => {
+                let _ = write!(
+                    out,
+                    "\"p50\": {p50:.2}, \"p99\": {p99:.2}, \"max\": {max:.2}"
+                );
+            }
+            None => out.push_str("\"p50\": null, \"p99\": null, \"max\": null"),
+        }
+        let _ = write!(out, ", \"buckets_ns\": {}}}, ", buckets_json(hist));
     }
-    let [p50, max] = stats.depth.unwrap_or_default();
+    match stats.depth {
+        Some([p50, max]) => {
+            let _ = write!(out, "\"qd\": {{\"p50\": {p50}, \"max\": {max}");
+        }
+        None => out.push_str("\"qd\": {\"p50\": null, \"max\": null"),
+    }
     let _ = write!(
         out,
-        "\"qd\": {{\"p50\": {p50}, \"max\": {max}, \"buckets\": {}}}, \"lost\": {lost}, \
-         \"undelivered\": {undelivered}}}",
+        ", \"buckets\": {}}}, \"lost\": {lost}, \"undelivered\": {undelivered}}}",
         buckets_json(&h.depth)
     );
     out
@@ -190,8 +215,9 @@ mod tests {
         h.depth.add(1, 5);
         h.depth.add(3, 1);
         let s = LatencyStats::of(&h);
-        assert_eq!(s.ops[0], Some([2.031615, 2.031615, 20.0]));
-        assert_eq!(s.ops[1], None);
+        let ops = s.ops.unwrap();
+        assert_eq!(ops[0], Some([2.031615, 2.031615, 20.0]));
+        assert_eq!(ops[1], None);
         assert_eq!(s.depth, Some([1, 3]));
         assert_eq!(buckets_text(&h.depth), "1-1:5 3-3:1");
         assert_eq!(buckets_json(&h.depth), "[[1, 1, 5], [3, 3, 1]]");
@@ -203,6 +229,22 @@ mod tests {
         assert_eq!(json["qd"]["buckets"][1][2], 1);
         assert_eq!(json["lost"], 2);
         assert_eq!(json["undelivered"], 3);
+        // Idle all along: depth 0, latencies as without requests.
+        let idle = LatencyStats::of(&DeviceHistograms::default());
+        assert_eq!(idle.depth, Some([0, 0]));
+        assert_eq!(idle.ops, Some([None; OPS]));
+        // Withheld: unknown, not zero.
+        let json = json_object(&h, &LatencyStats::WITHHELD, 0, 0);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(
+            json["r"]["p50"].is_null() && json["d"]["max"].is_null(),
+            "{json}"
+        );
+        assert!(
+            json["qd"]["p50"].is_null() && json["qd"]["max"].is_null(),
+            "{json}"
+        );
+        assert_eq!(json["qd"]["buckets"][1][2], 1);
     }
 
     #[test]

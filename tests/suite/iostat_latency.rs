@@ -1196,6 +1196,13 @@ fn the_first_report_and_groups_show_no_latency() {
     let args = ["-x", "--latency", "-g", "G", &device, "0.3", "3"];
     let json_args = [&args[..], &["-o", "JSON"]].concat();
     let live = record_with_io(rec_s, &json_args);
+    // Replayed, as live, with the notes on stderr: where the disk's
+    // histograms fell short of the kernel's counts (another test's I/O on
+    // it, under load), its figures are withheld (null, `-`), and said so.
+    let replay = iostat(&[&["--replay", rec_s][..], &json_args].concat());
+    assert_eq!(text(&replay.stdout), live);
+    let note = format!("iostat-rs: --latency: {device}: ");
+    let withheld = text(&replay.stderr).lines().any(|l| l.starts_with(&note));
     let doc: serde_json::Value = serde_json::from_str(&live).expect("valid JSON");
     let reports = doc["sysstat"]["hosts"][0]["statistics"].as_array().unwrap();
     assert_eq!(reports.len(), 3, "{live}");
@@ -1204,9 +1211,9 @@ fn the_first_report_and_groups_show_no_latency() {
         assert_eq!(rows.len(), 2, "{live}");
         for row in rows {
             let measured = i > 0 && row["disk_device"] == device.as_str();
-            assert_eq!(
-                row["latency"]["r"]["p50"].is_number(),
-                measured,
+            let p50 = &row["latency"]["r"]["p50"];
+            assert!(
+                p50.is_number() == measured || (measured && withheld && p50.is_null()),
                 "report {i}: {row}"
             );
             assert_eq!(row["latency"].is_null(), !measured, "report {i}: {row}");
@@ -1227,12 +1234,12 @@ fn the_first_report_and_groups_show_no_latency() {
     for (i, row) in rows.iter().enumerate() {
         let latency = &row[row.len() - 14..];
         let measured = i >= 2 && row[0] == device;
-        assert_eq!(
-            latency.iter().all(|c| *c == "-"),
-            !measured,
+        let none = latency.iter().all(|c| *c == "-");
+        assert!(
+            none != measured || (measured && withheld),
             "row {i}: {row:?}\n{out}"
         );
-        if measured {
+        if measured && !none {
             assert!(latency.iter().all(|c| c.parse::<f64>().is_ok()), "{row:?}");
         }
     }

@@ -230,6 +230,7 @@ impl SvgCharts {
                     h.add_at(series, k, v);
                 }
             }
+            self.fold_gone();
         }
         if let Some(cpu) = &mut self.cpu {
             cpu.begin_sample(time);
@@ -288,14 +289,15 @@ impl SvgCharts {
                     points: h.merged_at(&[i], k),
                 })
                 .collect();
-            if !rest.is_empty() {
+            let others = rest.len() + h.folded_count();
+            if others > 0 {
                 lines.push(Line {
-                    name: match rest.len() {
+                    name: match others {
                         1 => "1 other device (min-max)".into(),
                         n => format!("{n} other devices (min-max)"),
                     },
                     colour: REST,
-                    points: h.merged_at(&rest, k),
+                    points: h.merged_with_folded_at(&rest, k),
                 });
             }
             panels.push(Panel {
@@ -310,6 +312,29 @@ impl SvgCharts {
         Chart {
             title: self.title.clone(),
             panels,
+        }
+    }
+
+    /// Once the history holds more devices than its budget, folds those
+    /// not in this report and not drawn alone into the envelope of the
+    /// others: a device that comes and goes with a name never seen again
+    /// (a `dm-N`, say) would otherwise keep its own series for ever (8 KiB
+    /// and more each). The chart is the same: a folded device's peak
+    /// stays as it was while the others' only rise and newer devices rank
+    /// after it on a tie, so it would never have been drawn alone. Unless
+    /// it comes back: then it starts a series of its own, its values
+    /// before in the envelope.
+    fn fold_gone(&mut self) {
+        if !self
+            .devices_history
+            .as_ref()
+            .is_some_and(History::over_budget)
+        {
+            return;
+        }
+        let (shown, _) = self.ranked();
+        if let Some(h) = &mut self.devices_history {
+            h.fold(|i| shown.contains(&i));
         }
     }
 

@@ -9,8 +9,13 @@
 //! number of series expected, and again as more appear (at least 64
 //! buckets, at most 512: a chart 1280 px wide has about 1,000 pixel columns
 //! of plot).
+//!
+//! A run whose devices come and go (names never repeated) would add a
+//! series for each: [`History::fold`] merges the series the caller no
+//! longer needs apart into one envelope, so that the series held stay
+//! within the budget however many have come and gone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What one bucket holds of one series.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,6 +78,25 @@ fn cap_for(series: usize, width: usize) -> usize {
     (BUDGET_CELLS / (series.max(1) * width)).clamp(64, 512) & !1
 }
 
+/// The series of `width` values the budget holds at the fewest buckets
+/// (64): past this many, [`History::over_budget`].
+fn series_in_budget(width: usize) -> usize {
+    BUDGET_CELLS / (64 * width)
+}
+
+/// `cells` (buckets of `w` cells) with neighbouring buckets merged.
+fn halve_cells(cells: &[Cell], w: usize) -> Vec<Cell> {
+    cells
+        .chunks(2 * w)
+        .flat_map(|pair| {
+            (0..w).map(move |k| {
+                let second = pair.get(w + k).copied().unwrap_or(EMPTY);
+                pair[k].merge(second)
+            })
+        })
+        .collect()
+}
+
 /// Named series sharing one bucketed time axis; each series holds `width`
 /// values per sample (the metrics of one device, say), found by one name
 /// lookup.
@@ -90,6 +114,17 @@ pub struct History {
     cells: Vec<Vec<Cell>>,
     /// Per series, `width` peaks.
     peaks: Vec<Vec<f64>>,
+    /// Per series, the last sample it was looked up in.
+    last_seen: Vec<u64>,
+    /// Samples begun so far.
+    samples: u64,
+    /// The series [`History::fold`] merged, bucket after bucket, `width`
+    /// cells each.
+    folded: Vec<Cell>,
+    /// Their names, less those that came back as series.
+    folded_names: HashSet<String>,
+    /// More series than this are [`History::over_budget`].
+    fold_at: usize,
 }
 
 impl History {
@@ -111,6 +146,11 @@ impl History {
             index: HashMap::new(),
             cells: Vec::new(),
             peaks: Vec::new(),
+            last_seen: Vec::new(),
+            samples: 0,
+            folded: Vec::new(),
+            folded_names: HashSet::new(),
+            fold_at: series_in_budget(width),
         }
     }
 
@@ -121,12 +161,13 @@ impl History {
                 self.halve();
             }
             self.times.push((time, time));
-            for c in &mut self.cells {
+            for c in self.cells.iter_mut().chain([&mut self.folded]) {
                 c.extend(std::iter::repeat_n(EMPTY, self.width));
             }
             self.in_last = 0;
         }
         self.in_last += 1;
+        self.samples += 1;
         if let Some(last) = self.times.last_mut() {
             last.1 = time;
         }
@@ -139,16 +180,8 @@ impl History {
             .map(|p| (p[0].0, p[p.len() - 1].1))
             .collect();
         let w = self.width;
-        for c in &mut self.cells {
-            *c = c
-                .chunks(2 * w)
-                .flat_map(|pair| {
-                    (0..w).map(move |k| {
-                        let second = pair.get(w + k).copied().unwrap_or(EMPTY);
-                        pair[k].merge(second)
-                    })
-                })
-                .collect();
+        for c in self.cells.iter_mut().chain([&mut self.folded]) {
+            *c = halve_cells(c, w);
         }
         self.per_bucket *= 2;
     }
@@ -157,8 +190,10 @@ impl History {
     /// than expected lower the number of buckets to stay in the budget.
     pub fn series(&mut self, name: &str) -> usize {
         if let Some(&i) = self.index.get(name) {
+            self.last_seen[i] = self.samples;
             return i;
         }
+        self.folded_names.remove(name);
         let i = self.names.len();
         self.cap = self.cap.min(cap_for(i + 1, self.width));
         while self.times.len() > self.cap {
@@ -171,7 +206,54 @@ impl History {
         self.index.insert(name.to_string(), i);
         self.cells.push(vec![EMPTY; self.times.len() * self.width]);
         self.peaks.push(vec![f64::NEG_INFINITY; self.width]);
+        self.last_seen.push(self.samples);
         i
+    }
+
+    /// Whether more series are held than the budget has room for at 64
+    /// buckets (or, after a [`History::fold`], twice as many as it kept):
+    /// time to fold.
+    pub fn over_budget(&self) -> bool {
+        self.names.len() > self.fold_at
+    }
+
+    /// Merges into one envelope ([`History::merged_with_folded_at`]) every
+    /// series that was not looked up in the current sample and that
+    /// `keep` (given its index) does not keep. The series kept keep their
+    /// order; their indexes change. A name folded that comes back starts a
+    /// new series (its earlier values stay in the envelope).
+    pub fn fold(&mut self, keep: impl Fn(usize) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.names.len() {
+            if self.last_seen[i] == self.samples || keep(i) {
+                self.names.swap(kept, i);
+                self.cells.swap(kept, i);
+                self.peaks.swap(kept, i);
+                self.last_seen.swap(kept, i);
+                kept += 1;
+            } else {
+                for (f, c) in self.folded.iter_mut().zip(&self.cells[i]) {
+                    *f = f.merge(*c);
+                }
+            }
+        }
+        self.folded_names.extend(self.names.drain(kept..));
+        self.cells.truncate(kept);
+        self.peaks.truncate(kept);
+        self.last_seen.truncate(kept);
+        self.index = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), i))
+            .collect();
+        self.fold_at = series_in_budget(self.width).max(2 * kept);
+    }
+
+    /// How many names [`History::fold`] merged (a name counted once
+    /// however often folded, and no longer once it came back).
+    pub fn folded_count(&self) -> usize {
+        self.folded_names.len()
     }
 
     /// Adds `value` to series `series` in the current sample; non-finite
@@ -232,14 +314,28 @@ impl History {
     /// together held in it (min of the mins, max of the maxes, mean of
     /// every value).
     pub fn merged_at(&self, series: &[usize], k: usize) -> Vec<(f64, Option<Span>)> {
+        self.merge(series, false, k)
+    }
+
+    /// [`History::merged_at`], the series folded included.
+    pub fn merged_with_folded_at(&self, series: &[usize], k: usize) -> Vec<(f64, Option<Span>)> {
+        self.merge(series, true, k)
+    }
+
+    /// What `series` (and, with `folded`, the series folded) held in each
+    /// bucket as their `k`th values.
+    fn merge(&self, series: &[usize], folded: bool, k: usize) -> Vec<(f64, Option<Span>)> {
         let w = self.width;
+        let folded = folded.then_some(&self.folded);
         self.times
             .iter()
             .enumerate()
             .map(|(b, (t0, t1))| {
                 let cell = series
                     .iter()
-                    .filter_map(|&s| self.cells.get(s).and_then(|c| c.get(b * w + k)))
+                    .filter_map(|&s| self.cells.get(s))
+                    .chain(folded)
+                    .filter_map(|c| c.get(b * w + k))
                     .fold(EMPTY, |acc, c| acc.merge(*c));
                 ((t0 + t1) / 2.0, cell.span())
             })
@@ -337,5 +433,44 @@ mod tests {
             (128.0, span(-128.0, -128.0, -128.0))
         );
         assert_eq!((h.peak_at(s, 0), h.peak_at(s, 1)), (Some(128.0), Some(0.0)));
+    }
+
+    /// Two samples of `n` devices each, none in both, into `h`: the first
+    /// `sdN` (value N), the second `dmN` (value -N).
+    fn two_disjoint_samples(h: &mut History, n: u32) {
+        for (t, prefix, sign) in [(0.0, "sd", 1.0), (1.0, "dm", -1.0)] {
+            h.begin_sample(t);
+            for i in 0..n {
+                let s = h.series(&format!("{prefix}{i}"));
+                h.add_at(s, 1, sign * f64::from(i));
+            }
+        }
+    }
+
+    #[test]
+    fn series_gone_fold_into_one_envelope_and_leave_the_budget() {
+        let n = series_in_budget(8) as u32 / 2 + 1;
+        let mut h = History::wide(1, 8);
+        two_disjoint_samples(&mut h, n);
+        let all: Vec<usize> = (0..h.names().len()).collect();
+        let whole = h.merged_at(&all, 1);
+        assert!(h.over_budget(), "{} series", h.names().len());
+        // sd7 is kept (drawn alone, say); the other sdN were not in the
+        // latest sample and fold.
+        let sd7 = h.names().iter().position(|name| name == "sd7");
+        h.fold(|i| Some(i) == sd7);
+        assert_eq!(h.names().len(), n as usize + 1);
+        assert_eq!(h.names()[0], "sd7");
+        assert_eq!(h.folded_count(), n as usize - 1);
+        assert!(!h.over_budget());
+        let live: Vec<usize> = (0..h.names().len()).collect();
+        let merged = h.merged_with_folded_at(&live, 1);
+        assert_eq!(merged, whole, "the same envelope");
+        let dm3 = h.series("dm3");
+        assert_eq!(h.peak_at(dm3, 1), Some(-3.0));
+        // A name folded that comes back is a series again, counted once.
+        let sd0 = h.series("sd0");
+        assert_eq!(h.folded_count(), n as usize - 2);
+        assert_eq!(h.points(sd0)[..2], [(0.0, None), (1.0, None)]);
     }
 }

@@ -8,8 +8,12 @@ A vcpustat recording has VCPUS vCPUs and FRAMES one-second samples of
 /proc/powerpc/vcpudispatch_stats; vCPU 5 runs off its home node more and
 more, vCPU 2 is dispatched further and further away.
 
+An iostat-rs churn recording has, in each of FRAMES samples, two devices
+present throughout and DEVICES devices never seen before (bench/churn.sh).
+
 usage: make_recordings.py iostat DEVICES FRAMES OUT
        make_recordings.py vcpustat VCPUS FRAMES OUT
+       make_recordings.py churn DEVICES FRAMES OUT
 """
 import json
 import sys
@@ -71,6 +75,33 @@ def iostat(devices, frames, out):
             f.write(json.dumps(frame) + "\n")
 
 
+def churn(devices, frames, out):
+    header = {
+        "format": "hwstat-recording",
+        "version": 1,
+        "tool": "iostat-rs",
+        "args": ["-x", "1"],
+        "uname": {"sysname": "Linux", "nodename": "churn", "release": "6.18.0",
+                  "version": "#1", "machine": "x86_64"},
+        "start_unix_ns": START * 10**9,
+    }
+    with open(out, "w") as f:
+        f.write(json.dumps(header) + "\n")
+        for t in range(frames):
+            devs = ["sda", "sdb"] + [f"dm-{t * devices + j}" for j in range(devices)]
+            entries = {
+                "read /proc/diskstats": {"text": diskstats(devs, t + 1)},
+                "list /sys/block": {"list": devs},
+                "read /proc/stat": {"text": stat(t)},
+                "read /proc/uptime": {"text": f"{5000 + t}.00 100.00\n"},
+            }
+            if t == 0:
+                entries["list /sys/devices/system/cpu"] = {"list": ["cpu0"]}
+            frame = {"index": t, "time_unix_ns": (START + t) * 10**9,
+                     "elapsed_ns": t * 10**9, "entries": entries}
+            f.write(json.dumps(frame) + "\n")
+
+
 def vcpu_counts(cpu, t):
     """Cumulative counters of one vCPU after t seconds: total, core, chip,
     socket, cec, home, adj, far."""
@@ -115,7 +146,7 @@ def vcpustat(vcpus, frames, out):
 
 
 if __name__ == "__main__":
-    tools = {"iostat": iostat, "vcpustat": vcpustat}
+    tools = {"iostat": iostat, "vcpustat": vcpustat, "churn": churn}
     if len(sys.argv) != 5 or sys.argv[1] not in tools:
         sys.exit(__doc__)
     tools[sys.argv[1]](int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

@@ -244,15 +244,30 @@ pub fn size_limit(path: &str) -> u64 {
     }
 }
 
+/// A file larger than the limit of its kind (in bytes): not the kernel's.
+#[derive(Debug)]
+struct TooLarge(u64);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "larger than {} KiB, more than any kernel file of its kind holds",
+            self.0 >> 10
+        )
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
 /// The error for a file larger than `limit` bytes.
 fn too_large(limit: u64) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!(
-            "larger than {} KiB, more than any kernel file of its kind holds",
-            limit >> 10
-        ),
-    )
+    io::Error::new(io::ErrorKind::InvalidData, TooLarge(limit))
+}
+
+/// Whether `err` is [`too_large`]'s.
+fn is_too_large(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|e| e.is::<TooLarge>())
 }
 
 /// Passes every complete line of `text` to `each`; returns how many bytes
@@ -391,18 +406,21 @@ pub fn descriptor_advice(err: &io::Error) -> &'static str {
     }
 }
 
-/// The first kernel input that could not be read for want of a file
-/// descriptor: `EMFILE` (the process's open-file limit, `ulimit -n`) or
-/// `ENFILE` (the system's file table). Such a failure says nothing about
-/// the file: read as "absent", as sysstat reads a failed `open`, a device
-/// or a name would vanish from a report that still looks whole. The
-/// sources note it, and [`Source::check_answered`] fails on it.
+/// The first kernel input that could not be read for a reason that a
+/// report read as "absent", as sysstat reads a failed `open` or `fgets`,
+/// would hide: a failure for want of a file descriptor, `EMFILE` (the
+/// process's open-file limit, `ulimit -n`) or `ENFILE` (the system's file
+/// table), which says nothing about the file, or a file larger than any
+/// kernel file of its kind ([`size_limit`], under `--sysroot`), of which
+/// only the lines before the limit would count. A device or a name would
+/// vanish from a report that still looks whole. The sources note such
+/// failures, and [`Source::check_answered`] fails on them.
 #[derive(Debug, Default)]
-pub struct OutOfDescriptors(std::cell::OnceCell<String>);
+pub struct UnreadInputs(std::cell::OnceCell<String>);
 
-impl OutOfDescriptors {
-    /// Passes `result` on, noting it first when it failed for want of a
-    /// descriptor (the first such failure is kept).
+impl UnreadInputs {
+    /// Passes `result` on, noting it first when it failed in a way a
+    /// report must not hide (the first such failure is kept).
     #[inline]
     pub fn note<T>(&self, path: &str, result: io::Result<T>) -> io::Result<T> {
         if let Err(err) = &result {
@@ -416,6 +434,10 @@ impl OutOfDescriptors {
     fn note_error(&self, path: &str, err: &io::Error) {
         if is_out_of_descriptors(err) {
             let _ = self.0.set(out_of_descriptors(path, err));
+        } else if is_too_large(err) {
+            let _ = self
+                .0
+                .set(format!("cannot read {}: {err}", super::escape::text(path)));
         }
     }
 
@@ -444,8 +466,8 @@ pub struct RootFs {
     /// fewer bytes than a hash map hashes, and brings no hashing code to
     /// the pages a run executes.
     kept: RefCell<Vec<(String, Option<File>)>>,
-    /// The first input that could not be read for want of a descriptor.
-    out_of_descriptors: OutOfDescriptors,
+    /// The first input a report would hide as absent (see [`UnreadInputs`]).
+    unread: UnreadInputs,
 }
 
 impl RootFs {
@@ -455,7 +477,7 @@ impl RootFs {
             root: Root::new(root),
             opened: Instant::now(),
             kept: RefCell::new(Vec::new()),
-            out_of_descriptors: OutOfDescriptors::default(),
+            unread: UnreadInputs::default(),
         }
     }
 
@@ -545,12 +567,13 @@ fn read_capped(file: &File, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
 impl Source for RootFs {
     fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
         if let Some(result) = self.read_kept(path, buf) {
-            return self.out_of_descriptors.note(path, result);
+            return self.unread.note(path, result);
         }
         // A freshly opened file is at offset 0 already: no seek, which
         // debugfs attribute files (dtl_event_mask) refuse with ESPIPE.
-        let file = self.out_of_descriptors.note(path, self.open(path))?;
-        read_capped(&file, size_limit(path), buf)
+        let file = self.unread.note(path, self.open(path))?;
+        self.unread
+            .note(path, read_capped(&file, size_limit(path), buf))
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
@@ -558,7 +581,7 @@ impl Source for RootFs {
         let listed = self.root.for_each_entry(path, &mut |name| {
             names.push(osname::from_bytes(name.as_bytes()).into_owned())
         });
-        self.out_of_descriptors.note(path, listed)?;
+        self.unread.note(path, listed)?;
         Ok(names)
     }
 
@@ -572,7 +595,7 @@ impl Source for RootFs {
         let mut kept = self.kept.borrow_mut();
         if let Some((_, slot)) = kept.iter_mut().find(|(p, _)| p == path) {
             if slot.is_none() {
-                *slot = Some(self.out_of_descriptors.note(path, self.open(path))?);
+                *slot = Some(self.unread.note(path, self.open(path))?);
             }
             let file = slot.as_ref().expect("opened above");
             let result = read_lines(file, limit, buf, each);
@@ -580,38 +603,32 @@ impl Source for RootFs {
                 // The file may have gone away: reopen next time.
                 *slot = None;
             }
-            return result;
+            return self.unread.note(path, result);
         }
         drop(kept);
-        let file = self.out_of_descriptors.note(path, self.open(path))?;
-        read_lines(&file, limit, buf, each)
+        let file = self.unread.note(path, self.open(path))?;
+        self.unread.note(path, read_lines(&file, limit, buf, each))
     }
 
     fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {
         let listed = self
             .root
             .for_each_entry(path, &mut |name| each(&osname::from_bytes(name.as_bytes())));
-        self.out_of_descriptors.note(path, listed)
+        self.unread.note(path, listed)
     }
 
     fn read_link(&self, path: &str) -> io::Result<String> {
-        let target = self
-            .out_of_descriptors
-            .note(path, self.root.read_link(path))?;
+        let target = self.unread.note(path, self.root.read_link(path))?;
         Ok(osname::from_bytes(target.as_os_str().as_bytes()).into_owned())
     }
 
     fn device_number(&self, path: &str) -> io::Result<(u32, u32)> {
-        let rdev = self
-            .out_of_descriptors
-            .note(path, self.root.stat(path))?
-            .st_rdev;
+        let rdev = self.unread.note(path, self.root.stat(path))?.st_rdev;
         Ok((libc::major(rdev), libc::minor(rdev)))
     }
 
     fn canonicalize(&self, path: &str) -> io::Result<String> {
-        self.out_of_descriptors
-            .note(path, self.root.canonicalize(path))
+        self.unread.note(path, self.root.canonicalize(path))
     }
 
     fn is_dir(&self, path: &str) -> bool {
@@ -619,13 +636,13 @@ impl Source for RootFs {
     }
 
     fn try_is_dir(&self, path: &str) -> io::Result<bool> {
-        self.out_of_descriptors
+        self.unread
             .note(path, self.root.stat(path))
             .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
     }
 
     fn check_answered(&self) -> io::Result<()> {
-        self.out_of_descriptors.check()
+        self.unread.check()
     }
 
     fn write_command(&self, path: &str, data: &[u8]) -> io::Result<()> {

@@ -195,6 +195,18 @@ fn iostat_refuses_huge_files_and_dev_zero_at_once() {
     let out = run(IOSTAT, &["--sysroot", root.to_str().unwrap(), "-x"]);
     assert_one_line_error(&out, "/proc/stat", "larger than 65536 KiB");
     fs::remove_dir_all(&root).unwrap();
+    // Read line by line, /proc/diskstats too: its lines before the limit
+    // would have made a report without the devices after it.
+    for args in [&["-d"][..], &["-d", "-p", "ALL"], &["-x", "-o", "JSON"]] {
+        let root = iostat_tree(&dir);
+        let huge = fs::File::create(root.join("proc/diskstats")).unwrap();
+        huge.set_len((64 << 20) + 1).unwrap();
+        let mut args = args.to_vec();
+        args.extend(["--sysroot", root.to_str().unwrap()]);
+        let out = run(IOSTAT, &args);
+        assert_one_line_error(&out, "/proc/diskstats", "larger than 65536 KiB");
+        fs::remove_dir_all(&root).unwrap();
+    }
     // A link to /dev/zero: inside the root, there is no such file.
     let root = iostat_tree(&dir);
     fs::remove_file(root.join("proc/stat")).unwrap();

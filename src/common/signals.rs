@@ -162,13 +162,17 @@ impl StopSignal {
         }
     }
 
-    /// The stop signal received, if a process sent it (kill(2)): `None`
-    /// also when the kernel did (`si_code` `SI_KERNEL`), as a terminal's
-    /// Ctrl-C and `Ctrl-\` come, to its whole foreground process group at
-    /// once, or a CPU time limit's SIGXCPU, to this process for its own use.
-    pub fn caught_from_process(&self) -> Option<i32> {
+    /// The stop signal received, if it was a terminal's Ctrl-C or `Ctrl-\`
+    /// (SIGINT or SIGQUIT from the kernel, `si_code` `SI_KERNEL`), which
+    /// comes to the terminal's whole foreground process group at once.
+    /// `None` for one a process sent (kill(2)), and for the other signals
+    /// the kernel sends to this process alone: a CPU time limit's SIGXCPU,
+    /// a timer's SIGALRM (timers and limits survive exec), a SIGIO.
+    pub fn caught_from_terminal(&self) -> Option<i32> {
         let caught = self.caught.load(Ordering::SeqCst);
-        (caught & FROM_KERNEL == 0 && caught != 0).then_some(caught as i32)
+        let signal = (caught & !FROM_KERNEL) as i32;
+        (caught & FROM_KERNEL != 0 && matches!(signal, libc::SIGINT | libc::SIGQUIT))
+            .then_some(signal)
     }
 
     /// Sleeps until `deadline`. Returns `false` if a stop signal came first

@@ -74,20 +74,20 @@ impl Workload<'_> {
         command.spawn().map_err(|e| self.not_started(e))
     }
 
-    /// Waits for the command to end. A stop signal a process sent to
-    /// cxlstat (`kill`: SIGTERM, SIGHUP...) is passed on to the command, so
-    /// that both end promptly. One from the kernel is not, while the
-    /// command is in cxlstat's process group: a terminal's Ctrl-C (or
-    /// `Ctrl-\`) reaches the command by itself, as it reaches perf stat's,
-    /// and once is what a command that handles it (a first Ctrl-C to
-    /// finish, a second to abort) expects. A command that left the group
-    /// (`setsid`, a shell's job control) gets it from cxlstat, or Ctrl-C
-    /// would leave both waiting.
+    /// Waits for the command to end. A stop signal sent to cxlstat alone
+    /// (`kill`: SIGTERM, SIGHUP...; the kernel's SIGXCPU or SIGALRM) is
+    /// passed on to the command, so that both end promptly. One from the
+    /// terminal is not, while the command is in cxlstat's process group: a
+    /// terminal's Ctrl-C (or `Ctrl-\`) reaches the command by itself, as it
+    /// reaches perf stat's, and once is what a command that handles it (a
+    /// first Ctrl-C to finish, a second to abort) expects. A command that
+    /// left the group (`setsid`, a shell's job control) gets it from
+    /// cxlstat, or Ctrl-C would leave both waiting.
     pub(super) fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
         if let Some(pidfd) = pidfd(child)
             && !stop.wait_readable(pidfd.as_fd())
             && let Some(signal) = stop.caught()
-            && (stop.caught_from_process().is_some() || !in_our_process_group(child))
+            && (stop.caught_from_terminal().is_none() || !in_our_process_group(child))
         {
             // SAFETY: signalling our own child, not yet reaped.
             unsafe { libc::kill(child.id() as i32, signal) };

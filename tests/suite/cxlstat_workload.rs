@@ -220,3 +220,34 @@ fn pseudo_terminal() -> (OwnedFd, OwnedFd) {
     // SAFETY: both descriptors are fresh and owned here.
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
+
+/// A stop signal the kernel sends to cxlstat alone is passed on, as one a
+/// process sends: only a terminal's Ctrl-C and `Ctrl-\` reach the whole
+/// foreground group. Here an alarm set before exec (timers survive it, as
+/// a CPU time limit's SIGXCPU does): the kernel's SIGALRM, `si_code`
+/// SI_KERNEL, ends cxlstat's wait and the command with it, not 600 s later.
+#[test]
+fn a_kernel_signal_to_cxlstat_alone_is_passed_on() {
+    const TEST: &str = "a_kernel_signal_to_cxlstat_alone_is_passed_on";
+    if !perf_usable(TEST) {
+        return;
+    }
+    let root = tree("workload_alarm");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cxlstat"));
+    command
+        .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock"])
+        .args(["--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: alarm(2) only, async-signal-safe, in the child before exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::alarm(2);
+            Ok(())
+        })
+    };
+    let mut child = KillOnDrop(command.spawn().expect("cxlstat starts"));
+    let status = wait_with_timeout(&mut child.0, Duration::from_secs(120), "cxlstat");
+    // The command's status, as a shell shows it: 128 + SIGALRM.
+    assert_eq!(status.code(), Some(128 + libc::SIGALRM), "{status:?}");
+}

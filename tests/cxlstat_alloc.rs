@@ -86,9 +86,9 @@ fn intervals_allocate_nothing_in_steady_state() {
     let root = scratch("alloc");
     software_tree(&root, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
     let root = root.to_str().unwrap();
-    // Each run installs stop-signal handlers into signal-hook's process-wide
-    // registry, which may grow: the longer run goes first so that such
-    // one-off growth can only make the shorter run look worse.
+    // Each run installs stop-signal handlers into signal-hook-registry's
+    // process-wide registry, which may grow: the longer run goes first so
+    // that such one-off growth can only make the shorter run look worse.
     let long = allocations_for(root, "23");
     let short = allocations_for(root, "3");
     assert!(

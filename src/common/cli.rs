@@ -304,11 +304,21 @@ pub fn operand_too_many_status(tool: &str, word: &str) -> i32 {
 }
 
 /// Whether `word`, which clap took for an unknown option, is a negative
-/// number (`vcpustat 1 2 -3`): clap takes INTERVAL and COUNT negative, to
-/// refuse them with their own message, but a third operand for an option.
-pub fn is_negative_number(word: &str) -> bool {
-    word.strip_prefix('-')
-        .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+/// number given as a word of its own in `args` (the program's name first),
+/// before any `--` (`vcpustat 1 2 -3`): clap takes INTERVAL and COUNT
+/// negative, to refuse them with their own message, but a third operand
+/// for an option. Not when `word` is what clap names of a word it split
+/// into short options (`-5` of `-5x`).
+pub fn is_negative_operand(word: &str, args: &[String]) -> bool {
+    let negative = word
+        .strip_prefix('-')
+        .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit() || c == '.'));
+    negative
+        && args
+            .iter()
+            .skip(1)
+            .take_while(|arg| *arg != "--")
+            .any(|arg| arg == word)
 }
 
 /// Ends a command line clap could not parse: `--help` and `--version` print

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{
-    SourceArgs, USAGE_STATUS, is_negative_number, is_output_failure, operand_too_many_status,
+    SourceArgs, USAGE_STATUS, is_negative_operand, is_output_failure, operand_too_many_status,
     output_error_status, parse_error_status, report_error, tell,
 };
 use crate::common::entry::Program;
@@ -46,14 +46,16 @@ pub const PROGRAM: Program = Program {
 
 /// The word after INTERVAL and COUNT (`cxlstat -e x 1 2 3`): an argument
 /// clap did not expect that is no option (a command goes after `--`, so
-/// every other word has a place).
-fn operand_too_many(err: &clap::Error) -> Option<&str> {
+/// every other word has a place), in `args`, the command line.
+fn operand_too_many<'a>(err: &'a clap::Error, args: &[String]) -> Option<&'a str> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if err.kind() != ErrorKind::UnknownArgument {
         return None;
     }
     match err.get(ContextKind::InvalidArg) {
-        Some(ContextValue::String(word)) if !word.starts_with('-') || is_negative_number(word) => {
+        Some(ContextValue::String(word))
+            if !word.starts_with('-') || is_negative_operand(word, args) =>
+        {
             Some(word)
         }
         _ => None,
@@ -97,7 +99,7 @@ pub fn main(raw: Vec<String>) -> i32 {
                     USAGE_STATUS,
                 );
             }
-            return match operand_too_many(&e) {
+            return match operand_too_many(&e, &raw) {
                 Some(word) => operand_too_many_status(TOOL, word),
                 None => parse_error_status(TOOL, &e),
             };

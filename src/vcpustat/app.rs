@@ -127,7 +127,7 @@ pub fn main(args: Vec<String>) -> i32 {
 /// arguments points to that subcommand's help (`see 'vcpustat trace record
 /// --help'`), which lists its options, rather than to vcpustat's.
 fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
-    if let Some(word) = operand_too_many(err) {
+    if let Some(word) = operand_too_many(args, err) {
         return operand_too_many_status(TOOL, &word);
     }
     parse_error_status_with_help(TOOL, &help_command(args), err)
@@ -137,11 +137,14 @@ fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
 /// for a subcommand that cannot follow them; no subcommand has that name,
 /// so it is one operand too many, not a misplaced subcommand. A negative
 /// number there (`vcpustat 1 2 -3`) clap takes for an unknown option.
-fn operand_too_many(err: &clap::Error) -> Option<String> {
+/// `args` is the command line.
+fn operand_too_many(args: &[String], err: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if err.kind() == ErrorKind::UnknownArgument {
         return match err.get(ContextKind::InvalidArg) {
-            Some(ContextValue::String(word)) if cli::is_negative_number(word) => Some(word.clone()),
+            Some(ContextValue::String(word)) if cli::is_negative_operand(word, args) => {
+                Some(word.clone())
+            }
             _ => None,
         };
     }

@@ -192,6 +192,22 @@ fn a_third_operand_is_one_too_many() {
     }
 }
 
+/// A word that is no number but begins with `-` and a digit (`-5x`) is an
+/// unknown option, as clap says, not an operand too many: clap splits it
+/// into short options and names `-5`, which no argument is.
+#[test]
+fn an_unknown_option_that_begins_with_a_digit_is_no_operand() {
+    for args in [&["-5x"][..], &["1", "-5x"], &["1", "2", "-5x"]] {
+        let out = with_fixture(&[args, &["--dry-run", "-e", "clock_ticks"]].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            stderr(&out),
+            "cxlstat: unexpected argument '-5' found (see 'cxlstat --help')\n",
+            "{args:?}"
+        );
+    }
+}
+
 #[test]
 fn per_task_counting_is_refused_with_the_reason() {
     let out = with_fixture(&["-e", "clock_ticks", "-p", "1"]);

@@ -236,6 +236,11 @@ fn a_count_that_is_not_whole_and_a_third_operand_are_named() {
             "invalid value '-1' for '[INTERVAL]': invalid interval \"-1\": expected seconds \
              (2, 0.5) or a duration (250ms, 1m)",
         ),
+        // A word that is no number clap splits into short options, and
+        // names the first: an unknown option, whether or not it begins
+        // with a digit and whatever operands came before it.
+        (&["-5x"], "unexpected argument '-5' found"),
+        (&["1", "2", "-3x"], "unexpected argument '-3' found"),
         // A real subcommand after the operands keeps clap's message (the
         // --sysroot is the test's).
         (

@@ -410,31 +410,44 @@ pub fn descriptor_advice(err: &io::Error) -> &'static str {
 /// report read as "absent", as sysstat reads a failed `open` or `fgets`,
 /// would hide: a failure for want of a file descriptor, `EMFILE` (the
 /// process's open-file limit, `ulimit -n`) or `ENFILE` (the system's file
-/// table), which says nothing about the file, or a file larger than any
-/// kernel file of its kind ([`size_limit`], under `--sysroot`), of which
-/// only the lines before the limit would count. A device or a name would
-/// vanish from a report that still looks whole. The sources note such
-/// failures, and [`Source::check_answered`] fails on them.
+/// table), which says nothing about the file, or a file read line by line
+/// that is larger than any kernel file of its kind ([`size_limit`], under
+/// `--sysroot`), of which only the lines before the limit would count. A
+/// device or a name would vanish from a report that still looks whole.
+/// The sources note such failures, and [`Source::check_answered`] fails on
+/// them. A whole read past the limit is not noted: its caller gets the
+/// error and none of the file, and says so as it says any other (cxlstat
+/// leaves the PMU out with a warning naming the file).
 #[derive(Debug, Default)]
 pub struct UnreadInputs(std::cell::OnceCell<String>);
 
 impl UnreadInputs {
-    /// Passes `result` on, noting it first when it failed in a way a
-    /// report must not hide (the first such failure is kept).
+    /// Passes `result` on, noting it first when it failed for want of a
+    /// descriptor (the first such failure is kept).
     #[inline]
     pub fn note<T>(&self, path: &str, result: io::Result<T>) -> io::Result<T> {
         if let Err(err) = &result {
-            self.note_error(path, err);
+            self.note_error(path, err, false);
+        }
+        result
+    }
+
+    /// [`UnreadInputs::note`] for a read line by line, which also notes a
+    /// file past the size limit: its caller had its first lines already.
+    #[inline]
+    pub fn note_lines<T>(&self, path: &str, result: io::Result<T>) -> io::Result<T> {
+        if let Err(err) = &result {
+            self.note_error(path, err, true);
         }
         result
     }
 
     #[cold]
     #[inline(never)]
-    fn note_error(&self, path: &str, err: &io::Error) {
+    fn note_error(&self, path: &str, err: &io::Error, by_line: bool) {
         if is_out_of_descriptors(err) {
             let _ = self.0.set(out_of_descriptors(path, err));
-        } else if is_too_large(err) {
+        } else if by_line && is_too_large(err) {
             let _ = self
                 .0
                 .set(format!("cannot read {}: {err}", super::escape::text(path)));
@@ -572,8 +585,7 @@ impl Source for RootFs {
         // A freshly opened file is at offset 0 already: no seek, which
         // debugfs attribute files (dtl_event_mask) refuse with ESPIPE.
         let file = self.unread.note(path, self.open(path))?;
-        self.unread
-            .note(path, read_capped(&file, size_limit(path), buf))
+        read_capped(&file, size_limit(path), buf)
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
@@ -603,11 +615,12 @@ impl Source for RootFs {
                 // The file may have gone away: reopen next time.
                 *slot = None;
             }
-            return self.unread.note(path, result);
+            return self.unread.note_lines(path, result);
         }
         drop(kept);
         let file = self.unread.note(path, self.open(path))?;
-        self.unread.note(path, read_lines(&file, limit, buf, each))
+        self.unread
+            .note_lines(path, read_lines(&file, limit, buf, each))
     }
 
     fn for_each_dir_entry(&self, path: &str, each: &mut dyn FnMut(&str)) -> io::Result<()> {

@@ -48,17 +48,22 @@ def stat(t):
     return f"cpu  {u} 0 {s} {idle} {w} 0 0 0 0 0\ncpu0 {u} 0 {s} {idle} {w} 0 0 0 0 0\n"
 
 
-def iostat(devices, frames, out):
-    devs = names(devices)
-    header = {
+def iostat_header(nodename):
+    """The header of an iostat-rs recording of `-x 1` on host `nodename`."""
+    return {
         "format": "hwstat-recording",
         "version": 1,
         "tool": "iostat-rs",
         "args": ["-x", "1"],
-        "uname": {"sysname": "Linux", "nodename": "chart-demo", "release": "6.18.0",
+        "uname": {"sysname": "Linux", "nodename": nodename, "release": "6.18.0",
                   "version": "#1", "machine": "x86_64"},
         "start_unix_ns": START * 10**9,
     }
+
+
+def iostat(devices, frames, out):
+    devs = names(devices)
+    header = iostat_header("chart-demo")
     with open(out, "w") as f:
         f.write(json.dumps(header) + "\n")
         for t in range(frames):
@@ -76,15 +81,7 @@ def iostat(devices, frames, out):
 
 
 def churn(devices, frames, out):
-    header = {
-        "format": "hwstat-recording",
-        "version": 1,
-        "tool": "iostat-rs",
-        "args": ["-x", "1"],
-        "uname": {"sysname": "Linux", "nodename": "churn", "release": "6.18.0",
-                  "version": "#1", "machine": "x86_64"},
-        "start_unix_ns": START * 10**9,
-    }
+    header = iostat_header("churn")
     with open(out, "w") as f:
         f.write(json.dumps(header) + "\n")
         for t in range(frames):

@@ -6,7 +6,6 @@
 use crate::cxlstat_support;
 
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -144,7 +143,7 @@ fn sigints(
     group: &str,
     interrupt: impl FnOnce(u32, &mut std::fs::File),
 ) -> String {
-    let (master, slave) = pseudo_terminal();
+    let (master, slave) = crate::pipes::pseudo_terminal();
     let mut command = Command::new(env!("CARGO_BIN_EXE_cxlstat"));
     command
         .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock", "--"])
@@ -201,24 +200,6 @@ fn sigints(
         .next()
         .map(|l| format!("{l}\n"))
         .unwrap_or_default()
-}
-
-/// A pseudo-terminal: its master and its slave.
-fn pseudo_terminal() -> (OwnedFd, OwnedFd) {
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into the given ints.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors are fresh and owned here.
-    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
 
 /// A stop signal the kernel sends to cxlstat alone is passed on, as one a

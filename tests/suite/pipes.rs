@@ -1,5 +1,5 @@
-//! Pipes for tests of a reader that stops reading, and a reader of a
-//! child's output that waits for it with a limit.
+//! Pipes for tests of a reader that stops reading, a reader of a child's
+//! output that waits for it with a limit, and pseudo-terminals.
 
 use std::fs::File;
 use std::io::Read;
@@ -136,4 +136,22 @@ impl Collected {
         }
         self.seen
     }
+}
+
+/// A pseudo-terminal: its master and its slave.
+pub fn pseudo_terminal() -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the given ints.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are fresh and owned here.
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }

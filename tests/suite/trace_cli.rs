@@ -906,21 +906,7 @@ fn a_kernel_without_config_dtl_is_told_from_an_unmounted_debugfs() {
 /// returns the exit status and what the terminal received.
 fn trace_on_a_terminal(args: &[&str]) -> (i32, String) {
     use std::io::Read;
-    use std::os::fd::{FromRawFd, OwnedFd};
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into the given ints.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors are fresh and owned here.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let (master, slave) = crate::pipes::pseudo_terminal();
     let mut child = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_vcpustat"))
             .arg("trace")

@@ -67,7 +67,7 @@ impl Sample<'_> {
     }
 
     /// `--latency`: the figures of `row` (see [`Sample::histograms`]); none
-    /// (as without requests) where its histograms fall short
+    /// ([`LatencyStats::WITHHELD`]) where its histograms fall short
     /// ([`Sample::shortfall`]): they would describe a few requests as if
     /// they were all; no depth where completions that never arrived held
     /// it up ([`coverage::depth_held_up`]), nor in an interval whose

@@ -27,9 +27,7 @@ fn tree(name: &str) -> cxlstat_support::Scratch {
 /// The value of the `/proc/<pid>/status` line `field` (a signal mask) in
 /// `text`.
 fn mask(text: &str, field: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+    crate::procstate::status_mask(text, field)
         .unwrap_or_else(|| panic!("no {field} line in {text}"))
 }
 

@@ -1398,10 +1398,7 @@ fn stop_signals_close_the_json_document() {
 /// `/proc/PID/status`), as bit masks (bit N-1 for signal N).
 fn signal_masks(pid: u32) -> (u64, u64) {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let mask = |key: &str| {
-        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
-        u64::from_str_radix(line[key.len()..].trim(), 16).unwrap()
-    };
+    let mask = |field| procstate::status_mask(&status, field).unwrap();
     (mask("SigIgn:"), mask("SigCgt:"))
 }
 

@@ -99,6 +99,15 @@ fn state_letter(pid: u32) -> Result<char, String> {
         .ok_or_else(|| format!("with an unreadable stat {stat:?}"))
 }
 
+/// The signal mask `field` (`SigCgt:`, `SigIgn:`, `SigBlk:`) of a
+/// `/proc/<pid>/status` text, bit N-1 for signal N.
+pub fn status_mask(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+}
+
 /// Waits until `pid` has a handler for `signal` (bit `signal` of `SigCgt`
 /// in `/proc/<pid>/status`): from then on the signal is its stop request,
 /// no longer the kernel's default action.
@@ -106,10 +115,7 @@ pub fn await_handler(pid: u32, signal: i32) {
     await_state(&format!("process {pid}"), || {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
             .map_err(|e| format!("without /proc/{pid}/status ({e})"))?;
-        let caught = status
-            .lines()
-            .find_map(|l| l.strip_prefix("SigCgt:"))
-            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        let caught = status_mask(&status, "SigCgt:")
             .ok_or_else(|| format!("without a SigCgt line in {status:?}"))?;
         if caught & (1 << (signal - 1)) != 0 {
             Ok(())

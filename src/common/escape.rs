@@ -13,15 +13,21 @@
 //!   hold backslashes already, and sysstat prints them as they are, so a
 //!   name shown is a name that can be typed back. The text form of a name
 //!   that holds the characters `\x1b` and that of one holding an escape
-//!   character are alike; the machine formats tell them apart;
-//! * [`push_json`] for JSON strings (RFC 8259), valid for any text.
+//!   character are alike; JSON tells them apart;
+//! * [`push_json`] for JSON strings (RFC 8259), valid for any text, which
+//!   gives every name back exactly: control characters, C1 and the
+//!   bidirectional controls included, are `\n`, `\t`... or `\uXXXX`
+//!   escapes, so no JSON document carries one raw to a terminal.
 //!
-//! CSV fields are quoted by the CSV writer and Prometheus label values
-//! escaped by its writer (both valid for any text; a control character
-//! other than a line break stays as it is there, as in any CSV file or
-//! exposition, formats read by programs, not terminals). Bytes that are not
-//! UTF-8 reach here as [`osname`](super::osname)'s raw byte characters;
-//! JSON, CSV and Prometheus show each as the text `\xNN`, as [`text`] does.
+//! CSV and Prometheus label values have no escape for a control character
+//! (CSV none at all, the exposition format only `\\`, `\"` and `\n`): their
+//! writers show a name as [`text`] does, then quote or escape that, so a
+//! CSV file or an exposition printed on a terminal cannot retitle it or
+//! clear it either. A name that holds such a character is not given back
+//! exactly there (the text `\x1b` and an escape character look alike), as
+//! in text; JSON and NDJSON tell them apart. Bytes that are not UTF-8
+//! reach here as [`osname`](super::osname)'s raw byte characters; every
+//! format shows each as the text `\xNN`, as [`text`] does.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -61,38 +67,44 @@ pub fn text(name: &str) -> Cow<'_, str> {
 }
 
 /// Appends `text` as the inside of a JSON string: `"` and `\` escaped,
-/// control characters as `\n`, `\t`, ... or `\u00XX`, everything else as is
-/// (JSON is UTF-8). The result is what serde_json writes.
+/// C0 controls as `\n`, `\t`, ... or `\u00XX`, DEL, C1 and the
+/// bidirectional controls as `\uXXXX`, everything else as is (JSON is
+/// UTF-8). serde_json reads back the same text; it writes DEL, C1 and the
+/// bidirectional controls raw, which a terminal would act on.
 pub fn push_json(s: &mut String, text: &str) {
     let text = show_raw_bytes(text);
     let text = text.as_ref();
     let mut plain = 0;
-    for (i, b) in text.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
+    for (i, c) in text.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            c if unsafe_in_text(c) => "",
             _ => continue,
         };
         s.push_str(&text[plain..i]);
         if escape.is_empty() {
-            let _ = write!(s, "\\u{b:04x}");
+            let _ = write!(s, "\\u{:04x}", u32::from(c));
         } else {
             s.push_str(escape);
         }
-        plain = i + 1;
+        plain = i + c.len_utf8();
     }
     s.push_str(&text[plain..]);
 }
 
 /// `text` as the inside of a JSON string (see [`push_json`]).
 pub fn json(text: &str) -> Cow<'_, str> {
-    if !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) && !holds_raw_bytes(text) {
+    if !text
+        .chars()
+        .any(|c| c == '"' || c == '\\' || unsafe_in_text(c))
+        && !holds_raw_bytes(text)
+    {
         return Cow::Borrowed(text);
     }
     let mut s = String::with_capacity(text.len() + 8);
@@ -157,5 +169,13 @@ mod tests {
             assert_eq!(quoted, serde_json::to_string(s).unwrap(), "{s:?}");
             assert_eq!(serde_json::from_str::<String>(&quoted).unwrap(), s);
         }
+    }
+
+    #[test]
+    fn json_strings_carry_no_terminal_control_raw() {
+        let name = "a\x7f\u{9b}2J\u{202e}b\u{2066}";
+        let quoted = format!("\"{}\"", json(name));
+        assert_eq!(quoted, r#""a\u007f\u009b2J\u202eb\u2066""#);
+        assert_eq!(serde_json::from_str::<String>(&quoted).unwrap(), name);
     }
 }

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use super::escape;
 use super::interval::Schedule;
-use super::osname::show_raw_bytes;
 use super::run::{RunEnd, run_samples};
 use super::signals::StopSignal;
 use super::source::Source;
@@ -188,15 +188,15 @@ fn push_value(out: &mut String, value: f64) {
     }
 }
 
-/// A label value as the exposition format escapes it; a byte that is not
-/// UTF-8 (see [`osname`](super::osname)) as the text `\xNN`, since the
-/// format holds only UTF-8.
+/// A label value as the exposition format escapes it, after its control
+/// characters and bytes that are not UTF-8 are shown as text output shows
+/// them ([`escape::text`]): the format has no escape for them, and raw they
+/// would act on a terminal the exposition is printed on.
 fn escape_label_into(out: &mut String, value: &str) {
-    for c in show_raw_bytes(value).chars() {
+    for c in escape::text(value).chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
             c => out.push(c),
         }
     }
@@ -241,7 +241,7 @@ mod tests {
             "# HELP x_reads_total Reads\\\\done\\nhere.\n\
              # TYPE x_reads_total counter\n\
              x_reads_total{device=\"sda\"} 42\n\
-             x_reads_total{device=\"a\\\"b\\\\c\\nd\"} 0.5\n\
+             x_reads_total{device=\"a\\\"b\\\\c\\\\nd\"} 0.5\n\
              # HELP x_up Up.\n\
              # TYPE x_up gauge\n\
              x_up 1\n\

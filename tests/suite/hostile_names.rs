@@ -9,9 +9,11 @@
 //! hold no control character but newline and tab and show the name
 //! escaped; JSON and NDJSON are parsed with serde_json and must give the
 //! name back exactly; CSV is read with a strict RFC 4180 reader (same field
-//! count on every record, the name back exactly); Prometheus text is checked
-//! line by line against the exposition format, label values unescaped and
-//! compared.
+//! count on every record, the name shown as in text); Prometheus text is
+//! checked line by line against the exposition format, label values
+//! unescaped and compared with the name shown as in text. No format may
+//! carry a control character (but newline, and tab in text) or a
+//! bidirectional override raw: a terminal would act on it.
 
 use crate::cxlstat_support;
 
@@ -112,7 +114,21 @@ fn json_strings(v: &serde_json::Value, into: &mut BTreeSet<String>) {
     }
 }
 
+/// No raw control character (C0 but newline and tab, which sysstat's JSON
+/// indents with, DEL, C1) or right-to-left override anywhere in a machine
+/// format's output.
+fn check_no_raw_controls(what: &str, out: &[u8]) {
+    let text = std::str::from_utf8(out).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(c) = text
+        .chars()
+        .find(|&c| c != '\n' && c != '\t' && (c.is_control() || c == '\u{202e}'))
+    {
+        panic!("{what}: raw {c:?} in\n{text}");
+    }
+}
+
 fn check_json(what: &str, out: &[u8], names: &[&str]) {
+    check_no_raw_controls(what, out);
     let doc: serde_json::Value =
         serde_json::from_slice(out).unwrap_or_else(|e| panic!("{what}: invalid JSON: {e}"));
     let mut strings = BTreeSet::new();
@@ -126,6 +142,7 @@ fn check_json(what: &str, out: &[u8], names: &[&str]) {
 }
 
 fn check_ndjson(what: &str, out: &[u8], names: &[&str]) {
+    check_no_raw_controls(what, out);
     let text = std::str::from_utf8(out).unwrap();
     let mut strings = BTreeSet::new();
     for line in text.lines() {
@@ -193,11 +210,13 @@ fn parse_csv(what: &str, text: &str) -> Vec<Vec<String>> {
 }
 
 fn check_csv(what: &str, out: &[u8], names: &[&str]) {
+    check_no_raw_controls(what, out);
     let records = parse_csv(what, std::str::from_utf8(out).unwrap());
     for name in names {
+        let shown = escaped(name);
         assert!(
-            records.iter().any(|r| r.iter().any(|f| f == name)),
-            "{what}: {name:?} not a field of {records:?}"
+            records.iter().any(|r| r.contains(&shown)),
+            "{what}: {shown:?} not a field of {records:?}"
         );
     }
 }
@@ -297,9 +316,14 @@ fn parse_prometheus(what: &str, text: &str) -> BTreeSet<String> {
 }
 
 fn check_prometheus(what: &str, out: &[u8], names: &[&str]) {
+    check_no_raw_controls(what, out);
     let values = parse_prometheus(what, std::str::from_utf8(out).unwrap());
     for name in names {
-        assert!(values.contains(*name), "{what}: {name:?} not in {values:?}");
+        let shown = escaped(name);
+        assert!(
+            values.contains(&shown),
+            "{what}: {shown:?} not in {values:?}"
+        );
     }
 }
 

@@ -4,12 +4,13 @@ use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
 use crate::common::cli::tell;
-use crate::common::osname::show_raw_bytes;
+use crate::common::escape;
 
 /// Writes `timestamp,index,<labels>,<columns>` once, then one line per row.
-/// Missing values are empty fields; fields holding the separator, a quote or
-/// a line break are quoted as RFC 4180 says; a byte that is not UTF-8 is
-/// the text `\xNN`. A table has no place for a frame's notes: they go to
+/// Missing values are empty fields; a name shows its control characters and
+/// bytes that are not UTF-8 escaped as text output does (CSV has no escape
+/// of its own: raw, they would act on a terminal the file is printed on);
+/// fields holding the separator or a quote are quoted as RFC 4180 says. A table has no place for a frame's notes: they go to
 /// standard error, one line each, as the text reports print theirs.
 pub struct CsvWriter {
     schema: Schema,
@@ -27,8 +28,8 @@ impl CsvWriter {
     }
 
     fn field(&self, text: &str) -> String {
-        let text = show_raw_bytes(text);
-        if text.contains(&self.separator) || text.contains(['"', '\n', '\r']) {
+        let text = escape::text(text);
+        if text.contains(&self.separator) || text.contains('"') {
             format!("\"{}\"", text.replace('"', "\"\""))
         } else {
             text.to_string()
@@ -93,5 +94,17 @@ mod tests {
         let text = fixture::render(Box::new(CsvWriter::new(fixture::schema(), ";")), 1);
         assert!(!text.contains(",\"a,b"));
         assert!(text.contains(";\"a,b\"\"c\";;0\n"));
+    }
+
+    #[test]
+    fn names_show_control_characters_as_text_does() {
+        let writer = CsvWriter::new(fixture::schema(), ",");
+        assert_eq!(
+            writer.field("a\x1b]0;x\x07\u{9b}"),
+            "a\\x1b]0;x\\x07\\u{9b}"
+        );
+        // A line break is escaped, not quoted; a comma still is.
+        assert_eq!(writer.field("new\nline,\"q\""), "\"new\\nline,\"\"q\"\"\"");
+        assert_eq!(writer.field("EFI\\x20System"), "EFI\\x20System");
     }
 }

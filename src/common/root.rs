@@ -60,6 +60,20 @@ impl Root {
     /// Opens kernel path `path` for `access`: never blocks, and fails with
     /// a clear error unless it is a regular file.
     pub fn open_file(&self, path: &str, access: Access) -> io::Result<File> {
+        self.open_regular(path, access).map(|(file, _)| file)
+    }
+
+    /// Opens kernel path `path` for reading as [`Root::open_file`] does,
+    /// with the size its inode reports: 0 or a page for the kernel's own
+    /// files, whatever they hold, and the true size of a file on disk (a
+    /// `--sysroot` tree), which a caller can refuse before reading it.
+    pub fn open_to_read(&self, path: &str) -> io::Result<(File, u64)> {
+        self.open_regular(path, Access::Read)
+    }
+
+    /// [`Root::open_file`], with the size from the `fstat` that checks
+    /// the file's type.
+    fn open_regular(&self, path: &str, access: Access) -> io::Result<(File, u64)> {
         let flags = match access {
             Access::Read => libc::O_RDONLY,
             Access::Write => libc::O_WRONLY | libc::O_TRUNC,
@@ -71,13 +85,14 @@ impl Root {
             }
             other => other?,
         };
-        match file_kind(&fd)? {
+        let st = fstat(fd.as_raw_fd())?;
+        match kind_of_mode(st.st_mode) {
             "regular file" => {}
             "directory" => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
             other => return Err(not_regular(other)),
         }
         set_blocking(fd.as_raw_fd())?;
-        Ok(File::from(fd))
+        Ok((File::from(fd), u64::try_from(st.st_size).unwrap_or(0)))
     }
 
     /// Fails when `path` is a regular file of a file system that keeps what

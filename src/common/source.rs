@@ -432,8 +432,10 @@ impl UnreadInputs {
         result
     }
 
-    /// [`UnreadInputs::note`] for a read line by line, which also notes a
-    /// file past the size limit: its caller had its first lines already.
+    /// [`UnreadInputs::note`] for a read line by line (and its open), which
+    /// also notes a file past the size limit: a read stopped there gave its
+    /// caller the first lines, and an open refused for the file's size
+    /// must not read as an absent file.
     #[inline]
     pub fn note_lines<T>(&self, path: &str, result: io::Result<T>) -> io::Result<T> {
         if let Err(err) = &result {
@@ -502,8 +504,16 @@ impl RootFs {
         }
     }
 
+    /// Opens `path` for reading; a file whose inode reports more than
+    /// [`size_limit`] bytes (only a file on disk can: the kernel's report 0
+    /// or a page) fails at once, before any of it is read.
     fn open(&self, path: &str) -> io::Result<File> {
-        self.root.open_file(path, Access::Read)
+        let (file, size) = self.root.open_to_read(path)?;
+        let limit = size_limit(path);
+        if size > limit {
+            return Err(too_large(limit));
+        }
+        Ok(file)
     }
 
     fn read_kept(&self, path: &str, buf: &mut Vec<u8>) -> Option<io::Result<()>> {
@@ -607,7 +617,7 @@ impl Source for RootFs {
         let mut kept = self.kept.borrow_mut();
         if let Some((_, slot)) = kept.iter_mut().find(|(p, _)| p == path) {
             if slot.is_none() {
-                *slot = Some(self.unread.note(path, self.open(path))?);
+                *slot = Some(self.unread.note_lines(path, self.open(path))?);
             }
             let file = slot.as_ref().expect("opened above");
             let result = read_lines(file, limit, buf, each);
@@ -618,7 +628,7 @@ impl Source for RootFs {
             return self.unread.note_lines(path, result);
         }
         drop(kept);
-        let file = self.unread.note(path, self.open(path))?;
+        let file = self.unread.note_lines(path, self.open(path))?;
         self.unread
             .note_lines(path, read_lines(&file, limit, buf, each))
     }
@@ -905,16 +915,18 @@ mod tests {
             err.to_string(),
             "larger than 65536 KiB, more than any kernel file of its kind holds"
         );
+        assert!(src.check_answered().is_ok(), "a whole read is not noted");
+        // Refused at its open, from the size its inode reports: nothing
+        // read (it read 64 MiB first), and noted, as a line read past the
+        // limit is, so that the report fails instead of missing devices.
+        let mut lines = 0;
         let err = src
-            .for_each_line("/proc/diskstats", &mut buf, &mut |_| {})
+            .for_each_line("/proc/diskstats", &mut buf, &mut |_| lines += 1)
             .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-        // One line of zeros, held until the limit: bounded, if large.
-        assert!(
-            buf.capacity() as u64 <= 2 * FILE_LIMIT,
-            "{}",
-            buf.capacity()
-        );
+        assert_eq!((lines, buf.capacity()), (0, 0));
+        let noted = src.check_answered().unwrap_err().to_string();
+        assert!(noted.contains("/proc/diskstats: larger than"), "{noted}");
         src.keep_open("/proc/diskstats");
         assert!(src.read_into("/proc/diskstats", &mut buf).is_err());
         // Exactly the limit is a (huge) kernel file.

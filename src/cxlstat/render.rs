@@ -407,12 +407,11 @@ pub fn schema() -> Schema {
                 0,
             ),
             Column::gauge("rate_per_second", "rate/s", "Events per second.", 14, 2),
-            Column::gauge(
-                "running_percent",
-                "running",
+            Column::ratio(
+                "running_ratio",
+                "running%",
                 "Share of the interval the event was on a counter.",
                 8,
-                2,
             ),
         ],
     }
@@ -587,16 +586,14 @@ impl CountView {
     }
 }
 
-/// Count, rate per second and percentage running of each row over `span`,
+/// Count, rate per second and share of time running of each row over `span`,
 /// into the rows of the core's writers.
 fn fill_frame_rows(rows: &[RowSpec], frame_rows: &mut [Row], span: &Span) {
     for (spec, row) in rows.iter().zip(frame_rows.iter_mut()) {
         let m = CountView::measurement(spec, span.previous, span.current);
         row.values[0] = m.count.map_or(Value::Missing, Value::Int);
         row.values[1] = m.rate.map_or(Value::Missing, Value::Float);
-        row.values[2] = m
-            .running
-            .map_or(Value::Missing, |r| Value::Float(r * 100.0));
+        row.values[2] = m.running.map_or(Value::Missing, Value::Float);
     }
 }
 

@@ -23,36 +23,36 @@ use super::report::{Banner, Renderer, Sample};
 
 /// The CPU report's columns: shares of CPU time in the interval, 0–1.
 fn cpu_columns() -> Vec<Column> {
-    let g = |key, header, help| Column::gauge(key, header, help, 8, 4);
+    let g = |key, header, help| Column::ratio(key, header, help, 8);
     vec![
         g(
             "cpu_user_ratio",
-            "user",
+            "%user",
             "Share of CPU time at user level (%user / 100).",
         ),
         g(
             "cpu_nice_ratio",
-            "nice",
+            "%nice",
             "Share of CPU time at user level with a positive nice value.",
         ),
         g(
             "cpu_system_ratio",
-            "system",
+            "%system",
             "Share of CPU time in the kernel.",
         ),
         g(
             "cpu_iowait_ratio",
-            "iowait",
+            "%iowait",
             "Share of CPU time idle with an I/O request outstanding.",
         ),
         g(
             "cpu_steal_ratio",
-            "steal",
+            "%steal",
             "Share of CPU time stolen by the hypervisor.",
         ),
         g(
             "cpu_idle_ratio",
-            "idle",
+            "%idle",
             "Share of CPU time idle with no I/O request outstanding.",
         ),
     ]
@@ -317,12 +317,11 @@ fn device_columns() -> Vec<Column> {
             8,
             2,
         ),
-        g(
+        Column::ratio(
             "utilization_ratio",
-            "util",
+            "%util",
             "Fraction of time the device had I/O in flight (not saturation on SSD/NVMe).",
             8,
-            4,
         ),
         c(
             "reads_completed",

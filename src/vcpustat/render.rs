@@ -295,7 +295,7 @@ pub const COUNTER_KEYS: [(&str, &str, &str); FIELDS] = [
 
 /// The schema of JSON, NDJSON and CSV output: label `cpu` (`cpu0`, ..., `all`),
 /// the 8 counts (per interval, or since the statistics were switched on
-/// with `-r`), the unattributed dispatches and `home_pct`.
+/// with `-r`), the unattributed dispatches and `home_ratio`.
 pub fn schema() -> Schema {
     let count = |key: &'static str, header: &'static str, help: &'static str| {
         Column::counter(key, header, help, 10)
@@ -309,12 +309,11 @@ pub fn schema() -> Schema {
         "unatt",
         "Dispatches no home-node distance was counted for (total - home - adj - far).",
     ));
-    columns.push(Column::gauge(
-        "home_pct",
+    columns.push(Column::ratio(
+        "home_ratio",
         "home%",
-        "Home-node hit ratio in percent (home / total); absent without dispatches.",
+        "Home-node hit ratio (home / total); absent without dispatches.",
         7,
-        2,
     ));
     Schema {
         tool: "vcpustat",
@@ -328,7 +327,7 @@ fn row_values(d: &Dispatches) -> Vec<Value> {
     let mut values = Vec::with_capacity(FIELDS + 2);
     values.extend(d.counts().iter().map(|&v| Value::Int(v)));
     values.push(Value::Int(d.unattributed()));
-    values.push(d.home_pct().map_or(Value::Missing, Value::Float));
+    values.push(d.home_ratio().map_or(Value::Missing, Value::Float));
     values
 }
 

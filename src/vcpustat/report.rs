@@ -94,10 +94,17 @@ impl Dispatches {
     /// `100 * count / total`, or `None` without dispatches or when the
     /// shares are unknown; never outside 0–100.
     pub fn percent_of_total(&self, count: u64) -> Option<f64> {
+        self.known_total(count)
+            .map(|total| 100.0 * count as f64 / total as f64)
+    }
+
+    /// The total, when there were dispatches and `count`'s share of them
+    /// is known.
+    fn known_total(&self, count: u64) -> Option<u64> {
         match self.total() {
             0 => None,
             total if self.wrapped || count > total => None,
-            total => Some(100.0 * count as f64 / total as f64),
+            total => Some(total),
         }
     }
 
@@ -109,6 +116,14 @@ impl Dispatches {
     /// The home-node hit ratio in percent: `100 * home / total`.
     pub fn home_pct(&self) -> Option<f64> {
         self.percent(field::HOME)
+    }
+
+    /// The home-node hit ratio, `home / total` (0 to 1), or `None` when
+    /// [`Dispatches::home_pct`] is.
+    pub fn home_ratio(&self) -> Option<f64> {
+        let home = self.counts[field::HOME];
+        self.known_total(home)
+            .map(|total| home as f64 / total as f64)
     }
 }
 

@@ -283,7 +283,7 @@ fn intervals_csv_json_aggregate_and_commands_through_the_binary() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out).lines().next(),
-        Some("timestamp,index,pmu,event,count,rate_per_second,running_percent")
+        Some("timestamp,index,pmu,event,count,rate_per_second,running_ratio")
     );
 
     let out = cxlstat(&[

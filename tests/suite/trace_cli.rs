@@ -497,7 +497,7 @@ fn csv_is_one_table_chosen_with_table() {
         ("latency", ",possibly_lost_reads"),
         ("reasons", "kind,code,reason,count"),
         ("processors", ",delay_max_us"),
-        ("shares", ",share_pct"),
+        ("shares", ",share_ratio"),
         ("timeline", ",delay_before_us"),
     ] {
         let (status, out, err) = trace_output(&["report", "-o", "csv", "--table", table, fs]);

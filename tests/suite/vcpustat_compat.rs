@@ -99,9 +99,9 @@ fn a_wrapped_cumulative_counter_never_gives_a_share_above_100() {
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let rows = json["samples"][0]["rows"].as_array().unwrap();
     assert_eq!(rows[0]["numa_home_disp"], 4_294_957_296u64);
-    assert_eq!(rows[0]["home_pct"], serde_json::Value::Null);
+    assert_eq!(rows[0]["home_ratio"], serde_json::Value::Null);
     assert_eq!(rows[1]["cpu"], "all");
-    assert_eq!(rows[1]["home_pct"], serde_json::Value::Null);
+    assert_eq!(rows[1]["home_ratio"], serde_json::Value::Null);
     // The percent view of an interval run over such a counter: every
     // share is within 0-100 (here the counters do not move: no ratio).
     let out = vcpustat(&root, &["-r", "0.01", "1"]);

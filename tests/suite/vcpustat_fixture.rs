@@ -47,7 +47,7 @@ fn the_seed_as_json_and_prometheus() {
         serde_json::from_str(&stdout(&vcpustat("seed", &["-o", "json"]))).unwrap();
     let rows = json["samples"][0]["rows"].as_array().unwrap();
     assert_eq!(rows[0]["cpu"], "cpu0");
-    assert_eq!(rows[0]["home_pct"], 99.74);
+    assert_eq!(rows[0]["home_ratio"], 0.9974);
     assert_eq!(rows[0]["numa_remote_disp"], 18);
     assert_eq!(rows[16]["cpu"], "all");
     assert_eq!(rows[16]["total_disp"], 40328);

@@ -159,11 +159,11 @@ fn json_reports_the_scenario_and_stays_valid_when_interrupted() {
     for sample in samples {
         let rows = sample["rows"].as_array().unwrap();
         let by = |cpu: &str| rows.iter().find(|r| r["cpu"] == cpu).unwrap().clone();
-        assert_eq!(by("cpu0")["home_pct"], 97.0);
+        assert_eq!(by("cpu0")["home_ratio"], 0.97);
         assert_eq!(by("cpu1")["numa_far_disp"], 10);
-        assert!(by("cpu2")["home_pct"].is_null());
+        assert!(by("cpu2")["home_ratio"].is_null());
         assert_eq!(by("cpu3")["unattributed_disp"], 5);
-        assert_eq!(by("all")["home_pct"], 82.0);
+        assert_eq!(by("all")["home_ratio"], 0.82);
     }
     assert!(!sim.kernel().on);
 }

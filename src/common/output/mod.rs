@@ -33,6 +33,9 @@ pub struct Column {
     pub width: usize,
     /// Decimal places for floating-point values.
     pub precision: usize,
+    /// A share from 0 to 1 that text shows as a percentage (see
+    /// [`Column::ratio`]).
+    pub percent_in_text: bool,
 }
 
 impl Column {
@@ -50,6 +53,27 @@ impl Column {
             help: Cow::Borrowed(help),
             width,
             precision,
+            percent_in_text: false,
+        }
+    }
+
+    /// A column of shares, named `…_ratio`: every tool's machine formats
+    /// write a share from 0 to 1 (four decimals), as Prometheus names and
+    /// scales them; text shows it as a percentage (two decimals) under a
+    /// header that says `%`.
+    pub const fn ratio(
+        key: &'static str,
+        header: &'static str,
+        help: &'static str,
+        width: usize,
+    ) -> Column {
+        Column {
+            key: Cow::Borrowed(key),
+            header: Cow::Borrowed(header),
+            help: Cow::Borrowed(help),
+            width,
+            precision: 4,
+            percent_in_text: true,
         }
     }
 
@@ -66,6 +90,7 @@ impl Column {
             help: Cow::Borrowed(help),
             width,
             precision: 0,
+            percent_in_text: false,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::{Frame, FrameWriter, Schema, Value};
+use super::{Column, Frame, FrameWriter, Schema, Value};
 use crate::common::escape;
 
 /// Writes each frame as a header line, one line per row and the notes,
@@ -18,10 +18,12 @@ impl TextWriter {
     }
 }
 
-/// Formats one value for text output with the column's precision.
-pub fn format_value(value: &Value, precision: usize) -> String {
+/// Formats one value for text output with the column's precision; a
+/// share as a percentage with two decimals.
+fn format_value(value: &Value, column: &Column) -> String {
     match value {
-        Value::Float(v) => format!("{v:.precision$}"),
+        Value::Float(v) if column.percent_in_text => format!("{:.2}", v * 100.0),
+        Value::Float(v) => format!("{v:.p$}", p = column.precision),
         Value::Int(v) => v.to_string(),
         Value::Text(t) => escape::text(t).into_owned(),
         Value::Missing => "-".to_string(),
@@ -49,7 +51,7 @@ impl FrameWriter for TextWriter {
                 line.push_str(&format!("{value:<width$} "));
             }
             for (value, column) in row.values.iter().zip(&self.schema.columns) {
-                let text = format_value(value, column.precision);
+                let text = format_value(value, column);
                 line.push_str(&format!(" {text:>w$}", w = column.width));
             }
             writeln!(out, "{}", line.trim_end())?;
@@ -80,5 +82,13 @@ mod tests {
              a,b\"c          -      0\n\
              note: sdb vanished\n\n"
         );
+    }
+
+    #[test]
+    fn shares_show_as_percentages() {
+        let column = Column::ratio("home_ratio", "home%", "Home share.", 7);
+        assert_eq!(format_value(&Value::Float(0.9974), &column), "99.74");
+        assert_eq!(format_value(&Value::Float(1.0), &column), "100.00");
+        assert_eq!(format_value(&Value::Missing, &column), "-");
     }
 }

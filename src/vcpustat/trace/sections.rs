@@ -249,12 +249,11 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
             10,
             3,
         ),
-        Column::gauge(
-            "traced_pct",
+        Column::ratio(
+            "traced_ratio",
             "traced%",
             "Share of the window spent running traced vCPUs.",
             7,
-            2,
         ),
     ];
     columns.extend(dist_columns().into_iter().map(|mut c| {
@@ -271,7 +270,7 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
             let mut values = vec![
                 Value::Int(s.dispatches),
                 Value::Float(ticks_to_us(s.window_ticks as f64, hz) / 1000.0),
-                pct(s.run_ticks, s.window_ticks),
+                ratio(s.run_ticks, s.window_ticks),
             ];
             values.extend(dist_values(s.delay.as_ref(), hz));
             Row {
@@ -288,11 +287,12 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
     }
 }
 
-fn pct(part: u64, whole: u64) -> Value {
+/// `part / whole`, for a [`Column::ratio`]; missing when `whole` is 0.
+fn ratio(part: u64, whole: u64) -> Value {
     if whole == 0 {
         Value::Missing
     } else {
-        Value::Float(100.0 * part as f64 / whole as f64)
+        Value::Float(part as f64 / whole as f64)
     }
 }
 
@@ -304,7 +304,7 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
         values: vec![
             Value::Int(dispatches),
             Value::Float(ticks_to_us(run as f64, hz) / 1000.0),
-            pct(run, s.window_ticks),
+            ratio(run, s.window_ticks),
         ],
     };
     for s in summaries {
@@ -349,12 +349,11 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
                     10,
                     3,
                 ),
-                Column::gauge(
-                    "share_pct",
+                Column::ratio(
+                    "share_ratio",
                     "share%",
                     "Its share of the processor's window.",
                     7,
-                    2,
                 ),
             ],
         ),

@@ -53,7 +53,7 @@ impl Root {
     }
 
     /// True for the host's own `/`, where paths need no confinement.
-    fn is_host_root(&self) -> bool {
+    pub fn is_host_root(&self) -> bool {
         self.path == Path::new("/")
     }
 

@@ -470,9 +470,9 @@ impl UnreadInputs {
 ///
 /// Every file is opened as [`Root`] opens it: never blocking, regular files
 /// only, and never outside the root. Every read stops at [`size_limit`].
-/// Hot-path files registered with [`RootFs::keep_open`] stay open and are
-/// re-read from offset 0, which saves an `open`/`close` pair
-/// per sample; they must then be rewritten in place, as the kernel does.
+/// Hot-path files registered with [`RootFs::keep_open`] stay open on the
+/// host's own root and are re-read from offset 0, which saves an
+/// `open`/`close` pair per sample: the kernel rewrites its files in place.
 pub struct RootFs {
     root: Root,
     opened: Instant,
@@ -496,8 +496,15 @@ impl RootFs {
         }
     }
 
-    /// Asks that `path` be kept open between reads.
+    /// Asks that `path` be kept open between reads, on the host's own
+    /// root. Under a `--sysroot` tree it is opened afresh at each read: a
+    /// file there may be replaced by a rename (`rsync`, any atomic
+    /// writer), which a file kept open would never show, its first
+    /// contents read again and again.
     pub fn keep_open(&self, path: &str) {
+        if !self.root.is_host_root() {
+            return;
+        }
         let mut kept = self.kept.borrow_mut();
         if !kept.iter().any(|(p, _)| p == path) {
             kept.push((path.to_string(), None));
@@ -779,19 +786,39 @@ mod tests {
         fs::remove_dir_all(dir).unwrap();
     }
 
+    /// `path` under `dir` as the host's root names it.
+    fn on_host(dir: &std::path::Path, path: &str) -> String {
+        dir.join(path).to_string_lossy().into_owned()
+    }
+
     #[test]
     fn kept_open_files_see_in_place_rewrites_and_large_contents() {
-        let (dir, src) = tree();
+        let (dir, _) = tree();
+        // Files are kept open on the host's own root only.
+        let src = RootFs::new("/");
+        let uptime = on_host(&dir, "proc/uptime");
         let through_trait: &dyn Source = &src;
-        through_trait.keep_open("/proc/uptime");
-        through_trait.keep_open("/proc/uptime");
+        through_trait.keep_open(&uptime);
+        through_trait.keep_open(&uptime);
         let kept: Vec<String> = src.kept.borrow().iter().map(|(p, _)| p.clone()).collect();
-        assert_eq!(kept, ["/proc/uptime"], "kept once");
-        assert_eq!(src.read_string("/proc/uptime").unwrap(), "12.34 5.67\n");
+        assert_eq!(kept, [uptime.as_str()], "kept once");
+        assert_eq!(src.read_string(&uptime).unwrap(), "12.34 5.67\n");
         let big = "x".repeat(100_000);
         fs::write(dir.join("proc/uptime"), &big).unwrap();
-        assert_eq!(src.read_string("/proc/uptime").unwrap(), big);
+        assert_eq!(src.read_string(&uptime).unwrap(), big);
         fs::write(dir.join("proc/uptime"), "1.00 2.00\n").unwrap();
+        assert_eq!(src.read_string(&uptime).unwrap(), "1.00 2.00\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_sysroot_file_replaced_by_a_rename_is_read_anew() {
+        let (dir, src) = tree();
+        src.keep_open("/proc/uptime");
+        assert!(src.kept.borrow().is_empty(), "nothing kept under a sysroot");
+        assert_eq!(src.read_string("/proc/uptime").unwrap(), "12.34 5.67\n");
+        fs::write(dir.join("uptime.new"), "1.00 2.00\n").unwrap();
+        fs::rename(dir.join("uptime.new"), dir.join("proc/uptime")).unwrap();
         assert_eq!(src.read_string("/proc/uptime").unwrap(), "1.00 2.00\n");
         fs::remove_dir_all(dir).unwrap();
     }
@@ -820,10 +847,12 @@ mod tests {
         let text = expected.join("\n");
         fs::write(dir.join("proc/diskstats"), &text).unwrap();
         assert_eq!(lines_of(&src, "/proc/diskstats"), expected);
-        src.keep_open("/proc/diskstats");
-        assert_eq!(lines_of(&src, "/proc/diskstats"), expected);
+        let host = RootFs::new("/");
+        let diskstats = on_host(&dir, "proc/diskstats");
+        host.keep_open(&diskstats);
+        assert_eq!(lines_of(&host, &diskstats), expected);
         fs::write(dir.join("proc/diskstats"), "a\nb\n").unwrap();
-        assert_eq!(lines_of(&src, "/proc/diskstats"), ["a", "b"]);
+        assert_eq!(lines_of(&host, &diskstats), ["a", "b"]);
         let mut buf = Vec::new();
         let err = src
             .for_each_line("/proc/missing", &mut buf, &mut |_| {})
@@ -927,11 +956,13 @@ mod tests {
         assert_eq!((lines, buf.capacity()), (0, 0));
         let noted = src.check_answered().unwrap_err().to_string();
         assert!(noted.contains("/proc/diskstats: larger than"), "{noted}");
-        src.keep_open("/proc/diskstats");
-        assert!(src.read_into("/proc/diskstats", &mut buf).is_err());
+        let host = RootFs::new("/");
+        let diskstats = on_host(&dir, "proc/diskstats");
+        host.keep_open(&diskstats);
+        assert!(host.read_into(&diskstats, &mut buf).is_err());
         // Exactly the limit is a (huge) kernel file.
         big.set_len(FILE_LIMIT).unwrap();
-        src.read_into("/proc/diskstats", &mut buf).unwrap();
+        host.read_into(&diskstats, &mut buf).unwrap();
         assert_eq!(buf.len() as u64, FILE_LIMIT);
         // sysfs attributes are one page at most.
         fs::write(

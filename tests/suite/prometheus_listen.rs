@@ -169,6 +169,30 @@ fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// A `--sysroot` tree kept up to date by renaming new files over the old
+/// (as `rsync` and any atomic writer do): each scrape reads the file the
+/// name holds then, not the one it held at the first scrape.
+#[test]
+fn a_sysroot_file_replaced_by_a_rename_is_read_anew() {
+    let root = scratch("renamed");
+    iostat_tree(&root, 10);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap(), "ALL"],
+    );
+    let series = "node_disk_reads_completed_total{device=\"sda\"}";
+    assert_eq!(value(&server.scrape(), series), 10.0);
+    let next = root.join("next");
+    iostat_tree(&next, 25);
+    for file in ["proc/stat", "proc/diskstats"] {
+        std::fs::rename(next.join(file), root.join(file)).unwrap();
+    }
+    assert_eq!(value(&server.scrape(), series), 25.0);
+    let status = server.stop();
+    assert_eq!(status.code(), Some(0), "{status}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// Reads one answer from `stream`: the header, then as many bytes of body
 /// as its `Content-Length` says (HEAD and bodiless answers have none).
 fn read_one_answer(stream: &mut TcpStream) -> String {

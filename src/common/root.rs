@@ -289,7 +289,8 @@ fn owned(fd: RawFd) -> io::Result<OwnedFd> {
     }
 }
 
-fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+/// The status of open descriptor `fd`.
+pub(crate) fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: `stat` is plain data filled by fstat on success.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: a valid descriptor and a writable `stat`.

@@ -196,7 +196,7 @@ fn writable(dir: &Path) -> io::Result<()> {
 }
 
 /// The directory `path` is in (`.` for a bare name).
-fn directory_of(path: &Path) -> &Path {
+pub(crate) fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -216,9 +216,10 @@ fn place_of(path: &Path) -> Option<PathBuf> {
     })
 }
 
-/// A directory opened for one replacement (`O_PATH`): the files in it
-/// are named relative to it.
-struct Directory {
+/// A directory opened for one replacement (`O_PATH`), or for the file
+/// `--record` writes ([`super::user_file::create`]): the files in it are
+/// named relative to it.
+pub(crate) struct Directory {
     fd: OwnedFd,
     /// For messages.
     path: PathBuf,
@@ -227,7 +228,7 @@ struct Directory {
 impl Directory {
     /// Opens `dir`, unless a link on the way is one another user planted
     /// ([`refuse_planted_link`]).
-    fn open(dir: &Path) -> io::Result<Directory> {
+    pub(crate) fn open(dir: &Path) -> io::Result<Directory> {
         let mut prefix = PathBuf::new();
         for part in dir.components() {
             prefix.push(part);
@@ -251,7 +252,7 @@ impl Directory {
 
     /// The status of `name` in the directory (a link's own), or `None`
     /// when there is no such file.
-    fn status_of(&self, name: &CStr) -> io::Result<Option<libc::stat>> {
+    pub(crate) fn status_of(&self, name: &CStr) -> io::Result<Option<libc::stat>> {
         // SAFETY: an all-zero stat is a valid value to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: a NUL-terminated name and a stat to fill.
@@ -297,8 +298,27 @@ impl Directory {
     /// as someone else's file, or a name they took first, replacing which
     /// would destroy it.
     fn refuse_others_file(&self, st: &libc::stat) -> io::Result<()> {
+        match self.planted_by(st)? {
+            None => Ok(()),
+            Some(uid) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "owned by user {uid} in a sticky directory others can write: not replaced \
+                     (choose another name, or have it removed first)"
+                ),
+            )),
+        }
+    }
+
+    /// The owner of `st`, an entry of this directory, when that is another
+    /// user than this one and the directory's owner, in a sticky directory
+    /// others can write: someone who could have put it there to catch what
+    /// this process writes, which the kernel's `fs.protected_regular`,
+    /// `fs.protected_fifos` and `fs.protected_symlinks` keep root from
+    /// opening or following there. `None` for an entry this process may use.
+    pub(crate) fn planted_by(&self, st: &libc::stat) -> io::Result<Option<u32>> {
         if st.st_uid == euid() {
-            return Ok(());
+            return Ok(None);
         }
         let dir = self.status_of(c".")?.ok_or_else(|| {
             io::Error::new(
@@ -307,17 +327,24 @@ impl Directory {
             )
         })?;
         let shared = dir.st_mode & (libc::S_ISVTX | 0o022) > libc::S_ISVTX;
-        if !shared || st.st_uid == dir.st_uid {
-            return Ok(());
-        }
-        Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "owned by user {} in a sticky directory others can write: not replaced (choose \
-                 another name, or have it removed first)",
-                st.st_uid
-            ),
-        ))
+        Ok((shared && st.st_uid != dir.st_uid).then_some(st.st_uid))
+    }
+
+    /// Opens `name` in the directory with `flags` (`O_CLOEXEC` added),
+    /// creating it with `mode` (less the umask) if `flags` say so.
+    pub(crate) fn open_entry(&self, name: &CStr, flags: i32, mode: u32) -> io::Result<File> {
+        // SAFETY: a NUL-terminated name; the descriptor is owned below.
+        let fd = unsafe {
+            libc::openat(
+                self.fd.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
+        cvt(fd)?;
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        Ok(unsafe { File::from_raw_fd(fd) })
     }
 
     /// Creates a new temporary file beside `name`, `.NAME.PID.RANDOM.tmp`
@@ -342,22 +369,9 @@ impl Directory {
                 .as_bytes(),
             );
             let temp = c_path(OsStr::from_bytes(&temp))?;
-            // SAFETY: a NUL-terminated name; the descriptor is owned below.
-            let fd = unsafe {
-                libc::openat(
-                    self.fd.as_raw_fd(),
-                    temp.as_ptr(),
-                    libc::O_WRONLY
-                        | libc::O_CREAT
-                        | libc::O_EXCL
-                        | libc::O_NOFOLLOW
-                        | libc::O_CLOEXEC,
-                    mode as libc::c_uint,
-                )
-            };
-            match cvt(fd) {
-                // SAFETY: a descriptor just opened, owned by nothing else.
-                Ok(()) => return Ok((temp, unsafe { File::from_raw_fd(fd) })),
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            match self.open_entry(&temp, flags, mode) {
+                Ok(file) => return Ok((temp, file)),
                 Err(err) if err.kind() == io::ErrorKind::AlreadyExists => taken = Some(err),
                 Err(err) => return Err(err),
             }
@@ -414,7 +428,7 @@ fn euid() -> u32 {
 }
 
 /// `name` as a C string (a NUL inside it is refused).
-fn c_path(name: &OsStr) -> io::Result<CString> {
+pub(crate) fn c_path(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 

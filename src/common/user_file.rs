@@ -15,10 +15,12 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::root::{file_kind, set_blocking};
+use super::root::{file_kind, fstat, kind_of_mode, set_blocking};
+use super::temp_file::{Directory, c_path, directory_of};
 
 /// The longest line a recording reader accepts (a frame of a 10,000-device
 /// machine is about 2 MB), and the largest text file [`read_text`] reads.
@@ -103,6 +105,14 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 /// link) works. The checks are made on the opened file, before it is
 /// emptied.
 ///
+/// In a sticky directory others can write (`/tmp`), what another user put
+/// under the name first (a file or a FIFO of theirs, or a link), or a link
+/// another user planted on the way to the directory, is refused, as the
+/// kernel's `fs.protected_regular`, `fs.protected_fifos` and
+/// `fs.protected_symlinks` refuse root there: the recording would
+/// otherwise go to that user. The name is opened relative to the directory,
+/// opened once, so a directory renamed meanwhile cannot send it elsewhere.
+///
 /// A new file is readable by its owner only (mode 0600, as perf creates
 /// `perf.data`): a recording holds what root alone may read, such as
 /// `/proc/powerpc/vcpudispatch_stats` (mode 0600) and the hypervisor's
@@ -162,15 +172,17 @@ fn names_a_descriptor(path: &Path) -> bool {
 
 /// Opens `path` to write without emptying it, creating a regular file if
 /// nothing has the name, and never creating one through a link; tells
-/// whether a symbolic link was followed to what was opened.
+/// whether a symbolic link was followed to what was opened. What another
+/// user may have planted is refused ([`create`]).
 fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
-    let open = |extra: i32, create: bool| {
-        OpenOptions::new()
-            .write(true)
-            .create(create)
-            .mode(0o600)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC | extra)
-            .open(path)
+    let name = match path.file_name() {
+        Some(name) if !path.as_os_str().as_bytes().ends_with(b"/") => c_path(name)?,
+        _ => return Err(a_directory()),
+    };
+    let dir = Directory::open(directory_of(path))?;
+    let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let open = |extra: i32| {
+        dir.open_entry(&name, flags | extra, 0o600)
             .map_err(|err| match err.raw_os_error() {
                 Some(libc::ENXIO) => io::Error::new(
                     io::ErrorKind::NotConnected,
@@ -180,16 +192,62 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
                 _ => err,
             })
     };
-    match open(libc::O_NOFOLLOW, true) {
-        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => match open(0, false) {
+    // A name that changes between the tries (a link put in the place of a
+    // file, or the other way) is tried again from the start, a few times.
+    for _ in 0..3 {
+        match open(libc::O_CREAT | libc::O_NOFOLLOW) {
+            Ok(file) => {
+                refuse_planted(&dir, &fstat(file.as_raw_fd())?)?;
+                return Ok((file, false));
+            }
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {}
+            // The kernel's own refusal there (another user's link, or with
+            // `fs.protected_*` on, file or FIFO): said in the words of the other refusals.
+            Err(err) if err.raw_os_error() == Some(libc::EACCES) => {
+                if let Some(st) = dir.status_of(&name)? {
+                    refuse_planted(&dir, &st)?;
+                }
+                return Err(err);
+            }
+            Err(err) => return Err(err),
+        }
+        let Some(link) = dir.status_of(&name)? else {
+            continue;
+        };
+        if link.st_mode & libc::S_IFMT != libc::S_IFLNK {
+            continue;
+        }
+        // A link of this user's or the directory owner's, which no one
+        // else can replace in a sticky directory.
+        refuse_planted(&dir, &link)?;
+        return match open(0) {
             Ok(file) => Ok((file, true)),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 "a symbolic link to nothing: name the file itself",
             )),
             Err(err) => Err(err),
-        },
-        other => other.map(|file| (file, false)),
+        };
+    }
+    Err(io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "replaced again and again while it was opened: not written",
+    ))
+}
+
+/// Fails when `st`, what has the name in `dir`, is another user's in a
+/// sticky directory others can write ([`Directory::planted_by`]).
+fn refuse_planted(dir: &Directory, st: &libc::stat) -> io::Result<()> {
+    match dir.planted_by(st)? {
+        None => Ok(()),
+        Some(uid) => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "a {} of user {uid} in a sticky directory others can write: not written to \
+                 (choose another name, or have it removed first)",
+                kind_of_mode(st.st_mode)
+            ),
+        )),
     }
 }
 

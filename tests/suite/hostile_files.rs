@@ -843,6 +843,111 @@ fn a_recording_is_not_written_through_a_planted_link() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// Another user's uid for the files of [`a_recording_is_not_given_to_another_user_in_a_sticky_directory`].
+const NOBODY: u32 = 65534;
+
+#[test]
+fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
+    // In /tmp, a user could make run.rec first (a file or FIFO of theirs,
+    // or a link to a directory of theirs on the way): root's --record would
+    // then hand them what only root may read. Each is refused in one line
+    // and nothing is written; root's own file there is written, mode 0600.
+    let test = "a_recording_is_not_given_to_another_user_in_a_sticky_directory";
+    // SAFETY: geteuid has no preconditions.
+    let missing = (unsafe { libc::geteuid() } != 0)
+        .then(|| "needs root to make files of another user: run the tests as root".to_string());
+    if !crate::skip::runs_unless(test, missing) {
+        return;
+    }
+    use std::os::unix::fs::{PermissionsExt, chown, lchown};
+    let dir = scratch("record-sticky");
+    let iostat_root = iostat_tree(&dir);
+    let vcpustat_root = vcpustat_tree(&dir);
+    let shared = dir.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let theirs = shared.join("theirs.rec");
+    fs::write(&theirs, "theirs").unwrap();
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o666)).unwrap();
+    chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+    let fifo = shared.join("fifo.rec");
+    mkfifo(&fifo);
+    chown(&fifo, Some(NOBODY), Some(NOBODY)).unwrap();
+    // Their reader, so that the FIFO would take a recording.
+    let mut reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let their_dir = shared.join("dir");
+    fs::create_dir(&their_dir).unwrap();
+    chown(&their_dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    let dir_link = shared.join("link");
+    symlink(&their_dir, &dir_link).unwrap();
+    lchown(&dir_link, Some(NOBODY), Some(NOBODY)).unwrap();
+    let (iostat_root, vcpustat_root) = (
+        iostat_root.to_str().unwrap(),
+        vcpustat_root.to_str().unwrap(),
+    );
+    let iostat = |path: &str| {
+        run(
+            IOSTAT,
+            &["--sysroot", iostat_root, "--record", path, "-x", "1", "1"],
+        )
+    };
+    let path = theirs.to_str().unwrap();
+    let runs = [
+        iostat(path),
+        run(VCPUSTAT, &["--sysroot", vcpustat_root, "--record", path]),
+        run(
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &[
+                "--sysroot",
+                CXL_TREE,
+                "--record",
+                path,
+                "-e",
+                "clock_ticks",
+                "0.1",
+                "1",
+            ],
+        ),
+    ];
+    let what = "a regular file of user 65534 in a sticky directory others can write: not written";
+    for out in &runs {
+        assert_one_line_error(out, path, what);
+    }
+    assert_eq!(fs::read_to_string(&theirs).unwrap(), "theirs");
+    let path = fifo.to_str().unwrap();
+    assert_one_line_error(&iostat(path), path, "a FIFO of user 65534");
+    let mut taken = Vec::new();
+    let _ = reader.read_to_end(&mut taken);
+    assert!(taken.is_empty(), "{} bytes went to their FIFO", taken.len());
+    let through = dir_link.join("run.rec");
+    let path = through.to_str().unwrap();
+    let what = "a link owned by user 65534 in a sticky directory others can write: not followed";
+    assert_one_line_error(&iostat(path), path, what);
+    assert_eq!(fs::read_dir(&their_dir).unwrap().count(), 0);
+    // Root's own file there, and a new one.
+    let own = shared.join("own.rec");
+    fs::write(&own, "old").unwrap();
+    for path in [&own, &shared.join("new.rec")] {
+        let out = iostat(path.to_str().unwrap());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(fs::read_to_string(path).unwrap().starts_with("{\"format\""));
+    }
+    let mode = fs::metadata(shared.join("new.rec"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn no_output_may_name_the_recording_a_run_reads() {
     // `--replay F --svg F` replaced the recording with the chart. The check

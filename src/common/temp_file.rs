@@ -20,22 +20,22 @@
 //!
 //! The directory is opened once for each replacement and every step names
 //! files relative to it, so a directory renamed, or replaced by a link,
-//! while a file is written cannot send the rest elsewhere. A link on the
-//! way to it that another user owns in a sticky directory others can write
-//! is not followed, as the kernel's `fs.protected_symlinks` would refuse
-//! (with it off, a user of `/tmp` could send a root run's output into any
+//! while a file is written cannot send the rest elsewhere. It is opened a
+//! name at a time, and a link on the way to it, or on the way a link leads,
+//! that another user owns in a sticky directory others can write is not
+//! followed, as the kernel's `fs.protected_symlinks` would refuse (with it
+//! off, a user of `/tmp` could send a root run's output into any
 //! directory).
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
 
 use super::privilege;
-use super::root::kind_of_mode;
+use super::root::{fstat, kind_of_mode};
 
 /// Replaces `path` with what `write` writes into a new file created with
 /// `mode` (less the umask). On an error the temporary file is removed and
@@ -226,26 +226,11 @@ pub(crate) struct Directory {
 }
 
 impl Directory {
-    /// Opens `dir`, unless a link on the way is one another user planted
-    /// ([`refuse_planted_link`]).
+    /// Opens `dir` name by name ([`walk`]), unless a link on the way is
+    /// one another user planted ([`refuse_planted_link`]).
     pub(crate) fn open(dir: &Path) -> io::Result<Directory> {
-        let mut prefix = PathBuf::new();
-        for part in dir.components() {
-            prefix.push(part);
-            refuse_planted_link(&prefix)?;
-        }
-        let c_dir = c_path(dir.as_os_str())?;
-        // SAFETY: a NUL-terminated path; the descriptor returned is owned below.
-        let fd = unsafe {
-            libc::open(
-                c_dir.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        cvt(fd)?;
         Ok(Directory {
-            // SAFETY: a descriptor just opened, owned by nothing else.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: walk(dir)?,
             path: dir.to_owned(),
         })
     }
@@ -394,29 +379,119 @@ impl Directory {
     }
 }
 
-/// Fails when `path` is a link that `fs.protected_symlinks` would not let
-/// this user follow: in a sticky directory others can write, owned by
-/// someone other than this user and the directory's owner.
-fn refuse_planted_link(path: &Path) -> io::Result<()> {
-    let Ok(link) = fs::symlink_metadata(path) else {
-        return Ok(()); // opening says what is wrong
+/// The most symbolic links one walk follows: the kernel's `MAXSYMLINKS`.
+const MAX_LINKS: u32 = 40;
+
+/// Opens directory `dir` (`O_PATH`) as the kernel walks a path, one name
+/// at a time, each opened relative to the directory before it without
+/// following a link (`O_NOFOLLOW`): a symbolic link is checked
+/// ([`refuse_planted_link`]) on its own descriptor, then read and its
+/// target walked the same way, from `/` or from the link's directory. `..`
+/// goes up from where the walk is (after a link, from the link's target,
+/// as the kernel goes). Checking each link's path and then opening the
+/// whole path let a user replace a directory of theirs on the way by a
+/// link in between (`--svg` and `--textfile` open it at every report: many
+/// tries), and the links behind a permitted link were followed unchecked;
+/// here what is checked is what is followed. (That race cannot be tested
+/// reliably; the tests check links behind links.)
+fn walk(dir: &Path) -> io::Result<OwnedFd> {
+    let (start, mut walked) = if dir.has_root() {
+        (c"/", PathBuf::from("/"))
+    } else {
+        (c".", PathBuf::new())
     };
-    if !link.file_type().is_symlink() || link.uid() == euid() {
-        return Ok(());
+    let mut at = open_path(libc::AT_FDCWD, start)?;
+    let mut names = Vec::new();
+    push_names(&mut names, dir);
+    let mut links = 0;
+    while let Some(name) = names.pop() {
+        if name == "." {
+            walked.push(name);
+            continue;
+        }
+        let next = open_path(at.as_raw_fd(), &c_path(&name)?)?;
+        let st = fstat(next.as_raw_fd())?;
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => {
+                at = next;
+                walked.push(name);
+            }
+            libc::S_IFLNK => {
+                refuse_planted_link(&walked.join(&name), &st, &fstat(at.as_raw_fd())?)?;
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::from_raw_os_error(libc::ELOOP));
+                }
+                let target = read_link(&next)?;
+                if target.has_root() {
+                    at = open_path(libc::AT_FDCWD, c"/")?;
+                    walked = PathBuf::from("/");
+                }
+                push_names(&mut names, &target);
+            }
+            _ => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+        }
     }
-    let Ok(parent) = fs::metadata(directory_of(path)) else {
-        return Ok(());
+    Ok(at)
+}
+
+/// Puts the names of `path` on `names`, a stack (its first name last): a
+/// leading `/` is where a walk starts, not a name.
+fn push_names(names: &mut Vec<OsString>, path: &Path) {
+    let parts = path.components().rev();
+    let parts = parts.filter(|part| *part != Component::RootDir);
+    names.extend(parts.map(|part| part.as_os_str().to_owned()));
+}
+
+/// Opens `name` in directory `at` as a place on a walk (`O_PATH`), not
+/// following it if it is a link.
+fn open_path(at: libc::c_int, name: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated name; the descriptor returned is owned below.
+    let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
+    cvt(fd)?;
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The target of `link`, a symbolic link opened `O_PATH | O_NOFOLLOW`:
+/// read from that descriptor, so it is the link that was checked, not
+/// whatever has its name by now.
+fn read_link(link: &OwnedFd) -> io::Result<PathBuf> {
+    let mut target = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: an empty name reads the link `link` itself; at most
+    // `target.len()` bytes are written into `target`.
+    let len = unsafe {
+        libc::readlinkat(
+            link.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_mut_ptr().cast(),
+            target.len(),
+        )
     };
-    let shared = parent.mode() & (libc::S_ISVTX | 0o002) == libc::S_ISVTX | 0o002;
-    if !shared || link.uid() == parent.uid() {
+    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    if len == target.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    target.truncate(len);
+    Ok(PathBuf::from(OsString::from_vec(target)))
+}
+
+/// Fails when `link` (status `st`, in a directory of status `dir`) is a
+/// link that `fs.protected_symlinks` would not let this user follow: in a
+/// sticky directory others can write, owned by someone other than this
+/// user and the directory's owner.
+fn refuse_planted_link(link: &Path, st: &libc::stat, dir: &libc::stat) -> io::Result<()> {
+    let shared = dir.st_mode & (libc::S_ISVTX | 0o002) == libc::S_ISVTX | 0o002;
+    if !shared || st.st_uid == euid() || st.st_uid == dir.st_uid {
         return Ok(());
     }
     Err(io::Error::new(
         io::ErrorKind::PermissionDenied,
         format!(
             "{}: a link owned by user {} in a sticky directory others can write: not followed",
-            path.display(),
-            link.uid()
+            link.display(),
+            st.st_uid
         ),
     ))
 }
@@ -458,7 +533,7 @@ fn file_name(path: &Path) -> io::Result<&OsStr> {
 mod tests {
     use super::*;
     use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("hwstat-temp-{name}-{}", std::process::id()));
@@ -751,11 +826,101 @@ mod tests {
         );
         let err = check_targets(&[("--textfile", Some(&target))], None).unwrap_err();
         assert!(err.ends_with("not followed"), "{err}");
+        // Nor through this user's own links to it, by whole path or from
+        // the link's directory: the link behind is checked as well.
+        for (name, to) in [("mine", link.clone()), ("relative", PathBuf::from("out/."))] {
+            let mine = shared.join(name);
+            std::os::unix::fs::symlink(&to, &mine).unwrap();
+            let err = replace_with(&mine.join("x.prom"), 0o644, |f| f.write_all(b"a 1\n"));
+            let err = err.unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("{}: a link owned by user 65534", link.display())),
+                "{err}"
+            );
+        }
         assert_eq!(fs::read_dir(&private).unwrap().count(), 0);
         // This user's own link there is followed.
         std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
         replace_with(&target, 0o644, |f| f.write_all(b"a 1\n")).unwrap();
         assert_eq!(fs::read(private.join("x.prom")).unwrap(), b"a 1\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The directory `Directory::open(path)` opens: the same file as the
+    /// kernel finds at `expected`.
+    fn opens(path: &Path, expected: &Path) {
+        let dir = Directory::open(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        let st = fstat(dir.fd.as_raw_fd()).unwrap();
+        let meta = fs::metadata(expected).unwrap();
+        assert_eq!(
+            (st.st_dev, st.st_ino),
+            (meta.dev(), meta.ino()),
+            "{}",
+            path.display()
+        );
+    }
+
+    /// The error `Directory::open(path)` fails with, which the kernel's
+    /// own walk (`open(O_PATH | O_DIRECTORY)`) gives too.
+    fn fails(path: &Path, errno: i32) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let err = Directory::open(path).err().map(|err| err.raw_os_error());
+        assert_eq!(err, Some(Some(errno)), "{}", path.display());
+        let kernel = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(path);
+        let kernel = kernel.err().map(|err| err.raw_os_error());
+        assert_eq!(
+            kernel,
+            Some(Some(errno)),
+            "the kernel on {}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn a_directory_is_walked_to_as_the_kernel_walks_to_it() {
+        use std::os::unix::fs::symlink;
+        let dir = scratch("walk");
+        let (a, b) = (dir.join("a"), dir.join("a/b"));
+        fs::create_dir_all(&b).unwrap();
+        fs::write(dir.join("file"), b"").unwrap();
+        opens(&b, &b);
+        opens(&b.join("../.."), &dir);
+        // Links, relative to their directory or from /, and `..` after
+        // one: from its target, as the kernel goes.
+        symlink("a/b", dir.join("down")).unwrap();
+        symlink(&a, dir.join("absolute")).unwrap();
+        symlink("./../b/.", b.join("again")).unwrap();
+        opens(&dir.join("down"), &b);
+        opens(&dir.join("down/.."), &a);
+        opens(&dir.join("absolute/b/again/again/.."), &a);
+        // A relative path starts from the current directory.
+        let cwd = std::env::current_dir().unwrap();
+        let up: PathBuf = cwd.components().skip(1).map(|_| "..").collect();
+        opens(&up.join(dir.strip_prefix("/").unwrap()).join("down"), &b);
+        opens(Path::new("."), &cwd);
+        // A file on the way, or at its end, or a link to one.
+        symlink("file", dir.join("to-file")).unwrap();
+        for path in ["file", "file/x", "to-file", "to-file/x"] {
+            fails(&dir.join(path), libc::ENOTDIR);
+        }
+        symlink("none", dir.join("dangling")).unwrap();
+        fails(&dir.join("dangling"), libc::ENOENT);
+        // A loop, and a chain of one link more than the kernel follows.
+        symlink("loop2", dir.join("loop1")).unwrap();
+        symlink("loop1/.", dir.join("loop2")).unwrap();
+        fails(&dir.join("loop1"), libc::ELOOP);
+        for n in 0..=MAX_LINKS {
+            let next = match n {
+                MAX_LINKS => PathBuf::from("a"),
+                _ => PathBuf::from(format!("chain{}", n + 1)),
+            };
+            symlink(next, dir.join(format!("chain{n}"))).unwrap();
+        }
+        opens(&dir.join("chain1"), &a);
+        fails(&dir.join("chain0"), libc::ELOOP);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -949,6 +949,75 @@ fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
 }
 
 #[test]
+fn no_output_goes_through_a_planted_link_behind_roots_own() {
+    // In /tmp, root's own link (mine -> x/out) may lead through a link
+    // another user planted (x -> a directory of root's): the kernel's
+    // fs.protected_symlinks refuses x even behind root's link, and so must
+    // --svg, --textfile, --record and trace record -w, which check it
+    // themselves when the sysctl is off. Each is refused in one line naming
+    // x, and nothing is written. (The race of a directory swapped for a
+    // link between a check and the open cannot be tested reliably: the
+    // directory is walked name by name, which leaves it no window.)
+    let test = "no_output_goes_through_a_planted_link_behind_roots_own";
+    // SAFETY: geteuid has no preconditions.
+    let missing = (unsafe { libc::geteuid() } != 0)
+        .then(|| "needs root to make links of another user: run the tests as root".to_string());
+    if !crate::skip::runs_unless(test, missing) {
+        return;
+    }
+    use std::os::unix::fs::{PermissionsExt, lchown};
+    let dir = scratch("links-behind-links");
+    let iostat_root = iostat_tree(&dir);
+    let trace_root = trace_tree(&dir.join("trace"));
+    let shared = dir.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let private = dir.join("private");
+    fs::create_dir_all(private.join("out")).unwrap();
+    let planted = shared.join("x");
+    symlink(&private, &planted).unwrap();
+    lchown(&planted, Some(NOBODY), Some(NOBODY)).unwrap();
+    // Root's links to it: by whole path, and from their own directory.
+    symlink(planted.join("out"), shared.join("mine")).unwrap();
+    symlink("x/out", shared.join("relative")).unwrap();
+    let what = format!(
+        "{}: a link owned by user 65534 in a sticky directory others can write: not followed",
+        planted.display()
+    );
+    let (iostat_root, trace_root) = (iostat_root.to_str().unwrap(), trace_root.to_str().unwrap());
+    for link in ["mine", "relative"] {
+        for (option, name) in [
+            ("--svg", "c.svg"),
+            ("--textfile", "x.prom"),
+            ("--record", "run.rec"),
+        ] {
+            let path = shared.join(link).join(name);
+            let path = path.to_str().unwrap();
+            let out = run(
+                IOSTAT,
+                &["--sysroot", iostat_root, option, path, "-x", "1", "1"],
+            );
+            assert_one_line_error(&out, path, &what);
+        }
+    }
+    let path = shared.join("mine/trace.dtl");
+    let path = path.to_str().unwrap();
+    let args = [
+        "trace",
+        "record",
+        "--sysroot",
+        trace_root,
+        "--duration",
+        "1s",
+        "-w",
+        path,
+    ];
+    assert_one_line_error(&run(VCPUSTAT, &args), path, &what);
+    assert_eq!(fs::read_dir(private.join("out")).unwrap().count(), 0);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn no_output_may_name_the_recording_a_run_reads() {
     // `--replay F --svg F` replaced the recording with the chart. The check
     // comes before the recording is read, so any file shows it.

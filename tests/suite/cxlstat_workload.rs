@@ -9,10 +9,11 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::procstate::{
-    KillOnDrop, await_child, await_handler, await_polling, await_reaping, wait_with_timeout,
+    KillOnDrop, await_asleep_again, await_child, await_handler, await_polling, sleeps,
+    wait_with_timeout,
 };
 use crate::skip;
 use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout};
@@ -118,29 +119,44 @@ fn a_terminals_ctrl_c_reaches_the_command_once() {
     let Some(counter) = sigint_counter(&root, TEST) else {
         return;
     };
-    let ctrl_c = |_: u32, terminal: &mut std::fs::File| {
-        // The interrupt character: SIGINT to the foreground group.
-        terminal.write_all(b"\x03").unwrap();
-    };
-    let kill = |cxlstat: u32, _: &mut std::fs::File| {
-        // SAFETY: kill(2) of our own child.
-        assert_eq!(unsafe { libc::kill(cxlstat as i32, libc::SIGINT) }, 0);
-    };
-    assert_eq!(sigints(&root, &counter, "stay", ctrl_c), "SIGINT x 1\n");
-    assert_eq!(sigints(&root, &counter, "leave", ctrl_c), "SIGINT x 1\n");
-    assert_eq!(sigints(&root, &counter, "stay", kill), "SIGINT x 1\n");
+    let end = [ctrl_c, end_counter];
+    assert_eq!(sigints(&root, &counter, "stay", &end), "SIGINT x 1\n");
+    assert_eq!(sigints(&root, &counter, "leave", &end), "SIGINT x 1\n");
+    let end = [kill_int, end_counter];
+    assert_eq!(sigints(&root, &counter, "stay", &end), "SIGINT x 1\n");
 }
 
+/// Something done to a run of [`sigints`]: given cxlstat's pid, the
+/// counter's and the terminal.
+type Step = fn(u32, u32, &mut std::fs::File);
+
+/// The terminal's interrupt character: SIGINT to the foreground group.
+fn ctrl_c(_: u32, _: u32, terminal: &mut std::fs::File) {
+    terminal.write_all(b"\x03").unwrap();
+}
+
+/// `kill -INT` of cxlstat alone.
+fn kill_int(cxlstat: u32, _: u32, _: &mut std::fs::File) {
+    // SAFETY: kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(cxlstat as i32, libc::SIGINT) }, 0);
+}
+
+/// SIGTERM to the counter alone: it ends.
+fn end_counter(_: u32, counter: u32, _: &mut std::fs::File) {
+    // SAFETY: kill(2) of cxlstat's child, which cxlstat has not reaped.
+    assert_eq!(unsafe { libc::kill(counter as i32, libc::SIGTERM) }, 0);
+}
+
+/// How long the counter and cxlstat may take to end after the last step.
+const END_LIMIT: Duration = Duration::from_secs(20);
+
 /// Runs `cxlstat -- COUNTER GROUP` (`stay` in cxlstat's process group, or
-/// `leave` it) in a session of its own on a pseudo-terminal, calls
-/// `interrupt` with cxlstat's pid and the terminal once both wait, then
-/// ends the counter with SIGTERM: what it printed.
-fn sigints(
-    root: &Path,
-    counter: &Path,
-    group: &str,
-    interrupt: impl FnOnce(u32, &mut std::fs::File),
-) -> String {
+/// `leave` it) in a session of its own on a pseudo-terminal and, once both
+/// wait, takes `steps`, each once cxlstat has dealt with the one before
+/// (passed its signal on or not) and waits again; the last must end the
+/// counter, and both then end within [`END_LIMIT`]: what the counter
+/// printed.
+fn sigints(root: &Path, counter: &Path, group: &str, steps: &[Step]) -> String {
     let (master, slave) = crate::pipes::pseudo_terminal();
     let mut command = Command::new(env!("CARGO_BIN_EXE_cxlstat"));
     command
@@ -170,14 +186,27 @@ fn sigints(
     await_polling(pid);
     // The terminal stays open: closing it would hang it up.
     let mut terminal = std::fs::File::from(master);
-    interrupt(pid, &mut terminal);
-    // Stopped, cxlstat has passed the signal on or not, and waits for the
-    // counter, whose SIGINT (if any) comes before the SIGTERM sent next.
-    await_reaping(pid);
-    // SAFETY: kill(2) of cxlstat's child, which cxlstat has not reaped.
-    assert_eq!(unsafe { libc::kill(counter as i32, libc::SIGTERM) }, 0);
+    let (last, before) = steps.split_last().expect("a last step");
+    for step in before {
+        // Once cxlstat sleeps again, it has passed the signal on or not,
+        // and a signal to the counter (if any) comes before the next.
+        let asleep = sleeps(pid);
+        step(pid, counter, &mut terminal);
+        await_asleep_again(pid, asleep);
+    }
+    let ended = Instant::now();
+    last(pid, counter, &mut terminal);
+    while child.0.try_wait().unwrap().is_none() {
+        if ended.elapsed() > END_LIMIT {
+            // SAFETY: kill(2) of cxlstat's child, which cxlstat, still
+            // running, has not reaped: the counter would outlive the test.
+            unsafe { libc::kill(counter as i32, libc::SIGKILL) };
+            panic!("the counter and cxlstat did not end within {END_LIMIT:?} of the last step");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = child.0.wait().unwrap();
     // What both print, a few lines, fits in the pipes until cxlstat ends.
-    let status = wait_with_timeout(&mut child.0, Duration::from_secs(30), "cxlstat");
     let (mut text, mut errors) = (String::new(), String::new());
     child
         .0

@@ -143,16 +143,34 @@ pub fn await_open_file(pid: u32, path: &std::path::Path) {
     });
 }
 
-/// Waits until `pid`'s main thread sleeps in `wait4(2)` (its kernel wait
-/// channel, `/proc/<pid>/wchan`, is `do_wait`): waiting for a child to end.
-pub fn await_reaping(pid: u32) {
+/// How many times `pid`'s main thread has gone to sleep so far
+/// (`voluntary_ctxt_switches` in `/proc/<pid>/task/<pid>/status`), for
+/// [`await_asleep_again`].
+pub fn sleeps(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/task/{pid}/status: {e}"));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no voluntary_ctxt_switches line in {status}"))
+}
+
+/// Waits until `pid`'s main thread, asleep `before` times ([`sleeps`]) when
+/// something woke it (a signal), sleeps again in `poll(2)` or `wait4(2)`
+/// (its wait channel a poll function or `do_wait`): it has dealt with what
+/// woke it, and waits for what comes next.
+pub fn await_asleep_again(pid: u32, before: u64) {
     await_state(&format!("process {pid}"), || {
         let state = state_letter(pid)?;
         let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
-        if state == 'S' && wchan == "do_wait" {
+        let now = sleeps(pid);
+        if now > before && state == 'S' && (wchan.contains("poll") || wchan == "do_wait") {
             Ok(())
         } else {
-            Err(format!("in state {state}, waiting in {wchan:?}"))
+            Err(format!(
+                "in state {state}, waiting in {wchan:?}, asleep {now} times (first {before})"
+            ))
         }
     });
 }

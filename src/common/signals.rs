@@ -54,6 +54,13 @@ pub const STOP_SIGNALS: [i32; 13] = [
 /// signal number (64 at most).
 const FROM_KERNEL: usize = 1 << 8;
 
+/// Where the count of stop signals caught begins in [`StopSignal`]'s
+/// word, above [`FROM_KERNEL`].
+const COUNT_SHIFT: u32 = 9;
+
+/// The largest count: past it, the count starts again at 1, never 0.
+const MAX_COUNT: usize = usize::MAX >> COUNT_SHIFT;
+
 /// The stop-signal handlers could not be set up: no descriptor was left
 /// for the wake-up counter (`ulimit -n`), or the kernel refused an action.
 #[derive(Debug)]
@@ -76,7 +83,9 @@ impl std::error::Error for SignalSetupError {
 #[derive(Clone)]
 pub struct StopSignal {
     /// The latest stop signal's number, with [`FROM_KERNEL`] added when
-    /// the kernel sent it; 0 before any.
+    /// the kernel sent it, and the count of those caught so far above
+    /// [`COUNT_SHIFT`]: one word, so that one look reads all three as they
+    /// were together; 0 before any.
     caught: Arc<AtomicUsize>,
     /// An eventfd the signal actions add to and the waits poll: one
     /// descriptor, where a socket pair took two (three with the writer's
@@ -132,7 +141,12 @@ impl StopSignal {
                 } else {
                     0
                 };
-                caught.store(signal as usize | from_kernel, Ordering::SeqCst);
+                // A loop only if another signal's action cut this one short
+                // between its load and its store.
+                let _ = caught.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
+                    let count = (old >> COUNT_SHIFT) % MAX_COUNT + 1;
+                    Some(count << COUNT_SHIFT | signal as usize | from_kernel)
+                });
                 let one: u64 = 1;
                 // SAFETY: write(2) of 8 bytes from a live local to an
                 // eventfd the action owns (an Arc of it); non-blocking, and
@@ -146,8 +160,9 @@ impl StopSignal {
                 };
             };
             // SAFETY: the action is async-signal-safe: a read of the
-            // siginfo the kernel gave, an atomic store and write(2), without
-            // allocating or locking (signal-hook keeps errno around it).
+            // siginfo the kernel gave, a lock-free atomic update and
+            // write(2), without allocating or locking (signal-hook keeps
+            // errno around it).
             unsafe { signal_hook_registry::register_sigaction(signal, action) }
                 .map_err(SignalSetupError)?;
         }
@@ -156,62 +171,67 @@ impl StopSignal {
 
     /// The stop signal received, if any.
     pub fn caught(&self) -> Option<i32> {
-        match self.caught.load(Ordering::SeqCst) & !FROM_KERNEL {
-            0 => None,
-            signal => Some(signal as i32),
-        }
+        self.latest().signal()
     }
 
-    /// The stop signal received, if it was a terminal's Ctrl-C or `Ctrl-\`
-    /// (SIGINT or SIGQUIT from the kernel, `si_code` `SI_KERNEL`), which
-    /// comes to the terminal's whole foreground process group at once.
-    /// `None` for one a process sent (kill(2)), and for the other signals
-    /// the kernel sends to this process alone: a CPU time limit's SIGXCPU,
-    /// a timer's SIGALRM (timers and limits survive exec), a SIGIO.
-    pub fn caught_from_terminal(&self) -> Option<i32> {
-        let caught = self.caught.load(Ordering::SeqCst);
-        let signal = (caught & !FROM_KERNEL) as i32;
-        (caught & FROM_KERNEL != 0 && matches!(signal, libc::SIGINT | libc::SIGQUIT))
-            .then_some(signal)
+    /// The latest stop signal received, with who sent it and how many came.
+    pub fn latest(&self) -> Caught {
+        Caught(self.caught.load(Ordering::SeqCst))
     }
 
     /// Sleeps until `deadline`. Returns `false` if a stop signal came first
     /// (or had already come).
     pub fn sleep_until(&self, deadline: Instant) -> bool {
-        self.wait(Some(deadline), NO_DESCRIPTOR)
+        self.wait(Some(deadline), NO_DESCRIPTOR, 0)
     }
 
     /// Sleeps until `deadline`, or less if `fd` becomes readable first (a
     /// pidfd whose process ended). Returns `false` if a stop signal came
     /// first (or had already come).
     pub fn sleep_until_or_readable(&self, deadline: Instant, fd: BorrowedFd) -> bool {
-        self.wait(Some(deadline), pollfd(fd, libc::POLLIN))
+        self.wait(Some(deadline), pollfd(fd, libc::POLLIN), 0)
     }
 
     /// Sleeps until `fd` is readable (for example a pidfd whose process
     /// ended). Returns `false` if a stop signal came first (or had already
     /// come).
     pub fn wait_readable(&self, fd: BorrowedFd) -> bool {
-        self.wait(None, pollfd(fd, libc::POLLIN))
+        self.wait(None, pollfd(fd, libc::POLLIN), 0)
+    }
+
+    /// Sleeps until `deadline` (if any) or until `fd` (if any) is readable,
+    /// whichever comes first, for as long as no more than `seen` stop
+    /// signals have come ([`Caught::count`] of one seen before, or 0).
+    /// Returns `false` if one more came first (or had already come): a
+    /// wait that goes on past a stop signal, and learns of each new one.
+    pub fn sleep_until_next(
+        &self,
+        deadline: Option<Instant>,
+        fd: Option<BorrowedFd>,
+        seen: usize,
+    ) -> bool {
+        let other = fd.map_or(NO_DESCRIPTOR, |fd| pollfd(fd, libc::POLLIN));
+        self.wait(deadline, other, seen)
     }
 
     /// Sleeps until `fd` can be written to without blocking (or is in
     /// error, which the write then reports). Returns `false` if a stop
     /// signal came first (or had already come).
     pub fn wait_writable(&self, fd: BorrowedFd) -> bool {
-        self.wait(None, pollfd(fd, libc::POLLOUT))
+        self.wait(None, pollfd(fd, libc::POLLOUT), 0)
     }
 
     /// Waits until `deadline` (if any) or until `other` is ready, whichever
-    /// comes first; `false` if a stop signal came first (or had already
-    /// come). `other` may be [`NO_DESCRIPTOR`], which `poll` skips.
+    /// comes first; `false` if a stop signal beyond the `seen` first came
+    /// first (or had already come). `other` may be [`NO_DESCRIPTOR`],
+    /// which `poll` skips.
     // Inlined into each waiting function: `sleep_until` runs every interval
     // and stays one function of the code a report touches (build.rs, "Hot
     // code first").
     #[inline(always)]
-    fn wait(&self, deadline: Option<Instant>, other: libc::pollfd) -> bool {
+    fn wait(&self, deadline: Option<Instant>, other: libc::pollfd, seen: usize) -> bool {
         loop {
-            if self.caught().is_some() {
+            if self.latest().count() != seen {
                 return false;
             }
             let timeout = match deadline {
@@ -258,6 +278,37 @@ impl StopSignal {
                 std::mem::size_of::<u64>(),
             )
         };
+    }
+}
+
+/// One look at the latest stop signal ([`StopSignal::latest`]): which, who
+/// sent it, and how many had come by then, as they were together.
+#[derive(Clone, Copy)]
+pub struct Caught(usize);
+
+impl Caught {
+    /// The signal's number; `None` before any.
+    pub fn signal(self) -> Option<i32> {
+        match self.0 & (FROM_KERNEL - 1) {
+            0 => None,
+            signal => Some(signal as i32),
+        }
+    }
+
+    /// Whether it was a terminal's Ctrl-C or `Ctrl-\` (SIGINT or SIGQUIT
+    /// from the kernel, `si_code` `SI_KERNEL`), which comes to the
+    /// terminal's whole foreground process group at once. Not one a
+    /// process sent (kill(2)), nor the other signals the kernel sends to
+    /// this process alone: a CPU time limit's SIGXCPU, a timer's SIGALRM
+    /// (timers and limits survive exec), a SIGIO.
+    pub fn from_terminal(self) -> bool {
+        self.0 & FROM_KERNEL != 0 && matches!(self.signal(), Some(libc::SIGINT | libc::SIGQUIT))
+    }
+
+    /// How many stop signals had come, this one included: 0 before any,
+    /// then growing by one with each (after [`MAX_COUNT`], 1 again).
+    pub fn count(self) -> usize {
+        self.0 >> COUNT_SHIFT
     }
 }
 
@@ -351,6 +402,26 @@ mod tests {
         raiser.join().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         assert!(!stop.sleep_until_or_readable(deadline, idle.as_fd()));
+        // A wait past the signals seen goes on until the next one, which
+        // it learns of, with who sent it.
+        let seen = stop.latest().count();
+        assert_eq!(seen, 1);
+        let deadline = Instant::now() + Duration::from_millis(50);
+        assert!(stop.sleep_until_next(Some(deadline), Some(idle.as_fd()), seen));
+        assert!(Instant::now() >= deadline);
+        let raiser = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: raise(3) of a signal this process catches.
+            assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
+        });
+        assert!(!stop.sleep_until_next(None, Some(idle.as_fd()), seen));
+        raiser.join().unwrap();
+        let latest = stop.latest();
+        assert_eq!(latest.signal(), Some(libc::SIGINT));
+        assert_eq!(latest.count(), 2);
+        assert!(!latest.from_terminal());
+        assert!(!stop.sleep_until_next(None, None, seen));
+        assert!(stop.sleep_until_next(Some(Instant::now()), None, latest.count()));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
 use crate::common::fdlimit::Raised;
 use crate::common::signals::StopSignal;
@@ -74,27 +75,47 @@ impl Workload<'_> {
         command.spawn().map_err(|e| self.not_started(e))
     }
 
-    /// Waits for the command to end. A stop signal sent to cxlstat alone
+    /// Waits for the command to end. Each stop signal sent to cxlstat alone
     /// (`kill`: SIGTERM, SIGHUP...; the kernel's SIGXCPU or SIGALRM) is
-    /// passed on to the command, so that both end promptly. One from the
+    /// passed on to the command, once, so that both end promptly; also one
+    /// that comes after another the command outlived. One from the
     /// terminal is not, while the command is in cxlstat's process group: a
     /// terminal's Ctrl-C (or `Ctrl-\`) reaches the command by itself, as it
     /// reaches perf stat's, and once is what a command that handles it (a
     /// first Ctrl-C to finish, a second to abort) expects. A command that
     /// left the group (`setsid`, a shell's job control) gets it from
-    /// cxlstat, or Ctrl-C would leave both waiting.
+    /// cxlstat, or Ctrl-C would leave both waiting. Of signals that come
+    /// together, before cxlstat looks, the latest is passed on.
     pub(super) fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
-        if let Some(pidfd) = pidfd(child)
-            && !stop.wait_readable(pidfd.as_fd())
-            && let Some(signal) = stop.caught()
-            && (stop.caught_from_terminal().is_none() || !in_our_process_group(child))
-        {
-            // SAFETY: signalling our own child, not yet reaped.
-            unsafe { libc::kill(child.id() as i32, signal) };
+        let ended = pidfd(child);
+        // Without a pidfd (before Linux 5.3, or under a seccomp filter that
+        // refuses pidfd_open), cxlstat looks for the command's end every
+        // `NO_PIDFD_TICK`: blocked in waitpid, which each signal's action
+        // restarts (SA_RESTART), it could pass none on.
+        let deadline = || ended.is_none().then(|| Instant::now() + NO_PIDFD_TICK);
+        let mut seen = 0;
+        loop {
+            if let Some(status) = child.try_wait().map_err(|e| self.error(e))? {
+                return Ok(exit_code(status));
+            }
+            if stop.sleep_until_next(deadline(), ended.as_ref().map(AsFd::as_fd), seen) {
+                continue;
+            }
+            let caught = stop.latest();
+            seen = caught.count();
+            if let Some(signal) = caught.signal()
+                && (!caught.from_terminal() || !in_our_process_group(child))
+            {
+                // SAFETY: signalling our own child, not yet reaped.
+                unsafe { libc::kill(child.id() as i32, signal) };
+            }
         }
-        child.wait().map(exit_code).map_err(|e| self.error(e))
     }
 }
+
+/// How often [`Workload::wait`] looks for the command's end without a
+/// pidfd: its end is seen this much late at most.
+const NO_PIDFD_TICK: Duration = Duration::from_millis(10);
 
 /// Whether `child` (not yet reaped) is in cxlstat's process group, where
 /// a signal the terminal sends to its foreground group reaches both.
@@ -138,7 +159,8 @@ fn reset_reserved_signals(command: &mut Command) {
 const KERNEL_SIGSET_BYTES: usize = 8;
 
 /// A pidfd of `child` (readable once it ends), or `None` on kernels
-/// before 5.3, where the waits fall back to `waitpid` and to the interval.
+/// before 5.3, where the waits fall back to looking every
+/// [`NO_PIDFD_TICK`] and to the interval.
 pub(super) fn pidfd(child: &Child) -> Option<OwnedFd> {
     // SAFETY: pidfd_open(2) of our own child, not yet reaped.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };

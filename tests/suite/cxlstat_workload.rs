@@ -126,6 +126,27 @@ fn a_terminals_ctrl_c_reaches_the_command_once() {
     assert_eq!(sigints(&root, &counter, "stay", &end), "SIGINT x 1\n");
 }
 
+/// Every stop signal cxlstat should pass on is, once, also after one it
+/// held back or passed on already: cxlstat waited once for a signal, then
+/// only for the command, so that after a terminal's Ctrl-C the command
+/// handled and outlived, `kill -TERM` of cxlstat left both waiting (the
+/// command never got it), and a second `kill -INT` did not reach it.
+#[test]
+fn every_stop_signal_after_the_first_is_passed_on_once() {
+    const TEST: &str = "every_stop_signal_after_the_first_is_passed_on_once";
+    if !perf_usable(TEST) {
+        return;
+    }
+    let root = tree("workload_signals");
+    let Some(counter) = sigint_counter(&root, TEST) else {
+        return;
+    };
+    let steps = [ctrl_c, term_cxlstat];
+    assert_eq!(sigints(&root, &counter, "stay", &steps), "SIGINT x 1\n");
+    let steps = [kill_int, kill_int, term_cxlstat];
+    assert_eq!(sigints(&root, &counter, "stay", &steps), "SIGINT x 2\n");
+}
+
 /// Something done to a run of [`sigints`]: given cxlstat's pid, the
 /// counter's and the terminal.
 type Step = fn(u32, u32, &mut std::fs::File);
@@ -139,6 +160,12 @@ fn ctrl_c(_: u32, _: u32, terminal: &mut std::fs::File) {
 fn kill_int(cxlstat: u32, _: u32, _: &mut std::fs::File) {
     // SAFETY: kill(2) of our own child.
     assert_eq!(unsafe { libc::kill(cxlstat as i32, libc::SIGINT) }, 0);
+}
+
+/// `kill -TERM` of cxlstat alone, which it passes on: the counter ends.
+fn term_cxlstat(cxlstat: u32, _: u32, _: &mut std::fs::File) {
+    // SAFETY: kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(cxlstat as i32, libc::SIGTERM) }, 0);
 }
 
 /// SIGTERM to the counter alone: it ends.

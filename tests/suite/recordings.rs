@@ -997,3 +997,138 @@ fn a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill() {
     }
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// Replays `tests/fixtures/recordings/0ebb936/TOOL.rec` with `args`.
+fn replay_0ebb936(bin: &str, tool: &str, args: &[&str]) -> String {
+    let rec = fixture(&format!("recordings/0ebb936/{tool}.rec"));
+    let out = run(bin, &[&["--replay", rec.as_str()][..], args].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{tool} {args:?}: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Recordings kept for months are replayed by newer versions: these three
+/// were made by the first version with all three tools (commit 0ebb936,
+/// `cargo build --release`, TZ=UTC LC_ALL=C), over trees whose counters a
+/// script advanced between samples (written in place, as [`iostat_tree`]'s
+/// are read): `iostat-rs --sysroot T --record iostat-rs.rec -x -p ALL 0.1 3`
+/// (sda, sda1, nvme0n1), `vcpustat --sysroot T --record vcpustat.rec 0.1 3`
+/// (cpu0 and cpu1) and `cxlstat --sysroot T --record cxlstat.rec -e cpu_clock
+/// 0.1 2` (one PMU of the software clock, as cxlstat_support's trees). The
+/// expected figures are what that build printed from its own replay, but
+/// for the changes made on purpose since: a share in the machine formats
+/// is a 0-1 ratio named `_ratio` (0c5eca9), vcpustat numbers its
+/// machine-format reports from 1 (87d8879), and cxlstat's time column
+/// starts at the baseline (165a6a0) and a rate is the count over the time
+/// its counter was enabled (ae418f8), worked out here from the recorded
+/// values.
+#[test]
+fn recordings_made_by_the_first_version_replay_with_its_numbers() {
+    let io = replay_0ebb936(IOSTAT, "iostat-rs", &["-x", "-p", "ALL", "0.1", "3"]);
+    assert!(
+        io.starts_with("Linux 6.18.44-fc-v1252 (vm) \t12/06/26 \t_x86_64_\t(2 CPU)\n"),
+        "{io}"
+    );
+    assert_eq!(io.matches("avg-cpu:").count(), 3, "{io}");
+    for line in [
+        "           1.22    0.02    0.61    0.04    0.00   98.11\n",
+        "          11.67    0.00    5.00    0.00    0.00   83.33\n",
+        "sda              0.26      9.62     0.00   0.76    0.38    36.83    0.08      1.50     \
+         0.00   4.88    1.79    19.22    0.00      0.00     0.00   0.00    0.00     0.00    \
+         0.01    0.08    0.00   0.03\n",
+        "nvme0n1          0.05      2.70     0.00   1.64    0.21    56.22    0.03      7.47     \
+         0.00   1.50    0.46   285.31    0.00      0.08     0.00  12.50    0.57    57.14    \
+         0.00    0.00    0.00   0.00\n",
+        "sda1           300.00   3200.00     0.00   0.00    0.00    10.67  100.00     50.00     \
+         0.00   0.00    0.00     0.50    0.00      0.00     0.00   0.00    0.00     0.00    \
+         0.00    0.00    0.40  20.00\n",
+        "nvme0n1       1100.00  44400.00     0.00   0.00    0.00    40.36  300.00 204800.00     \
+         0.00   0.00    0.00   682.67    0.00      0.00     0.00   0.00    0.00     0.00    \
+         0.00    0.00    0.70  50.00\n",
+    ] {
+        assert!(io.contains(line), "{line}in\n{io}");
+    }
+    // Another view of the same samples, sysstat's JSON.
+    let json = replay_0ebb936(
+        IOSTAT,
+        "iostat-rs",
+        &["-d", "-p", "ALL", "-o", "JSON", "0.1", "3"],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let stats = doc["sysstat"]["hosts"][0]["statistics"].as_array().unwrap();
+    assert_eq!(stats.len(), 3);
+    let disk = |report: usize, row: usize, key: &str| stats[report]["disk"][row][key].clone();
+    assert_eq!(disk(0, 0, "disk_device"), "sda");
+    assert_eq!(disk(0, 0, "kB_read"), 48100);
+    assert_eq!(disk(0, 2, "kB_dscd"), 400);
+    assert_eq!(disk(1, 2, "disk_device"), "nvme0n1");
+    assert_eq!(disk(1, 2, "kB_wrtn"), 22528);
+    assert_eq!(disk(1, 1, "tps"), 400.0);
+
+    let vcpu = replay_0ebb936(VCPUSTAT, "vcpustat", &["0.1", "3"]);
+    assert_eq!(vcpu.matches("\nall ").count(), 3, "{vcpu}");
+    for line in [
+        "cpu0           498 |  80.32  18.07   1.00   0.60 |  97.59   2.01   0.40 |   97.59\n",
+        "all           1068 |  81.46  16.85   0.94   0.75 |  97.57   1.87   0.56 |   97.57\n",
+    ] {
+        assert!(vcpu.contains(line), "{line}in\n{vcpu}");
+    }
+    let csv = replay_0ebb936(VCPUSTAT, "vcpustat", &["-n", "-o", "csv", "0.1", "3"]);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 3 * 3, "{csv}");
+    assert!(rows[0].ends_with(",unattributed_disp,home_ratio"), "{csv}");
+    assert!(
+        rows[3].ends_with(",1,all,1066,870,180,10,6,1042,20,4,0,0.9775"),
+        "{csv}"
+    );
+    assert!(
+        rows[4].ends_with(",2,cpu0,499,400,90,5,4,486,10,3,0,0.9739"),
+        "{csv}"
+    );
+    let total = replay_0ebb936(VCPUSTAT, "vcpustat", &[]);
+    assert!(
+        total.contains(
+            "all          11060 |       6792       4200         58         10 |      10996         \
+             56          8 |   99.42\n"
+        ),
+        "{total}"
+    );
+
+    // Frames 0-2 hold cpu_clock's count and time enabled (16900, 17878),
+    // (100221947, 100222269), (200459261, 200459809) at elapsed_ns 294615,
+    // 100504315 and 200742614: counts 100205047 and 100237314, times
+    // 100204391 and 100237540 ns enabled, 0.100209700 and 0.200447999 s
+    // after the baseline.
+    let cxl = replay_0ebb936(CXLSTAT, "cxlstat", &["-e", "cpu_clock", "0.1", "2"]);
+    let lines: Vec<Vec<&str>> = cxl
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            [
+                "0.100209700",
+                "cxl_pmu_mem0.0",
+                "cpu_clock",
+                "100205047",
+                "1000006546.62",
+                "100.00%"
+            ],
+            [
+                "0.200447999",
+                "cxl_pmu_mem0.0",
+                "cpu_clock",
+                "100237314",
+                "999997745.36",
+                "100.00%"
+            ],
+        ],
+        "{cxl}"
+    );
+}

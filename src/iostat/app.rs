@@ -466,8 +466,14 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         let curr = carry.curr;
         carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
         carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
-        devices.read_sample(src, curr);
-        devices.compute_groups(curr);
+        // The CPU report alone (`-c`) reads no device. sysstat reads them
+        // all the same, for nothing it shows (on a machine of 10,000
+        // devices, their lines or `stat` files at every interval), and a
+        // replay of a recording of any other view can then serve it.
+        if opts.show_disk {
+            devices.read_sample(src, curr);
+            devices.compute_groups(curr);
+        }
         // The first report's rates cover the time since boot, which no
         // histogram does: the ones drained here hold only the moments since
         // the start, and are not shown.

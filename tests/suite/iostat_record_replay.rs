@@ -247,6 +247,23 @@ fn a_replay_refuses_options_that_read_what_was_not_recorded() {
     assert_eq!(replay.status.code(), Some(1), "{err}");
     assert!(err.contains("does not hold `list /sys/block`"), "{err}");
     assert!(run(&["--replay", rec, "-xk", "sda"]).status.success());
+    // The CPU report alone reads no device (sysstat reads them all for
+    // nothing it shows): it replays from this recording, which never
+    // listed /sys/block, and its own recording holds no device.
+    let cpu = run(&["--replay", rec, "-c", "0.01", "2"]);
+    let err = String::from_utf8_lossy(&cpu.stderr);
+    assert_eq!(cpu.status.code(), Some(0), "{err}");
+    let shown = String::from_utf8_lossy(&cpu.stdout);
+    assert_eq!(shown.matches("avg-cpu:").count(), 2, "{shown}");
+    let cpu_only = run(&["--sysroot", root, "--record", rec, "-c", "0.01", "2"]);
+    assert_eq!(cpu_only.status.code(), Some(0));
+    let recorded = fs::read_to_string(rec).unwrap();
+    for device_input in ["/sys/block", "/proc/diskstats", "/dev/"] {
+        assert!(
+            !recorded.contains(device_input),
+            "{device_input} in\n{recorded}"
+        );
+    }
     fs::remove_dir_all(dir).unwrap();
 }
 

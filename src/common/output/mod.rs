@@ -47,14 +47,7 @@ impl Column {
         width: usize,
         precision: usize,
     ) -> Column {
-        Column {
-            key: Cow::Borrowed(key),
-            header: Cow::Borrowed(header),
-            help: Cow::Borrowed(help),
-            width,
-            precision,
-            percent_in_text: false,
-        }
+        Column::of(key, header, help, width, precision, false)
     }
 
     /// A column of shares, named `…_ratio`: every tool's machine formats
@@ -67,14 +60,7 @@ impl Column {
         help: &'static str,
         width: usize,
     ) -> Column {
-        Column {
-            key: Cow::Borrowed(key),
-            header: Cow::Borrowed(header),
-            help: Cow::Borrowed(help),
-            width,
-            precision: 4,
-            percent_in_text: true,
-        }
+        Column::of(key, header, help, width, 4, true)
     }
 
     /// A column of counts (integers) with borrowed static strings.
@@ -84,13 +70,24 @@ impl Column {
         help: &'static str,
         width: usize,
     ) -> Column {
+        Column::of(key, header, help, width, 0, false)
+    }
+
+    const fn of(
+        key: &'static str,
+        header: &'static str,
+        help: &'static str,
+        width: usize,
+        precision: usize,
+        percent_in_text: bool,
+    ) -> Column {
         Column {
             key: Cow::Borrowed(key),
             header: Cow::Borrowed(header),
             help: Cow::Borrowed(help),
             width,
-            precision: 0,
-            percent_in_text: false,
+            precision,
+            percent_in_text,
         }
     }
 }

@@ -516,17 +516,30 @@ fn cvt(status: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// The file name of `path`, which must have one (and not end in `/`,
-/// which names a directory).
+/// The name of the file `path` names, as the kernel reads the path:
+/// `None` when it ends in `/`, `/.`, `.` or `..`, which name a directory
+/// (`Path::file_name` drops a trailing `.`: `run.rec/.` would name
+/// `run.rec`, a file the kernel finds is not a directory), or is empty.
+pub(crate) fn named_file(path: &Path) -> Option<&OsStr> {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
+        return None;
+    }
+    path.file_name()
+}
+
+/// The file name of `path`, which must have one ([`named_file`]); an
+/// empty path is no file, as the kernel says.
 fn file_name(path: &Path) -> io::Result<&OsStr> {
-    let name = path.file_name();
-    name.filter(|_| !path.as_os_str().as_bytes().ends_with(b"/"))
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "expected a file name, not a directory",
-            )
-        })
+    if path.as_os_str().is_empty() {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
+    named_file(path).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "expected a file name, not a directory",
+        )
+    })
 }
 
 #[cfg(test)]
@@ -770,13 +783,22 @@ mod tests {
             err.ends_with("a file name of 256 bytes, longer than the 255 a name may have"),
             "{err}"
         );
-        // A trailing slash names a directory, which is never replaced.
-        let slash = PathBuf::from(format!("{}/c.svg/", dir.display()));
-        let err = check_targets(&[("--svg", Some(&slash))], None).unwrap_err();
-        assert!(
-            err.ends_with("expected a file name, not a directory"),
-            "{err}"
-        );
+        // A trailing slash or `/.` names a directory, which is never
+        // replaced: not the file before it.
+        fs::write(dir.join("c.svg"), b"old").unwrap();
+        for ending in ["/", "/."] {
+            let slash = PathBuf::from(format!("{}/c.svg{ending}", dir.display()));
+            let err = check_targets(&[("--svg", Some(&slash))], None).unwrap_err();
+            assert!(
+                err.ends_with("expected a file name, not a directory"),
+                "{err}"
+            );
+            let err = replace_with(&slash, 0o644, |f| f.write_all(b"<svg/>")).unwrap_err();
+            assert_eq!(err.to_string(), "expected a file name, not a directory");
+        }
+        assert_eq!(fs::read(dir.join("c.svg")).unwrap(), b"old");
+        let err = check_targets(&[("--svg", Some(Path::new("")))], None).unwrap_err();
+        assert_eq!(err, "--svg : No such file or directory (os error 2)");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -15,12 +15,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use super::root::{file_kind, fstat, kind_of_mode, set_blocking};
-use super::temp_file::{Directory, c_path, directory_of};
+use super::temp_file::{Directory, c_path, directory_of, named_file};
 
 /// The longest line a recording reader accepts (a frame of a 10,000-device
 /// machine is about 2 MB), and the largest text file [`read_text`] reads.
@@ -175,9 +174,12 @@ fn names_a_descriptor(path: &Path) -> bool {
 /// whether a symbolic link was followed to what was opened. What another
 /// user may have planted is refused ([`create`]).
 fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
-    let name = match path.file_name() {
-        Some(name) if !path.as_os_str().as_bytes().ends_with(b"/") => c_path(name)?,
-        _ => return Err(a_directory()),
+    let name = match named_file(path) {
+        Some(name) => c_path(name)?,
+        None if path.as_os_str().is_empty() => {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        None => return Err(a_directory()),
     };
     let dir = Directory::open(directory_of(path))?;
     let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
@@ -393,6 +395,27 @@ mod tests {
         create(&shared).unwrap();
         assert_eq!(mode(&shared), 0o644);
         assert_eq!(std::fs::metadata(&shared).unwrap().len(), 0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_naming_a_directory_is_refused_not_the_file_before_it() {
+        let dir = scratch("dir-path");
+        let file = dir.join("run.rec");
+        std::fs::write(&file, "old").unwrap();
+        for ending in ["/", "/."] {
+            let path = PathBuf::from(format!("{}{ending}", file.display()));
+            let err = create(&path).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "a directory, expected a regular file or a new name",
+                "{}",
+                path.display()
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+        let err = create(Path::new("")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -364,6 +364,51 @@ impl Directory {
         Err(taken.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EEXIST)))
     }
 
+    /// Opens `name` in the directory without following it (`O_PATH`),
+    /// with its status: a link to check, then to [`Directory::follow`].
+    pub(crate) fn open_place(&self, name: &CStr) -> io::Result<(OwnedFd, libc::stat)> {
+        let place = open_path(self.fd.as_raw_fd(), name)?;
+        let st = fstat(place.as_raw_fd())?;
+        Ok((place, st))
+    }
+
+    /// Whether the directory is in procfs, whose links to open files
+    /// (`/proc/PID/fd/N`: a pipe, a terminal) name no path to walk: only
+    /// the kernel follows them, and only it makes them.
+    pub(crate) fn in_procfs(&self) -> io::Result<bool> {
+        // SAFETY: fstatfs writes into a zeroed, properly sized struct.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: an open descriptor and a struct to fill.
+        cvt(unsafe { libc::fstatfs(self.fd.as_raw_fd(), &mut fs) })?;
+        Ok(fs.f_type == libc::PROC_SUPER_MAGIC)
+    }
+
+    /// Where `link`, a symbolic link in this directory opened by
+    /// [`Directory::open_place`] and checked, leads: the directory its
+    /// target names, walked as [`walk`] walks (from `/`, or from this
+    /// directory), each link on the way checked, and the target's last
+    /// name. `links` counts the links followed, [`MAX_LINKS`] at most. A
+    /// target that names a directory (`dir/`, `..`) is `EISDIR`.
+    pub(crate) fn follow(
+        &self,
+        link: &OwnedFd,
+        links: &mut u32,
+    ) -> io::Result<(Directory, CString)> {
+        count_link(links)?;
+        let target = read_link(link)?;
+        let name = named_file(&target).ok_or_else(|| io::Error::from_raw_os_error(libc::EISDIR))?;
+        let name = c_path(name)?;
+        let parent = target.parent().unwrap_or(Path::new(""));
+        let (at, walked) = if target.has_root() {
+            (open_path(libc::AT_FDCWD, c"/")?, PathBuf::from("/"))
+        } else {
+            (open_path(self.fd.as_raw_fd(), c".")?, self.path.clone())
+        };
+        let path = walked.join(parent);
+        let fd = walk_from(at, walked, parent, links)?;
+        Ok((Directory { fd, path }, name))
+    }
+
     /// Renames `temp` over `name`, both in this directory.
     fn rename(&self, temp: &CStr, name: &OsStr) -> io::Result<()> {
         let name = c_path(name)?;
@@ -395,15 +440,24 @@ const MAX_LINKS: u32 = 40;
 /// here what is checked is what is followed. (That race cannot be tested
 /// reliably; the tests check links behind links.)
 fn walk(dir: &Path) -> io::Result<OwnedFd> {
-    let (start, mut walked) = if dir.has_root() {
+    let (start, walked) = if dir.has_root() {
         (c"/", PathBuf::from("/"))
     } else {
         (c".", PathBuf::new())
     };
-    let mut at = open_path(libc::AT_FDCWD, start)?;
+    walk_from(open_path(libc::AT_FDCWD, start)?, walked, dir, &mut 0)
+}
+
+/// [`walk`] from directory `at` (named `walked` in messages), `links`
+/// links having been followed already on the way there.
+fn walk_from(
+    mut at: OwnedFd,
+    mut walked: PathBuf,
+    dir: &Path,
+    links: &mut u32,
+) -> io::Result<OwnedFd> {
     let mut names = Vec::new();
     push_names(&mut names, dir);
-    let mut links = 0;
     while let Some(name) = names.pop() {
         if name == "." {
             walked.push(name);
@@ -418,10 +472,7 @@ fn walk(dir: &Path) -> io::Result<OwnedFd> {
             }
             libc::S_IFLNK => {
                 refuse_planted_link(&walked.join(&name), &st, &fstat(at.as_raw_fd())?)?;
-                links += 1;
-                if links > MAX_LINKS {
-                    return Err(io::Error::from_raw_os_error(libc::ELOOP));
-                }
+                count_link(links)?;
                 let target = read_link(&next)?;
                 if target.has_root() {
                     at = open_path(libc::AT_FDCWD, c"/")?;
@@ -433,6 +484,16 @@ fn walk(dir: &Path) -> io::Result<OwnedFd> {
         }
     }
     Ok(at)
+}
+
+/// Counts one more link followed on a walk: past [`MAX_LINKS`], `ELOOP`,
+/// as the kernel fails.
+fn count_link(links: &mut u32) -> io::Result<()> {
+    *links += 1;
+    if *links > MAX_LINKS {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    Ok(())
 }
 
 /// Puts the names of `path` on `names`, a stack (its first name last): a

@@ -12,6 +12,7 @@
 //! or gone, as `cat` would wait; the tools read their recordings before
 //! installing their stop handlers, so a stop signal ends that wait.
 
+use std::ffi::CStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -106,7 +107,8 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 ///
 /// In a sticky directory others can write (`/tmp`), what another user put
 /// under the name first (a file or a FIFO of theirs, or a link), or a link
-/// another user planted on the way to the directory, is refused, as the
+/// another user planted on the way to the directory, or on the way a link
+/// of this user's under the name leads, is refused, as the
 /// kernel's `fs.protected_regular`, `fs.protected_fifos` and
 /// `fs.protected_symlinks` refuse root there: the recording would
 /// otherwise go to that user. The name is opened relative to the directory,
@@ -172,35 +174,31 @@ fn names_a_descriptor(path: &Path) -> bool {
 /// Opens `path` to write without emptying it, creating a regular file if
 /// nothing has the name, and never creating one through a link; tells
 /// whether a symbolic link was followed to what was opened. What another
-/// user may have planted is refused ([`create`]).
+/// user may have planted is refused ([`create`]), also behind a link of
+/// this user's: each link is followed as the directory walk follows one
+/// ([`Directory::follow`]), checked, but the kernel's own links to open
+/// files (`/dev/stdout` ends at `/proc/self/fd/1`), which it alone follows.
 fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
-    let name = match named_file(path) {
+    let mut name = match named_file(path) {
         Some(name) => c_path(name)?,
         None if path.as_os_str().is_empty() => {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
         }
         None => return Err(a_directory()),
     };
-    let dir = Directory::open(directory_of(path))?;
-    let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
-    let open = |extra: i32| {
-        dir.open_entry(&name, flags | extra, 0o600)
-            .map_err(|err| match err.raw_os_error() {
-                Some(libc::ENXIO) => io::Error::new(
-                    io::ErrorKind::NotConnected,
-                    "a FIFO that no process reads: start its reader first",
-                ),
-                Some(libc::EISDIR) => a_directory(),
-                _ => err,
-            })
-    };
+    let mut dir = Directory::open(directory_of(path))?;
+    let mut links = 0;
     // A name that changes between the tries (a link put in the place of a
     // file, or the other way) is tried again from the start, a few times.
-    for _ in 0..3 {
-        match open(libc::O_CREAT | libc::O_NOFOLLOW) {
+    let mut tries = 0;
+    loop {
+        let through_link = links > 0;
+        // Through a link, nothing is created: a link to nothing is refused.
+        let create = if through_link { 0 } else { libc::O_CREAT };
+        match open_entry(&dir, &name, create | libc::O_NOFOLLOW) {
             Ok(file) => {
                 refuse_planted(&dir, &fstat(file.as_raw_fd())?)?;
-                return Ok((file, false));
+                return Ok((file, through_link));
             }
             Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {}
             // The kernel's own refusal there (another user's link, or with
@@ -211,30 +209,68 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
                 }
                 return Err(err);
             }
+            Err(err) if through_link && err.kind() == io::ErrorKind::NotFound => {
+                return Err(link_to_nothing());
+            }
             Err(err) => return Err(err),
         }
-        let Some(link) = dir.status_of(&name)? else {
+        let link = match dir.open_place(&name) {
+            Ok((place, st)) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => Some((place, st)),
+            Ok(_) => None,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+            Err(err) => return Err(err),
+        };
+        let Some((link, st)) = link else {
+            tries += 1;
+            if tries == 3 {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "replaced again and again while it was opened: not written",
+                ));
+            }
             continue;
         };
-        if link.st_mode & libc::S_IFMT != libc::S_IFLNK {
-            continue;
-        }
         // A link of this user's or the directory owner's, which no one
         // else can replace in a sticky directory.
-        refuse_planted(&dir, &link)?;
-        return match open(0) {
-            Ok(file) => Ok((file, true)),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "a symbolic link to nothing: name the file itself",
-            )),
-            Err(err) => Err(err),
-        };
+        refuse_planted(&dir, &st)?;
+        if dir.in_procfs()? {
+            return match open_entry(&dir, &name, 0) {
+                Ok(file) => Ok((file, true)),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Err(link_to_nothing()),
+                Err(err) => Err(err),
+            };
+        }
+        (dir, name) = dir
+            .follow(&link, &mut links)
+            .map_err(|err| match err.raw_os_error() {
+                Some(libc::EISDIR) => a_directory(),
+                _ if err.kind() == io::ErrorKind::NotFound => link_to_nothing(),
+                _ => err,
+            })?;
     }
-    Err(io::Error::new(
-        io::ErrorKind::WouldBlock,
-        "replaced again and again while it was opened: not written",
-    ))
+}
+
+/// Opens `name` in `dir` to write, with `extra` flags; a FIFO without a
+/// reader and a directory said in words.
+fn open_entry(dir: &Directory, name: &CStr, extra: i32) -> io::Result<File> {
+    let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY | extra;
+    dir.open_entry(name, flags, 0o600)
+        .map_err(|err| match err.raw_os_error() {
+            Some(libc::ENXIO) => io::Error::new(
+                io::ErrorKind::NotConnected,
+                "a FIFO that no process reads: start its reader first",
+            ),
+            Some(libc::EISDIR) => a_directory(),
+            _ => err,
+        })
+}
+
+/// A link followed to a name nothing has.
+fn link_to_nothing() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        "a symbolic link to nothing: name the file itself",
+    )
 }
 
 /// Fails when `st`, what has the name in `dir`, is another user's in a

@@ -1014,6 +1014,27 @@ fn no_output_goes_through_a_planted_link_behind_roots_own() {
     ];
     assert_one_line_error(&run(VCPUSTAT, &args), path, &what);
     assert_eq!(fs::read_dir(private.join("out")).unwrap().count(), 0);
+    // Nor is --record's own name followed through x when it is root's
+    // link (mine.rec -> x/out/fifo): a FIFO there, which a reader waits
+    // on, gets nothing.
+    let fifo = private.join("out/fifo");
+    mkfifo(&fifo);
+    let mut reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let link = shared.join("mine.rec");
+    symlink("x/out/fifo", &link).unwrap();
+    let path = link.to_str().unwrap();
+    let out = run(
+        IOSTAT,
+        &["--sysroot", iostat_root, "--record", path, "-x", "1", "1"],
+    );
+    assert_one_line_error(&out, path, &what);
+    let mut taken = Vec::new();
+    let _ = reader.read_to_end(&mut taken);
+    assert!(taken.is_empty(), "{} bytes went through x", taken.len());
     fs::remove_dir_all(dir).unwrap();
 }
 

@@ -10,8 +10,9 @@ use crate::common::escape;
 /// Missing values are empty fields; a name shows its control characters and
 /// bytes that are not UTF-8 escaped as text output does (CSV has no escape
 /// of its own: raw, they would act on a terminal the file is printed on);
-/// fields holding the separator or a quote are quoted as RFC 4180 says. A table has no place for a frame's notes: they go to
-/// standard error, one line each, as the text reports print theirs.
+/// fields holding the separator or a quote are quoted as RFC 4180 says. A
+/// table has no place for a frame's notes: they go to standard error, one
+/// line each, as the text reports print theirs.
 pub struct CsvWriter {
     schema: Schema,
     separator: String,

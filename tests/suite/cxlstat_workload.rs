@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::procstate::{
-    KillOnDrop, await_asleep_again, await_child, await_handler, await_polling, sleeps,
-    wait_with_timeout,
+    KillOnDrop, await_asleep_again, await_child, await_delivered, await_handler, await_polling,
+    sleeps, wait_with_timeout,
 };
 use crate::skip;
 use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout};
@@ -215,11 +215,13 @@ fn sigints(root: &Path, counter: &Path, group: &str, steps: &[Step]) -> String {
     let mut terminal = std::fs::File::from(master);
     let (last, before) = steps.split_last().expect("a last step");
     for step in before {
-        // Once cxlstat sleeps again, it has passed the signal on or not,
-        // and a signal to the counter (if any) comes before the next.
+        // Once cxlstat sleeps again, it has passed the signal on or not;
+        // once the counter has no SIGINT pending, it has counted one it
+        // got, and the next step's cannot merge with it.
         let asleep = sleeps(pid);
         step(pid, counter, &mut terminal);
         await_asleep_again(pid, asleep);
+        await_delivered(counter, libc::SIGINT);
     }
     let ended = Instant::now();
     last(pid, counter, &mut terminal);

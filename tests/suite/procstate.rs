@@ -127,6 +127,25 @@ pub fn await_handler(pid: u32, signal: i32) {
     });
 }
 
+/// Waits until `signal` is pending for `pid` no more (neither in `SigPnd`
+/// nor in `ShdPnd` of `/proc/<pid>/status`): sent before, it has been
+/// delivered. Two sent before the first is delivered are one.
+pub fn await_delivered(pid: u32, signal: i32) {
+    await_state(&format!("process {pid}"), || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map_err(|e| format!("without /proc/{pid}/status ({e})"))?;
+        let pending = ["SigPnd:", "ShdPnd:"]
+            .iter()
+            .map(|field| status_mask(&status, field).unwrap_or(0))
+            .fold(0, |all, mask| all | mask);
+        if pending & (1 << (signal - 1)) == 0 {
+            Ok(())
+        } else {
+            Err(format!("with signal {signal} pending ({pending:x})"))
+        }
+    });
+}
+
 /// Waits until `pid` holds `path` open (a link in `/proc/<pid>/fd`).
 pub fn await_open_file(pid: u32, path: &std::path::Path) {
     await_state(&format!("process {pid}"), || {

@@ -26,7 +26,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The signals that end a run: those a terminal, a service manager or
@@ -50,13 +50,9 @@ pub const STOP_SIGNALS: [i32; 13] = [
     libc::SIGPWR,
 ];
 
-/// Added to a caught signal's number when the kernel sent it: above every
-/// signal number (64 at most).
-const FROM_KERNEL: usize = 1 << 8;
-
 /// Where the count of stop signals caught begins in [`StopSignal`]'s
-/// word, above [`FROM_KERNEL`].
-const COUNT_SHIFT: u32 = 9;
+/// word, above the latest one's number (64 at most).
+const COUNT_SHIFT: u32 = 8;
 
 /// The largest count: past it, the count starts again at 1, never 0.
 const MAX_COUNT: usize = usize::MAX >> COUNT_SHIFT;
@@ -82,11 +78,14 @@ impl std::error::Error for SignalSetupError {
 /// a signal arrives, whichever is first. Clones share the flag.
 #[derive(Clone)]
 pub struct StopSignal {
-    /// The latest stop signal's number, with [`FROM_KERNEL`] added when
-    /// the kernel sent it, and the count of those caught so far above
-    /// [`COUNT_SHIFT`]: one word, so that one look reads all three as they
-    /// were together; 0 before any.
+    /// The latest stop signal's number, and the count of those caught so
+    /// far above [`COUNT_SHIFT`]: one word, so that one look reads both as
+    /// they were together; 0 before any.
     caught: Arc<AtomicUsize>,
+    /// The stop signals caught and not yet taken ([`StopSignal::take_pending`]),
+    /// a bit each: bit N for signal N sent to this process alone, bit
+    /// 32 + N for a terminal's ([`Pending`]). Every stop signal is below 32.
+    pending: Arc<AtomicU64>,
     /// An eventfd the signal actions add to and the waits poll: one
     /// descriptor, where a socket pair took two (three with the writer's
     /// copy the actions held), so that the tools also run under a tight
@@ -118,6 +117,7 @@ impl StopSignal {
     /// Installs handlers for [`STOP_SIGNALS`].
     pub fn install() -> Result<StopSignal, SignalSetupError> {
         let caught = Arc::new(AtomicUsize::new(0));
+        let pending = Arc::new(AtomicU64::new(0));
         // SAFETY: eventfd(2) takes no pointers.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -134,19 +134,19 @@ impl StopSignal {
                 continue;
             }
             let caught = Arc::clone(&caught);
+            let pending = Arc::clone(&pending);
             let wake = Arc::clone(&wake);
             let action = move |info: &libc::siginfo_t| {
-                let from_kernel = if info.si_code == libc::SI_KERNEL {
-                    FROM_KERNEL
-                } else {
-                    0
-                };
                 // A loop only if another signal's action cut this one short
                 // between its load and its store.
                 let _ = caught.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
                     let count = (old >> COUNT_SHIFT) % MAX_COUNT + 1;
-                    Some(count << COUNT_SHIFT | signal as usize | from_kernel)
+                    Some(count << COUNT_SHIFT | signal as usize)
                 });
+                let from_terminal = info.si_code == libc::SI_KERNEL
+                    && matches!(signal, libc::SIGINT | libc::SIGQUIT);
+                let bit = signal as u32 + if from_terminal { 32 } else { 0 };
+                pending.fetch_or(1 << bit, Ordering::SeqCst);
                 let one: u64 = 1;
                 // SAFETY: write(2) of 8 bytes from a live local to an
                 // eventfd the action owns (an Arc of it); non-blocking, and
@@ -160,13 +160,17 @@ impl StopSignal {
                 };
             };
             // SAFETY: the action is async-signal-safe: a read of the
-            // siginfo the kernel gave, a lock-free atomic update and
+            // siginfo the kernel gave, lock-free atomic updates and
             // write(2), without allocating or locking (signal-hook keeps
             // errno around it).
             unsafe { signal_hook_registry::register_sigaction(signal, action) }
                 .map_err(SignalSetupError)?;
         }
-        Ok(StopSignal { caught, wake })
+        Ok(StopSignal {
+            caught,
+            pending,
+            wake,
+        })
     }
 
     /// The stop signal received, if any.
@@ -174,9 +178,20 @@ impl StopSignal {
         self.latest().signal()
     }
 
-    /// The latest stop signal received, with who sent it and how many came.
+    /// The latest stop signal received, and how many came.
     pub fn latest(&self) -> Caught {
         Caught(self.caught.load(Ordering::SeqCst))
+    }
+
+    /// The stop signals caught since the last call, each once, whatever
+    /// their order and however close together they came (the latest alone
+    /// would hide one sent with a terminal's Ctrl-C).
+    pub fn take_pending(&self) -> Pending {
+        let bits = self.pending.swap(0, Ordering::SeqCst);
+        Pending {
+            sent: bits as u32,
+            from_terminal: (bits >> 32) as u32,
+        }
     }
 
     /// Sleeps until `deadline`. Returns `false` if a stop signal came first
@@ -281,28 +296,18 @@ impl StopSignal {
     }
 }
 
-/// One look at the latest stop signal ([`StopSignal::latest`]): which, who
-/// sent it, and how many had come by then, as they were together.
+/// One look at the latest stop signal ([`StopSignal::latest`]): which,
+/// and how many had come by then, as they were together.
 #[derive(Clone, Copy)]
 pub struct Caught(usize);
 
 impl Caught {
     /// The signal's number; `None` before any.
     pub fn signal(self) -> Option<i32> {
-        match self.0 & (FROM_KERNEL - 1) {
+        match self.0 & ((1 << COUNT_SHIFT) - 1) {
             0 => None,
             signal => Some(signal as i32),
         }
-    }
-
-    /// Whether it was a terminal's Ctrl-C or `Ctrl-\` (SIGINT or SIGQUIT
-    /// from the kernel, `si_code` `SI_KERNEL`), which comes to the
-    /// terminal's whole foreground process group at once. Not one a
-    /// process sent (kill(2)), nor the other signals the kernel sends to
-    /// this process alone: a CPU time limit's SIGXCPU, a timer's SIGALRM
-    /// (timers and limits survive exec), a SIGIO.
-    pub fn from_terminal(self) -> bool {
-        self.0 & FROM_KERNEL != 0 && matches!(self.signal(), Some(libc::SIGINT | libc::SIGQUIT))
     }
 
     /// How many stop signals had come, this one included: 0 before any,
@@ -310,6 +315,37 @@ impl Caught {
     pub fn count(self) -> usize {
         self.0 >> COUNT_SHIFT
     }
+}
+
+/// The stop signals caught since the last look ([`StopSignal::take_pending`]),
+/// by who sent them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// Bit N: signal N, sent to this process alone: by a process
+    /// (kill(2)), or by the kernel (a CPU time limit's SIGXCPU, a timer's
+    /// SIGALRM: timers and limits survive exec, a SIGIO).
+    sent: u32,
+    /// Bit N: signal N from a terminal, a Ctrl-C or `Ctrl-\` (SIGINT or
+    /// SIGQUIT from the kernel, `si_code` `SI_KERNEL`), which comes to the
+    /// terminal's whole foreground process group at once.
+    from_terminal: u32,
+}
+
+impl Pending {
+    /// The signals sent to this process alone, lowest first.
+    pub fn sent(self) -> impl Iterator<Item = i32> {
+        signals_in(self.sent)
+    }
+
+    /// The signals from a terminal, lowest first.
+    pub fn from_terminal(self) -> impl Iterator<Item = i32> {
+        signals_in(self.from_terminal)
+    }
+}
+
+/// The signals whose bits `bits` holds, lowest first.
+fn signals_in(bits: u32) -> impl Iterator<Item = i32> {
+    (1..32).filter(move |signal| bits & (1 << signal) != 0)
 }
 
 /// A `poll` entry that `poll` skips (a negative descriptor): its
@@ -419,9 +455,38 @@ mod tests {
         let latest = stop.latest();
         assert_eq!(latest.signal(), Some(libc::SIGINT));
         assert_eq!(latest.count(), 2);
-        assert!(!latest.from_terminal());
         assert!(!stop.sleep_until_next(None, None, seen));
         assert!(stop.sleep_until_next(Some(Instant::now()), None, latest.count()));
+        // Both were sent by this process (raise), not by a terminal; taken
+        // once.
+        let pending = stop.take_pending();
+        let sent: Vec<i32> = pending.sent().collect();
+        assert_eq!(sent, [libc::SIGINT, libc::SIGTERM]);
+        assert_eq!(pending.from_terminal().count(), 0);
+        assert_eq!(stop.take_pending().sent().count(), 0);
+        // Signals that come together are each pending, whichever is the
+        // latest: blocked, then let through at once, the kernel delivers
+        // both before this thread looks.
+        // SAFETY: sigset operations on a local set, and pthread_sigmask of
+        // this thread alone; raise(3) of signals this process catches.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGHUP);
+            libc::sigaddset(&mut set, libc::SIGUSR2);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            assert_eq!(libc::raise(libc::SIGUSR2), 0);
+            assert_eq!(libc::raise(libc::SIGHUP), 0);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
+        assert_eq!(stop.latest().count(), latest.count() + 2);
+        let sent: Vec<i32> = stop.take_pending().sent().collect();
+        assert_eq!(sent, [libc::SIGHUP, libc::SIGUSR2]);
+    }
+
+    #[test]
+    fn every_stop_signal_has_a_bit_of_its_own() {
+        assert!(STOP_SIGNALS.iter().all(|&s| (1..32).contains(&s)));
     }
 
     #[test]

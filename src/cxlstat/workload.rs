@@ -84,8 +84,8 @@ impl Workload<'_> {
     /// reaches perf stat's, and once is what a command that handles it (a
     /// first Ctrl-C to finish, a second to abort) expects. A command that
     /// left the group (`setsid`, a shell's job control) gets it from
-    /// cxlstat, or Ctrl-C would leave both waiting. Of signals that come
-    /// together, before cxlstat looks, the latest is passed on.
+    /// cxlstat, or Ctrl-C would leave both waiting. Signals that come
+    /// together, before cxlstat looks, are each passed on (lowest first).
     pub(super) fn wait(&self, child: &mut Child, stop: &StopSignal) -> Result<i32, CxlError> {
         let ended = pidfd(child);
         // Without a pidfd (before Linux 5.3, or under a seccomp filter that
@@ -101,11 +101,14 @@ impl Workload<'_> {
             if stop.sleep_until_next(deadline(), ended.as_ref().map(AsFd::as_fd), seen) {
                 continue;
             }
-            let caught = stop.latest();
-            seen = caught.count();
-            if let Some(signal) = caught.signal()
-                && (!caught.from_terminal() || !in_our_process_group(child))
-            {
+            // The count first: a signal caught after it wakes the next
+            // wait, whether or not it is among those taken here.
+            seen = stop.latest().count();
+            let pending = stop.take_pending();
+            let to_the_group = pending.from_terminal().next().is_some();
+            let left_the_group = to_the_group && !in_our_process_group(child);
+            let terminal = pending.from_terminal().filter(|_| left_the_group);
+            for signal in pending.sent().chain(terminal) {
                 // SAFETY: signalling our own child, not yet reaped.
                 unsafe { libc::kill(child.id() as i32, signal) };
             }

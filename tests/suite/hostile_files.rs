@@ -846,26 +846,38 @@ fn a_recording_is_not_written_through_a_planted_link() {
 /// Another user's uid for the files of [`a_recording_is_not_given_to_another_user_in_a_sticky_directory`].
 const NOBODY: u32 = 65534;
 
+/// Whether `test`, which makes files of another user, can run: as root;
+/// else it is skipped with the reason (a failure under `CI=true`).
+fn as_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let missing = (unsafe { libc::geteuid() } != 0)
+        .then(|| "needs root to make files of another user: run the tests as root".to_string());
+    crate::skip::runs_unless(test, missing)
+}
+
+/// A directory under `dir` as /tmp is: sticky, and others can write it.
+fn sticky_dir(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = dir.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    shared
+}
+
 #[test]
 fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
     // In /tmp, a user could make run.rec first (a file or FIFO of theirs,
     // or a link to a directory of theirs on the way): root's --record would
     // then hand them what only root may read. Each is refused in one line
     // and nothing is written; root's own file there is written, mode 0600.
-    let test = "a_recording_is_not_given_to_another_user_in_a_sticky_directory";
-    // SAFETY: geteuid has no preconditions.
-    let missing = (unsafe { libc::geteuid() } != 0)
-        .then(|| "needs root to make files of another user: run the tests as root".to_string());
-    if !crate::skip::runs_unless(test, missing) {
+    if !as_root("a_recording_is_not_given_to_another_user_in_a_sticky_directory") {
         return;
     }
     use std::os::unix::fs::{PermissionsExt, chown, lchown};
     let dir = scratch("record-sticky");
     let iostat_root = iostat_tree(&dir);
     let vcpustat_root = vcpustat_tree(&dir);
-    let shared = dir.join("shared");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let shared = sticky_dir(&dir);
     let theirs = shared.join("theirs.rec");
     fs::write(&theirs, "theirs").unwrap();
     fs::set_permissions(&theirs, fs::Permissions::from_mode(0o666)).unwrap();
@@ -958,20 +970,14 @@ fn no_output_goes_through_a_planted_link_behind_roots_own() {
     // x, and nothing is written. (The race of a directory swapped for a
     // link between a check and the open cannot be tested reliably: the
     // directory is walked name by name, which leaves it no window.)
-    let test = "no_output_goes_through_a_planted_link_behind_roots_own";
-    // SAFETY: geteuid has no preconditions.
-    let missing = (unsafe { libc::geteuid() } != 0)
-        .then(|| "needs root to make links of another user: run the tests as root".to_string());
-    if !crate::skip::runs_unless(test, missing) {
+    if !as_root("no_output_goes_through_a_planted_link_behind_roots_own") {
         return;
     }
-    use std::os::unix::fs::{PermissionsExt, lchown};
+    use std::os::unix::fs::lchown;
     let dir = scratch("links-behind-links");
     let iostat_root = iostat_tree(&dir);
     let trace_root = trace_tree(&dir.join("trace"));
-    let shared = dir.join("shared");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let shared = sticky_dir(&dir);
     let private = dir.join("private");
     fs::create_dir_all(private.join("out")).unwrap();
     let planted = shared.join("x");

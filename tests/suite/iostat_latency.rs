@@ -184,6 +184,49 @@ fn unprivileged_small_ring(args: &[&str]) -> Command {
     namespace::command(MOUNT_TRACEFS, "prlimit", &with)
 }
 
+/// Held while a run of [`unprivileged_small_ring`] maps its perf rings,
+/// by every test process on the machine: nobody's rings are charged to one
+/// allowance, `kernel.perf_event_mlock_kb` times the CPUs (the small ring
+/// is 516 KiB with its header page, so one run takes all of it), and under
+/// a locked-memory limit of 0 a second run beside the first, in another
+/// `cargo test` (another checkout's suite; `ONE_AT_A_TIME` serializes a
+/// process's tests only), fails with `mmap of a perf ring buffer:
+/// Operation not permitted`. Waits at most `limit`, then fails.
+struct NobodysPerfAllowance {
+    _locked: std::fs::File,
+}
+
+impl NobodysPerfAllowance {
+    fn take(limit: Duration) -> NobodysPerfAllowance {
+        // In /run, writable by root only (these tests run as root): not a
+        // name in a sticky directory another user could plant.
+        let path = "/run/hwstat-tests-nobodys-perf-allowance.lock";
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let start = Instant::now();
+        // SAFETY: flock on a descriptor we own.
+        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            assert_eq!(
+                err.raw_os_error(),
+                Some(libc::EWOULDBLOCK),
+                "flock {path}: {err}"
+            );
+            assert!(
+                start.elapsed() < limit,
+                "{path}: another test process held nobody's perf allowance for {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        NobodysPerfAllowance { _locked: file }
+    }
+}
+
 /// fio, running its jobs as threads (`--thread`): killed, it leaves none
 /// behind, where a job in a process of its own (fio's default) calls
 /// setsid and runs on after fio is killed. Killed and reaped when dropped.
@@ -1382,6 +1425,7 @@ fn without_locked_memory_the_small_ring_measures() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _allowance = NobodysPerfAllowance::take(Duration::from_secs(600));
     let image = Removed::temp("ring");
     std::fs::write(&image, vec![7u8; 4 << 20]).unwrap();
     let lo = Loop::attach(&image);
@@ -2049,6 +2093,7 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _allowance = NobodysPerfAllowance::take(Duration::from_secs(600));
     let image = Removed::temp("perf");
     std::fs::write(&image, vec![7u8; 64 << 20]).unwrap();
     let lo = Loop::attach(&image);

@@ -311,7 +311,7 @@ impl Caught {
     }
 
     /// How many stop signals had come, this one included: 0 before any,
-    /// then growing by one with each (after [`MAX_COUNT`], 1 again).
+    /// then growing by one with each (past the largest its word holds, 1 again).
     pub fn count(self) -> usize {
         self.0 >> COUNT_SHIFT
     }

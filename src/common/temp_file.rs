@@ -400,7 +400,7 @@ impl Directory {
         let name = c_path(name)?;
         let parent = target.parent().unwrap_or(Path::new(""));
         let (at, walked) = if target.has_root() {
-            (open_path(libc::AT_FDCWD, c"/")?, PathBuf::from("/"))
+            (open_root()?, PathBuf::from("/"))
         } else {
             (open_path(self.fd.as_raw_fd(), c".")?, self.path.clone())
         };
@@ -441,11 +441,29 @@ const MAX_LINKS: u32 = 40;
 /// reliably; the tests check links behind links.)
 fn walk(dir: &Path) -> io::Result<OwnedFd> {
     let (start, walked) = if dir.has_root() {
-        (c"/", PathBuf::from("/"))
+        (open_root()?, PathBuf::from("/"))
     } else {
-        (c".", PathBuf::new())
+        (open_path(libc::AT_FDCWD, c".")?, PathBuf::new())
     };
-    walk_from(open_path(libc::AT_FDCWD, start)?, walked, dir, &mut 0)
+    walk_from(start, walked, dir, &mut 0)
+}
+
+/// The process's root directory, where the walk of an absolute path starts:
+/// `/proc/self/root`, which is `/` (a chroot's own), and still the real one
+/// under an emulator that gives the path `/` a directory of its own
+/// (qemu-user's `-L` prefix, where the cross-built unit tests run: a walk
+/// from there found none of `/tmp`); `/` itself without procfs.
+fn open_root() -> io::Result<OwnedFd> {
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    // SAFETY: NUL-terminated names; the descriptor returned is owned below.
+    let mut fd = unsafe { libc::open(c"/proc/self/root".as_ptr(), flags) };
+    if fd < 0 {
+        // SAFETY: as above.
+        fd = unsafe { libc::open(c"/".as_ptr(), flags) };
+    }
+    cvt(fd)?;
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// [`walk`] from directory `at` (named `walked` in messages), `links`
@@ -475,7 +493,7 @@ fn walk_from(
                 count_link(links)?;
                 let target = read_link(&next)?;
                 if target.has_root() {
-                    at = open_path(libc::AT_FDCWD, c"/")?;
+                    at = open_root()?;
                     walked = PathBuf::from("/");
                 }
                 push_names(&mut names, &target);

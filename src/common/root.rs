@@ -139,23 +139,7 @@ impl Root {
 
     /// The target of symbolic link `path`, as stored in the link.
     pub fn read_link(&self, path: &str) -> io::Result<PathBuf> {
-        let fd = self.open_raw(path, libc::O_PATH | libc::O_NOFOLLOW)?;
-        let mut buf = vec![0u8; libc::PATH_MAX as usize];
-        // SAFETY: an O_PATH descriptor with an empty path names the link
-        // itself (Linux ≥ 2.6.39); `buf` is writable for its length.
-        let n = unsafe {
-            libc::readlinkat(
-                fd.as_raw_fd(),
-                c"".as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-            )
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        buf.truncate(n as usize);
-        Ok(PathBuf::from(OsStr::from_bytes(&buf)))
+        link_target(&self.open_raw(path, libc::O_PATH | libc::O_NOFOLLOW)?)
     }
 
     /// `fstat(2)` of what `path` resolves to, without opening it for I/O.
@@ -298,6 +282,30 @@ pub(crate) fn fstat(fd: RawFd) -> io::Result<libc::stat> {
         return Err(io::Error::last_os_error());
     }
     Ok(st)
+}
+
+/// The target of `link`, a symbolic link opened `O_PATH | O_NOFOLLOW`,
+/// as stored in it: read from that descriptor, so it is the link that was
+/// opened (and perhaps checked), not whatever has its name by now.
+pub(crate) fn link_target(link: &OwnedFd) -> io::Result<PathBuf> {
+    let mut target = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: an O_PATH descriptor with an empty name names the link
+    // itself (Linux ≥ 2.6.39); at most `target.len()` bytes are written
+    // into `target`.
+    let len = unsafe {
+        libc::readlinkat(
+            link.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_mut_ptr().cast(),
+            target.len(),
+        )
+    };
+    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    if len == target.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    target.truncate(len);
+    Ok(PathBuf::from(OsStr::from_bytes(&target)))
 }
 
 /// The type of an open file, in words.

@@ -31,11 +31,11 @@ use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::privilege;
-use super::root::{fstat, kind_of_mode};
+use super::root::{fstat, kind_of_mode, link_target};
 
 /// Replaces `path` with what `write` writes into a new file created with
 /// `mode` (less the umask). On an error the temporary file is removed and
@@ -395,7 +395,7 @@ impl Directory {
         links: &mut u32,
     ) -> io::Result<(Directory, CString)> {
         count_link(links)?;
-        let target = read_link(link)?;
+        let target = link_target(link)?;
         let name = named_file(&target).ok_or_else(|| io::Error::from_raw_os_error(libc::EISDIR))?;
         let name = c_path(name)?;
         let parent = target.parent().unwrap_or(Path::new(""));
@@ -491,7 +491,7 @@ fn walk_from(
             libc::S_IFLNK => {
                 refuse_planted_link(&walked.join(&name), &st, &fstat(at.as_raw_fd())?)?;
                 count_link(links)?;
-                let target = read_link(&next)?;
+                let target = link_target(&next)?;
                 if target.has_root() {
                     at = open_root()?;
                     walked = PathBuf::from("/");
@@ -531,29 +531,6 @@ fn open_path(at: libc::c_int, name: &CStr) -> io::Result<OwnedFd> {
     cvt(fd)?;
     // SAFETY: a descriptor just opened, owned by nothing else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// The target of `link`, a symbolic link opened `O_PATH | O_NOFOLLOW`:
-/// read from that descriptor, so it is the link that was checked, not
-/// whatever has its name by now.
-fn read_link(link: &OwnedFd) -> io::Result<PathBuf> {
-    let mut target = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: an empty name reads the link `link` itself; at most
-    // `target.len()` bytes are written into `target`.
-    let len = unsafe {
-        libc::readlinkat(
-            link.as_raw_fd(),
-            c"".as_ptr(),
-            target.as_mut_ptr().cast(),
-            target.len(),
-        )
-    };
-    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
-    if len == target.len() {
-        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-    }
-    target.truncate(len);
-    Ok(PathBuf::from(OsString::from_vec(target)))
 }
 
 /// Fails when `link` (status `st`, in a directory of status `dir`) is a

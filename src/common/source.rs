@@ -159,6 +159,13 @@ pub trait Source {
         None
     }
 
+    /// The keys of the values ([`Source::values`]) a replay's recording
+    /// holds, up to the current frame, in no order; empty for the other
+    /// sources.
+    fn recorded_values(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Where a replay's current sample is, as messages about a damaged
     /// recording begin: `FILE:LINE: frame K`. `None` for other sources.
     fn sample_origin(&self) -> Option<String> {

@@ -464,7 +464,13 @@ fn run_count(
         Some(addr) => Some(serve::bind(addr).map_err(|e| CxlError::Setup(e.to_string()))?),
         None => None,
     };
-    let mut counters = Counters::open(&plan, pmus, source.is_live(), paranoid(source))?;
+    let mut counters = Counters::open(
+        &plan,
+        pmus,
+        source.is_live(),
+        &source.recorded_values(),
+        paranoid(source),
+    )?;
     counters.enable()?;
     // The events are open: raised privileges (CAP_PERFMON from setcap) serve
     // nothing else, and not the command run after `--`. A run by root itself

@@ -22,6 +22,7 @@
 //! gives (3 words, or 5 and more): a recording keeps them, so a replay
 //! shows the same events as not supported, for the same reason.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
@@ -66,6 +67,66 @@ pub fn open_event(attr: &PerfEventAttr, cpu: u32, leader: Option<&OwnedFd>) -> i
         leader.map(|fd| fd.as_fd()),
         perf::FLAG_FD_CLOEXEC,
     )
+}
+
+/// The keys a replay reads its units' values under. A recorded run keys
+/// each unit by its position and what it counts (`perf:1:PMU/label/`); a
+/// replay finds a unit under the recorded key of the same `PMU/label/`
+/// (the n-th such for its n-th unit counting it), so that it may count any
+/// of the recorded events, in any order. A unit left without a recorded
+/// key gets one at a position past the recording's units, which the
+/// replay then names as missing.
+struct ReplayKeys<'a> {
+    /// Per `PMU/label/`, its recorded keys by position.
+    recorded: HashMap<&'a str, Vec<(usize, &'a str)>>,
+    /// Per `PMU/label/`, how many units of the replay took a key so far.
+    taken: HashMap<String, usize>,
+    /// The position of the next unit left without a recorded key.
+    unrecorded: usize,
+}
+
+impl<'a> ReplayKeys<'a> {
+    /// Sorts the recording's value keys (`perf:INDEX:COUNTED`) by what they
+    /// count; other keys are not counters' and are left out.
+    fn new(keys: &'a [String]) -> ReplayKeys<'a> {
+        let mut recorded: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
+        let mut unrecorded = 0;
+        for key in keys {
+            let Some((index, counted)) = key
+                .strip_prefix("perf:")
+                .and_then(|rest| rest.split_once(':'))
+            else {
+                continue;
+            };
+            if let Ok(index) = index.parse::<usize>() {
+                recorded.entry(counted).or_default().push((index, key));
+                unrecorded = unrecorded.max(index.saturating_add(1));
+            }
+        }
+        for positions in recorded.values_mut() {
+            positions.sort_unstable();
+        }
+        ReplayKeys {
+            recorded,
+            taken: HashMap::new(),
+            unrecorded,
+        }
+    }
+
+    /// The key of a unit counting `counted` (`PMU/label/`).
+    fn key(&mut self, counted: &str) -> String {
+        let nth = self.taken.entry(counted.to_string()).or_default();
+        let found = self
+            .recorded
+            .get(counted)
+            .and_then(|positions| positions.get(*nth));
+        *nth += 1;
+        if let Some((_, key)) = found {
+            return key.to_string();
+        }
+        self.unrecorded += 1;
+        format!("perf:{}:{counted}", self.unrecorded - 1)
+    }
 }
 
 /// One opened unit: a single event or one group on one PMU.
@@ -138,14 +199,17 @@ pub struct Counters {
 
 impl Counters {
     /// Opens every unit of `plan` (nothing when `live` is false: a replay
-    /// supplies the values). Nothing is enabled yet. A unit the kernel
+    /// supplies the values, under the recording's keys `recorded`: see
+    /// `ReplayKeys`). Nothing is enabled yet. A unit the kernel
     /// refuses is left out (see the module's doc) unless every unit is.
     pub fn open(
         plan: &Plan,
         pmus: &[Pmu],
         live: bool,
+        recorded: &[String],
         paranoid: Option<i64>,
     ) -> Result<Counters, CxlError> {
+        let mut replayed = ReplayKeys::new(recorded);
         let mut units = Vec::with_capacity(plan.units.len());
         let mut first = 0;
         let mut widest = SINGLE_WORDS;
@@ -155,7 +219,12 @@ impl Counters {
             let pmu = &pmus[unit.pmu];
             let labels: Vec<String> = unit.events.iter().map(|e| e.label.clone()).collect();
             let label = labels.join(",");
-            let key = format!("perf:{index}:{}/{label}/", pmu.name);
+            let counted = format!("{}/{label}/", pmu.name);
+            let key = if live {
+                format!("perf:{index}:{counted}")
+            } else {
+                replayed.key(&counted)
+            };
             let (counters, refused) = if live {
                 match open_unit(unit, pmu, paranoid, &mut raised_nofile) {
                     Ok(counters) => (counters, None),

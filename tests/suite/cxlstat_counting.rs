@@ -111,7 +111,7 @@ fn count(
     let source = RootFs::new(root);
     let pmus = discover(&source).unwrap().pmus;
     let plan = plan_for(&pmus, spec);
-    let mut counters = Counters::open(&plan, &pmus, true, None).unwrap();
+    let mut counters = Counters::open(&plan, &pmus, true, &[], None).unwrap();
     counters.enable().unwrap();
     let mut notes = Vec::new();
     let first_read = Instant::now();

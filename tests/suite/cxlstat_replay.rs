@@ -840,3 +840,59 @@ fn a_replay_without_intervals_reports_the_whole_recorded_run() {
     );
     assert_eq!(stdout(&out), "");
 }
+
+/// A replay may count any of the recorded events, in any order: each unit
+/// reads the recorded unit counting the same event (the n-th such for the
+/// n-th), not the one at its own position.
+#[test]
+fn a_replay_counts_recorded_events_in_any_order() {
+    if !perf_usable("replay_any_order") {
+        return;
+    }
+    let root = scratch("replay_any_order");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    let rec = root.join("run.rec");
+    let (root_s, rec_s) = (root.to_str().unwrap(), rec.to_str().unwrap());
+    let events = "cpu_clock,context_switches,cpu_clock";
+    let live = cxlstat(&[
+        "--sysroot",
+        root_s,
+        "--record",
+        rec_s,
+        "-e",
+        events,
+        "-x",
+        ",",
+        "0.1",
+        "3",
+    ]);
+    assert!(live.status.success(), "{}", stderr(&live));
+    let text = stdout(&live);
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3 * 3, "{text}");
+    // The rows the live run printed for the units at `positions`, per report.
+    let picked = |positions: &[usize]| -> String {
+        rows.chunks(3)
+            .flat_map(|report| positions.iter().map(|&p| format!("{}\n", report[p])))
+            .collect()
+    };
+    let replay = |events: &str| cxlstat(&["--replay", rec_s, "-e", events, "-x", ",", "0.1", "3"]);
+    for (events, positions) in [
+        ("context_switches", &[1][..]),
+        ("context_switches,cpu_clock", &[1, 0]),
+        ("cpu_clock,cpu_clock", &[0, 2]),
+    ] {
+        let out = replay(events);
+        assert!(out.status.success(), "{events}: {}", stderr(&out));
+        assert_eq!(stdout(&out), picked(positions), "{events}");
+    }
+    // A third cpu_clock was never counted: the replay names what it lacks,
+    // at the position after the recording's three units.
+    let out = replay("cpu_clock,cpu_clock,cpu_clock");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("does not hold `values perf:3:cxl_pmu_mem0.0/cpu_clock/`"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -395,6 +395,14 @@ impl Source for Replay {
     fn sample_origin(&self) -> Option<String> {
         Some(self.frame_origin(self.current))
     }
+
+    fn recorded_values(&self) -> Vec<String> {
+        self.latest
+            .keys()
+            .filter_map(|key| key.strip_prefix("values "))
+            .map(String::from)
+            .collect()
+    }
 }
 
 /// Where a frame is: its number (from 0) and its line in the file, if it

@@ -229,7 +229,7 @@ fn runs_that_overlap_on_a_processor_are_noted_with_their_negative_delay() {
         assert_eq!(status, 0);
         files.push(file.to_str().unwrap().to_string());
     }
-    let note = "runs overlap on processor 3 (1 dispatch, traced% above 100): a dispatch \
+    let note = "runs overlap on processor 3 (1 dispatch, traced share above 100 %): a dispatch \
                 started before the previous run on its processor ended";
     let args = |extra: &[&str]| -> Vec<String> {
         let mut a = vec!["report".to_string()];

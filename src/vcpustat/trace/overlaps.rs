@@ -44,7 +44,11 @@ impl Overlaps {
             .take(NAMED)
             .map(|(processor, &(dispatches, over_full))| {
                 let plural = if dispatches == 1 { "" } else { "es" };
-                let share = if over_full { ", traced% above 100" } else { "" };
+                let share = if over_full {
+                    ", traced share above 100 %"
+                } else {
+                    ""
+                };
                 format!("processor {processor} ({dispatches} dispatch{plural}{share})")
             })
             .collect();
@@ -78,7 +82,7 @@ mod tests {
         assert!(
             note.starts_with(
                 "runs overlap on processor 3 (2 dispatches), processor 16 (2 dispatches, \
-                 traced% above 100): "
+                 traced share above 100 %): "
             ),
             "{note}"
         );

@@ -1057,6 +1057,45 @@ fn latency_raises_a_short_soft_open_file_limit() {
     assert!(text(&out.stderr).contains("Too many open files"));
 }
 
+/// Under an address-space limit (`ulimit -v`) `--latency` does not abort:
+/// aya's allocations cannot fail gracefully, and its parse of the kernel's
+/// BTF aborted runs under limits of 21 to 24 MB. Each run now reports,
+/// falls back to perf naming the limit, or fails in one line.
+#[test]
+fn latency_under_an_address_space_limit_does_not_abort() {
+    const TEST: &str = "latency_under_an_address_space_limit_does_not_abort";
+    if !runnable(TEST, &["prlimit", "unshare"]) {
+        return;
+    }
+    let (mut fell_back, mut forwarded) = (0, 0);
+    for mb in (16..=40).step_by(2) {
+        let limit = format!("--as={}", mb * 1_000_000);
+        let out = namespace::command(
+            MOUNT_TRACEFS,
+            "prlimit",
+            &[limit.as_str(), IOSTAT, "--latency", "-x", "0.1", "1"],
+        )
+        .output()
+        .expect("unshare runs");
+        let err = text(&out.stderr);
+        let what = format!("under {mb} MB");
+        assert!(
+            out.status.code().is_some_and(|c| c != 101),
+            "{what}: {:?} {err}",
+            out.status
+        );
+        assert!(err.lines().count() <= 1, "{what}: {err}");
+        if err.contains("ulimit -v") {
+            assert!(err.contains("with perf instead"), "{what}: {err}");
+            fell_back += 1;
+        } else if out.status.success() && err.is_empty() {
+            forwarded += 1;
+        }
+    }
+    assert!(fell_back > 0, "no limit was tight enough for aya");
+    assert!(forwarded > 0, "no limit was enough for aya");
+}
+
 #[test]
 fn latency_needs_the_extended_report_of_the_live_kernel() {
     let e = one_line_error(&iostat(&["--latency", "1", "1"]));

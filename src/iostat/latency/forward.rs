@@ -53,6 +53,7 @@ impl Programs {
     /// The reason, as one line, when that fails.
     pub(super) fn load(layouts: &[Layout], slots: u32) -> Result<Programs, String> {
         let field_at = field_table(layouts)?;
+        room_for_btf(KERNEL_BTF)?;
         let ebpf = EbpfLoader::new()
             .override_global("FIELD_AT", &field_at, true)
             .map_max_entries("EVENTS", slots)
@@ -110,6 +111,65 @@ impl Programs {
             .map_err(|e| describe(&what, &e))?;
         Ok((p, what))
     }
+}
+
+/// The kernel's BTF, which aya reads (and parses) in `EbpfLoader::new`.
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// How many times the BTF's size to ask for before aya parses it: aya
+/// holds the file, its types' tables as they grow (a vector doubling from
+/// 4.5 to 9 MiB for Linux 6.18's 5.2 MiB BTF) and the rest of the load.
+/// Measured under `ulimit -v` (`prlimit --as`): runs under 21 to 24 MB
+/// aborted, from 25 MB they ran. Four times (22 MB) passed runs from
+/// 27 MB; five (27 MB), from 32 MB, leave room for a kernel whose tables
+/// double at a worse point. A run refused goes on with perf sampling.
+const BTF_ROOM_FACTOR: u64 = 5;
+
+/// Refuses, in one line, an address-space limit (`ulimit -v`) too tight
+/// for aya to read the kernel's BTF at `path`: aya's allocations are not
+/// fallible, and one that fails aborts the process (Rust's default) with
+/// no word of what to change. So the room is asked for first, all at
+/// once, and given back. Without BTF there is nothing to check.
+fn room_for_btf(path: &str) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let need = meta.len().saturating_mul(BTF_ROOM_FACTOR);
+    match usize::try_from(need).map(has_address_space) {
+        Ok(true) => Ok(()),
+        _ => Err(format!(
+            "aya, the eBPF loader, needs about {} MB of address space to read the \
+             kernel's BTF ({path}, {} kB), more than the address-space limit (`ulimit -v`) \
+             leaves: raise it",
+            need.div_ceil(1_000_000),
+            meta.len().div_ceil(1000),
+        )),
+    }
+}
+
+/// Whether the process may map `bytes` more of address space: a mapping
+/// of no access, never touched, unmapped at once. (Through `mmap` rather
+/// than the allocator: a large block malloc frees raises its threshold for
+/// mapping blocks of their own, and the heap aya's allocations then grow
+/// would not be given back.)
+fn has_address_space(bytes: usize) -> bool {
+    // SAFETY: an anonymous mapping at an address the kernel picks, of no
+    // access; nothing refers to it, and it is unmapped before returning.
+    unsafe {
+        let at = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if at == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(at, bytes);
+    }
+    true
 }
 
 /// `bpf(BPF_MAP_UPDATE_ELEM)` of a `u32` key and value (`union bpf_attr`:

@@ -523,9 +523,22 @@ fn push_names(names: &mut Vec<OsString>, path: &Path) {
 }
 
 /// Opens `name` in directory `at` as a place on a walk (`O_PATH`), not
-/// following it if it is a link.
+/// following it if it is a link. It is asked for as a directory first
+/// (`O_DIRECTORY`), which mounts an automount point there (an autofs
+/// home, debugfs' `tracing`) as the kernel's own walk does, where `O_PATH`
+/// alone stops at the mount point and the walk would go on in the empty
+/// directory under it; a link fails that with `ENOTDIR` and is then opened
+/// as itself.
 fn open_path(at: libc::c_int, name: &CStr) -> io::Result<OwnedFd> {
     let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    match open_at(at, name, flags | libc::O_DIRECTORY) {
+        Err(err) if err.raw_os_error() == Some(libc::ENOTDIR) => open_at(at, name, flags),
+        opened => opened,
+    }
+}
+
+/// `openat(at, name, flags)`.
+fn open_at(at: libc::c_int, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: a NUL-terminated name; the descriptor returned is owned below.
     let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
     cvt(fd)?;

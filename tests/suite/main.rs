@@ -25,6 +25,7 @@ mod skip;
 mod slowdisk;
 mod sysstat_compare;
 
+mod automount;
 mod charts;
 mod charts_edge;
 mod completions;

@@ -30,6 +30,7 @@ use super::cli::{
 use super::devices::DeviceList;
 use super::error::{IostatError, strerror};
 use super::expose::Exporter;
+use super::hotplug::CpuLines;
 use super::latency::Latency;
 use super::latency::coverage::Notes;
 use super::latency::prometheus::LatencyExposition;
@@ -377,6 +378,12 @@ fn cpu_count(src: &dyn Source) -> u32 {
         .unwrap_or(0)
 }
 
+/// Whether the output takes [`Sample::cpu_shares`]: the machine formats
+/// and `--svg` (sysstat's text and JSON take [`Sample::cpu`]).
+fn takes_cpu_shares(opts: &Options) -> bool {
+    matches!(opts.format, OutputFormat::Csv | OutputFormat::Ndjson) || opts.svg.is_some()
+}
+
 fn renderer_for(opts: &Options) -> Box<dyn Renderer> {
     match opts.format {
         OutputFormat::Text => Box::new(TextRenderer::new(opts, io::stdout().is_terminal())),
@@ -420,6 +427,8 @@ fn unanswered(e: std::io::Error) -> IostatError {
 struct Carry {
     uptime: [u64; 2],
     cpu: [CpuTicks; 2],
+    /// The `cpuN` lines, for the formats that take [`Sample::cpu_shares`].
+    cpu_lines: Option<CpuLines>,
     curr: usize,
     buf: Vec<u8>,
 }
@@ -459,6 +468,7 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     let mut carry = Carry {
         uptime: [0; 2],
         cpu: [CpuTicks::default(); 2],
+        cpu_lines: takes_cpu_shares(opts).then(CpuLines::default),
         curr: 0,
         buf: Vec::with_capacity(4096),
     };
@@ -466,6 +476,11 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         let curr = carry.curr;
         carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
         carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
+        let cpu = cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]);
+        let cpu_shares = match &mut carry.cpu_lines {
+            Some(lines) => lines.shares(&carry.buf, cpu),
+            None => cpu,
+        };
         // The CPU report alone (`-c`) reads no device. sysstat reads them
         // all the same, for nothing it shows (on a machine of 10,000
         // devices, their lines or `stat` files at every interval), and a
@@ -487,7 +502,8 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
             time,
             index,
             itv: interval_cs(carry.uptime[curr ^ 1], carry.uptime[curr]),
-            cpu: cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]),
+            cpu,
+            cpu_shares,
             devices: &devices,
             curr,
             latency: interval.as_ref(),

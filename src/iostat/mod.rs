@@ -7,6 +7,7 @@
 //! * [`names`], [`lookup`]: device names, and name lookups on the hot path;
 //! * [`named_dirs`]: the directories `-f` and `-j` need, checked in order;
 //! * [`model`]: the formulas, from two samples;
+//! * [`hotplug`]: the CPU shares of iostat-rs's own formats across CPU hotplug;
 //! * [`fmt`]: fast fixed-width number formatting, identical to printf;
 //! * [`latency`]: `--latency`, percentiles and queue depth from the block tracepoints;
 //! * [`colors`]: sysstat's colours and which value gets which;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod expose;
 pub mod fmt;
 pub mod heapsort;
+pub mod hotplug;
 pub mod latency;
 pub mod lookup;
 pub mod manual;

@@ -346,6 +346,24 @@ pub struct CpuTicks {
     pub guest_nice: u64,
 }
 
+impl From<[u64; 10]> for CpuTicks {
+    /// The ten fields of a `cpu` line, in the kernel's order.
+    fn from(f: [u64; 10]) -> CpuTicks {
+        CpuTicks {
+            user: f[0],
+            nice: f[1],
+            system: f[2],
+            idle: f[3],
+            iowait: f[4],
+            hardirq: f[5],
+            softirq: f[6],
+            steal: f[7],
+            guest: f[8],
+            guest_nice: f[9],
+        }
+    }
+}
+
 impl CpuTicks {
     /// sysstat's total: everything except the guest fields, which user and
     /// nice already include.
@@ -369,18 +387,7 @@ pub fn parse_proc_stat_cpu(text: &[u8]) -> Option<CpuTicks> {
         .find(|l| l.starts_with(b"cpu "))?;
     let mut f = [0u64; 10];
     scan_numbers(&line[4..], &mut f);
-    Some(CpuTicks {
-        user: f[0],
-        nice: f[1],
-        system: f[2],
-        idle: f[3],
-        iowait: f[4],
-        hardirq: f[5],
-        softirq: f[6],
-        steal: f[7],
-        guest: f[8],
-        guest_nice: f[9],
-    })
+    Some(CpuTicks::from(f))
 }
 
 /// The highest `cpuN` of `/proc/stat` plus one (sysstat's fallback CPU count).

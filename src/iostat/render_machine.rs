@@ -439,7 +439,7 @@ impl Renderer for MachineRenderer {
             values.extend(std::iter::repeat_n(Value::Missing, self.cpu_width));
         }
         if self.cpu_width > 0 {
-            let c = &s.cpu;
+            let c = &s.cpu_shares;
             let mut values = vec![Value::Missing; self.device_width];
             values.extend(
                 [c.user, c.nice, c.system, c.iowait, c.steal, c.idle]

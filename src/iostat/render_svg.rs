@@ -234,7 +234,7 @@ impl SvgCharts {
         }
         if let Some(cpu) = &mut self.cpu {
             cpu.begin_sample(time);
-            let c = &s.cpu;
+            let c = &s.cpu_shares;
             for (name, v) in CPU_COLUMNS
                 .iter()
                 .zip([c.user, c.nice, c.system, c.iowait, c.steal, c.idle])

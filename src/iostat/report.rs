@@ -38,6 +38,10 @@ pub struct Sample<'a> {
     pub itv: u64,
     /// CPU percentages.
     pub cpu: CpuPercent,
+    /// The CPU percentages of iostat-rs's own formats (CSV, NDJSON, SVG):
+    /// `cpu`, except over an interval in which a CPU went offline or came
+    /// online ([`super::hotplug`]).
+    pub cpu_shares: CpuPercent,
     /// The devices.
     pub devices: &'a DeviceList,
     /// The slot holding this sample.

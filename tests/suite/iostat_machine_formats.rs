@@ -139,3 +139,108 @@ fn json_stays_valid_where_sysstat_leaves_a_comma_for_an_empty_group() {
     assert_eq!(names, ["sda"]);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `/proc/uptime` and the `cpu` lines of `/proc/stat` of a 2-CPU VM (Linux
+/// 6.18, all busy) a second apart: both CPUs online, `cpu1` just put
+/// offline, still offline, back online. The kernel's `cpu ` line counts the
+/// offline CPU with other idle and iowait times than its own line showed.
+const HOTPLUG: [(&str, &str); 4] = [
+    (
+        "41608.78 27934.29\n",
+        "cpu  4421626 326369 643941 2793429 64398 0 36723 4118 0 0\n\
+         cpu0 2070443 149184 305117 1579847 23777 0 12986 2045 0 0\n\
+         cpu1 2351183 177185 338824 1213582 40621 0 23736 2073 0 0\n",
+    ),
+    (
+        "41610.08 28201.94\n",
+        "cpu  4421773 326369 643949 2820194 52502 0 36723 4118 0 0\n\
+         cpu0 2070567 149184 305122 1579847 23777 0 12987 2045 0 0\n",
+    ),
+    (
+        "41611.31 28201.94\n",
+        "cpu  4421890 326369 643954 2820194 52502 0 36723 4118 0 0\n\
+         cpu0 2070684 149184 305127 1579847 23777 0 12987 2045 0 0\n",
+    ),
+    (
+        "41612.61 27934.33\n",
+        "cpu  4422108 326369 643968 2793433 64398 0 36724 4119 0 0\n\
+         cpu0 2070806 149184 305135 1579847 23777 0 12987 2045 0 0\n\
+         cpu1 2351302 177185 338833 1213586 40621 0 23736 2073 0 0\n",
+    ),
+];
+
+/// A recording of [`HOTPLUG`] for `--replay`, as `iostat-rs --record -c`
+/// writes it.
+fn hotplug_recording(path: &std::path::Path) {
+    let header = serde_json::json!({
+        "format": "hwstat-recording", "version": 1, "tool": "iostat-rs",
+        "args": ["-c", "1", "4"],
+        "uname": {"sysname": "Linux", "nodename": "vm", "release": "6.18.44",
+                  "version": "#1", "machine": "x86_64"},
+        "start_unix_ns": 1_796_534_104_000_000_000u64,
+    });
+    let mut lines = vec![header.to_string()];
+    for (index, (uptime, stat)) in HOTPLUG.iter().enumerate() {
+        let frame = serde_json::json!({
+            "index": index,
+            "time_unix_ns": 1_796_534_104_000_000_000u64 + index as u64 * 1_000_000_000,
+            "entries": {
+                "list /sys/devices/system/cpu": {"list": ["cpu0", "cpu1"]},
+                "read /proc/uptime": {"text": uptime},
+                "read /proc/stat": {"text": stat},
+            },
+        });
+        lines.push(frame.to_string());
+    }
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn cpu_ratios_stay_shares_when_a_cpu_goes_offline_and_comes_back() {
+    let dir = std::env::temp_dir().join(format!("hwstat-machine-{}-hotplug", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = dir.join("hotplug.rec");
+    hotplug_recording(&rec);
+    let replay = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+            .arg("--replay")
+            .arg(&rec)
+            .args(args)
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The text report is sysstat's, from the `cpu ` line (iostat 12.6.1 and
+    // 12.8.0 on these files): idle 178.15 %, then every share 0.00.
+    let text = replay(&["-c", "1"]);
+    for row in [
+        "           0.98    0.00    0.05    0.00    0.00  178.15\n",
+        "          95.90    0.00    4.10    0.00    0.00    0.00\n",
+        "           0.00    0.00    0.00    0.00    0.00    0.00\n",
+    ] {
+        assert!(text.contains(row), "{row:?} missing from\n{text}");
+    }
+    // The ratios are the `all` row of sysstat's `mpstat -P ALL 1 3` on the
+    // same files (%system there is %sys + %irq + %soft).
+    let mpstat_all = [
+        // %usr %nice %sys+%irq+%soft %iowait %steal %idle
+        [95.38, 0.00, 3.85 + 0.77, 0.00, 0.00, 0.00],
+        [95.90, 0.00, 4.10, 0.00, 0.00, 0.00],
+        [91.98, 0.00, 6.49, 0.00, 0.00, 1.53],
+    ];
+    let csv = replay(&["-c", "-o", "csv", "1"]);
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(2)
+        .map(|l| l.split(',').skip(3).map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), mpstat_all.len(), "{csv}");
+    for (row, expected) in rows.iter().zip(mpstat_all) {
+        for (ratio, percent) in row.iter().zip(expected) {
+            assert!((ratio * 100.0 - percent).abs() < 0.011, "{csv}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

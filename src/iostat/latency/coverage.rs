@@ -22,8 +22,8 @@ use super::tracker::{DeviceHistograms, Op};
 
 /// The fewest completions the kernel must count in an interval before a
 /// shortfall is judged: below it, the few requests in flight across the
-/// interval's edges (the histograms are drained just after the counters
-/// are read) weigh too much.
+/// interval's edges (the histograms hold the requests completed until the
+/// report asked for them, just after it read the counters) weigh too much.
 pub const MIN_COUNTED: u64 = 20;
 
 /// An operation whose histogram holds under half of the completions the

@@ -146,6 +146,9 @@ pub struct DeviceHistograms {
 struct DeviceState {
     line: DepthLine,
     hist: DeviceHistograms,
+    /// Latencies of requests completed after the horizon
+    /// ([`Tracker::set_horizon`]): the next interval's.
+    later: [Histogram; OPS],
 }
 
 /// One partition: its disk's first sector and length, and its own number.
@@ -201,6 +204,9 @@ pub struct Tracker {
     devices: HashMap<Dev, DeviceState, FoldHash>,
     partitions: HashMap<Dev, Vec<Partition>>,
     interval_start: u64,
+    /// Requests completed after this are the next interval's latencies
+    /// ([`Tracker::set_horizon`]).
+    horizon: Option<u64>,
     /// Completions without an issue in this interval.
     pub unmatched: u64,
     /// Per device, disk or partition, the requests found lost since the
@@ -219,6 +225,16 @@ impl Tracker {
             interval_start: now,
             ..Tracker::default()
         }
+    }
+
+    /// Ends this interval's latencies at `horizon`: the latency of a
+    /// request completed after it goes to the next interval's histograms
+    /// (until [`Tracker::take`], which sets no horizon again). A report
+    /// sets it where it read the kernel's counters, so that its histograms
+    /// hold the requests those counters count, whatever the events fed in
+    /// until it takes them.
+    pub fn set_horizon(&mut self, horizon: u64) {
+        self.horizon = Some(horizon);
     }
 
     /// Sets the partitions of each disk (replacing the previous table).
@@ -254,6 +270,7 @@ impl Tracker {
         let d = self.devices.entry(dev).or_insert_with(|| DeviceState {
             line: DepthLine::new(start),
             hist: DeviceHistograms::default(),
+            later: Default::default(),
         });
         d.line.step(now, delta);
     }
@@ -394,12 +411,19 @@ impl Tracker {
     }
 
     /// Adds the latency of `req` of `dev`, completed at `completed`, to
-    /// the histograms of the device and of its partition.
+    /// the histograms of the device and of its partition: this interval's,
+    /// or the next one's after the horizon ([`Tracker::set_horizon`]).
     fn add_latency(&mut self, dev: Dev, req: &InFlight, completed: u64) {
         let latency = completed.saturating_sub(req.issued);
+        let later = self.horizon.is_some_and(|horizon| completed > horizon);
         for t in Self::each_target(dev, req.part) {
             if let Some(d) = self.devices.get_mut(&t) {
-                d.hist.latency[req.op as usize].add(latency, 1);
+                let histograms = if later {
+                    &mut d.later
+                } else {
+                    &mut d.hist.latency
+                };
+                histograms[req.op as usize].add(latency, 1);
             }
         }
     }
@@ -634,8 +658,9 @@ impl Tracker {
     /// last call (devices idle all along have depth 0 the whole time),
     /// sorted by device. Of events after `now` already fed in, the depth
     /// from `now` on stays for the next interval (their latencies are in
-    /// this one). Devices with nothing in flight and no depth left for the
-    /// next interval are forgotten, so a vanished device costs nothing.
+    /// this one unless they completed after the horizon, which ends here).
+    /// Devices with nothing in flight and nothing left for the next
+    /// interval are forgotten, so a vanished device costs nothing.
     pub fn take(&mut self, now: u64) -> Vec<(Dev, DeviceHistograms)> {
         self.settle_all_ambiguous();
         let devs: Vec<Dev> = self.devices.keys().copied().collect();
@@ -646,9 +671,15 @@ impl Tracker {
         let mut out: Vec<(Dev, DeviceHistograms)> = self
             .devices
             .iter_mut()
-            .map(|(&dev, d)| (dev, std::mem::take(&mut d.hist)))
+            .map(|(&dev, d)| {
+                let taken = std::mem::take(&mut d.hist);
+                d.hist.latency = std::mem::take(&mut d.later);
+                (dev, taken)
+            })
             .collect();
-        self.devices.retain(|_, d| !d.line.is_idle());
+        self.devices
+            .retain(|_, d| !d.line.is_idle() || d.hist.latency.iter().any(|h| h.total > 0));
+        self.horizon = None;
         // A disk gone and another at its number may have other queues.
         let devices = &self.devices;
         self.flush_slots.retain(|dev, _| devices.contains_key(dev));
@@ -1316,5 +1347,31 @@ mod tests {
         );
         assert_eq!(h.latency[0].total, 0);
         assert!(t.take(50 * MS).is_empty(), "idle, it is forgotten");
+    }
+
+    /// A report reads the kernel's counters, then takes the histograms,
+    /// on a loaded machine up to a tenth of a second later: the requests
+    /// completed meanwhile are the next report's, as they are in the
+    /// kernel's next counts.
+    #[test]
+    fn latencies_after_the_horizon_are_the_next_intervals() {
+        let mut t = Tracker::new(0);
+        t.issue(10 * MS, SDA, 100, 8, Op::Read);
+        t.issue(12 * MS, SDA, 200, 8, Op::Read);
+        // The counters are read at 20 ms; the events up to 40 ms are fed
+        // in before the histograms are taken.
+        t.set_horizon(20 * MS);
+        t.complete(20 * MS, SDA, 100, 8);
+        t.complete(30 * MS, SDA, 200, 8);
+        let h = one(&mut t, 40 * MS, SDA);
+        assert_eq!((h.latency[0].total, h.latency[0].max), (1, 10 * MS));
+        // Nothing in flight, the device is kept for the latency it owes
+        // the next report; that one sets no horizon of its own.
+        t.issue(50 * MS, SDA, 300, 8, Op::Read);
+        t.complete(90 * MS, SDA, 300, 8);
+        let h = one(&mut t, 100 * MS, SDA);
+        assert_eq!(h.latency[0].total, 2);
+        assert_eq!(h.latency[0].max, 40 * MS);
+        assert!(t.take(110 * MS).is_empty(), "idle, it is forgotten");
     }
 }

@@ -1862,6 +1862,13 @@ fn reading_one_at_a_time(tag: &str) -> (Removed, Loop, Fio) {
 /// being attached, used to hold the depth up for a second or two each:
 /// without the fix, half the runs failed here, with mean depths of 5 to
 /// 12 in some reports (5 of 7 manual runs reached 1.4 to 61).
+///
+/// A loaded machine may make the kernel lose enough samples for every
+/// report of a run to withhold its depth (1 of 10 runs of this file beside
+/// busy loops), which leaves nothing to check: the run is then measured
+/// again, up to [`DEPTH_ATTEMPTS`] runs in all, each saying why on stderr.
+/// A depth shown is checked in every run, and a run short of depths
+/// withheld with no lost samples to account for them fails at once.
 #[test]
 fn one_request_at_a_time_is_a_depth_of_one() {
     if !runnable(
@@ -1871,6 +1878,56 @@ fn one_request_at_a_time_is_a_depth_of_one() {
         return;
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for attempt in 1..=DEPTH_ATTEMPTS {
+        let (name, out) = one_request_at_a_time_reports();
+        let ndjson = text(&out.stdout);
+        let rows = rows_of(&ndjson, &name);
+        let report = || {
+            let rows: Vec<String> = rows.iter().map(ToString::to_string).collect();
+            format!("{}\n{}", rows.join("\n"), text(&out.stderr))
+        };
+        // Room for a few completions lost to a loaded machine (each holds
+        // the depth one higher until a comparison with the kernel's count
+        // finds it, some 100 ms, or a few when that count also holds a
+        // request not yet issued), well below the 5 to 12 of a
+        // second-long hold. The mean of 30.8 this test once saw beside
+        // the whole suite was a burst of lost completions across a
+        // report's end (`bursts_of_lost_completions_stay_out_of_the_depth`).
+        // On failure, the device's whole rows and iostat-rs's notes.
+        let means = mean_depths(&ndjson, &name);
+        assert!(
+            means.iter().all(|&m| m <= 2.0),
+            "mean depths {means:?} of one request at a time\n{}",
+            report()
+        );
+        if means.len() >= 2 {
+            return;
+        }
+        let (explained, unexplained) = depths_withheld(&rows);
+        assert!(
+            unexplained.is_empty() && means.len() + explained.len() >= 2,
+            "{} depths shown; withheld for lost samples in reports {explained:?}, with none \
+             lost in reports {unexplained:?}\n{}",
+            means.len(),
+            report()
+        );
+        eprintln!(
+            "one_request_at_a_time_is_a_depth_of_one: run {attempt} of {DEPTH_ATTEMPTS}: the \
+             kernel lost samples, {} depths shown, not 2: measuring again\n{}",
+            means.len(),
+            report()
+        );
+    }
+    panic!("in {DEPTH_ATTEMPTS} runs, the kernel lost samples in too many reports to check");
+}
+
+/// The most runs [`one_request_at_a_time_is_a_depth_of_one`] takes to get
+/// two depths to check.
+const DEPTH_ATTEMPTS: usize = 4;
+
+/// A run of iostat-rs over a loop device that fio reads one request at a
+/// time, four reports or more: the device's name and iostat-rs's output.
+fn one_request_at_a_time_reports() -> (String, Output) {
     let (image, lo, fio) = reading_one_at_a_time("depth");
     let name = lo.name.clone();
     let iostat = watch_latency(&name);
@@ -1881,30 +1938,29 @@ fn one_request_at_a_time_is_a_depth_of_one() {
     let out = wait_output(iostat, Duration::from_secs(10));
     fio.stop(Duration::from_secs(30));
     drop(lo);
-    let _ = std::fs::remove_file(&image);
-    // Four reports or more, of which a loaded machine may make the kernel
-    // lose enough samples for one to withhold its depth (once in a full
-    // suite run: 79,879 samples lost, half the reads missing).
-    let means = mean_depths(&text(&out.stdout), &name);
-    assert!(means.len() >= 2, "{}", text(&out.stdout));
-    // Room for a few completions lost to a loaded machine (each holds the
-    // depth one higher until a comparison with the kernel's count finds
-    // it, some 100 ms, or a few when that count also holds a request not
-    // yet issued), well below the 5 to 12 of a second-long hold. The
-    // mean of 30.8 this test once saw beside the whole suite was a burst
-    // of lost completions across a report's end
-    // (`bursts_of_lost_completions_stay_out_of_the_depth`). On failure,
-    // the device's whole rows and iostat-rs's notes.
-    assert!(
-        means.iter().all(|&m| m <= 2.0),
-        "mean depths {means:?} of one request at a time\n{}\n{}",
-        rows_of(&text(&out.stdout), &name)
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        text(&out.stderr)
-    );
+    drop(image);
+    (name, out)
+}
+
+/// The indexes (among the reports with histograms, the first one not
+/// among them) of the `rows` of one device whose queue depth is withheld:
+/// those the kernel lost samples in, in that report or the next one (it
+/// tells a loss when the full ring is next read, which may be in the next
+/// interval), then the others.
+fn depths_withheld(rows: &[serde_json::Value]) -> (Vec<usize>, Vec<usize>) {
+    let measured: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["latency_lost_samples"].is_u64())
+        .collect();
+    let lost = |i: usize| {
+        measured
+            .get(i)
+            .and_then(|r| r["latency_lost_samples"].as_u64())
+            .unwrap_or(0)
+    };
+    (0..measured.len())
+        .filter(|&i| measured[i]["queue_depth_max"].is_null())
+        .partition(|&i| lost(i) + lost(i + 1) > 0)
 }
 
 /// A tracing program that runs long on each `getppid` (a loop of 20,000

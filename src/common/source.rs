@@ -160,9 +160,9 @@ pub trait Source {
     }
 
     /// The keys of the values ([`Source::values`]) a replay's recording
-    /// holds, up to the current frame, in no order; empty for the other
-    /// sources.
-    fn recorded_values(&self) -> Vec<String> {
+    /// holds, up to the current frame, each with its number of values, in
+    /// no order; empty for the other sources.
+    fn recorded_values(&self) -> Vec<(String, usize)> {
         Vec::new()
     }
 

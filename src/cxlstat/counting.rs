@@ -22,7 +22,7 @@
 //! gives (3 words, or 5 and more): a recording keeps them, so a replay
 //! shows the same events as not supported, for the same reason.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
@@ -69,29 +69,38 @@ pub fn open_event(attr: &PerfEventAttr, cpu: u32, leader: Option<&OwnedFd>) -> i
     )
 }
 
+/// The values a recorded refusal to open a unit holds: the errno and the
+/// member refused.
+const REFUSAL_WORDS: usize = 2;
+
 /// The keys a replay reads its units' values under. A recorded run keys
-/// each unit by its position and what it counts (`perf:1:PMU/label/`); a
-/// replay finds a unit under the recorded key of the same `PMU/label/`
-/// (the n-th such for its n-th unit counting it), so that it may count any
-/// of the recorded events, in any order. A unit left without a recorded
-/// key gets one at a position past the recording's units, which the
-/// replay then names as missing.
+/// each unit by its position and what it counts (`perf:1:PMU/label/`). A
+/// replay takes, for each unit, the recorded key at its own position when
+/// that one counts the same `PMU/label/` in the unit's shape (as it does
+/// whenever the `-e` is the recording's); else the first recorded key of
+/// the same `PMU/label/` and shape not taken yet, so that a replay may
+/// count any of the recorded events, in any order. The shape is the
+/// number of values: a group and a single raw event may have the same
+/// label (`{P/mask=0/,P/gid=0/}` and `P/mask=0,gid=0/`), and one must not
+/// be read as the other. A unit left without a recorded key gets a key the
+/// recording does not hold, which the replay then names as missing.
 struct ReplayKeys<'a> {
-    /// Per `PMU/label/`, its recorded keys by position.
-    recorded: HashMap<&'a str, Vec<(usize, &'a str)>>,
-    /// Per `PMU/label/`, how many units of the replay took a key so far.
-    taken: HashMap<String, usize>,
-    /// The position of the next unit left without a recorded key.
-    unrecorded: usize,
+    /// Per `PMU/label/`, its recorded keys in position order, with their
+    /// number of values.
+    by_counted: HashMap<&'a str, Vec<(usize, &'a str, usize)>>,
+    /// Every recorded key.
+    recorded: HashSet<&'a str>,
+    /// The recorded keys units took.
+    taken: HashSet<&'a str>,
 }
 
 impl<'a> ReplayKeys<'a> {
-    /// Sorts the recording's value keys (`perf:INDEX:COUNTED`) by what they
-    /// count; other keys are not counters' and are left out.
-    fn new(keys: &'a [String]) -> ReplayKeys<'a> {
-        let mut recorded: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
-        let mut unrecorded = 0;
-        for key in keys {
+    /// Sorts the recording's value keys (`perf:INDEX:COUNTED`, with their
+    /// number of values) by what they count; other keys are not counters'
+    /// and are left out.
+    fn new(keys: &'a [(String, usize)]) -> ReplayKeys<'a> {
+        let mut by_counted: HashMap<&str, Vec<(usize, &str, usize)>> = HashMap::new();
+        for (key, words) in keys {
             let Some((index, counted)) = key
                 .strip_prefix("perf:")
                 .and_then(|rest| rest.split_once(':'))
@@ -99,33 +108,49 @@ impl<'a> ReplayKeys<'a> {
                 continue;
             };
             if let Ok(index) = index.parse::<usize>() {
-                recorded.entry(counted).or_default().push((index, key));
-                unrecorded = unrecorded.max(index.saturating_add(1));
+                by_counted
+                    .entry(counted)
+                    .or_default()
+                    .push((index, key, *words));
             }
         }
-        for positions in recorded.values_mut() {
+        for positions in by_counted.values_mut() {
             positions.sort_unstable();
         }
         ReplayKeys {
-            recorded,
-            taken: HashMap::new(),
-            unrecorded,
+            by_counted,
+            recorded: keys.iter().map(|(key, _)| key.as_str()).collect(),
+            taken: HashSet::new(),
         }
     }
 
-    /// The key of a unit counting `counted` (`PMU/label/`).
-    fn key(&mut self, counted: &str) -> String {
-        let nth = self.taken.entry(counted.to_string()).or_default();
-        let found = self
-            .recorded
-            .get(counted)
-            .and_then(|positions| positions.get(*nth));
-        *nth += 1;
-        if let Some((_, key)) = found {
+    /// The key of the unit at `index` counting `counted` (`PMU/label/`),
+    /// whose values are `words` long (or [`REFUSAL_WORDS`], a recorded
+    /// refusal).
+    fn key(&mut self, index: usize, counted: &str, words: usize) -> String {
+        let fits = |&&(_, key, n): &&(usize, &str, usize)| {
+            (n == words || n == REFUSAL_WORDS) && !self.taken.contains(key)
+        };
+        let recorded = self.by_counted.get(counted).map_or(&[][..], Vec::as_slice);
+        let found = recorded
+            .iter()
+            .filter(fits)
+            .find(|&&(at, _, _)| at == index)
+            .or_else(|| recorded.iter().find(fits));
+        if let Some(&(_, key, _)) = found {
+            self.taken.insert(key);
             return key.to_string();
         }
-        self.unrecorded += 1;
-        format!("perf:{}:{counted}", self.unrecorded - 1)
+        // Its own position, or the next the recording does not hold (there
+        // is one: it holds finitely many).
+        let mut position = index;
+        loop {
+            let key = format!("perf:{position}:{counted}");
+            if !self.recorded.contains(key.as_str()) {
+                return key;
+            }
+            position = position.wrapping_add(1);
+        }
     }
 }
 
@@ -206,7 +231,7 @@ impl Counters {
         plan: &Plan,
         pmus: &[Pmu],
         live: bool,
-        recorded: &[String],
+        recorded: &[(String, usize)],
         paranoid: Option<i64>,
     ) -> Result<Counters, CxlError> {
         let mut replayed = ReplayKeys::new(recorded);
@@ -223,7 +248,12 @@ impl Counters {
             let key = if live {
                 format!("perf:{index}:{counted}")
             } else {
-                replayed.key(&counted)
+                let words = if unit.grouped {
+                    group_words(unit.events.len())
+                } else {
+                    SINGLE_WORDS
+                };
+                replayed.key(index, &counted, words)
             };
             let (counters, refused) = if live {
                 match open_unit(unit, pmu, paranoid, &mut raised_nofile) {
@@ -671,5 +701,61 @@ mod tests {
     #[test]
     fn pinning_refuses_impossible_cpus() {
         assert!(pin_current_thread(libc::CPU_SETSIZE as u32).is_err());
+    }
+
+    fn recorded(keys: &[(&str, usize)]) -> Vec<(String, usize)> {
+        keys.iter().map(|&(k, n)| (k.to_string(), n)).collect()
+    }
+
+    #[test]
+    fn a_replayed_unit_takes_its_own_position_else_the_first_of_its_event() {
+        let keys = recorded(&[
+            ("perf:0:p/a/", 3),
+            ("perf:1:p/b/", 3),
+            ("perf:2:p/a/", 3),
+            ("perf:3:p/c/", REFUSAL_WORDS),
+        ]);
+        // The recording's own -e: each at its position.
+        let mut same = ReplayKeys::new(&keys);
+        let got: Vec<String> = [(0, "p/a/"), (1, "p/b/"), (2, "p/a/"), (3, "p/c/")]
+            .iter()
+            .map(|&(i, c)| same.key(i, c, SINGLE_WORDS))
+            .collect();
+        let want: Vec<String> = keys.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(got, want);
+        // Another order: the first of its event not taken; a third `a` is
+        // missing, under its own position.
+        let mut other = ReplayKeys::new(&keys);
+        assert_eq!(other.key(0, "p/b/", SINGLE_WORDS), "perf:1:p/b/");
+        assert_eq!(other.key(1, "p/a/", SINGLE_WORDS), "perf:0:p/a/");
+        assert_eq!(other.key(2, "p/a/", SINGLE_WORDS), "perf:2:p/a/");
+        assert_eq!(other.key(3, "p/a/", SINGLE_WORDS), "perf:3:p/a/");
+        assert_eq!(other.key(9, "p/a/", SINGLE_WORDS), "perf:9:p/a/");
+    }
+
+    /// A group and a single raw event can have the same label; each reads
+    /// only values of its own shape.
+    #[test]
+    fn a_group_and_a_single_event_of_one_label_are_told_apart() {
+        let group = group_words(2);
+        let keys = recorded(&[("perf:0:p/m=0,g=0/", group), ("perf:1:p/m=0,g=0/", 3)]);
+        let mut keys = ReplayKeys::new(&keys);
+        assert_eq!(keys.key(0, "p/m=0,g=0/", SINGLE_WORDS), "perf:1:p/m=0,g=0/");
+        assert_eq!(keys.key(1, "p/m=0,g=0/", group), "perf:0:p/m=0,g=0/");
+    }
+
+    /// A forged recording's key at the highest index: a unit it lacks
+    /// still gets a key the recording does not hold, not an overflow (a
+    /// panic, or, wrapped, another unit's key, whose values it would then
+    /// show as its own).
+    #[test]
+    fn a_missing_unit_never_gets_a_recorded_key() {
+        let top = format!("perf:{}:p/a/", usize::MAX);
+        let keys = vec![(top.clone(), 3), ("perf:0:p/a/".to_string(), 3)];
+        let mut replay = ReplayKeys::new(&keys);
+        assert_eq!(replay.key(usize::MAX, "p/a/", SINGLE_WORDS), top);
+        assert_eq!(replay.key(0, "p/a/", SINGLE_WORDS), "perf:0:p/a/");
+        let missing = replay.key(usize::MAX, "p/a/", SINGLE_WORDS);
+        assert_eq!(missing, "perf:1:p/a/");
     }
 }

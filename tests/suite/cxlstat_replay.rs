@@ -886,6 +886,35 @@ fn a_replay_counts_recorded_events_in_any_order() {
         assert!(out.status.success(), "{events}: {}", stderr(&out));
         assert_eq!(stdout(&out), picked(positions), "{events}");
     }
+    // A group and a single raw event of the same label (`mask=0,gid=0`):
+    // each replays from its own recorded unit, whatever the order.
+    let pmu = "cxl_pmu_mem0.0";
+    let group = format!("{{{pmu}/mask=0/,{pmu}/gid=0/}}");
+    let single = format!("{pmu}/mask=0,gid=0/");
+    let rec2 = root.join("shapes.rec");
+    let rec2_s = rec2.to_str().unwrap();
+    let live = cxlstat(&[
+        "--sysroot",
+        root_s,
+        "--record",
+        rec2_s,
+        "-e",
+        &group,
+        "-e",
+        &single,
+        "-x",
+        ",",
+        "0.1",
+        "2",
+    ]);
+    assert!(live.status.success(), "{}", stderr(&live));
+    let text = stdout(&live);
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 2 * 3, "{text}");
+    let alone = cxlstat(&["--replay", rec2_s, "-e", &single, "-x", ",", "0.1", "2"]);
+    assert!(alone.status.success(), "{}", stderr(&alone));
+    let want: String = rows.chunks(3).map(|r| format!("{}\n", r[2])).collect();
+    assert_eq!(stdout(&alone), want);
     // A third cpu_clock was never counted: the replay names what it lacks,
     // at the position after the recording's three units.
     let out = replay("cpu_clock,cpu_clock,cpu_clock");

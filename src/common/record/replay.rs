@@ -396,12 +396,15 @@ impl Source for Replay {
         Some(self.frame_origin(self.current))
     }
 
-    fn recorded_values(&self) -> Vec<String> {
-        self.latest
-            .keys()
-            .filter_map(|key| key.strip_prefix("values "))
-            .map(String::from)
-            .collect()
+    fn recorded_values(&self) -> Vec<(String, usize)> {
+        let values = |(key, (entry, _)): (&String, &(Entry, Origin))| {
+            let key = key.strip_prefix("values ")?;
+            match entry {
+                Entry::Values(values) => Some((key.to_string(), values.len())),
+                _ => None,
+            }
+        };
+        self.latest.iter().filter_map(values).collect()
     }
 }
 

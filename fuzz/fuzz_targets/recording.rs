@@ -1,7 +1,8 @@
 //! `--replay FILE` (src/common/record.rs): the recording loader, then every
 //! tool's read path over the replayed frames: iostat-rs with the recorded
-//! arguments and its renderers, vcpustat's tracker, cxlstat's discovery and
-//! resolution, and vcpustat trace's identity reads.
+//! arguments and its renderers, vcpustat's tracker, cxlstat's discovery,
+//! resolution and counting (replayed counter values, matched by event), and
+//! vcpustat trace's identity reads.
 #![no_main]
 
 use hwstat::common::record::Replay;
@@ -27,11 +28,16 @@ fuzz_target!(|data: &[u8]| {
         let args = replay.header().args.clone();
         drive_iostat(&mut replay, &args, 64);
     }
-    if let Some(replay) = load(data, "cxlstat") {
-        drive_cxlstat(
-            &replay,
-            "clock_ticks,{d2h_req_rdshared,vid=0x1e98,gid=0x10,mask=1}",
-        );
+    // Events of the QEMU fixture's PMUs (the seeds' recordings), twice the
+    // same one and in another order than recorded: a replay finds each
+    // unit's recorded values by the event it counts.
+    for events in [
+        "clock_ticks,{d2h_req_rdshared,vid=0x1e98,gid=0x10,mask=1}",
+        "{d2h_req_rdshared,vid=0x1e98,gid=0x10,mask=1},clock_ticks,clock_ticks",
+    ] {
+        if let Some(mut replay) = load(data, "cxlstat") {
+            drive_cxlstat(&mut replay, events, 64);
+        }
     }
     if let Some(mut replay) = load(data, "vcpustat") {
         drive_identity(&replay);

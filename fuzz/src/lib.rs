@@ -3,13 +3,17 @@
 //! range cap for CPU lists.
 
 use std::collections::BTreeMap;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
+use hwstat::common::output::{Format, writer_for};
 use hwstat::common::record::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, Replay};
 use hwstat::common::source::{Source, Uname};
+use hwstat::cxlstat::counting::Counters;
+use hwstat::cxlstat::render::{self as cxl_render, CountOutput, CountView, Span};
 use hwstat::cxlstat::{resolve, spec, sysfs};
 use hwstat::iostat::cli::{Env, OutputFormat, parse_args};
 use hwstat::iostat::devices::DeviceList;
+use hwstat::iostat::hotplug::CpuLines;
 use hwstat::iostat::model::{cpu_percent, interval_cs};
 use hwstat::iostat::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime};
 use hwstat::iostat::render_json::JsonRenderer;
@@ -85,7 +89,9 @@ fn header(tool: &str, args: Vec<String>) -> Header {
 
 /// Runs iostat-rs's per-sample path over `src`: options from `args`, the
 /// device list, every sample until the source ends, each rendered in text,
-/// sysstat JSON and CSV into a sink. Nothing may panic, whatever `src` holds.
+/// sysstat JSON and CSV into a sink (CSV with the CPU shares of
+/// src/iostat/hotplug.rs, as the program computes them for it). Nothing
+/// may panic, whatever `src` holds.
 pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
     let Ok(opts) = parse_args(args, Env::default()) else {
         return;
@@ -109,6 +115,7 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
     let mut devices = DeviceList::new(&opts, src);
     let mut uptime = [0u64; 2];
     let mut cpu = [CpuTicks::default(); 2];
+    let mut cpu_lines = CpuLines::default();
     let mut curr = 0;
     for index in 0..max_samples as u64 {
         uptime[curr] = src
@@ -116,18 +123,18 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
             .ok()
             .and_then(|t| parse_uptime(&t))
             .unwrap_or(0);
-        cpu[curr] = src
-            .read("/proc/stat")
-            .ok()
-            .and_then(|t| parse_proc_stat_cpu(&t))
-            .unwrap_or_default();
+        let stat = src.read("/proc/stat").unwrap_or_default();
+        cpu[curr] = parse_proc_stat_cpu(&stat).unwrap_or_default();
+        let cpu_now = cpu_percent(&cpu[curr ^ 1], &cpu[curr]);
+        let cpu_shares = cpu_lines.shares(&stat, cpu_now);
         devices.read_sample(src, curr);
         devices.compute_groups(curr);
         let sample = Sample {
             time: UNIX_EPOCH,
             index,
             itv: interval_cs(uptime[curr ^ 1], uptime[curr]),
-            cpu: cpu_percent(&cpu[curr ^ 1], &cpu[curr]),
+            cpu: cpu_now,
+            cpu_shares,
             devices: &devices,
             curr,
             latency: None,
@@ -177,9 +184,12 @@ pub fn drive_vcpustat(src: &mut dyn Source, max_samples: usize) {
     }
 }
 
-/// Runs cxlstat's discovery over `src` and resolves `events` (an `-e`
-/// argument) against what it found.
-pub fn drive_cxlstat(src: &dyn Source, events: &str) {
+/// Runs cxlstat's discovery over `src`, resolves `events` (an `-e`
+/// argument) against what it found, then counts as a replay does
+/// (src/cxlstat/app.rs, `Session`): the counters keyed by the recording's
+/// values (`ReplayKeys`), read at every frame, each report rendered as
+/// text, JSON and `perf stat -x` lines. The JSON document must parse.
+pub fn drive_cxlstat(src: &mut dyn Source, events: &str, max_samples: usize) {
     let Ok(sysfs::Discovery { pmus, .. }) = sysfs::discover(src) else {
         return;
     };
@@ -187,8 +197,75 @@ pub fn drive_cxlstat(src: &dyn Source, events: &str) {
         return;
     };
     let selected: Vec<usize> = (0..pmus.len()).collect();
-    if let Ok(plan) = resolve::resolve(&pmus, &groups, &selected) {
-        let _ = resolve::driver_warnings(&plan, &pmus);
+    let Ok(plan) = resolve::resolve(&pmus, &groups, &selected) else {
+        return;
+    };
+    let _ = resolve::driver_warnings(&plan, &pmus);
+    let _ = plan.repeated_event(&pmus);
+    let recorded = src.recorded_values();
+    let Ok(mut counters) = Counters::open(&plan, &pmus, false, &recorded, None) else {
+        return;
+    };
+    let outputs = [
+        CountOutput::Text { intervals: true },
+        CountOutput::Frames(writer_for(Format::Json, cxl_render::schema(), ",")),
+        CountOutput::PerfCsv {
+            separator: ",".into(),
+            intervals: true,
+        },
+    ];
+    let mut views: Vec<CountView> = outputs
+        .into_iter()
+        .map(|output| CountView::new(&plan, &pmus, false, output))
+        .collect();
+    let mut outs: Vec<Vec<u8>> = vec![Vec::new(); views.len()];
+    let mut notes = Vec::new();
+    let mut previous = Vec::new();
+    let (mut baseline, mut last) = (Duration::ZERO, Duration::ZERO);
+    let mut begun = false;
+    for index in 0..max_samples as u64 {
+        let elapsed = src.elapsed();
+        if counters.read(src, &mut notes).is_err() || src.check_answered().is_err() {
+            break;
+        }
+        if index == 0 {
+            for (view, out) in views.iter_mut().zip(&mut outs) {
+                view.leave_out(counters.unsupported());
+                let _ = view.begin(out);
+            }
+            begun = true;
+            previous.extend_from_slice(counters.readings());
+            baseline = elapsed;
+        } else {
+            let span = Span {
+                previous: &previous,
+                current: counters.readings(),
+                elapsed: elapsed.saturating_sub(last),
+                since_start: elapsed.saturating_sub(baseline),
+                time: src.now(),
+                index,
+                notes: &notes,
+                gone: counters.gone(),
+            };
+            for (view, out) in views.iter_mut().zip(&mut outs) {
+                let _ = view.report(out, &span);
+                let _ = view.rates(&span).count();
+            }
+            previous.copy_from_slice(counters.readings());
+            notes.clear();
+        }
+        last = elapsed;
+        if !matches!(src.next_sample(), Ok(true)) {
+            break;
+        }
+    }
+    if begun {
+        for (view, out) in views.iter_mut().zip(&mut outs) {
+            let _ = view.end(out);
+        }
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&outs[1]) {
+            panic!("cxlstat -o json is not valid JSON ({e})");
+        }
     }
 }
 

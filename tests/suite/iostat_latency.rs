@@ -986,6 +986,18 @@ fn one_line_error(out: &Output) -> String {
     err
 }
 
+/// One `--latency -x` report under the resource limit `prlimit` sets
+/// with `limit` (`--nofile=N`, `--as=BYTES`), tracefs mounted.
+fn one_report_under(limit: &str) -> Output {
+    namespace::command(
+        MOUNT_TRACEFS,
+        "prlimit",
+        &[limit, IOSTAT, "--latency", "-x", "0.1", "1"],
+    )
+    .output()
+    .expect("unshare runs")
+}
+
 /// Out of file descriptors, `--latency` says so: aya, the eBPF library,
 /// turned its failure to list tracefs for want of one into "tracefs not
 /// found" (at 10 and 11 descriptors), which the warning passed on.
@@ -1001,14 +1013,7 @@ fn latency_out_of_descriptors_names_the_limit() {
     let mut named = 0;
     let mut clean = false;
     for limit in 6..=16 + 4 * cpus {
-        let nofile = format!("--nofile={limit}");
-        let out = namespace::command(
-            MOUNT_TRACEFS,
-            "prlimit",
-            &[nofile.as_str(), IOSTAT, "--latency", "-x", "0.1", "1"],
-        )
-        .output()
-        .expect("unshare runs");
+        let out = one_report_under(&format!("--nofile={limit}"));
         let err = text(&out.stderr);
         let what = format!("under {limit} descriptors");
         assert!(out.status.code().is_some_and(|c| c != 101), "{what}: {err}");
@@ -1038,21 +1043,12 @@ fn latency_raises_a_short_soft_open_file_limit() {
     if !runnable(TEST, &["prlimit", "unshare"]) {
         return;
     }
-    let run = |nofile: &str| {
-        namespace::command(
-            MOUNT_TRACEFS,
-            "prlimit",
-            &[nofile, IOSTAT, "--latency", "-x", "0.1", "1"],
-        )
-        .output()
-        .expect("unshare runs")
-    };
-    let out = run("--nofile=16:4096");
+    let out = one_report_under("--nofile=16:4096");
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(err, "");
     assert!(text(&out.stdout).contains("r_p50"));
-    let out = run("--nofile=16:16");
+    let out = one_report_under("--nofile=16:16");
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("Too many open files"));
 }
@@ -1069,14 +1065,7 @@ fn latency_under_an_address_space_limit_does_not_abort() {
     }
     let (mut fell_back, mut forwarded) = (0, 0);
     for mb in (16..=40).step_by(2) {
-        let limit = format!("--as={}", mb * 1_000_000);
-        let out = namespace::command(
-            MOUNT_TRACEFS,
-            "prlimit",
-            &[limit.as_str(), IOSTAT, "--latency", "-x", "0.1", "1"],
-        )
-        .output()
-        .expect("unshare runs");
+        let out = one_report_under(&format!("--as={}", mb * 1_000_000));
         let err = text(&out.stderr);
         let what = format!("under {mb} MB");
         assert!(

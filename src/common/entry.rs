@@ -29,7 +29,9 @@
 //!
 //! What differs: a stack overflow still stops at the kernel's guard gap,
 //! but as a plain SIGSEGV without Rust's message, and a panic's message
-//! names the thread `<unnamed>`, not `main`.
+//! names the thread `<unnamed>`, not `main`. And an allocation that fails
+//! ends the run in one line with status 4 ([`crate::common::alloc`]), not
+//! with Rust's abort.
 
 use std::ffi::{CStr, c_char, c_int};
 use std::io;
@@ -143,10 +145,17 @@ fn open_closed_standard_descriptors() -> io::Result<()> {
 }
 
 /// Defines a program's C `main`, which calls [`run`] with `$program`, a
-/// [`Program`]. The binary must be `#![no_main]`.
+/// constant [`Program`], and its allocator, which ends the run in one line
+/// naming the program when memory runs out
+/// ([`ExitWhenExhausted`](crate::common::alloc::ExitWhenExhausted)). The
+/// binary must be `#![no_main]`.
 #[macro_export]
 macro_rules! program_main {
     ($program:expr) => {
+        #[global_allocator]
+        static ALLOCATOR: $crate::common::alloc::ExitWhenExhausted =
+            $crate::common::alloc::ExitWhenExhausted::named($program.name);
+
         #[unsafe(no_mangle)]
         extern "C" fn main(
             argc: ::std::ffi::c_int,

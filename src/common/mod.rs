@@ -5,7 +5,8 @@
 //! * [`root`]: opening kernel files under a root: never blocking, regular
 //!   files only, never outside the root;
 //! * [`record`]: the recording format, its writer and its replayer;
-//! * [`entry`]: the programs' start, before their own code runs;
+//! * [`entry`]: the programs' start, before their own code runs, and
+//!   [`alloc`], their allocator, which ends a run out of memory in one line;
 //! * [`interval`] and [`run`]: interval parsing and the drift-free loop;
 //! * [`counter`]: counter deltas that know each field's width;
 //! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
@@ -72,6 +73,7 @@
 //! assert!(!source.next_sample().unwrap(), "a replay ends after its last frame");
 //! ```
 
+pub mod alloc;
 pub mod chart;
 pub mod cli;
 pub mod clock;

@@ -44,6 +44,11 @@ pub const SECTIONS: &[Section] = &[
             ),
             ("2", "A usage error"),
             (
+                "4",
+                "Out of memory: an allocation failed (under an address-space limit, \
+                 ulimit -v, say); the one line names its size and the limit",
+            ),
+            (
                 "other",
                 "with -- CMD, the command's own status (128 + N when signal N ended it)",
             ),

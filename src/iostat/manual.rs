@@ -105,6 +105,12 @@ pub const SECTIONS: &[Section] = &[
                  not an IP address and port, as vcpustat and cxlstat refuse theirs (an \
                  option without its value is a usage error, 1)",
             ),
+            (
+                "4",
+                "Out of memory: an allocation failed (under an address-space limit, \
+                 ulimit -v, say); the one line names its size and the limit. sysstat \
+                 exits with 4 when its realloc fails",
+            ),
         ],
     },
     Section {

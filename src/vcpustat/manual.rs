@@ -24,6 +24,12 @@ pub const SECTIONS: &[Section] = &[
             ),
             ("2", "A usage error; nothing was read or changed"),
             (
+                "4",
+                "Out of memory: an allocation failed (under an address-space limit, \
+                 ulimit -v, say); the one line names its size and the limit. Nothing \
+                 more is done, so what the run switched on stays on, as after kill -9",
+            ),
+            (
                 "128 + N",
                 "Stopped by signal N (130 after Ctrl-C) while another vcpustat held the \
                  runs' lock, before anything was read, changed or reported",

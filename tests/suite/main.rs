@@ -56,6 +56,7 @@ mod iostat_usage_order;
 mod layout;
 mod listen_limits;
 mod locales;
+mod out_of_memory;
 mod prometheus_exposition;
 mod prometheus_listen;
 mod prometheus_real;

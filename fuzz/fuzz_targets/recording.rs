@@ -5,22 +5,49 @@
 //! vcpustat trace's identity reads.
 #![no_main]
 
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
 use hwstat::common::record::Replay;
 use hwstat::common::source::Source;
 use hwstat_fuzz::{drive_cxlstat, drive_identity, drive_iostat, drive_vcpustat};
 use libfuzzer_sys::fuzz_target;
 
-/// The loader reads files only: each input goes through one file per process.
-fn input_path() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("hwstat-fuzz-{}.rec", std::process::id()))
+/// The loader reads files only: each input goes through one file per
+/// process, unlinked as soon as it is made and named by its descriptor, so
+/// no run (one killed by a crash included) leaves a file behind.
+fn input_file() -> &'static (File, PathBuf) {
+    static INPUT: OnceLock<(File, PathBuf)> = OnceLock::new();
+    INPUT.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("hwstat-fuzz-{}.rec", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("the temporary directory is writable");
+        std::fs::remove_file(&path).expect("the file just made can be removed");
+        let by_descriptor = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        (file, by_descriptor)
+    })
 }
 
 /// Loads `data` as a recording made by `tool` (a recording of another tool
 /// is refused by the loader, as the programs refuse it).
 fn load(data: &[u8], tool: &str) -> Option<Replay> {
-    let path = input_path();
-    std::fs::write(&path, data).expect("the temporary directory is writable");
-    Replay::open(&path, tool).ok()
+    let (file, path) = input_file();
+    // `&File` writes and seeks: the one file is shared by every input.
+    let mut file: &File = file;
+    file.set_len(0).expect("the input file can be emptied");
+    file.seek(SeekFrom::Start(0))
+        .expect("the input file can be rewound");
+    file.write_all(data)
+        .expect("the input file takes the input");
+    Replay::open(path, tool).ok()
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -31,7 +31,7 @@ use crate::common::source::Source;
 
 use super::error::{CxlError, explain_open_errno};
 use super::format::{ConfigWord, EventAttr};
-use super::resolve::{Plan, Unit};
+use super::resolve::{Plan, ResolvedEvent, Unit};
 use super::stats::{Reading, SINGLE_WORDS, check_step, group_words, parse_group, parse_single};
 use super::sysfs::Pmu;
 use crate::common::perf::{self, PerfEventAttr};
@@ -74,16 +74,21 @@ pub fn open_event(attr: &PerfEventAttr, cpu: u32, leader: Option<&OwnedFd>) -> i
 const REFUSAL_WORDS: usize = 2;
 
 /// The keys a replay reads its units' values under. A recorded run keys
-/// each unit by its position and what it counts (`perf:1:PMU/label/`). A
-/// replay takes, for each unit, the recorded key at its own position when
-/// that one counts the same `PMU/label/` in the unit's shape (as it does
-/// whenever the `-e` is the recording's); else the first recorded key of
-/// the same `PMU/label/` and shape not taken yet, so that a replay may
-/// count any of the recorded events, in any order. The shape is the
-/// number of values: a group and a single raw event may have the same
-/// label (`{P/mask=0/,P/gid=0/}` and `P/mask=0,gid=0/`), and one must not
-/// be read as the other. A unit left without a recorded key gets a key the
-/// recording does not hold, which the replay then names as missing.
+/// each unit by its position and what it counts: its PMU, labels and each
+/// event's config words (`perf:1:PMU/label/@0x1e98100`), as a `name=`
+/// label hides the event it names. A replay takes, for each unit, the
+/// recorded key at its own position when that one counts the same events
+/// in the unit's shape (as it does whenever the `-e` is the recording's);
+/// else the first recorded key of the same events and shape not taken yet,
+/// so that a replay may count any of the recorded events, in any order.
+/// The shape is the number of values: a group and a single raw event may
+/// count the same (`{P/mask=0/,P/gid=0/}` and `P/mask=0,gid=0/`), and one
+/// must not be read as the other. A unit left without a recorded key gets
+/// a key the recording does not hold, which the replay then names as
+/// missing.
+///
+/// Recordings made before the config words were keyed hold
+/// `perf:1:PMU/label/`; theirs are matched by that, as they were made.
 struct ReplayKeys<'a> {
     /// Per `PMU/label/`, its recorded keys in position order, with their
     /// number of values.
@@ -92,6 +97,8 @@ struct ReplayKeys<'a> {
     recorded: HashSet<&'a str>,
     /// The recorded keys units took.
     taken: HashSet<&'a str>,
+    /// Whether the recording keys config words (see above).
+    tagged: bool,
 }
 
 impl<'a> ReplayKeys<'a> {
@@ -118,16 +125,19 @@ impl<'a> ReplayKeys<'a> {
             positions.sort_unstable();
         }
         ReplayKeys {
+            tagged: by_counted.keys().any(|counted| is_tagged(counted)),
             by_counted,
             recorded: keys.iter().map(|(key, _)| key.as_str()).collect(),
             taken: HashSet::new(),
         }
     }
 
-    /// The key of the unit at `index` counting `counted` (`PMU/label/`),
-    /// whose values are `words` long (or [`REFUSAL_WORDS`], a recorded
-    /// refusal).
-    fn key(&mut self, index: usize, counted: &str, words: usize) -> String {
+    /// The key of the unit at `index` counting `counted`
+    /// (`PMU/label/@CONFIGS`, `untagged` without the configs, as older
+    /// recordings keyed it), whose values are `words` long (or
+    /// [`REFUSAL_WORDS`], a recorded refusal).
+    fn key(&mut self, index: usize, counted: &str, untagged: &str, words: usize) -> String {
+        let counted = if self.tagged { counted } else { untagged };
         let fits = |&&(_, key, n): &&(usize, &str, usize)| {
             (n == words || n == REFUSAL_WORDS) && !self.taken.contains(key)
         };
@@ -152,6 +162,38 @@ impl<'a> ReplayKeys<'a> {
             position = position.wrapping_add(1);
         }
     }
+}
+
+/// Whether a recorded `PMU/label/...` carries config words (`@...` after
+/// the last `/`).
+fn is_tagged(counted: &str) -> bool {
+    counted
+        .rsplit_once('/')
+        .is_some_and(|(_, tail)| tail.starts_with('@'))
+}
+
+/// The config words of `events`, as a recorded key ends (`@0x1e98100` for
+/// one event, `@0x1,0x2` for a group): each event's words in hex, `:`
+/// between them, the zero words at the end left out.
+fn config_tag<'e>(events: impl Iterator<Item = &'e ResolvedEvent>) -> String {
+    let mut tag = String::from("@");
+    for (n, event) in events.enumerate() {
+        if n > 0 {
+            tag.push(',');
+        }
+        let words = &event.attr.words;
+        let used = words
+            .iter()
+            .rposition(|&w| w != 0)
+            .map_or(1, |last| last + 1);
+        for (w, word) in words[..used].iter().enumerate() {
+            if w > 0 {
+                tag.push(':');
+            }
+            tag.push_str(&format!("{word:#x}"));
+        }
+    }
+    tag
 }
 
 /// One opened unit: a single event or one group on one PMU.
@@ -244,7 +286,8 @@ impl Counters {
             let pmu = &pmus[unit.pmu];
             let labels: Vec<String> = unit.events.iter().map(|e| e.label.clone()).collect();
             let label = labels.join(",");
-            let counted = format!("{}/{label}/", pmu.name);
+            let untagged = format!("{}/{label}/", pmu.name);
+            let counted = format!("{untagged}{}", config_tag(unit.events.iter()));
             let key = if live {
                 format!("perf:{index}:{counted}")
             } else {
@@ -253,7 +296,7 @@ impl Counters {
                 } else {
                     SINGLE_WORDS
                 };
-                replayed.key(index, &counted, words)
+                replayed.key(index, &counted, &untagged, words)
             };
             let (counters, refused) = if live {
                 match open_unit(unit, pmu, paranoid, &mut raised_nofile) {
@@ -710,27 +753,87 @@ mod tests {
     #[test]
     fn a_replayed_unit_takes_its_own_position_else_the_first_of_its_event() {
         let keys = recorded(&[
-            ("perf:0:p/a/", 3),
-            ("perf:1:p/b/", 3),
-            ("perf:2:p/a/", 3),
-            ("perf:3:p/c/", REFUSAL_WORDS),
+            ("perf:0:p/a/@0x1", 3),
+            ("perf:1:p/b/@0x2", 3),
+            ("perf:2:p/a/@0x1", 3),
+            ("perf:3:p/c/@0x3", REFUSAL_WORDS),
         ]);
         // The recording's own -e: each at its position.
         let mut same = ReplayKeys::new(&keys);
-        let got: Vec<String> = [(0, "p/a/"), (1, "p/b/"), (2, "p/a/"), (3, "p/c/")]
-            .iter()
-            .map(|&(i, c)| same.key(i, c, SINGLE_WORDS))
-            .collect();
+        let got: Vec<String> = [
+            (0, "p/a/@0x1"),
+            (1, "p/b/@0x2"),
+            (2, "p/a/@0x1"),
+            (3, "p/c/@0x3"),
+        ]
+        .iter()
+        .map(|&(i, c)| same.key(i, c, UNUSED, SINGLE_WORDS))
+        .collect();
         let want: Vec<String> = keys.iter().map(|(k, _)| k.clone()).collect();
         assert_eq!(got, want);
         // Another order: the first of its event not taken; a third `a` is
         // missing, under its own position.
         let mut other = ReplayKeys::new(&keys);
-        assert_eq!(other.key(0, "p/b/", SINGLE_WORDS), "perf:1:p/b/");
-        assert_eq!(other.key(1, "p/a/", SINGLE_WORDS), "perf:0:p/a/");
-        assert_eq!(other.key(2, "p/a/", SINGLE_WORDS), "perf:2:p/a/");
-        assert_eq!(other.key(3, "p/a/", SINGLE_WORDS), "perf:3:p/a/");
-        assert_eq!(other.key(9, "p/a/", SINGLE_WORDS), "perf:9:p/a/");
+        let mut key = |i, c| other.key(i, c, UNUSED, SINGLE_WORDS);
+        assert_eq!(key(0, "p/b/@0x2"), "perf:1:p/b/@0x2");
+        assert_eq!(key(1, "p/a/@0x1"), "perf:0:p/a/@0x1");
+        assert_eq!(key(2, "p/a/@0x1"), "perf:2:p/a/@0x1");
+        assert_eq!(key(3, "p/a/@0x1"), "perf:3:p/a/@0x1");
+        assert_eq!(key(9, "p/a/@0x1"), "perf:9:p/a/@0x1");
+    }
+
+    /// The untagged form a test passes where the recording is tagged and it
+    /// must not be used.
+    const UNUSED: &str = "unused/";
+
+    /// A `name=` label hides the event: the same name over other config
+    /// words is another event, which the recording lacks.
+    #[test]
+    fn a_name_over_other_config_words_is_not_the_recorded_event() {
+        let keys = recorded(&[("perf:0:p/x/@0x1:0x0:0x5", 3)]);
+        let mut keys = ReplayKeys::new(&keys);
+        assert_eq!(
+            keys.key(0, "p/x/@0x2", "p/x/", SINGLE_WORDS),
+            "perf:0:p/x/@0x2"
+        );
+        assert_eq!(
+            keys.key(0, "p/x/@0x1:0x0:0x5", "p/x/", SINGLE_WORDS),
+            "perf:0:p/x/@0x1:0x0:0x5"
+        );
+    }
+
+    /// A recording made before the config words were keyed is read by its
+    /// labels, as it was made.
+    #[test]
+    fn an_untagged_recording_is_matched_by_labels() {
+        let keys = recorded(&[("perf:0:p/a/", 3), ("perf:1:p/x/", 3)]);
+        let mut keys = ReplayKeys::new(&keys);
+        assert_eq!(keys.key(0, "p/x/@0x9", "p/x/", SINGLE_WORDS), "perf:1:p/x/");
+        assert_eq!(keys.key(1, "p/a/@0x1", "p/a/", SINGLE_WORDS), "perf:0:p/a/");
+        assert_eq!(keys.key(2, "p/b/@0x2", "p/b/", SINGLE_WORDS), "perf:2:p/b/");
+    }
+
+    #[test]
+    fn config_tags_leave_out_the_zero_words_at_the_end() {
+        let event = |words: [u64; 4]| ResolvedEvent {
+            pmu: 0,
+            label: "x".into(),
+            named: true,
+            qualified: true,
+            spec: 0,
+            attr: EventAttr {
+                perf_type: 9,
+                words,
+            },
+        };
+        assert_eq!(config_tag([event([0; 4])].iter()), "@0x0");
+        assert_eq!(config_tag([event([0x1e98, 0, 0, 0])].iter()), "@0x1e98");
+        assert_eq!(
+            config_tag([event([1, 0, 2, 0]), event([0, 0, 0, 3])].iter()),
+            "@0x1:0x0:0x2,0x0:0x0:0x0:0x3"
+        );
+        assert!(is_tagged("p/a,b/@0x1,0x2"));
+        assert!(!is_tagged("p/a,b/"));
     }
 
     /// A group and a single raw event can have the same label; each reads
@@ -738,10 +841,19 @@ mod tests {
     #[test]
     fn a_group_and_a_single_event_of_one_label_are_told_apart() {
         let group = group_words(2);
-        let keys = recorded(&[("perf:0:p/m=0,g=0/", group), ("perf:1:p/m=0,g=0/", 3)]);
+        let keys = recorded(&[
+            ("perf:0:p/m=0,g=0/@0x0,0x0", group),
+            ("perf:1:p/m=0,g=0/@0x0", 3),
+        ]);
         let mut keys = ReplayKeys::new(&keys);
-        assert_eq!(keys.key(0, "p/m=0,g=0/", SINGLE_WORDS), "perf:1:p/m=0,g=0/");
-        assert_eq!(keys.key(1, "p/m=0,g=0/", group), "perf:0:p/m=0,g=0/");
+        assert_eq!(
+            keys.key(0, "p/m=0,g=0/@0x0", UNUSED, SINGLE_WORDS),
+            "perf:1:p/m=0,g=0/@0x0"
+        );
+        assert_eq!(
+            keys.key(1, "p/m=0,g=0/@0x0,0x0", UNUSED, group),
+            "perf:0:p/m=0,g=0/@0x0,0x0"
+        );
     }
 
     /// A forged recording's key at the highest index: a unit it lacks
@@ -750,12 +862,12 @@ mod tests {
     /// show as its own).
     #[test]
     fn a_missing_unit_never_gets_a_recorded_key() {
-        let top = format!("perf:{}:p/a/", usize::MAX);
-        let keys = vec![(top.clone(), 3), ("perf:0:p/a/".to_string(), 3)];
+        let top = format!("perf:{}:p/a/@0x1", usize::MAX);
+        let keys = vec![(top.clone(), 3), ("perf:0:p/a/@0x1".to_string(), 3)];
         let mut replay = ReplayKeys::new(&keys);
-        assert_eq!(replay.key(usize::MAX, "p/a/", SINGLE_WORDS), top);
-        assert_eq!(replay.key(0, "p/a/", SINGLE_WORDS), "perf:0:p/a/");
-        let missing = replay.key(usize::MAX, "p/a/", SINGLE_WORDS);
-        assert_eq!(missing, "perf:1:p/a/");
+        let mut key = |i| replay.key(i, "p/a/@0x1", UNUSED, SINGLE_WORDS);
+        assert_eq!(key(usize::MAX), top);
+        assert_eq!(key(0), "perf:0:p/a/@0x1");
+        assert_eq!(key(usize::MAX), "perf:1:p/a/@0x1");
     }
 }

@@ -56,7 +56,7 @@ fn a_recording_replays_the_same_counts_and_a_vanished_pmu_gets_a_note() {
     let err = stderr(&other);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("does not hold `values perf:") && err.contains("/context_switches/`"),
+        err.contains("does not hold `values perf:") && err.contains("/context_switches/@0x3`"),
         "{err}"
     );
     assert_eq!(stdout(&other), "");
@@ -903,12 +903,38 @@ fn a_replay_counts_recorded_events_in_any_order() {
     assert!(alone.status.success(), "{}", stderr(&alone));
     let want: String = rows.chunks(3).map(|r| format!("{}\n", r[2])).collect();
     assert_eq!(stdout(&alone), want);
+    // A `name=` hides the event it names: the same name over another
+    // event is not the recorded one, whose values it would show as its own.
+    let named = |event: &str| format!("{pmu}/{event},name=work/");
+    let (rec3, text) = record("named.rec", &[&named("cpu_clock")], 2, 1);
+    let replay_named = |event: &str| {
+        cxlstat(&[
+            "--replay",
+            &rec3,
+            "-e",
+            &named(event),
+            "-x",
+            ",",
+            "0.1",
+            "2",
+        ])
+    };
+    let same = replay_named("cpu_clock");
+    assert!(same.status.success(), "{}", stderr(&same));
+    assert_eq!(stdout(&same), text);
+    let other = replay_named("context_switches");
+    assert_eq!(other.status.code(), Some(1));
+    assert!(
+        stderr(&other).contains("does not hold `values perf:0:cxl_pmu_mem0.0/work/@0x3`"),
+        "{}",
+        stderr(&other)
+    );
     // A third cpu_clock was never counted: the replay names what it lacks,
     // at the position after the recording's three units.
     let out = replay("cpu_clock,cpu_clock,cpu_clock");
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("does not hold `values perf:3:cxl_pmu_mem0.0/cpu_clock/`"),
+        stderr(&out).contains("does not hold `values perf:3:cxl_pmu_mem0.0/cpu_clock/@0x0`"),
         "{}",
         stderr(&out)
     );

@@ -1053,46 +1053,52 @@ fn latency_raises_a_short_soft_open_file_limit() {
     assert!(text(&out.stderr).contains("Too many open files"));
 }
 
-/// Under an address-space limit (`ulimit -v`) `--latency` does not abort:
-/// aya's parse of the kernel's BTF aborted runs under limits of 21 to 24 MB.
-/// Each run now reports, falls back to perf naming the limit, or fails in
-/// one line: an error, or the allocator's out-of-memory line and status 4
-/// when even the perf fallback ran out (in CI, under 22 MB, it did).
+/// Under an address-space limit (`ulimit -v`) or a data-size limit
+/// (`ulimit -d`) `--latency` does not abort: aya's parse of the kernel's
+/// BTF aborted runs under address-space limits of 21 to 24 MB. Each run
+/// now reports, falls back to perf naming the limits, or fails in one line:
+/// an error, or the allocator's out-of-memory line and status 4 when even
+/// the perf fallback ran out (in CI, under 22 MB of address space, it did).
 #[test]
-fn latency_under_an_address_space_limit_does_not_abort() {
-    const TEST: &str = "latency_under_an_address_space_limit_does_not_abort";
+fn latency_under_memory_limits_does_not_abort() {
+    const TEST: &str = "latency_under_memory_limits_does_not_abort";
     if !runnable(TEST, &["prlimit", "unshare"]) {
         return;
     }
-    let (mut fell_back, mut forwarded) = (0, 0);
-    for mb in (16..=40).step_by(2) {
-        let out = one_report_under(&format!("--as={}", mb * 1_000_000));
-        let err = text(&out.stderr);
-        let what = format!("under {mb} MB");
-        assert!(
-            out.status.code().is_some_and(|c| c != 101),
-            "{what}: {:?} {err}",
-            out.status
-        );
-        let (warnings, errors): (Vec<&str>, Vec<&str>) = err
-            .lines()
-            .partition(|line| line.contains("ulimit -v") && line.contains("with perf instead"));
-        assert!(warnings.len() <= 1 && errors.len() <= 1, "{what}: {err}");
-        if out.status.code() == Some(4) {
-            let line = errors.first().copied().unwrap_or_default();
+    for (limit, megabytes) in [
+        ("--as", (16..=40).step_by(2)),
+        ("--data", (4..=28).step_by(4)),
+    ] {
+        let (mut fell_back, mut forwarded) = (0, 0);
+        for mb in megabytes {
+            let out = one_report_under(&format!("{limit}={}", mb * 1_000_000));
+            let err = text(&out.stderr);
+            let what = format!("under {limit} {mb} MB");
             assert!(
-                line.starts_with("iostat-rs: out of memory: "),
-                "{what}: {err}"
+                out.status.code().is_some_and(|c| c != 101),
+                "{what}: {:?} {err}",
+                out.status
             );
+            let (warnings, errors): (Vec<&str>, Vec<&str>) = err
+                .lines()
+                .partition(|line| line.contains("ulimit -d") && line.contains("with perf instead"));
+            assert!(warnings.len() <= 1 && errors.len() <= 1, "{what}: {err}");
+            if out.status.code() == Some(4) {
+                let line = errors.first().copied().unwrap_or_default();
+                assert!(
+                    line.starts_with("iostat-rs: out of memory: "),
+                    "{what}: {err}"
+                );
+            }
+            if !warnings.is_empty() {
+                fell_back += 1;
+            } else if out.status.success() && err.is_empty() {
+                forwarded += 1;
+            }
         }
-        if !warnings.is_empty() {
-            fell_back += 1;
-        } else if out.status.success() && err.is_empty() {
-            forwarded += 1;
-        }
+        assert!(fell_back > 0, "{limit}: no limit was tight enough for aya");
+        assert!(forwarded > 0, "{limit}: no limit was enough for aya");
     }
-    assert!(fell_back > 0, "no limit was tight enough for aya");
-    assert!(forwarded > 0, "no limit was enough for aya");
 }
 
 #[test]

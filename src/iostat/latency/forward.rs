@@ -125,10 +125,10 @@ const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// double at a worse point. A run refused goes on with perf sampling.
 const BTF_ROOM_FACTOR: u64 = 5;
 
-/// Refuses, in one line, an address-space limit (`ulimit -v`) too tight
-/// for aya to read the kernel's BTF at `path`: aya's allocations are not
-/// fallible, and one that fails aborts the process (Rust's default) with
-/// no word of what to change. So the room is asked for first, all at
+/// Refuses, in one line, memory limits too tight for aya to read the
+/// kernel's BTF at `path`: aya's allocations are not fallible, and one
+/// that fails ends the run (in one line, [`crate::common::alloc`]) where
+/// perf sampling would have done. So the room is asked for first, all at
 /// once, and given back. Without BTF there is nothing to check.
 fn room_for_btf(path: &str) -> Result<(), String> {
     let Ok(meta) = std::fs::metadata(path) else {
@@ -139,32 +139,35 @@ fn room_for_btf(path: &str) -> Result<(), String> {
     if need == 0 {
         return Ok(());
     }
-    match usize::try_from(need).map(has_address_space) {
+    match usize::try_from(need).map(has_room) {
         Ok(true) => Ok(()),
         _ => Err(format!(
-            "aya, the eBPF loader, needs about {} MB of address space to read the \
-             kernel's BTF ({path}, {} kB), more than the address-space limit (`ulimit -v`) \
-             leaves: raise it",
+            "aya, the eBPF loader, needs about {} MB of memory to read the kernel's BTF \
+             ({path}, {} kB), more than the limits leave (the address space, `ulimit -v`; \
+             the data size, `ulimit -d`; or the commit limit of vm.overcommit_memory=2): \
+             raise them",
             need.div_ceil(1_000_000),
             meta.len().div_ceil(1000),
         )),
     }
 }
 
-/// Whether the process may map `bytes` more of address space: a mapping
-/// of no access, never touched, unmapped at once. (Through `mmap` rather
-/// than the allocator: a large block malloc frees raises its threshold for
-/// mapping blocks of their own, and the heap aya's allocations then grow
-/// would not be given back.)
-fn has_address_space(bytes: usize) -> bool {
-    // SAFETY: an anonymous mapping at an address the kernel picks, of no
-    // access; nothing refers to it, and it is unmapped before returning.
+/// Whether the process may allocate `bytes` more: a private writable
+/// mapping, which every limit an allocation meets counts (the address
+/// space, the data size, the commit charge of strict overcommit), never
+/// touched, so it takes no memory, and unmapped at once. (Through `mmap`
+/// rather than the allocator: a large block malloc frees raises its
+/// threshold for mapping blocks of their own, and the heap aya's
+/// allocations then grow would not be given back.)
+fn has_room(bytes: usize) -> bool {
+    // SAFETY: an anonymous mapping at an address the kernel picks; nothing
+    // refers to it, and it is unmapped before returning.
     unsafe {
         let at = libc::mmap(
             std::ptr::null_mut(),
             bytes,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
         );

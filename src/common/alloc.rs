@@ -13,8 +13,9 @@
 //!
 //! Nothing is unwound and nothing more is written: a run out of memory
 //! cannot be trusted to allocate its way out, and an allocator must not
-//! unwind. What vcpustat switched on for the run stays on (as after
-//! SIGKILL); the manual says so.
+//! unwind. So a program that changes the system asks first whether there
+//! is room for the run ([`has_room`]): vcpustat, before it switches the
+//! dispatch statistics or sets the DTL event mask.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::{self, Write};
@@ -86,6 +87,38 @@ unsafe impl GlobalAlloc for ExitWhenExhausted {
         // SAFETY: as for `dealloc`, and the caller's promise about `new_size`.
         self.or_exit(unsafe { System.realloc(ptr, layout, new_size) }, new_size)
     }
+}
+
+/// Whether the process may allocate `bytes` more now: a private writable
+/// mapping, which every limit an allocation meets counts (the address
+/// space, the data size, the commit charge of strict overcommit), never
+/// touched, so it takes no memory, and unmapped at once. A program asks
+/// before a step it could not take back once out of memory. (Through
+/// `mmap` rather than the allocator: a large block malloc frees raises its
+/// threshold for mapping blocks of their own, and the heap later
+/// allocations grow would not be given back.)
+pub fn has_room(bytes: usize) -> bool {
+    // `mmap` of no bytes fails (EINVAL): there is nothing to ask for.
+    if bytes == 0 {
+        return true;
+    }
+    // SAFETY: an anonymous mapping at an address the kernel picks; nothing
+    // refers to it, and it is unmapped before returning.
+    unsafe {
+        let at = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if at == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(at, bytes);
+    }
+    true
 }
 
 /// The limits that make an allocation fail before memory is full, in

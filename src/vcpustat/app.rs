@@ -28,7 +28,7 @@ use super::expose::RunningTotals;
 use super::kernel;
 use super::render::{ReportTime, TextRenderer, View, machine_rows, schema};
 use super::report::{self, Report, Selection, Step, Tracker};
-use super::restore::{Lasting, RestorePlan, Undo, run_then_restore};
+use super::restore::{Lasting, RestorePlan, Undo, make_sure_of_room, run_then_restore};
 use super::session::{self, MUTEX_WAIT, Session};
 
 /// The program name in messages.
@@ -353,6 +353,7 @@ fn switch_on_for_run(
             "the recording starts with the dispatch statistics off: nothing to report".into(),
         ));
     }
+    make_sure_of_room("it switches the statistics on")?;
     kernel::switch(source, true)?;
     plan.push(Undo::SwitchOff);
     tell(match options.mode {
@@ -431,6 +432,7 @@ fn apply_changes(
         if freq == before {
             tell(format_args!("the frequency is already {freq} per second"));
         } else {
+            make_sure_of_room("it sets the frequency")?;
             kernel::set_freq(source, freq)?;
             // Undone if what follows fails, and with --temporary at exit.
             plan.push(Undo::SetFreq { ours: freq, before });
@@ -465,6 +467,7 @@ fn switch(
             Ok(false)
         }
         (Some(Switch::On), false) => {
+            make_sure_of_room("it switches the statistics on")?;
             kernel::switch(source, true)?;
             // Undone if what follows fails, and with --temporary at exit.
             plan.push(Undo::SwitchOff);

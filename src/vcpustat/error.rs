@@ -3,6 +3,8 @@
 use std::fmt;
 use std::io;
 
+use crate::common::alloc::OUT_OF_MEMORY_STATUS;
+
 use super::counters::{ParseError, STATS_PATH};
 
 /// What vcpustat was doing with a kernel file.
@@ -107,13 +109,29 @@ pub enum VcpuError {
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[source] io::Error),
+    /// The memory limits leave too little for a run that changes the
+    /// system to be sure of undoing it.
+    #[error(
+        "not enough memory for this run under the limits (ulimit -v, ulimit -d): before {what}, \
+         vcpustat makes sure of {} MB free, as out of memory it could not undo that; nothing \
+         was changed",
+        .bytes.div_ceil(1 << 20)
+    )]
+    NoRoom {
+        /// The change it would have made.
+        what: &'static str,
+        /// The room it asked for.
+        bytes: usize,
+    },
 }
 
 impl VcpuError {
-    /// The exit status for this error: 2 for usage errors, 1 otherwise.
+    /// The exit status for this error: 2 for usage errors, 4 (out of
+    /// memory, [`OUT_OF_MEMORY_STATUS`]) for too little room, 1 otherwise.
     pub fn exit_status(&self) -> i32 {
         match self {
             VcpuError::Usage(_) => 2,
+            VcpuError::NoRoom { .. } => OUT_OF_MEMORY_STATUS,
             _ => 1,
         }
     }

@@ -25,9 +25,10 @@ pub const SECTIONS: &[Section] = &[
             ("2", "A usage error; nothing was read or changed"),
             (
                 "4",
-                "Out of memory: an allocation failed (under an address-space limit, \
-                 ulimit -v, say); the one line names its size and the limit. Nothing \
-                 more is done, so what the run switched on stays on, as after kill -9",
+                "Out of memory: too little left under the limits (ulimit -v, ulimit -d) \
+                 to be sure of undoing a change, which vcpustat then does not make (it \
+                 makes sure of 8 MB, or 1 kB per CPU, before each), or an allocation \
+                 failed, whose one line names its size and the limit",
             ),
             (
                 "128 + N",

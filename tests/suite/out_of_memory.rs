@@ -39,14 +39,12 @@ fn swollen_recording(tool: &str, entry: &str) -> String {
     format!("{}{entry}{}", &text[..at], &text[at..])
 }
 
-/// `program --replay recording args` under an address-space limit of
-/// [`LIMIT_BYTES`], set in the child before it runs the program.
-fn replay_under_the_limit(program: &str, recording: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(program);
-    command.arg("--replay").arg(recording).args(args);
+/// Gives the process `command` starts an address-space limit
+/// (`ulimit -v`) of `bytes`, set in the child before it runs the program.
+pub(crate) fn limit_address_space(command: &mut Command, bytes: u64) {
     let limit = libc::rlimit {
-        rlim_cur: LIMIT_BYTES,
-        rlim_max: LIMIT_BYTES,
+        rlim_cur: bytes,
+        rlim_max: bytes,
     };
     // SAFETY: setrlimit is async-signal-safe and reads only `limit`, a copy.
     unsafe {
@@ -57,6 +55,14 @@ fn replay_under_the_limit(program: &str, recording: &Path, args: &[&str]) -> Out
             Ok(())
         });
     }
+}
+
+/// `program --replay recording args` under an address-space limit of
+/// [`LIMIT_BYTES`].
+fn replay_under_the_limit(program: &str, recording: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(program);
+    command.arg("--replay").arg(recording).args(args);
+    limit_address_space(&mut command, LIMIT_BYTES);
     command.output().expect("the program starts")
 }
 

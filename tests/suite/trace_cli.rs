@@ -1,6 +1,7 @@
 //! `vcpustat trace` end to end through its command line: the live recorder
 //! over a fixture debugfs tree (`--sysroot`), the report, and bad input.
 
+use crate::out_of_memory::limit_address_space;
 use crate::procstate::KillOnDrop;
 use crate::procstate::wait_with_timeout;
 // Shared with vcpustat_fuse.rs, which uses its scripted events.
@@ -1063,5 +1064,48 @@ fn a_header_count_of_u64_max_is_refused_without_a_panic() {
             )
         );
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Under an address-space limit too tight to be sure of opening the rings
+/// and putting `dtl_event_mask` back, a recording does not set it: an
+/// allocation that fails ends the run at once, before the mask's guard
+/// could put it back. Every run leaves the mask as it was.
+#[test]
+fn a_recording_under_a_memory_limit_leaves_the_mask_as_it_was() {
+    let Some(sim) = simkernel::mount("trace-memory-limit", dtl_kernel(true, 85)) else {
+        return;
+    };
+    let dir = tempdir("memory-limit");
+    let f = dir.join("m.dtl");
+    let (mut refused, mut recorded) = (0, 0);
+    for kb in (8_000..=20_000).step_by(500) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
+        cmd.args(["trace", "record", "--sysroot"])
+            .arg(&sim.root)
+            .args(["--events", "cede,preempt", "--cpus", "0"])
+            .args(["--duration", "20ms", "-w"])
+            .arg(&f);
+        limit_address_space(&mut cmd, kb * 1000);
+        let out = cmd.output().expect("vcpustat runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        sim.await_rings_closed();
+        let k = sim.kernel();
+        let dtl = k.debugfs.as_ref().unwrap();
+        assert_eq!(
+            dtl.event_mask, 0x07,
+            "under {kb} kB: {:?} {err}",
+            out.status
+        );
+        if err.contains("not enough memory for this recording") {
+            assert_eq!(out.status.code(), Some(4), "under {kb} kB: {err}");
+            assert_eq!(err.lines().count(), 1, "under {kb} kB: {err}");
+            refused += 1;
+        } else if out.status.success() {
+            recorded += 1;
+        }
+    }
+    assert!(refused > 0, "no limit was tight enough");
+    assert!(recorded > 0, "no limit was enough");
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -5,6 +5,7 @@
 //! These tests need root and /dev/fuse; they skip with a reason elsewhere,
 //! and fail instead under `CI=true`.
 
+use crate::out_of_memory::limit_address_space;
 use crate::procstate::{KillOnDrop, wait_with_timeout};
 use crate::{listening, simkernel};
 
@@ -963,4 +964,47 @@ fn listen_exposes_64_bit_totals_across_the_kernels_32_bit_wrap() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat").success());
     assert!(sim.kernel().on, "statistics found on are left on");
+}
+
+/// Under an address-space limit that lets vcpustat start but not grow by
+/// what its reports take, a run never leaves the statistics switched on:
+/// an allocation that fails ends a run at once (status 4, with no undo),
+/// so vcpustat makes sure of room for its run before it changes anything.
+/// Before it did, every limit from 9.0 to 9.8 MB here left them on.
+#[test]
+fn a_run_under_a_memory_limit_never_leaves_its_changes() {
+    // 2,048 CPUs: the statistics, once on, are some 100 kB a read.
+    let steps: Vec<(u32, [i32; 8])> = (0..2048)
+        .map(|cpu| (cpu, [10, 5, 5, 0, 0, 9, 1, 0]))
+        .collect();
+    let Some(sim) = mount("memory-limit", Kernel::new(&steps)) else {
+        return;
+    };
+    let (mut refused, mut reported) = (0, 0);
+    for kb in (8_000..=20_000).step_by(250) {
+        let mut cmd = vcpustat(&sim, &["-n", "0.01", "1"]);
+        limit_address_space(&mut cmd, kb * 1000);
+        let out = cmd.output().expect("vcpustat runs");
+        let err = text(&out.stderr);
+        assert!(
+            !sim.kernel().on,
+            "under {kb} kB: {:?} left the statistics on: {err}",
+            out.status
+        );
+        if err.contains("not enough memory for this run") {
+            assert_eq!(out.status.code(), Some(4), "under {kb} kB: {err}");
+            assert_eq!(err.lines().count(), 1, "under {kb} kB: {err}");
+            refused += 1;
+        } else if out.status.success() {
+            reported += 1;
+        }
+    }
+    assert!(refused > 0, "no limit was tight enough");
+    assert!(reported > 0, "no limit was enough");
+    // Every write that switched them on was followed by the one that
+    // switched them off again.
+    let writes = stats_writes(&sim);
+    let on = writes.iter().filter(|w| w.1 == "1\n").count();
+    let off = writes.iter().filter(|w| w.1 == "0\n").count();
+    assert_eq!((on, off), (reported, reported), "{writes:?}");
 }

@@ -25,6 +25,7 @@ use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
 
 use super::collector::Layout;
+use crate::common::alloc;
 use crate::common::source::{descriptor_advice, is_out_of_descriptors};
 
 /// The compiled program (`bash src/iostat/latency/bpf/build.sh`).
@@ -135,11 +136,7 @@ fn room_for_btf(path: &str) -> Result<(), String> {
         return Ok(());
     };
     let need = meta.len().saturating_mul(BTF_ROOM_FACTOR);
-    // `mmap` of no bytes fails (EINVAL): there is nothing to ask for.
-    if need == 0 {
-        return Ok(());
-    }
-    match usize::try_from(need).map(has_room) {
+    match usize::try_from(need).map(alloc::has_room) {
         Ok(true) => Ok(()),
         _ => Err(format!(
             "aya, the eBPF loader, needs about {} MB of memory to read the kernel's BTF \
@@ -150,33 +147,6 @@ fn room_for_btf(path: &str) -> Result<(), String> {
             meta.len().div_ceil(1000),
         )),
     }
-}
-
-/// Whether the process may allocate `bytes` more: a private writable
-/// mapping, which every limit an allocation meets counts (the address
-/// space, the data size, the commit charge of strict overcommit), never
-/// touched, so it takes no memory, and unmapped at once. (Through `mmap`
-/// rather than the allocator: a large block malloc frees raises its
-/// threshold for mapping blocks of their own, and the heap aya's
-/// allocations then grow would not be given back.)
-fn has_room(bytes: usize) -> bool {
-    // SAFETY: an anonymous mapping at an address the kernel picks; nothing
-    // refers to it, and it is unmapped before returning.
-    unsafe {
-        let at = libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if at == libc::MAP_FAILED {
-            return false;
-        }
-        libc::munmap(at, bytes);
-    }
-    true
 }
 
 /// `bpf(BPF_MAP_UPDATE_ELEM)` of a `u32` key and value (`union bpf_attr`:

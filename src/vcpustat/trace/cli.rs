@@ -165,7 +165,10 @@ pub fn run_args(args: &TraceArgs, argv: &[String]) -> i32 {
     match &args.command {
         TraceCommand::Record(a) => match run_record(a, argv) {
             Ok(()) => 0,
-            Err(e) => report_error(TOOL, e, 1),
+            Err(e) => {
+                let status = e.exit_status();
+                report_error(TOOL, e, status)
+            }
         },
         TraceCommand::Report(a) => run_report(a),
     }

@@ -29,6 +29,18 @@ pub enum TraceError {
     /// Bad input: a recording, an argument, a kernel file's contents.
     #[error("{0}")]
     Input(String),
+    /// The memory limits leave too little to be sure of putting
+    /// `dtl_event_mask` back once the rings are open.
+    #[error(
+        "not enough memory for this recording under the limits (ulimit -v, ulimit -d): \
+         before it sets dtl_event_mask, vcpustat makes sure of {} MB free, as out of memory \
+         it could not set the mask back; nothing was changed",
+        .bytes.div_ceil(1 << 20)
+    )]
+    NoRoom {
+        /// The room it asked for.
+        bytes: usize,
+    },
 }
 
 impl TraceError {
@@ -40,5 +52,13 @@ impl TraceError {
     /// An I/O failure while doing `what`.
     pub fn io(what: String, source: io::Error) -> TraceError {
         TraceError::Io { what, source }
+    }
+
+    /// The exit status: 4 (out of memory) for too little room, 1 otherwise.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            TraceError::NoRoom { .. } => crate::common::alloc::OUT_OF_MEMORY_STATUS,
+            _ => 1,
+        }
     }
 }

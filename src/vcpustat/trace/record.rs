@@ -128,10 +128,17 @@ impl Drop for MaskGuard<'_> {
     }
 }
 
+/// Sets `dtl_event_mask` to `mask` until the guard is dropped, once sure
+/// of the room to open the rings and put it back
+/// ([`room_for_a_run`](crate::vcpustat::restore::room_for_a_run)).
 fn set_event_mask<'a>(source: &'a dyn Source, mask: u8) -> Result<MaskGuard<'a>, TraceError> {
     let original = source
         .read(EVENT_MASK_PATH)
         .map_err(|e| TraceError::open(EVENT_MASK_PATH, e))?;
+    let bytes = crate::vcpustat::restore::room_for_a_run();
+    if !crate::common::alloc::has_room(bytes) {
+        return Err(TraceError::NoRoom { bytes });
+    }
     source
         .write_file(EVENT_MASK_PATH, format!("0x{mask:02x}\n").as_bytes())
         .map_err(|e| TraceError::open(EVENT_MASK_PATH, e))?;

@@ -5,8 +5,9 @@
 //! Layout: `lost, unmatched, devices`, then per device `major, minor` and
 //! five histograms (read, write, discard, flush latency, then queue depth),
 //! each `max, sum, buckets` followed by `buckets` pairs `index, count`;
-//! last, `undelivered` devices, each `major, minor, count` (absent from
-//! recordings made before it was counted, which read as none).
+//! then `undelivered` devices, each `major, minor, count` (absent from
+//! recordings made before it was counted, which read as none); last,
+//! `cpus_late` when not 0 (absent, it reads as 0).
 
 use super::histogram::{Histogram, LAST_BUCKET};
 use super::tracker::{DeviceHistograms, OPS};
@@ -31,6 +32,10 @@ pub struct Interval {
     pub undelivered: Vec<((u32, u32), u64)>,
     /// Per `(major, minor)`, in order.
     pub devices: Vec<((u32, u32), DeviceHistograms)>,
+    /// The CPUs online but not traced for part of the interval (come
+    /// online, or back, before their rings were opened): the histograms
+    /// may miss requests of theirs.
+    pub cpus_late: u64,
 }
 
 impl Interval {
@@ -65,6 +70,9 @@ impl Interval {
         out.push(self.undelivered.len() as u64);
         for &((major, minor), count) in &self.undelivered {
             out.extend([u64::from(major), u64::from(minor), count]);
+        }
+        if self.cpus_late > 0 {
+            out.push(self.cpus_late);
         }
         out
     }
@@ -108,6 +116,12 @@ impl Interval {
             let minor = u32::try_from(next()?).ok()?;
             undelivered.push(((major, minor), next()?));
         }
+        // Written only when not 0: a 0 is no list `encode` writes.
+        let cpus_late = match next() {
+            None => 0,
+            Some(0) => return None,
+            Some(late) => late,
+        };
         let increasing = devices.windows(2).all(|w| w[0].0 < w[1].0)
             && undelivered.windows(2).all(|w| w[0].0 < w[1].0);
         if next().is_some() || !increasing {
@@ -118,6 +132,7 @@ impl Interval {
             unmatched,
             undelivered,
             devices,
+            cpus_late,
         })
     }
 }
@@ -138,6 +153,7 @@ mod tests {
             unmatched: 1,
             undelivered: vec![((7, 0), 6), ((8, 0), 1)],
             devices: vec![((7, 0), h.clone()), ((8, 0), DeviceHistograms::default())],
+            cpus_late: 0,
         };
         let v = i.encode();
         assert_eq!(&v[..5], &[4, 1, 2, 7, 0]);
@@ -166,6 +182,17 @@ mod tests {
         let mut extra = v.clone();
         extra.push(0);
         assert_eq!(Interval::decode(&extra), None, "trailing numbers");
+        // CPUs come online: one number more, after `undelivered`.
+        let late = Interval {
+            cpus_late: 2,
+            ..i.clone()
+        };
+        let mut with_late = v.clone();
+        with_late.push(2);
+        assert_eq!(late.encode(), with_late);
+        assert_eq!(Interval::decode(&with_late), Some(late));
+        with_late.push(1);
+        assert_eq!(Interval::decode(&with_late), None, "after cpus_late");
         assert_eq!(Interval::decode(&[0, 0, u64::MAX]), None, "huge count");
         // A bucket with a zero count (found by the latency_values fuzz
         // target: it decoded, then encoded to something else).

@@ -148,7 +148,7 @@ impl Notes {
             if self.told.insert(devnum) {
                 stderr::print(format_args!(
                     "{}",
-                    shortfall_note(&escape::text(row.name), &short)
+                    shortfall_note(&escape::text(row.name), &short, interval.cpus_late)
                 ));
             }
         }
@@ -158,14 +158,24 @@ impl Notes {
 /// The note on a device's first [`Shortfall`], its name already escaped.
 /// None at all is what a bio-based device gives (device-mapper, md, zram:
 /// they pass their I/O on without the requests the tracepoints follow), so
-/// the note says where to look instead.
-fn shortfall_note(name: &str, short: &Shortfall) -> String {
+/// the note says where to look instead, unless `cpus_late` CPUs came online
+/// in the interval, whose requests went untraced until their rings were
+/// opened: then it says so.
+fn shortfall_note(name: &str, short: &Shortfall, cpus_late: u64) -> String {
     let what = if short.op == Op::Read {
         "reads"
     } else {
         "discards"
     };
     let reached = match short.measured {
+        _ if cpus_late > 0 => format!(
+            "{} of the {} {what} the kernel completed in an interval reached the \
+             histograms ({cpus_late} CPU{} came online in the interval, each traced only from \
+             when iostat-rs saw it)",
+            short.measured,
+            short.counted,
+            if cpus_late == 1 { "" } else { "s" }
+        ),
         0 => format!(
             "none of the {} {what} the kernel completed in an interval reached the \
              histograms (a bio-based device, such as device-mapper, md or zram, has no \
@@ -261,17 +271,35 @@ mod tests {
             counted: 1086997,
         };
         assert_eq!(
-            shortfall_note("zram0", &short(Op::Read, 0)),
+            shortfall_note("zram0", &short(Op::Read, 0), 0),
             "iostat-rs: --latency: zram0: none of the 1086997 reads the kernel completed in an \
              interval reached the histograms (a bio-based device, such as device-mapper, md or \
              zram, has no requests to trace: its I/O is measured on the devices beneath): its \
              latency percentiles and queue depth are not shown where under half arrive\n"
         );
         assert_eq!(
-            shortfall_note("loop0", &short(Op::Discard, 405)),
+            shortfall_note("loop0", &short(Op::Discard, 405), 0),
             "iostat-rs: --latency: loop0: 405 of the 1086997 discards the kernel completed in an \
              interval reached the histograms: its latency percentiles and queue depth are not \
              shown where under half arrive\n"
+        );
+    }
+
+    /// A CPU untraced for part of the interval may be why: no bio-based
+    /// device is blamed then.
+    #[test]
+    fn cpus_come_online_are_named_rather_than_a_bio_based_device() {
+        let short = Shortfall {
+            op: Op::Read,
+            measured: 0,
+            counted: 200,
+        };
+        assert_eq!(
+            shortfall_note("loop0", &short, 1),
+            "iostat-rs: --latency: loop0: 0 of the 200 reads the kernel completed in an interval \
+             reached the histograms (1 CPU came online in the interval, each traced only from \
+             when iostat-rs saw it): its latency percentiles and queue depth are not shown where \
+             under half arrive\n"
         );
     }
 

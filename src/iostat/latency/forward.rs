@@ -82,6 +82,15 @@ impl Programs {
             .map_err(|e| describe("BPF_MAP_UPDATE_ELEM", &e))
     }
 
+    /// Empties CPU `cpu`'s slot (its ring retired): the map held its event,
+    /// and the event's ring, until then. Failing, the slot keeps a dead
+    /// event, which the programs cannot write into.
+    pub(super) fn clear_ring(&mut self, cpu: u32) {
+        if let Some(aya::maps::Map::PerfEventArray(data)) = self.ebpf.map("EVENTS") {
+            let _ = map_delete(data.fd().as_fd(), cpu);
+        }
+    }
+
     /// Attaches the programs to their tracepoints, the issue last: a
     /// request issued before its completion is forwarded would be held in
     /// flight until the kernel's count shows it gone (at 200,000 requests
@@ -175,6 +184,38 @@ fn map_update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()> {
         libc::syscall(
             libc::SYS_bpf,
             MAP_UPDATE_ELEM,
+            &attr as *const Attr,
+            std::mem::size_of::<Attr>(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `bpf(BPF_MAP_DELETE_ELEM)` of a `u32` key (`union bpf_attr`: map_fd,
+/// 4 bytes of padding, the key's address).
+fn map_delete(map: BorrowedFd<'_>, key: u32) -> io::Result<()> {
+    #[repr(C)]
+    struct Attr {
+        map_fd: u32,
+        pad: u32,
+        key: u64,
+    }
+    /// `BPF_MAP_DELETE_ELEM`.
+    const MAP_DELETE_ELEM: libc::c_long = 3;
+    let attr = Attr {
+        map_fd: map.as_raw_fd() as u32,
+        pad: 0,
+        key: &key as *const u32 as u64,
+    };
+    // SAFETY: attr is a valid bpf_attr prefix of its size; the key it
+    // points to lives until the call returns.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            MAP_DELETE_ELEM,
             &attr as *const Attr,
             std::mem::size_of::<Attr>(),
         )

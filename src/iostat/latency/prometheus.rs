@@ -309,6 +309,7 @@ mod tests {
             unmatched: 1,
             undelivered: vec![((7, 0), 2), ((9, 0), 5)],
             devices: vec![((7, 0), h)],
+            cpus_late: 0,
         };
         let both = [("loop0", (7, 0)), ("sda", (8, 0))];
         e.add(&interval, &both);

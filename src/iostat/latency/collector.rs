@@ -45,17 +45,18 @@
 //! opened on the CPU once back counted; one opened while it was offline
 //! was refused with `ENODEV`. So the thread follows the CPUs itself, at
 //! most every [`DRAIN_EVERY`]: it reads `/sys/devices/system/cpu/online`,
-//! retires the ring of a CPU gone (emptied at the next drain, then closed)
-//! or whose owner's time enabled did not move since the last look (the
-//! CPU went offline and came back in between: `echo 0`, `echo 1` take
-//! some 0.1 s together), and opens a ring for a CPU online without one. The
+//! retires the ring of a CPU gone, or whose owner's time enabled did not
+//! move since it was last read (the CPU went offline and came back in
+//! between: `echo 0`, `echo 1` take some 0.1 s together), empties it, closes
+//! it, and opens a ring for a CPU online without one. The
 //! forwarding programs' map has a slot for every possible CPU. Between a
 //! CPU coming online and its ring (up to some 0.1 s) its events are not
 //! seen: the interval counts such CPUs ([`Interval::cpus_late`]), and the
 //! note on histograms short of the kernel's counts names them rather than
-//! guessing at a bio-based device. The look costs 0.1 to 0.2 ms on that VM
-//! (reading the list, and each owner's time enabled, which the kernel reads
-//! on the event's CPU).
+//! guessing at a bio-based device. On that VM reading the list took
+//! 1.6 µs, and an owner's time enabled 10 µs (0.2 µs on the reading
+//! thread's own CPU: the kernel reads it on the event's CPU), so a look
+//! reads at most 16 of them (`CHECKED_PER_LOOK`), in turn.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -98,6 +99,12 @@ const LEFT_AFTER: u64 = 50_000;
 const RING_PAGES: usize = 1024;
 /// The fallback ring: 512 KiB.
 const RING_PAGES_SMALL: usize = 128;
+/// The most rings whose owner's time enabled one look at the CPUs reads
+/// (see [`State::follow_cpus`]): each read of a CPU's but the thread's
+/// own is a call on that CPU, 10 µs on a 2-CPU VM, so a look costs at
+/// most some 0.2 ms; with more CPUs each is read in turn, and a CPU
+/// offline and back between two looks is found within `CPUs / 16` looks.
+const CHECKED_PER_LOOK: usize = 16;
 /// Descriptors the perf fallback takes per CPU: the completion event that
 /// owns the ring, the requeue and the issue events (the eBPF path takes
 /// one).
@@ -285,6 +292,8 @@ struct State {
     retired: Vec<Traced>,
     /// When the online CPUs were last compared with those traced.
     looked: u64,
+    /// Where in `traced` the next look reads the times enabled.
+    checked: usize,
     /// The CPUs online but not traced at some point of the interval: come
     /// online (or back) before their ring was opened, or failing to open.
     late: BTreeSet<u32>,
@@ -372,11 +381,9 @@ impl State {
         self.check_in_flight(cutoff);
     }
 
-    /// Follows the CPUs, at most every [`DRAIN_EVERY`]: the ring of a CPU
-    /// gone offline, or whose events the kernel no longer runs (offline
-    /// and back since the last look), is retired (emptied at the next
-    /// drain), and a CPU online without a ring gets one. Whether the rings
-    /// changed.
+    /// Follows the CPUs, at most every [`DRAIN_EVERY`]: the rings of CPUs
+    /// gone are retired ([`State::retire_gone`]) and emptied, then a CPU
+    /// online without a ring gets one. Whether the rings changed.
     fn follow_cpus(&mut self) -> bool {
         let now = monotonic_ns();
         if now.saturating_sub(self.looked) < DRAIN_EVERY.as_nanos() as u64 {
@@ -387,32 +394,64 @@ impl State {
         let Ok(online) = cpu_list(ONLINE) else {
             return false;
         };
-        let mut changed = false;
-        for mut t in std::mem::take(&mut self.traced) {
-            if online.contains(t.cpu) && t.runs() {
-                self.traced.push(t);
-                continue;
-            }
-            if let Feed::Forwarded(programs) = &mut self.feed {
+        let retired = self.retire_gone(&online);
+        if retired {
+            // Closed before their CPUs' new rings are mapped, which the
+            // locked-memory allowance may not hold beside them.
+            self.drain(monotonic_ns().saturating_sub(SETTLE));
+        }
+        self.open_online(&online) || retired
+    }
+
+    /// Retires the ring of each CPU not `online`, or whose events the
+    /// kernel no longer runs (offline and back since the last look: see
+    /// [`Traced::runs`], read for [`CHECKED_PER_LOOK`] CPUs in turn), and
+    /// empties its slot in the forwarding programs' map. Whether any was.
+    fn retire_gone(&mut self, online: &CpuList) -> bool {
+        let State {
+            traced,
+            retired,
+            feed,
+            checked,
+            ..
+        } = self;
+        let n = traced.len();
+        let turns = n.min(CHECKED_PER_LOOK);
+        let from = checked.checked_rem(n).unwrap_or(0);
+        *checked = from + turns;
+        let mut at = 0;
+        let gone = traced.extract_if(.., |t| {
+            let turn = (at + n - from) % n < turns;
+            at += 1;
+            !online.contains(t.cpu) || (turn && !t.runs())
+        });
+        let before = retired.len();
+        for t in gone {
+            if let Feed::Forwarded(programs) = feed {
                 programs.clear_ring(t.cpu);
             }
-            self.retired.push(t);
-            changed = true;
+            retired.push(t);
         }
+        retired.len() > before
+    }
+
+    /// Opens a ring for each `online` CPU without one, counting it late
+    /// (its events since it came online were missed). A CPU refused (gone
+    /// offline again, no descriptor left) is tried again at the next look.
+    /// Whether any was opened.
+    fn open_online(&mut self, online: &CpuList) -> bool {
+        let mut opened = Vec::new();
         for &cpu in online.cpus() {
-            if self.traced.iter().any(|t| t.cpu == cpu) {
+            if self.traced.binary_search_by_key(&cpu, |t| t.cpu).is_ok() {
                 continue;
             }
             self.late.insert(cpu);
-            // Refused (offline again, or no descriptor left): tried again
-            // at the next look.
-            if let Ok(opened) = open_cpus(&mut self.feed, &[cpu]) {
-                changed |= !opened.is_empty();
-                self.traced.extend(opened);
-            }
+            opened.extend(open_cpus(&mut self.feed, &[cpu]).unwrap_or_default());
         }
+        let any = !opened.is_empty();
+        self.traced.extend(opened);
         self.traced.sort_unstable_by_key(|t| t.cpu);
-        changed
+        any
     }
 
     /// What the thread polls: each ring's owner, woken at its watermark.
@@ -584,6 +623,7 @@ impl Collector {
             traced,
             retired: Vec::new(),
             looked: monotonic_ns(),
+            checked: 0,
             late: BTreeSet::new(),
             tracker,
             waiting: Vec::new(),
@@ -1021,6 +1061,7 @@ mod tests {
             traced: Vec::new(),
             retired: Vec::new(),
             looked: 0,
+            checked: 0,
             late: BTreeSet::new(),
             tracker: Tracker::new(now - 1_000 * MS),
             waiting: Vec::new(),

@@ -288,7 +288,8 @@ struct State {
     feed: Feed,
     /// By CPU number.
     traced: Vec<Traced>,
-    /// The rings of CPUs no longer traced, emptied by the next drain.
+    /// The rings of CPUs no longer traced, emptied, then closed, by the
+    /// drain that follows ([`State::follow_cpus`]).
     retired: Vec<Traced>,
     /// When the online CPUs were last compared with those traced.
     looked: u64,
@@ -709,9 +710,9 @@ impl Drop for Collector {
 }
 
 /// The thread that empties the rings and follows the CPUs until `stop`.
-/// The rings, and the descriptors it polls, live in `state`: a ring is
-/// closed only after the thread stopped polling it (retired, then
-/// emptied, while the thread polls the others).
+/// The rings, and the descriptors it polls, live in `state`, joined in
+/// [`Collector`]'s drop before they close; the thread closes a retired
+/// ring itself, between two polls, and polls the new list from then on.
 fn spawn_drains(state: Arc<Mutex<State>>, stop: Arc<AtomicBool>) -> Result<JoinHandle<()>, String> {
     let mut polled = state
         .lock()

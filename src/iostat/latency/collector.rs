@@ -280,6 +280,13 @@ impl Traced {
             _ => false,
         }
     }
+
+    /// Whether the CPU's events stopped since [`Traced::runs`] last found
+    /// them running (unreadable counts as stopped, as there), telling
+    /// nothing to it: the next look still retires the ring.
+    fn stopped(&self) -> bool {
+        time_enabled(self.owner.as_fd()).is_none_or(|enabled| enabled == self.enabled)
+    }
 }
 
 struct State {
@@ -453,6 +460,31 @@ impl State {
         self.traced.extend(opened);
         self.traced.sort_unstable_by_key(|t| t.cpu);
         any
+    }
+
+    /// Counts as late in this interval the CPUs the next look will find
+    /// untraced: online without a ring, or whose events stopped (of the
+    /// [`CHECKED_PER_LOOK`] that look reads). A report calls it as it ends
+    /// its interval: a CPU that came online shortly before has its
+    /// requests in this interval's counters, though the look that opens
+    /// its ring comes in the next.
+    fn note_late(&mut self) {
+        let Ok(online) = cpu_list(ONLINE) else {
+            return;
+        };
+        for &cpu in online.cpus() {
+            if self.traced.binary_search_by_key(&cpu, |t| t.cpu).is_err() {
+                self.late.insert(cpu);
+            }
+        }
+        let n = self.traced.len();
+        let from = self.checked.checked_rem(n).unwrap_or(0);
+        let next = self.traced.iter().cycle().skip(from);
+        for t in next.take(n.min(CHECKED_PER_LOOK)) {
+            if online.contains(t.cpu) && t.stopped() {
+                self.late.insert(t.cpu);
+            }
+        }
     }
 
     /// What the thread polls: each ring's owner, woken at its watermark.
@@ -666,6 +698,7 @@ impl Collector {
         self.asked.store(monotonic_ns(), Ordering::SeqCst);
         let table = self.partitions.then(partition_table);
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.note_late();
         s.drain(monotonic_ns().saturating_sub(SETTLE));
         let (end, cutoff) = s.end_of_interval();
         // Held meanwhile: the thread would feed the events after `cutoff`.

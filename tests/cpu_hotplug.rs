@@ -325,19 +325,29 @@ fn reads_measured(reports: &[String], device: &str) -> u64 {
     total
 }
 
-/// Runs iostat-rs on a loop device, doing `hotplug` once its first report
-/// is out, then [`FOLLOW`] later the reads on CPU 1; checks that they
-/// reached the histograms, with no note blaming a bio-based device.
-/// A `hotplug` the kernel refuses skips the test with its reason.
-fn reads_on_cpu1_are_measured(
+/// What a run saw.
+struct Seen {
+    /// The reads in the loop device's histograms.
+    measured: u64,
+    reports: Vec<String>,
+    stderr: String,
+}
+
+/// Runs iostat-rs on a loop device as `feed` says, with CPU 1 offline at
+/// its start if `offline_at_start`; once its first report is out, puts
+/// CPU 1 back online, does `hotplug`, and `settle` later issues the reads
+/// on CPU 1. `None` when the test cannot run here (skipped with the
+/// reason, also when the kernel refuses a `hotplug`).
+fn run(
     test: &str,
     feed: Feed,
     offline_at_start: bool,
     hotplug: impl FnOnce() -> Result<(), String>,
-) {
+    settle: Duration,
+) -> Option<Seen> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !skip::runs_unless(test, missing(feed)) {
-        return;
+        return None;
     }
     let _allowance =
         (feed == Feed::Sampled).then(|| NobodysPerfAllowance::take(Duration::from_secs(600)));
@@ -346,7 +356,10 @@ fn reads_on_cpu1_are_measured(
     let back = if offline_at_start {
         match Cpu1Back::offline() {
             Ok(back) => Some(back),
-            Err(why) => return skip::skip(test, &why),
+            Err(why) => {
+                skip::skip(test, &why);
+                return None;
+            }
         }
     } else {
         None
@@ -355,16 +368,45 @@ fn reads_on_cpu1_are_measured(
     let mut reports = iostat.reports(1);
     drop(back);
     if let Err(why) = hotplug() {
-        return skip::skip(test, &why);
+        skip::skip(test, &why);
+        return None;
     }
-    std::thread::sleep(FOLLOW);
+    std::thread::sleep(settle);
     read_on_cpu1(&disk.name);
     // The second report from now was read after the first was printed:
     // it holds every read completed before.
     reports.extend(iostat.reports(2));
     let (rest, stderr) = iostat.stop();
     reports.extend(rest);
-    let measured = reads_measured(&reports, &disk.name);
+    // The fallback says so on stderr; the forwarded feed does not.
+    assert_eq!(
+        stderr.contains("with perf instead"),
+        feed == Feed::Sampled,
+        "stderr: {stderr}"
+    );
+    Some(Seen {
+        measured: reads_measured(&reports, &disk.name),
+        reports,
+        stderr,
+    })
+}
+
+/// As [`run`], the reads [`FOLLOW`] after `hotplug`: they must have
+/// reached the histograms, with no note blaming a bio-based device.
+fn reads_on_cpu1_are_measured(
+    test: &str,
+    feed: Feed,
+    offline_at_start: bool,
+    hotplug: impl FnOnce() -> Result<(), String>,
+) {
+    let Some(Seen {
+        measured,
+        reports,
+        stderr,
+    }) = run(test, feed, offline_at_start, hotplug, FOLLOW)
+    else {
+        return;
+    };
     // As the suite allows (iostat_latency.rs, `assert_all_reads_measured`):
     // a completion or two the tracepoint's programs do not see.
     assert!(
@@ -373,12 +415,6 @@ fn reads_on_cpu1_are_measured(
          reports: {reports:#?}"
     );
     assert!(!stderr.contains("bio-based"), "stderr: {stderr}");
-    // The fallback says so on stderr; the forwarded feed does not.
-    assert_eq!(
-        stderr.contains("with perf instead"),
-        feed == Feed::Sampled,
-        "stderr: {stderr}"
-    );
 }
 
 /// CPU 1 offline when iostat-rs starts, online after its first report.
@@ -438,5 +474,29 @@ fn sampled_a_cpu_briefly_offline_is_traced_again() {
     briefly_offline(
         "sampled_a_cpu_briefly_offline_is_traced_again",
         Feed::Sampled,
+    );
+}
+
+/// Reads issued as soon as CPU 1 is back online (some 200 reads in 5 to
+/// 30 ms) mostly come before iostat-rs opens its ring (up to 0.1 s later),
+/// and go unseen: the note on the shortfall must then name the CPU that
+/// came online, not suspect a bio-based device.
+#[test]
+fn reads_before_a_cpu_is_traced_are_not_blamed_on_the_device() {
+    let test = "reads_before_a_cpu_is_traced_are_not_blamed_on_the_device";
+    let Some(seen) = run(test, Feed::Forwarded, true, || Ok(()), Duration::ZERO) else {
+        return;
+    };
+    let named = seen.stderr.contains("1 CPU came online in the interval");
+    assert!(
+        seen.measured * 2 >= READS || named,
+        "{} of the {READS} reads reached the histograms, and no note named CPU 1\nstderr: {}",
+        seen.measured,
+        seen.stderr
+    );
+    assert!(
+        !seen.stderr.contains("bio-based"),
+        "stderr: {}",
+        seen.stderr
     );
 }

@@ -47,16 +47,18 @@
 //! most every [`DRAIN_EVERY`]: it reads `/sys/devices/system/cpu/online`,
 //! retires the ring of a CPU gone, or whose owner's time enabled did not
 //! move since it was last read (the CPU went offline and came back in
-//! between: `echo 0`, `echo 1` take some 0.1 s together), empties it, closes
-//! it, and opens a ring for a CPU online without one. The
+//! between: `echo 0`, `echo 1` take some 0.1 s together), empties it,
+//! closes it, and opens a ring for a CPU online without one. The
 //! forwarding programs' map has a slot for every possible CPU. Between a
 //! CPU coming online and its ring (up to some 0.1 s) its events are not
-//! seen: the interval counts such CPUs ([`Interval::cpus_late`]), and the
-//! note on histograms short of the kernel's counts names them rather than
-//! guessing at a bio-based device. On that VM reading the list took
-//! 1.6 µs, and an owner's time enabled 10 µs (0.2 µs on the reading
-//! thread's own CPU: the kernel reads it on the event's CPU), so a look
-//! reads at most 16 of them (`CHECKED_PER_LOOK`), in turn.
+//! seen: the interval counts such CPUs ([`Interval::cpus_late`]; a report
+//! looks too as it ends its interval, as the thread's look may come in
+//! the next), and the note on histograms short of the kernel's counts
+//! names them rather than guessing at a bio-based device. On that VM
+//! reading the list took 1.6 µs, and an owner's time enabled 10 µs
+//! (0.2 µs on the reading thread's own CPU: the kernel reads it on the
+//! event's CPU), so a look reads at most 16 of them
+//! (`CHECKED_PER_LOOK`), in turn.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;

@@ -1066,8 +1066,8 @@ fn latency_under_memory_limits_does_not_abort() {
         return;
     }
     for (limit, megabytes) in [
-        ("--as", (16..=40).step_by(2)),
-        ("--data", (4..=28).step_by(4)),
+        ("--as", (16..=48).step_by(2)),
+        ("--data", (4..=48).step_by(4)),
     ] {
         let (mut fell_back, mut forwarded) = (0, 0);
         for mb in megabytes {

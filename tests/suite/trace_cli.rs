@@ -1079,7 +1079,7 @@ fn a_recording_under_a_memory_limit_leaves_the_mask_as_it_was() {
     let dir = tempdir("memory-limit");
     let f = dir.join("m.dtl");
     let (mut refused, mut recorded) = (0, 0);
-    for kb in (8_000..=20_000).step_by(500) {
+    for kb in (8_000..=28_000).step_by(500) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
         cmd.args(["trace", "record", "--sysroot"])
             .arg(&sim.root)

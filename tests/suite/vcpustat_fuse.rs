@@ -981,7 +981,7 @@ fn a_run_under_a_memory_limit_never_leaves_its_changes() {
         return;
     };
     let (mut refused, mut reported) = (0, 0);
-    for kb in (8_000..=20_000).step_by(250) {
+    for kb in (8_000..=28_000).step_by(500) {
         let mut cmd = vcpustat(&sim, &["-n", "0.01", "1"]);
         limit_address_space(&mut cmd, kb * 1000);
         let out = cmd.output().expect("vcpustat runs");

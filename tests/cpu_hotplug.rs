@@ -12,6 +12,8 @@
 #[allow(dead_code)]
 #[path = "suite/namespace.rs"]
 mod namespace;
+#[path = "suite/nobody_perf.rs"]
+mod nobody_perf;
 #[allow(dead_code)]
 #[path = "suite/procstate.rs"]
 mod procstate;
@@ -20,18 +22,16 @@ mod procstate;
 mod skip;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use nobody_perf::{MOUNT_TRACEFS, NobodysPerfAllowance, unprivileged_small_ring};
 use procstate::KillOnDrop;
 
 const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
-const MOUNT_TRACEFS: &str =
-    "{ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; }";
 const CPU1: &str = "/sys/devices/system/cpu/cpu1/online";
 /// The reads issued on CPU 1, each of its own 4 KiB block.
 const READS: u64 = 200;
@@ -174,8 +174,8 @@ enum Feed {
     /// As root: forwarded by its eBPF programs.
     Forwarded,
     /// As nobody with CAP_PERFMON alone: sampled by perf, on the small
-    /// rings (a locked-memory limit of 0), as the suite's
-    /// `unprivileged_small_ring` runs it.
+    /// rings (a locked-memory limit of 0), as
+    /// `nobody_perf::unprivileged_small_ring` runs it.
     Sampled,
 }
 
@@ -186,57 +186,7 @@ fn iostat(feed: Feed, device: &str) -> Command {
     if feed == Feed::Forwarded {
         return namespace::command(MOUNT_TRACEFS, IOSTAT, &args);
     }
-    let mut with = vec![
-        "--memlock=0:0",
-        "setpriv",
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        // Read access to tracefs without changing its mount for the
-        // whole machine (see the suite's `unprivileged_small_ring`).
-        "--inh-caps=-all,+perfmon,+dac_read_search",
-        "--ambient-caps=-all,+perfmon,+dac_read_search",
-        IOSTAT,
-    ];
-    with.extend(args);
-    namespace::command(MOUNT_TRACEFS, "prlimit", &with)
-}
-
-/// Held while nobody's perf rings are mapped, by every test process on
-/// the machine: nobody's rings share one allowance, which one run takes
-/// (the suite's `NobodysPerfAllowance`, the same lock).
-struct NobodysPerfAllowance {
-    _locked: std::fs::File,
-}
-
-impl NobodysPerfAllowance {
-    /// Waits for the allowance, at most `limit`.
-    fn take(limit: Duration) -> NobodysPerfAllowance {
-        let path = "/run/hwstat-tests-nobodys-perf-allowance.lock";
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .unwrap_or_else(|e| panic!("{path}: {e}"));
-        let start = Instant::now();
-        // SAFETY: flock on a descriptor we own.
-        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let err = std::io::Error::last_os_error();
-            assert_eq!(
-                err.raw_os_error(),
-                Some(libc::EWOULDBLOCK),
-                "flock {path}: {err}"
-            );
-            assert!(
-                start.elapsed() < limit,
-                "{path}: another test process held nobody's perf allowance for {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        NobodysPerfAllowance { _locked: file }
-    }
+    unprivileged_small_ring(&args)
 }
 
 /// iostat-rs running, its reports (lines) as they come.

@@ -16,6 +16,7 @@ mod fakekernel;
 mod fuse;
 mod listening;
 mod namespace;
+mod nobody_perf;
 mod pipes;
 mod procstate;
 mod samplefs;

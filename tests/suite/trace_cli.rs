@@ -1109,3 +1109,48 @@ fn a_recording_under_a_memory_limit_leaves_the_mask_as_it_was() {
     assert!(recorded > 0, "no limit was enough");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The buffers a recording takes for its rings (a ring's worth per CPU,
+/// 8 MB on a 2,048-CPU LPAR) are not part of the room it makes sure of
+/// before it sets `dtl_event_mask`: taken while the mask was set, they ran
+/// out under limits just above that room, and the mask stayed as set (a
+/// 2,048-CPU simulation left it at 0x03 under 17.55 to 17.7 MB). Four
+/// CPUs of the largest ring the recorder takes weigh 12 MB: no limit may
+/// leave the mask changed.
+#[test]
+fn the_ring_buffers_are_taken_before_the_mask_is_set() {
+    let mut kernel = dtl_kernel(true, 65_536);
+    kernel.debugfs.as_mut().unwrap().cpus = vec![0, 1, 2, 3];
+    let Some(sim) = simkernel::mount("trace-ring-buffers", kernel) else {
+        return;
+    };
+    let dir = tempdir("ring-buffers");
+    let f = dir.join("r.dtl");
+    let (mut refused, mut recorded) = (0, 0);
+    for kb in (12_000..=32_000).step_by(1_000) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
+        cmd.args(["trace", "record", "--sysroot"])
+            .arg(&sim.root)
+            .args(["--events", "cede,preempt", "--duration", "20ms", "-w"])
+            .arg(&f);
+        limit_address_space(&mut cmd, kb * 1000);
+        let out = cmd.output().expect("vcpustat runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        sim.await_rings_closed();
+        let k = sim.kernel();
+        assert_eq!(
+            k.debugfs.as_ref().unwrap().event_mask,
+            0x07,
+            "under {kb} kB: {:?} {err}",
+            out.status
+        );
+        if out.status.code() == Some(4) {
+            refused += 1;
+        } else if out.status.success() {
+            recorded += 1;
+        }
+    }
+    assert!(refused > 0, "no limit was tight enough");
+    assert!(recorded > 0, "no limit was enough");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -338,19 +338,13 @@ pub fn record_to<W: Write>(
     // The mask the rings log with: the one set here, else the one the
     // kernel has. The kernel reads it only when a ring is opened (dtl_start
     // in arch/powerpc/platforms/pseries/dtl.c), below.
-    let (guard, mask) = match options.events.as_deref().map(event_mask) {
-        Some(mask) => (Some(set_event_mask(source, mask)?), Some(mask)),
-        None => (None, current_event_mask(source)),
-    };
-    let mut buffers = Vec::with_capacity(cpus.len());
-    let mut open = Vec::with_capacity(cpus.len());
-    for &cpu in &cpus {
-        open.push(
-            rings
-                .open(cpu)
-                .map_err(|e| TraceError::open(&ring_path(cpu), e))?,
-        );
-        buffers.push(CpuBuffer {
+    // The buffers (a ring's worth per CPU: 8 MB at 2,048 CPUs) are taken
+    // before the mask is set: out of memory while it is set, the run would
+    // end without putting it back, and the room asked for first does not
+    // count them.
+    let mut buffers: Vec<CpuBuffer> = cpus
+        .iter()
+        .map(|&cpu| CpuBuffer {
             cpu,
             data: Vec::with_capacity(ring_entries as usize * ENTRY_BYTES),
             reads: 0,
@@ -362,7 +356,19 @@ pub fn record_to<W: Write>(
                 reads: 0,
                 possibly_lost_reads: 0,
             },
-        });
+        })
+        .collect();
+    let mut open = Vec::with_capacity(cpus.len());
+    let (guard, mask) = match options.events.as_deref().map(event_mask) {
+        Some(mask) => (Some(set_event_mask(source, mask)?), Some(mask)),
+        None => (None, current_event_mask(source)),
+    };
+    for &cpu in &cpus {
+        open.push(
+            rings
+                .open(cpu)
+                .map_err(|e| TraceError::open(&ring_path(cpu), e))?,
+        );
     }
     // Every ring took the mask when it was opened: the one found goes back
     // now rather than at the end, so that a recording killed later, or

@@ -164,9 +164,15 @@ fn write_message(out: &mut impl Write, program: &str, size: usize, limits: &Limi
         out,
         "{program}: out of memory: {size} bytes could not be allocated"
     )?;
+    // Both when both are set: which one the allocation met is not known.
     match (limits.address_space_kb, limits.data_kb) {
-        (Some(kb), _) => write!(out, " under an address-space limit (ulimit -v) of {kb} kB")?,
+        (Some(kb), None) => write!(out, " under an address-space limit (ulimit -v) of {kb} kB")?,
         (None, Some(kb)) => write!(out, " under a data-size limit (ulimit -d) of {kb} kB")?,
+        (Some(kb), Some(data_kb)) => write!(
+            out,
+            " under an address-space limit (ulimit -v) of {kb} kB \
+             and a data-size limit (ulimit -d) of {data_kb} kB"
+        )?,
         (None, None) => {}
     }
     out.write_char('\n')
@@ -214,17 +220,30 @@ mod tests {
             address_space_kb: None,
             data_kb: None,
         };
+        let both = Limits {
+            address_space_kb: Some(21_484),
+            data_kb: Some(8),
+        };
         assert_eq!(
             message(unlimited),
             "iostat-rs: out of memory: 556192 bytes could not be allocated\n"
         );
         assert_eq!(
             message(Limits {
-                address_space_kb: Some(21_484),
-                data_kb: Some(8),
+                data_kb: None,
+                ..both
             }),
             "iostat-rs: out of memory: 556192 bytes could not be allocated \
              under an address-space limit (ulimit -v) of 21484 kB\n"
+        );
+        // Under both, the data-size limit may be the one met: a 33 MB
+        // allocation under `--as=2000000000 --data=24000000` was said to
+        // fail under the 1953125 kB of address space alone.
+        assert_eq!(
+            message(both),
+            "iostat-rs: out of memory: 556192 bytes could not be allocated \
+             under an address-space limit (ulimit -v) of 21484 kB \
+             and a data-size limit (ulimit -d) of 8 kB\n"
         );
         assert_eq!(
             message(Limits {
@@ -234,6 +253,17 @@ mod tests {
             "iostat-rs: out of memory: 556192 bytes could not be allocated \
              under a data-size limit (ulimit -d) of 8 kB\n"
         );
+    }
+
+    #[test]
+    fn the_longest_message_fits_the_buffer() {
+        let mut line = StackLine::default();
+        let most = Limits {
+            address_space_kb: Some(u64::MAX / 1024),
+            data_kb: Some(u64::MAX / 1024),
+        };
+        assert!(write_message(&mut line, "iostat-rs", usize::MAX, &most).is_ok());
+        assert_eq!(line.bytes[line.len - 1], b'\n');
     }
 
     #[test]

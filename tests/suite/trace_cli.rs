@@ -1079,6 +1079,9 @@ fn a_recording_under_a_memory_limit_leaves_the_mask_as_it_was() {
     let dir = tempdir("memory-limit");
     let f = dir.join("m.dtl");
     let (mut refused, mut recorded) = (0, 0);
+    // The room is 8 MiB over the 9 MB a run takes to start here: runs go
+    // through from about 17.5 MB. The scan goes well past that, as a
+    // machine whose runs start larger would find no limit enough.
     for kb in (8_000..=28_000).step_by(500) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
         cmd.args(["trace", "record", "--sysroot"])

@@ -981,6 +981,9 @@ fn a_run_under_a_memory_limit_never_leaves_its_changes() {
         return;
     };
     let (mut refused, mut reported) = (0, 0);
+    // The room is 8 MiB over the 9 MB a run takes to start here: runs go
+    // through from about 17.5 MB. The scan goes well past that, as a
+    // machine whose runs start larger would find no limit enough.
     for kb in (8_000..=28_000).step_by(500) {
         let mut cmd = vcpustat(&sim, &["-n", "0.01", "1"]);
         limit_address_space(&mut cmd, kb * 1000);

@@ -88,14 +88,20 @@ fn each_program_out_of_memory_ends_in_one_line_with_status_4() {
         let out = replay_under_the_limit(program, &recording, args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{tool}: {:?} {err}", out.status);
-        let expected_end = format!(
-            " bytes could not be allocated under an address-space limit (ulimit -v) of {} kB\n",
+        let limit = format!(
+            " bytes could not be allocated under an address-space limit (ulimit -v) of {} kB",
             LIMIT_BYTES / 1024
         );
-        let size = err
+        // A data-size limit the tests run under is named too.
+        let (size, after) = err
             .strip_prefix(&format!("{tool}: out of memory: "))
-            .and_then(|rest| rest.strip_suffix(&expected_end))
+            .and_then(|rest| rest.split_once(&limit))
             .unwrap_or_else(|| panic!("{tool}: {err:?}"));
+        assert!(
+            after == "\n" || after.starts_with(" and a data-size limit (ulimit -d) of "),
+            "{tool}: {err:?}"
+        );
+        assert_eq!(err.lines().count(), 1, "{tool}: {err:?}");
         let size: u64 = size.parse().unwrap_or_else(|_| panic!("{tool}: {err:?}"));
         assert!(size > 0 && size < 1 << 30, "{tool}: {err:?}");
         // The same recording replays whole without the limit: the limit,

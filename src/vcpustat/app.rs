@@ -353,7 +353,7 @@ fn switch_on_for_run(
             "the recording starts with the dispatch statistics off: nothing to report".into(),
         ));
     }
-    make_sure_of_room("it switches the statistics on")?;
+    make_sure_of_room(source, "it switches the statistics on")?;
     kernel::switch(source, true)?;
     plan.push(Undo::SwitchOff);
     tell(match options.mode {
@@ -432,7 +432,7 @@ fn apply_changes(
         if freq == before {
             tell(format_args!("the frequency is already {freq} per second"));
         } else {
-            make_sure_of_room("it sets the frequency")?;
+            make_sure_of_room(source, "it sets the frequency")?;
             kernel::set_freq(source, freq)?;
             // Undone if what follows fails, and with --temporary at exit.
             plan.push(Undo::SetFreq { ours: freq, before });
@@ -467,7 +467,7 @@ fn switch(
             Ok(false)
         }
         (Some(Switch::On), false) => {
-            make_sure_of_room("it switches the statistics on")?;
+            make_sure_of_room(source, "it switches the statistics on")?;
             kernel::switch(source, true)?;
             // Undone if what follows fails, and with --temporary at exit.
             plan.push(Undo::SwitchOff);

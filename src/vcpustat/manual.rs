@@ -27,7 +27,7 @@ pub const SECTIONS: &[Section] = &[
                 "4",
                 "Out of memory: too little left under the limits (ulimit -v, ulimit -d) \
                  to be sure of undoing a change, which vcpustat then does not make (it \
-                 makes sure of 8 MB, or 1 kB per CPU, before each), or an allocation \
+                 makes sure of 8 MB, or 4 kB per possible CPU, before each), or an allocation \
                  failed, whose one line names its size and the limit",
             ),
             (

@@ -13,6 +13,7 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
+use crate::common::cpulist::CpuList;
 use crate::common::source::Source;
 
 use super::error::VcpuError;
@@ -21,20 +22,41 @@ use super::session::{MUTEX_WAIT, Session, Shared, new_claim};
 
 /// The memory a run that changes the system makes sure of first: an
 /// allocation that fails ends the run at once, without its undo
-/// ([`crate::common::alloc`]). A run's reports grew by about 500 bytes
-/// per CPU (0.9 MB at 2,048 CPUs of the simulated kernel), so twice that
-/// per configured CPU, and 8 MiB at least.
-pub fn room_for_a_run() -> usize {
-    const AT_LEAST: usize = 8 << 20;
-    const PER_CPU: usize = 1 << 10;
-    // SAFETY: sysconf only reads a system setting.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    AT_LEAST.max(usize::try_from(cpus).unwrap_or(0).saturating_mul(PER_CPU))
+/// ([`crate::common::alloc`]). On the simulated kernel a run's reports
+/// took about 500 bytes per CPU (0.9 MB at 2,048 CPUs), and with `--svg`
+/// up to some 2 kB (16 MB at 8,192 CPUs): twice that per CPU of the
+/// system read (its `possible` list, else this machine's configured
+/// CPUs), and 8 MiB at least.
+pub fn room_for_a_run(source: &dyn Source) -> usize {
+    room_for(cpus_of(source))
 }
 
+/// [`room_for_a_run`] on a system of `cpus` CPUs.
+fn room_for(cpus: usize) -> usize {
+    const AT_LEAST: usize = 8 << 20;
+    const PER_CPU: usize = 4 << 10;
+    AT_LEAST.max(cpus.saturating_mul(PER_CPU))
+}
+
+/// The CPUs the system read may have: its `possible` list, else the
+/// configured CPUs of this machine.
+fn cpus_of(source: &dyn Source) -> usize {
+    let listed = source
+        .read_string(POSSIBLE_CPUS)
+        .ok()
+        .and_then(|text| CpuList::parse(text.trim_end()).ok())
+        .map(|list| list.cpus().len());
+    // SAFETY: sysconf only reads a system setting.
+    let configured = || unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    listed.unwrap_or_else(|| usize::try_from(configured()).unwrap_or(0))
+}
+
+/// The kernel's list of the CPUs that may ever be online.
+const POSSIBLE_CPUS: &str = "/sys/devices/system/cpu/possible";
+
 /// Makes sure of [`room_for_a_run`] before `what`, a change to the system.
-pub fn make_sure_of_room(what: &'static str) -> Result<(), VcpuError> {
-    let bytes = room_for_a_run();
+pub fn make_sure_of_room(source: &dyn Source, what: &'static str) -> Result<(), VcpuError> {
+    let bytes = room_for_a_run(source);
     if crate::common::alloc::has_room(bytes) {
         Ok(())
     } else {
@@ -332,6 +354,25 @@ mod tests {
     use super::*;
     use crate::common::source::RootFs;
     use std::fs;
+
+    /// The room grows with the CPUs of the system read, from a floor.
+    #[test]
+    fn the_room_counts_the_cpus_of_the_system_read() {
+        assert_eq!(room_for(0), 8 << 20);
+        assert_eq!(room_for(2048), 8 << 20);
+        assert_eq!(room_for(8192), 32 << 20);
+        assert_eq!(room_for(usize::MAX), usize::MAX);
+        let dir = std::env::temp_dir().join(format!("vcpustat-room-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("sys/devices/system/cpu")).unwrap();
+        fs::write(dir.join("sys/devices/system/cpu/possible"), "0-8191\n").unwrap();
+        assert_eq!(cpus_of(&RootFs::new(&dir)), 8192);
+        fs::write(dir.join("sys/devices/system/cpu/possible"), "not a list\n").unwrap();
+        // SAFETY: sysconf only reads a system setting.
+        let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        assert_eq!(cpus_of(&RootFs::new(&dir)) as libc::c_long, configured);
+        fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn applies_newest_first_and_keeps_going_after_a_failure() {

@@ -973,19 +973,40 @@ fn listen_exposes_64_bit_totals_across_the_kernels_32_bit_wrap() {
 /// Before it did, every limit from 9.0 to 9.8 MB here left them on.
 #[test]
 fn a_run_under_a_memory_limit_never_leaves_its_changes() {
-    // 2,048 CPUs: the statistics, once on, are some 100 kB a read.
-    let steps: Vec<(u32, [i32; 8])> = (0..2048)
-        .map(|cpu| (cpu, [10, 5, 5, 0, 0, 9, 1, 0]))
-        .collect();
-    let Some(sim) = mount("memory-limit", Kernel::new(&steps)) else {
-        return;
-    };
-    let (mut refused, mut reported) = (0, 0);
-    // The room is 8 MiB over the 9 MB a run takes to start here: runs go
+    // 2,048 CPUs: the statistics, once on, are some 100 kB a read. The
+    // room is 8 MiB over the 9 MB a run takes to start here: runs go
     // through from about 17.5 MB. The scan goes well past that, as a
     // machine whose runs start larger would find no limit enough.
-    for kb in (8_000..=28_000).step_by(500) {
-        let mut cmd = vcpustat(&sim, &["-n", "0.01", "1"]);
+    scan_memory_limits("memory-limit", 2048, &["-n", "0.01", "1"], 500);
+}
+
+/// The same with charts of 8,192 CPUs, which took some 2 kB a CPU (runs
+/// ran out under 17.5 to 25 MB and left the statistics on when the room
+/// was 8 MiB whatever the CPUs): the room counts the CPUs the kernel's
+/// `possible` list names.
+#[test]
+fn charts_of_many_cpus_under_a_memory_limit_never_leave_changes() {
+    let dir = crate::scratch::scratch("vcpustat-charts-memory-limit");
+    let svg = dir.join("c.svg");
+    let args = ["--svg", svg.to_str().unwrap(), "-n", "0.01", "2"];
+    scan_memory_limits("charts-memory-limit", 8192, &args, 2_000);
+}
+
+/// Runs `vcpustat args` on a simulated kernel of `cpus` CPUs under
+/// address-space limits from 8 MB up, `step_kb` apart, to 40 MB past the
+/// room the CPUs need: none may leave the statistics on, some must be
+/// refused for want of room and some must report.
+fn scan_memory_limits(name: &str, cpus: u32, args: &[&str], step_kb: usize) {
+    let steps: Vec<(u32, [i32; 8])> = (0..cpus)
+        .map(|cpu| (cpu, [10, 5, 5, 0, 0, 9, 1, 0]))
+        .collect();
+    let Some(sim) = mount(name, Kernel::new(&steps)) else {
+        return;
+    };
+    let room_kb = (u64::from(cpus) * 4).max(8 << 10);
+    let (mut refused, mut reported) = (0, 0);
+    for kb in (8_000..=room_kb + 40_000).step_by(step_kb) {
+        let mut cmd = vcpustat(&sim, args);
         limit_address_space(&mut cmd, kb * 1000);
         let out = cmd.output().expect("vcpustat runs");
         let err = text(&out.stderr);

@@ -135,7 +135,7 @@ fn set_event_mask<'a>(source: &'a dyn Source, mask: u8) -> Result<MaskGuard<'a>,
     let original = source
         .read(EVENT_MASK_PATH)
         .map_err(|e| TraceError::open(EVENT_MASK_PATH, e))?;
-    let bytes = crate::vcpustat::restore::room_for_a_run();
+    let bytes = crate::vcpustat::restore::room_for_a_run(source);
     if !crate::common::alloc::has_room(bytes) {
         return Err(TraceError::NoRoom { bytes });
     }

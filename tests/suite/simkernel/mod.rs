@@ -19,6 +19,7 @@
 //!   EIO on a given read, and scripted events at a given read (someone
 //!   switches the statistics off, or off and on again, or sets the
 //!   frequency; a CPU goes offline or comes online).
+//! * `/sys/devices/system/cpu/possible` lists the scenario's CPUs.
 //! * Optionally ([`Kernel::with_debugfs`]) a debugfs under `/sys/kernel/debug`
 //!   with `powerpc/dtl/` as `arch/powerpc/platforms/pseries/dtl.c` creates it:
 //!   `dtl_event_mask` (x8 attribute: reads `0x%02x`, writes parsed like
@@ -425,6 +426,11 @@ const DEBUG_POWERPC: u64 = 10;
 const DTL_DIR: u64 = 11;
 const EVENT_MASK: u64 = 12;
 const BUF_ENTRIES: u64 = 13;
+const SYS_DEVICES: u64 = 16;
+const SYS_SYSTEM: u64 = 17;
+const SYS_CPU: u64 = 18;
+/// `/sys/devices/system/cpu/possible`: the scenario's CPUs.
+const POSSIBLE: u64 = 19;
 /// `sizeof(struct dtl_entry)`: a ring read must be a multiple of it.
 const DTL_ENTRY_BYTES: usize = 48;
 /// `cpu-N` is inode `RING_BASE + N`.
@@ -433,8 +439,40 @@ const RING_BASE: u64 = 1000;
 fn is_dir(ino: u64) -> bool {
     matches!(
         ino,
-        ROOT | PROC | POWERPC | RUN | SYS | SYS_KERNEL | DEBUG | DEBUG_POWERPC | DTL_DIR
+        ROOT | PROC
+            | POWERPC
+            | RUN
+            | SYS
+            | SYS_KERNEL
+            | DEBUG
+            | DEBUG_POWERPC
+            | DTL_DIR
+            | SYS_DEVICES
+            | SYS_SYSTEM
+            | SYS_CPU
     )
+}
+
+/// `cpus`, ascending, as the kernel lists CPUs (`0-3,8\n`).
+fn cpu_ranges(cpus: impl Iterator<Item = u32>) -> String {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for cpu in cpus {
+        match ranges.last_mut() {
+            Some((_, last)) if *last + 1 == cpu => *last = cpu,
+            _ => ranges.push((cpu, cpu)),
+        }
+    }
+    let text: Vec<String> = ranges
+        .iter()
+        .map(|&(first, last)| {
+            if first == last {
+                first.to_string()
+            } else {
+                format!("{first}-{last}")
+            }
+        })
+        .collect();
+    format!("{}\n", text.join(","))
 }
 
 /// The debugfs files: not seekable, as the kernel's.
@@ -471,7 +509,7 @@ fn attr(ino: u64) -> Attr {
     let dir = is_dir(ino);
     let perm = if dir {
         0o555
-    } else if ino == LPARCFG || ino == CPUINFO {
+    } else if ino == LPARCFG || ino == CPUINFO || ino == POSSIBLE {
         0o444
     } else if ino == BUF_ENTRIES || ino >= RING_BASE {
         0o400
@@ -499,6 +537,7 @@ impl SimFs {
             LPARCFG => k.lparcfg.is_some(),
             CPUINFO => k.cpuinfo.is_some(),
             SYS | SYS_KERNEL | DEBUG => true,
+            SYS_DEVICES | SYS_SYSTEM | SYS_CPU | POSSIBLE => true,
             DEBUG_POWERPC => k.debugfs.is_some(),
             DTL_DIR | EVENT_MASK | BUF_ENTRIES => k.debugfs.as_ref().is_some_and(|d| d.config_dtl),
             ring => k.debugfs.as_ref().is_some_and(|d| {
@@ -526,7 +565,10 @@ impl SimFs {
                 file(FREQ, "vcpudispatch_stats_freq"),
                 file(LPARCFG, "lparcfg"),
             ],
-            SYS => vec![dir(SYS_KERNEL, "kernel")],
+            SYS => vec![dir(SYS_KERNEL, "kernel"), dir(SYS_DEVICES, "devices")],
+            SYS_DEVICES => vec![dir(SYS_SYSTEM, "system")],
+            SYS_SYSTEM => vec![dir(SYS_CPU, "cpu")],
+            SYS_CPU => vec![file(POSSIBLE, "possible")],
             SYS_KERNEL => vec![dir(DEBUG, "debug")],
             DEBUG => vec![dir(DEBUG_POWERPC, "powerpc")],
             DEBUG_POWERPC => vec![dir(DTL_DIR, "dtl")],
@@ -616,6 +658,7 @@ impl fuse::FileSystem for SimFs {
                 FREQ => format!("{}\n", k.freq).into_bytes(),
                 LPARCFG => k.lparcfg.clone().unwrap_or_default().into_bytes(),
                 CPUINFO => k.cpuinfo.clone().unwrap_or_default().into_bytes(),
+                POSSIBLE => cpu_ranges(k.cpus.keys().copied()).into_bytes(),
                 EVENT_MASK => k
                     .debugfs
                     .as_ref()

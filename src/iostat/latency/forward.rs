@@ -158,9 +158,30 @@ fn room_for_btf(path: &str) -> Result<(), String> {
     }
 }
 
-/// `bpf(BPF_MAP_UPDATE_ELEM)` of a `u32` key and value (`union bpf_attr`:
-/// map_fd, 4 bytes of padding, the key's and the value's addresses, flags).
+/// `bpf(BPF_MAP_UPDATE_ELEM)` of a `u32` key and value.
 fn map_update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()> {
+    /// `BPF_MAP_UPDATE_ELEM`.
+    const MAP_UPDATE_ELEM: libc::c_long = 2;
+    map_element(map, MAP_UPDATE_ELEM, key, Some(value))
+}
+
+/// `bpf(BPF_MAP_DELETE_ELEM)` of a `u32` key.
+fn map_delete(map: BorrowedFd<'_>, key: u32) -> io::Result<()> {
+    /// `BPF_MAP_DELETE_ELEM`.
+    const MAP_DELETE_ELEM: libc::c_long = 3;
+    map_element(map, MAP_DELETE_ELEM, key, None)
+}
+
+/// `bpf(command)` on one element of `map`: `union bpf_attr` as map_fd, 4
+/// bytes of padding, the key's and the value's addresses, flags. Without
+/// a value (a delete) its address is 0, as the kernel wants every field
+/// after those a command reads.
+fn map_element(
+    map: BorrowedFd<'_>,
+    command: libc::c_long,
+    key: u32,
+    value: Option<u32>,
+) -> io::Result<()> {
     #[repr(C)]
     struct Attr {
         map_fd: u32,
@@ -169,13 +190,11 @@ fn map_update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()> {
         value: u64,
         flags: u64,
     }
-    /// `BPF_MAP_UPDATE_ELEM`.
-    const MAP_UPDATE_ELEM: libc::c_long = 2;
     let attr = Attr {
         map_fd: map.as_raw_fd() as u32,
         pad: 0,
         key: &key as *const u32 as u64,
-        value: &value as *const u32 as u64,
+        value: value.as_ref().map_or(0, |v| v as *const u32 as u64),
         flags: 0,
     };
     // SAFETY: attr is a valid bpf_attr prefix of its size; the key and
@@ -183,39 +202,7 @@ fn map_update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()> {
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
-            MAP_UPDATE_ELEM,
-            &attr as *const Attr,
-            std::mem::size_of::<Attr>(),
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// `bpf(BPF_MAP_DELETE_ELEM)` of a `u32` key (`union bpf_attr`: map_fd,
-/// 4 bytes of padding, the key's address).
-fn map_delete(map: BorrowedFd<'_>, key: u32) -> io::Result<()> {
-    #[repr(C)]
-    struct Attr {
-        map_fd: u32,
-        pad: u32,
-        key: u64,
-    }
-    /// `BPF_MAP_DELETE_ELEM`.
-    const MAP_DELETE_ELEM: libc::c_long = 3;
-    let attr = Attr {
-        map_fd: map.as_raw_fd() as u32,
-        pad: 0,
-        key: &key as *const u32 as u64,
-    };
-    // SAFETY: attr is a valid bpf_attr prefix of its size; the key it
-    // points to lives until the call returns.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            MAP_DELETE_ELEM,
+            command,
             &attr as *const Attr,
             std::mem::size_of::<Attr>(),
         )

@@ -10,6 +10,9 @@
 //! fails under `CI=true`.
 
 #[allow(dead_code)]
+#[path = "suite/loopdev.rs"]
+mod loopdev;
+#[allow(dead_code)]
 #[path = "suite/namespace.rs"]
 mod namespace;
 #[path = "suite/nobody_perf.rs"]
@@ -28,6 +31,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use loopdev::Loop;
 use nobody_perf::{MOUNT_TRACEFS, NobodysPerfAllowance, unprivileged_small_ring};
 use procstate::KillOnDrop;
 
@@ -99,40 +103,28 @@ impl Drop for Cpu1Back {
     }
 }
 
-/// A loop device over a file of the test's, detached and removed on drop.
-struct Loop {
-    name: String,
+/// A read-only loop device over 4 MiB of zeroes in a file of the test's,
+/// removed on drop once the device is detached.
+struct Disk {
+    device: Loop,
     file: PathBuf,
 }
 
-impl Loop {
-    /// A read-only loop device over 4 MiB of zeroes.
-    fn new() -> Loop {
+impl Disk {
+    fn new() -> Disk {
         let file = std::env::temp_dir().join(format!("hwstat-cpu-hotplug-{}", std::process::id()));
         std::fs::write(&file, vec![0u8; 4 << 20]).expect("the loop device's file");
-        let out = Command::new("losetup")
-            .args(["-r", "-f", "--show"])
-            .arg(&file)
-            .output()
-            .expect("losetup runs");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Loop {
-            name: path.trim_start_matches("/dev/").to_string(),
+        Disk {
+            device: Loop::attach(&file),
             file,
         }
     }
 }
 
-impl Drop for Loop {
+impl Drop for Disk {
     fn drop(&mut self) {
-        let _ = Command::new("losetup")
-            .args(["-d", &format!("/dev/{}", self.name)])
-            .status();
+        // The device is detached after this, as a field: its file may go
+        // first, as the loop driver holds it open.
         let _ = std::fs::remove_file(&self.file);
     }
 }
@@ -302,7 +294,7 @@ fn run(
     let _allowance =
         (feed == Feed::Sampled).then(|| NobodysPerfAllowance::take(Duration::from_secs(600)));
     set_cpu1(true).expect("CPU 1 online to begin with");
-    let disk = Loop::new();
+    let disk = Disk::new();
     let back = if offline_at_start {
         match Cpu1Back::offline() {
             Ok(back) => Some(back),
@@ -314,7 +306,7 @@ fn run(
     } else {
         None
     };
-    let iostat = Watched::start(iostat(feed, &disk.name));
+    let iostat = Watched::start(iostat(feed, &disk.device.name));
     let mut reports = iostat.reports(1);
     drop(back);
     if let Err(why) = hotplug() {
@@ -322,7 +314,7 @@ fn run(
         return None;
     }
     std::thread::sleep(settle);
-    read_on_cpu1(&disk.name);
+    read_on_cpu1(&disk.device.name);
     // The second report from now was read after the first was printed:
     // it holds every read completed before.
     reports.extend(iostat.reports(2));
@@ -335,7 +327,7 @@ fn run(
         "stderr: {stderr}"
     );
     Some(Seen {
-        measured: reads_measured(&reports, &disk.name),
+        measured: reads_measured(&reports, &disk.device.name),
         reports,
         stderr,
     })

@@ -753,7 +753,7 @@ fn a_recording_is_never_written_over_a_block_device() {
     let dir = scratch("block-device");
     let backing = dir.join("disk.img");
     fs::write(&backing, vec![0u8; 1 << 20]).unwrap();
-    let disk = crate::iostat_latency::Loop::attach_with(&backing, &[]);
+    let disk = crate::loopdev::Loop::attach_with(&backing, &[]);
     let device = format!("/dev/{}", disk.name);
     let iostat_root = iostat_tree(&dir);
     let vcpustat_root = vcpustat_tree(&dir);

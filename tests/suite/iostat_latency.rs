@@ -9,6 +9,7 @@
 //! tracefs is mounted in a private mount namespace of each command, so the
 //! machine's mounts are left as they were.
 
+use crate::loopdev::Loop;
 use crate::nobody_perf::{MOUNT_TRACEFS, NobodysPerfAllowance, unprivileged_small_ring};
 use crate::procstate::KillOnDrop;
 use crate::{namespace, skip, slowdisk};
@@ -74,51 +75,6 @@ fn runnable(test: &str, tools: &[&str]) -> bool {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// A loop device over a file, detached on drop.
-pub(crate) struct Loop {
-    /// `loopN`.
-    pub(crate) name: String,
-    dev: (u32, u32),
-}
-
-impl Loop {
-    /// `file` attached read-only.
-    fn attach(file: &std::path::Path) -> Loop {
-        Loop::attach_with(file, &["-r"])
-    }
-
-    /// `file` attached with losetup's `options` (besides `-f --show`).
-    pub(crate) fn attach_with(file: &std::path::Path, options: &[&str]) -> Loop {
-        let out = Command::new("losetup")
-            .args(options)
-            .args(["-f", "--show"])
-            .arg(file)
-            .output()
-            .expect("losetup runs");
-        assert!(
-            out.status.success(),
-            "losetup {options:?}: {}",
-            text(&out.stderr)
-        );
-        let path = text(&out.stdout).trim().to_string();
-        let name = path.trim_start_matches("/dev/").to_string();
-        let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).expect("dev");
-        let (major, minor) = dev.trim().split_once(':').expect("M:m");
-        Loop {
-            dev: (major.parse().unwrap(), minor.parse().unwrap()),
-            name,
-        }
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup")
-            .args(["-d", &format!("/dev/{}", self.name)])
-            .status();
-    }
 }
 
 /// A file of the test's in the temporary directory, removed when dropped,

@@ -15,6 +15,7 @@ mod cxlstat_support;
 mod fakekernel;
 mod fuse;
 mod listening;
+mod loopdev;
 mod namespace;
 mod nobody_perf;
 mod pipes;

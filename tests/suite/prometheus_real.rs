@@ -19,6 +19,7 @@
 //! skips with the reason otherwise, except under CI=true.
 
 use crate::listening::{self, ANY_PORT};
+use crate::loopdev::Loop;
 use crate::{cxlstat_support, simkernel, skip};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -286,37 +287,13 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A loop device over a sparse file, detached at the end.
-struct Loop(String);
-
-impl Loop {
-    fn attach(file: &Path) -> Loop {
-        std::fs::File::create(file)
-            .unwrap()
-            .set_len(256 << 20)
-            .unwrap();
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop(String::from_utf8(out.stdout).unwrap().trim().to_string())
-    }
-
-    fn name(&self) -> &str {
-        self.0.trim_start_matches("/dev/")
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
-    }
+/// A loop device over a sparse file of 256 MiB, made at `file`.
+fn sparse_loop(file: &Path) -> Loop {
+    std::fs::File::create(file)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    Loop::attach_with(file, &[])
 }
 
 /// Writes 64 KiB with O_DIRECT every 5 ms for `duration`, and reads each
@@ -458,7 +435,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
         return;
     }
     let dir = scratch("iostat");
-    let device = Loop::attach(&dir.join("disk.img"));
+    let device = sparse_loop(&dir.join("disk.img"));
     let mut node = start(
         "node_exporter",
         NODE_EXPORTER,
@@ -495,7 +472,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
     // exporters see the whole of this test's I/O whatever their scrape
     // phases, and span the same RATE_WINDOW - 1 s of samples.
     std::thread::sleep(Duration::from_secs(2));
-    steady_io(&device.0, Duration::from_secs(RATE_WINDOW - 4));
+    steady_io(&device.path(), Duration::from_secs(RATE_WINDOW - 4));
     let io_end = now();
     let at = io_end + 2.0;
     // One more scrape interval: the last samples of the window are stored.
@@ -533,7 +510,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
     let theirs = series(prom, "node", names, begin, end);
     assert!(
         ours.iter()
-            .any(|s| s.contains(&("device".into(), device.name().into())))
+            .any(|s| s.contains(&("device".into(), device.name.clone())))
     );
     let missing: Vec<_> = ours.difference(&theirs).collect();
     assert!(missing.is_empty(), "not in node_exporter: {missing:?}");
@@ -563,7 +540,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
         let increase = |job: &str| {
             let series = format!(
                 "{metric}{{job=\"{job}\",device=\"{}\"}}[{RATE_WINDOW}s]",
-                device.name()
+                device.name
             );
             let promql = format!("max_over_time({series}) - min_over_time({series})");
             let r = query(prom, &promql, at);
@@ -575,7 +552,7 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
         let raw = |job: &str| {
             let sel = format!(
                 "{metric}{{job=\"{job}\",device=\"{}\"}}[{RATE_WINDOW}s]",
-                device.name()
+                device.name
             );
             api(
                 prom,
@@ -649,7 +626,7 @@ fn same_devices_by_default(device: &Loop) {
         tries += 1;
         if ours == theirs || tries == 5 {
             assert_eq!(ours, theirs);
-            assert!(!ours.contains(device.name()), "{ours:?}");
+            assert!(!ours.contains(&device.name), "{ours:?}");
             break;
         }
     }

@@ -1083,23 +1083,7 @@ fn a_recording_under_a_memory_limit_leaves_the_mask_as_it_was() {
     // through from about 17.5 MB. The scan goes well past that, as a
     // machine whose runs start larger would find no limit enough.
     for kb in (8_000..=28_000).step_by(500) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
-        cmd.args(["trace", "record", "--sysroot"])
-            .arg(&sim.root)
-            .args(["--events", "cede,preempt", "--cpus", "0"])
-            .args(["--duration", "20ms", "-w"])
-            .arg(&f);
-        limit_address_space(&mut cmd, kb * 1000);
-        let out = cmd.output().expect("vcpustat runs");
-        let err = String::from_utf8_lossy(&out.stderr);
-        sim.await_rings_closed();
-        let k = sim.kernel();
-        let dtl = k.debugfs.as_ref().unwrap();
-        assert_eq!(
-            dtl.event_mask, 0x07,
-            "under {kb} kB: {:?} {err}",
-            out.status
-        );
+        let (out, err) = record_under_limit(&sim, &["--cpus", "0"], &f, kb);
         if err.contains("not enough memory for this recording") {
             assert_eq!(out.status.code(), Some(4), "under {kb} kB: {err}");
             assert_eq!(err.lines().count(), 1, "under {kb} kB: {err}");
@@ -1131,22 +1115,7 @@ fn the_ring_buffers_are_taken_before_the_mask_is_set() {
     let f = dir.join("r.dtl");
     let (mut refused, mut recorded) = (0, 0);
     for kb in (12_000..=32_000).step_by(1_000) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
-        cmd.args(["trace", "record", "--sysroot"])
-            .arg(&sim.root)
-            .args(["--events", "cede,preempt", "--duration", "20ms", "-w"])
-            .arg(&f);
-        limit_address_space(&mut cmd, kb * 1000);
-        let out = cmd.output().expect("vcpustat runs");
-        let err = String::from_utf8_lossy(&out.stderr);
-        sim.await_rings_closed();
-        let k = sim.kernel();
-        assert_eq!(
-            k.debugfs.as_ref().unwrap().event_mask,
-            0x07,
-            "under {kb} kB: {:?} {err}",
-            out.status
-        );
+        let (out, _) = record_under_limit(&sim, &[], &f, kb);
         if out.status.code() == Some(4) {
             refused += 1;
         } else if out.status.success() {
@@ -1156,4 +1125,30 @@ fn the_ring_buffers_are_taken_before_the_mask_is_set() {
     assert!(refused > 0, "no limit was tight enough");
     assert!(recorded > 0, "no limit was enough");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `vcpustat trace record --events cede,preempt --duration 20ms` of the
+/// simulated kernel `sim` into `file`, with `args`, under an address-space
+/// limit of `kb` kB; its output and standard error. However it ended, the
+/// mask must be the kernel's default (0x07) again.
+fn record_under_limit(
+    sim: &simkernel::Mounted,
+    args: &[&str],
+    file: &Path,
+    kb: u64,
+) -> (std::process::Output, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vcpustat"));
+    cmd.args(["trace", "record", "--sysroot"])
+        .arg(&sim.root)
+        .args(["--events", "cede,preempt", "--duration", "20ms"])
+        .args(args)
+        .arg("-w")
+        .arg(file);
+    limit_address_space(&mut cmd, kb * 1000);
+    let out = cmd.output().expect("vcpustat runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    sim.await_rings_closed();
+    let mask = sim.kernel().debugfs.as_ref().unwrap().event_mask;
+    assert_eq!(mask, 0x07, "under {kb} kB: {:?} {err}", out.status);
+    (out, err)
 }

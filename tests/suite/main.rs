@@ -3,9 +3,11 @@
 //! One program instead of one per file: each test program links the library,
 //! the standard library and the test-only crates again, and with thirty of
 //! them that linking was most of the time `cargo test` took on a
-//! clean clone (BENCHMARKS.md). Two stay apart: `tests/cxlstat_alloc.rs`
-//! installs its own global allocator, and `tests/perf_abi.rs` is also built
-//! and run for other architectures by `.ci/cross`.
+//! clean clone (BENCHMARKS.md). Three stay apart: `tests/cxlstat_alloc.rs`
+//! installs its own global allocator, `tests/perf_abi.rs` is also built
+//! and run for other architectures by `.ci/cross`, and `tests/cpu_hotplug.rs`
+//! takes CPU 1 offline, which the suite's tests running beside it would
+//! feel (cargo runs test programs one after another).
 //!
 //! Each module is one subject; run one with a filter on its name, e.g.
 //! `cargo test --test suite vcpustat_fuse::`.

@@ -384,6 +384,74 @@ fn briefly_offline(test: &str, feed: Feed) {
     reads_on_cpu1_are_measured(test, feed, false, || Cpu1Back::offline().map(drop));
 }
 
+/// Where the kernel keeps the perf ring allowance of a user without
+/// CAP_IPC_LOCK, per online CPU.
+const MLOCK_KB: &str = "/proc/sys/kernel/perf_event_mlock_kb";
+
+/// `kernel.perf_event_mlock_kb` set to a value until dropped, then put
+/// back as it was.
+struct MlockKb {
+    was: String,
+}
+
+impl MlockKb {
+    fn set(kb: u32) -> MlockKb {
+        let was = std::fs::read_to_string(MLOCK_KB).expect(MLOCK_KB);
+        std::fs::write(MLOCK_KB, kb.to_string()).expect(MLOCK_KB);
+        MlockKb { was }
+    }
+}
+
+impl Drop for MlockKb {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(MLOCK_KB, self.was.trim()) {
+            let _ = writeln!(std::io::stderr(), "cannot put {MLOCK_KB} back: {e}");
+        }
+    }
+}
+
+/// As nobody (the perf fallback), CPU 1 goes offline and comes back while
+/// nobody's ring allowance is 0: its ring is refused at each look for
+/// [`FOLLOW`], which iostat-rs says once, naming the CPU and why; once
+/// the allowance is back, the next look opens the ring and the reads on
+/// CPU 1 are measured.
+#[test]
+fn sampled_a_cpu_refused_its_ring_is_said_once_and_tried_again() {
+    let test = "sampled_a_cpu_refused_its_ring_is_said_once_and_tried_again";
+    let refused = || {
+        // Taken while nobody's allowance is held (`run`).
+        let _no_allowance = MlockKb::set(0);
+        let back = Cpu1Back::offline()?;
+        std::thread::sleep(FOLLOW);
+        drop(back);
+        std::thread::sleep(FOLLOW);
+        Ok(())
+    };
+    let Some(Seen {
+        measured,
+        reports,
+        stderr,
+    }) = run(test, Feed::Sampled, false, refused, FOLLOW)
+    else {
+        return;
+    };
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("CPU 1 came online but cannot be traced"))
+        .collect();
+    assert_eq!(said.len(), 1, "stderr: {stderr}");
+    assert!(
+        said[0].starts_with("iostat-rs: --latency: ")
+            && said[0].contains("mmap of a perf ring buffer: Operation not permitted"),
+        "stderr: {stderr}"
+    );
+    assert!(
+        measured + 2 >= READS,
+        "{measured} of the {READS} reads on CPU 1 reached the histograms\nstderr: {stderr}\n\
+         reports: {reports:#?}"
+    );
+}
+
 #[test]
 fn a_cpu_offline_at_the_start_is_traced_once_online() {
     let test = "a_cpu_offline_at_the_start_is_traced_once_online";

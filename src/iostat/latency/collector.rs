@@ -54,7 +54,9 @@
 //! seen: the interval counts such CPUs ([`Interval::cpus_late`]; a report
 //! looks too as it ends its interval, as the thread's look may come in
 //! the next), and the note on histograms short of the kernel's counts
-//! names them rather than guessing at a bio-based device. On that VM
+//! names them rather than guessing at a bio-based device. A CPU whose
+//! ring the kernel refuses is tried again at each look, counted late,
+//! and named once a run with the reason ([`Collector::refusal`]). On that VM
 //! reading the list took 1.6 µs, and an owner's time enabled 10 µs
 //! (0.2 µs on the reading thread's own CPU: the kernel reads it on the
 //! event's CPU), so a look reads at most 16 of them
@@ -307,6 +309,9 @@ struct State {
     /// The CPUs online but not traced at some point of the interval: come
     /// online (or back) before their ring was opened, or failing to open.
     late: BTreeSet<u32>,
+    /// Why a CPU come online could not be traced, the first time one was
+    /// refused, until a report says so: once a run ([`Refusal`]).
+    refusal: Refusal,
     tracker: Tracker,
     waiting: Vec<Sample>,
     lost: u64,
@@ -322,6 +327,39 @@ struct State {
 
 /// [`State::asked`] while no report is under way.
 const NOT_ASKED: u64 = u64::MAX;
+
+/// The first refusal to trace a CPU come online, told once a run: a CPU
+/// refused is tried again at every look, 0.1 s apart, and a line each time
+/// would bury the reports.
+enum Refusal {
+    /// No CPU was refused.
+    None,
+    /// This line (naming the CPU and why) waits for a report to tell it.
+    Untold(String),
+    /// A report told one; later refusals show only as late CPUs.
+    Told,
+}
+
+impl Refusal {
+    /// Keeps the refusal of `cpu` because of `why`, if it is the first.
+    fn keep(&mut self, cpu: u32, why: String) {
+        if matches!(self, Refusal::None) {
+            *self = Refusal::Untold(format!("CPU {cpu} came online but cannot be traced: {why}"));
+        }
+    }
+
+    /// The line to tell, once.
+    fn tell(&mut self) -> Option<String> {
+        match std::mem::replace(self, Refusal::Told) {
+            Refusal::Untold(line) => Some(line),
+            Refusal::None => {
+                *self = Refusal::None;
+                None
+            }
+            Refusal::Told => None,
+        }
+    }
+}
 
 /// The kernel's in-flight counts of the disks that may hold requests whose
 /// completion was not delivered (the tracker knows when each was read:
@@ -447,8 +485,9 @@ impl State {
 
     /// Opens a ring for each `online` CPU without one, counting it late
     /// (its events since it came online were missed). A CPU refused (gone
-    /// offline again, no descriptor left) is tried again at the next look.
-    /// Whether any was opened.
+    /// offline again, no descriptor left) is tried again at the next look;
+    /// the first refusal of the run is kept for a report to tell
+    /// ([`Collector::refusal`]). Whether any was opened.
     fn open_online(&mut self, online: &CpuList) -> bool {
         let mut opened = Vec::new();
         for &cpu in online.cpus() {
@@ -456,7 +495,10 @@ impl State {
                 continue;
             }
             self.late.insert(cpu);
-            opened.extend(open_cpus(&mut self.feed, &[cpu]).unwrap_or_default());
+            match open_cpu(&mut self.feed, cpu) {
+                Ok(traced) => opened.extend(traced),
+                Err(why) => self.refusal.keep(cpu, why),
+            }
         }
         let any = !opened.is_empty();
         self.traced.extend(opened);
@@ -660,6 +702,7 @@ impl Collector {
             looked: monotonic_ns(),
             checked: 0,
             late: BTreeSet::new(),
+            refusal: Refusal::None,
             tracker,
             waiting: Vec::new(),
             lost: 0,
@@ -682,6 +725,13 @@ impl Collector {
     /// when they are (see the module doc).
     pub fn notice(&self) -> Option<&str> {
         self.notice.as_deref()
+    }
+
+    /// Why a CPU that came online could not be traced, the first time one
+    /// could not, once a run (see [`State::open_online`]).
+    pub fn refusal(&self) -> Option<String> {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.refusal.tell()
     }
 
     /// Ends the interval: everything measured since the last call, up to
@@ -817,22 +867,44 @@ fn forward(
 fn open_cpus(feed: &mut Feed, cpus: &[u32]) -> Result<Vec<Traced>, String> {
     let mut traced = Vec::new();
     for &cpu in cpus {
-        let opened = match feed {
-            Feed::Forwarded(programs) => open_forwarded(programs, cpu)?,
-            Feed::Sampled(layouts) => open_sampled(layouts, cpu)?,
-        };
-        traced.extend(opened);
+        traced.extend(open_owner(feed, cpu)?);
     }
     if traced.is_empty() && !cpus.is_empty() {
         let offline = io::Error::from_raw_os_error(libc::ENODEV);
         return Err(open_error("perf_event_open(block tracepoints)", &offline));
     }
-    if let Feed::Sampled(layouts) = feed {
-        for t in &mut traced {
-            follow_sampled(layouts, t)?;
-        }
+    for t in &mut traced {
+        open_followers(feed, t)?;
     }
     Ok(traced)
+}
+
+/// CPU `cpu`'s ring and the events writing into it, as [`open_cpus`]
+/// opens them for one CPU; `None` when the CPU is offline.
+fn open_cpu(feed: &mut Feed, cpu: u32) -> Result<Option<Traced>, String> {
+    let Some(mut traced) = open_owner(feed, cpu)? else {
+        return Ok(None);
+    };
+    open_followers(feed, &mut traced)?;
+    Ok(Some(traced))
+}
+
+/// CPU `cpu`'s ring and the event owning it; `None` when the CPU is
+/// offline.
+fn open_owner(feed: &mut Feed, cpu: u32) -> Result<Option<Traced>, String> {
+    match feed {
+        Feed::Forwarded(programs) => open_forwarded(programs, cpu),
+        Feed::Sampled(layouts) => open_sampled(layouts, cpu),
+    }
+}
+
+/// The events of `t`'s CPU writing into its owner's ring, besides the
+/// owner: the perf fallback's requeue and issue events.
+fn open_followers(feed: &Feed, t: &mut Traced) -> Result<(), String> {
+    match feed {
+        Feed::Forwarded(_) => Ok(()),
+        Feed::Sampled(layouts) => follow_sampled(layouts, t),
+    }
 }
 
 /// CPU `cpu`'s `BPF_OUTPUT` event and ring, in the programs' slot of the
@@ -1051,6 +1123,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_first_refusal_of_a_cpu_is_told_once() {
+        let mut refusal = Refusal::None;
+        assert_eq!(refusal.tell(), None, "nothing refused yet");
+        refusal.keep(
+            3,
+            "mmap of a perf ring buffer: Operation not permitted".into(),
+        );
+        refusal.keep(5, "a later reason".into());
+        assert_eq!(
+            refusal.tell().as_deref(),
+            Some(
+                "CPU 3 came online but cannot be traced: mmap of a perf ring buffer: Operation not permitted"
+            )
+        );
+        assert_eq!(refusal.tell(), None, "told once");
+        refusal.keep(7, "refused again".into());
+        assert_eq!(refusal.tell(), None, "once a run");
+    }
+
+    #[test]
     fn a_request_of_no_class_followed_leaves_the_others_alone() {
         let sda = dev_of(8, 0);
         let event = |time: u64, kind: Kind, sector: u64, op: Option<Op>| Sample {
@@ -1099,6 +1191,7 @@ mod tests {
             looked: 0,
             checked: 0,
             late: BTreeSet::new(),
+            refusal: Refusal::None,
             tracker: Tracker::new(now - 1_000 * MS),
             waiting: Vec::new(),
             lost: 0,

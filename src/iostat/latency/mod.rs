@@ -76,7 +76,17 @@ impl Latency {
     #[inline(never)]
     pub fn sample(&self, src: &dyn Source) -> Result<Interval, String> {
         let mut read = || match &self.collector {
-            Some(c) => Ok(c.take().encode()),
+            Some(c) => {
+                let interval = c.take().encode();
+                if let Some(why) = c.refusal() {
+                    crate::common::stderr::print(format_args!(
+                        "iostat-rs: --latency: {why}; it is tried again every 0.1 s, and its \
+                         requests are missing from the histograms until it is traced (this \
+                         line is not repeated)\n"
+                    ));
+                }
+                Ok(interval)
+            }
             None => Err(io::Error::from(io::ErrorKind::NotFound)),
         };
         let values = src.values(RECORD_KEY, &mut read).map_err(|_| {

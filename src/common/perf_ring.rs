@@ -79,39 +79,78 @@ impl Ring {
     /// call (`body`: the bytes after the 8-byte header), then frees them.
     pub fn drain(&mut self, each: &mut dyn FnMut(u32, &[u8])) {
         let head = self.word(DATA_HEAD).load(Ordering::Acquire);
-        let mut tail = self.word(DATA_TAIL).load(Ordering::Relaxed);
-        // SAFETY: the data area starts one page after the metadata page.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.page), self.data_len) };
-        let mask = self.data_len as u64 - 1;
-        while tail < head {
-            let at = (tail & mask) as usize;
-            let mut header = [0u8; 8];
-            copy_wrapped(data, at, &mut header);
-            let kind = u32::from_ne_bytes(header[0..4].try_into().expect("4 bytes"));
-            let size = usize::from(u16::from_ne_bytes(header[6..8].try_into().expect("2")));
-            if size < 8 || size as u64 > head - tail {
-                break; // never written by a correct kernel; stop rather than loop
-            }
-            let body = (at + 8) % self.data_len;
-            if body + size - 8 <= self.data_len {
-                each(kind, &data[body..body + size - 8]);
-            } else {
-                self.scratch.resize(size - 8, 0);
-                copy_wrapped(data, body, &mut self.scratch);
-                each(kind, &self.scratch);
-            }
-            tail += size as u64;
+        let tail = self.word(DATA_TAIL).load(Ordering::Relaxed);
+        let published = head.wrapping_sub(tail);
+        // More than a ring ahead is never written by a correct kernel (it
+        // stops at data_tail): the oldest bytes would be rewritten while
+        // read, so none are read.
+        if published <= self.data_len as u64 {
+            let at = (tail & (self.data_len as u64 - 1)) as usize;
+            let published = published as usize;
+            let first = published.min(self.data_len - at);
+            // SAFETY: the two pieces, `published` bytes from `at` wrapping
+            // at the end, lie in the data area (one page after the
+            // metadata page, `data_len` bytes). They hold the records up
+            // to `head`, which the kernel wrote before its release store
+            // of data_head that the acquire load above saw, and leaves
+            // alone until data_tail moves past them, after the last use of
+            // the slices below. The rest of the area, which the kernel is
+            // writing, is never viewed as a slice.
+            let (first, second) = unsafe {
+                let data = self.base.add(self.page);
+                (
+                    std::slice::from_raw_parts(data.add(at), first),
+                    std::slice::from_raw_parts(data, published - first),
+                )
+            };
+            for_each_record(first, second, &mut self.scratch, each);
         }
         self.word(DATA_TAIL).store(head, Ordering::Release);
     }
 }
 
-/// Copies `out.len()` bytes of the ring `data` from `at`, wrapping at its end.
-fn copy_wrapped(data: &[u8], at: usize, out: &mut [u8]) {
-    let first = out.len().min(data.len() - at);
-    out[..first].copy_from_slice(&data[at..at + first]);
-    let rest = out.len() - first;
-    out[first..].copy_from_slice(&data[..rest]);
+/// Calls `each(type, body)` for every whole record in `first` followed by
+/// `second` (the published part of the ring, split where it wraps); a
+/// record across the split is copied into `scratch` first. Stops at a
+/// record whose size is impossible.
+fn for_each_record(
+    first: &[u8],
+    second: &[u8],
+    scratch: &mut Vec<u8>,
+    each: &mut dyn FnMut(u32, &[u8]),
+) {
+    let total = first.len() + second.len();
+    let mut at = 0;
+    while total - at >= 8 {
+        let mut header = [0u8; 8];
+        copy_joined(first, second, at, &mut header);
+        let kind = u32::from_ne_bytes(header[0..4].try_into().expect("4 bytes"));
+        let size = usize::from(u16::from_ne_bytes(header[6..8].try_into().expect("2")));
+        if size < 8 || size > total - at {
+            return; // never written by a correct kernel; stop rather than loop
+        }
+        let (body, len) = (at + 8, size - 8);
+        if body + len <= first.len() {
+            each(kind, &first[body..body + len]);
+        } else if body >= first.len() {
+            let from = body - first.len();
+            each(kind, &second[from..from + len]);
+        } else {
+            scratch.resize(len, 0);
+            copy_joined(first, second, body, scratch);
+            each(kind, scratch);
+        }
+        at += size;
+    }
+}
+
+/// Copies `out.len()` bytes from `at` of `first` followed by `second`.
+fn copy_joined(first: &[u8], second: &[u8], at: usize, out: &mut [u8]) {
+    let from_first = first.get(at..).unwrap_or(&[]);
+    let n = out.len().min(from_first.len());
+    out[..n].copy_from_slice(&from_first[..n]);
+    let (from, rest) = (at.saturating_sub(first.len()), out.len() - n);
+    out[n..].copy_from_slice(&second[from..from + rest]);
 }
 
 impl Drop for Ring {
@@ -124,14 +163,115 @@ impl Drop for Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileExt;
+
+    /// A record as the kernel writes it: type, misc 0, size, then `body`.
+    fn record(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut bytes = kind.to_ne_bytes().to_vec();
+        bytes.extend_from_slice(&0u16.to_ne_bytes());
+        bytes.extend_from_slice(&u16::try_from(8 + body.len()).unwrap().to_ne_bytes());
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    /// Three records: 12, 16 and 12 bytes.
+    fn three_records() -> Vec<u8> {
+        [
+            record(RECORD_SAMPLE, &[1, 2, 3, 4]),
+            record(RECORD_LOST, &[5, 6, 7, 8, 9, 10, 11, 12]),
+            record(RECORD_SAMPLE, &[13, 14, 15, 16]),
+        ]
+        .concat()
+    }
+
+    /// What `each` was called with, in order.
+    fn seen(each: impl FnOnce(&mut dyn FnMut(u32, &[u8]))) -> Vec<(u32, Vec<u8>)> {
+        let mut seen = Vec::new();
+        each(&mut |kind, body| seen.push((kind, body.to_vec())));
+        seen
+    }
+
+    fn expected() -> Vec<(u32, Vec<u8>)> {
+        vec![
+            (9, vec![1, 2, 3, 4]),
+            (2, vec![5, 6, 7, 8, 9, 10, 11, 12]),
+            (9, vec![13, 14, 15, 16]),
+        ]
+    }
 
     #[test]
-    fn wrapped_copies_join_the_end_and_the_start() {
-        let data = [1u8, 2, 3, 4, 5];
-        let mut out = [0u8; 4];
-        copy_wrapped(&data, 3, &mut out);
-        assert_eq!(out, [4, 5, 1, 2]);
-        copy_wrapped(&data, 0, &mut out);
-        assert_eq!(out, [1, 2, 3, 4]);
+    fn records_split_anywhere_by_the_wrap_come_out_whole() {
+        let bytes = three_records();
+        for split in 0..=bytes.len() {
+            let (first, second) = bytes.split_at(split);
+            let mut scratch = Vec::new();
+            let got = seen(|each| for_each_record(first, second, &mut scratch, each));
+            assert_eq!(got, expected(), "split at {split}");
+        }
+    }
+
+    #[test]
+    fn an_impossible_size_stops_the_records() {
+        let mut bytes = three_records();
+        // The second record's size: 4, shorter than its header.
+        bytes[12 + 6..12 + 8].copy_from_slice(&4u16.to_ne_bytes());
+        let got = seen(|each| for_each_record(&bytes, &[], &mut Vec::new(), each));
+        assert_eq!(got, [(9, vec![1, 2, 3, 4])]);
+        // The last record cut short: its size runs past the bytes written.
+        let bytes = three_records();
+        let got = seen(|each| for_each_record(&bytes[..39], &[], &mut Vec::new(), each));
+        assert_eq!(got, expected()[..2]);
+    }
+
+    /// A ring of one data page over a file, which the test writes as the
+    /// kernel would: the records, then data_head.
+    #[test]
+    fn a_mapped_ring_yields_the_records_up_to_head_and_frees_them() {
+        let page = page_size().unwrap();
+        let path = std::env::temp_dir().join(format!("hwstat-ring-{}", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file.set_len(2 * page as u64).unwrap();
+        let mut ring = Ring::map(file.as_fd(), 1).unwrap();
+        let word = |offset: usize| {
+            let mut bytes = [0u8; 8];
+            file.read_exact_at(&mut bytes, offset as u64).unwrap();
+            u64::from_ne_bytes(bytes)
+        };
+        let set_word = |offset: usize, value: u64| {
+            file.write_all_at(&value.to_ne_bytes(), offset as u64)
+                .unwrap();
+        };
+        // The three records at ring position `from`, wrapping at the end.
+        let write_records = |from: u64| {
+            let bytes = three_records();
+            for (i, byte) in bytes.iter().enumerate() {
+                let at = page + (from as usize + i) % page;
+                file.write_all_at(&[*byte], at as u64).unwrap();
+            }
+            from + bytes.len() as u64
+        };
+        // Three laps of the ring done; the first header straddles the end.
+        let tail = 3 * page as u64 + page as u64 - 6;
+        let head = write_records(tail);
+        set_word(DATA_TAIL, tail);
+        set_word(DATA_HEAD, head);
+        assert_eq!(seen(|each| ring.drain(each)), expected());
+        assert_eq!(word(DATA_TAIL), head);
+        assert_eq!(seen(|each| ring.drain(each)), []);
+        // A head more than a ring ahead: the records at the tail are not
+        // read, and the tail catches up.
+        write_records(head);
+        set_word(DATA_HEAD, head + 2 * page as u64);
+        assert_eq!(seen(|each| ring.drain(each)), []);
+        assert_eq!(word(DATA_TAIL), head + 2 * page as u64);
     }
 }

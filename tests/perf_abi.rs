@@ -15,8 +15,8 @@ use perf_event_open_sys::bindings as sys;
 
 #[test]
 fn ioctl_numbers_match_the_bindings() {
-    assert_eq!(perf::ENABLE, sys::ENABLE);
-    assert_eq!(perf::SET_OUTPUT, sys::SET_OUTPUT);
+    assert_eq!(perf::ENABLE.number(), sys::ENABLE);
+    assert_eq!(perf::SET_OUTPUT.number(), sys::SET_OUTPUT);
     assert_eq!(perf::IOC_FLAG_GROUP, u64::from(sys::PERF_IOC_FLAG_GROUP));
 }
 

@@ -168,11 +168,24 @@ impl IocLayout {
 /// The perf ioctls' `type`, `'$'`.
 const PERF_IOC_TYPE: u8 = b'$';
 
-/// `PERF_EVENT_IOC_ENABLE`, `_IO('$', 0)`.
-pub const ENABLE: u32 = IOC.io(PERF_IOC_TYPE, 0);
+/// A perf ioctl whose argument is an integer, never an address: the only
+/// requests [`ioctl`] takes, made here alone (`PERF_EVENT_IOC_ID`, for
+/// one, has the kernel write to the address its argument names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntRequest(u32);
+
+impl IntRequest {
+    /// The request's number, as `ioctl(2)` takes it.
+    pub const fn number(self) -> u32 {
+        self.0
+    }
+}
+
+/// `PERF_EVENT_IOC_ENABLE`, `_IO('$', 0)`; the argument: flags.
+pub const ENABLE: IntRequest = IntRequest(IOC.io(PERF_IOC_TYPE, 0));
 /// `PERF_EVENT_IOC_SET_OUTPUT`, `_IO('$', 5)`: samples go to another
-/// event's ring buffer (same CPU).
-pub const SET_OUTPUT: u32 = IOC.io(PERF_IOC_TYPE, 5);
+/// event's ring buffer (same CPU); the argument: that event's descriptor.
+pub const SET_OUTPUT: IntRequest = IntRequest(IOC.io(PERF_IOC_TYPE, 5));
 
 /// `perf_event_open(attr, pid, cpu, group_fd, flags)`: a new counter.
 pub fn open(
@@ -204,10 +217,12 @@ pub fn open(
     Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
-/// An ioctl without a pointer argument (`ENABLE`, `DISABLE`, `RESET`).
-pub fn ioctl(fd: BorrowedFd<'_>, request: u32, arg: u64) -> io::Result<()> {
-    // SAFETY: these requests take an integer argument and touch no memory.
-    let result = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as libc::c_ulong) };
+/// A perf ioctl whose argument is an integer ([`ENABLE`], [`SET_OUTPUT`]).
+pub fn ioctl(fd: BorrowedFd<'_>, request: IntRequest, arg: u64) -> io::Result<()> {
+    // SAFETY: an IntRequest is one of perf's own requests (type '$') that
+    // take an integer argument, made in this module alone; the kernel
+    // reads or writes none of this process's memory for it.
+    let result = unsafe { libc::ioctl(fd.as_raw_fd(), request.0 as _, arg as libc::c_ulong) };
     if result < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -267,7 +282,8 @@ mod tests {
         } else {
             return;
         };
-        assert_eq!([ENABLE, SET_OUTPUT], expected, "{}", std::env::consts::ARCH);
+        let compiled = [ENABLE.number(), SET_OUTPUT.number()];
+        assert_eq!(compiled, expected, "{}", std::env::consts::ARCH);
     }
 
     #[test]

@@ -41,7 +41,13 @@ pub fn page_size() -> io::Result<usize> {
 
 impl Ring {
     /// Maps `fd`'s ring with `data_pages` data pages (a power of two).
-    pub fn map(fd: BorrowedFd<'_>, data_pages: usize) -> io::Result<Ring> {
+    ///
+    /// # Safety
+    ///
+    /// `fd` is a perf event's descriptor, whose ring the kernel writes only
+    /// as [`Ring::drain`] expects (past data_head, up to data_tail), or a
+    /// file nothing else writes or truncates while the ring is mapped.
+    pub unsafe fn map(fd: BorrowedFd<'_>, data_pages: usize) -> io::Result<Ring> {
         assert!(data_pages.is_power_of_two(), "perf rings are 2^n pages");
         let page = page_size()?;
         let map_len = page * (1 + data_pages);
@@ -94,7 +100,7 @@ impl Ring {
             // to `head`, which the kernel wrote before its release store
             // of data_head that the acquire load above saw, and leaves
             // alone until data_tail moves past them, after the last use of
-            // the slices below. The rest of the area, which the kernel is
+            // the slices below (the ring is a perf event's: map's contract). The rest of the area, which the kernel is
             // writing, is never viewed as a slice.
             let (first, second) = unsafe {
                 let data = self.base.add(self.page);
@@ -240,7 +246,8 @@ mod tests {
             .unwrap();
         std::fs::remove_file(&path).unwrap();
         file.set_len(2 * page as u64).unwrap();
-        let mut ring = Ring::map(file.as_fd(), 1).unwrap();
+        // SAFETY: the file is this test's alone, written between drains.
+        let mut ring = unsafe { Ring::map(file.as_fd(), 1) }.unwrap();
         let word = |offset: usize| {
             let mut bytes = [0u8; 8];
             file.read_exact_at(&mut bytes, offset as u64).unwrap();

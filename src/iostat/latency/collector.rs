@@ -965,7 +965,7 @@ fn time_enabled(fd: BorrowedFd<'_>) -> Option<u64> {
 /// ring): at 200,000 I/O a second a quarter of the large ring is some 60 ms
 /// of events per CPU, where a fixed 128 KiB woke the thread every 7 ms
 /// (BENCHMARKS.md, issue 15.5). `None` when the CPU is offline (the
-/// kernel's `ENODEV`).
+/// kernel's `ENODEV`). `open` opens a perf event (`perf_event_open`).
 fn open_ring_owner(
     open: impl Fn(u32) -> io::Result<OwnedFd>,
 ) -> Result<Option<(OwnedFd, Ring)>, String> {
@@ -977,7 +977,8 @@ fn open_ring_owner(
     let Some(owner) = open(RING_PAGES)? else {
         return Ok(None);
     };
-    match Ring::map(owner.as_fd(), RING_PAGES) {
+    // SAFETY: `owner` is the perf event `open` just opened.
+    match unsafe { Ring::map(owner.as_fd(), RING_PAGES) } {
         Ok(ring) => return Ok(Some((owner, ring))),
         Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => {}
         Err(e) => return Err(format!("mmap of a perf ring buffer: {e}")),
@@ -986,7 +987,8 @@ fn open_ring_owner(
     let Some(owner) = open(RING_PAGES_SMALL)? else {
         return Ok(None);
     };
-    let ring = Ring::map(owner.as_fd(), RING_PAGES_SMALL)
+    // SAFETY: as above.
+    let ring = unsafe { Ring::map(owner.as_fd(), RING_PAGES_SMALL) }
         .map_err(|e| format!("mmap of a perf ring buffer: {e}"))?;
     Ok(Some((owner, ring)))
 }

@@ -100,7 +100,8 @@ impl Ring {
             // to `head`, which the kernel wrote before its release store
             // of data_head that the acquire load above saw, and leaves
             // alone until data_tail moves past them, after the last use of
-            // the slices below (the ring is a perf event's: map's contract). The rest of the area, which the kernel is
+            // the slices below (the ring is a perf event's: map's
+            // contract). The rest of the area, which the kernel is
             // writing, is never viewed as a slice.
             let (first, second) = unsafe {
                 let data = self.base.add(self.page);

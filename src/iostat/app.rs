@@ -120,8 +120,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     }
 }
 
-/// `--replay` with an option it cannot honour: the same refusal and status
-/// (2) as vcpustat and cxlstat, whose parser (clap) says it this way.
+/// `--replay` with an option it cannot honour: the same refusal, pointer to
+/// `--help` and status (2) as vcpustat and cxlstat, whose parser (clap)
+/// says it this way.
 fn source_conflict(opts: &Options) -> Option<String> {
     let source = &opts.source;
     source.replay.as_ref()?;
@@ -133,7 +134,7 @@ fn source_conflict(opts: &Options) -> Option<String> {
         return None;
     };
     Some(format!(
-        "the argument '--replay <FILE>' cannot be used with '{other}'"
+        "the argument '--replay <FILE>' cannot be used with '{other}' (see '{TOOL} --help')"
     ))
 }
 

@@ -458,7 +458,9 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 o.pretty = true;
                 continue;
             }
-            "-o" => {
+            // `--output`, its long name in vcpustat and cxlstat, is an
+            // extension, as `--version` is.
+            "-o" | "--output" => {
                 let f = take_value(&mut i)?;
                 // sysstat spells it JSON; every tool here takes any case,
                 // and text, the default, by name as vcpustat and cxlstat do.
@@ -798,6 +800,7 @@ pub fn command() -> clap::Command {
         .arg(
             Arg::new("output")
                 .short('o')
+                .long("output")
                 .value_name("FORMAT")
                 .value_parser(["text", "JSON", "ndjson", "csv", "prometheus"])
                 .ignore_case(true)
@@ -904,6 +907,7 @@ mod tests {
         "--compact",
         "--latency",
         "--dec",
+        "--output",
         "--sysroot",
         "--record",
         "--replay",
@@ -1125,6 +1129,7 @@ mod tests {
                 }
                 "--svg-top" => vec![long, "3"],
                 "--listen" => vec![long, "127.0.0.1:9101"],
+                "--output" => vec![long, "csv"],
                 other => vec![other],
             };
             assert!(parse(&args).is_ok(), "{long} refused by the scanner");

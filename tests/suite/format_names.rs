@@ -233,3 +233,54 @@ fn iostat_rs_usage_offers_every_output_format() {
         .collect();
     assert_eq!(offered, taken, "{usage}");
 }
+
+/// `-o FORMAT` has the long name `--output` in every tool (`--output csv`,
+/// `--output=csv`): vcpustat and cxlstat had it, iostat-rs took only `-o`
+/// and printed its usage text for `--output`.
+#[test]
+fn the_long_output_option_is_taken_by_the_three_tools() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rec = |tool: &str| {
+        let path = repo.join(format!("tests/fixtures/recordings/0ebb936/{tool}.rec"));
+        path.to_str().unwrap().to_string()
+    };
+    // (program, replay and report options, how its CSV starts)
+    let tools = [
+        (
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            vec![
+                "--replay".to_string(),
+                rec("iostat-rs"),
+                "-x".into(),
+                "-p".into(),
+                "ALL".into(),
+            ],
+            "timestamp,index,device,reads_completed_per_second,",
+        ),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            vec!["--replay".to_string(), rec("vcpustat")],
+            "timestamp,index,cpu,total_disp,",
+        ),
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            vec![
+                "--replay".to_string(),
+                rec("cxlstat"),
+                "-e".into(),
+                "cpu_clock".into(),
+            ],
+            "timestamp,index,pmu,event,count,",
+        ),
+    ];
+    for (program, options, start) in tools {
+        let options: Vec<&str> = options.iter().map(String::as_str).collect();
+        let with = |output: &[&str]| run(program, &[&options[..], output, &["0.1", "2"]].concat());
+        let (status, short) = with(&["-o", "csv"]);
+        assert_eq!(status, Some(0), "{program} -o csv");
+        assert!(short.starts_with(start), "{program} -o csv: {short}");
+        for long in [&["--output", "csv"][..], &["--output=csv"]] {
+            assert_eq!(with(long), (Some(0), short.clone()), "{program} {long:?}");
+        }
+    }
+}

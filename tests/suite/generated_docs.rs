@@ -17,7 +17,7 @@ use hwstat::common::manual::Section;
 
 /// The date in the pages' `.TH` line: the date of the last change to the
 /// pages' content. Bump it when blessing changed pages.
-const PAGES_DATE: &str = "2026-12-05";
+const PAGES_DATE: &str = "2026-12-06";
 
 /// Every binary, the function that builds its command line, and the manual
 /// sections of its main page.

@@ -68,10 +68,11 @@ pub unsafe fn run(program: &Program, argc: c_int, argv: *const *const c_char) ->
     if let Err(err) = open_closed_standard_descriptors() {
         // When descriptor 2 is the one left closed, this line is lost:
         // Rust's standard error ignores a closed descriptor.
-        super::stderr::print(format_args!(
-            "cannot open /dev/null for a closed standard descriptor: {err}\n"
+        std::process::exit(report_error(
+            program.name,
+            format_args!("cannot open /dev/null for a closed standard descriptor: {err}"),
+            1,
         ));
-        std::process::exit(1);
     }
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe {

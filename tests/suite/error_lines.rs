@@ -292,3 +292,37 @@ fn a_standard_error_that_takes_nothing_changes_no_exit_status() {
     assert!(doc["sysstat"]["hosts"][0]["statistics"].is_array(), "{doc}");
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// A program started with a standard descriptor closed where `/dev/null`
+/// cannot be opened (here a `/dev` without it, in a private mount
+/// namespace) stops in one line that starts with its name, as every other
+/// error line does, with status 1: the line had no name.
+#[test]
+fn no_dev_null_for_a_closed_descriptor_is_one_line_naming_the_program() {
+    let test = "no_dev_null_for_a_closed_descriptor_is_one_line_naming_the_program";
+    if !crate::skip::runs_unless(test, crate::namespace::unavailable()) {
+        return;
+    }
+    for (name, program) in [
+        ("iostat-rs", env!("CARGO_BIN_EXE_iostat-rs")),
+        ("vcpustat", env!("CARGO_BIN_EXE_vcpustat")),
+        ("cxlstat", env!("CARGO_BIN_EXE_cxlstat")),
+    ] {
+        let out = crate::namespace::command(
+            "mount -t tmpfs hwstat-no-null /dev && exec 0<&-",
+            program,
+            &["--version"],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "{name}: cannot open /dev/null for a closed standard descriptor: \
+                 No such file or directory (os error 2)\n"
+            )
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(out.stdout.is_empty(), "{name}");
+    }
+}

@@ -159,11 +159,34 @@ fn man_pages(
     }
 }
 
+/// Ends each subcommand's page (all of `pages`, a tool's, but the first,
+/// the tool's own, whose SEE ALSO its manual sections give) with a SEE
+/// ALSO naming the tool's other pages.
+fn see_also_between(pages: &mut [(PathBuf, Vec<u8>)]) {
+    let names: Vec<String> = pages
+        .iter()
+        .map(|(path, _)| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for (i, (_, page)) in pages.iter_mut().enumerate().skip(1) {
+        let others: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, name)| format!("{}(1)", roff_text(name)))
+            .collect();
+        page.extend_from_slice(
+            format!(".SH \"SEE ALSO\"\n.PP\n{}\n", others.join(", ")).as_bytes(),
+        );
+    }
+}
+
 fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
     for (mut cmd, sections) in tools() {
         cmd.build();
+        let first = files.len();
         man_pages(&cmd, "", sections, &mut files);
+        see_also_between(&mut files[first..]);
         let name = cmd.get_name().to_string();
         for (shell, file) in completion::script_files(&name) {
             let script = completion::script(shell, &name).expect("a supported shell");
@@ -281,6 +304,34 @@ fn every_environment_section_of_a_tool_with_charts_names_tz() {
             "{}: {:?}",
             command.get_name(),
             environment.items
+        );
+    }
+}
+
+/// A subcommand's page leads to the other pages of its tool: `man
+/// vcpustat-trace-record` had no SEE ALSO, so no way back to vcpustat(1).
+#[test]
+fn every_subcommand_page_names_the_other_pages_of_its_tool() {
+    let pages = generated();
+    for (page, see_also) in [
+        (
+            "man/vcpustat-trace.1",
+            "vcpustat(1), vcpustat\\-trace\\-record(1), vcpustat\\-trace\\-report(1)",
+        ),
+        (
+            "man/vcpustat-trace-record.1",
+            "vcpustat(1), vcpustat\\-trace(1), vcpustat\\-trace\\-report(1)",
+        ),
+        (
+            "man/vcpustat-trace-report.1",
+            "vcpustat(1), vcpustat\\-trace(1), vcpustat\\-trace\\-record(1)",
+        ),
+    ] {
+        let (_, text) = pages.iter().find(|(p, _)| p == Path::new(page)).unwrap();
+        let text = String::from_utf8_lossy(text);
+        assert!(
+            text.ends_with(&format!(".SH \"SEE ALSO\"\n.PP\n{see_also}\n")),
+            "{page}: {text}"
         );
     }
 }

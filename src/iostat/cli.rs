@@ -14,6 +14,7 @@ use crate::common::cli::{
 use crate::common::interval::{looks_like_interval, parse_interval};
 use crate::common::locale::Locale;
 use crate::common::osname;
+use crate::common::output::Format;
 
 use super::error::IostatError;
 use super::named_dirs::NamedDir;
@@ -689,6 +690,21 @@ fn block_devices() -> Vec<clap_complete::CompletionCandidate> {
     devices
 }
 
+/// `-o`'s values with the descriptions vcpustat and cxlstat give them (the
+/// shared [`Format`]'s), `json` spelled `JSON` as sysstat spells it.
+fn output_formats() -> Vec<clap::builder::PossibleValue> {
+    use clap::ValueEnum;
+    Format::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value)
+        .map(|value| match value.get_name() {
+            "json" => clap::builder::PossibleValue::new("JSON")
+                .help(value.get_help().cloned().unwrap_or_default()),
+            _ => value,
+        })
+        .collect()
+}
+
 /// The same options as a clap [`clap::Command`], for `--help`, man pages and
 /// shell completions. The scanner above, not clap, parses the command line:
 /// sysstat's grammar is order-dependent.
@@ -802,7 +818,7 @@ pub fn command() -> clap::Command {
                 .short('o')
                 .long("output")
                 .value_name("FORMAT")
-                .value_parser(["text", "JSON", "ndjson", "csv", "prometheus"])
+                .value_parser(output_formats())
                 .ignore_case(true)
                 .help(
                     "Output format: sysstat's JSON, or (extensions) text, the default, ndjson, \

@@ -246,3 +246,46 @@ fn each_script_calls_its_program_back() {
         }
     }
 }
+
+/// The candidates, with their descriptions, a program gives fish for the
+/// value of `-o` (its completion protocol, without a shell).
+fn described_output_formats(program: &str, name: &str) -> Vec<String> {
+    let out = Command::new(program)
+        .args(["--", name, "-o", ""])
+        .env("COMPLETE", "fish")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{name}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `-o`'s values come with the same descriptions in the three tools:
+/// iostat-rs offered its names alone (and `--help` listed them alone).
+#[test]
+fn output_formats_are_described_alike_in_the_three_tools() {
+    let described = |json: &str| {
+        vec![
+            "text\tAligned columns for people".to_string(),
+            format!("{json}\tOne JSON document, closed even when interrupted"),
+            "ndjson\tOne JSON object per sample and line".to_string(),
+            "csv\tComma-separated values with a header line".to_string(),
+            "prometheus\tPrometheus text exposition (format 0.0.4) of the cumulative counters"
+                .to_string(),
+        ]
+    };
+    for (program, name, json) in [
+        (env!("CARGO_BIN_EXE_iostat-rs"), "iostat-rs", "JSON"),
+        (env!("CARGO_BIN_EXE_vcpustat"), "vcpustat", "json"),
+        (env!("CARGO_BIN_EXE_cxlstat"), "cxlstat", "json"),
+    ] {
+        assert_eq!(
+            described_output_formats(program, name),
+            described(json),
+            "{name}"
+        );
+    }
+}

@@ -728,7 +728,7 @@ impl Collector {
     }
 
     /// Why a CPU that came online could not be traced, the first time one
-    /// could not, once a run (see [`State::open_online`]).
+    /// could not, once a run (see the module doc).
     pub fn refusal(&self) -> Option<String> {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         s.refusal.tell()

@@ -267,6 +267,53 @@ fn a_replay_refuses_options_that_read_what_was_not_recorded() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// The device rows of an `-x` text report, in order.
+fn device_rows(report: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(report)
+        .lines()
+        .skip_while(|l| !l.starts_with("Device"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `-p ALL` reads `/proc/diskstats` alone, as sysstat does; recording, it
+/// lists `/sys/block` too, so that its recording replays as the views of
+/// every whole device: `-x` shows the disks of that listing, not their
+/// partitions, where it failed for want of the listing.
+#[test]
+fn a_recording_of_every_partition_replays_as_every_device() {
+    let dir = fixture("every-partition");
+    let root = dir.to_str().unwrap();
+    let rec = dir.join("r.rec");
+    let rec = rec.to_str().unwrap();
+    let live = run(&[
+        "--sysroot",
+        root,
+        "--record",
+        rec,
+        "-x",
+        "-p",
+        "ALL",
+        "0.01",
+        "2",
+    ]);
+    assert_eq!(live.status.code(), Some(0));
+    assert_eq!(device_rows(&live.stdout), ["sda", "sda1", "nvme0n1"]);
+    let every_device = run(&["--replay", rec, "-x", "0.01", "2"]);
+    let err = String::from_utf8_lossy(&every_device.stderr);
+    assert_eq!(every_device.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(device_rows(&every_device.stdout), ["nvme0n1", "sda"]);
+    for view in [&["-d", "0.01", "2"][..], &[]] {
+        let replay = run(&[&["--replay", rec][..], view].concat());
+        assert_eq!(replay.status.code(), Some(0), "{view:?}");
+        assert!(replay.stderr.is_empty(), "{view:?}");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn missing_proc_files_give_the_c_messages_and_status_2() {
     let dir = fixture("missing");

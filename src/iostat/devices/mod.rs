@@ -127,6 +127,10 @@ pub struct DeviceRow<'a> {
 #[derive(Debug, Clone)]
 struct Rules {
     everything: bool,
+    /// `-p ALL` while recording: each sample lists `/sys/block` as well,
+    /// for nothing shown, so that the recording replays as the views of
+    /// every whole device (`-x`, `-d`, the default) too.
+    list_for_replay: bool,
     all_devices: bool,
     unfiltered: bool,
     extended: bool,
@@ -184,6 +188,7 @@ impl DeviceList {
     pub fn new(opts: &Options, src: &dyn Source) -> DeviceList {
         let rules = Rules {
             everything: opts.everything,
+            list_for_replay: opts.everything && opts.source.record.is_some(),
             all_devices: opts.all_devices,
             unfiltered: opts.unfiltered,
             extended: opts.extended,

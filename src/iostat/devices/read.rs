@@ -38,6 +38,13 @@ impl DeviceList {
             for file in sys_and_alt(PROC_DISKSTATS, "diskstats") {
                 self.read_diskstats_file(src, &file, curr);
             }
+            if self.rules.list_for_replay {
+                for dir in sys_and_alt(SYS_BLOCK, "block") {
+                    // Only for the recording: an unreadable listing is
+                    // recorded as such, as a replay would meet it.
+                    let _ = src.for_each_dir_entry(&dir, &mut |_| {});
+                }
+            }
         } else {
             self.read_named(src, curr, alt.as_ref());
             if self.rules.all_devices {

@@ -38,6 +38,15 @@ fn tools() -> Vec<(Command, &'static [Section])> {
     ]
 }
 
+/// The manual sections of a subcommand's page (`vcpustat-trace-record`).
+fn subcommand_sections(page: &str) -> &'static [Section] {
+    match page {
+        "vcpustat-trace-record" => hwstat::vcpustat::trace::manual::RECORD,
+        "vcpustat-trace-report" => hwstat::vcpustat::trace::manual::REPORT,
+        _ => &[],
+    }
+}
+
 /// Text escaped for roff: backslashes and hyphens, and a leading `.` or `'`
 /// that would start a request.
 fn roff_text(text: &str) -> String {
@@ -155,7 +164,8 @@ fn man_pages(
         man_page(cmd, &name, sections),
     ));
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        man_pages(sub, &name, &[], pages);
+        let sub_name = format!("{name}-{}", sub.get_name());
+        man_pages(sub, &name, subcommand_sections(&sub_name), pages);
     }
 }
 
@@ -306,6 +316,33 @@ fn every_environment_section_of_a_tool_with_charts_names_tz() {
             environment.items
         );
     }
+}
+
+/// Every page of a command that runs (not a group of subcommands, as
+/// `vcpustat trace` is) says what its exit statuses mean: `vcpustat trace
+/// record`'s and `report`'s pages had none, though they exit 0, 1, 2 or 4.
+#[test]
+fn every_page_of_a_command_that_runs_has_an_exit_status() {
+    let pages = generated();
+    for (path, page) in &pages {
+        if path.extension().is_none_or(|e| e != "1") {
+            continue;
+        }
+        let page = String::from_utf8_lossy(page);
+        if path.ends_with("vcpustat-trace.1") {
+            continue;
+        }
+        assert!(
+            page.contains(".SH \"EXIT STATUS\""),
+            "{} has no EXIT STATUS",
+            path.display()
+        );
+    }
+    assert!(
+        pages
+            .iter()
+            .any(|(p, _)| p.ends_with("vcpustat-trace-record.1"))
+    );
 }
 
 /// A subcommand's page leads to the other pages of its tool: `man

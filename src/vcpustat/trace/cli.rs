@@ -48,6 +48,7 @@ pub enum TraceCommand {
     /// that is killed leaves a file `trace report` reads up to the cut.
     /// The kernel reads dtl_event_mask only when a ring is opened, so
     /// --events puts the mask back as soon as every ring is open.
+    #[command(after_long_help = crate::common::manual::help_text(super::manual::RECORD))]
     Record(RecordArgs),
     /// Report dispatch latency and the physical-processor view of recordings.
     ///
@@ -58,6 +59,7 @@ pub enum TraceCommand {
     /// the value at rank ceil(N/100 x count) of the sorted values, always one
     /// of the measured values. Text rounds to 0.1 µs; JSON and CSV carry 9
     /// decimals of µs (every tick at a 512 MHz time base).
+    #[command(after_long_help = crate::common::manual::help_text(super::manual::REPORT))]
     Report(ReportArgs),
 }
 

@@ -11,7 +11,8 @@
 //!   a processor;
 //! * [`report`]: the report's tables in each format, [`sections`] the
 //!   summary tables and [`timeline`] the streamed timeline; [`cli`]: the
-//!   command line; [`chart`]: the charts of `--svg`.
+//!   command line, [`manual`] its manual sections; [`chart`]: the charts
+//!   of `--svg`.
 //!
 //! The vcpustat binary embeds [`cli::TraceArgs`] as its `trace` subcommand
 //! and calls [`cli::run_args`].
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod entry;
 pub mod error;
 pub mod identity;
+pub mod manual;
 pub mod overlaps;
 pub mod progress;
 pub mod record;

@@ -166,6 +166,13 @@ pub trait Source {
         Vec::new()
     }
 
+    /// The command-line arguments of the run a replay's recording was made
+    /// by (its header's, after the program's name); `None` for the other
+    /// sources.
+    fn recorded_args(&self) -> Option<&[String]> {
+        None
+    }
+
     /// Where a replay's current sample is, as messages about a damaged
     /// recording begin: `FILE:LINE: frame K`. `None` for other sources.
     fn sample_origin(&self) -> Option<String> {

@@ -3,6 +3,7 @@
 
 use std::io::{self, Write};
 use std::os::fd::AsFd;
+use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -204,13 +205,57 @@ fn run_with(
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
     source.set_stop(stop);
-    let result = run_on(options, source.as_mut(), out, stop)
-        .map_err(|e| explain_sysroot(e, &options.source));
+    let result = match with_recorded_events(options, source.as_ref()) {
+        Ok(Some(recorded)) => run_on(&recorded, source.as_mut(), out, stop),
+        Ok(None) => run_on(options, source.as_mut(), out, stop),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| explain_sysroot(e, &options.source));
     // On every path (the interval loop has already finished it: a no-op then).
     let finished = source.finish().map_err(|e| CxlError::Setup(e.to_string()));
     let status = result?;
     finished?;
     Ok(status)
+}
+
+/// A replay given no `-e` counts what its recording counted: `options`
+/// with the recorded run's `-e`, and its `--pmu` unless some are given.
+/// `None` when `options` have their events (or list).
+fn with_recorded_events(
+    options: &Options,
+    source: &dyn Source,
+) -> Result<Option<Options>, CxlError> {
+    let Action::Count(count) = &options.action else {
+        return Ok(None);
+    };
+    if !count.events.is_empty() {
+        return Ok(None);
+    }
+    let replay = options.source.replay.as_deref().unwrap_or(Path::new("-"));
+    let replay = crate::common::escape::text(&replay.to_string_lossy()).into_owned();
+    let recorded = source.recorded_args().unwrap_or_default();
+    let program = std::iter::once(TOOL.to_string());
+    let args = Args::try_parse_from(program.chain(recorded.iter().cloned())).map_err(|e| {
+        CxlError::Setup(format!(
+            "{replay}: the recorded run's arguments are not cxlstat's: {}",
+            e.kind()
+        ))
+    })?;
+    if args.events.is_empty() {
+        return Err(CxlError::Spec(format!(
+            "nothing to do: the run recorded in {replay} counted no events (-e); give -e \
+             EVENTS to show, or --list or --list-events"
+        )));
+    }
+    let mut count = count.clone();
+    count.events = args.events;
+    if count.pmus.is_empty() {
+        count.pmus = args.pmus;
+    }
+    Ok(Some(Options {
+        source: options.source.clone(),
+        action: Action::Count(count),
+    }))
 }
 
 fn run_on(

@@ -177,7 +177,7 @@ impl Timing {
 /// What to count and how to show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CountOptions {
-    /// The `-e` arguments.
+    /// The `-e` arguments; none in a replay that takes its recording's.
     pub events: Vec<String>,
     /// `--pmu` names.
     pub pmus: Vec<String>,
@@ -253,7 +253,9 @@ impl Options {
         } else if let Some(pmu) = args.list_events {
             Action::ListEvents(Some(pmu).filter(|p| !p.is_empty()))
         } else {
-            if args.events.is_empty() {
+            // A replay without -e counts what its recording did (the
+            // recorded run's -e, `events_of_recording`).
+            if args.events.is_empty() && args.source.replay.is_none() {
                 return Err(CxlError::Spec(
                     "nothing to do: give -e EVENTS (see --list-events), --list or --list-events"
                         .to_string(),

@@ -841,6 +841,53 @@ fn a_replay_without_intervals_reports_the_whole_recorded_run() {
     assert_eq!(stdout(&out), "");
 }
 
+/// A replay given no `-e` counts what the recorded run counted (its
+/// header's `-e`), where it said there was nothing to do; a recording of
+/// no events, or whose arguments are not cxlstat's, says so in one line.
+#[test]
+fn a_replay_without_events_counts_the_recorded_ones() {
+    let root = scratch("recorded_events");
+    const MS: u64 = 1_000_000;
+    let frames = vec![vec![0, 0, 0], vec![1000, 100 * MS, 100 * MS]];
+    let made = hand_recording("cpu_clock", &frames);
+    let with_args = |args: &str, file: &str| {
+        let path = root.join(file);
+        std::fs::write(&path, made.replacen(r#""args":[]"#, args, 1)).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let counted = with_args(r#""args":["-e","cpu_clock","0.1","1"]"#, "counted.rec");
+    let out = cxlstat(&["--replay", &counted, "-x", ","]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "1000,,cpu_clock [cxl_pmu_mem0.0],100000000,100.00,,\n"
+    );
+    // Given, -e wins: the recorded unit of another event is not there.
+    let out = cxlstat(&["--replay", &counted, "-e", "context_switches", "-x", ","]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    for (args, file, said) in [
+        (
+            r#""args":["--list"]"#,
+            "listed.rec",
+            "counted no events (-e); give -e EVENTS to show, or --list or --list-events",
+        ),
+        (
+            r#""args":["--no-such-option","\u001b[2J"]"#,
+            "forged.rec",
+            "the recorded run's arguments are not cxlstat's: ",
+        ),
+    ] {
+        let path = with_args(args, file);
+        let out = cxlstat(&["--replay", &path]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("cxlstat: ") && err.contains(said), "{err}");
+        assert!(!err.contains('\u{1b}'), "{err}");
+        assert_eq!(stdout(&out), "");
+    }
+}
+
 /// A replay may count any of the recorded events, in any order: each unit
 /// reads the recorded unit at its own position if that one counts the same
 /// event in the same shape, else the first such not read yet.

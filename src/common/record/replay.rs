@@ -396,6 +396,10 @@ impl Source for Replay {
         Some(self.frame_origin(self.current))
     }
 
+    fn recorded_args(&self) -> Option<&[String]> {
+        Some(&self.header.args)
+    }
+
     fn recorded_values(&self) -> Vec<(String, usize)> {
         let values = |(key, (entry, _)): (&String, &(Entry, Origin))| {
             let key = key.strip_prefix("values ")?;

@@ -236,9 +236,16 @@ fn with_recorded_events(
     let recorded = source.recorded_args().unwrap_or_default();
     let program = std::iter::once(TOOL.to_string());
     let args = Args::try_parse_from(program.chain(recorded.iter().cloned())).map_err(|e| {
+        use clap::error::ErrorKind;
+        // What clap says of these kinds is empty.
+        let why = match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            | ErrorKind::DisplayVersion => "they ask for --help or --version".to_string(),
+            kind => kind.to_string(),
+        };
         CxlError::Setup(format!(
-            "{replay}: the recorded run's arguments are not cxlstat's: {}",
-            e.kind()
+            "{replay}: the recorded run's arguments are not cxlstat's: {why}"
         ))
     })?;
     if args.events.is_empty() {

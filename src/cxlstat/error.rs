@@ -33,7 +33,11 @@ pub enum CxlError {
         dir: String,
     },
     /// A PMU name that is not a CXL PMU here.
-    #[error("unknown CXL PMU {name:?}{}", hint(suggestions, "CXL PMUs here"))]
+    #[error(
+        "unknown CXL PMU {}{}",
+        excerpt(name),
+        hint(suggestions, "CXL PMUs here")
+    )]
     UnknownPmu {
         /// The name given.
         name: String,
@@ -41,7 +45,11 @@ pub enum CxlError {
         suggestions: Vec<String>,
     },
     /// An event name that no selected PMU has.
-    #[error("unknown event {name:?} {place}{}", hint(suggestions, "did you mean"))]
+    #[error(
+        "unknown event {} {place}{}",
+        excerpt(name),
+        hint(suggestions, "did you mean")
+    )]
     UnknownEvent {
         /// The name given.
         name: String,

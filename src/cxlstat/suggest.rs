@@ -6,9 +6,18 @@ pub fn closest<'a>(wanted: &str, known: impl IntoIterator<Item = &'a str>) -> Ve
     let mut scored: Vec<(usize, &str)> = known
         .into_iter()
         .filter_map(|name| {
-            let distance = edit_distance(wanted, name);
             let limit = (wanted.len().max(name.len()) / 3).max(2);
             let contains = wanted.len() >= 3 && (name.contains(wanted) || wanted.contains(name));
+            // The distance is at least the difference in length (exactly
+            // that when one name contains the other): past the limit it
+            // is not computed, which for a name of megabytes (a forged
+            // recording's -e) took minutes.
+            let apart = wanted.len().abs_diff(name.len());
+            let distance = if apart > limit {
+                apart
+            } else {
+                edit_distance(wanted, name)
+            };
             (distance <= limit || contains).then_some((distance, name))
         })
         .collect();
@@ -55,5 +64,10 @@ mod tests {
         assert!(!closest("d2h_req_rdshard", known).contains(&"clock_ticks".to_string()));
         assert_eq!(closest("clock_tick", known), vec!["clock_ticks"]);
         assert!(closest("zzzzzzzz", known).is_empty());
+        // Far longer: containing a known name, it is suggested, at the
+        // distance of the difference in length.
+        let long = format!("{}clock_ticks", "x".repeat(100));
+        assert_eq!(closest(&long, known), vec!["clock_ticks"]);
+        assert_eq!(edit_distance(&long, "clock_ticks"), 100);
     }
 }

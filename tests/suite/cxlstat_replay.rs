@@ -888,6 +888,48 @@ fn a_replay_without_events_counts_the_recorded_ones() {
     }
 }
 
+/// A forged header's `-e` of megabytes ends soon in one short line, as a
+/// command line's could not be that long (the kernel's 128 KiB an
+/// argument); its arguments asking for --help or --version say why they
+/// are not a count's, not an empty reason.
+#[test]
+fn a_forged_recorded_event_or_help_gives_a_short_line_soon() {
+    let root = scratch("recorded_events_forged");
+    let made = hand_recording("cpu_clock", &[vec![0, 0, 0], vec![1000, 1, 1]]);
+    let huge = "a".repeat(4 << 20);
+    for (args, said) in [
+        (serde_json::json!(["-e", huge]), "unknown event \"aaaa"),
+        (
+            serde_json::json!(["--pmu", huge, "-e", "cpu_clock"]),
+            "unknown CXL PMU \"aaaa",
+        ),
+        (
+            serde_json::json!(["--help"]),
+            "not cxlstat's: they ask for ",
+        ),
+        (
+            serde_json::json!(["--version"]),
+            "not cxlstat's: they ask for ",
+        ),
+    ] {
+        let path = root.join("forged.rec");
+        let header = format!(r#""args":{args}"#);
+        std::fs::write(&path, made.replacen(r#""args":[]"#, &header, 1)).unwrap();
+        let started = std::time::Instant::now();
+        let out = cxlstat(&["--replay", path.to_str().unwrap()]);
+        let took = started.elapsed();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err:.300}");
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{took:?}: {err:.300}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err:.300}");
+        assert!(err.len() < 400, "{} bytes: {err:.300}", err.len());
+        assert!(err.contains(said), "{err:.300}");
+    }
+}
+
 /// A replay may count any of the recorded events, in any order: each unit
 /// reads the recorded unit at its own position if that one counts the same
 /// event in the same shape, else the first such not read yet.

@@ -254,7 +254,7 @@ impl Options {
             Action::ListEvents(Some(pmu).filter(|p| !p.is_empty()))
         } else {
             // A replay without -e counts what its recording did (the
-            // recorded run's -e, `events_of_recording`).
+            // recorded run's -e, `app::with_recorded_events`).
             if args.events.is_empty() && args.source.replay.is_none() {
                 return Err(CxlError::Spec(
                     "nothing to do: give -e EVENTS (see --list-events), --list or --list-events"

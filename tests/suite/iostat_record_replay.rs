@@ -314,6 +314,48 @@ fn a_recording_of_every_partition_replays_as_every_device() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// The same with `-f DIR` and `+f DIR`: the views of every whole device
+/// read `DIR/block`'s listing and each listed device's `stat` there (not
+/// `/proc/diskstats`), which a `-p ALL` recording holds too.
+#[test]
+fn a_recording_of_every_partition_in_an_alternate_directory_replays_as_every_device() {
+    let dir = fixture("every-partition-alt");
+    let root = dir.to_str().unwrap();
+    fs::create_dir_all(dir.join("alt")).unwrap();
+    fs::copy(dir.join("proc/diskstats"), dir.join("alt/diskstats")).unwrap();
+    for disk in ["sda", "nvme0n1"] {
+        fs::create_dir_all(dir.join("alt/block").join(disk)).unwrap();
+        let stat = dir.join("sys/block").join(disk).join("stat");
+        fs::copy(stat, dir.join("alt/block").join(disk).join("stat")).unwrap();
+    }
+    for alt in ["-f", "+f"] {
+        let rec = dir.join(format!("r{alt}.rec"));
+        let rec = rec.to_str().unwrap();
+        let live = run(&[
+            "--sysroot",
+            root,
+            "--record",
+            rec,
+            alt,
+            "/alt",
+            "-x",
+            "-p",
+            "ALL",
+            "0.01",
+            "2",
+        ]);
+        let err = String::from_utf8_lossy(&live.stderr);
+        assert_eq!(live.status.code(), Some(0), "{alt}: {err}");
+        for view in [&["-x", "0.01", "2"][..], &["-d", "0.01", "2"], &[]] {
+            let replay = run(&[&["--replay", rec, alt, "/alt"][..], view].concat());
+            let err = String::from_utf8_lossy(&replay.stderr);
+            assert_eq!(replay.status.code(), Some(0), "{alt} {view:?}: {err}");
+            assert!(err.is_empty(), "{alt} {view:?}: {err}");
+        }
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn missing_proc_files_give_the_c_messages_and_status_2() {
     let dir = fixture("missing");

@@ -127,9 +127,10 @@ pub struct DeviceRow<'a> {
 #[derive(Debug, Clone)]
 struct Rules {
     everything: bool,
-    /// `-p ALL` while recording: each sample lists `/sys/block` as well,
-    /// for nothing shown, so that the recording replays as the views of
-    /// every whole device (`-x`, `-d`, the default) too.
+    /// `-p ALL` while recording: each sample lists `/sys/block` (and `-f`
+    /// or `+f`'s `block`) as well, with the `stat` files the views of every
+    /// whole device read there, for nothing shown, so that the recording
+    /// replays as those views (`-x`, `-d`, the default) too.
     list_for_replay: bool,
     all_devices: bool,
     unfiltered: bool,

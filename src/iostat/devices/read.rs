@@ -40,9 +40,7 @@ impl DeviceList {
             }
             if self.rules.list_for_replay {
                 for dir in sys_and_alt(SYS_BLOCK, "block") {
-                    // Only for the recording: an unreadable listing is
-                    // recorded as such, as a replay would meet it.
-                    let _ = src.for_each_dir_entry(&dir, &mut |_| {});
+                    self.read_for_replay(src, &dir);
                 }
             }
         } else {
@@ -229,6 +227,30 @@ impl DeviceList {
             }
         }
         self.listed = listed;
+    }
+
+    /// For a `-p ALL` recording alone (nothing is shown): what the views of
+    /// every whole device read of `dir` besides `/proc/diskstats`
+    /// ([`Self::read_block_dir`]), its listing and the `stat` file of each
+    /// device listed that diskstats did not give (all of them in `-f` and
+    /// `+f`'s directory). Unreadable, they are recorded as such, as a
+    /// replay would meet them.
+    #[inline(never)]
+    fn read_for_replay(&mut self, src: &dyn Source, dir: &str) {
+        let mut listed = Vec::new();
+        let _ = src.for_each_dir_entry(dir, &mut |name| listed.push(name.to_string()));
+        let from_diskstats = dir == SYS_BLOCK;
+        for name in listed {
+            let (entries, names) = (&self.entries, self.names.as_str());
+            let given = from_diskstats
+                && self
+                    .index
+                    .get(&name, |i| entries[i].name.of(names))
+                    .is_some_and(|i| entries[i].exists);
+            if !given {
+                let _ = self.read_stat_file(src, &format!("{dir}/{name}/stat"));
+            }
+        }
     }
 
     /// Reads a sysfs `stat` file as sysstat does: `None` (device absent)

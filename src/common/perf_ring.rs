@@ -46,7 +46,8 @@ impl Ring {
     ///
     /// `fd` is a perf event's descriptor, whose ring the kernel writes only
     /// as [`Ring::drain`] expects (past data_head, up to data_tail), or a
-    /// file nothing else writes or truncates while the ring is mapped.
+    /// file nothing writes while a drain runs, nor truncates while the ring
+    /// is mapped (a test's, written between drains).
     pub unsafe fn map(fd: BorrowedFd<'_>, data_pages: usize) -> io::Result<Ring> {
         assert!(data_pages.is_power_of_two(), "perf rings are 2^n pages");
         let page = page_size()?;

@@ -218,6 +218,10 @@ fn run_with(
     Ok(status)
 }
 
+/// The longest argument the kernel passes to a program: its
+/// `MAX_ARG_STRLEN`, 32 pages of 4 KiB, less the NUL.
+const LONGEST_ARG: usize = 32 * 4096 - 1;
+
 /// A replay given no `-e` counts what its recording counted: `options`
 /// with the recorded run's `-e`, and its `--pmu` unless some are given.
 /// `None` when `options` have their events (or list).
@@ -234,6 +238,15 @@ fn with_recorded_events(
     let replay = options.source.replay.as_deref().unwrap_or(Path::new("-"));
     let replay = crate::common::escape::text(&replay.to_string_lossy()).into_owned();
     let recorded = source.recorded_args().unwrap_or_default();
+    // No command line holds a longer argument: one in a header is forged,
+    // and quoted whole in the messages about it.
+    if let Some(long) = recorded.iter().find(|a| a.len() > LONGEST_ARG) {
+        return Err(CxlError::Setup(format!(
+            "{replay}: the recorded run's arguments are not cxlstat's: an argument of {} \
+             bytes, longer than a command line's ({LONGEST_ARG})",
+            long.len()
+        )));
+    }
     let program = std::iter::once(TOOL.to_string());
     let args = Args::try_parse_from(program.chain(recorded.iter().cloned())).map_err(|e| {
         use clap::error::ErrorKind;

@@ -63,6 +63,15 @@ pub struct Field {
     pub size: usize,
 }
 
+impl Field {
+    /// The field's bytes in `raw`, a raw record: `None` when the record
+    /// is too short for it, or when a damaged `format` file puts its end
+    /// past the address space.
+    pub fn bytes<'r>(&self, raw: &'r [u8]) -> Option<&'r [u8]> {
+        raw.get(self.offset..self.offset.checked_add(self.size)?)
+    }
+}
+
 /// An event: its perf id and its `format` file's fields.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -225,6 +234,21 @@ print fmt: \"%d,%d\", REC->dev\n";
             })
         );
         assert_eq!(f.len(), 7);
+    }
+
+    /// A field's bytes are those of its offset and size; a record too
+    /// short for it has none, nor has any record a field that a damaged
+    /// `format` file puts past the address space (its end overflowed, a
+    /// panic in debug builds).
+    #[test]
+    fn a_field_past_the_address_space_is_in_no_record() {
+        let raw: Vec<u8> = (0..64).collect();
+        let field = |offset, size| Field { offset, size };
+        assert_eq!(field(8, 4).bytes(&raw), Some(&[8, 9, 10, 11][..]));
+        assert_eq!(field(62, 4).bytes(&raw), None);
+        let far = parse_format("\tfield:dev_t dev;\toffset:18446744073709551615;\tsize:4;\n");
+        assert_eq!(far, [("dev".to_string(), field(usize::MAX, 4))]);
+        assert_eq!(far[0].1.bytes(&raw), None);
     }
 
     #[test]

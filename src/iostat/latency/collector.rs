@@ -173,7 +173,7 @@ fn follow(tracker: &mut Tracker, s: &Sample) {
 }
 
 fn read_uint(raw: &[u8], f: Field) -> Option<u64> {
-    let bytes = raw.get(f.offset..f.offset + f.size)?;
+    let bytes = f.bytes(raw)?;
     Some(match f.size {
         2 => u64::from(u16::from_ne_bytes(bytes.try_into().ok()?)),
         4 => u64::from(u32::from_ne_bytes(bytes.try_into().ok()?)),
@@ -190,7 +190,7 @@ fn decode(body: &[u8], layouts: &[Layout]) -> Option<Sample> {
     let common_type = u64::from(u16::from_ne_bytes(raw.get(0..2)?.try_into().ok()?));
     let l = layouts.iter().find(|l| l.id == common_type)?;
     // `Op::from_rwbs` reads at most two letters; a NUL is not one.
-    let rwbs = raw.get(l.rwbs.offset..l.rwbs.offset + l.rwbs.size)?;
+    let rwbs = l.rwbs.bytes(raw)?;
     Some(Sample {
         time,
         kind: l.kind,
@@ -1238,6 +1238,14 @@ mod tests {
         assert_eq!(s.time, 123_456);
         assert_eq!(dev_numbers(s.dev), (7, 3));
         assert_eq!((s.sector, s.sectors, s.op), (4096, 8, Some(Op::Write)));
+        let far = Layout {
+            rwbs: Field {
+                offset: usize::MAX,
+                size: 10,
+            },
+            ..layout
+        };
+        assert!(decode(&body, &[far]).is_none(), "past the address space");
         raw[0..2].copy_from_slice(&9u16.to_ne_bytes());
         body.truncate(12);
         body.extend(&raw);

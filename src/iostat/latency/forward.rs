@@ -223,7 +223,10 @@ fn field_table(layouts: &[Layout]) -> Result<[[u32; 4]; 3], String> {
         for (slot, (field, size)) in table[l.kind as usize].iter_mut().zip(fields) {
             let fits = field.size >= size
                 && (size == 2 || (field.size == size && field.offset % size == 0))
-                && field.offset + size <= SPAN;
+                && field
+                    .offset
+                    .checked_add(size)
+                    .is_some_and(|end| end <= SPAN);
             if !fits {
                 return Err(format!(
                     "a block tracepoint field at offset {} ({} bytes) is not one the eBPF \
@@ -335,6 +338,9 @@ mod tests {
         refused("a misaligned sector", |l| l.sector = field(12, 8));
         refused("beyond the copied span", |l| l.rwbs = field(47, 10));
         refused("a 1-byte rwbs", |l| l.rwbs = field(30, 1));
+        refused("past the address space", |l| {
+            l.dev = field(usize::MAX - 3, 4)
+        });
     }
 
     #[test]

@@ -5,21 +5,7 @@
 pub fn closest<'a>(wanted: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut scored: Vec<(usize, &str)> = known
         .into_iter()
-        .filter_map(|name| {
-            let limit = (wanted.len().max(name.len()) / 3).max(2);
-            let contains = wanted.len() >= 3 && (name.contains(wanted) || wanted.contains(name));
-            // The distance is at least the difference in length (exactly
-            // that when one name contains the other): past the limit it
-            // is not computed, which for a name of megabytes (a forged
-            // recording's -e) took minutes.
-            let apart = wanted.len().abs_diff(name.len());
-            let distance = if apart > limit {
-                apart
-            } else {
-                edit_distance(wanted, name)
-            };
-            (distance <= limit || contains).then_some((distance, name))
-        })
+        .filter_map(|name| Some((distance_within(wanted, name)?, name)))
         .collect();
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
@@ -28,6 +14,23 @@ pub fn closest<'a>(wanted: &str, known: impl IntoIterator<Item = &'a str>) -> Ve
         .take(3)
         .map(|(_, n)| n.to_string())
         .collect()
+}
+
+/// The edit distance of `wanted` and `name` when `name` is a suggestion
+/// for `wanted` (see [`closest`]), else `None`. Computed only where it can
+/// be within the limit: it is at least the names' difference in length,
+/// and exactly that when one contains the other, so a long argument costs
+/// a search for each name, not a table of its length by the name's.
+fn distance_within(wanted: &str, name: &str) -> Option<usize> {
+    let gap = wanted.len().abs_diff(name.len());
+    if wanted.len() >= 3 && (name.contains(wanted) || wanted.contains(name)) {
+        return Some(gap);
+    }
+    let limit = (wanted.len().max(name.len()) / 3).max(2);
+    if gap > limit {
+        return None;
+    }
+    Some(edit_distance(wanted, name)).filter(|&distance| distance <= limit)
 }
 
 /// Levenshtein distance over bytes.
@@ -69,5 +72,20 @@ mod tests {
         let long = format!("{}clock_ticks", "x".repeat(100));
         assert_eq!(closest(&long, known), vec!["clock_ticks"]);
         assert_eq!(edit_distance(&long, "clock_ticks"), 100);
+    }
+
+    /// A name made long by mistake (an -e of 200 kB, as the event_spec
+    /// fuzz target found, at 4 kB, to take a second) is compared in
+    /// linear time: the suggestion is the name it contains, by its
+    /// difference in length, and far names cost no distance table (one
+    /// per known name, of 200 kB by its length, took some 30 s).
+    #[test]
+    fn a_long_name_is_compared_in_linear_time() {
+        let mut wanted = "x".repeat(200_000);
+        wanted.push_str("clock_ticks");
+        let known = crate::cxlstat::catalogue::EVENTS.iter().map(|e| e.name);
+        assert_eq!(closest(&wanted, known), vec!["clock_ticks"]);
+        assert_eq!(distance_within("ab", "clock_ticks"), None);
+        assert_eq!(distance_within("clock", "clock_ticks"), Some(6));
     }
 }

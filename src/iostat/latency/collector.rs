@@ -885,8 +885,13 @@ fn open_cpu(feed: &mut Feed, cpu: u32) -> Result<Option<Traced>, String> {
     let Some(mut traced) = open_owner(feed, cpu)? else {
         return Ok(None);
     };
-    open_followers(feed, &mut traced)?;
-    Ok(Some(traced))
+    match open_followers(feed, &mut traced) {
+        Ok(()) => Ok(Some(traced)),
+        // Gone offline again since its ring was opened: no refusal, the
+        // next look finds it offline (or back, and opens it).
+        Err(_) if cpu_list(ONLINE).is_ok_and(|online| !online.contains(cpu)) => Ok(None),
+        Err(why) => Err(why),
+    }
 }
 
 /// CPU `cpu`'s ring and the event owning it; `None` when the CPU is

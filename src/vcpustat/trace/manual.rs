@@ -44,8 +44,22 @@ pub const RECORD: &[Section] = &[
                 "the events the hypervisor logs, read by the kernel as a ring is opened",
             ),
             (
-                "/proc/powerpc/lparcfg, /proc/cpuinfo",
+                "/sys/kernel/debug/powerpc/dtl/dtl_buf_entries",
+                "the entries each ring holds: the size of each read, and how a ring that \
+                 filled up (entries may be lost) is told",
+            ),
+            (
+                "/proc/powerpc/lparcfg (or /proc/ppc64/lparcfg), /proc/cpuinfo",
                 "the partition's identity and the time base the entries count in",
+            ),
+            (
+                "/proc/device-tree/ibm,partition-name",
+                "the partition's name, kept in the recording's header",
+            ),
+            (
+                "/boot/config-RELEASE",
+                "whether the kernel has CONFIG_HARDENED_USERCOPY, with which reading the DTL \
+                 crashes kernels without the fix (see --force)",
             ),
         ],
     },

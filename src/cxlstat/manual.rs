@@ -86,8 +86,15 @@ pub const SECTIONS: &[Section] = &[
                  configuration), events/* (named events)",
             ),
             (
-                "/sys/bus/cxl/devices/memX",
-                "the memory device behind a PMU: serial number, PCI address, NUMA node",
+                "/sys/bus/cxl/devices/pmu_memX.Y, /sys/bus/cxl/devices/memX, /sys/devices/pci*",
+                "the memory device behind a PMU: pmu_memX.Y resolves to a directory of its \
+                 PCI function under /sys/devices, whose name is the PCI address and whose \
+                 numa_node is the NUMA node (else memX's); memX beside it gives the serial \
+                 number",
+            ),
+            (
+                "/proc/sys/kernel/perf_event_paranoid",
+                "read when the kernel refuses a count, to say which privilege is missing",
             ),
         ],
     },

@@ -153,6 +153,12 @@ pub const SECTIONS: &[Section] = &[
             ("/proc/stat", "CPU times"),
             ("/proc/uptime", "the time base of the first report"),
             (
+                "/sys/devices/system/cpu",
+                "the CPUs, counted for the first line (its cpuN entries, online and \
+                 offline, as sysstat counts them); with --latency, online and possible: \
+                 the CPUs whose block events are traced",
+            ),
+            (
                 "/proc/diskstats",
                 "the counters of every block device, read once per interval",
             ),
@@ -162,12 +168,31 @@ pub const SECTIONS: &[Section] = &[
             ),
             (
                 "/sys/dev/block/MAJOR:MINOR",
-                "device numbers to names (-N, -j, partitions)",
+                "device numbers to names (-N, -j, partitions); with --latency, its mq \
+                 directory tells a device that queues requests from one that does not",
+            ),
+            (
+                "/sys/kernel/tracing (or /sys/kernel/debug/tracing)",
+                "--latency: the ids and formats of the block_rq_issue, block_rq_complete \
+                 and block_rq_requeue tracepoints",
+            ),
+            (
+                "/sys/kernel/btf/vmlinux",
+                "--latency: the kernel's types, with which its eBPF programs are loaded",
             ),
             (
                 "/dev/disk/by-id /dev/disk/by-label /dev/disk/by-path /dev/disk/by-uuid \
                  /dev/disk/by-partuuid",
                 "persistent names (-j)",
+            ),
+            (
+                "/dev/DEVICE",
+                "a device named on the command line, whose device number finds it in \
+                 /sys/dev/block",
+            ),
+            (
+                "/proc/devices",
+                "the major number of device-mapper devices (-N)",
             ),
             ("/dev/mapper", "device-mapper names (-N)"),
         ],

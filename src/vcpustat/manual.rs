@@ -73,6 +73,11 @@ pub const SECTIONS: &[Section] = &[
                  statistics files are missing",
             ),
             (
+                "/sys/devices/system/cpu/possible",
+                "the CPUs the kernel may bring online, for the memory a run must have \
+                 before it changes anything",
+            ),
+            (
                 "/sys/kernel/debug/powerpc/dtl",
                 "the Dispatch Trace Log that vcpustat trace records",
             ),

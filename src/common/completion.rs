@@ -15,6 +15,13 @@ use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
 /// The environment variable that asks a program for completions.
 pub const VARIABLE: &str = "COMPLETE";
 
+/// [`VARIABLE`]'s entry in each program's ENVIRONMENT section.
+pub const ENVIRONMENT_ITEM: (&str, &str) = (
+    VARIABLE,
+    "bash, zsh or fish, as the completion scripts set it: the program prints the \
+     completions of the command line that follows and exits, running nothing else",
+);
+
 /// Answers a completion request and exits when the shell made one (the
 /// `COMPLETE` variable is set); returns at once otherwise. Call it first in
 /// `main`, before anything is written to standard output.

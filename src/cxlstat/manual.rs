@@ -73,6 +73,7 @@ pub const SECTIONS: &[Section] = &[
                 "not read: numbers have a . in every format, where perf stat prints the \
                  locale's decimal point; messages are in English",
             ),
+            crate::common::completion::ENVIRONMENT_ITEM,
         ],
     },
     Section {

@@ -144,6 +144,7 @@ pub const SECTIONS: &[Section] = &[
                  of the text report (27,44 in de_DE.UTF-8); -o JSON keeps a point, csv, \
                  ndjson and prometheus are locale-independent, and messages are in English",
             ),
+            crate::common::completion::ENVIRONMENT_ITEM,
         ],
     },
     Section {

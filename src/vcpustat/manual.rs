@@ -51,6 +51,7 @@ pub const SECTIONS: &[Section] = &[
                 "the locale of the time of -t (%x %X, 12/03/2026 10:57:53 AM in \
                  en_US.UTF-8); messages are in English",
             ),
+            crate::common::completion::ENVIRONMENT_ITEM,
         ],
     },
     Section {

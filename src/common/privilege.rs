@@ -60,6 +60,26 @@ pub fn refuse_chosen_outputs(svg: Option<&Path>, textfile: Option<&Path>) -> Res
     )
 }
 
+/// Makes the process non-dumpable (`PR_SET_DUMPABLE` 0): no core dump, and
+/// no `ptrace(2)`, `pidfd_getfd(2)` or `/proc/PID/fd` access by the caller.
+///
+/// The kernel makes a set-user-ID process non-dumpable at `exec`, but not
+/// one raised by file capabilities: those are kept from the caller only
+/// while the process holds more capabilities than the caller
+/// (`cap_ptrace_access_check`). Once [`drop_capabilities`] has run, the
+/// caller could otherwise take the descriptors opened with them (system-wide
+/// perf counters) into a process of their own, and keep them past the run.
+/// Call it before dropping the capabilities, so that there is no moment
+/// between the two. Dumpability is the process's, not a thread's, and a
+/// program the process runs after this is dumpable again.
+pub fn forbid_tracing() -> io::Result<()> {
+    // SAFETY: PR_SET_DUMPABLE takes one integer argument.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Drops every capability (effective, permitted and inheritable, and so the
 /// ambient ones) of the calling thread for the rest of the run. A process
 /// without capabilities is left as it is.

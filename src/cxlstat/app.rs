@@ -16,7 +16,7 @@ use crate::common::cli::{
 use crate::common::entry::Program;
 use crate::common::interval::Schedule;
 use crate::common::output::writer_for;
-use crate::common::privilege::{drop_capabilities, is_secure};
+use crate::common::privilege::{drop_capabilities, forbid_tracing, is_secure};
 use crate::common::run::run_samples_reporting_cut;
 use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::{StopSignal, is_broken_pipe};
@@ -540,7 +540,11 @@ fn run_count(
     // The events are open: raised privileges (CAP_PERFMON from setcap) serve
     // nothing else, and not the command run after `--`. A run by root itself
     // (or a test calling `run` in process) keeps its own capabilities.
+    // Non-dumpable first: without capabilities the caller may otherwise
+    // ptrace the process and take its counters (see `forbid_tracing`).
     if is_secure() {
+        forbid_tracing()
+            .map_err(|e| CxlError::Setup(format!("cannot make the process non-dumpable: {e}")))?;
         drop_capabilities()
             .map_err(|e| CxlError::Setup(format!("cannot drop capabilities: {e}")))?;
     }

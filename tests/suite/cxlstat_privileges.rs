@@ -222,6 +222,7 @@ fn counting_runs_without_any_capability() {
         }
     };
     let caps = capabilities(pid);
+    let taken = take_counter_as_nobody(pid);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = wait_with_timeout(&mut child, Duration::from_secs(20), "cxlstat after SIGTERM");
@@ -235,5 +236,49 @@ fn counting_runs_without_any_capability() {
     for line in &caps {
         assert!(line.ends_with("\t0000000000000000"), "{caps:?}");
     }
+    // Without capabilities, the process still keeps the caller out: its
+    // counters were opened with CAP_PERFMON, which the caller lacks.
+    assert_eq!(taken.raw_os_error(), Some(libc::EPERM), "{taken}");
     assert!(status.success(), "{stderr}");
+}
+
+/// What `pidfd_getfd(2)` of a perf counter of `pid` gives in a process of
+/// `nobody`'s: an error, or `Other` when it took the counter (which a
+/// process of `nobody`'s could then read and keep past the run).
+fn take_counter_as_nobody(pid: u32) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let counter = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|fd| {
+            std::fs::read_link(fd).is_ok_and(|to| to.to_string_lossy() == "anon_inode:[perf_event]")
+        })
+        .expect("a perf counter among cxlstat's descriptors");
+    let fd: i32 = counter
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut command = Command::new("/bin/true");
+    command.uid(65534).gid(65534);
+    // SAFETY: only system calls between fork and exec; an error is the
+    // errno, which `spawn` returns.
+    unsafe {
+        command.pre_exec(move || {
+            let pidfd = libc::syscall(libc::SYS_pidfd_open, pid as i32, 0);
+            if pidfd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::syscall(libc::SYS_pidfd_getfd, pidfd as i32, fd, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    match command.status() {
+        Ok(_) => std::io::Error::other(format!("nobody took cxlstat's counter (fd {fd})")),
+        Err(err) => err,
+    }
 }

@@ -566,7 +566,7 @@ fn refuse_planted_link(link: &Path, st: &libc::stat, dir: &libc::stat) -> io::Re
 }
 
 /// The effective user id.
-fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() }
 }

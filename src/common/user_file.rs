@@ -20,7 +20,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use super::root::{file_kind, fstat, kind_of_mode, set_blocking};
-use super::temp_file::{Directory, c_path, directory_of, named_file};
+use super::temp_file::{Directory, c_path, directory_of, euid, named_file};
 
 /// The longest line a recording reader accepts (a frame of a 10,000-device
 /// machine is about 2 MB), and the largest text file [`read_text`] reads.
@@ -117,7 +117,11 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 /// A new file is readable by its owner only (mode 0600, as perf creates
 /// `perf.data`): a recording holds what root alone may read, such as
 /// `/proc/powerpc/vcpudispatch_stats` (mode 0600) and the hypervisor's
-/// Dispatch Trace Log. An existing file keeps its mode.
+/// Dispatch Trace Log. An existing file keeps its mode, and so another
+/// user's file or FIFO is refused in any directory, not only in sticky
+/// ones: its owner can read it whatever its mode (or holds it open from
+/// before), so a group member who made `run.rec` first in a shared
+/// directory would get root's recording.
 pub fn create(path: &Path) -> io::Result<File> {
     let (file, through_link) = open_to_write(path)?;
     let meta = file.metadata()?;
@@ -147,6 +151,19 @@ pub fn create(path: &Path) -> io::Result<File> {
                 ),
             ));
         }
+    }
+    // The shell's own descriptors (`--record /dev/stdout >file`) are
+    // where the caller pointed it, whoever owns the file.
+    if (kind.is_file() || kind.is_fifo()) && !names_a_descriptor(path) && meta.uid() != euid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "a {} of user {}: not written to, as its owner could read what this user \
+                 records (choose another name, or have it removed first)",
+                kind_of_mode(meta.mode()),
+                meta.uid()
+            ),
+        ));
     }
     if kind.is_file() {
         file.set_len(0)?;

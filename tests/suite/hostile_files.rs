@@ -961,6 +961,93 @@ fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
 }
 
 #[test]
+fn a_recording_is_not_written_into_another_users_file_in_any_directory() {
+    // Outside sticky directories too: in a directory a group shares (here
+    // 0777, not sticky) or one of their own, a user who made run.rec (or a
+    // FIFO) first can read what root writes into it, whatever its mode.
+    // Refused in one line, before anything is written or emptied; the
+    // shell's own descriptor (`--record /dev/stdout >theirs`) is still
+    // written, as the caller pointed it there.
+    if !as_root("a_recording_is_not_written_into_another_users_file_in_any_directory") {
+        return;
+    }
+    use std::os::unix::fs::{PermissionsExt, chown};
+    let dir = scratch("record-theirs");
+    let iostat_root = iostat_tree(&dir);
+    let iostat_root = iostat_root.to_str().unwrap();
+    let shared = dir.join("group");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let home = dir.join("home");
+    fs::create_dir(&home).unwrap();
+    chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+    let iostat = |path: &str| {
+        run(
+            IOSTAT,
+            &["--sysroot", iostat_root, "--record", path, "-x", "1", "1"],
+        )
+    };
+    for place in [&shared, &home] {
+        let theirs = place.join("theirs.rec");
+        fs::write(&theirs, "theirs").unwrap();
+        fs::set_permissions(&theirs, fs::Permissions::from_mode(0o600)).unwrap();
+        chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+        let path = theirs.to_str().unwrap();
+        assert_one_line_error(
+            &iostat(path),
+            path,
+            "a regular file of user 65534: not written",
+        );
+        assert_eq!(fs::read_to_string(&theirs).unwrap(), "theirs");
+    }
+    let fifo = shared.join("fifo.rec");
+    mkfifo(&fifo);
+    chown(&fifo, Some(NOBODY), Some(NOBODY)).unwrap();
+    let mut reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let path = fifo.to_str().unwrap();
+    assert_one_line_error(&iostat(path), path, "a FIFO of user 65534: not written");
+    let mut taken = Vec::new();
+    let _ = reader.read_to_end(&mut taken);
+    assert!(taken.is_empty(), "{} bytes went to their FIFO", taken.len());
+    // Root's new file beside theirs: 0600, theirs no more.
+    let new = shared.join("new.rec");
+    let out = iostat(new.to_str().unwrap());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::metadata(&new).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The shell's descriptor on their file (standard error here, as
+    // standard output takes the report).
+    let theirs = fs::OpenOptions::new()
+        .write(true)
+        .open(shared.join("theirs.rec"))
+        .unwrap();
+    let out = Command::new(IOSTAT)
+        .args(["--sysroot", iostat_root])
+        .args(["--record", "/dev/stderr", "-x", "1", "1"])
+        .stdout(Stdio::null())
+        .stderr(theirs)
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let written = fs::read_to_string(shared.join("theirs.rec")).unwrap();
+    assert!(
+        written.starts_with("{\"format\":\"hwstat-recording\""),
+        "{written}"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn no_output_goes_through_a_planted_link_behind_roots_own() {
     // In /tmp, root's own link (mine -> x/out) may lead through a link
     // another user planted (x -> a directory of root's): the kernel's

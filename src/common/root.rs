@@ -76,7 +76,8 @@ impl Root {
     fn open_regular(&self, path: &str, access: Access) -> io::Result<(File, u64)> {
         let flags = match access {
             Access::Read => libc::O_RDONLY,
-            Access::Write => libc::O_WRONLY | libc::O_TRUNC,
+            // Not O_TRUNC here: the file is checked first (below).
+            Access::Write => libc::O_WRONLY,
         };
         let fd = match self.open_raw(path, flags | libc::O_NONBLOCK) {
             // A FIFO opened for writing without a reader.
@@ -90,6 +91,28 @@ impl Root {
             "regular file" => {}
             "directory" => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
             other => return Err(not_regular(other)),
+        }
+        if access == Access::Write {
+            // A hard link in a --sysroot tree to a file elsewhere on its
+            // file system (any user can make one with fs.protected_hardlinks
+            // off) would have root empty and overwrite that file, as a
+            // planted symbolic link would without RESOLVE_IN_ROOT. A kernel
+            // file has one name.
+            if st.st_nlink > 1 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "a file with {} names (hard links): not a kernel file, and writing it \
+                         would change the others",
+                        st.st_nlink
+                    ),
+                ));
+            }
+            // Emptied as the shell's `echo 1 > file` (O_TRUNC) does.
+            // SAFETY: ftruncate on a descriptor this function owns.
+            if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         set_blocking(fd.as_raw_fd())?;
         Ok((File::from(fd), u64::try_from(st.st_size).unwrap_or(0)))
@@ -475,6 +498,35 @@ mod tests {
                 );
             }
         }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_hard_link_is_never_written_and_the_file_it_shares_is_left() {
+        let dir = scratch("hard-link");
+        fs::write(dir.join("victim"), "precious\n").unwrap();
+        fs::hard_link(dir.join("victim"), dir.join("root/proc/freq")).unwrap();
+        fs::write(dir.join("root/proc/own"), "1000\n").unwrap();
+        let root = Root::new(dir.join("root"));
+        let err = root.open_file("/proc/freq", Access::Write).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a file with 2 names (hard links): not a kernel file, and writing it would change \
+             the others"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("victim")).unwrap(),
+            "precious\n"
+        );
+        // Reading it is harmless; a file of one name is emptied and written.
+        assert!(root.open_file("/proc/freq", Access::Read).is_ok());
+        use std::io::Write;
+        let mut own = root.open_file("/proc/own", Access::Write).unwrap();
+        own.write_all(b"50\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.join("root/proc/own")).unwrap(),
+            "50\n"
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 

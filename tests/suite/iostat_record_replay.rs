@@ -61,6 +61,15 @@ fn fixture(name: &str) -> PathBuf {
     dir
 }
 
+/// The fake tree `name` ([`fixture`]), its root as `--sysroot` takes it,
+/// and the path of a recording in it: the prologue of most tests here.
+fn recorded_fixture(name: &str) -> (PathBuf, String, String) {
+    let dir = fixture(name);
+    let root = dir.to_str().unwrap().to_string();
+    let rec = dir.join("r.rec").to_str().unwrap().to_string();
+    (dir, root, rec)
+}
+
 /// Rewrites a file in place without truncating it first, so a concurrent
 /// reader never sees it empty (counters only grow, so it never shrinks).
 fn put(path: PathBuf, text: impl AsRef<[u8]>) {
@@ -170,10 +179,8 @@ fn replay_reproduces_the_live_output_byte_for_byte() {
 
 #[test]
 fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
-    let dir = fixture("exhaust");
-    let root = dir.to_str().unwrap();
-    let rec = dir.join("r.rec");
-    let rec = rec.to_str().unwrap();
+    let (dir, root, rec) = recorded_fixture("exhaust");
+    let (root, rec) = (root.as_str(), rec.as_str());
     let live = run(&[
         "--sysroot",
         root,
@@ -201,10 +208,8 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
 /// naming the file and the input, instead of reports without those devices.
 #[test]
 fn a_replay_refuses_options_that_read_what_was_not_recorded() {
-    let dir = fixture("other-view");
-    let root = dir.to_str().unwrap();
-    let rec = dir.join("r.rec");
-    let rec = rec.to_str().unwrap();
+    let (dir, root, rec) = recorded_fixture("other-view");
+    let (root, rec) = (root.as_str(), rec.as_str());
     let live = run(&["--sysroot", root, "--record", rec, "-x", "0.01", "2"]);
     assert_eq!(live.status.code(), Some(0));
     for view in [
@@ -284,10 +289,8 @@ fn device_rows(report: &[u8]) -> Vec<String> {
 /// partitions, where it failed for want of the listing.
 #[test]
 fn a_recording_of_every_partition_replays_as_every_device() {
-    let dir = fixture("every-partition");
-    let root = dir.to_str().unwrap();
-    let rec = dir.join("r.rec");
-    let rec = rec.to_str().unwrap();
+    let (dir, root, rec) = recorded_fixture("every-partition");
+    let (root, rec) = (root.as_str(), rec.as_str());
     let live = run(&[
         "--sysroot",
         root,

@@ -465,7 +465,8 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         interval: opts.interval,
         count: opts.count.map(|c| c + u64::from(opts.skip_first)),
     };
-    renderer.begin(&mut out, &banner)?;
+    // Written with the first sample, once its inputs are read (below).
+    let mut begun = false;
     let mut carry = Carry {
         uptime: [0; 2],
         cpu: [CpuTicks::default(); 2],
@@ -475,29 +476,47 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     };
     let result = run_samples(&schedule, src, &stop, None, |src, index| {
         let curr = carry.curr;
-        carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
-        carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
-        let cpu = cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]);
-        let cpu_shares = match &mut carry.cpu_lines {
-            Some(lines) => lines.shares(&carry.buf, cpu),
-            None => cpu,
+        let taken = (|| {
+            carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
+            carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
+            let cpu = cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]);
+            let cpu_shares = match &mut carry.cpu_lines {
+                Some(lines) => lines.shares(&carry.buf, cpu),
+                None => cpu,
+            };
+            // The CPU report alone (`-c`) reads no device. sysstat reads
+            // them all the same, for nothing it shows (on a machine of
+            // 10,000 devices, their lines or `stat` files at every
+            // interval), and a replay of a recording of any other view can
+            // then serve it.
+            if opts.show_disk {
+                devices.read_sample(src, curr);
+                devices.compute_groups(curr);
+            }
+            // The first report's rates cover the time since boot, which no
+            // histogram does: the ones drained here hold only the moments
+            // since the start, and are not shown.
+            let interval = match &latency {
+                Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?),
+                None => None,
+            };
+            Ok::<_, IostatError>((cpu, cpu_shares, interval.filter(|_| index > 0)))
+        })();
+        let checked = match taken {
+            Ok(taken) => answered(src).map(|()| taken).map_err(|e| (e, true)),
+            Err(e) => Err((e, false)),
         };
-        // The CPU report alone (`-c`) reads no device. sysstat reads them
-        // all the same, for nothing it shows (on a machine of 10,000
-        // devices, their lines or `stat` files at every interval), and a
-        // replay of a recording of any other view can then serve it.
-        if opts.show_disk {
-            devices.read_sample(src, curr);
-            devices.compute_groups(curr);
+        // The banner (JSON: the document's head) goes with the first
+        // sample, once its inputs are read: a replay whose recording lacks
+        // one of them (or a run out of file descriptors) fails with
+        // nothing written, where a file it went to kept a banner and,
+        // in JSON, a document without a report. A run that cannot read
+        // its kernel files writes it first, as sysstat does.
+        if !begun && !matches!(checked, Err((_, true))) {
+            begun = true;
+            renderer.begin(&mut out, &banner)?;
         }
-        // The first report's rates cover the time since boot, which no
-        // histogram does: the ones drained here hold only the moments since
-        // the start, and are not shown.
-        let interval = match &latency {
-            Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?).filter(|_| index > 0),
-            None => None,
-        };
-        answered(src)?;
+        let (cpu, cpu_shares, interval) = checked.map_err(|(e, _)| e)?;
         let time = if index == 0 { start_time } else { src.now() };
         let sample = Sample {
             time,
@@ -524,9 +543,11 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         carry.curr ^= 1;
         Ok::<(), IostatError>(())
     });
-    // Close the document on every end, errors included, unless output broke.
+    // Close the document on every end, errors included, unless output broke
+    // or nothing was begun.
     let closed = match &result {
         Err(IostatError::Output(e)) if is_output_failure(e) => Ok(()),
+        _ if !begun => Ok(()),
         _ => renderer.end(&mut out),
     };
     result?;

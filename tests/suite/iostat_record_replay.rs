@@ -205,7 +205,8 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
 /// partition of the devices read), but options that read what the recorded
 /// run never read (a named device: sysfs, where the run read
 /// /proc/diskstats; -N's /proc/devices; -j's links) fail with one line
-/// naming the file and the input, instead of reports without those devices.
+/// naming the file and the input, instead of reports without those devices,
+/// and write nothing first.
 #[test]
 fn a_replay_refuses_options_that_read_what_was_not_recorded() {
     let (dir, root, rec) = recorded_fixture("other-view");
@@ -236,12 +237,8 @@ fn a_replay_refuses_options_that_read_what_was_not_recorded() {
                 && err.contains("the recorded run (`iostat-rs -x 0.01 2`) did not read it"),
             "{view:?}: {err}"
         );
-        // Whatever was begun is a closed JSON document without a report.
-        if !replay.stdout.is_empty() {
-            let doc: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
-            let stats = &doc["sysstat"]["hosts"][0]["statistics"];
-            assert_eq!(stats.as_array().map(Vec::len), Some(0), "{view:?}");
-        }
+        // Refused before the first report: no JSON document was begun.
+        assert!(replay.stdout.is_empty(), "{view:?}");
     }
     // Recorded with a named device, a replay of every device needs the
     // /proc/diskstats that run never read.
@@ -314,6 +311,40 @@ fn a_recording_of_every_partition_replays_as_every_device() {
         assert_eq!(replay.status.code(), Some(0), "{view:?}");
         assert!(replay.stderr.is_empty(), "{view:?}");
     }
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// A replay refused for an input its recording lacks writes nothing to
+/// standard output (no banner, no JSON document without a report), in
+/// every format: a file it went to is not a report cut short. A run
+/// that cannot read its kernel files still writes the banner before its
+/// error, as sysstat does.
+#[test]
+fn a_refused_replay_writes_nothing_before_its_error() {
+    let old = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recordings/0ebb936/iostat-rs.rec"
+    );
+    for format in [&[][..], &["-o", "JSON"], &["-o", "csv"], &["-o", "ndjson"]] {
+        let replay = run(&[&["--replay", old, "-x"][..], format].concat());
+        let err = String::from_utf8_lossy(&replay.stderr);
+        assert_eq!(replay.status.code(), Some(1), "{format:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{format:?}: {err}");
+        assert!(
+            err.contains("does not hold `list /sys/block`"),
+            "{format:?}: {err}"
+        );
+        assert_eq!(String::from_utf8_lossy(&replay.stdout), "", "{format:?}");
+    }
+    let dir = fixture("banner-first");
+    fs::remove_file(dir.join("proc/stat")).unwrap();
+    let out = run(&["--sysroot", dir.to_str().unwrap(), "-x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.starts_with("Linux ") && shown.ends_with("(2 CPU)\n\n"),
+        "{shown}"
+    );
     fs::remove_dir_all(dir).unwrap();
 }
 

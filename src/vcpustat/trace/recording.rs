@@ -514,7 +514,10 @@ fn index_v2(
     let mut head = [0u8; BLOCK_HEADER_BYTES];
     let cut = loop {
         let n = data.read_at(&mut head, at).map_err(HeaderError::Io)?;
-        if n < BLOCK_HEADER_BYTES {
+        // A file still being written (`trace report` of a running
+        // recording) may hold more than `len` by now: what lies past the
+        // length taken at the start is not read, as if not yet written.
+        if n < BLOCK_HEADER_BYTES || at + BLOCK_HEADER_BYTES as u64 > len {
             break Some(format!(
                 "no end marker at byte {at}: the recording was cut (killed, or out of space)"
             ));
@@ -564,7 +567,8 @@ fn index_v2(
             })?;
         }
         if entries < claimed
-            && let Some(k) = marker_among_records(data, offset, present).map_err(HeaderError::Io)?
+            && let Some(k) =
+                marker_among_records(data, offset, present, len).map_err(HeaderError::Io)?
         {
             return Err(HeaderError::Format(format!(
                 "the block at byte {at} (cpu {}) claims {claimed} records, but a block header \
@@ -588,19 +592,28 @@ fn index_v2(
 }
 
 /// In a block whose records start at `offset` and claim to run past the
-/// end of the file (`present` whole records there), the number of the
+/// end of the file, `len` (`present` whole records there), the number of the
 /// first record boundary where a block header (`DTLB`) or the end marker
 /// (`DTLE`) starts, if any; the bytes after the last whole record count
 /// too. A recorder killed while writing leaves records up to the end of
 /// the file; a count that is too large runs on into the next block
 /// instead. A record never starts with those bytes: its first two are the
 /// dispatch and preempt reasons, small numbers, not 68 (`D`) and 84 (`T`).
-fn marker_among_records(data: &Data, offset: u64, present: u64) -> io::Result<Option<u64>> {
+fn marker_among_records(
+    data: &Data,
+    offset: u64,
+    present: u64,
+    len: u64,
+) -> io::Result<Option<u64>> {
     const CHUNK_RECORDS: u64 = 4096;
     let mut chunk = vec![0u8; CHUNK_RECORDS as usize * ENTRY_BYTES];
     let mut first = 0;
     while first <= present {
-        let n = data.read_at(&mut chunk, offset + first * ENTRY_BYTES as u64)?;
+        let at = offset + first * ENTRY_BYTES as u64;
+        let n = data.read_at(&mut chunk, at)?;
+        // Not past the length the file had when it was opened (a running
+        // recording grows meanwhile).
+        let n = n.min(usize::try_from(len.saturating_sub(at)).unwrap_or(usize::MAX));
         let found = chunk[..n]
             .chunks(ENTRY_BYTES)
             .position(|r| r.len() >= 4 && (&r[..4] == BLOCK_MAGIC || &r[..4] == END_MAGIC));
@@ -716,6 +729,34 @@ mod tests {
                      (the blocks carry the counts)"
                 )
             );
+        }
+    }
+
+    /// `trace report` of a recording still being written: the file holds
+    /// more than the length taken when it was opened. Read as cut at that
+    /// length, never past it (the length once underflowed: a panic in a
+    /// debug build, a wrapped record count in a release one).
+    #[test]
+    fn a_recording_that_grows_while_it_is_indexed_is_read_up_to_its_length() {
+        let mut w = RecordingWriter::new(Vec::new(), header()).unwrap();
+        w.block(0, &[1u8; 96], 1, 0).unwrap();
+        w.block(1, &[2u8; 144], 1, 0).unwrap();
+        let whole = w.finish(5).unwrap();
+        let data_start = whole.iter().position(|&b| b == b'\n').unwrap() as u64 + 1;
+        let data = Data::Memory(whole.clone());
+        for len in data_start..whole.len() as u64 {
+            let mut header: Header =
+                serde_json::from_slice(&whole[..data_start as usize - 1]).unwrap();
+            let Ok((blocks, cut)) = index_v2(&mut header, &data, data_start, len) else {
+                panic!("at length {len}: an error");
+            };
+            assert!(cut.is_some(), "at length {len}: not cut");
+            for block in blocks.iter().flatten() {
+                assert!(
+                    block.offset + block.entries * ENTRY_BYTES as u64 <= len,
+                    "at length {len}: {block:?} runs past it"
+                );
+            }
         }
     }
 

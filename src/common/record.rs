@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::source::Uname;
 
+#[cfg(test)]
+mod end_tests;
 mod load;
 mod replay;
 mod writer;
@@ -20,15 +22,20 @@ pub use writer::{Recorder, RecordingError, recording_error};
 
 /// The value of the header's `format` field.
 pub const FORMAT_NAME: &str = "hwstat-recording";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes: a recording of this version
+/// promises an [`EndLine`] after its last frame.
+pub const FORMAT_VERSION: u32 = 2;
+/// The version written before the end line, still read: a file of it has
+/// no end line, and its end is not checked.
+pub const FORMAT_VERSION_1: u32 = 1;
 
 /// The first line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     /// Always [`FORMAT_NAME`].
     pub format: String,
-    /// Always [`FORMAT_VERSION`] for files this build writes.
+    /// Always [`FORMAT_VERSION`] for files this build writes; a reader
+    /// also reads [`FORMAT_VERSION_1`].
     pub version: u32,
     /// The tool that recorded (`iostat-rs`, `vcpustat`, `cxlstat`).
     pub tool: String,
@@ -44,6 +51,31 @@ pub struct Header {
     /// replay answers it as absent (`ENOENT`) instead of refusing it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub whole_tree: bool,
+}
+
+impl Header {
+    /// Whether a recording with this header ends with an [`EndLine`]
+    /// when its writer ended it (from version 2): one without it was cut.
+    pub fn promises_end(&self) -> bool {
+        self.version >= FORMAT_VERSION
+    }
+}
+
+/// The last line of a recording whose writer ended it (format version 2):
+/// `{"end":{"frames":N}}`. A reader of version 1 refuses the header's
+/// version before it could take this line for a damaged frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndLine {
+    /// What the end says.
+    pub end: End,
+}
+
+/// What an [`EndLine`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    /// How many frames the writer wrote before it: a reader that holds
+    /// another number lost or gained one.
+    pub frames: u64,
 }
 
 /// For serde: `whole_tree` is written only when true.
@@ -182,8 +214,10 @@ mod tests {
         rec.values("perf:x", &mut || Ok(vec![2])).unwrap();
         rec.finish().unwrap();
         rec.finish().unwrap();
-        let lines = std::fs::read_to_string(&file).unwrap().lines().count();
-        assert_eq!(lines, 3, "a header and two frames");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "a header, two frames and the end line");
+        assert_eq!(lines[3], r#"{"end":{"frames":2}}"#);
         let mut replay = Replay::open(&file, "test").unwrap();
         assert!(replay.next_sample().unwrap());
         assert!(!replay.next_sample().unwrap());
@@ -201,9 +235,14 @@ mod tests {
         rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
         assert!(rec.next_sample().unwrap());
         assert_eq!(lines(), 2, "frame 0 is written when sample 1 begins");
-        // Stopped before sample 1 read anything: no empty frame is added.
+        // Stopped before sample 1 read anything: no empty frame is added,
+        // and the end line counts the one frame written.
         rec.finish().unwrap();
-        assert_eq!(lines(), 2);
+        assert_eq!(lines(), 3);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.ends_with("}\n{\"end\":{\"frames\":1}}\n"), "{text}");
+        let replay = Replay::open(&file, "test").unwrap();
+        assert!(replay.cut().is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

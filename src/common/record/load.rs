@@ -1,7 +1,9 @@
 //! Reading a recording file: the header, then every frame, each entry
 //! checked against its operation, so that a damaged file is refused with
 //! its line before anything is reported. A last line cut short (the run was
-//! killed, the disk filled up) is left out and remembered, not refused.
+//! killed, the disk filled up) is left out and remembered, not refused, and
+//! so is a missing end line (of version 2: killed between two lines); an
+//! end line that miscounts the frames, or a line after it, is damage.
 //!
 //! A regular file is read twice: once to check it, then again frame by
 //! frame as the replay goes, so a replay holds one frame at a time, not
@@ -19,7 +21,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::replay::ReplayError;
-use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, parse_hex};
+use super::{
+    EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_1, Frame, Header, parse_hex,
+};
 use crate::common::excerpt::{clip, excerpt};
 use crate::common::signals::StopSignal;
 use crate::common::user_file::{open_to_read, read_line_bounded};
@@ -37,9 +41,57 @@ pub(super) struct Loaded {
     pub header: Header,
     /// Every complete frame, in file order.
     pub frames: Frames,
-    /// The line number of a last line that was cut short and left out
-    /// (of a FIFO, known only at its end: [`Frames::cut_line`]).
-    pub cut_line: Option<usize>,
+    /// How the file was cut, if it was (of a FIFO, known only at its
+    /// end: [`Frames::cut`]).
+    pub cut: Option<Cut>,
+}
+
+/// How a recording was cut (its writer killed, or out of space), and how
+/// many complete frames it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Cut {
+    /// What was cut.
+    pub kind: CutKind,
+    /// The complete frames before the cut.
+    pub frames: usize,
+}
+
+/// Where a recording was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CutKind {
+    /// Its last line is incomplete (left out): a frame, or the end line.
+    Line {
+        /// The line's number.
+        line: usize,
+        /// Whether it began as an end line.
+        end: bool,
+    },
+    /// It promised an end line ([`Header::promises_end`]) and has none
+    /// after its last line.
+    NoEnd {
+        /// The number of its last line.
+        line: usize,
+    },
+}
+
+impl Cut {
+    /// What a warning says about the cut, after the file's name.
+    pub fn describe(&self) -> String {
+        let what = match self.kind {
+            CutKind::Line { line, end: false } => {
+                format!("the last frame (line {line}) is incomplete")
+            }
+            CutKind::Line { line, end: true } => {
+                format!("the end line (line {line}) is incomplete")
+            }
+            CutKind::NoEnd { line } => format!("no end line after line {line}"),
+        };
+        let frames = match self.frames {
+            1 => "1 complete frame".to_string(),
+            n => format!("{n} complete frames"),
+        };
+        format!("{what}: the recording was cut (killed, or out of space); replaying its {frames}")
+    }
 }
 
 /// A frame and its line in the file (none for frames built in memory).
@@ -66,8 +118,8 @@ pub(super) enum Frames {
         reader: FrameReader,
         /// The first frame, read to know there is one.
         first: Option<Numbered>,
-        /// The line of a last line cut short, once the end is reached.
-        cut_line: Option<usize>,
+        /// How it was cut, once the end is reached.
+        cut: Option<Cut>,
     },
 }
 
@@ -80,10 +132,10 @@ impl Frames {
         }
     }
 
-    /// The line of a FIFO's last line, cut short, once its end is reached.
-    pub fn cut_line(&self) -> Option<usize> {
+    /// How a FIFO was cut, once its end is reached.
+    pub fn cut(&self) -> Option<Cut> {
         match self {
-            Frames::Piped { cut_line, .. } => *cut_line,
+            Frames::Piped { cut, .. } => *cut,
             _ => None,
         }
     }
@@ -94,21 +146,20 @@ impl Frames {
     pub fn next(&mut self) -> Result<Option<Numbered>, ReplayError> {
         match self {
             Frames::Held(frames) => Ok(frames.next()),
-            Frames::Piped {
-                reader,
-                first,
-                cut_line,
-            } => {
+            Frames::Piped { reader, first, cut } => {
                 if let Some(first) = first.take() {
                     return Ok(Some(first));
                 }
-                if cut_line.is_some() {
+                if cut.is_some() {
                     return Ok(None);
                 }
                 match reader.next()? {
                     Read::Frame(line, frame) => Ok(Some((Some(line), frame))),
-                    Read::Cut(line) => {
-                        *cut_line = Some(line);
+                    Read::Cut(kind) => {
+                        *cut = Some(Cut {
+                            kind,
+                            frames: reader.frames,
+                        });
                         Ok(None)
                     }
                     Read::End | Read::Stopped => Ok(None),
@@ -167,6 +218,10 @@ pub(super) struct FrameReader {
     number: usize,
     /// How many frames were read.
     frames: usize,
+    /// Whether the file promises an end line ([`Header::promises_end`]).
+    promises_end: bool,
+    /// The number of the end line, once read.
+    end_line: Option<usize>,
     /// The file, as messages name it.
     path: String,
 }
@@ -175,22 +230,26 @@ pub(super) struct FrameReader {
 enum Read {
     /// A frame, checked, and its line number.
     Frame(usize, Frame),
-    /// A last line cut short (the writer stopped in the middle of it).
-    Cut(usize),
-    /// The end of the file.
+    /// A last line cut short (the writer stopped in the middle of it), or
+    /// no end line where the file promised one.
+    Cut(CutKind),
+    /// The end of the file (after its end line, if it promised one).
     End,
     /// A stop signal while a FIFO's read waited for its writer.
     Stopped,
 }
 
 impl FrameReader {
-    /// Reads the frames of `reader`, which is past the header.
-    fn new(reader: BufReader<Input>, path: &str) -> FrameReader {
+    /// Reads the frames of `reader`, which is past the header
+    /// `header`.
+    fn new(reader: BufReader<Input>, header: &Header, path: &str) -> FrameReader {
         FrameReader {
             reader,
             line: Vec::new(),
             number: 1,
             frames: 0,
+            promises_end: header.promises_end(),
+            end_line: None,
             path: path.to_string(),
         }
     }
@@ -204,7 +263,8 @@ impl FrameReader {
     }
 
     /// The next frame (blank lines are skipped), checked against its
-    /// place in the file ([`check_frame`]).
+    /// place in the file ([`check_frame`]); an end line is checked
+    /// against the frames before it, and nothing may follow it.
     fn next(&mut self) -> Result<Read, ReplayError> {
         loop {
             let read = match read_line_bounded(&mut self.reader, &mut self.line) {
@@ -220,11 +280,19 @@ impl FrameReader {
                 }
             };
             if read == 0 {
+                if self.promises_end && self.end_line.is_none() {
+                    return Ok(Read::Cut(CutKind::NoEnd { line: self.number }));
+                }
                 return Ok(Read::End);
             }
             self.number += 1;
             if self.line.trim_ascii().is_empty() {
                 continue;
+            }
+            if let Some(end) = self.end_line {
+                return Err(self.bad(format!(
+                    "a line after the end line (line {end}), which closes the recording"
+                )));
             }
             let complete = self.line.ends_with(b"\n");
             return match serde_json::from_slice::<Frame>(&self.line) {
@@ -238,15 +306,44 @@ impl FrameReader {
                 // in the zeros a file system leaves after a power loss): the
                 // writer stopped in the middle of it.
                 Err(e) if !complete && (e.is_eof() || self.line.contains(&0)) => {
-                    Ok(Read::Cut(self.number))
+                    let end = self.line.trim_ascii_start().starts_with(b"{\"end\"");
+                    Ok(Read::Cut(CutKind::Line {
+                        line: self.number,
+                        end,
+                    }))
                 }
-                Err(e) => Err(self.bad(format!(
-                    "frame {}: not a recording frame: {}",
-                    self.frames,
-                    json_error(&e)
-                ))),
+                Err(e) => match self.end_of(&e)? {
+                    true => {
+                        self.end_line = Some(self.number);
+                        continue;
+                    }
+                    false => Err(self.bad(format!(
+                        "frame {}: not a recording frame: {}",
+                        self.frames,
+                        json_error(&e)
+                    ))),
+                },
             };
         }
+    }
+
+    /// Whether the line, which `err` says is not a frame, is an end line
+    /// (of a file that promises one) whose count is the frames before it.
+    fn end_of(&self, err: &serde_json::Error) -> Result<bool, ReplayError> {
+        if !self.promises_end || err.is_eof() {
+            return Ok(false);
+        }
+        let Ok(EndLine { end }) = serde_json::from_slice::<EndLine>(&self.line) else {
+            return Ok(false);
+        };
+        if end.frames != self.frames as u64 {
+            return Err(self.bad(format!(
+                "the end line counts {} frames, the file holds {} before it (a frame lost or \
+                 added)",
+                end.frames, self.frames
+            )));
+        }
+        Ok(true)
     }
 }
 
@@ -295,31 +392,37 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
             tool: tool.to_string(),
         },
     })?;
-    let mut checked = FrameReader::new(reader, &shown);
+    let mut checked = FrameReader::new(reader, &header, &shown);
     if !regular {
         return match checked.next()? {
             Read::Frame(number, frame) => Ok(Loaded {
-                header,
                 frames: Frames::Piped {
                     reader: checked,
                     first: Some((Some(number), frame)),
-                    cut_line: None,
+                    cut: None,
                 },
-                cut_line: None,
+                header,
+                cut: None,
             }),
-            Read::Cut(number) => Err(no_sample(&shown, Some(number))),
-            Read::End | Read::Stopped => Err(no_sample(&shown, None)),
+            Read::Cut(kind) => Err(no_sample(&shown, kind)),
+            Read::End | Read::Stopped => Err(no_sample(&shown, CutKind::NoEnd { line: 2 })),
         };
     }
-    let cut_line = loop {
+    let cut = loop {
         match checked.next()? {
             Read::Frame(..) => {}
-            Read::Cut(number) => break Some(number),
+            Read::Cut(kind) => {
+                break Some(Cut {
+                    kind,
+                    frames: checked.frames,
+                });
+            }
             Read::End | Read::Stopped => break None,
         }
     };
     if checked.frames == 0 {
-        return Err(no_sample(&shown, cut_line));
+        let kind = cut.map_or(CutKind::NoEnd { line: 2 }, |cut| cut.kind);
+        return Err(no_sample(&shown, kind));
     }
     let mut input = checked.reader.into_inner();
     input
@@ -328,25 +431,28 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         .map_err(io_err)?;
     let frames = Frames::Streamed {
         left: checked.frames,
-        reader: FrameReader::new(BufReader::new(input), &shown),
+        reader: FrameReader::new(BufReader::new(input), &header, &shown),
     };
     Ok(Loaded {
         header,
         frames,
-        cut_line,
+        cut,
     })
 }
 
-/// The error for a recording without a complete frame (`cut_line`: the
-/// line cut short, if one was).
-fn no_sample(path: &str, cut_line: Option<usize>) -> ReplayError {
-    let what = match cut_line {
-        Some(n) => format!("the recording holds no complete sample (line {n} is cut short)"),
-        None => "the recording holds no sample".to_string(),
+/// The error for a recording without a complete frame, where it ended
+/// (`kind`: a line cut short, or its end).
+fn no_sample(path: &str, kind: CutKind) -> ReplayError {
+    let (line, what) = match kind {
+        CutKind::Line { line, .. } => (
+            line,
+            format!("the recording holds no complete sample (line {line} is cut short)"),
+        ),
+        CutKind::NoEnd { .. } => (2, "the recording holds no sample".to_string()),
     };
     ReplayError::Format {
         path: path.to_string(),
-        line: cut_line.unwrap_or(2),
+        line,
         what,
     }
 }
@@ -375,9 +481,10 @@ fn read_header(line: &[u8], tool: &str) -> Result<Header, HeaderProblem> {
     let header: Header = serde_json::from_slice(line).map_err(|e| {
         HeaderProblem::Format(format!("not a recording header: {}", json_error(&e)))
     })?;
-    if header.version != FORMAT_VERSION {
+    if ![FORMAT_VERSION_1, FORMAT_VERSION].contains(&header.version) {
         return Err(HeaderProblem::Format(format!(
-            "recording format version {} is not supported (this build reads {FORMAT_VERSION})",
+            "recording format version {} is not supported (this build reads \
+             {FORMAT_VERSION_1} and {FORMAT_VERSION})",
             header.version
         )));
     }

@@ -12,7 +12,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::load::{Frames, load};
+use super::load::{Cut, Frames, load};
 use super::{Entry, Frame, Header, parse_hex};
 use crate::common::escape::text;
 use crate::common::excerpt::{clip, excerpt};
@@ -97,9 +97,11 @@ impl Replay {
     /// Loads the recording at `path` that `tool` made, checking every line
     /// first (of a FIFO, each as it comes: see `record::load`): a damaged
     /// line, a recording of another tool or of no sample is an error
-    /// naming the file (and the line). A last line cut short is left out,
+    /// naming the file (and the line), as is an end line that miscounts
+    /// the frames or a line after it. A last line cut short is left out,
     /// and a warning on stderr says so (of a FIFO, at its end), as
-    /// [`Replay::cut`] does.
+    /// [`Replay::cut`] does; so does a missing end line, where the header
+    /// promised one ([`Header::promises_end`]).
     // Out of line: only some runs take this path; inlined, it would sit among
     // the code every run executes (build.rs, "Hot code first").
     #[inline(never)]
@@ -109,20 +111,16 @@ impl Replay {
         replay.path = path.display().to_string();
         replay.tool = tool.to_string();
         replay.advance()?;
-        if let Some(line) = loaded.cut_line {
-            replay.warn_cut(line);
+        if let Some(cut) = loaded.cut {
+            replay.warn_cut(cut);
         }
         Ok(replay)
     }
 
-    /// Says on stderr that the last line, `line`, was cut short and left
-    /// out.
-    fn warn_cut(&mut self, line: usize) {
-        let warning = format!(
-            "warning: {}: the last frame (line {line}) is incomplete, the recording was cut \
-             short; replaying the complete frames before it",
-            self.path
-        );
+    /// Says on stderr that the recording was cut (its last line left out,
+    /// or its end line missing).
+    fn warn_cut(&mut self, cut: Cut) {
+        let warning = format!("warning: {}: {}", self.path, cut.describe());
         stderr::print(format_args!("{}: {}\n", self.tool, text(&warning)));
         self.cut = Some(warning);
     }
@@ -132,8 +130,8 @@ impl Replay {
         &self.header
     }
 
-    /// A one-line warning when the recording's last frame was cut short
-    /// (and left out), naming the file.
+    /// A one-line warning when the recording was cut (its last line
+    /// incomplete and left out, or its end line missing), naming the file.
     pub fn cut(&self) -> Option<&str> {
         self.cut.as_deref()
     }
@@ -174,10 +172,10 @@ impl Replay {
                 Ok(true)
             }
             None => {
-                if let Some(line) = self.upcoming.cut_line()
+                if let Some(cut) = self.upcoming.cut()
                     && self.cut.is_none()
                 {
-                    self.warn_cut(line);
+                    self.warn_cut(cut);
                 }
                 Ok(false)
             }

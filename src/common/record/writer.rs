@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
+use super::{End, EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
 use crate::common::signals::StopSignal;
 use crate::common::source::{Source, Uname};
 use crate::common::stdout::{chunk_for, write_stoppably};
@@ -117,12 +117,19 @@ impl Write for RecordingFile {
 /// A frame is written and flushed when its sample ends
 /// ([`Source::next_sample`], which the interval loop calls before it
 /// sleeps), so a run that is killed keeps every sample it reported.
+/// [`Source::finish`] then writes the [`EndLine`], which tells a replay
+/// that the run ended there rather than being cut.
 pub struct Recorder {
     inner: Box<dyn Source>,
     path: String,
     out: RefCell<BufWriter<RecordingFile>>,
     frame: RefCell<Frame>,
-    /// Set once the last frame was written: finishing again does nothing.
+    /// How many frames were written.
+    written: u64,
+    /// Set when a write to the file failed: nothing more is written (the
+    /// file may end in part of a line), so it reads as cut, as it was.
+    broken: bool,
+    /// Set once finished: finishing again does nothing.
     finished: bool,
 }
 
@@ -161,6 +168,8 @@ impl Recorder {
             path: shown,
             out: RefCell::new(out),
             frame: RefCell::new(Frame::default()),
+            written: 0,
+            broken: false,
             finished: false,
         })
     }
@@ -174,15 +183,59 @@ impl Recorder {
     }
 
     /// Writes the current frame as one line and flushes it to the file.
-    fn flush_frame(&self) -> io::Result<()> {
-        let mut out = self.out.borrow_mut();
-        write_line(&mut *out, &*self.frame.borrow()).map_err(|source| {
+    fn flush_frame(&mut self) -> io::Result<()> {
+        // Moved out and back (no copy): `write` borrows the recorder.
+        let frame = std::mem::take(self.frame.get_mut());
+        let written = self.write(&frame);
+        *self.frame.get_mut() = frame;
+        written?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Writes `value` as one line and flushes it; after a failed write,
+    /// fails again without writing.
+    fn write(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
+        let fail = |path: &str, source| {
             io::Error::other(RecordingError {
                 action: "write",
-                path: self.path.clone(),
+                path: path.to_string(),
                 source,
             })
+        };
+        if self.broken {
+            let source = io::Error::other("an earlier write failed");
+            return Err(fail(&self.path, source));
+        }
+        write_line(self.out.get_mut(), value).map_err(|source| {
+            self.broken = true;
+            fail(&self.path, source)
         })
+    }
+
+    /// Writes the last frame (unless the run stopped before it read
+    /// anything) and the end line, unless a write failed before.
+    fn close(&mut self) -> io::Result<()> {
+        if self.broken {
+            return Ok(());
+        }
+        // A run stopped while it waited for its next sample has a frame
+        // with nothing in it: the samples taken are all written already.
+        let frame = self.frame.get_mut();
+        let untouched = frame.index > 0
+            && frame.entries.is_empty()
+            && frame.time_unix_ns.is_none()
+            && frame.elapsed_ns.is_none();
+        if !untouched {
+            self.flush_frame()?;
+        }
+        self.frame.get_mut().entries.clear();
+        let end = EndLine {
+            end: End {
+                frames: self.written,
+            },
+        };
+        self.write(&end)
     }
 }
 
@@ -314,26 +367,21 @@ impl Source for Recorder {
         self.inner.set_stop(stop);
     }
 
+    /// Ends the recording: every orderly end of a run comes here (the
+    /// count reached, a stop signal, an error the tool reports, standard
+    /// output closed), and a run killed or crashed does not, so the end
+    /// line tells them apart. After a failed write to the recording (a
+    /// full disk) nothing is added: the file reads as cut.
     fn finish(&mut self) -> io::Result<()> {
         // The interval loop finishes the source and so may the tool on its
-        // way out: the last frame must be written once, not twice. A run
-        // stopped while it waited for its next sample has a frame with
-        // nothing in it: the samples taken are all written already.
+        // way out: the last frame and the end line are written once, even
+        // when the first try failed.
         if self.finished {
             return Ok(());
         }
-        let frame = self.frame.borrow();
-        let untouched = frame.index > 0
-            && frame.entries.is_empty()
-            && frame.time_unix_ns.is_none()
-            && frame.elapsed_ns.is_none();
-        drop(frame);
-        if !untouched {
-            self.flush_frame()?;
-        }
-        self.frame.borrow_mut().entries.clear();
-        self.inner.finish()?;
         self.finished = true;
-        Ok(())
+        let closed = self.close();
+        let inner = self.inner.finish();
+        closed.and(inner)
     }
 }

@@ -1,0 +1,224 @@
+//! The end line of version 2: what a recording that lacks it, miscounts
+//! frames in it or goes on after it reads as, from a file and a FIFO.
+
+use std::path::{Path, PathBuf};
+
+use super::Replay;
+
+const V1: &str = r#"{"format":"hwstat-recording","version":1,"tool":"test","args":[],"uname":{"sysname":"Linux","nodename":"h","release":"6.1","version":"","machine":"x86_64"},"start_unix_ns":5}"#;
+
+/// The header of version 2, which promises an end line.
+fn v2() -> String {
+    V1.replace("\"version\":1", "\"version\":2")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hwstat-end-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `frames` frames reading `/x` as `v0`, `v1`, ..., one line each.
+fn frames(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{{\"index\":{i},\"entries\":{{\"read /x\":{{\"text\":\"v{i}\"}}}}}}\n"))
+        .collect()
+}
+
+/// Opens `text` as `dir/t.rec` and replays every frame: the values of
+/// `/x` and the warning, or the error of the open or of a later frame.
+fn replay_text(dir: &Path, text: &str) -> Result<(Vec<String>, Option<String>), String> {
+    let file = dir.join("t.rec");
+    std::fs::write(&file, text).unwrap();
+    let mut replay = Replay::open(&file, "test").map_err(|e| e.to_string())?;
+    let mut seen = Vec::new();
+    loop {
+        seen.push(replay.read_string("/x").unwrap());
+        use crate::common::source::Source;
+        if !replay.next_sample().map_err(|e| e.to_string())? {
+            return Ok((seen, replay.cut().map(str::to_string)));
+        }
+    }
+}
+
+#[test]
+fn a_version_2_recording_without_its_end_line_was_cut() {
+    let dir = scratch("noend");
+    let ended = format!("{}\n{}{{\"end\":{{\"frames\":3}}}}\n", v2(), frames(3));
+    let (seen, cut) = replay_text(&dir, &ended).unwrap();
+    assert_eq!(seen, ["v0", "v1", "v2"]);
+    assert_eq!(cut, None);
+    // Cut exactly after a whole frame: every frame, and one warning.
+    let unended = format!("{}\n{}", v2(), frames(3));
+    let (seen, cut) = replay_text(&dir, &unended).unwrap();
+    assert_eq!(seen, ["v0", "v1", "v2"]);
+    let file = dir.join("t.rec").display().to_string();
+    assert_eq!(
+        cut.as_deref(),
+        Some(&*format!(
+            "warning: {file}: no end line after line 4: the recording was cut (killed, or \
+                 out of space); replaying its 3 complete frames"
+        ))
+    );
+    // Cut in the middle of the end line: the frames are whole.
+    let half = &ended[..ended.len() - 8];
+    let (seen, cut) = replay_text(&dir, half).unwrap();
+    assert_eq!(seen.len(), 3);
+    let cut = cut.unwrap();
+    assert!(
+        cut.contains(": the end line (line 5) is incomplete: the recording was cut (killed, or out of space); replaying its 3 complete frames"),
+        "{cut}"
+    );
+    // Cut in a frame: that frame is left out, as in version 1.
+    let (seen, cut) = replay_text(&dir, &unended[..unended.len() - 5]).unwrap();
+    assert_eq!(seen, ["v0", "v1"]);
+    assert!(
+        cut.unwrap()
+            .ends_with(": the last frame (line 4) is incomplete: the recording was cut (killed, or out of space); replaying its 2 complete frames")
+    );
+    // The end line without its newline is whole; a blank line after it is
+    // nothing.
+    let (_, cut) = replay_text(&dir, ended.trim_end()).unwrap();
+    assert_eq!(cut, None);
+    let (_, cut) = replay_text(&dir, &format!("{ended}\n \n")).unwrap();
+    assert_eq!(cut, None);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_version_1_recording_has_no_end_line_to_miss() {
+    let dir = scratch("v1");
+    let (seen, cut) = replay_text(&dir, &format!("{V1}\n{}", frames(2))).unwrap();
+    assert_eq!((seen.len(), cut), (2, None));
+    // Nor may it have one: there it is not a frame.
+    let err = replay_text(
+        &dir,
+        &format!("{V1}\n{}{{\"end\":{{\"frames\":2}}}}\n", frames(2)),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("t.rec:4: frame 2: not a recording frame: missing field `index`"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_end_line_that_miscounts_or_is_not_last_is_damage() {
+    let dir = scratch("enddamage");
+    let h = v2();
+    let f = frames(3);
+    let cases = [
+        (
+            format!("{h}\n{f}{{\"end\":{{\"frames\":4}}}}\n"),
+            "t.rec:5: the end line counts 4 frames, the file holds 3 before it (a frame lost or \
+             added)",
+        ),
+        // The last frame lost: the indexes cannot tell, the count does.
+        (
+            format!("{h}\n{}{{\"end\":{{\"frames\":3}}}}\n", frames(2)),
+            "t.rec:4: the end line counts 3 frames, the file holds 2 before it",
+        ),
+        (
+            format!(
+                "{h}\n{f}{{\"end\":{{\"frames\":3}}}}\n{}",
+                frames(4).lines().nth(3).unwrap()
+            ),
+            "t.rec:6: a line after the end line (line 5), which closes the recording",
+        ),
+        (
+            format!("{h}\n{f}{{\"end\":{{\"frames\":3}}}}\n{{\"end\":{{\"frames\":3}}}}\n"),
+            "t.rec:6: a line after the end line (line 5)",
+        ),
+        // A cut line after the end is no cut: the writer had ended.
+        (
+            format!("{h}\n{f}{{\"end\":{{\"frames\":3}}}}\n{{\"ind"),
+            "t.rec:6: a line after the end line (line 5)",
+        ),
+        (
+            format!("{h}\n{f}{{\"end\":{{\"frames\":-1}}}}\n"),
+            "t.rec:5: frame 3: not a recording frame: missing field `index`",
+        ),
+        (
+            format!("{h}\n{f}{{\"end\":{{}}}}\n"),
+            "t.rec:5: frame 3: not a recording frame",
+        ),
+        (
+            format!("{h}\n{{\"end\":{{\"frames\":0}}}}\n"),
+            "t.rec:2: the recording holds no sample",
+        ),
+        (
+            format!("{h}\n{{\"end\":{{\"frames\":0}}}}\n{}", frames(1)),
+            "t.rec:3: a line after the end line (line 2)",
+        ),
+        (
+            format!("{}\n{f}", h.replace("\"version\":2", "\"version\":3")),
+            "t.rec:1: recording format version 3 is not supported (this build reads 1 and 2)",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = replay_text(&dir, &text).unwrap_err();
+        assert!(err.contains(want), "want {want:?}, got {err:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Replays `text` written to a FIFO: the values of `/x` served before the
+/// replay ended, and its warning or error.
+fn replay_fifo(dir: &Path, text: &str) -> (Vec<String>, Result<Option<String>, String>) {
+    use crate::common::source::Source;
+    let fifo = dir.join("t.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    crate::common::user_file::mkfifo(&fifo);
+    let writer = {
+        let (fifo, text) = (fifo.clone(), text.to_string());
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let mut replay = Replay::open(&fifo, "test").unwrap();
+    assert!(replay.cut().is_none(), "not known before the end");
+    let mut seen = Vec::new();
+    let end = loop {
+        seen.push(replay.read_string("/x").unwrap());
+        match replay.next_sample() {
+            Ok(true) => {}
+            Ok(false) => break Ok(replay.cut().map(str::to_string)),
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    writer.join().unwrap();
+    (seen, end)
+}
+
+#[test]
+fn a_fifo_is_told_cut_or_damaged_at_its_end() {
+    let dir = scratch("endfifo");
+    let (h, f) = (v2(), frames(2));
+    let (seen, end) = replay_fifo(&dir, &format!("{h}\n{f}{{\"end\":{{\"frames\":2}}}}\n"));
+    assert_eq!((seen.len(), end), (2, Ok(None)));
+    let (seen, end) = replay_fifo(&dir, &format!("{h}\n{f}"));
+    assert_eq!(seen, ["v0", "v1"]);
+    let warning = end.unwrap().expect("a warning at the end");
+    assert!(
+        warning.ends_with(".fifo: no end line after line 3: the recording was cut (killed, or out of space); replaying its 2 complete frames"),
+        "{warning}"
+    );
+    // Damage at the end stops the replay after the frames before it.
+    let (seen, end) = replay_fifo(&dir, &format!("{h}\n{f}{{\"end\":{{\"frames\":1}}}}\n"));
+    assert_eq!(seen.len(), 2);
+    let err = end.unwrap_err();
+    assert!(
+        err.ends_with(".fifo:4: the end line counts 1 frames, the file holds 2 before it (a frame lost or added)"),
+        "{err}"
+    );
+    let (_, end) = replay_fifo(&dir, &format!("{h}\n{f}{{\"end\":{{\"frames\":2}}}}\n{f}"));
+    assert!(
+        end.unwrap_err()
+            .ends_with(".fifo:5: a line after the end line (line 4), which closes the recording")
+    );
+    // A version-1 FIFO has no end line to miss.
+    let (seen, end) = replay_fifo(&dir, &format!("{V1}\n{f}"));
+    assert_eq!((seen.len(), end), (2, Ok(None)));
+    std::fs::remove_dir_all(dir).unwrap();
+}

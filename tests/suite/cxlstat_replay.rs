@@ -241,7 +241,8 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
     // mem1 runs all of the first and never in the second.
     let recorded = std::fs::read_to_string(&rec).unwrap();
     let mut lines: Vec<String> = recorded.lines().map(String::from).collect();
-    assert_eq!(lines.len(), 4, "header and three frames: {recorded}");
+    assert_eq!(lines.len(), 5, "header, three frames, end: {recorded}");
+    assert_eq!(lines[4], r#"{"end":{"frames":3}}"#);
     let mem0 = [
         [0, 0, 0],
         [1000, 100_000_000, 50_000_000],
@@ -254,7 +255,7 @@ fn perf_csv_lines_from_a_replay_with_known_counts() {
     ];
     // The baseline is read 7 ms after the start (discovery, opening): the
     // time column starts there, as perf stat's starts at enabling.
-    for (i, line) in lines.iter_mut().skip(1).enumerate() {
+    for (i, line) in lines[1..4].iter_mut().enumerate() {
         let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
         let elapsed = 7_000_000 + i as u64 * 100_000_000;
         set_frame(&mut frame, elapsed, "cxl_pmu_mem0.0", mem0[i]);

@@ -68,6 +68,7 @@ mod prometheus_real;
 mod prometheus_rules;
 mod properties;
 mod pseries_sim;
+mod recording_ends;
 mod recordings;
 mod sysstat_conformance;
 mod trace_cli;

@@ -10,24 +10,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
-const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
-const CXLSTAT: &str = env!("CARGO_BIN_EXE_cxlstat");
+pub(crate) const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
+pub(crate) const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
+pub(crate) const CXLSTAT: &str = env!("CARGO_BIN_EXE_cxlstat");
 
-fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hwstat-recordings-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Writes a small kernel tree for iostat-rs at counter step `step`: sda
 /// changes every step, nvme0n1 and `/proc/stat` every other step.
-fn iostat_tree(root: &Path, step: u64) {
+pub(crate) fn iostat_tree(root: &Path, step: u64) {
     for d in [
         "proc",
         "sys/block/sda",
@@ -75,7 +75,7 @@ fn iostat_tree(root: &Path, step: u64) {
     .unwrap();
 }
 
-fn run(bin: &str, args: &[&str]) -> Output {
+pub(crate) fn run(bin: &str, args: &[&str]) -> Output {
     Command::new(bin)
         .args(args)
         .env_clear()
@@ -85,7 +85,7 @@ fn run(bin: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -113,6 +113,11 @@ fn write_lines(path: &Path, lines: &[String]) {
     fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
+/// The end line of a recording of `frames` frames (docs/recording.md).
+fn end_line(frames: usize) -> String {
+    format!("{{\"end\":{{\"frames\":{frames}}}}}")
+}
+
 /// A recording of `samples` samples with every key in every frame (each
 /// frame a one-sample recording of the tree at that step), and the same
 /// samples with each frame keeping only the entries that changed.
@@ -122,6 +127,7 @@ fn full_and_delta(dir: &Path, samples: u64) -> (PathBuf, PathBuf) {
     for step in 0..samples {
         iostat_tree(&root, step);
         let lines = record_one(&root, &dir.join("one.rec"));
+        assert_eq!(lines[2], end_line(1));
         if full.is_empty() {
             full.push(lines[0].clone());
         }
@@ -152,6 +158,8 @@ fn full_and_delta(dir: &Path, samples: u64) -> (PathBuf, PathBuf) {
         "the delta recording leaves keys out ({dropped})"
     );
     let (full_path, delta_path) = (dir.join("full.rec"), dir.join("delta.rec"));
+    full.push(end_line(frames.len()));
+    delta.push(end_line(frames.len()));
     write_lines(&full_path, &full);
     write_lines(&delta_path, &delta);
     (full_path, delta_path)
@@ -179,6 +187,7 @@ fn frames_without_unchanged_keys_replay_like_full_frames() {
                 "{opts:?}: {}",
                 text(&out.stderr)
             );
+            assert!(out.stderr.is_empty(), "{opts:?}: {}", text(&out.stderr));
             text(&out.stdout)
         };
         let (a, b) = (replay(&full), replay(&delta));
@@ -244,6 +253,8 @@ fn a_long_recording_of_small_frames_replays_in_linear_time() {
             5000 + i
         ));
     }
+    big.push_str(&end_line(FRAMES as usize));
+    big.push('\n');
     let rec = dir.join("big.rec");
     fs::write(&rec, &big).unwrap();
     let (status, cpu) = cpu_time(
@@ -257,11 +268,12 @@ fn a_long_recording_of_small_frames_replays_in_linear_time() {
     );
     // Every frame was reported: the count of reports is the count of frames.
     let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-d", "1"]);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).matches("\nsda ").count() as u64, FRAMES);
     fs::remove_dir_all(dir).unwrap();
 }
 
-/// A real recording of 5 samples.
+/// A real recording of 5 samples: its header, 5 frames and end line.
 fn five_samples(dir: &Path) -> (PathBuf, Vec<String>) {
     let root = dir.join("root");
     iostat_tree(&root, 3);
@@ -284,17 +296,19 @@ fn five_samples(dir: &Path) -> (PathBuf, Vec<String>) {
         .lines()
         .map(String::from)
         .collect();
-    assert_eq!(lines.len(), 6);
+    assert_eq!(lines.len(), 7);
+    assert_eq!(lines[6], end_line(5));
     (rec, lines)
 }
 
 #[test]
 fn a_last_line_cut_at_any_byte_replays_the_complete_frames_with_one_warning() {
     let dir = scratch("cut");
-    let (rec, lines) = five_samples(&dir);
-    let whole = fs::read(&rec).unwrap();
+    let (_, lines) = five_samples(&dir);
+    // As the file was while its last frame was being written.
+    let whole = (lines[..6].join("\n") + "\n").into_bytes();
     let four = dir.join("four.rec");
-    write_lines(&four, &lines[..5]);
+    write_lines(&four, &[&lines[..5], &[end_line(4)]].concat());
     let expected = run(IOSTAT, &["--replay", four.to_str().unwrap(), "-x", "1"]);
     assert_eq!(expected.status.code(), Some(0));
     assert!(expected.stderr.is_empty());
@@ -319,16 +333,23 @@ fn a_last_line_cut_at_any_byte_replays_the_complete_frames_with_one_warning() {
         assert_eq!(
             text(&out.stderr),
             format!(
-                "iostat-rs: warning: {cut_s}: the last frame (line 6) is incomplete, the \
-                 recording was cut short; replaying the complete frames before it\n"
+                "iostat-rs: warning: {cut_s}: the last frame (line 6) is incomplete: the \
+                 recording was cut (killed, or out of space); replaying its 4 complete frames\n"
             ),
             "cut after {keep}"
         );
     }
-    // Cut before its newline only, the last frame is whole.
+    // Cut before its newline only, the last frame is whole; the end line
+    // that should follow it is missing.
     fs::write(&cut, &whole[..whole.len() - 1]).unwrap();
     let out = run(IOSTAT, &["--replay", cut_s, "-x", "1"]);
-    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "iostat-rs: warning: {cut_s}: no end line after line 6: the recording was cut \
+             (killed, or out of space); replaying its 5 complete frames\n"
+        )
+    );
     assert_eq!(text(&out.stdout).matches("\nsda ").count(), 5);
     // Cut in the header: nothing to replay, one error line.
     fs::write(&cut, &whole[..lines[0].len() / 2]).unwrap();
@@ -374,9 +395,18 @@ fn a_recorder_killed_with_sigkill_leaves_every_reported_sample() {
     child.kill().unwrap();
     stdout.read_to_end(&mut seen).unwrap();
     child.wait().unwrap();
+    // Killed between two frames, the file ends at a line boundary: its
+    // missing end line tells it from a run that ended there.
     let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-d", "0.5"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "iostat-rs: warning: {}: no end line after line 4: the recording was cut (killed, \
+             or out of space); replaying its 3 complete frames\n",
+            rec.display()
+        )
+    );
     assert_eq!(text(&out.stdout), text(&seen));
     fs::remove_dir_all(dir).unwrap();
 }
@@ -744,6 +774,13 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
             doc.is_ok(),
             "{tool}: the JSON document is not closed: {doc:?}"
         );
+        // Nothing is written after the failed write: no end line.
+        let written = fs::read(&rec).unwrap();
+        assert!(
+            !text(&written).contains("{\"end\":"),
+            "{tool}: {}",
+            text(&written)
+        );
     }
     let rec = dir.join("iostat-rs-limited.rec");
     // What was written replays, the cut frame reported.
@@ -1011,6 +1048,8 @@ fn replay_0ebb936(bin: &str, tool: &str, args: &[&str]) -> String {
         "{tool} {args:?}: {}",
         text(&out.stderr)
     );
+    // Version 1 had no end line: none is missed.
+    assert!(out.stderr.is_empty(), "{tool}: {}", text(&out.stderr));
     text(&out.stdout)
 }
 

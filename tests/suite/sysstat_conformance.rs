@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hwstat::common::record::{Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
+use hwstat::common::record::{End, EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
 use hwstat::common::source::Uname;
 
 const START_UNIX: u64 = 1_591_016_000;
@@ -395,6 +395,14 @@ fn frames_json(
         serde_json::to_writer(&mut out, &frame).unwrap();
         out.push(b'\n');
     }
+    // The end line this version's header promises (docs/recording.md).
+    let end = EndLine {
+        end: End {
+            frames: names.len() as u64,
+        },
+    };
+    serde_json::to_writer(&mut out, &end).unwrap();
+    out.push(b'\n');
     out
 }
 

@@ -1279,6 +1279,17 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
                 serde_json::from_slice(&fs::read(&stdout).unwrap());
             assert!(doc.is_ok(), "{program}: the JSON document is not closed");
         }
+        // What reached the FIFO ends without an end line: a write that
+        // failed ends the recording as cut, not as a run that ended.
+        let mut queued_bytes = vec![0u8; queued() as usize];
+        (&reader).read_exact(&mut queued_bytes).unwrap();
+        let recorded = String::from_utf8_lossy(&queued_bytes);
+        assert!(
+            recorded.starts_with("{\"format\":\"hwstat-recording\"")
+                && !recorded.contains("{\"end\":"),
+            "{program}: {} bytes: {recorded:.200}",
+            recorded.len()
+        );
         drop(reader);
     }
     assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);

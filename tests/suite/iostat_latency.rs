@@ -2425,7 +2425,9 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
     let text_in = std::fs::read_to_string(&rec).unwrap();
     let mut lines: Vec<String> = text_in.lines().map(String::from).collect();
     let mut device = None;
-    for (i, line) in lines.iter_mut().enumerate().skip(1) {
+    // Every line between the header and the end line is a frame.
+    let frames = lines.len() - 1;
+    for (i, line) in lines[..frames].iter_mut().enumerate().skip(1) {
         let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
         let values = frame["entries"]["values latency"]["values"]
             .as_array_mut()

@@ -432,6 +432,9 @@ struct Carry {
     cpu_lines: Option<CpuLines>,
     curr: usize,
     buf: Vec<u8>,
+    /// `--latency`: whether the kernel lost samples in the last interval
+    /// ([`Sample::lost_before`]).
+    lost_before: bool,
 }
 
 fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result<(), IostatError> {
@@ -473,6 +476,7 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         cpu_lines: takes_cpu_shares(opts).then(CpuLines::default),
         curr: 0,
         buf: Vec::with_capacity(4096),
+        lost_before: false,
     };
     let result = run_samples(&schedule, src, &stop, None, |src, index| {
         let curr = carry.curr;
@@ -527,7 +531,9 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
             devices: &devices,
             curr,
             latency: interval.as_ref(),
+            lost_before: carry.lost_before,
         };
+        carry.lost_before = interval.as_ref().is_some_and(|l| l.lost > 0);
         if let Some(notes) = &mut notes {
             notes.interval(&sample);
         }

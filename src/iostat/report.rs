@@ -49,6 +49,9 @@ pub struct Sample<'a> {
     /// `--latency`: the interval's histograms (`None` in the first report,
     /// whose period since boot nothing measured).
     pub latency: Option<&'a Interval>,
+    /// `--latency`: whether the kernel lost samples in the interval before
+    /// (see [`Sample::latency_stats`]).
+    pub lost_before: bool,
 }
 
 impl Sample<'_> {
@@ -75,17 +78,27 @@ impl Sample<'_> {
     /// ([`Sample::shortfall`]): they would describe a few requests as if
     /// they were all; no depth where completions that never arrived held
     /// it up ([`coverage::depth_held_up`]), nor in an interval whose
-    /// samples the kernel lost: a lost completion holds its request in the
-    /// depth up to the drain that learns of the loss (by then, when
-    /// iostat-rs was starved of CPU, hundreds of requests for one really
-    /// in flight), a lost issue leaves its request out.
+    /// samples the kernel lost, or the one after it: a lost completion
+    /// holds its request in the depth up to the drain that learns of the
+    /// loss (by then, when iostat-rs was starved of CPU, hundreds of
+    /// requests for one really in flight), a lost issue leaves its request
+    /// out, and the requests a loss concerns may be the next interval's.
+    /// A report reads the kernel's counters before it takes the
+    /// histograms, which a starved report did seconds later: one told
+    /// 83,859 samples lost while its 11,147 reads counted were all in its
+    /// histogram; the 41,388 reads missing were counted in the next
+    /// interval (145,431 of its 186,819 in the histogram), whose depth,
+    /// then shown, reached 406 for one request at a time.
     pub fn latency_stats(&self, row: &DeviceRow) -> Option<LatencyStats> {
         let h = self.histograms(row)?;
         let mut stats = match coverage::shortfall(&h, row.prev, row.cur) {
             Some(_) => LatencyStats::WITHHELD,
             None => LatencyStats::of(&h),
         };
-        if self.depth_held_up(row).is_some() || self.latency.is_some_and(|l| l.lost > 0) {
+        if self.depth_held_up(row).is_some()
+            || self.lost_before
+            || self.latency.is_some_and(|l| l.lost > 0)
+        {
             stats.depth = None;
         }
         Some(stats)

@@ -1286,7 +1286,8 @@ fn the_first_report_and_groups_show_no_latency() {
     let note = format!("iostat-rs: --latency: {device}: ");
     let withheld = text(&replay.stderr).lines().any(|l| l.starts_with(&note));
     // Samples the kernel lost (a ring full, under load) withhold the
-    // queue depths of their report alone: `-` after measured latencies.
+    // queue depths of their report and the next: `-` after measured
+    // latencies.
     let lost = text(&replay.stderr)
         .lines()
         .any(|l| l.starts_with("iostat-rs: --latency: the kernel lost "));
@@ -1944,9 +1945,10 @@ fn one_request_at_a_time_reports() -> (String, Output) {
 
 /// The indexes (among the reports with histograms, the first one not
 /// among them) of the `rows` of one device whose queue depth is withheld:
-/// those the kernel lost samples in, in that report or the next one (it
+/// those the kernel lost samples in, in that report, the next one (it
 /// tells a loss when the full ring is next read, which may be in the next
-/// interval), then the others.
+/// interval) or the one before (iostat-rs withholds the depth of the
+/// report after a loss too), then the others.
 fn depths_withheld(rows: &[serde_json::Value]) -> (Vec<usize>, Vec<usize>) {
     let measured: Vec<&serde_json::Value> = rows
         .iter()
@@ -1960,7 +1962,7 @@ fn depths_withheld(rows: &[serde_json::Value]) -> (Vec<usize>, Vec<usize>) {
     };
     (0..measured.len())
         .filter(|&i| measured[i]["queue_depth_max"].is_null())
-        .partition(|&i| lost(i) + lost(i + 1) > 0)
+        .partition(|&i| i.checked_sub(1).map_or(0, lost) + lost(i) + lost(i + 1) > 0)
 }
 
 /// A tracing program that runs long on each `getppid` (a loop of 20,000
@@ -2345,8 +2347,9 @@ fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
 /// Samples the kernel lost are told on stderr for each report whose
 /// histograms hold the count, in the text report too (which has no column
 /// for them); the first report shows no histograms, so nothing of its own.
-/// Such a report shows no queue depth for any device (a lost completion
-/// holds its request in it until the loss is known); the others do.
+/// Such a report and the next show no queue depth for any device (a lost
+/// completion holds its request in it until the loss is known, and the
+/// requests lost may be counted in the next interval); the others do.
 #[test]
 fn lost_samples_are_told_on_stderr() {
     if !runnable("lost_samples_are_told_on_stderr", &["unshare"]) {
@@ -2356,12 +2359,12 @@ fn lost_samples_are_told_on_stderr() {
         std::env::temp_dir().join(format!("hwstat-latency-lost-{}.rec", std::process::id())),
     );
     let rec_s = rec.to_str().unwrap();
-    let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
+    let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "5"]);
     assert!(live.contains(" qd_p50 qd_max\n"), "{live}");
     // Forged: none is lost this quickly with a 4 MiB ring per CPU.
-    forge_lost(&rec, &[5, 0, 7, 0]);
+    forge_lost(&rec, &[5, 0, 7, 0, 0]);
     for format in [&[][..], &["-o", "ndjson"]] {
-        let mut args = vec!["--replay", rec_s, "-x", "--latency", "0.3", "4"];
+        let mut args = vec!["--replay", rec_s, "-x", "--latency", "0.3", "5"];
         args.extend(format);
         let replay = iostat(&args);
         let stderr = text(&replay.stderr);
@@ -2374,11 +2377,12 @@ fn lost_samples_are_told_on_stderr() {
         );
         if format.is_empty() {
             // The depth columns end each device row: `-` in every row of
-            // the third report (unknown, not 0); numbers in rows of the
-            // second and fourth (the first, since boot, shows none).
+            // the third and fourth reports (unknown, not 0); numbers in
+            // rows of the second and fifth (the first, since boot, shows
+            // none).
             let out = text(&replay.stdout);
             let sections: Vec<&str> = out.split("\nDevice").skip(1).collect();
-            assert_eq!(sections.len(), 4, "{out}");
+            assert_eq!(sections.len(), 5, "{out}");
             let shown: Vec<(usize, usize)> = sections
                 .iter()
                 .map(|section| {
@@ -2388,8 +2392,11 @@ fn lost_samples_are_told_on_stderr() {
                     (shown.len(), withheld.len())
                 })
                 .collect();
-            assert!(shown[2].0 == 0 && shown[2].1 > 0, "{shown:?}: {out}");
-            assert!(shown[1].0 > 0 && shown[3].0 > 0, "{shown:?}: {out}");
+            for withheld in [2, 3] {
+                let (depths, dashes) = shown[withheld];
+                assert!(depths == 0 && dashes > 0, "{withheld}: {shown:?}: {out}");
+            }
+            assert!(shown[1].0 > 0 && shown[4].0 > 0, "{shown:?}: {out}");
             continue;
         }
         // Per report, the depths shown and the devices measured.
@@ -2403,14 +2410,16 @@ fn lost_samples_are_told_on_stderr() {
                 (shown.count(), measured.count())
             })
             .collect();
-        assert_eq!(reports.len(), 4, "{reports:?}");
-        assert!(reports[2].1 > 0, "no device measured: {reports:?}");
-        assert_eq!(
-            reports[2].0, 0,
-            "a depth shown despite lost samples: {reports:?}"
-        );
+        assert_eq!(reports.len(), 5, "{reports:?}");
+        for withheld in [2, 3] {
+            assert!(reports[withheld].1 > 0, "no device measured: {reports:?}");
+            assert_eq!(
+                reports[withheld].0, 0,
+                "a depth shown despite samples lost in report 2: {reports:?}"
+            );
+        }
         assert!(
-            reports[1].0 > 0 || reports[3].0 > 0,
+            reports[1].0 > 0 || reports[4].0 > 0,
             "no depth shown without lost samples: {reports:?}"
         );
     }

@@ -125,7 +125,7 @@ impl Notes {
             stderr::print(format_args!(
                 "iostat-rs: --latency: the kernel lost {} samples (a ring was full): the \
                  histograms of this interval, or of the one before, miss their requests; \
-                 this interval's queue depths are not shown\n",
+                 the queue depths of this interval and of the next are not shown\n",
                 interval.lost
             ));
         }

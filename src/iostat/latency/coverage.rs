@@ -17,6 +17,7 @@ use crate::common::stderr;
 
 use super::super::parse::DiskCounters;
 use super::super::report::Sample;
+use super::codec::Interval;
 use super::collector::DRAIN_EVERY;
 use super::tracker::{DeviceHistograms, Op};
 
@@ -148,33 +149,46 @@ impl Notes {
             if self.told.insert(devnum) {
                 stderr::print(format_args!(
                     "{}",
-                    shortfall_note(&escape::text(row.name), &short, interval.cpus_late)
+                    shortfall_note(&escape::text(row.name), &short, interval)
                 ));
             }
         }
     }
 }
 
-/// The note on a device's first [`Shortfall`], its name already escaped.
-/// None at all is what a bio-based device gives (device-mapper, md, zram:
-/// they pass their I/O on without the requests the tracepoints follow), so
-/// the note says where to look instead, unless `cpus_late` CPUs came online
-/// in the interval, whose requests went untraced until their rings were
-/// opened: then it says so.
-fn shortfall_note(name: &str, short: &Shortfall, cpus_late: u64) -> String {
+/// The note on a device's first [`Shortfall`] in `interval`, its name
+/// already escaped. None at all is what a bio-based device gives
+/// (device-mapper, md, zram: they pass their I/O on without the requests
+/// the tracepoints follow), so the note says where to look instead,
+/// unless CPUs came online in the interval, whose requests went untraced
+/// until their rings were opened, or the kernel lost samples in it (a
+/// loop device under fio, beside a load average of 20, had none of its
+/// 27 reads of an interval that lost 67,980): then it says so.
+fn shortfall_note(name: &str, short: &Shortfall, interval: &Interval) -> String {
     let what = if short.op == Op::Read {
         "reads"
     } else {
         "discards"
     };
+    let (cpus_late, lost) = (interval.cpus_late, interval.lost);
+    let mut why = Vec::new();
+    if lost > 0 {
+        why.push(format!("the kernel lost {lost} samples in the interval"));
+    }
+    if cpus_late > 0 {
+        why.push(format!(
+            "{cpus_late} CPU{} came online in the interval, each traced only from when \
+             iostat-rs saw it",
+            if cpus_late == 1 { "" } else { "s" }
+        ));
+    }
     let reached = match short.measured {
-        _ if cpus_late > 0 => format!(
-            "{} of the {} {what} the kernel completed in an interval reached the \
-             histograms ({cpus_late} CPU{} came online in the interval, each traced only from \
-             when iostat-rs saw it)",
+        _ if !why.is_empty() => format!(
+            "{} of the {} {what} the kernel completed in an interval reached the histograms \
+             ({})",
             short.measured,
             short.counted,
-            if cpus_late == 1 { "" } else { "s" }
+            why.join("; ")
         ),
         0 => format!(
             "none of the {} {what} the kernel completed in an interval reached the \
@@ -271,14 +285,14 @@ mod tests {
             counted: 1086997,
         };
         assert_eq!(
-            shortfall_note("zram0", &short(Op::Read, 0), 0),
+            shortfall_note("zram0", &short(Op::Read, 0), &Interval::default()),
             "iostat-rs: --latency: zram0: none of the 1086997 reads the kernel completed in an \
              interval reached the histograms (a bio-based device, such as device-mapper, md or \
              zram, has no requests to trace: its I/O is measured on the devices beneath): its \
              latency percentiles and queue depth are not shown where under half arrive\n"
         );
         assert_eq!(
-            shortfall_note("loop0", &short(Op::Discard, 405), 0),
+            shortfall_note("loop0", &short(Op::Discard, 405), &Interval::default()),
             "iostat-rs: --latency: loop0: 405 of the 1086997 discards the kernel completed in an \
              interval reached the histograms: its latency percentiles and queue depth are not \
              shown where under half arrive\n"
@@ -294,12 +308,39 @@ mod tests {
             measured: 0,
             counted: 200,
         };
+        let late = Interval {
+            cpus_late: 1,
+            ..Interval::default()
+        };
         assert_eq!(
-            shortfall_note("loop0", &short, 1),
+            shortfall_note("loop0", &short, &late),
             "iostat-rs: --latency: loop0: 0 of the 200 reads the kernel completed in an interval \
              reached the histograms (1 CPU came online in the interval, each traced only from \
              when iostat-rs saw it): its latency percentiles and queue depth are not shown where \
              under half arrive\n"
+        );
+    }
+
+    /// Samples the kernel lost may be why: no bio-based device is blamed
+    /// then either, and a CPU come online is still named.
+    #[test]
+    fn lost_samples_are_named_rather_than_a_bio_based_device() {
+        let short = Shortfall {
+            op: Op::Read,
+            measured: 0,
+            counted: 27,
+        };
+        let lost = Interval {
+            lost: 67980,
+            cpus_late: 1,
+            ..Interval::default()
+        };
+        assert_eq!(
+            shortfall_note("loop2", &short, &lost),
+            "iostat-rs: --latency: loop2: 0 of the 27 reads the kernel completed in an interval \
+             reached the histograms (the kernel lost 67980 samples in the interval; 1 CPU came \
+             online in the interval, each traced only from when iostat-rs saw it): its latency \
+             percentiles and queue depth are not shown where under half arrive\n"
         );
     }
 

@@ -33,13 +33,14 @@ fn unavailable() -> Option<String> {
     namespace::unavailable().or_else(simkernel::unavailable)
 }
 
-/// strace's options before the traced program: every successful call
-/// naming a file, and directory listings, of every thread, with whole
-/// strings, into `log`.
+/// strace's options before the traced program: every call naming a file,
+/// and directory listings, of every thread, with whole strings, into
+/// `log`. Not `-z` (successful calls only): strace 6.1 then drops the
+/// second line of a call it logged in two ([`paths_in_log`] leaves the
+/// failed ones out).
 fn strace_options(log: &Path) -> Vec<String> {
     [
         "-f",
-        "-z",
         "-qq",
         "-s",
         "65536",
@@ -83,22 +84,50 @@ fn traced(mut command: Command, log: &Path) -> Traced {
 /// The absolute paths that an strace log's calls name, as the program
 /// wrote them (symbolic links not resolved): a path argument, joined to
 /// its directory descriptor's path for the `*at` calls, and the directory
-/// a `getdents64` lists. Programs started by `execve` are left out.
+/// a `getdents64` lists. Programs started by `execve` and failed calls
+/// are left out.
 fn paths_in_log(log: &str) -> BTreeSet<String> {
     let mut descriptors: BTreeMap<String, String> = BTreeMap::new();
     let mut paths = BTreeSet::new();
+    // With -f, a call interrupted by another thread's is logged in two
+    // lines, `PID name(args <unfinished ...>` and later `PID <... name
+    // resumed>args) = result`: the first parts, by PID.
+    let mut unfinished: BTreeMap<&str, &str> = BTreeMap::new();
     for line in log.lines() {
         // `PID  name(args) = result`, the PID there with -f.
-        let call = line
-            .trim_start_matches(|c: char| c.is_ascii_digit())
-            .trim_start();
+        let call = line.trim_start_matches(|c: char| c.is_ascii_digit());
+        let pid = &line[..line.len() - call.len()];
+        let call = call.trim_start();
+        if let Some(begun) = call.strip_suffix(" <unfinished ...>") {
+            unfinished.insert(pid, begun);
+            continue;
+        }
+        let joined;
+        let call = match call
+            .strip_prefix("<... ")
+            .and_then(|c| c.split_once(" resumed>"))
+        {
+            Some((_, end)) => match unfinished.remove(pid) {
+                Some(begun) => {
+                    joined = format!("{begun}{end}");
+                    joined.as_str()
+                }
+                None => continue,
+            },
+            None => call,
+        };
         let Some((name, rest)) = call.split_once('(') else {
             continue;
         };
-        let Some((args, result)) = rest.rsplit_once(") = ") else {
+        // strace pads a short call's result to a column: `f(x)     = 0`.
+        let Some((args, result)) = rest
+            .rsplit_once(" = ")
+            .and_then(|(args, result)| Some((args.trim_end().strip_suffix(')')?, result)))
+        else {
             continue;
         };
-        if name == "execve" {
+        // A failed call used no file.
+        if name == "execve" || result.starts_with('-') {
             continue;
         }
         let first_arg = args.split(',').next().unwrap_or("");
@@ -274,6 +303,21 @@ fn the_helpers_read_strace_logs_and_patterns_as_meant() {
     assert_eq!(
         paths,
         ["/dev/a\"b", "/sys/block", "/sys/block/sda/stat"].map(String::from)
+    );
+    // With -f, a call another thread interrupts is split in two lines; a
+    // short call's result is padded; a failed call used no file.
+    let split = "\
+7  openat(AT_FDCWD, \"/sys/block\", O_RDONLY|O_DIRECTORY <unfinished ...>
+8  openat(AT_FDCWD, \"/sys/absent\", O_RDONLY <unfinished ...>
+9  access(\"/sys/a\", R_OK)          = 0
+8  <... openat resumed>)             = -1 ENOENT (No such file or directory)
+7  <... openat resumed>)             = 5
+7  openat(5, \"vda/stat\", O_RDONLY) = 6
+";
+    let paths: Vec<String> = paths_in_log(split).into_iter().collect();
+    assert_eq!(
+        paths,
+        ["/sys/a", "/sys/block", "/sys/block/vda/stat"].map(String::from)
     );
     assert!(covers("/sys/block/*", "/sys/block"));
     assert!(covers("/sys/block/*", "/sys/block/sda/stat"));

@@ -515,8 +515,15 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         // one of them (or a run out of file descriptors) fails with
         // nothing written, where a file it went to kept a banner and,
         // in JSON, a document without a report. A run that cannot read
-        // its kernel files writes it first, as sysstat does.
-        if !begun && !matches!(checked, Err((_, true))) {
+        // its kernel files writes it first, as sysstat does. A replay's
+        // first sample fails only for what its recording lacks (its
+        // `/proc/uptime`, or --latency's histograms, refused before
+        // `answered`).
+        let refused = match &checked {
+            Ok(_) => false,
+            Err((_, unanswered)) => *unanswered || !src.is_live(),
+        };
+        if !begun && !refused {
             begun = true;
             renderer.begin(&mut out, &banner)?;
         }

@@ -240,6 +240,17 @@ fn a_replay_refuses_options_that_read_what_was_not_recorded() {
         // Refused before the first report: no JSON document was begun.
         assert!(replay.stdout.is_empty(), "{view:?}");
     }
+    // Nor --latency, whose histograms the recorded run did not take.
+    let replay = run(&["--replay", rec, "--latency", "-x", "-o", "JSON"]);
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(replay.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the recording has no latency histograms"),
+        "{err}"
+    );
+    let shown = String::from_utf8_lossy(&replay.stdout);
+    assert!(shown.is_empty(), "{shown}");
     // Recorded with a named device, a replay of every device needs the
     // /proc/diskstats that run never read.
     let named = run(&["--sysroot", root, "--record", rec, "-x", "sda", "0.01", "2"]);

@@ -508,22 +508,17 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         })();
         let checked = match taken {
             Ok(taken) => answered(src).map(|()| taken).map_err(|e| (e, true)),
-            Err(e) => Err((e, false)),
+            // Also when it failed for an input its recording lacks
+            // (--latency's histograms, refused before `answered`).
+            Err(e) => Err((e, src.check_answered().is_err())),
         };
         // The banner (JSON: the document's head) goes with the first
         // sample, once its inputs are read: a replay whose recording lacks
         // one of them (or a run out of file descriptors) fails with
         // nothing written, where a file it went to kept a banner and,
         // in JSON, a document without a report. A run that cannot read
-        // its kernel files writes it first, as sysstat does. A replay's
-        // first sample fails only for what its recording lacks (its
-        // `/proc/uptime`, or --latency's histograms, refused before
-        // `answered`).
-        let refused = match &checked {
-            Ok(_) => false,
-            Err((_, unanswered)) => *unanswered || !src.is_live(),
-        };
-        if !begun && !refused {
+        // its kernel files writes it first, as sysstat does.
+        if !begun && !matches!(checked, Err((_, true))) {
             begun = true;
             renderer.begin(&mut out, &banner)?;
         }

@@ -347,15 +347,19 @@ fn a_refused_replay_writes_nothing_before_its_error() {
         );
         assert_eq!(String::from_utf8_lossy(&replay.stdout), "", "{format:?}");
     }
-    let dir = fixture("banner-first");
+    let (dir, root, rec) = recorded_fixture("banner-first");
     fs::remove_file(dir.join("proc/stat")).unwrap();
-    let out = run(&["--sysroot", dir.to_str().unwrap(), "-x"]);
+    let out = run(&["--sysroot", &root, "--record", &rec, "-x"]);
     assert_eq!(out.status.code(), Some(2));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
         shown.starts_with("Linux ") && shown.ends_with("(2 CPU)\n\n"),
         "{shown}"
     );
+    // Its replay is not refused: it fails as the run did, banner first.
+    let replay = run(&["--replay", &rec, "-x"]);
+    assert_eq!(replay.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&replay.stdout), shown);
     fs::remove_dir_all(dir).unwrap();
 }
 

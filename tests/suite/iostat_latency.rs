@@ -655,12 +655,16 @@ fn lost_in_reports(ndjson: &str, device: &str) -> u64 {
 
 /// The samples the kernel lost, from an exposition.
 fn lost_exposed(exposition: &str) -> u64 {
-    let series = "iostat_rs_latency_lost_samples_total ";
+    exposed(exposition, "iostat_rs_latency_lost_samples_total")
+}
+
+/// The value of the unlabelled series `series` in an exposition.
+fn exposed(exposition: &str, series: &str) -> u64 {
     exposition
         .lines()
-        .find_map(|line| line.strip_prefix(series))
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {series}in the exposition"))
+        .unwrap_or_else(|| panic!("no {series} in the exposition"))
 }
 
 /// The most runs [`measure_undisturbed`] takes.
@@ -917,12 +921,7 @@ fn assert_all_reads_measured(m: &Measured, ios: u64) {
 
 /// The completions without an issue, from the exposition.
 fn unmatched(exposition: &str) -> u64 {
-    let series = "iostat_rs_latency_unmatched_completions_total ";
-    exposition
-        .lines()
-        .find_map(|line| line.strip_prefix(series))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {series}in the exposition"))
+    exposed(exposition, "iostat_rs_latency_unmatched_completions_total")
 }
 
 /// The agreement with bpftrace: the same requests, and p50 and p99 in the

@@ -138,6 +138,7 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
             devices: &devices,
             curr,
             latency: None,
+            lost_before: false,
         };
         for (r, out) in renderers.iter_mut().zip(&mut outs) {
             let _ = r.sample(out, &sample, false);

@@ -159,7 +159,9 @@ mod tests {
     use crate::common::source::{RootFs, Source};
     use std::path::{Path, PathBuf};
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A fresh `hwstat-NAME-PID` directory in the temporary directory,
+    /// with an empty `root/proc` for a source to read.
+    pub(super) fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("hwstat-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("root/proc")).unwrap();
@@ -404,7 +406,8 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    const HEADER: &str = r#"{"format":"hwstat-recording","version":1,"tool":"test","args":[],"uname":{"sysname":"Linux","nodename":"h","release":"6.1","version":"","machine":"x86_64"},"start_unix_ns":5}"#;
+    /// A version-1 header, which promises no end line.
+    pub(super) const HEADER: &str = r#"{"format":"hwstat-recording","version":1,"tool":"test","args":[],"uname":{"sysname":"Linux","nodename":"h","release":"6.1","version":"","machine":"x86_64"},"start_unix_ns":5}"#;
 
     fn open_text(dir: &Path, text: &str) -> Result<Replay, String> {
         let file = dir.join("t.rec");

@@ -1,22 +1,14 @@
 //! The end line of version 2: what a recording that lacks it, miscounts
 //! frames in it or goes on after it reads as, from a file and a FIFO.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::Replay;
-
-const V1: &str = r#"{"format":"hwstat-recording","version":1,"tool":"test","args":[],"uname":{"sysname":"Linux","nodename":"h","release":"6.1","version":"","machine":"x86_64"},"start_unix_ns":5}"#;
+use super::tests::{HEADER as V1, scratch};
 
 /// The header of version 2, which promises an end line.
 fn v2() -> String {
     V1.replace("\"version\":1", "\"version\":2")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-end-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// `frames` frames reading `/x` as `v0`, `v1`, ..., one line each.

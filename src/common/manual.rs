@@ -17,6 +17,24 @@ pub struct Section {
     pub items: &'static [(&'static str, &'static str)],
 }
 
+/// What the FILES sections say of the files a run creates with `--record`,
+/// `--svg` and `vcpustat trace record -w` (the rule of
+/// [`super::user_file::OWNER_ONLY`]).
+pub const OWNER_ONLY_FILES: &str = "created readable and writable by their owner alone \
+     (mode 0600, as perf creates perf.data), whatever the umask: a run may read what only \
+     root may read, and they hold it (chmod one to share it). A file that exists keeps its \
+     mode: a recording is written into it, and a chart replacing a file of this user's \
+     takes its mode";
+
+/// The FILES item of `--textfile`, the one file created for every reader.
+pub const TEXTFILE_ITEM: (&str, &str) = (
+    "--textfile PATH",
+    "created mode 0644 whatever the umask, for node_exporter's textfile collector, which \
+     runs as another user: it is published, as --listen serves the same exposition to \
+     whoever connects. A file of this user's there keeps its mode (0640 and a group the \
+     collector is in narrow it)",
+);
+
 /// The sections as plain text for the end of `--help`: each heading with
 /// its first letter capitalised, the paragraph, then each term on its own
 /// line followed by its explanation indented below it.

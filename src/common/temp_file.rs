@@ -16,7 +16,8 @@
 //! file. In a sticky directory others can write (`/tmp`), a target another
 //! user owns is not replaced, as the kernel's `fs.protected_regular` keeps
 //! root from opening it there. A target this user owns keeps its
-//! permissions (not a set-user-ID or set-group-ID bit).
+//! permissions (not a set-user-ID or set-group-ID bit); a new one is its
+//! owner's alone, but an exposition for a collector ([`Readers`]).
 //!
 //! The directory is opened once for each replacement and every step names
 //! files relative to it, so a directory renamed, or replaced by a link,
@@ -36,20 +37,35 @@ use std::path::{Component, Path, PathBuf};
 
 use super::privilege;
 use super::root::{fstat, kind_of_mode, link_target};
+use super::user_file::OWNER_ONLY;
 
-/// Replaces `path` with what `write` writes into a new file created with
-/// `mode` (less the umask). On an error the temporary file is removed and
-/// `path` is left as it was.
+/// Who may read a file [`replace_with`] creates (see
+/// [`super::user_file::OWNER_ONLY`] for the rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readers {
+    /// Its owner alone: mode [`super::user_file::OWNER_ONLY`] (less the
+    /// umask), as every other file the tools create (`--svg`).
+    Owner,
+    /// Every user: mode 0644 whatever the umask, for an exposition that a
+    /// collector running as another user reads (`--textfile`).
+    Everyone,
+}
+
+/// Replaces `path` with what `write` writes into a new file, readable by
+/// `readers`, or with the permissions of the file it replaces if this user
+/// owns it (never wider). The temporary file is its owner's alone while it
+/// is written. On an error the temporary file is removed and `path` is
+/// left as it was.
 pub fn replace_with(
     path: &Path,
-    mode: u32,
+    readers: Readers,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
     let name = file_name(path)?;
     let dir = Directory::open(directory_of(path))?;
     let kept = dir.refuse_non_regular(name)?;
-    let (temp, mut file) = dir.create_fresh(name, mode)?;
-    let written = keep_mode(&file, kept)
+    let (temp, mut file) = dir.create_fresh(name, OWNER_ONLY)?;
+    let written = give_mode(&file, kept, readers)
         .and_then(|()| write(&mut file))
         .and_then(|()| dir.rename(&temp, name));
     if written.is_err() {
@@ -59,14 +75,18 @@ pub fn replace_with(
 }
 
 /// Gives the new `file` the permissions of the target it replaces, `kept`,
-/// if this user owns it: a set-user-ID or set-group-ID bit, or another
-/// user's choice, would otherwise pass to a file of root's.
-fn keep_mode(file: &File, kept: Option<libc::stat>) -> io::Result<()> {
-    let Some(kept) = kept.filter(|k| k.st_uid == euid()) else {
-        return Ok(());
+/// if this user owns it (a set-user-ID or set-group-ID bit, or another
+/// user's choice, would otherwise pass to a file of root's); else those
+/// `readers` get.
+fn give_mode(file: &File, kept: Option<libc::stat>, readers: Readers) -> io::Result<()> {
+    let mode = match kept.filter(|k| k.st_uid == euid()) {
+        Some(kept) => kept.st_mode & 0o777,
+        None if readers == Readers::Everyone => 0o644,
+        // Created so.
+        None => return Ok(()),
     };
     // SAFETY: fchmod on an open descriptor.
-    cvt(unsafe { libc::fchmod(file.as_raw_fd(), kept.st_mode & 0o777) })
+    cvt(unsafe { libc::fchmod(file.as_raw_fd(), mode) })
 }
 
 /// Checks, before a run, the files the caller chose for `--svg`,
@@ -645,12 +665,12 @@ mod tests {
     fn temporary_names_cannot_be_foreseen_and_nothing_planted_is_touched() {
         let dir = scratch("planted");
         let target = dir.join("c.svg");
-        replace_with(&target, 0o644, |f| f.write_all(b"<svg/>")).unwrap();
+        replace_with(&target, Readers::Everyone, |f| f.write_all(b"<svg/>")).unwrap();
         assert!(temporaries(&dir).is_empty(), "renamed away");
         // What an earlier run's temporary name was does not tell the next.
         let mut seen = std::collections::HashSet::new();
         for _ in 0..4 {
-            replace_with(&target, 0o644, |f| {
+            replace_with(&target, Readers::Everyone, |f| {
                 let name = temporaries(&dir).pop().expect("the temporary");
                 assert!(seen.insert(name), "a name used twice");
                 f.write_all(b"<svg/>")
@@ -665,7 +685,7 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &old_name).unwrap();
         let planted_dir = dir.join(format!(".c.svg.{}.0.tmp", std::process::id()));
         fs::create_dir(&planted_dir).unwrap();
-        replace_with(&target, 0o644, |f| f.write_all(b"<svg>2</svg>")).unwrap();
+        replace_with(&target, Readers::Everyone, |f| f.write_all(b"<svg>2</svg>")).unwrap();
         assert_eq!(fs::read(&victim).unwrap(), b"precious");
         assert_eq!(fs::read(&target).unwrap(), b"<svg>2</svg>");
         assert!(
@@ -684,7 +704,7 @@ mod tests {
         let target = dir.join("x.prom");
         fs::write(&target, b"old").unwrap();
         fs::set_permissions(&target, fs::Permissions::from_mode(0o600)).unwrap();
-        replace_with(&target, 0o644, |f| f.write_all(b"new")).unwrap();
+        replace_with(&target, Readers::Everyone, |f| f.write_all(b"new")).unwrap();
         assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o600);
         assert_eq!(fs::read(&target).unwrap(), b"new");
         fs::remove_dir_all(&dir).unwrap();
@@ -700,7 +720,7 @@ mod tests {
         let theirs = dir.join("x.svg");
         fs::write(&theirs, b"theirs").unwrap();
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-        let err = replace_with(&theirs, 0o644, |f| f.write_all(b"<svg/>")).unwrap_err();
+        let err = replace_with(&theirs, Readers::Everyone, |f| f.write_all(b"<svg/>")).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("owned by user 65534 in a sticky directory others can write"),
@@ -711,7 +731,7 @@ mod tests {
         assert!(err.contains("not replaced"), "{err}");
         // Not sticky: the directory's writers may replace it anyway.
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
-        replace_with(&theirs, 0o644, |f| f.write_all(b"<svg/>")).unwrap();
+        replace_with(&theirs, Readers::Everyone, |f| f.write_all(b"<svg/>")).unwrap();
         assert_eq!(fs::read(&theirs).unwrap(), b"<svg/>");
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -723,7 +743,7 @@ mod tests {
         fs::write(&victim, b"precious").unwrap();
         let link = dir.join("x.prom");
         std::os::unix::fs::symlink(&victim, &link).unwrap();
-        let err = replace_with(&link, 0o644, |f| f.write_all(b"a 1\n")).unwrap_err();
+        let err = replace_with(&link, Readers::Everyone, |f| f.write_all(b"a 1\n")).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("a symbolic link, expected a regular file")
@@ -814,7 +834,7 @@ mod tests {
         let sub = dir.join("sub");
         fs::create_dir(&sub).unwrap();
         let target = sub.join("x.prom");
-        replace_with(&target, 0o644, |f| {
+        replace_with(&target, Readers::Everyone, |f| {
             // Someone moves the directory away and puts another in its place.
             fs::rename(&sub, dir.join("sub.old")).unwrap();
             fs::create_dir(&sub).unwrap();
@@ -829,7 +849,7 @@ mod tests {
         );
         assert_eq!(fs::read_dir(dir.join("sub.old")).unwrap().count(), 1);
         // A failed write there leaves no temporary behind either.
-        let failed = replace_with(&sub.join("y.prom"), 0o644, |_| {
+        let failed = replace_with(&sub.join("y.prom"), Readers::Everyone, |_| {
             fs::rename(&sub, dir.join("sub.failed")).unwrap();
             Err(io::Error::other("disk full"))
         });
@@ -843,7 +863,7 @@ mod tests {
         let dir = scratch("long");
         let longest = dir.join("x".repeat(NAME_MAX));
         assert_eq!(check_targets(&[("--svg", Some(&longest))], None), Ok(()));
-        replace_with(&longest, 0o644, |f| f.write_all(b"<svg/>")).unwrap();
+        replace_with(&longest, Readers::Everyone, |f| f.write_all(b"<svg/>")).unwrap();
         assert_eq!(fs::read(&longest).unwrap(), b"<svg/>");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         let too_long = dir.join("x".repeat(NAME_MAX + 1));
@@ -862,7 +882,8 @@ mod tests {
                 err.ends_with("expected a file name, not a directory"),
                 "{err}"
             );
-            let err = replace_with(&slash, 0o644, |f| f.write_all(b"<svg/>")).unwrap_err();
+            let err =
+                replace_with(&slash, Readers::Everyone, |f| f.write_all(b"<svg/>")).unwrap_err();
             assert_eq!(err.to_string(), "expected a file name, not a directory");
         }
         assert_eq!(fs::read(dir.join("c.svg")).unwrap(), b"old");
@@ -877,14 +898,14 @@ mod tests {
         let target = dir.join("c.svg");
         fs::write(&target, b"old").unwrap();
         fs::set_permissions(&target, fs::Permissions::from_mode(0o6755)).unwrap();
-        replace_with(&target, 0o600, |f| f.write_all(b"new")).unwrap();
+        replace_with(&target, Readers::Owner, |f| f.write_all(b"new")).unwrap();
         assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o755);
         if as_root("set_id_bits_and_other_users_modes_are_not_kept") {
             // Another user's file, in a directory that is not sticky: the
             // new file is root's, with the mode asked for.
             fs::set_permissions(&target, fs::Permissions::from_mode(0o6777)).unwrap();
             std::os::unix::fs::chown(&target, Some(65534), Some(65534)).unwrap();
-            replace_with(&target, 0o600, |f| f.write_all(b"newer")).unwrap();
+            replace_with(&target, Readers::Owner, |f| f.write_all(b"newer")).unwrap();
             let meta = fs::metadata(&target).unwrap();
             assert_eq!((meta.uid(), meta.mode() & 0o7777), (0, 0o600));
         }
@@ -906,7 +927,7 @@ mod tests {
         std::os::unix::fs::symlink(&private, &link).unwrap();
         std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
         let target = link.join("x.prom");
-        let err = replace_with(&target, 0o644, |f| f.write_all(b"a 1\n")).unwrap_err();
+        let err = replace_with(&target, Readers::Everyone, |f| f.write_all(b"a 1\n")).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -922,7 +943,9 @@ mod tests {
         for (name, to) in [("mine", link.clone()), ("relative", PathBuf::from("out/."))] {
             let mine = shared.join(name);
             std::os::unix::fs::symlink(&to, &mine).unwrap();
-            let err = replace_with(&mine.join("x.prom"), 0o644, |f| f.write_all(b"a 1\n"));
+            let err = replace_with(&mine.join("x.prom"), Readers::Everyone, |f| {
+                f.write_all(b"a 1\n")
+            });
             let err = err.unwrap_err().to_string();
             assert!(
                 err.starts_with(&format!("{}: a link owned by user 65534", link.display())),
@@ -932,7 +955,7 @@ mod tests {
         assert_eq!(fs::read_dir(&private).unwrap().count(), 0);
         // This user's own link there is followed.
         std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
-        replace_with(&target, 0o644, |f| f.write_all(b"a 1\n")).unwrap();
+        replace_with(&target, Readers::Everyone, |f| f.write_all(b"a 1\n")).unwrap();
         assert_eq!(fs::read(private.join("x.prom")).unwrap(), b"a 1\n");
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -1020,7 +1043,9 @@ mod tests {
         let dir = scratch("failed");
         let target = dir.join("x.prom");
         fs::write(&target, b"old").unwrap();
-        let err = replace_with(&target, 0o644, |_| Err(io::Error::other("disk full")));
+        let err = replace_with(&target, Readers::Everyone, |_| {
+            Err(io::Error::other("disk full"))
+        });
         assert_eq!(err.unwrap_err().to_string(), "disk full");
         assert_eq!(fs::read(&target).unwrap(), b"old");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);

@@ -1,22 +1,24 @@
 //! `--textfile PATH`: one complete exposition replaced atomically, as
 //! node_exporter's textfile collector expects. The text is written to a
 //! temporary file in the same directory (so the rename stays on one
-//! filesystem), synced, made world-readable and renamed over `PATH`: a reader
-//! sees the previous exposition or the new one, never a part.
+//! filesystem), synced and renamed over `PATH`: a reader sees the previous
+//! exposition or the new one, never a part. A new file is readable by every
+//! user, the one exception to the tools' files for their owner alone
+//! ([`super::user_file::OWNER_ONLY`]): it is published, as `--listen`
+//! serves the same exposition to whoever connects.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::temp_file;
+use super::temp_file::{self, Readers};
 
 /// Replaces `path` with `text` atomically, readable by every user (the
-/// collector may run as another), and synced. On an error the temporary
-/// file is removed and `path` is left as it was.
+/// collector may run as another) unless this user's file there had a
+/// narrower mode, which it keeps; synced. On an error the temporary file
+/// is removed and `path` is left as it was.
 pub fn replace(path: &Path, text: &[u8]) -> io::Result<()> {
-    temp_file::replace_with(path, 0o644, |file: &mut File| {
-        file.set_permissions(fs::Permissions::from_mode(0o644))?;
+    temp_file::replace_with(path, Readers::Everyone, |file: &mut File| {
         file.write_all(text)?;
         file.sync_all()
     })
@@ -25,6 +27,8 @@ pub fn replace(path: &Path, text: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn replaces_whole_and_leaves_no_temporary() {
@@ -41,6 +45,20 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("x.prom")]);
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_narrower_mode_of_this_users_file_is_kept_not_widened() {
+        let dir = std::env::temp_dir().join(format!("hwstat-textfile-mode-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.prom");
+        fs::write(&path, "old\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        replace(&path, b"a 1\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"a 1\n");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -22,6 +22,18 @@ use std::path::Path;
 use super::root::{file_kind, fstat, kind_of_mode, set_blocking};
 use super::temp_file::{Directory, c_path, directory_of, euid, named_file};
 
+/// The mode of every file the tools create: readable and writable by its
+/// owner alone, as perf creates `perf.data`. A recording (`--record`,
+/// `vcpustat trace record`) or a chart (`--svg`) holds what the run read,
+/// which may be root's alone (`/proc/powerpc/vcpudispatch_stats`, the
+/// Dispatch Trace Log in debugfs, system-wide perf counts, the block
+/// tracepoints of `--latency`): one rule for every file and tool, rather
+/// than one per input that each new input must get right. `chmod` shares
+/// one. The exception is `--textfile`, published for a collector running as
+/// another user ([`super::temp_file::Readers::Everyone`]). A file that
+/// exists is never given a wider mode.
+pub const OWNER_ONLY: u32 = 0o600;
+
 /// The longest line a recording reader accepts (a frame of a 10,000-device
 /// machine is about 2 MB), and the largest text file [`read_text`] reads.
 pub const LINE_LIMIT: usize = 64 << 20;
@@ -114,8 +126,8 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 /// otherwise go to that user. The name is opened relative to the directory,
 /// opened once, so a directory renamed meanwhile cannot send it elsewhere.
 ///
-/// A new file is readable by its owner only (mode 0600, as perf creates
-/// `perf.data`): a recording holds what root alone may read, such as
+/// A new file is readable by its owner only ([`OWNER_ONLY`]): a recording
+/// holds what root alone may read, such as
 /// `/proc/powerpc/vcpudispatch_stats` (mode 0600) and the hypervisor's
 /// Dispatch Trace Log. An existing file keeps its mode, and so another
 /// user's file or FIFO is refused in any directory, not only in sticky
@@ -271,7 +283,7 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
 /// reader and a directory said in words.
 fn open_entry(dir: &Directory, name: &CStr, extra: i32) -> io::Result<File> {
     let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY | extra;
-    dir.open_entry(name, flags, 0o600)
+    dir.open_entry(name, flags, OWNER_ONLY)
         .map_err(|err| match err.raw_os_error() {
             Some(libc::ENXIO) => io::Error::new(
                 io::ErrorKind::NotConnected,

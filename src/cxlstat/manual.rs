@@ -97,6 +97,11 @@ pub const SECTIONS: &[Section] = &[
                 "/proc/sys/kernel/perf_event_paranoid",
                 "read when the kernel refuses a count, to say which privilege is missing",
             ),
+            (
+                "--record FILE, --svg FILE",
+                crate::common::manual::OWNER_ONLY_FILES,
+            ),
+            crate::common::manual::TEXTFILE_ITEM,
         ],
     },
     Section {

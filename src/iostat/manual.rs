@@ -196,6 +196,11 @@ pub const SECTIONS: &[Section] = &[
                 "the major number of device-mapper devices (-N)",
             ),
             ("/dev/mapper", "device-mapper names (-N)"),
+            (
+                "--record FILE, --svg FILE",
+                crate::common::manual::OWNER_ONLY_FILES,
+            ),
+            crate::common::manual::TEXTFILE_ITEM,
         ],
     },
     Section {

@@ -87,6 +87,11 @@ pub const SECTIONS: &[Section] = &[
                 "where vcpustat runs at the same time meet (mode 0600): what they switched \
                  for themselves is undone by the last of them to end",
             ),
+            (
+                "--record FILE, --svg FILE",
+                crate::common::manual::OWNER_ONLY_FILES,
+            ),
+            crate::common::manual::TEXTFILE_ITEM,
         ],
     },
     Section {

@@ -59,7 +59,12 @@ fn walk_through_tracing() {
     assert!(Path::new("/sys/kernel/debug").is_dir());
     assert!(!tracefs_mounted_on_tracing(), "mounted before the walk");
     let target = Path::new(TRACING).join("instances/hwstat-test.prom");
-    let err = hwstat::common::temp_file::replace_with(&target, 0o644, |_| Ok(())).unwrap_err();
+    let err = hwstat::common::temp_file::replace_with(
+        &target,
+        hwstat::common::temp_file::Readers::Owner,
+        |_| Ok(()),
+    )
+    .unwrap_err();
     assert!(
         tracefs_mounted_on_tracing(),
         "the walk mounted nothing: {err}"

@@ -113,7 +113,7 @@ const CXLSTAT_LONG_RUN: &[&str] = &[
 ];
 
 /// A small healthy tree for iostat-rs: one disk.
-fn iostat_tree(dir: &Path) -> PathBuf {
+pub(crate) fn iostat_tree(dir: &Path) -> PathBuf {
     let root = dir.join("root");
     write(
         &root,
@@ -220,7 +220,7 @@ const STATS: &str = "proc/powerpc/vcpudispatch_stats";
 const FREQ: &str = "proc/powerpc/vcpudispatch_stats_freq";
 
 /// A copy of the seed fixture (statistics on, frequency 50).
-fn vcpustat_tree(dir: &Path) -> PathBuf {
+pub(crate) fn vcpustat_tree(dir: &Path) -> PathBuf {
     let root = dir.join("vs");
     let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vcpustat/seed");
     for file in [STATS, FREQ] {
@@ -288,7 +288,7 @@ fn vcpustat_writes_and_reads_never_leave_the_root() {
 const DTL: &str = "sys/kernel/debug/powerpc/dtl";
 
 /// A partition with two vCPUs whose rings are empty regular files.
-fn trace_tree(dir: &Path) -> PathBuf {
+pub(crate) fn trace_tree(dir: &Path) -> PathBuf {
     let root = dir.join("root");
     write(&root, "proc/powerpc/lparcfg", "partition_id=1\n");
     write(&root, "proc/cpuinfo", "timebase\t: 512000000\n");

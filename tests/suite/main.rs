@@ -43,6 +43,7 @@ mod cxlstat_resolve;
 mod cxlstat_workload;
 mod differential_sysstat;
 mod error_lines;
+mod file_modes;
 mod files_sections;
 mod format_names;
 mod generated_docs;

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{Chart, render};
-use crate::common::temp_file;
+use crate::common::temp_file::{self, Readers};
 
 /// Where a run's charts go, and whether they are written after each report
 /// (a live run) or once at its end (a replay).
@@ -68,11 +68,12 @@ impl ChartFile {
     }
 }
 
-/// Replaces `path` with `contents` atomically. The error names the option
-/// and the file, in the words of the tools' other outputs ("cannot write
-/// output: --textfile FILE: ...").
+/// Replaces `path` with `contents` atomically, a new file readable by its
+/// owner alone (a chart shows what the run read, which may be root's
+/// alone). The error names the option and the file, in the words of the
+/// tools' other outputs ("cannot write output: --textfile FILE: ...").
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
-    temp_file::replace_with(path, 0o666, |file| file.write_all(contents))
+    temp_file::replace_with(path, Readers::Owner, |file| file.write_all(contents))
         .map_err(|err| format!("cannot write output: --svg {}: {err}", path.display()))
 }
 
@@ -112,6 +113,17 @@ mod tests {
         write_atomic(&path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_chart_is_for_its_owner_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = dir("mode");
+        let path = dir.join("a.svg");
+        write_atomic(&path, b"<svg/>").unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
         fs::remove_dir_all(&dir).unwrap();
     }
 

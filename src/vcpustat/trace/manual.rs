@@ -61,6 +61,10 @@ pub const RECORD: &[Section] = &[
                 "whether the kernel has CONFIG_HARDENED_USERCOPY, with which reading the DTL \
                  crashes kernels without the fix (see --force)",
             ),
+            (
+                "-w FILE, --record FILE",
+                crate::common::manual::OWNER_ONLY_FILES,
+            ),
         ],
     },
     Section {
@@ -102,6 +106,11 @@ pub const REPORT: &[Section] = &[
                  limit",
             ),
         ],
+    },
+    Section {
+        title: "FILES",
+        text: "",
+        items: &[("--svg FILE", crate::common::manual::OWNER_ONLY_FILES)],
     },
     Section {
         title: "EXAMPLES",

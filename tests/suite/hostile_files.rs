@@ -330,6 +330,37 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// A `trace record` that fails once its output is open removes the empty
+/// file it created, and nothing else: not, as it did as root, the
+/// `/dev/stdout` link that `-w /dev/stdout >empty.dtl` wrote through (here
+/// in a mount namespace's own `/dev`).
+#[test]
+fn a_failed_trace_record_leaves_the_link_it_wrote_through() {
+    let test = "a_failed_trace_record_leaves_the_link_it_wrote_through";
+    if !as_root(test) || !crate::skip::runs_unless(test, crate::namespace::unavailable()) {
+        return;
+    }
+    let dir = scratch("trace-stdout-link");
+    let root = trace_tree(&dir);
+    mkfifo(&root.join(DTL).join("cpu-1"));
+    let empty = dir.join("empty.dtl");
+    fs::write(&empty, "").unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(
+            r#"mount -t tmpfs none /dev && ln -s /proc/self/fd/1 /dev/stdout &&
+               "$0" trace record --sysroot "$1" --duration 0.2s -w /dev/stdout >"$2"
+               test -L /dev/stdout && echo kept"#,
+        )
+        .args([Path::new(VCPUSTAT), &root, &empty])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cpu-1") && err.contains("FIFO"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n", "{err}");
+    fs::remove_dir_all(dir).unwrap();
+}
+
 /// The files `vcpustat trace` is given: a `-w` FIFO that no process reads
 /// (whose blocking open a stop signal did not end) and a `--topology` that
 /// never ends (which grew memory to 6 GB in 10 s).

@@ -289,6 +289,7 @@ pub fn record_with(
     let path = options.output.display().to_string();
     let file = crate::common::user_file::create(&options.output)
         .map_err(|e| TraceError::io(format!("cannot write the recording {path}"), e))?;
+    let created = file.metadata().ok();
     let result = record_to(
         options,
         source,
@@ -297,13 +298,21 @@ pub fn record_with(
         progress,
         BufWriter::with_capacity(64 * 1024, file),
     );
-    if result.is_err()
-        && std::fs::metadata(&options.output).is_ok_and(|m| m.is_file() && m.len() == 0)
-    {
+    if result.is_err() && created.is_some_and(|c| still_empty_under(&options.output, &c)) {
         // Nothing was recorded: leave nothing behind.
         let _ = std::fs::remove_file(&options.output);
     }
     result
+}
+
+/// Whether `path` itself, not a link followed, is the empty regular file
+/// `created`: `-w /dev/stdout >empty` must not remove `/dev/stdout`, the
+/// link, nor `-w -` a file named `-`.
+fn still_empty_under(path: &std::path::Path, created: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.is_file() && m.len() == 0 && (m.dev(), m.ino()) == (created.dev(), created.ino())
+    })
 }
 
 /// Records with the given rings into `out`. `pace` is called between

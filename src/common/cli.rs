@@ -19,7 +19,8 @@ pub const SYSROOT_HELP: &str =
     "Read every kernel file under DIR instead of / (offline analysis, tests)";
 
 /// `--record`'s help, the same in the three tools.
-pub const RECORD_HELP: &str = "Write every kernel input read, with the sample times, to FILE";
+pub const RECORD_HELP: &str = "Write every kernel input read, with the sample times, to FILE \
+     (-: standard output, the reports then going to standard error)";
 
 /// `--replay`'s help, the same in the three tools.
 pub const REPLAY_HELP: &str = "Take the samples from a recording instead of the live system";

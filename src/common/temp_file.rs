@@ -37,7 +37,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::privilege;
 use super::root::{fstat, kind_of_mode, link_target};
-use super::user_file::OWNER_ONLY;
+use super::user_file::{self, OWNER_ONLY};
 
 /// Who may read a file [`replace_with`] creates (see
 /// [`super::user_file::OWNER_ONLY`] for the rule).
@@ -118,6 +118,8 @@ fn check_outputs(
     inputs: &[(&str, &Path)],
 ) -> Result<(), String> {
     privilege::refuse_chosen_outputs(svg, textfile)?;
+    // Standard output is no file of a directory that the others could name.
+    let recording = recording.filter(|path| !user_file::names_standard_output(path));
     let outputs = [("--svg", svg), ("--textfile", textfile)];
     check_targets(&outputs, recording)?;
     let written = outputs.into_iter().chain([("--record", recording)]);

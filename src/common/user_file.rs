@@ -15,7 +15,7 @@
 use std::ffi::CStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -134,7 +134,16 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 /// ones: its owner can read it whatever its mode (or holds it open from
 /// before), so a group member who made `run.rec` first in a shared
 /// directory would get root's recording.
+///
+/// `-`, or a name of standard output ([`names_standard_output`]), is
+/// standard output taken over for the recording alone
+/// (`--record - | gzip >run.rec.gz`). Descriptor 1 then goes where
+/// standard error goes, so that what the program prints afterwards (its
+/// reports) stays out of it.
 pub fn create(path: &Path) -> io::Result<File> {
+    if names_standard_output(path) {
+        return take_standard_output();
+    }
     let (file, through_link) = open_to_write(path)?;
     let meta = file.metadata()?;
     let kind = meta.file_type();
@@ -171,9 +180,10 @@ pub fn create(path: &Path) -> io::Result<File> {
             io::ErrorKind::PermissionDenied,
             format!(
                 "a {} of user {}: not written to, as its owner could read what this user \
-                 records (choose another name, or have it removed first)",
+                 records ({})",
                 kind_of_mode(meta.mode()),
-                meta.uid()
+                meta.uid(),
+                instead(meta.mode())
             ),
         ));
     }
@@ -184,20 +194,75 @@ pub fn create(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// What to do instead of writing into another user's file of `mode`: for
+/// a FIFO, whose owner means to read what comes through it, the way to
+/// feed their reader without a file of theirs.
+fn instead(mode: libc::mode_t) -> &'static str {
+    if mode & libc::S_IFMT == libc::S_IFIFO {
+        "to feed its reader, record to `-` (standard output) and pipe that to it"
+    } else {
+        "choose another name, or have it removed first"
+    }
+}
+
 /// True for the kernel's links to this process's own descriptors
 /// (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`), which no user can
-/// plant: `--record /dev/stdout >run.rec` writes where the shell pointed.
+/// plant: `--record /dev/stderr 2>run.rec` writes where the shell pointed.
 fn names_a_descriptor(path: &Path) -> bool {
-    let Some(text) = path.to_str() else {
-        return false;
-    };
-    matches!(text, "/dev/stdout" | "/dev/stderr")
-        || ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
-            .iter()
-            .any(|dir| {
-                text.strip_prefix(dir)
-                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            })
+    descriptor_named(path).is_some()
+}
+
+/// The descriptor that `path` names if it is one of the kernel's links to
+/// this process's own ([`names_a_descriptor`]).
+fn descriptor_named(path: &Path) -> Option<u32> {
+    let text = path.to_str()?;
+    match text {
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
+        .iter()
+        .find_map(|dir| {
+            // As procfs spells them: digits, no leading zero.
+            let number = text.strip_prefix(dir)?;
+            let digits = number.bytes().all(|b| b.is_ascii_digit());
+            (digits && (number == "0" || !number.starts_with('0'))).then(|| number.parse().ok())?
+        })
+}
+
+/// Whether [`create`] takes `path` as standard output: `-`, as perf and
+/// tcpdump take it, or a name of descriptor 1 (`/dev/stdout`, `/dev/fd/1`).
+pub fn names_standard_output(path: &Path) -> bool {
+    path.as_os_str() == "-" || descriptor_named(path) == Some(1)
+}
+
+/// Standard output, for a recording alone: a descriptor of its own
+/// (closed on `exec`), where the caller's shell pointed it, written as it
+/// is (not emptied: `>>` appends), but never a block device. Descriptor 1
+/// then goes where standard error goes, so that what the program prints
+/// afterwards (its reports, the output of the command cxlstat runs) does
+/// not mix into the recording, which a replay could then not read.
+fn take_standard_output() -> io::Result<File> {
+    let named = |err: io::Error| io::Error::new(err.kind(), format!("standard output: {err}"));
+    // SAFETY: F_DUPFD_CLOEXEC duplicates descriptor 1, or fails.
+    let fd = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(named(io::Error::last_os_error()));
+    }
+    // SAFETY: a descriptor just made, owned by nothing else.
+    let file = unsafe { File::from_raw_fd(fd) };
+    if kind_of_mode(fstat(file.as_raw_fd())?.st_mode) == "block device" {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "standard output is a block device: writing would overwrite the disk",
+        ));
+    }
+    // SAFETY: dup2 of two descriptors of this process.
+    if unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(named(io::Error::last_os_error()));
+    }
+    Ok(file)
 }
 
 /// Opens `path` to write without emptying it, creating a regular file if
@@ -311,8 +376,9 @@ fn refuse_planted(dir: &Directory, st: &libc::stat) -> io::Result<()> {
             io::ErrorKind::PermissionDenied,
             format!(
                 "a {} of user {uid} in a sticky directory others can write: not written to \
-                 (choose another name, or have it removed first)",
-                kind_of_mode(st.st_mode)
+                 ({})",
+                kind_of_mode(st.st_mode),
+                instead(st.st_mode)
             ),
         )),
     }
@@ -541,6 +607,22 @@ mod tests {
         assert!(names_a_descriptor(Path::new("/proc/self/fd/1")));
         assert!(!names_a_descriptor(Path::new("/dev/fd/../shm/x")));
         assert!(!names_a_descriptor(Path::new("/dev/shm/x")));
+        assert!(!names_a_descriptor(Path::new("/dev/fd/01")));
+        assert!(!names_a_descriptor(Path::new("/dev/fd/")));
+        // Standard output, which the recording takes over.
+        for name in ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+            assert!(names_standard_output(Path::new(name)), "{name}");
+        }
+        for name in [
+            "./-",
+            "--",
+            "/dev/stderr",
+            "/dev/fd/10",
+            "/proc/1/fd/1",
+            "stdout",
+        ] {
+            assert!(!names_standard_output(Path::new(name)), "{name}");
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 

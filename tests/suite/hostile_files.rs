@@ -1078,6 +1078,122 @@ fn a_recording_is_not_written_into_another_users_file_in_any_directory() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// `mkfifo p; gzip <p >run.rec.gz & sudo vcpustat --record p`: root is
+/// not to write into a FIFO another user made (in a sticky directory or
+/// not: they may have made it where root meant to create its file), and
+/// the refusal says what to do instead, `--record - | READER`, which
+/// works: standard output carries the recording alone (the reports go to
+/// standard error), read by that user's gzip, and it replays to the reports
+/// the run printed. `vcpustat trace record -w -` too; `-w -` with
+/// `--record -` is refused, the two would mix.
+#[test]
+fn a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works() {
+    if !as_root("a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works") {
+        return;
+    }
+    use std::os::unix::fs::{PermissionsExt, chown};
+    let dir = scratch("fifo-advice");
+    let root = vcpustat_tree(&dir);
+    let root = root.to_str().unwrap();
+    let shared = dir.join("group");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let advice = "record to `-` (standard output) and pipe that to it";
+    for place in [shared.clone(), sticky_dir(&dir)] {
+        let fifo = place.join("p");
+        mkfifo(&fifo);
+        chown(&fifo, Some(NOBODY), Some(NOBODY)).unwrap();
+        let mut reader = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let path = fifo.to_str().unwrap();
+        let out = run(VCPUSTAT, &["--sysroot", root, "--record", path, "0.1", "2"]);
+        assert_one_line_error(&out, path, "a FIFO of user 65534");
+        assert_one_line_error(&out, path, advice);
+        let mut taken = Vec::new();
+        let _ = reader.read_to_end(&mut taken);
+        assert!(taken.is_empty(), "{} bytes went to their FIFO", taken.len());
+    }
+    // The advice: their gzip reads the recording from a pipe.
+    let gzipped = shared.join("run.rec.gz");
+    let mut vcpustat = Command::new(VCPUSTAT)
+        .args(["--sysroot", root, "--record", "-", "0.1", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gzip = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(r#"exec gzip >"$0""#)
+        .arg(&gzipped)
+        .stdin(vcpustat.stdout.take().unwrap())
+        .status()
+        .unwrap();
+    let recorded = vcpustat.wait_with_output().unwrap();
+    let reports = String::from_utf8_lossy(&recorded.stderr).into_owned();
+    assert!(recorded.status.success() && gzip.success(), "{reports}");
+    assert!(reports.contains("cpu0 "), "{reports}");
+    let unzipped = Command::new("zcat").arg(&gzipped).output().unwrap();
+    assert!(unzipped.status.success());
+    let recording = dir.join("run.rec");
+    fs::write(&recording, &unzipped.stdout).unwrap();
+    let replayed = run(
+        VCPUSTAT,
+        &["--replay", recording.to_str().unwrap(), "0.1", "2"],
+    );
+    assert!(replayed.status.success());
+    assert_eq!(String::from_utf8_lossy(&replayed.stdout), reports);
+    // vcpustat trace record -w -: the DTL recording on standard output.
+    let trace_root = trace_tree(&dir.join("trace"));
+    let trace_root = trace_root.to_str().unwrap();
+    let record = [
+        "trace",
+        "record",
+        "--sysroot",
+        trace_root,
+        "--duration",
+        "0.2s",
+    ];
+    let dtl = dir.join("lpar.dtl");
+    let out = Command::new(VCPUSTAT)
+        .args(record)
+        .args(["-w", "-"])
+        .stdout(fs::File::create(&dtl).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = run(VCPUSTAT, &["trace", "report", dtl.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let both = run(
+        VCPUSTAT,
+        &[&record[..], &["-w", "-", "--record", "/dev/stdout"]].concat(),
+    );
+    assert_eq!(both.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&both.stderr),
+        "vcpustat: -w and --record cannot both write to standard output: the two \
+         recordings would mix; name a file for one\n"
+    );
+    assert!(both.stdout.is_empty());
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn no_output_goes_through_a_planted_link_behind_roots_own() {
     // In /tmp, root's own link (mine -> x/out) may lead through a link

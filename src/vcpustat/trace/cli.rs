@@ -22,6 +22,7 @@ use crate::common::cpulist::CpuList;
 use crate::common::interval::{parse_interval, parse_positive_interval};
 use crate::common::signals::StopSignal;
 use crate::common::temp_file::check_chosen_outputs;
+use crate::common::user_file::names_standard_output;
 
 const TOOL: &str = "vcpustat";
 
@@ -80,7 +81,7 @@ pub struct RecordArgs {
     /// another meanwhile).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub events: Option<Vec<Event>>,
-    /// The recording to write.
+    /// The recording to write (-: standard output).
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     pub output: PathBuf,
     /// Read the DTL even on kernels known to crash when it is read.
@@ -101,7 +102,8 @@ pub struct LiveSourceArgs {
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub sysroot: Option<PathBuf>,
     /// Write every kernel input read, with the sample times, to FILE.
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath,
+          help = crate::common::cli::RECORD_HELP)]
     pub record: Option<PathBuf>,
 }
 
@@ -148,6 +150,21 @@ pub struct ReportArgs {
 }
 
 impl RecordArgs {
+    /// The refusal of `-w` and `--record` both on standard output, where
+    /// the two recordings would mix.
+    fn standard_output_twice(&self) -> Option<String> {
+        let recorded = self
+            .source
+            .record
+            .as_deref()
+            .is_some_and(names_standard_output);
+        (names_standard_output(&self.output) && recorded).then(|| {
+            "-w and --record cannot both write to standard output: the two recordings \
+             would mix; name a file for one"
+                .to_string()
+        })
+    }
+
     /// The typed options of a recording.
     pub fn options(&self) -> Result<RecordOptions, TraceError> {
         Ok(RecordOptions {
@@ -165,13 +182,18 @@ impl RecordArgs {
 /// command line after the program's name, kept in a recording's header.
 pub fn run_args(args: &TraceArgs, argv: &[String]) -> i32 {
     match &args.command {
-        TraceCommand::Record(a) => match run_record(a, argv) {
-            Ok(()) => 0,
-            Err(e) => {
-                let status = e.exit_status();
-                report_error(TOOL, e, status)
+        TraceCommand::Record(a) => {
+            if let Some(conflict) = a.standard_output_twice() {
+                return report_error(TOOL, conflict, 2);
             }
-        },
+            match run_record(a, argv) {
+                Ok(()) => 0,
+                Err(e) => {
+                    let status = e.exit_status();
+                    report_error(TOOL, e, status)
+                }
+            }
+        }
         TraceCommand::Report(a) => run_report(a),
     }
 }

@@ -15,6 +15,7 @@ use crate::common::entry::Program;
 use crate::common::escape;
 use crate::common::expo::{Target, run_expositions};
 use crate::common::interval::Schedule;
+use crate::common::privilege;
 use crate::common::run::run_samples;
 use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
@@ -97,6 +98,18 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     ) {
         return report(&progname, IostatError::Source(msg));
     }
+    // Raised privileges serve the setup alone: not dumpable before it
+    // begins, no capability left in this thread once it is done.
+    let secure = privilege::is_secure();
+    if secure && let Err(e) = privilege::forbid_tracing() {
+        let why = format!("cannot make the process non-dumpable: {e}");
+        return report(&progname, IostatError::Source(why));
+    }
+    // Bound first: a port in use fails before anything is measured.
+    let listener = match listen.map(serve::bind).transpose() {
+        Ok(listener) => listener,
+        Err(e) => return report(&progname, IostatError::Source(e.to_string())),
+    };
     // Measuring starts before the source opens: a run that cannot measure
     // creates no recording (one of a header only, which no replay reads).
     let latency = match start_latency(&opts) {
@@ -107,8 +120,12 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Ok(s) => s,
         Err(msg) => return report(&progname, IostatError::Source(msg)),
     };
-    let result = if let Some(addr) = listen {
-        serve_metrics(&opts, addr, source.as_mut(), latency)
+    if secure && let Err(e) = privilege::drop_capabilities() {
+        let why = format!("cannot drop capabilities: {e}");
+        return report(&progname, IostatError::Source(why));
+    }
+    let result = if let (Some(addr), Some(listener)) = (listen, listener) {
+        serve_metrics(&opts, addr, listener, source.as_mut(), latency)
     } else if opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some() {
         expositions(&opts, source.as_mut(), latency)
     } else {
@@ -596,15 +613,16 @@ fn checked_listen_address(text: &str, opts: &Options) -> Result<std::net::Socket
     }
 }
 
-/// `--listen`: serves the exposition, read at each scrape, until stopped.
+/// `--listen`: serves the exposition on `listener`, bound to `addr`, read
+/// at each scrape, until stopped.
 #[inline(never)]
 fn serve_metrics(
     opts: &Options,
     addr: std::net::SocketAddr,
+    listener: std::net::TcpListener,
     src: &mut dyn Source,
     latency: Option<Latency>,
 ) -> Result<(), IostatError> {
-    let listener = serve::bind(addr).map_err(|e| IostatError::Source(e.to_string()))?;
     let stop = StopSignal::install()?;
     let mut exporter = exporter(opts, latency).with_uname();
     // Opened once, read again at each scrape (as the interval loop does).

@@ -204,6 +204,20 @@ pub const SECTIONS: &[Section] = &[
         ],
     },
     Section {
+        title: "PRIVILEGE",
+        text: "Only --latency needs privilege: root, or CAP_BPF with CAP_PERFMON and read \
+               access to tracefs (CAP_PERFMON alone: sampled by perf). Given as file \
+               capabilities (setcap cap_bpf,cap_perfmon+ep on the program), they serve the \
+               setup alone: the process is non-dumpable from the start, so the caller can \
+               neither trace it nor take its descriptors (pidfd_getfd); once measuring, the \
+               main thread holds no capability, and the latency thread only CAP_PERFMON \
+               (CAP_IPC_LOCK too if given, CAP_BPF where the kernel asks it of every bpf \
+               command: before Linux 6.5 with kernel.unprivileged_bpf_disabled set), \
+               effective only while it opens the events of a CPU that comes online. \
+               --sysroot, --replay, --record, --svg and --textfile are refused then.",
+        items: &[],
+    },
+    Section {
         title: "EXAMPLES",
         text: "",
         items: &[

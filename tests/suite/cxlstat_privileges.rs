@@ -222,7 +222,7 @@ fn counting_runs_without_any_capability() {
         }
     };
     let caps = capabilities(pid);
-    let taken = take_counter_as_nobody(pid);
+    let taken = take_perf_descriptor_as_nobody(pid);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = wait_with_timeout(&mut child, Duration::from_secs(20), "cxlstat after SIGTERM");
@@ -242,10 +242,10 @@ fn counting_runs_without_any_capability() {
     assert!(status.success(), "{stderr}");
 }
 
-/// What `pidfd_getfd(2)` of a perf counter of `pid` gives in a process of
-/// `nobody`'s: an error, or `Other` when it took the counter (which a
-/// process of `nobody`'s could then read and keep past the run).
-fn take_counter_as_nobody(pid: u32) -> std::io::Error {
+/// What `pidfd_getfd(2)` of a perf event descriptor of `pid` gives in a
+/// process of `nobody`'s: an error, or `Other` when it took the descriptor
+/// (which a process of `nobody`'s could then read and keep past the run).
+pub(crate) fn take_perf_descriptor_as_nobody(pid: u32) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let counter = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
@@ -253,7 +253,7 @@ fn take_counter_as_nobody(pid: u32) -> std::io::Error {
         .find(|fd| {
             std::fs::read_link(fd).is_ok_and(|to| to.to_string_lossy() == "anon_inode:[perf_event]")
         })
-        .expect("a perf counter among cxlstat's descriptors");
+        .expect("a perf event among the process's descriptors");
     let fd: i32 = counter
         .file_name()
         .unwrap()
@@ -278,7 +278,7 @@ fn take_counter_as_nobody(pid: u32) -> std::io::Error {
         });
     }
     match command.status() {
-        Ok(_) => std::io::Error::other(format!("nobody took cxlstat's counter (fd {fd})")),
+        Ok(_) => std::io::Error::other(format!("nobody took perf descriptor {fd} of {pid}")),
         Err(err) => err,
     }
 }

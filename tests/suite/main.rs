@@ -57,6 +57,7 @@ mod iostat_faults;
 mod iostat_latency;
 
 mod iostat_machine_formats;
+mod iostat_privileges;
 mod iostat_record_replay;
 mod iostat_usage_order;
 mod layout;

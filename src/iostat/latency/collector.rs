@@ -75,6 +75,9 @@ use crate::common::cpulist::CpuList;
 use crate::common::fdlimit;
 use crate::common::perf::{self, PerfEventAttr};
 use crate::common::perf_ring::{self, RECORD_LOST, RECORD_SAMPLE, Ring};
+use crate::common::privilege::{
+    self, CAP_BPF, CAP_IPC_LOCK, CAP_PERFMON, CAP_SYS_ADMIN, Kept, bit,
+};
 use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 
 use super::codec::Interval;
@@ -323,6 +326,10 @@ struct State {
     /// that holds it meanwhile puts what completed since in the next
     /// report ([`Tracker::set_horizon`]).
     asked: Arc<AtomicU64>,
+    /// What the drain thread kept of raised privileges to trace CPUs that
+    /// come online ([`keep_for_cpus`]), effective only around that;
+    /// `None` in a run without them (as root), which has nothing to raise.
+    kept: Option<Kept>,
 }
 
 /// [`State::asked`] while no report is under way.
@@ -461,6 +468,7 @@ impl State {
             retired,
             feed,
             checked,
+            kept,
             ..
         } = self;
         let n = traced.len();
@@ -476,7 +484,12 @@ impl State {
         let before = retired.len();
         for t in gone {
             if let Feed::Forwarded(programs) = feed {
-                programs.clear_ring(t.cpu);
+                // Not raised, the slot keeps a dead event, as when the
+                // kernel refuses the delete.
+                let _ = raised(kept, || {
+                    programs.clear_ring(t.cpu);
+                    Ok(())
+                });
             }
             retired.push(t);
         }
@@ -495,7 +508,7 @@ impl State {
                 continue;
             }
             self.late.insert(cpu);
-            match open_cpu(&mut self.feed, cpu) {
+            match raised(&self.kept, || open_cpu(&mut self.feed, cpu)) {
                 Ok(traced) => opened.extend(traced),
                 Err(why) => self.refusal.keep(cpu, why),
             }
@@ -708,9 +721,14 @@ impl Collector {
             lost: 0,
             counts: None,
             asked: Arc::clone(&asked),
+            kept: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = spawn_drains(Arc::clone(&state), Arc::clone(&stop))?;
+        let thread = spawn_drains(
+            Arc::clone(&state),
+            Arc::clone(&stop),
+            privilege::is_secure(),
+        )?;
         Ok(Collector {
             state,
             asked,
@@ -798,14 +816,36 @@ impl Drop for Collector {
 /// The rings, and the descriptors it polls, live in `state`, joined in
 /// [`Collector`]'s drop before they close; the thread closes a retired
 /// ring itself, between two polls, and polls the new list from then on.
-fn spawn_drains(state: Arc<Mutex<State>>, stop: Arc<AtomicBool>) -> Result<JoinHandle<()>, String> {
+///
+/// With raised privileges (`secure`: file capabilities, `setcap
+/// cap_bpf,cap_perfmon+ep`), the thread first lets go of all but what
+/// tracing a CPU that comes online needs ([`keep_for_cpus`]), and the
+/// start waits for that: capabilities belong to threads, and this one was
+/// made with all of the program's, which the main thread then drops.
+fn spawn_drains(
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    secure: bool,
+) -> Result<JoinHandle<()>, String> {
     let mut polled = state
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .polled();
-    std::thread::Builder::new()
+    let (kept_tx, kept_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
         .name("latency".into())
         .spawn(move || {
+            if secure {
+                let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+                match keep_for_cpus(&s.feed) {
+                    Ok(kept) => s.kept = Some(kept),
+                    Err(e) => {
+                        let _ = kept_tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+            let _ = kept_tx.send(Ok(()));
             while !stop.load(Ordering::Relaxed) {
                 wait_for_data(&mut polled);
                 let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -815,7 +855,49 @@ fn spawn_drains(state: Arc<Mutex<State>>, stop: Arc<AtomicBool>) -> Result<JoinH
                 s.drain(monotonic_ns().saturating_sub(SETTLE));
             }
         })
-        .map_err(|e| format!("cannot start the latency thread: {e}"))
+        .map_err(|e| format!("cannot start the latency thread: {e}"))?;
+    match kept_rx.recv() {
+        Ok(Ok(())) => Ok(thread),
+        Ok(Err(e)) => Err(format!(
+            "cannot give up the capabilities the latency thread does not need: {e}"
+        )),
+        Err(_) => Err("the latency thread ended as it started".into()),
+    }
+}
+
+/// Lets the calling thread keep of its capabilities only what tracing a
+/// CPU that comes online needs, with `feed`, none of them effective
+/// ([`Kept`]; raised around that by [`raised`]): opening its perf events
+/// system-wide, CAP_PERFMON (CAP_SYS_ADMIN where the kernel has none);
+/// mapping its ring beyond the locked-memory limit, CAP_IPC_LOCK, if the
+/// program has it; and, forwarded, setting its slot in the programs' map,
+/// which needs CAP_BPF (or CAP_SYS_ADMIN) only where the kernel asks it of
+/// every `bpf(2)` command ([`Programs::map_needs_privilege`]). Loading and
+/// attaching the programs, and reading tracefs (CAP_DAC_READ_SEARCH, if
+/// granted for that), are done by then.
+fn keep_for_cpus(feed: &Feed) -> io::Result<Kept> {
+    let mut kept =
+        Kept::only(bit(CAP_PERFMON) | bit(CAP_SYS_ADMIN) | bit(CAP_IPC_LOCK) | bit(CAP_BPF))?;
+    let either = |cap: u32| if kept.holds(cap) { cap } else { CAP_SYS_ADMIN };
+    let mut wanted = bit(either(CAP_PERFMON)) | bit(CAP_IPC_LOCK);
+    if let Feed::Forwarded(programs) = feed
+        && programs.map_needs_privilege()
+    {
+        wanted |= bit(either(CAP_BPF));
+    }
+    kept.narrow(wanted)?;
+    Ok(kept)
+}
+
+/// Runs `f` with the drain thread's `kept` capabilities effective, or as
+/// it is in a run that kept none; the reason when they cannot be raised.
+fn raised<T>(kept: &Option<Kept>, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match kept {
+        None => f(),
+        Some(kept) => kept
+            .raised(f)
+            .map_err(|e| format!("cannot raise its capabilities: {e}"))?,
+    }
 }
 
 /// The online CPUs, as the kernel lists them.
@@ -1204,6 +1286,7 @@ mod tests {
             lost: 0,
             counts: None,
             asked: Arc::new(AtomicU64::new(NOT_ASKED)),
+            kept: None,
         };
         s.waiting.push(Sample {
             time: now - 300 * MS,

@@ -91,6 +91,22 @@ impl Programs {
         }
     }
 
+    /// Whether the kernel refuses this thread, as it is, `bpf(2)` commands
+    /// on the programs' map ([`Programs::set_ring`], [`Programs::clear_ring`]):
+    /// before Linux 6.5, with `kernel.unprivileged_bpf_disabled` set, every
+    /// command needed CAP_BPF (or CAP_SYS_ADMIN), where since then the
+    /// holder of the map's descriptor needs none (Linux 6.18: slots set and
+    /// emptied with no capability effective). Asked of the kernel, with a
+    /// delete past the map's last slot, which changes nothing: `EPERM`
+    /// when refused.
+    pub(super) fn map_needs_privilege(&self) -> bool {
+        let Some(aya::maps::Map::PerfEventArray(data)) = self.ebpf.map("EVENTS") else {
+            return true;
+        };
+        map_delete(data.fd().as_fd(), u32::MAX)
+            .is_err_and(|e| e.raw_os_error() == Some(libc::EPERM))
+    }
+
     /// Attaches the programs to their tracepoints, the issue last: a
     /// request issued before its completion is forwarded would be held in
     /// flight until the kernel's count shows it gone (at 200,000 requests

@@ -138,7 +138,7 @@ pub fn drive_iostat(src: &mut dyn Source, args: &[String], max_samples: usize) {
             devices: &devices,
             curr,
             latency: None,
-            lost_before: false,
+            lost_before: 0,
         };
         for (r, out) in renderers.iter_mut().zip(&mut outs) {
             let _ = r.sample(out, &sample, false);

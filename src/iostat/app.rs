@@ -449,9 +449,9 @@ struct Carry {
     cpu_lines: Option<CpuLines>,
     curr: usize,
     buf: Vec<u8>,
-    /// `--latency`: whether the kernel lost samples in the last interval
-    /// ([`Sample::lost_before`]).
-    lost_before: bool,
+    /// `--latency`: the samples the kernel lost in the last interval, the
+    /// first report's included ([`Sample::lost_before`]).
+    lost_before: u64,
 }
 
 fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result<(), IostatError> {
@@ -493,7 +493,7 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         cpu_lines: takes_cpu_shares(opts).then(CpuLines::default),
         curr: 0,
         buf: Vec::with_capacity(4096),
-        lost_before: false,
+        lost_before: 0,
     };
     let result = run_samples(&schedule, src, &stop, None, |src, index| {
         let curr = carry.curr;
@@ -514,14 +514,11 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
                 devices.read_sample(src, curr);
                 devices.compute_groups(curr);
             }
-            // The first report's rates cover the time since boot, which no
-            // histogram does: the ones drained here hold only the moments
-            // since the start, and are not shown.
             let interval = match &latency {
                 Some(l) => Some(l.sample(src).map_err(IostatError::Latency)?),
                 None => None,
             };
-            Ok::<_, IostatError>((cpu, cpu_shares, interval.filter(|_| index > 0)))
+            Ok::<_, IostatError>((cpu, cpu_shares, interval))
         })();
         let checked = match taken {
             Ok(taken) => answered(src).map(|()| taken).map_err(|e| (e, true)),
@@ -539,7 +536,13 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
             begun = true;
             renderer.begin(&mut out, &banner)?;
         }
-        let (cpu, cpu_shares, interval) = checked.map_err(|(e, _)| e)?;
+        let (cpu, cpu_shares, measured) = checked.map_err(|(e, _)| e)?;
+        // The first report's rates cover the time since boot, which no
+        // histogram does: the ones drained for it hold only the moments
+        // since the start, and are not shown; the samples the kernel lost
+        // in them still withhold the next report's depths.
+        let lost = measured.as_ref().map_or(0, |l| l.lost);
+        let interval = measured.filter(|_| index > 0);
         let time = if index == 0 { start_time } else { src.now() };
         let sample = Sample {
             time,
@@ -550,9 +553,8 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
             devices: &devices,
             curr,
             latency: interval.as_ref(),
-            lost_before: carry.lost_before,
+            lost_before: std::mem::replace(&mut carry.lost_before, lost),
         };
-        carry.lost_before = interval.as_ref().is_some_and(|l| l.lost > 0);
         if let Some(notes) = &mut notes {
             notes.interval(&sample);
         }

@@ -49,9 +49,10 @@ pub struct Sample<'a> {
     /// `--latency`: the interval's histograms (`None` in the first report,
     /// whose period since boot nothing measured).
     pub latency: Option<&'a Interval>,
-    /// `--latency`: whether the kernel lost samples in the interval before
-    /// (see [`Sample::latency_stats`]).
-    pub lost_before: bool,
+    /// `--latency`: the samples the kernel lost in the interval before,
+    /// the first report's included, whose histograms are not shown (see
+    /// [`Sample::latency_stats`]).
+    pub lost_before: u64,
 }
 
 impl Sample<'_> {
@@ -78,11 +79,13 @@ impl Sample<'_> {
     /// ([`Sample::shortfall`]): they would describe a few requests as if
     /// they were all; no depth where completions that never arrived held
     /// it up ([`coverage::depth_held_up`]), nor in an interval whose
-    /// samples the kernel lost, or the one after it: a lost completion
-    /// holds its request in the depth up to the drain that learns of the
-    /// loss (by then, when iostat-rs was starved of CPU, hundreds of
-    /// requests for one really in flight), a lost issue leaves its request
-    /// out, and the requests a loss concerns may be the next interval's.
+    /// samples the kernel lost, or the one after it (the first report's
+    /// too, whose histograms are not shown: the requests of a loss before
+    /// it may be the first interval measured's): a lost completion holds
+    /// its request in the depth up to the drain that learns of the loss
+    /// (by then, when iostat-rs was starved of CPU, hundreds of requests
+    /// for one really in flight), a lost issue leaves its request out, and
+    /// the requests a loss concerns may be the next interval's.
     /// A report reads the kernel's counters before it takes the
     /// histograms, which a starved report did seconds later: one told
     /// 83,859 samples lost while its 11,147 reads counted were all in its
@@ -96,7 +99,7 @@ impl Sample<'_> {
             None => LatencyStats::of(&h),
         };
         if self.depth_held_up(row).is_some()
-            || self.lost_before
+            || self.lost_before > 0
             || self.latency.is_some_and(|l| l.lost > 0)
         {
             stats.depth = None;

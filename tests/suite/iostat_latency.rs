@@ -1969,7 +1969,7 @@ fn one_request_at_a_time_is_a_depth_of_one() {
         if means.len() >= 2 {
             return;
         }
-        let (explained, unexplained) = depths_withheld(&rows);
+        let (explained, unexplained) = depths_withheld(&rows, &text(&out.stderr));
         assert!(
             unexplained.is_empty() && means.len() + explained.len() >= 2,
             "{} depths shown; withheld for lost samples in reports {explained:?}, with none \
@@ -2013,8 +2013,13 @@ fn one_request_at_a_time_reports() -> (String, Output) {
 /// those the kernel lost samples in, in that report, the next one (it
 /// tells a loss when the full ring is next read, which may be in the next
 /// interval) or the one before (iostat-rs withholds the depth of the
-/// report after a loss too), then the others.
-fn depths_withheld(rows: &[serde_json::Value]) -> (Vec<usize>, Vec<usize>) {
+/// report after a loss too; before the first with histograms, the loss
+/// only `stderr` tells), then the others.
+fn depths_withheld(rows: &[serde_json::Value], stderr: &str) -> (Vec<usize>, Vec<usize>) {
+    let lost_at_start = stderr.lines().any(|l| {
+        l.starts_with("iostat-rs: --latency: the kernel lost ")
+            && l.contains(" before the first report")
+    });
     let measured: Vec<&serde_json::Value> = rows
         .iter()
         .filter(|r| r["latency_lost_samples"].is_u64())
@@ -2027,7 +2032,10 @@ fn depths_withheld(rows: &[serde_json::Value]) -> (Vec<usize>, Vec<usize>) {
     };
     (0..measured.len())
         .filter(|&i| measured[i]["queue_depth_max"].is_null())
-        .partition(|&i| i.checked_sub(1).map_or(0, lost) + lost(i) + lost(i + 1) > 0)
+        .partition(|&i| {
+            let before = i.checked_sub(1).map_or(u64::from(lost_at_start), lost);
+            before + lost(i) + lost(i + 1) > 0
+        })
 }
 
 /// A tracing program that runs long on each `getppid` (a loop of 20,000
@@ -2411,10 +2419,12 @@ fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
 
 /// Samples the kernel lost are told on stderr for each report whose
 /// histograms hold the count, in the text report too (which has no column
-/// for them); the first report shows no histograms, so nothing of its own.
-/// Such a report and the next show no queue depth for any device (a lost
-/// completion holds its request in it until the loss is known, and the
-/// requests lost may be counted in the next interval); the others do.
+/// for them). Such a report and the next show no queue depth for any
+/// device (a lost completion holds its request in it until the loss is
+/// known, and the requests lost may be counted in the next interval); the
+/// others do. The first report shows no histograms, but samples lost
+/// before it are told with the next, whose depths they withhold: once
+/// shown there (a loss in the first drain, since the start).
 #[test]
 fn lost_samples_are_told_on_stderr() {
     if !runnable("lost_samples_are_told_on_stderr", &["unshare"]) {
@@ -2424,30 +2434,38 @@ fn lost_samples_are_told_on_stderr() {
         std::env::temp_dir().join(format!("hwstat-latency-lost-{}.rec", std::process::id())),
     );
     let rec_s = rec.to_str().unwrap();
-    let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "5"]);
+    let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "6"]);
     assert!(live.contains(" qd_p50 qd_max\n"), "{live}");
     // Forged: none is lost this quickly with a 4 MiB ring per CPU.
-    forge_lost(&rec, &[5, 0, 7, 0, 0]);
+    forge_lost(&rec, &[5, 0, 0, 7, 0, 0]);
+    // The reports whose depths are withheld, and those that show them.
+    let (withheld, shown_in) = ([1, 3, 4], [2, 5]);
     for format in [&[][..], &["-o", "ndjson"]] {
-        let mut args = vec!["--replay", rec_s, "-x", "--latency", "0.3", "5"];
+        let mut args = vec!["--replay", rec_s, "-x", "--latency", "0.3", "6"];
         args.extend(format);
         let replay = iostat(&args);
         let stderr = text(&replay.stderr);
         assert!(replay.status.success(), "{stderr}");
         let notes: Vec<&str> = stderr.lines().filter(|l| l.contains(" lost ")).collect();
-        assert_eq!(notes.len(), 1, "{format:?}: {stderr}");
+        assert_eq!(notes.len(), 2, "{format:?}: {stderr}");
         assert!(
-            notes[0].starts_with("iostat-rs: --latency: the kernel lost 7 samples "),
+            notes[0].starts_with(
+                "iostat-rs: --latency: the kernel lost 5 samples (a ring was full) before the \
+                 first report: "
+            ),
+            "{stderr}"
+        );
+        assert!(
+            notes[1].starts_with("iostat-rs: --latency: the kernel lost 7 samples "),
             "{stderr}"
         );
         if format.is_empty() {
             // The depth columns end each device row: `-` in every row of
-            // the third and fourth reports (unknown, not 0); numbers in
-            // rows of the second and fifth (the first, since boot, shows
-            // none).
+            // the reports withheld (unknown, not 0); numbers in rows of the
+            // others (the first, since boot, shows none).
             let out = text(&replay.stdout);
             let sections: Vec<&str> = out.split("\nDevice").skip(1).collect();
-            assert_eq!(sections.len(), 5, "{out}");
+            assert_eq!(sections.len(), 6, "{out}");
             let shown: Vec<(usize, usize)> = sections
                 .iter()
                 .map(|section| {
@@ -2457,11 +2475,14 @@ fn lost_samples_are_told_on_stderr() {
                     (shown.len(), withheld.len())
                 })
                 .collect();
-            for withheld in [2, 3] {
-                let (depths, dashes) = shown[withheld];
-                assert!(depths == 0 && dashes > 0, "{withheld}: {shown:?}: {out}");
+            for report in withheld {
+                let (depths, dashes) = shown[report];
+                assert!(depths == 0 && dashes > 0, "{report}: {shown:?}: {out}");
             }
-            assert!(shown[1].0 > 0 && shown[4].0 > 0, "{shown:?}: {out}");
+            assert!(
+                shown_in.iter().all(|&report| shown[report].0 > 0),
+                "{shown:?}: {out}"
+            );
             continue;
         }
         // Per report, the depths shown and the devices measured.
@@ -2475,16 +2496,16 @@ fn lost_samples_are_told_on_stderr() {
                 (shown.count(), measured.count())
             })
             .collect();
-        assert_eq!(reports.len(), 5, "{reports:?}");
-        for withheld in [2, 3] {
-            assert!(reports[withheld].1 > 0, "no device measured: {reports:?}");
+        assert_eq!(reports.len(), 6, "{reports:?}");
+        for report in withheld {
+            assert!(reports[report].1 > 0, "no device measured: {reports:?}");
             assert_eq!(
-                reports[withheld].0, 0,
-                "a depth shown despite samples lost in report 2: {reports:?}"
+                reports[report].0, 0,
+                "a depth shown in report {report} despite samples lost: {reports:?}"
             );
         }
         assert!(
-            reports[1].0 > 0 || reports[4].0 > 0,
+            shown_in.iter().any(|&report| reports[report].0 > 0),
             "no depth shown without lost samples: {reports:?}"
         );
     }

@@ -106,10 +106,13 @@ pub fn completed(prev: &DiskCounters, cur: &DiskCounters) -> u64 {
 }
 
 /// The notes on stderr about what the histograms miss: each interval whose
-/// samples the kernel lost, and once per device a [`Shortfall`] or a depth
-/// held up ([`depth_held_up`]).
+/// samples the kernel lost (those lost before the first report with the
+/// first interval measured), and once per device a [`Shortfall`] or a
+/// depth held up ([`depth_held_up`]).
 #[derive(Debug, Default)]
 pub struct Notes {
+    /// Whether an interval measured was told about already.
+    measuring: bool,
     /// The devices whose shortfall was told.
     told: HashSet<(u32, u32)>,
     /// The devices whose held-up depth was told.
@@ -122,6 +125,14 @@ impl Notes {
     #[inline(never)]
     pub fn interval(&mut self, s: &Sample) {
         let Some(interval) = s.latency else { return };
+        if !std::mem::replace(&mut self.measuring, true) && s.lost_before > 0 {
+            stderr::print(format_args!(
+                "iostat-rs: --latency: the kernel lost {} samples (a ring was full) before the \
+                 first report: the histograms of the first interval measured may miss their \
+                 requests, and its queue depths are not shown\n",
+                s.lost_before
+            ));
+        }
         if interval.lost > 0 {
             stderr::print(format_args!(
                 "iostat-rs: --latency: the kernel lost {} samples (a ring was full): the \

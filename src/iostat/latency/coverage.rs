@@ -160,7 +160,7 @@ impl Notes {
             if self.told.insert(devnum) {
                 stderr::print(format_args!(
                     "{}",
-                    shortfall_note(&escape::text(row.name), &short, interval)
+                    shortfall_note(&escape::text(row.name), &short, interval, s.lost_before)
                 ));
             }
         }
@@ -172,19 +172,29 @@ impl Notes {
 /// (device-mapper, md, zram: they pass their I/O on without the requests
 /// the tracepoints follow), so the note says where to look instead,
 /// unless CPUs came online in the interval, whose requests went untraced
-/// until their rings were opened, or the kernel lost samples in it (a
-/// loop device under fio, beside a load average of 20, had none of its
-/// 27 reads of an interval that lost 67,980): then it says so.
-fn shortfall_note(name: &str, short: &Shortfall, interval: &Interval) -> String {
+/// until their rings were opened, or samples the kernel lost can account
+/// for every request missing (each takes one at least): those lost in the
+/// interval (a loop device under fio, beside a load average of 20, had
+/// none of its 27 reads of an interval that lost 67,980) or in the one
+/// before, `lost_before`, whose requests the counters may count in this
+/// one (see [`Sample::latency_stats`]); then it says so.
+fn shortfall_note(name: &str, short: &Shortfall, interval: &Interval, lost_before: u64) -> String {
     let what = if short.op == Op::Read {
         "reads"
     } else {
         "discards"
     };
     let (cpus_late, lost) = (interval.cpus_late, interval.lost);
+    let missing = short.counted - short.measured;
     let mut why = Vec::new();
-    if lost > 0 {
-        why.push(format!("the kernel lost {lost} samples in the interval"));
+    if lost.saturating_add(lost_before) >= missing {
+        why.push(match (lost, lost_before) {
+            (lost, 0) => format!("the kernel lost {lost} samples in the interval"),
+            (0, before) => format!("the kernel lost {before} samples in the interval before"),
+            (lost, before) => format!(
+                "the kernel lost {lost} samples in the interval and {before} in the one before"
+            ),
+        });
     }
     if cpus_late > 0 {
         why.push(format!(
@@ -296,14 +306,14 @@ mod tests {
             counted: 1086997,
         };
         assert_eq!(
-            shortfall_note("zram0", &short(Op::Read, 0), &Interval::default()),
+            shortfall_note("zram0", &short(Op::Read, 0), &Interval::default(), 0),
             "iostat-rs: --latency: zram0: none of the 1086997 reads the kernel completed in an \
              interval reached the histograms (a bio-based device, such as device-mapper, md or \
              zram, has no requests to trace: its I/O is measured on the devices beneath): its \
              latency percentiles and queue depth are not shown where under half arrive\n"
         );
         assert_eq!(
-            shortfall_note("loop0", &short(Op::Discard, 405), &Interval::default()),
+            shortfall_note("loop0", &short(Op::Discard, 405), &Interval::default(), 0),
             "iostat-rs: --latency: loop0: 405 of the 1086997 discards the kernel completed in an \
              interval reached the histograms: its latency percentiles and queue depth are not \
              shown where under half arrive\n"
@@ -324,7 +334,7 @@ mod tests {
             ..Interval::default()
         };
         assert_eq!(
-            shortfall_note("loop0", &short, &late),
+            shortfall_note("loop0", &short, &late, 0),
             "iostat-rs: --latency: loop0: 0 of the 200 reads the kernel completed in an interval \
              reached the histograms (1 CPU came online in the interval, each traced only from \
              when iostat-rs saw it): its latency percentiles and queue depth are not shown where \
@@ -347,11 +357,79 @@ mod tests {
             ..Interval::default()
         };
         assert_eq!(
-            shortfall_note("loop2", &short, &lost),
+            shortfall_note("loop2", &short, &lost, 0),
             "iostat-rs: --latency: loop2: 0 of the 27 reads the kernel completed in an interval \
              reached the histograms (the kernel lost 67980 samples in the interval; 1 CPU came \
              online in the interval, each traced only from when iostat-rs saw it): its latency \
              percentiles and queue depth are not shown where under half arrive\n"
+        );
+    }
+
+    /// Samples lost in the interval before may be why too: a starved
+    /// report takes its histograms late, and the requests of a loss told
+    /// in one interval are then counted in the next.
+    #[test]
+    fn samples_lost_in_the_interval_before_are_named_rather_than_a_bio_based_device() {
+        let short = Shortfall {
+            op: Op::Read,
+            measured: 0,
+            counted: 41388,
+        };
+        assert_eq!(
+            shortfall_note("loop2", &short, &Interval::default(), 83859),
+            "iostat-rs: --latency: loop2: 0 of the 41388 reads the kernel completed in an \
+             interval reached the histograms (the kernel lost 83859 samples in the interval \
+             before): its latency percentiles and queue depth are not shown where under half \
+             arrive\n"
+        );
+        // Lost in both: together they account for the requests missing.
+        let some = Interval {
+            lost: 20000,
+            ..Interval::default()
+        };
+        assert_eq!(
+            shortfall_note("loop2", &short, &some, 21388),
+            "iostat-rs: --latency: loop2: 0 of the 41388 reads the kernel completed in an \
+             interval reached the histograms (the kernel lost 20000 samples in the interval and \
+             21388 in the one before): its latency percentiles and queue depth are not shown \
+             where under half arrive\n"
+        );
+    }
+
+    /// Fewer samples lost than requests missing cannot be why (each
+    /// request missing lost one sample at least): a device of which none
+    /// arrived is still said to be perhaps bio-based.
+    #[test]
+    fn a_loss_too_small_for_the_shortfall_is_not_named() {
+        let short = Shortfall {
+            op: Op::Read,
+            measured: 0,
+            counted: 1000,
+        };
+        let few = Interval {
+            lost: 400,
+            ..Interval::default()
+        };
+        let note = shortfall_note("dm-0", &short, &few, 599);
+        assert!(note.contains("(a bio-based device, such as"), "{note}");
+        assert!(!note.contains("lost"), "{note}");
+        let short = Shortfall {
+            measured: 10,
+            ..short
+        };
+        // 990 missing: 989 lost cannot be why, 990 can.
+        assert_eq!(
+            shortfall_note("loop0", &short, &few, 589),
+            "iostat-rs: --latency: loop0: 10 of the 1000 reads the kernel completed in an \
+             interval reached the histograms: its latency percentiles and queue depth are not \
+             shown where under half arrive\n"
+        );
+        assert_eq!(
+            shortfall_note("loop0", &short, &few, 590),
+            "iostat-rs: --latency: loop0: 10 of the 1000 reads the kernel completed in an \
+             interval reached the histograms (the kernel lost 400 samples in the interval and \
+             590 in the one before): its latency percentiles and queue depth are not shown where \
+             under half arrive\n"
         );
     }
 

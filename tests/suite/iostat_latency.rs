@@ -1457,7 +1457,13 @@ impl Drop for Repeating {
 /// Runs `iostat-rs --record rec args` live while writing files of our
 /// own, so the histograms are not empty; its standard output.
 fn record_with_io(rec: &str, args: &[&str]) -> String {
-    let scratch = Removed::temp("io");
+    // One file per recording: tests that run this at the same time must
+    // not write and remove each other's.
+    let name = std::path::Path::new(rec)
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let scratch = Removed::temp(&format!("io-{name}"));
     let writes = Repeating::start({
         let scratch = scratch.to_path_buf();
         move || {
@@ -2414,11 +2420,24 @@ fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
     let text = std::fs::read_to_string(rec).unwrap();
     let mut lines = text.lines();
     let mut out = format!("{}\n", lines.next().unwrap());
-    for (line, &n) in lines.zip(lost) {
-        let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
-        frame["entries"]["values latency"]["values"][0] = n.into();
-        out.push_str(&format!("{frame}\n"));
+    let mut lost = lost.iter();
+    for line in lines {
+        // The frames take the counts; the end line stays as it was.
+        match lost.next() {
+            Some(&n) => {
+                let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
+                frame["entries"]["values latency"]["values"][0] = n.into();
+                out.push_str(&format!("{frame}\n"));
+            }
+            None => out.push_str(&format!("{line}\n")),
+        }
     }
+    assert_eq!(
+        lost.next(),
+        None,
+        "fewer frames than counts in {}",
+        rec.display()
+    );
     std::fs::write(rec, out).unwrap();
 }
 
@@ -2453,6 +2472,7 @@ fn lost_samples_are_told_on_stderr() {
         assert!(replay.status.success(), "{stderr}");
         let notes: Vec<&str> = stderr.lines().filter(|l| l.contains(" lost ")).collect();
         assert_eq!(notes.len(), 2, "{format:?}: {stderr}");
+        assert!(!stderr.contains("was cut"), "{stderr}");
         assert!(
             notes[0].starts_with(
                 "iostat-rs: --latency: the kernel lost 5 samples (a ring was full) before the \

@@ -202,7 +202,8 @@ struct Link {
 /// it was the next request's. Its latencies wait until the sector holds
 /// nothing (no completion was lost: the matches stand), or the request
 /// in place is found lost ([`Tracker::resolve_chain`]), or the interval
-/// ends (they stand, as matched: a report cannot wait).
+/// ends (they stand, as matched: a report cannot wait). Its start is
+/// kept across reports for as long as a request is in place.
 #[derive(Debug, Clone, Default)]
 struct Chain {
     /// When its first request was issued: a request held at the sector
@@ -478,7 +479,7 @@ impl Tracker {
     /// as the chain's first request (a sector requested anew every few ms
     /// hands a lost request's place on from request to request: its depth
     /// is one too high from the lost one's issue on, not from the last
-    /// one's predecessor's).
+    /// one's predecessor's), across reports.
     fn age_of(&self, key: Key, issued: u64) -> u64 {
         match self.chains.get(&key) {
             Some(c) if c.last >= issued => c.since.min(issued),
@@ -703,7 +704,8 @@ impl Tracker {
     }
 
     /// Adds the latencies of every chain's matches not yet in the
-    /// histograms as they were matched (a report cannot wait for them).
+    /// histograms as they were matched (a report cannot wait for them);
+    /// the chains go on, from their first requests.
     fn settle_links(&mut self) {
         let mut links = Vec::new();
         for (&(dev, _), chain) in self.chains.iter_mut() {
@@ -723,7 +725,8 @@ impl Tracker {
     /// interval are forgotten, so a vanished device costs nothing.
     pub fn take(&mut self, now: u64) -> Vec<(Dev, DeviceHistograms)> {
         self.settle_links();
-        self.chains.clear();
+        let inflight = &self.inflight;
+        self.chains.retain(|&key, _| inflight.holds(key));
         let devs: Vec<Dev> = self.devices.keys().copied().collect();
         for dev in devs {
             self.step(dev, now, 0);
@@ -1036,6 +1039,43 @@ mod tests {
         assert_eq!(t.take_undelivered(), vec![(SDA, 1)]);
         let h = one(&mut t, 20 * MS, SDA);
         assert_eq!((h.latency[0].total, h.latency[0].max), (2, MS));
+    }
+
+    #[test]
+    fn a_chain_running_at_a_reports_end_keeps_its_start() {
+        // 64 read at 1 ms (completion lost) and at 5 ms, one completion
+        // at 6 ms, matched to the 1 ms read, the 5 ms one left in its
+        // place; a slow read of 200 from 3 to 30 ms. A report at 7 ms.
+        let mut t = Tracker::new(0);
+        t.issue(MS, SDA, 64, 8, Op::Read); // completion lost
+        t.issue(3 * MS, SDA, 200, 8, Op::Read);
+        t.issue(5 * MS, SDA, 64, 8, Op::Read);
+        t.complete(6 * MS, SDA, 64, 8);
+        let h = one(&mut t, 7 * MS, SDA);
+        // It cannot wait: the match as made, 1 to 6 ms.
+        assert_eq!((h.latency[0].total, h.latency[0].max), (1, 5 * MS));
+        // 64 read anew at 8 ms, done at 9 ms: matched to the 5 ms read.
+        // The kernel counts one read in flight at 20 ms (200's): the
+        // 8 ms read, in the place of the chain begun at 1 ms, older than
+        // 200's, is the one forgotten. (The report forgot the chain's
+        // start, and dated it from the 5 ms read: 200's read, from 3 ms,
+        // was forgotten, its completion unmatched, and the 8 ms read held
+        // the depth one higher from then on.)
+        t.issue(8 * MS, SDA, 64, 8, Op::Read);
+        t.complete(9 * MS, SDA, 64, 8);
+        t.count_from(SDA, 20 * MS, 20 * MS);
+        assert_eq!(t.trim_in_flight(21 * MS, SDA, [1, 0]), 1);
+        t.complete(30 * MS, SDA, 200, 8);
+        // The 9 ms completion, the 5 or the 8 ms read's, is unmatched.
+        assert_eq!(t.unmatched, 1);
+        let h = one(&mut t, 40 * MS, SDA);
+        assert_eq!((h.latency[0].total, h.latency[0].max), (1, 27 * MS));
+        // From 7 ms: 200's read and the 8 ms read to 9 ms (the chain's
+        // place left the depth from 1 ms on), depth 2 for 1 ms; 200's
+        // alone from 7 to 8 and 9 to 30 ms, 22 ms; none from 30 to 40.
+        let depth: Vec<(usize, u64)> = h.depth.buckets().collect();
+        assert_eq!(depth, [(0, 10 * MS), (1, 22 * MS), (2, MS)]);
+        assert!(t.take(50 * MS).is_empty(), "nothing held");
     }
 
     #[test]

@@ -461,6 +461,10 @@ impl Tracker {
     /// Adds the latencies of the chain at `key`, if any, as they were
     /// matched, and ends it: the request left in place completed.
     fn end_chain(&mut self, key: Key) {
+        // Usually there is none: no lookup then.
+        if self.chains.is_empty() {
+            return;
+        }
         if let Some(chain) = self.chains.remove(&key) {
             for link in chain.links {
                 self.add_latency(key.0, &link.taken, link.completed);
@@ -471,7 +475,7 @@ impl Tracker {
     /// Whether the request `issued` at `key` is in the place of the last
     /// match of a chain there: it was held when that match was made.
     fn stands_in(&self, key: Key, issued: u64) -> bool {
-        self.chains.get(&key).is_some_and(|c| c.last >= issued)
+        !self.chains.is_empty() && self.chains.get(&key).is_some_and(|c| c.last >= issued)
     }
 
     /// When the request `issued` at `key` is taken to have been issued, to
@@ -481,6 +485,9 @@ impl Tracker {
     /// is one too high from the lost one's issue on, not from the last
     /// one's predecessor's), across reports.
     fn age_of(&self, key: Key, issued: u64) -> u64 {
+        if self.chains.is_empty() {
+            return issued;
+        }
         match self.chains.get(&key) {
             Some(c) if c.last >= issued => c.since.min(issued),
             _ => issued,

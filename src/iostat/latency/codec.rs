@@ -22,7 +22,8 @@ pub const MAX_DEPTH: u64 = u32::MAX as u64;
 pub struct Interval {
     /// Samples the kernel dropped (ring buffer full): histograms are short.
     pub lost: u64,
-    /// Completions whose issue was not seen.
+    /// Completions whose issue was not seen, or is not known (a lost
+    /// completion at their sector).
     pub unmatched: u64,
     /// Per `(major, minor)` of a disk or a partition, in order, the
     /// requests the kernel no longer counts in flight whose completion

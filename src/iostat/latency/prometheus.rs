@@ -47,12 +47,13 @@ const LOST_FAMILY: Family = Family {
            the histograms miss their requests.",
 };
 
-/// Completions without their issue.
+/// Completions without a known issue.
 const UNMATCHED_FAMILY: Family = Family {
     name: "iostat_rs_latency_unmatched_completions_total",
     kind: Kind::Counter,
-    help: "Block request completions whose issue was not seen (issued before \
-           iostat-rs started, or its sample lost).",
+    help: "Block request completions left untimed: their issue was not seen \
+           (issued before iostat-rs started, or its sample lost), or a lost \
+           completion at their sector left it unknown whose they were.",
 };
 
 /// Completions that never arrived, per device.

@@ -252,17 +252,46 @@ fn take_standard_output() -> io::Result<File> {
     }
     // SAFETY: a descriptor just made, owned by nothing else.
     let file = unsafe { File::from_raw_fd(fd) };
-    if kind_of_mode(fstat(file.as_raw_fd())?.st_mode) == "block device" {
+    let out = fstat(file.as_raw_fd())?;
+    if kind_of_mode(out.st_mode) == "block device" {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "standard output is a block device: writing would overwrite the disk",
         ));
     }
+    refuse_shared_with_standard_error(&out)?;
     // SAFETY: dup2 of two descriptors of this process.
     if unsafe { libc::dup2(2, 1) } < 0 {
         return Err(named(io::Error::last_os_error()));
     }
     Ok(file)
+}
+
+/// Refuses standard output, `out`, when standard error is the same file
+/// (`>run.rec 2>&1`, `2>&1 | gzip`, both on one terminal): the reports
+/// [`take_standard_output`] sends to standard error would mix into the
+/// recording, which a replay could then not read. `/dev/null`, which
+/// nobody reads, may take both.
+fn refuse_shared_with_standard_error(out: &libc::stat) -> io::Result<()> {
+    let err = fstat(2)?;
+    let same = (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino);
+    let null = out.st_mode & libc::S_IFMT == libc::S_IFCHR && out.st_rdev == libc::makedev(1, 3);
+    if same && !null {
+        // SAFETY: isatty on a descriptor number; a closed one is no terminal.
+        let kind = if unsafe { libc::isatty(2) } == 1 {
+            "terminal"
+        } else {
+            kind_of_mode(out.st_mode)
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "standard output and standard error are the same {kind}: the reports would \
+                 mix into the recording (pipe standard output alone: ... | gzip >run.rec.gz)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Opens `path` to write without emptying it, creating a regular file if

@@ -1194,6 +1194,68 @@ fn a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--record -` sends the reports to standard error: when that is the
+/// same file as standard output (`>run.rec 2>&1`, `2>&1 | gzip`), they
+/// would mix into the recording, which no replay then reads. Refused
+/// before anything is written, the reason on that same file; `/dev/null`
+/// for both, which nobody reads, is accepted.
+#[test]
+fn a_recording_on_standard_output_is_refused_where_standard_error_goes_too() {
+    let dir = scratch("stdout-stderr");
+    let root = iostat_tree(&dir);
+    let args = [
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--record",
+        "-",
+        "0.1",
+        "2",
+    ];
+    let refused = "iostat-rs: cannot create recording -: standard output and standard \
+                   error are the same";
+    // >run.rec 2>&1
+    let file = dir.join("run.rec");
+    let out = fs::File::create(&file).unwrap();
+    let status = Command::new(IOSTAT)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(out.try_clone().unwrap())
+        .stdout(out)
+        .status()
+        .unwrap();
+    let written = fs::read_to_string(&file).unwrap();
+    assert_eq!(status.code(), Some(1), "{written}");
+    assert!(
+        written.starts_with(&format!("{refused} regular file: the reports would mix")),
+        "{written}"
+    );
+    assert_eq!(written.lines().count(), 1, "{written}");
+    // 2>&1 | READER: one pipe for both.
+    let (reader, writer) = std::io::pipe().unwrap();
+    let status = Command::new(IOSTAT)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(writer.try_clone().unwrap())
+        .stdout(writer)
+        .status()
+        .unwrap();
+    let mut piped = String::new();
+    let mut reader = reader;
+    reader.read_to_string(&mut piped).unwrap();
+    assert_eq!(status.code(), Some(1), "{piped}");
+    assert!(piped.starts_with(&format!("{refused} FIFO")), "{piped}");
+    // Both thrown away: nothing mixes where nobody reads.
+    let status = Command::new(IOSTAT)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn no_output_goes_through_a_planted_link_behind_roots_own() {
     // In /tmp, root's own link (mine -> x/out) may lead through a link

@@ -173,6 +173,14 @@ fn check_targets(
 }
 
 fn check_target(path: &Path) -> io::Result<()> {
+    if path.as_os_str() == "-" {
+        // What `--record -` means would be taken for this too.
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "`-` is no standard output here: the file is replaced, not written into \
+             (./- names a file called -)",
+        ));
+    }
     let name = file_name(path)?;
     if name.len() > NAME_MAX {
         return Err(io::Error::new(
@@ -661,6 +669,22 @@ mod tests {
             .collect();
         found.sort();
         found
+    }
+
+    #[test]
+    fn a_dash_is_refused_rather_than_made_a_file_of_that_name() {
+        // `--record -` is standard output: `--svg -` would otherwise
+        // quietly create ./- in the working directory.
+        for option in ["--svg", "--textfile"] {
+            let err = check_targets(&[(option, Some(Path::new("-")))], None).unwrap_err();
+            assert_eq!(
+                err,
+                format!(
+                    "{option} -: `-` is no standard output here: the file is replaced, not \
+                     written into (./- names a file called -)"
+                )
+            );
+        }
     }
 
     #[test]

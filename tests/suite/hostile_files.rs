@@ -1256,6 +1256,31 @@ fn a_recording_on_standard_output_is_refused_where_standard_error_goes_too() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// `--svg -` and `--textfile -` are refused, where `--record -` is
+/// standard output: they used to create a file named `-` in the working
+/// directory, unasked.
+#[test]
+fn a_chart_or_textfile_named_dash_is_refused() {
+    let dir = scratch("dash");
+    let root = iostat_tree(&dir);
+    for option in ["--svg", "--textfile"] {
+        let out = Command::new(IOSTAT)
+            .args(["--sysroot", root.to_str().unwrap(), option, "-", "0.1", "2"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_one_line_error(
+            &out,
+            &format!("{option} -: "),
+            "`-` is no standard output here",
+        );
+        assert!(out.stdout.is_empty());
+        assert!(!dir.join("-").exists(), "{option} - made a file");
+    }
+    fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn no_output_goes_through_a_planted_link_behind_roots_own() {
     // In /tmp, root's own link (mine -> x/out) may lead through a link

@@ -332,8 +332,11 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
 
 /// A `trace record` that fails once its output is open removes the empty
 /// file it created, and nothing else: not, as it did as root, the
-/// `/dev/stdout` link that `-w /dev/stdout >empty.dtl` wrote through (here
-/// in a mount namespace's own `/dev`).
+/// `/dev/stdout` link that `-w /dev/stdout >empty.dtl` wrote through, nor
+/// `/dev/stderr` with `-w /dev/stderr 2>empty.dtl` (here in a mount
+/// namespace's own `/dev`). Since `-w /dev/stdout` takes standard output
+/// over (descriptor 1 then goes where standard error goes), only the
+/// second still reaches the file through the link when the run fails.
 #[test]
 fn a_failed_trace_record_leaves_the_link_it_wrote_through() {
     let test = "a_failed_trace_record_leaves_the_link_it_wrote_through";
@@ -344,20 +347,35 @@ fn a_failed_trace_record_leaves_the_link_it_wrote_through() {
     let root = trace_tree(&dir);
     mkfifo(&root.join(DTL).join("cpu-1"));
     let empty = dir.join("empty.dtl");
-    fs::write(&empty, "").unwrap();
-    let out = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            r#"mount -t tmpfs none /dev && ln -s /proc/self/fd/1 /dev/stdout &&
-               "$0" trace record --sysroot "$1" --duration 0.2s -w /dev/stdout >"$2"
-               test -L /dev/stdout && echo kept"#,
-        )
-        .args([Path::new(VCPUSTAT), &root, &empty])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cpu-1") && err.contains("FIFO"), "{err}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n", "{err}");
+    for (fd, redirect) in [(1, ">"), (2, "2>")] {
+        fs::write(&empty, "").unwrap();
+        let link = ["", "/dev/stdout", "/dev/stderr"][fd];
+        let out = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg(format!(
+                r#"mount -t tmpfs none /dev && ln -s /proc/self/fd/{fd} {link} &&
+                   "$0" trace record --sysroot "$1" --duration 0.2s -w {link} {redirect}"$2"
+                   test -L {link} && echo kept"#
+            ))
+            .args([Path::new(VCPUSTAT), &root, &empty])
+            .output()
+            .unwrap();
+        // With -w /dev/stderr, the error goes into the file.
+        let err = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stderr),
+            fs::read_to_string(&empty).unwrap()
+        );
+        assert!(
+            err.contains("cpu-1") && err.contains("FIFO"),
+            "{link}: {err}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "kept\n",
+            "{link}: {err}"
+        );
+    }
     fs::remove_dir_all(dir).unwrap();
 }
 

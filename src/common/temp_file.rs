@@ -65,8 +65,10 @@ pub fn replace_with(
     let dir = Directory::open(directory_of(path))?;
     let kept = dir.refuse_non_regular(name)?;
     let (temp, mut file) = dir.create_fresh(name, OWNER_ONLY)?;
-    let written = give_mode(&file, kept, readers)
-        .and_then(|()| write(&mut file))
+    // The mode is given once the contents are whole: until then the
+    // temporary is its owner's alone, whatever the file it becomes.
+    let written = write(&mut file)
+        .and_then(|()| give_mode(&file, kept, readers))
         .and_then(|()| dir.rename(&temp, name));
     if written.is_err() {
         dir.remove(&temp);
@@ -669,6 +671,28 @@ mod tests {
             .collect();
         found.sort();
         found
+    }
+
+    #[test]
+    fn the_temporary_is_its_owners_alone_while_it_is_written() {
+        let dir = scratch("written");
+        let target = dir.join("x.prom");
+        let mode_of = |f: &File| f.metadata().unwrap().mode() & 0o7777;
+        replace_with(&target, Readers::Everyone, |f| {
+            assert_eq!(mode_of(f), 0o600);
+            f.write_all(b"a 1\n")
+        })
+        .unwrap();
+        assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o644);
+        // Replacing a file of this user's, whose mode it takes in the end.
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
+        replace_with(&target, Readers::Owner, |f| {
+            assert_eq!(mode_of(f), 0o600);
+            f.write_all(b"a 2\n")
+        })
+        .unwrap();
+        assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o640);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1231,16 +1231,19 @@ fn a_recording_on_standard_output_is_refused_where_standard_error_goes_too() {
     ];
     let refused = "iostat-rs: cannot create recording -: standard output and standard \
                    error are the same";
+    let run_with = |stdout: Stdio, stderr: Stdio| {
+        Command::new(IOSTAT)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .status()
+            .unwrap()
+    };
     // >run.rec 2>&1
     let file = dir.join("run.rec");
     let out = fs::File::create(&file).unwrap();
-    let status = Command::new(IOSTAT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(out.try_clone().unwrap())
-        .stdout(out)
-        .status()
-        .unwrap();
+    let status = run_with(out.try_clone().unwrap().into(), out.into());
     let written = fs::read_to_string(&file).unwrap();
     assert_eq!(status.code(), Some(1), "{written}");
     assert!(
@@ -1249,27 +1252,14 @@ fn a_recording_on_standard_output_is_refused_where_standard_error_goes_too() {
     );
     assert_eq!(written.lines().count(), 1, "{written}");
     // 2>&1 | READER: one pipe for both.
-    let (reader, writer) = std::io::pipe().unwrap();
-    let status = Command::new(IOSTAT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(writer.try_clone().unwrap())
-        .stdout(writer)
-        .status()
-        .unwrap();
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let status = run_with(writer.try_clone().unwrap().into(), writer.into());
     let mut piped = String::new();
-    let mut reader = reader;
     reader.read_to_string(&mut piped).unwrap();
     assert_eq!(status.code(), Some(1), "{piped}");
     assert!(piped.starts_with(&format!("{refused} FIFO")), "{piped}");
     // Both thrown away: nothing mixes where nobody reads.
-    let status = Command::new(IOSTAT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
+    let status = run_with(Stdio::null(), Stdio::null());
     assert!(status.success());
     fs::remove_dir_all(dir).unwrap();
 }

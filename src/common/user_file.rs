@@ -141,6 +141,19 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 /// standard error goes, so that what the program prints afterwards (its
 /// reports) stays out of it.
 pub fn create(path: &Path) -> io::Result<File> {
+    let file = create_unemptied(path)?;
+    if !names_standard_output(path) && file.metadata()?.is_file() {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// [`create`], but a regular file that exists is left as it is, for the
+/// caller to empty once it has something to write: `vcpustat trace
+/// record` opens its output first, so that an unwritable one fails at
+/// once, and a run that then cannot start must not have destroyed the
+/// recording it would have replaced.
+pub fn create_unemptied(path: &Path) -> io::Result<File> {
     if names_standard_output(path) {
         return take_standard_output();
     }
@@ -186,9 +199,6 @@ pub fn create(path: &Path) -> io::Result<File> {
                 instead(meta.mode())
             ),
         ));
-    }
-    if kind.is_file() {
-        file.set_len(0)?;
     }
     set_blocking(file.as_raw_fd())?;
     Ok(file)

@@ -330,6 +330,49 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
     fs::remove_dir_all(dir).unwrap();
 }
 
+/// A `trace record` that cannot start (a ring refused) leaves the
+/// recording its `-w` names as it was: it used to empty it on opening it,
+/// then remove it as empty. A run that starts replaces all of it.
+#[test]
+fn a_trace_record_that_cannot_start_leaves_the_recording_there() {
+    let dir = scratch("trace-kept");
+    let root = trace_tree(&dir);
+    let output = dir.join("lpar.dtl");
+    let args = [
+        "trace",
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "0.2s",
+        "-w",
+        output.to_str().unwrap(),
+    ];
+    let old = fs::read(DTL_RECORDING).unwrap();
+    fs::write(&output, &old).unwrap();
+    let ring = root.join(DTL).join("cpu-1");
+    mkfifo(&ring);
+    assert_one_line_error(&run(VCPUSTAT, &args), "cpu-1", "FIFO");
+    assert!(fs::read(&output).unwrap() == old, "the recording changed");
+    fs::remove_file(&ring).unwrap();
+    fs::write(&ring, "").unwrap();
+    let out = run(VCPUSTAT, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Emptied first: shorter than the old one, and read as a whole.
+    assert!(fs::metadata(&output).unwrap().len() < old.len() as u64);
+    let report = run(VCPUSTAT, &["trace", "report", output.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
 /// A `trace record` that fails once its output is open removes the empty
 /// file it created, and nothing else: not, as it did as root, the
 /// `/dev/stdout` link that `-w /dev/stdout >empty.dtl` wrote through, nor

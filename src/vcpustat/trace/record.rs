@@ -278,7 +278,9 @@ fn write_blocks<W: Write>(
 
 /// Records with the given rings into `options.output`, which is created
 /// before anything else (an unwritable path fails at once) and removed
-/// again if recording cannot start. See [`record_to`].
+/// again if recording cannot start. A recording already there is emptied
+/// only when the new one is first written: a run that cannot start (a
+/// busy ring) leaves it as it was. See [`record_to`].
 pub fn record_with(
     options: &RecordOptions,
     source: &dyn Source,
@@ -287,22 +289,49 @@ pub fn record_with(
     progress: &mut Progress,
 ) -> Result<RecordSummary, TraceError> {
     let path = options.output.display().to_string();
-    let file = crate::common::user_file::create(&options.output)
+    let file = crate::common::user_file::create_unemptied(&options.output)
         .map_err(|e| TraceError::io(format!("cannot write the recording {path}"), e))?;
     let created = file.metadata().ok();
+    let out = EmptiedAtFirstWrite {
+        empty_first: created.as_ref().is_some_and(|m| m.is_file())
+            && !crate::common::user_file::names_standard_output(&options.output),
+        file,
+    };
     let result = record_to(
         options,
         source,
         rings,
         pace,
         progress,
-        BufWriter::with_capacity(64 * 1024, file),
+        BufWriter::with_capacity(64 * 1024, out),
     );
     if result.is_err() && created.is_some_and(|c| still_empty_under(&options.output, &c)) {
         // Nothing was recorded: leave nothing behind.
         let _ = std::fs::remove_file(&options.output);
     }
     result
+}
+
+/// The output file of [`record_with`], emptied (a regular file that
+/// exists) just before its first write.
+struct EmptiedAtFirstWrite {
+    file: std::fs::File,
+    /// Whether the file is still to be emptied.
+    empty_first: bool,
+}
+
+impl Write for EmptiedAtFirstWrite {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.empty_first {
+            self.file.set_len(0)?;
+            self.empty_first = false;
+        }
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Whether `path` itself, not a link followed, is the empty regular file

@@ -868,7 +868,9 @@ fn spawn_drains(
 /// Lets the calling thread keep of its capabilities only what tracing a
 /// CPU that comes online needs, with `feed`, none of them effective
 /// ([`Kept`]; raised around that by [`raised`]): opening its perf events
-/// system-wide, CAP_PERFMON (CAP_SYS_ADMIN where the kernel has none);
+/// system-wide, CAP_PERFMON (CAP_SYS_ADMIN where the thread does not
+/// hold it: a kernel before Linux 5.8, or a program given CAP_SYS_ADMIN
+/// alone, whose latency thread then keeps that);
 /// mapping its ring beyond the locked-memory limit, CAP_IPC_LOCK, if the
 /// program has it; and, forwarded, setting its slot in the programs' map,
 /// which needs CAP_BPF (or CAP_SYS_ADMIN) only where the kernel asks it of

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::output::Format;
 use super::privilege::{self, Guarded};
-use super::record::{Recorder, Replay, recording_error, replay_error};
+use super::record::{Recorder, Refused, Replay, ReplayError, recording_error, replay_error};
 use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
 use super::stdout::is_stopped_while_writing;
@@ -22,6 +22,20 @@ pub const SYSROOT_HELP: &str =
 pub const RECORD_HELP: &str = "Write every kernel input read, with the sample times, to FILE \
      (-: standard output, the reports then going to standard error)";
 
+/// `--record`'s long help (`--help`, the man pages), the same in the
+/// three tools: what a recording holds of a run that ends before its
+/// first sample.
+pub const RECORD_LONG_HELP: &str = "Write every kernel input read, with the sample times, to \
+    FILE (a new file is made readable by its owner only; a FIFO also serves, and - is \
+    standard output, the reports then going to standard error). \
+    Each sample is written as soon as it is taken, and a run that ends in order (its count, a \
+    stop signal, an error) ends the file with an end line, so that --replay tells a recording \
+    that was cut. A run refused before its first sample (an option, device type, event or \
+    kernel interface it cannot use, a command that cannot run) records no sample but its \
+    error and exit status: --replay FILE prints that error and exits with that status, \
+    whatever its other options. Nothing is ever removed: a FILE that existed is replaced, \
+    whatever the run's outcome. The format: docs/recording.md";
+
 /// `--replay`'s help, the same in the three tools.
 pub const REPLAY_HELP: &str = "Take the samples from a recording instead of the live system";
 
@@ -34,7 +48,7 @@ pub struct SourceArgs {
     pub sysroot: Option<PathBuf>,
     /// Write every kernel input read to FILE ([`RECORD_HELP`]).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "replay",
-          help = RECORD_HELP)]
+          help = RECORD_HELP, long_help = RECORD_LONG_HELP)]
     pub record: Option<PathBuf>,
     /// Take the samples from a recording ([`REPLAY_HELP`]).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = REPLAY_HELP)]
@@ -157,9 +171,12 @@ impl SourceArgs {
     /// recording's header. Fails with a one-line message naming the file,
     /// or the option: when the program runs with raised privileges and an
     /// option would let the caller choose what it opens (see [`privilege`]),
-    /// and when `--sysroot` is not a directory (or none at all).
-    pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, String> {
-        self.refuse_when_secure(privilege::is_secure())?;
+    /// and when `--sysroot` is not a directory (or none at all); a
+    /// replay of a run refused before its first sample fails as that run
+    /// did ([`OpenError::Refused`]).
+    pub fn open(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, OpenError> {
+        self.refuse_when_secure(privilege::is_secure())
+            .map_err(OpenError::Message)?;
         if let Some(root) = &self.sysroot {
             let problem = match root.metadata() {
                 Ok(meta) if meta.is_dir() => None,
@@ -170,18 +187,22 @@ impl SourceArgs {
                 Err(e) => Some(format!("cannot be looked at: {e}")),
             };
             if let Some(problem) = problem {
-                return Err(format!("--sysroot {}: {problem}", root.display()));
+                let message = format!("--sysroot {}: {problem}", root.display());
+                return Err(OpenError::Message(message));
             }
         }
         if let Some(path) = &self.replay {
-            let replay = Replay::open(path, tool).map_err(|e| e.to_string())?;
+            let replay = Replay::open(path, tool).map_err(|e| match e {
+                ReplayError::Refused { refused, .. } => OpenError::Refused(refused),
+                e => OpenError::Message(e.to_string()),
+            })?;
             return Ok(Box::new(replay));
         }
         let live = RootFs::new(self.sysroot.clone().unwrap_or_else(|| PathBuf::from("/")));
         match &self.record {
             Some(path) => Recorder::create(path, Box::new(live), tool, args)
                 .map(|r| Box::new(r) as Box<dyn Source>)
-                .map_err(|e| e.to_string()),
+                .map_err(|e| OpenError::Message(e.to_string())),
             None => Ok(Box::new(live)),
         }
     }
@@ -193,6 +214,89 @@ impl SourceArgs {
             .map(|path| ("--replay", path))
             .into_iter()
             .collect()
+    }
+}
+
+/// Why [`SourceArgs::open`] failed.
+#[derive(Debug)]
+pub enum OpenError {
+    /// One line naming the file or the option, which the tool prints
+    /// after its name, with status 1.
+    Message(String),
+    /// `--replay` of a run refused before its first sample: the tool
+    /// prints what that run printed and exits with its status.
+    Refused(Refused),
+}
+
+impl OpenError {
+    /// Prints the error as `tool` ends on it and gives the exit status: a
+    /// refused run's recorded lines as they were printed (each escaped, as
+    /// every line quoting a file is: the run's own lines are already, so
+    /// only a forged recording's control characters change).
+    pub fn report(&self, tool: &str) -> i32 {
+        match self {
+            OpenError::Message(message) => report_error(tool, message, 1),
+            OpenError::Refused(refused) => {
+                for line in refused.stderr.split_inclusive('\n') {
+                    let (text, newline) = match line.strip_suffix('\n') {
+                        Some(text) => (text, "\n"),
+                        None => (line, ""),
+                    };
+                    let text = super::escape::text(text);
+                    super::stderr::print(format_args!("{text}{newline}"));
+                }
+                refused.status
+            }
+        }
+    }
+}
+
+impl Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Message(message) => f.write_str(message),
+            OpenError::Refused(refused) => write!(
+                f,
+                "the recorded run was refused before its first sample, with status {}: {}",
+                refused.status,
+                refused.stderr.trim_end()
+            ),
+        }
+    }
+}
+
+/// Ends a run that failed after its source opened: `report` prints the
+/// error (through [`super::stderr::print`]) and gives the exit status.
+/// A recording of a run that has not taken its first sample keeps what
+/// `report` printed and the status, for a replay to give again; any
+/// other is finished ([`Source::refuse`]). A recording that cannot be
+/// written then is said too, after the error (the status stays the
+/// failure's).
+pub fn end_failed(tool: &str, source: &mut dyn Source, report: impl FnOnce() -> i32) -> i32 {
+    let (status, printed) = super::stderr::transcript(report);
+    let kept = source.refuse(&printed, status);
+    ended(tool, status, kept)
+}
+
+/// Ends a run whose output failed (`err`, as [`output_error_status`]
+/// reports it): the recording is finished as after any report, since a
+/// replay's own output is another.
+pub fn end_output_failed(tool: &str, source: &mut dyn Source, err: &io::Error) -> i32 {
+    let status = output_error_status(tool, err);
+    let kept = source.finish();
+    ended(tool, status, kept)
+}
+
+/// The exit status of a run that ended with `status`, its recording
+/// ended with `kept`: a recording that could not be written is said,
+/// and fails a run that succeeded.
+fn ended(tool: &str, status: i32, kept: io::Result<()>) -> i32 {
+    match kept {
+        Ok(()) => status,
+        Err(err) => {
+            let failed = output_error_status(tool, &err);
+            if status == 0 { failed } else { status }
+        }
     }
 }
 
@@ -443,5 +547,45 @@ mod tests {
             let err = args.refuse_when_secure(true).unwrap_err();
             assert!(err.starts_with(&format!("{option}: refused")), "{err}");
         }
+    }
+
+    #[test]
+    fn a_refused_run_ends_its_recording_and_its_replay_prints_what_it_printed() {
+        use crate::common::stderr::transcript;
+        let dir = std::env::temp_dir().join(format!("hwstat-cli-refused-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let rec = dir.join("r.rec");
+        let args = SourceArgs {
+            sysroot: Some(dir.clone()),
+            record: Some(rec.clone()),
+            replay: None,
+        };
+        let mut source = args.open("test", &[]).unwrap();
+        let status = end_failed("test", source.as_mut(), || {
+            report_error("test", "no \u{1b}]0;t\u{7} here", 3)
+        });
+        assert_eq!(status, 3);
+        let replayed = SourceArgs {
+            replay: Some(rec),
+            ..SourceArgs::default()
+        };
+        let err = replayed.open("test", &[]).err().unwrap();
+        let (status, printed) = transcript(|| err.report("test"));
+        assert_eq!(
+            (status, printed.as_str()),
+            (3, "test: no \\x1b]0;t\\x07 here\n")
+        );
+        // A forged recording's control characters are escaped as well.
+        let forged = OpenError::Refused(Refused {
+            status: 127,
+            stderr: "a\u{1b}[2J\nb \\x20\n\u{9b}c".into(),
+        });
+        let (status, printed) = transcript(|| forged.report("test"));
+        assert_eq!(
+            (status, printed.as_str()),
+            (127, "a\\x1b[2J\nb \\x20\n\\u{9b}c")
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -64,18 +64,34 @@ impl Header {
 /// The last line of a recording whose writer ended it (format version 2):
 /// `{"end":{"frames":N}}`. A reader of version 1 refuses the header's
 /// version before it could take this line for a damaged frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndLine {
     /// What the end says.
     pub end: End,
 }
 
 /// What an [`EndLine`] says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct End {
     /// How many frames the writer wrote before it: a reader that holds
     /// another number lost or gained one.
     pub frames: u64,
+    /// Set when the run was refused before its first sample (then no
+    /// frame comes before the end line): what it printed and its status,
+    /// which a replay gives again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refused>,
+}
+
+/// A run refused before its first sample, as its recording's end line
+/// keeps it: `{"status":1,"stderr":"vcpustat: ...\n"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    /// Its exit status, 1 to 255.
+    pub status: i32,
+    /// What it printed on standard error as it ended (its error line, or
+    /// lines; empty for a run stopped by a signal before it began).
+    pub stderr: String,
 }
 
 /// For serde: `whole_tree` is written only when true.
@@ -223,6 +239,51 @@ mod tests {
         let mut replay = Replay::open(&file, "test").unwrap();
         assert!(replay.next_sample().unwrap());
         assert!(!replay.next_sample().unwrap());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_refused_before_its_first_sample_keeps_its_error_instead() {
+        let dir = scratch("refuse");
+        let live = || Box::new(RootFs::new(dir.join("root")));
+        let lines = |file: &Path| -> Vec<String> {
+            let text = std::fs::read_to_string(file).unwrap();
+            text.lines().skip(1).map(String::from).collect()
+        };
+        // Refused after reading part of its first sample: the end line
+        // alone, with what it printed and its status, none of the reads.
+        let file = dir.join("refused.rec");
+        let mut rec = Recorder::create(&file, live(), "test", &[]).unwrap();
+        assert!(rec.read("/proc/absent").is_err());
+        rec.refuse("test: no \"x\"\nsecond line\n", 127).unwrap();
+        rec.refuse("again\n", 1).unwrap();
+        rec.finish().unwrap();
+        assert_eq!(
+            lines(&file),
+            [
+                r#"{"end":{"frames":0,"refused":{"status":127,"stderr":"test: no \"x\"\nsecond line\n"}}}"#
+            ]
+        );
+        // Failed once a frame was written, or after the samples were
+        // finished: an end as any, which a replay replays.
+        let file = dir.join("later.rec");
+        let mut rec = Recorder::create(&file, live(), "test", &[]).unwrap();
+        rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
+        assert!(rec.next_sample().unwrap());
+        rec.refuse("test: failed\n", 1).unwrap();
+        assert_eq!(lines(&file)[1], r#"{"end":{"frames":1}}"#);
+        let file = dir.join("finished.rec");
+        let mut rec = Recorder::create(&file, live(), "test", &[]).unwrap();
+        rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
+        rec.finish().unwrap();
+        rec.refuse("test: chart failed\n", 1).unwrap();
+        assert_eq!(lines(&file)[1], r#"{"end":{"frames":1}}"#);
+        // Status 0 is no refusal: the run ended in order.
+        let file = dir.join("zero.rec");
+        let mut rec = Recorder::create(&file, live(), "test", &[]).unwrap();
+        rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
+        rec.refuse("", 0).unwrap();
+        assert_eq!(lines(&file)[1], r#"{"end":{"frames":1}}"#);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

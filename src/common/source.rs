@@ -141,6 +141,16 @@ pub trait Source {
         Ok(())
     }
 
+    /// Ends a run that failed with `status` (not 0) after printing
+    /// `stderr` on standard error: a recording of a run that took no
+    /// sample yet keeps them in its end line instead of a frame, for a
+    /// replay to give again; any other run ends as [`Source::finish`]
+    /// ends it (what the recorded samples make of the failure is for a
+    /// replay to find again).
+    fn refuse(&mut self, _stderr: &str, _status: i32) -> io::Result<()> {
+        self.finish()
+    }
+
     /// Whether every input asked for so far could be answered. A replay
     /// fails, naming the file and the first input its recording does not
     /// hold: one the recorded run never read, as options naming other

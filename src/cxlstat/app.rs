@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::common::cli::{
-    SourceArgs, USAGE_STATUS, is_negative_operand, is_output_failure, operand_too_many_status,
-    output_error_status, parse_error_status, report_error, tell,
+    OpenError, SourceArgs, USAGE_STATUS, end_failed, end_output_failed, is_negative_operand,
+    is_output_failure, operand_too_many_status, output_error_status, parse_error_status,
+    report_error, tell,
 };
 use crate::common::entry::Program;
 use crate::common::interval::Schedule;
@@ -113,26 +114,28 @@ pub fn main(raw: Vec<String>) -> i32 {
     // The source before the stop handlers: a stop signal while a replay is
     // read (from a pipe whose writer stalls) ends the program as by
     // default, when nothing has been changed yet.
-    let source = match open_source(&options, raw.get(1..).unwrap_or(&[])) {
+    let mut source = match open_source(&options, raw.get(1..).unwrap_or(&[])) {
         Ok(source) => source,
-        Err(e) => return report_error(TOOL, e, 1),
+        Err(e) => return e.report(TOOL),
     };
+    // From here a run that fails before its first sample leaves its error
+    // in its recording, for a replay to give again (`end_failed`).
     // One stop flag: it ends the counting loop and a write that waits for
     // a reader who stopped reading.
     let stop = match StopSignal::install() {
         Ok(stop) => stop,
-        Err(e) => return report_error(TOOL, e, 1),
+        Err(e) => return end_failed(TOOL, source.as_mut(), || report_error(TOOL, e, 1)),
     };
     let mut out = io::BufWriter::new(StoppableStdout::new(&stop));
-    match run_with(&options, source, &mut out, &stop) {
+    match run_with(&options, source.as_mut(), &mut out, &stop) {
         Ok(status) => match out.flush() {
             Ok(()) => status,
             Err(e) => output_error_status(TOOL, &e),
         },
-        Err(CxlError::Output(e)) => output_error_status(TOOL, &e),
+        Err(CxlError::Output(e)) => end_output_failed(TOOL, source.as_mut(), &e),
         Err(e) => {
             let _ = out.flush();
-            report_error(TOOL, e, 1)
+            end_failed(TOOL, source.as_mut(), || report_error(TOOL, e, 1))
         }
     }
 }
@@ -145,8 +148,13 @@ pub fn run(
     out: &mut dyn Write,
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
-    let source = open_source(options, raw_args)?;
-    run_with(options, source, out, stop)
+    let mut source = open_source(options, raw_args).map_err(|e| CxlError::Setup(e.to_string()))?;
+    let result = run_with(options, source.as_mut(), out, stop);
+    if result.is_err() {
+        // The error is the caller's to report: the recording just ends.
+        let _ = source.finish();
+    }
+    result
 }
 
 /// Adds to a refused open under `--sysroot` where the refusal comes from:
@@ -178,8 +186,8 @@ fn explain_sysroot(e: CxlError, source: &SourceArgs) -> CxlError {
 }
 
 /// Opens where the kernel files come from, after refusing what raised
-/// privileges must not allow.
-fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>, CxlError> {
+/// privileges must not allow and outputs that would overwrite an input.
+fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>, OpenError> {
     if let Action::Count(count) = &options.action {
         let textfile = match &count.output {
             CountFormat::Expo(crate::common::expo::Target::Textfile(path)) => Some(path.as_path()),
@@ -191,30 +199,32 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
             options.source.record.as_deref(),
             &options.source.inputs(),
         )
-        .map_err(CxlError::Setup)?;
+        .map_err(OpenError::Message)?;
     }
-    options.source.open(TOOL, raw_args).map_err(CxlError::Setup)
+    options.source.open(TOOL, raw_args)
 }
 
-/// Runs `options` on `source`, then finishes it (a recording's last frame).
-/// `stop` is installed: it also ends a write to a recording nobody reads.
+/// Runs `options` on `source`, then finishes it (a recording's last frame)
+/// when the run succeeds: a failure is the caller's to report, and to end
+/// the recording with ([`end_failed`]). `stop` is installed: it also ends
+/// a write to a recording nobody reads.
 fn run_with(
     options: &Options,
-    mut source: Box<dyn Source>,
+    source: &mut dyn Source,
     out: &mut dyn Write,
     stop: &StopSignal,
 ) -> Result<i32, CxlError> {
     source.set_stop(stop);
-    let result = match with_recorded_events(options, source.as_ref()) {
-        Ok(Some(recorded)) => run_on(&recorded, source.as_mut(), out, stop),
-        Ok(None) => run_on(options, source.as_mut(), out, stop),
+    let status = match with_recorded_events(options, source) {
+        Ok(Some(recorded)) => run_on(&recorded, source, out, stop),
+        Ok(None) => run_on(options, source, out, stop),
         Err(e) => Err(e),
     }
-    .map_err(|e| explain_sysroot(e, &options.source));
-    // On every path (the interval loop has already finished it: a no-op then).
-    let finished = source.finish().map_err(|e| CxlError::Setup(e.to_string()));
-    let status = result?;
-    finished?;
+    .map_err(|e| explain_sysroot(e, &options.source))?;
+    // The interval loop has already finished it: a no-op then.
+    source
+        .finish()
+        .map_err(|e| CxlError::Setup(e.to_string()))?;
     Ok(status)
 }
 
@@ -522,7 +532,9 @@ fn run_count(
         command: &options.command,
     });
     if let Some(Err(not_started)) = workload.as_ref().map(Workload::check) {
-        return Ok(report_error(TOOL, not_started.error, not_started.status));
+        return Ok(end_failed(TOOL, source, || {
+            report_error(TOOL, not_started.error, not_started.status)
+        }));
     }
     // Bound first: a port in use fails before any counter is opened.
     let listener = match options.listen {
@@ -592,7 +604,11 @@ fn run_count(
     // Nothing of the statistics was written if the command did not start.
     let status = match counted {
         Ok(status) => status,
-        Err(not_started) => return Ok(report_error(TOOL, not_started.error, not_started.status)),
+        Err(not_started) => {
+            return Ok(end_failed(TOOL, source, || {
+                report_error(TOOL, not_started.error, not_started.status)
+            }));
+        }
     };
     // The document is closed even when the charts cannot be written.
     let charted = match &session.charts {

@@ -10,7 +10,7 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use crate::common::chart;
-use crate::common::cli::{is_output_failure, output_error_status, report_error};
+use crate::common::cli::{end_failed, is_output_failure, output_error_status, report_error};
 use crate::common::entry::Program;
 use crate::common::escape;
 use crate::common::expo::{Target, run_expositions};
@@ -118,7 +118,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     };
     let mut source = match opts.source.open(TOOL, rest) {
         Ok(s) => s,
-        Err(msg) => return report(&progname, IostatError::Source(msg)),
+        Err(e) => return e.report(TOOL),
     };
     if secure && let Err(e) = privilege::drop_capabilities() {
         let why = format!("cannot drop capabilities: {e}");
@@ -133,7 +133,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
     };
     match result {
         Ok(()) => 0,
-        Err(e) => report(&progname, e),
+        // A run refused before its first sample: its recording keeps the
+        // error for a replay to give again.
+        Err(e) => end_failed(TOOL, source.as_mut(), || report(&progname, e)),
     }
 }
 

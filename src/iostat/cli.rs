@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::common::chart::SVG_HELP;
 use crate::common::cli::{
-    ExpoArgs, LISTEN_HELP, RECORD_HELP, REPLAY_HELP, SYSROOT_HELP, SourceArgs, TEXTFILE_HELP,
+    ExpoArgs, LISTEN_HELP, RECORD_HELP, RECORD_LONG_HELP, REPLAY_HELP, SYSROOT_HELP, SourceArgs,
+    TEXTFILE_HELP,
 };
 use crate::common::interval::{looks_like_interval, parse_interval};
 use crate::common::locale::Locale;
@@ -860,7 +861,8 @@ pub fn command() -> clap::Command {
                 .long("record")
                 .value_name("FILE")
                 .value_hint(clap::ValueHint::FilePath)
-                .help(RECORD_HELP),
+                .help(RECORD_HELP)
+                .long_help(RECORD_LONG_HELP),
         )
         .arg(
             Arg::new("replay")

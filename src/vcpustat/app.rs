@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{
-    self as cli, USAGE_STATUS, operand_too_many_status, output_error_status,
+    self as cli, USAGE_STATUS, end_failed, end_output_failed, operand_too_many_status,
     parse_error_status_with_help, report_error,
 };
 use crate::common::entry::Program;
@@ -76,11 +76,13 @@ pub fn main(args: Vec<String>) -> i32 {
     // default, before anything is changed.
     let mut source = match options.source.open(TOOL, argv) {
         Ok(source) => source,
-        Err(message) => return report_error(TOOL, message, 1),
+        Err(err) => return err.report(TOOL),
     };
+    // From here a run that fails before its first sample leaves its error
+    // in its recording, for a replay to give again (`end_failed`).
     let stop = match StopSignal::install() {
         Ok(stop) => stop,
-        Err(err) => return report_error(TOOL, err, 1),
+        Err(err) => return end_failed(TOOL, source.as_mut(), || report_error(TOOL, err, 1)),
     };
     source.set_stop(&stop);
     let mut plan = RestorePlan::new();
@@ -92,11 +94,11 @@ pub fn main(args: Vec<String>) -> i32 {
             // stop during its first interval still reports that interval
             // and records its sample; a --record file here holds none, a
             // JSON document was never begun). 128 + the signal, as a shell
-            // reports a program the signal ended.
-            Ok(Met::Stopped(signal)) => return 128 + signal,
+            // reports a program the signal ended; a replay ends so too.
+            Ok(Met::Stopped(signal)) => return end_failed(TOOL, source.as_mut(), || 128 + signal),
             Err(err) => {
                 let status = err.exit_status();
-                return report_error(TOOL, err, status);
+                return end_failed(TOOL, source.as_mut(), || report_error(TOOL, err, status));
             }
         }
     }
@@ -106,21 +108,29 @@ pub fn main(args: Vec<String>) -> i32 {
     for note in &restored.notes {
         tell(format_args!("note: {note}"));
     }
-    let mut status = match outcome {
-        Ok(Ok(())) => 0,
-        Ok(Err(VcpuError::Output(err))) => output_error_status(TOOL, &err),
-        Ok(Err(err)) => report_error(TOOL, &err, err.exit_status()),
-        // The panic hook has printed the message; the state is restored.
-        Err(_) => 101,
+    let restore_failures = |mut status| {
+        for failure in &restored.failures {
+            status = report_error(
+                TOOL,
+                format_args!("could not restore the dispatch statistics: {failure}"),
+                1,
+            );
+        }
+        status
     };
-    for failure in restored.failures {
-        status = report_error(
-            TOOL,
-            format_args!("could not restore the dispatch statistics: {failure}"),
-            1,
-        );
+    match outcome {
+        Ok(Ok(())) => end_failed(TOOL, source.as_mut(), || restore_failures(0)),
+        Ok(Err(VcpuError::Output(err))) => {
+            let status = end_output_failed(TOOL, source.as_mut(), &err);
+            restore_failures(status)
+        }
+        Ok(Err(err)) => end_failed(TOOL, source.as_mut(), || {
+            restore_failures(report_error(TOOL, &err, err.exit_status()))
+        }),
+        // The panic hook has printed the message; the state is restored.
+        // The recording ends as a crashed run's: without an end line.
+        Err(_) => restore_failures(101),
     }
-    status
 }
 
 /// Ends a command line clap could not parse; an error in a subcommand's
@@ -301,8 +311,12 @@ pub fn run(
             totals.update(&snapshot, source.elapsed());
             let mut e = Exposition::new();
             totals.expose(options.cpus.as_ref(), &mut e);
-            target.publish(&mut out, e.as_str())?;
-            Ok(source.finish()?)
+            // The sample is taken: the recording ends with its frame, even
+            // when the exposition cannot be written.
+            let published = target.publish(&mut out, e.as_str());
+            let finished = source.finish();
+            published?;
+            Ok(finished?)
         }
         (Mode::Control, None) if options.format == Format::Text => Ok(source.finish()?),
         // A change with a machine format prints the counts as it left them,

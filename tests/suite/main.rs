@@ -71,6 +71,7 @@ mod prometheus_rules;
 mod properties;
 mod pseries_sim;
 mod recording_ends;
+mod recording_refusals;
 mod recordings;
 mod sysstat_conformance;
 mod trace_cli;

@@ -399,6 +399,7 @@ fn frames_json(
     let end = EndLine {
         end: End {
             frames: names.len() as u64,
+            refused: None,
         },
     };
     serde_json::to_writer(&mut out, &end).unwrap();

@@ -259,8 +259,8 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
 
     // Ctrl-C while it waits ends the run at once (it waited out the 5 s
     // before), quietly and with nothing changed, but with status 130: the
-    // run did not happen, and its recording holds no sample to replay
-    // (status 0 said otherwise).
+    // run did not happen, and its recording holds no sample, only that
+    // end, which its replay gives again (status 0 said otherwise).
     let recording =
         std::env::temp_dir().join(format!("vcpustat-held-lock-{}.rec", std::process::id()));
     let mut child = KillOnDrop(
@@ -286,11 +286,17 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
         .arg(&recording)
         .output()
         .unwrap();
+    let recorded = std::fs::read_to_string(&recording).unwrap();
     std::fs::remove_file(&recording).unwrap();
     assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
     assert_eq!(err, "");
     assert!(took < Duration::from_secs(2), "{took:?}");
-    assert!(!replay.status.success());
+    assert_eq!(
+        recorded.lines().nth(1),
+        Some(r#"{"end":{"frames":0,"refused":{"status":130,"stderr":""}}}"#)
+    );
+    assert_eq!(replay.status.code(), Some(128 + libc::SIGINT));
+    assert_eq!((replay.stdout.len(), replay.stderr.len()), (0, 0));
     assert!(stats_writes(&sim).is_empty());
     assert!(!sim.kernel().on);
 }

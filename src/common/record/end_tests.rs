@@ -214,3 +214,116 @@ fn a_fifo_is_told_cut_or_damaged_at_its_end() {
     assert_eq!((seen.len(), end), (2, Ok(None)));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The end line of a run refused before its first sample, as the writer
+/// spells it.
+fn refused_end(status: i32, stderr: &str) -> String {
+    format!(
+        "{{\"end\":{{\"frames\":0,\"refused\":{{\"status\":{status},\"stderr\":{}}}}}}}\n",
+        serde_json::to_string(stderr).unwrap()
+    )
+}
+
+#[test]
+fn a_refused_run_is_given_again_from_a_file_and_a_fifo() {
+    use super::{Refused, ReplayError};
+    let dir = scratch("refused");
+    let text = format!("{}\n{}", v2(), refused_end(127, "test: cannot run x\n"));
+    let want = Refused {
+        status: 127,
+        stderr: "test: cannot run x\n".into(),
+    };
+    let file = dir.join("t.rec");
+    std::fs::write(&file, &text).unwrap();
+    match Replay::open(&file, "test") {
+        Err(ReplayError::Refused { refused, path }) => {
+            assert_eq!((refused, path), (want.clone(), file.display().to_string()));
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let fifo = dir.join("t.fifo");
+    crate::common::user_file::mkfifo(&fifo);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let opened = Replay::open(&fifo, "test");
+    writer.join().unwrap();
+    match opened {
+        Err(ReplayError::Refused { refused, .. }) => assert_eq!(refused, want),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_refusal_after_frames_or_with_a_status_no_run_ends_with_is_damage() {
+    let dir = scratch("refuseddamage");
+    let h = v2();
+    let after = refused_end(1, "x\n").replace("\"frames\":0", "\"frames\":2");
+    let cases = [
+        (
+            format!("{h}\n{}{after}", frames(2)),
+            "t.rec:4: the end line records a run refused before its first sample, after 2 frames",
+        ),
+        (
+            format!("{h}\n{}", refused_end(0, "")),
+            "t.rec:2: the end line records a refused run's exit status as 0, expected 1 to 255",
+        ),
+        (
+            format!("{h}\n{}", refused_end(256, "x\n")),
+            "t.rec:2: the end line records a refused run's exit status as 256",
+        ),
+        (
+            format!("{h}\n{}{}", refused_end(1, "x\n"), frames(1)),
+            "t.rec:3: a line after the end line (line 2)",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = replay_text(&dir, &text).unwrap_err();
+        assert!(err.contains(want), "want {want:?}, got {err:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_recording_of_no_sample_says_what_its_writer_did() {
+    let dir = scratch("nosample");
+    let cases = [
+        // What earlier versions left of a refused run: a header alone.
+        (
+            format!("{V1}\n"),
+            "t.rec:2: the recording holds no sample: its run ended before its first sample \
+             (refused, stopped or killed), and a recording of version 1 does not say why",
+        ),
+        (
+            format!("{}\n", v2()),
+            "t.rec:2: the recording holds no sample and no end line: its run was killed (or \
+             out of space) before its first sample, or refused there by an earlier version, \
+             which did not record why",
+        ),
+        (
+            format!("{}\n{{\"end\":{{\"frames\":0}}}}\n", v2()),
+            "t.rec:2: the recording holds no sample: its end line counts none and records no \
+             refusal",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = replay_text(&dir, &text).unwrap_err();
+        assert!(err.ends_with(want), "want {want:?}, got {err:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        // The same from a FIFO, which is read once.
+        let fifo = dir.join("t.fifo");
+        let _ = std::fs::remove_file(&fifo);
+        crate::common::user_file::mkfifo(&fifo);
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+        };
+        let err = Replay::open(&fifo, "test").err().unwrap().to_string();
+        writer.join().unwrap();
+        assert!(err.ends_with(&want.replace("t.rec", "t.fifo")), "{err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

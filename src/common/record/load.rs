@@ -22,7 +22,8 @@ use serde::Deserialize;
 
 use super::replay::ReplayError;
 use super::{
-    EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_1, Frame, Header, parse_hex,
+    EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_1, Frame, Header, Refused,
+    parse_hex,
 };
 use crate::common::excerpt::{clip, excerpt};
 use crate::common::signals::StopSignal;
@@ -222,6 +223,8 @@ pub(super) struct FrameReader {
     promises_end: bool,
     /// The number of the end line, once read.
     end_line: Option<usize>,
+    /// What the end line says of a run refused before its first sample.
+    refused: Option<Refused>,
     /// The file, as messages name it.
     path: String,
 }
@@ -250,6 +253,7 @@ impl FrameReader {
             frames: 0,
             promises_end: header.promises_end(),
             end_line: None,
+            refused: None,
             path: path.to_string(),
         }
     }
@@ -328,8 +332,9 @@ impl FrameReader {
     }
 
     /// Whether the line, which `err` says is not a frame, is an end line
-    /// (of a file that promises one) whose count is the frames before it.
-    fn end_of(&self, err: &serde_json::Error) -> Result<bool, ReplayError> {
+    /// (of a file that promises one) whose count is the frames before it;
+    /// one that records a refusal is kept ([`FrameReader::refused`]).
+    fn end_of(&mut self, err: &serde_json::Error) -> Result<bool, ReplayError> {
         if !self.promises_end || err.is_eof() {
             return Ok(false);
         }
@@ -342,6 +347,22 @@ impl FrameReader {
                  added)",
                 end.frames, self.frames
             )));
+        }
+        if let Some(refused) = end.refused {
+            if self.frames > 0 {
+                return Err(self.bad(format!(
+                    "the end line records a run refused before its first sample, after {} \
+                     frames",
+                    self.frames
+                )));
+            }
+            if !(1..=255).contains(&refused.status) {
+                return Err(self.bad(format!(
+                    "the end line records a refused run's exit status as {}, expected 1 to 255",
+                    refused.status
+                )));
+            }
+            self.refused = Some(refused);
         }
         Ok(true)
     }
@@ -404,8 +425,9 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
                 header,
                 cut: None,
             }),
-            Read::Cut(kind) => Err(no_sample(&shown, kind)),
-            Read::End | Read::Stopped => Err(no_sample(&shown, CutKind::NoEnd { line: 2 })),
+            Read::Cut(kind) => Err(no_sample(&shown, &header, Some(kind))),
+            Read::End => Err(refused_or_no_sample(&shown, &header, checked.refused)),
+            Read::Stopped => Err(no_sample(&shown, &header, Some(CutKind::NoEnd { line: 2 }))),
         };
     }
     let cut = loop {
@@ -421,8 +443,10 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         }
     };
     if checked.frames == 0 {
-        let kind = cut.map_or(CutKind::NoEnd { line: 2 }, |cut| cut.kind);
-        return Err(no_sample(&shown, kind));
+        return Err(match cut {
+            Some(cut) => no_sample(&shown, &header, Some(cut.kind)),
+            None => refused_or_no_sample(&shown, &header, checked.refused),
+        });
     }
     let mut input = checked.reader.into_inner();
     input
@@ -440,15 +464,46 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
     })
 }
 
-/// The error for a recording without a complete frame, where it ended
-/// (`kind`: a line cut short, or its end).
-fn no_sample(path: &str, kind: CutKind) -> ReplayError {
-    let (line, what) = match kind {
-        CutKind::Line { line, .. } => (
+/// The error for a recording that ends, whole, without a frame: the
+/// refusal its end line records, else why it holds no sample.
+fn refused_or_no_sample(path: &str, header: &Header, refused: Option<Refused>) -> ReplayError {
+    match refused {
+        Some(refused) => ReplayError::Refused {
+            path: path.to_string(),
+            refused,
+        },
+        None => no_sample(path, header, None),
+    }
+}
+
+/// The error for a recording without a complete frame: `cut` says where
+/// a line was cut short; `None` is a file that ends after its header (or
+/// after an end line that counts no frame and records no refusal). Each
+/// says what its writer did, as far as the file tells.
+fn no_sample(path: &str, header: &Header, cut: Option<CutKind>) -> ReplayError {
+    let (line, what) = match cut {
+        Some(CutKind::Line { line, .. }) => (
             line,
             format!("the recording holds no complete sample (line {line} is cut short)"),
         ),
-        CutKind::NoEnd { .. } => (2, "the recording holds no sample".to_string()),
+        Some(CutKind::NoEnd { .. }) if header.promises_end() => (
+            2,
+            "the recording holds no sample and no end line: its run was killed (or out of \
+             space) before its first sample, or refused there by an earlier version, which did \
+             not record why"
+                .to_string(),
+        ),
+        _ if !header.promises_end() => (
+            2,
+            "the recording holds no sample: its run ended before its first sample (refused, \
+             stopped or killed), and a recording of version 1 does not say why"
+                .to_string(),
+        ),
+        _ => (
+            2,
+            "the recording holds no sample: its end line counts none and records no refusal"
+                .to_string(),
+        ),
     };
     ReplayError::Format {
         path: path.to_string(),

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::load::{Cut, Frames, load};
-use super::{Entry, Frame, Header, parse_hex};
+use super::{Entry, Frame, Header, Refused, parse_hex};
 use crate::common::escape::text;
 use crate::common::excerpt::{clip, excerpt};
 use crate::common::signals::StopSignal;
@@ -41,6 +41,19 @@ pub enum ReplayError {
         line: usize,
         /// What was wrong.
         what: String,
+    },
+    /// The recording is of a run refused before its first sample: a tool
+    /// prints what that run printed and exits with its status
+    /// ([`crate::common::cli::OpenError`]); this message is for others.
+    #[error(
+        "{path}: the recorded run was refused before its first sample, with status {}",
+        refused.status
+    )]
+    Refused {
+        /// The recording's path.
+        path: String,
+        /// What its end line keeps of the refusal.
+        refused: Refused,
     },
     /// The recording was made by another tool.
     #[error(

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::{End, EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header};
+use super::{End, EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, Refused};
 use crate::common::signals::StopSignal;
 use crate::common::source::{Source, Uname};
 use crate::common::stdout::{chunk_for, write_stoppably};
@@ -233,6 +233,24 @@ impl Recorder {
         let end = EndLine {
             end: End {
                 frames: self.written,
+                refused: None,
+            },
+        };
+        self.write(&end)
+    }
+
+    /// Ends a run refused before its first frame was written: the end line
+    /// alone, with what the run printed and its status (the reads of the
+    /// sample it did not take are left out), unless a write failed before.
+    fn close_refused(&mut self, refused: Refused) -> io::Result<()> {
+        if self.broken {
+            return Ok(());
+        }
+        self.frame.get_mut().entries.clear();
+        let end = EndLine {
+            end: End {
+                frames: 0,
+                refused: Some(refused),
             },
         };
         self.write(&end)
@@ -381,6 +399,26 @@ impl Source for Recorder {
         }
         self.finished = true;
         let closed = self.close();
+        let inner = self.inner.finish();
+        closed.and(inner)
+    }
+
+    /// Ends a failed run: one that has written no frame yet (it failed
+    /// before its first sample was done, so no frame is whole) gets an
+    /// end line that keeps `stderr` and `status`, which a replay gives
+    /// again instead of a frame it could not replay as the run ran it; any
+    /// other ends as [`Source::finish`] ends it. After the run was
+    /// finished (its samples taken), nothing changes.
+    fn refuse(&mut self, stderr: &str, status: i32) -> io::Result<()> {
+        if self.finished || self.written > 0 || status == 0 {
+            return self.finish();
+        }
+        self.finished = true;
+        let refused = Refused {
+            status,
+            stderr: stderr.to_string(),
+        };
+        let closed = self.close_refused(refused);
         let inner = self.inner.finish();
         closed.and(inner)
     }

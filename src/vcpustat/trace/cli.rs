@@ -204,7 +204,7 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         .source
         .source_args()
         .open(TOOL, argv)
-        .map_err(TraceError::Input)?;
+        .map_err(|e| TraceError::Input(e.to_string()))?;
     let root = args
         .source
         .sysroot

@@ -351,14 +351,17 @@ fn a_last_line_cut_at_any_byte_replays_the_complete_frames_with_one_warning() {
         )
     );
     assert_eq!(text(&out.stdout).matches("\nsda ").count(), 5);
-    // Cut in the header: nothing to replay, one error line.
+    // Cut in the header: nothing to replay, one error line that says so.
     fs::write(&cut, &whole[..lines[0].len() / 2]).unwrap();
     let out = run(IOSTAT, &["--replay", cut_s, "-x"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).starts_with(&format!("iostat-rs: {cut_s}:1: not a recording header"))
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "iostat-rs: {cut_s}:1: the header is incomplete: the recording was cut (killed, or \
+             out of space) before its first sample\n"
+        )
     );
-    assert_eq!(text(&out.stderr).lines().count(), 1);
     fs::remove_dir_all(dir).unwrap();
 }
 
@@ -1000,7 +1003,8 @@ fn a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo() {
 /// with SIGXFSZ at its default action: the write fails with EFBIG and the
 /// tool says so, as it does on a full disk. The header is written before
 /// the stop signals' handlers are installed, and SIGXFSZ used to kill the
-/// tools there without a word (status 153 from a shell).
+/// tools there without a word (status 153 from a shell). What was written
+/// of the header replays as a cut header, not as a file of another kind.
 #[test]
 fn a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill() {
     let dir = scratch("fsize-header");
@@ -1034,6 +1038,21 @@ fn a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill() {
             out.status
         );
         assert!(out.stdout.is_empty(), "{tool} fails before reporting");
+        // What it wrote, 64 bytes of the header, replays as a cut, not as
+        // a file that is not a recording.
+        assert_eq!(fs::metadata(&rec).unwrap().len(), 64, "{tool}");
+        let replay = run(bin, &["--replay", rec.to_str().unwrap()]);
+        assert_eq!(
+            (replay.status.code(), text(&replay.stderr)),
+            (
+                Some(1),
+                format!(
+                    "{tool}: {}:1: the header is incomplete: the recording was cut (killed, or \
+                     out of space) before its first sample\n",
+                    rec.display()
+                )
+            ),
+        );
     }
     fs::remove_dir_all(dir).unwrap();
 }

@@ -327,3 +327,42 @@ fn a_recording_of_no_sample_says_what_its_writer_did() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_recording_cut_in_its_header_or_in_a_refusal_says_so() {
+    let dir = scratch("cutheader");
+    let h = v2();
+    let refused = refused_end(1, "test: refused\n");
+    let cases = [
+        (
+            h[..60].to_string(),
+            "t.rec:1: the header is incomplete: the recording was cut (killed, or out of space) \
+             before its first sample",
+        ),
+        (
+            format!("{}\0\0\0", &h[..60]),
+            "t.rec:1: the header is incomplete",
+        ),
+        (
+            format!("{h}\n{}", &refused[..30]),
+            "t.rec:2: the recording holds no sample, and its end line (line 2) is cut short: \
+             its run ended before its first sample, and the disk filled up (or it was killed) \
+             as it wrote why",
+        ),
+        // Damage is not a cut: a header with a newline, or JSON that ends.
+        (
+            format!("{}\n", &h[..60]),
+            "t.rec:1: not a recording header: control character",
+        ),
+        (
+            "{\"format\":\"hwstat-recording\"} x".to_string(),
+            "t.rec:1: not a recording header: trailing characters",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = replay_text(&dir, &text).unwrap_err();
+        assert!(err.contains(want), "want {want:?}, got {err:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -368,6 +368,16 @@ impl FrameReader {
     }
 }
 
+/// Whether `line`, the header, is JSON its writer stopped writing in the
+/// middle of (as a frame's is told, [`FrameReader::next`]): without its
+/// newline, ending too early (or in the zeros a file system leaves after a
+/// power loss).
+fn is_cut_short(line: &[u8]) -> bool {
+    !line.ends_with(b"\n")
+        && (line.contains(&0)
+            || serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err_and(|e| e.is_eof()))
+}
+
 /// The first line, read loosely to say what kind of file this is before
 /// asking for every header field.
 #[derive(Deserialize)]
@@ -404,6 +414,14 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
     let header_bytes = read_line_bounded(&mut reader, &mut line).map_err(io_err)?;
     if header_bytes == 0 {
         return Err(bad(1, "empty file, expected a recording header".into()));
+    }
+    if is_cut_short(&line) {
+        return Err(bad(
+            1,
+            "the header is incomplete: the recording was cut (killed, or out of space) before \
+             its first sample"
+                .into(),
+        ));
     }
     let header = read_header(&line, tool).map_err(|what| match what {
         HeaderProblem::Format(what) => bad(1, what),
@@ -482,9 +500,17 @@ fn refused_or_no_sample(path: &str, header: &Header, refused: Option<Refused>) -
 /// says what its writer did, as far as the file tells.
 fn no_sample(path: &str, header: &Header, cut: Option<CutKind>) -> ReplayError {
     let (line, what) = match cut {
-        Some(CutKind::Line { line, .. }) => (
+        Some(CutKind::Line { line, end: false }) => (
             line,
             format!("the recording holds no complete sample (line {line} is cut short)"),
+        ),
+        Some(CutKind::Line { line, end: true }) => (
+            line,
+            format!(
+                "the recording holds no sample, and its end line (line {line}) is cut short: \
+                 its run ended before its first sample, and the disk filled up (or it was \
+                 killed) as it wrote why"
+            ),
         ),
         Some(CutKind::NoEnd { .. }) if header.promises_end() => (
             2,

@@ -233,6 +233,8 @@ impl OpenError {
     /// refused run's recorded lines as they were printed (each escaped, as
     /// every line quoting a file is: the run's own lines are already, so
     /// only a forged recording's control characters change).
+    #[cold]
+    #[inline(never)]
     pub fn report(&self, tool: &str) -> i32 {
         match self {
             OpenError::Message(message) => report_error(tool, message, 1),
@@ -272,6 +274,10 @@ impl Display for OpenError {
 /// other is finished ([`Source::refuse`]). A recording that cannot be
 /// written then is said too, after the error (the status stays the
 /// failure's).
+// Out of line and cold: every run's start calls it on its way out of an
+// error only (build.rs, "Hot code first").
+#[cold]
+#[inline(never)]
 pub fn end_failed(tool: &str, source: &mut dyn Source, report: impl FnOnce() -> i32) -> i32 {
     let (status, printed) = super::stderr::transcript(report);
     let kept = source.refuse(&printed, status);
@@ -281,6 +287,8 @@ pub fn end_failed(tool: &str, source: &mut dyn Source, report: impl FnOnce() -> 
 /// Ends a run whose output failed (`err`, as [`output_error_status`]
 /// reports it): the recording is finished as after any report, since a
 /// replay's own output is another.
+#[cold]
+#[inline(never)]
 pub fn end_output_failed(tool: &str, source: &mut dyn Source, err: &io::Error) -> i32 {
     let status = output_error_status(tool, err);
     let kept = source.finish();

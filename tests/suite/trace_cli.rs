@@ -411,6 +411,65 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `trace record --record FILE` keeps the kernel files it read in a
+/// recording of its own: `vcpustat --replay` refuses it as another tool's
+/// (it took its frames for a report run's and said the recorded machine
+/// had no dispatch statistics), and `trace report` says where the trace is.
+#[test]
+fn the_kernel_files_of_a_trace_recording_are_not_replayed_as_a_report_run() {
+    let dir = tempdir("kernel-files");
+    let root = fixture(&dir, 1, &[2]);
+    let (dtl, files) = (dir.join("p1.dtl"), dir.join("kernel.rec"));
+    let status = trace(&[
+        "record",
+        "--sysroot",
+        root.to_str().unwrap(),
+        "--duration",
+        "10ms",
+        "-w",
+        dtl.to_str().unwrap(),
+        "--record",
+        files.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0);
+    let header = std::fs::read_to_string(&files).unwrap();
+    assert!(
+        header.starts_with(
+            r#"{"format":"hwstat-recording","version":2,"tool":"vcpustat trace record","#
+        ),
+        "{header}"
+    );
+    let files_s = files.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+        .args(["--replay", files_s])
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        ),
+        (
+            Some(1),
+            format!("vcpustat: {files_s} was recorded by vcpustat trace record, not vcpustat\n")
+        )
+    );
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        trace_output(&["report", files_s]),
+        (
+            1,
+            String::new(),
+            format!(
+                "vcpustat: {files_s} holds the kernel files vcpustat trace record read (its \
+                 --record), not a Dispatch Trace Log: report on the file it wrote with -w\n"
+            )
+        )
+    );
+    assert_eq!(trace(&["report", dtl.to_str().unwrap()]), 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn a_recording_of_plain_vcpustat_says_to_replay_it_with_vcpustat() {
     // The reverse of `vcpustat --replay` given a trace recording.

@@ -26,6 +26,12 @@ use crate::common::user_file::names_standard_output;
 
 const TOOL: &str = "vcpustat";
 
+/// The `tool` of the kernel-file recording `trace record --record` writes:
+/// not `vcpustat`, whose `--replay` would take its frames for a report
+/// run's and fail on what a report reads (the dispatch statistics), as if
+/// the recorded machine lacked them; it refuses another tool's recording.
+pub const KERNEL_FILES_TOOL: &str = "vcpustat trace record";
+
 /// `vcpustat trace`: the Dispatch Trace Log.
 ///
 /// A subcommand is required. clap's derive would also show the help when
@@ -203,7 +209,7 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
     let mut source = args
         .source
         .source_args()
-        .open(TOOL, argv)
+        .open(KERNEL_FILES_TOOL, argv)
         .map_err(|e| TraceError::Input(e.to_string()))?;
     let root = args
         .source

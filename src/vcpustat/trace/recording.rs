@@ -202,6 +202,16 @@ pub enum RecordingError {
         /// The tool its header names, escaped.
         tool: String,
     },
+    /// The file is the kernel-file recording of a `trace record` run
+    /// (`--record`), not its trace (`-w`).
+    #[error(
+        "{path} holds the kernel files vcpustat trace record read (its --record), not a \
+         Dispatch Trace Log: report on the file it wrote with -w"
+    )]
+    KernelFiles {
+        /// The recording's path.
+        path: String,
+    },
 }
 
 /// Writes a version-2 recording block by block.
@@ -330,9 +340,11 @@ impl Recording {
             HeaderError::Format(what) => bad(what),
         })?;
         if let Some(tool) = statistics_tool(&line) {
-            return Err(RecordingError::OtherTool {
-                path: name.to_string(),
-                tool,
+            let path = name.to_string();
+            return Err(if tool == super::cli::KERNEL_FILES_TOOL {
+                RecordingError::KernelFiles { path }
+            } else {
+                RecordingError::OtherTool { path, tool }
             });
         }
         let mut header: Header = serde_json::from_slice(&line)
@@ -857,6 +869,15 @@ mod tests {
             err,
             "s.rec was recorded by vcpustat, not vcpustat trace record: replay it with \
              vcpustat --replay s.rec"
+        );
+        // The kernel files a trace recording read: its trace is elsewhere.
+        let err = Recording::from_bytes("k.rec", statistics("vcpustat trace record"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "k.rec holds the kernel files vcpustat trace record read (its --record), not a \
+             Dispatch Trace Log: report on the file it wrote with -w"
         );
         // The tool is the file's text: escaped.
         let err = Recording::from_bytes("s.rec", statistics("\\u001b[2J"))

@@ -111,7 +111,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Err(e) => return report(&progname, IostatError::Source(e.to_string())),
     };
     // Measuring starts before the source opens: a run that cannot measure
-    // creates no recording (one of a header only, which no replay reads).
+    // creates no recording at all (later, one that keeps only its refusal,
+    // `end_failed`), and leaves a file already there as it was.
     let latency = match start_latency(&opts) {
         Ok(latency) => latency,
         Err(e) => return report(&progname, e),

@@ -8,7 +8,7 @@ use crate::common::manual::Section;
 pub const SECTIONS: &[Section] = &[
     Section {
         title: "EXIT STATUS",
-        text: "",
+        text: crate::common::cli::REPLAYED_STATUS,
         items: &[
             (
                 "0",

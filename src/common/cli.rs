@@ -36,12 +36,6 @@ pub const RECORD_LONG_HELP: &str = "Write every kernel input read, with the samp
     whatever its other options. Nothing is ever removed: a FILE that existed is replaced, \
     whatever the run's outcome. The format: docs/recording.md";
 
-/// The EXIT STATUS section's opening, the same in the three tools: a
-/// replay of a run refused before its first sample exits as that run did
-/// ([`RECORD_LONG_HELP`]).
-pub const REPLAYED_STATUS: &str = "A replay (--replay) of a run refused before its first \
-    sample prints what that run printed and exits with its status, whichever it was.";
-
 /// `--replay`'s help, the same in the three tools.
 pub const REPLAY_HELP: &str = "Take the samples from a recording instead of the live system";
 

@@ -34,7 +34,7 @@ pub const SECTIONS: &[Section] = &[
     },
     Section {
         title: "EXIT STATUS",
-        text: crate::common::cli::REPLAYED_STATUS,
+        text: "",
         items: &[
             ("0", "Success, also when the reader of the output went away"),
             (

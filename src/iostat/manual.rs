@@ -86,7 +86,7 @@ pub const SECTIONS: &[Section] = &[
     },
     Section {
         title: "EXIT STATUS",
-        text: crate::common::cli::REPLAYED_STATUS,
+        text: "",
         items: &[
             (
                 "0",

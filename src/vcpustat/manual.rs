@@ -8,7 +8,7 @@ use crate::common::manual::Section;
 pub const SECTIONS: &[Section] = &[
     Section {
         title: "EXIT STATUS",
-        text: crate::common::cli::REPLAYED_STATUS,
+        text: "",
         items: &[
             (
                 "0",

@@ -366,3 +366,65 @@ fn a_recording_cut_in_its_header_or_in_a_refusal_says_so() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A replay of as many samples as a FIFO's recording holds stops at its
+/// last frame and closes the FIFO without reading the end line: the
+/// writer, whose run took every sample and wrote every frame, then met
+/// `EPIPE` on its end line alone, as often as the replay won the race
+/// between that frame and the end line (2 runs in 100 of `iostat-rs
+/// --record - -d 0.01 3 | iostat-rs --replay /dev/stdin -d 1 3`), and
+/// failed (`cannot write recording -: Broken pipe`, status 1). Here the
+/// reader goes away after the last frame, before the end line, every time.
+#[test]
+fn a_reader_gone_after_the_last_frame_does_not_fail_the_run() {
+    use super::Recorder;
+    use crate::common::source::{RootFs, Source};
+    let dir = scratch("endgone");
+    let fifo = dir.join("t.fifo");
+    crate::common::user_file::mkfifo(&fifo);
+    let (read_all, reader_gone) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let (fifo, root) = (fifo.clone(), dir.join("root"));
+        std::thread::spawn(move || {
+            let live = Box::new(RootFs::new(root));
+            let mut rec = Recorder::create(&fifo, live, "test", &[]).unwrap();
+            for sample in 0..2 {
+                rec.values("perf:x", &mut || Ok(vec![sample])).unwrap();
+                assert!(rec.next_sample().unwrap());
+            }
+            reader_gone.recv().unwrap();
+            rec.finish().map_err(|e| e.to_string())
+        })
+    };
+    let mut replay = Replay::open(&fifo, "test").unwrap();
+    assert!(replay.next_sample().unwrap());
+    assert_eq!(
+        replay.values("perf:x", &mut || unreachable!()).unwrap(),
+        [1]
+    );
+    drop(replay);
+    read_all.send(()).unwrap();
+    assert_eq!(writer.join().unwrap(), Ok(()));
+    // Gone before a frame was written, the run fails as before.
+    std::fs::remove_file(&fifo).unwrap();
+    crate::common::user_file::mkfifo(&fifo);
+    let (opened, reader_gone) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let (fifo, root) = (fifo.clone(), dir.join("root"));
+        std::thread::spawn(move || {
+            let live = Box::new(RootFs::new(root));
+            let mut rec = Recorder::create(&fifo, live, "test", &[]).unwrap();
+            rec.values("perf:x", &mut || Ok(vec![0])).unwrap();
+            reader_gone.recv().unwrap();
+            rec.next_sample().map_err(|e| e.to_string())
+        })
+    };
+    let mut header = String::new();
+    let mut file = std::io::BufReader::new(std::fs::File::open(&fifo).unwrap());
+    std::io::BufRead::read_line(&mut file, &mut header).unwrap();
+    drop(file);
+    opened.send(()).unwrap();
+    let err = writer.join().unwrap().unwrap_err();
+    assert!(err.contains("t.fifo: Broken pipe"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

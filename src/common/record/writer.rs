@@ -34,6 +34,12 @@ pub fn recording_error(err: &io::Error) -> Option<&RecordingError> {
     err.get_ref()?.downcast_ref()
 }
 
+/// Whether a failed write of the recording met `EPIPE`: its pipe's or
+/// FIFO's reader went away.
+fn reader_gone(err: &io::Error) -> bool {
+    recording_error(err).is_some_and(|e| e.source.kind() == io::ErrorKind::BrokenPipe)
+}
+
 fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -236,7 +242,16 @@ impl Recorder {
                 refused: None,
             },
         };
-        self.write(&end)
+        match self.write(&end) {
+            // The reader of a pipe or FIFO went away once every frame was
+            // written (a replay of as many samples stops at the last one):
+            // no one is left to read the end line, and a pipe never told
+            // whether its reader read what came before. Failing here made
+            // the status of a run whose reader took every frame depend on
+            // which of the two writes it won.
+            Err(e) if reader_gone(&e) => Ok(()),
+            written => written,
+        }
     }
 
     /// Ends a run refused before its first frame was written: the end line

@@ -500,6 +500,9 @@ fn a_usual_run_keeps_little_of_the_program_resident() {
             &format!("{why}; it puts made-up devices over /proc/diskstats and /sys/block"),
         ),
     }
+    let crate_constants_end = section_addresses(&program)
+        .get(".rodata.hwstat")
+        .map_or(0, |&(start, size)| start + size);
     for devices in runs {
         for args in [&["-x"][..], &["-x", "-p", "ALL"]] {
             let (resident, total, read_only) = resident_after_a_report(&program, args, devices);
@@ -530,8 +533,12 @@ fn a_usual_run_keeps_little_of_the_program_resident() {
             assert!(
                 read_only <= 16,
                 "iostat-rs {args:?} ({devices:?}) keeps {read_only} pages of its read-only \
-                 segment resident (more than the first 64 kB): link/hot-rodata.txt is stale or \
-                 was not used; run link/profile.sh"
+                 segment resident (more than the first 64 kB). Either link/hot-rodata.txt is \
+                 stale or was not used (run link/profile.sh), or this crate's constants \
+                 (.rodata.hwstat, ending at {crate_constants_end:#x}) outgrew the window, or a \
+                 report now reads a `write!` or `format!` template, a merged string \
+                 (.rodata.str1.1) that no list can place: build that text from literals \
+                 (BENCHMARKS.md, \"The read-only window is on an edge\")"
             );
         }
     }

@@ -11,7 +11,8 @@
 //!
 //! * descriptors 0, 1 and 2 are open, on `/dev/null` if they were closed, so
 //!   a file the program opens (a recording, a textfile) can never become its
-//!   standard output;
+//!   standard output; a recording sent to a standard output that was closed
+//!   is refused ([`standard_output_was_closed`]);
 //! * SIGPIPE is ignored, so a closed output pipe is a `BrokenPipe` error,
 //!   which the programs treat as a quiet end ([`crate::common::signals`]);
 //! * SIGXFSZ is ignored until the stop signals' handlers replace that
@@ -36,6 +37,7 @@
 use std::ffi::{CStr, c_char, c_int};
 use std::io;
 use std::panic;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::common::cli::report_error;
 use crate::common::completion;
@@ -114,6 +116,18 @@ unsafe fn utf8_arguments(argc: c_int, argv: *const *const c_char) -> Result<Vec<
         }
     }
     Ok(args)
+}
+
+/// Set when the program started with descriptor 1 closed (`>&-`), which
+/// [`open_closed_standard_descriptors`] then opened on `/dev/null`.
+static STANDARD_OUTPUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Whether the program started with standard output closed: from then on
+/// it is `/dev/null`, so a recording sent there (`--record -`) would be
+/// lost without a word, and is refused instead
+/// ([`crate::common::user_file::create`]).
+pub fn standard_output_was_closed() -> bool {
+    STANDARD_OUTPUT_CLOSED_AT_START.load(Ordering::Relaxed)
 }
 
 /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed.

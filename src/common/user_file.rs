@@ -19,6 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
+use super::entry;
 use super::root::{file_kind, fstat, kind_of_mode, set_blocking};
 use super::temp_file::{Directory, c_path, directory_of, euid, named_file};
 
@@ -254,6 +255,13 @@ pub fn names_standard_output(path: &Path) -> bool {
 /// afterwards (its reports, the output of the command cxlstat runs) does
 /// not mix into the recording, which a replay could then not read.
 fn take_standard_output() -> io::Result<File> {
+    if entry::standard_output_was_closed() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "standard output was closed when the program started (`>&-`): the recording \
+             would be lost; point standard output at a file or a pipe",
+        ));
+    }
     let named = |err: io::Error| io::Error::new(err.kind(), format!("standard output: {err}"));
     // SAFETY: F_DUPFD_CLOEXEC duplicates descriptor 1, or fails.
     let fd = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };

@@ -269,3 +269,90 @@ fn a_recording_of_no_sample_from_an_earlier_version_is_refused_with_one_line() {
     }
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// A recording to standard output (`-`, `/dev/stdout`) when the program
+/// started with it closed (`>&-`): descriptor 1 is `/dev/null` by the time
+/// the recording opens (the programs' start opens it there), so the
+/// recording would go nowhere while the run ended with status 0. Refused
+/// before anything runs, with one line that says why, in each tool and in
+/// `vcpustat trace record -w -`; the same runs with standard output open
+/// are recorded.
+#[test]
+fn a_recording_to_a_closed_standard_output_is_refused_not_lost() {
+    let dir = scratch("closed-stdout");
+    let io = dir.join("io");
+    iostat_tree(&io, 0);
+    let io = io.to_str().unwrap();
+    let vs = crate::hostile_files::vcpustat_tree(&dir);
+    let vs = vs.to_str().unwrap();
+    let trace = crate::hostile_files::trace_tree(&dir.join("trace"));
+    let trace = trace.to_str().unwrap();
+    let runs: [(&str, Vec<&str>); 5] = [
+        (IOSTAT, vec!["--sysroot", io, "--record", "-", "0.01", "2"]),
+        (
+            IOSTAT,
+            vec![
+                "--sysroot",
+                io,
+                "--record",
+                "/dev/stdout",
+                "-x",
+                "0.01",
+                "2",
+            ],
+        ),
+        (
+            VCPUSTAT,
+            vec!["--sysroot", vs, "--record", "-", "0.01", "2"],
+        ),
+        (
+            VCPUSTAT,
+            vec!["--sysroot", vs, "--record", "/dev/fd/1", "0.01", "2"],
+        ),
+        (
+            VCPUSTAT,
+            vec![
+                "trace",
+                "record",
+                "--sysroot",
+                trace,
+                "--duration",
+                "0.1s",
+                "-w",
+                "-",
+            ],
+        ),
+    ];
+    for (bin, args) in &runs {
+        let open = run(bin, args);
+        assert!(
+            open.status.success() && !open.stdout.is_empty(),
+            "{bin} {args:?} with standard output open: {:?} {}",
+            open.status,
+            text(&open.stderr)
+        );
+        // The shell closes descriptor 1, then runs the program in its place.
+        let closed = Command::new("sh")
+            .arg("-c")
+            .arg(r#"exec "$@" >&-"#)
+            .arg("sh")
+            .arg(bin)
+            .args(args)
+            .env_clear()
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        let stderr = text(&closed.stderr);
+        let program = Path::new(bin).file_name().unwrap().to_str().unwrap();
+        assert_eq!(closed.status.code(), Some(1), "{bin} {args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("{program}: "))
+                && stderr.contains("standard output was closed when the program started")
+                && stderr.ends_with("point standard output at a file or a pipe\n")
+                && stderr.lines().count() == 1,
+            "{bin} {args:?}: {stderr}"
+        );
+    }
+    fs::remove_dir_all(dir).unwrap();
+}

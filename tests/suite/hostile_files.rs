@@ -956,6 +956,16 @@ fn sticky_dir(dir: &Path) -> PathBuf {
     shared
 }
 
+/// A directory under `dir` as a group shares one: others can write it, and
+/// it is not sticky, so anyone may also rename or remove what others made.
+fn shared_dir(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = dir.join("group");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    shared
+}
+
 #[test]
 fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
     // In /tmp, a user could make run.rec first (a file or FIFO of theirs,
@@ -1067,9 +1077,7 @@ fn a_recording_is_not_written_into_another_users_file_in_any_directory() {
     let dir = scratch("record-theirs");
     let iostat_root = iostat_tree(&dir);
     let iostat_root = iostat_root.to_str().unwrap();
-    let shared = dir.join("group");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let shared = shared_dir(&dir);
     let home = dir.join("home");
     fs::create_dir(&home).unwrap();
     chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
@@ -1152,13 +1160,11 @@ fn a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works() {
     if !as_root("a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works") {
         return;
     }
-    use std::os::unix::fs::{PermissionsExt, chown};
+    use std::os::unix::fs::chown;
     let dir = scratch("fifo-advice");
     let root = vcpustat_tree(&dir);
     let root = root.to_str().unwrap();
-    let shared = dir.join("group");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let shared = shared_dir(&dir);
     let advice = "record to `-` (standard output) and pipe that to it";
     for place in [shared.clone(), sticky_dir(&dir)] {
         let fifo = place.join("p");

@@ -14,16 +14,16 @@
 //! mount), setcap, setpriv, unshare, prlimit and a CPU 1 online; skips
 //! with the reason otherwise, unless CI=true.
 
-use crate::cxlstat_privileges::take_perf_descriptor_as_nobody;
-use crate::cxlstat_support::copy_executable;
+use crate::file_capabilities::{
+    Measuring, as_nobody_in_namespace, capabilities, copy_with_capabilities, quoted,
+    take_perf_descriptor_as_nobody,
+};
 use crate::nobody_perf::{MOUNT_TRACEFS, NobodysPerfAllowance};
-use crate::pipes::Collected;
-use crate::procstate::{KillOnDrop, await_perf_events, wait_with_timeout};
+use crate::procstate::{await_at_most_perf_events, await_perf_events, perf_descriptors};
 use crate::scratch::scratch;
 use crate::skip;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// `CAP_PERFMON`'s bit in `/proc/PID/status`.
@@ -60,47 +60,6 @@ fn unavailable() -> Option<String> {
     crate::namespace::unavailable()
 }
 
-/// `CapEff` and `CapPrm` of each thread of `pid`, by its name.
-fn capabilities(pid: u32) -> Vec<(String, u64, u64)> {
-    let mut found = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap();
-        let field = |name: &str| {
-            let line = status.lines().find(|l| l.starts_with(name)).unwrap();
-            line.split_whitespace().nth(1).unwrap().to_string()
-        };
-        let set = |name: &str| u64::from_str_radix(&field(name), 16).unwrap();
-        found.push((field("Name:"), set("CapEff:"), set("CapPrm:")));
-    }
-    found.sort();
-    found
-}
-
-/// The perf events `pid` holds open.
-fn perf_events(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| {
-            std::fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == "anon_inode:[perf_event]")
-        })
-        .count()
-}
-
-/// Waits until `pid` holds at most `events` perf events open (at most
-/// 20 s): a CPU's events closed.
-fn await_at_most_perf_events(pid: u32, events: usize) {
-    let start = std::time::Instant::now();
-    while perf_events(pid) > events {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "{} perf events open, not {events}",
-            perf_events(pid)
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Runs a copy of iostat-rs given file capabilities `given` (setcap's
 /// words) as nobody, as the module doc says; `per_cpu` is how many perf
 /// events a CPU's ring takes: 1 forwarded by eBPF, 3 sampled by perf.
@@ -110,50 +69,31 @@ fn measures_with_little_privilege(test: &str, given: &str, per_cpu: usize) {
     }
     let dir = scratch(&format!("iostat-privileges-{per_cpu}"));
     let binary = dir.join("iostat-rs");
-    copy_executable(Path::new(env!("CARGO_BIN_EXE_iostat-rs")), &binary);
-    let status = Command::new("/usr/sbin/setcap")
-        .arg(given)
-        .arg(&binary)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_with_capabilities(Path::new(env!("CARGO_BIN_EXE_iostat-rs")), &binary, given);
     let online = dir.join("online");
     std::fs::write(&online, "0\n").unwrap();
     // Nobody's rings (512 KiB, under a locked-memory limit of 0) are
     // charged to one allowance, which other tests' runs share.
     let _allowance = NobodysPerfAllowance::take(Duration::from_secs(600));
-    let mut child = KillOnDrop(
-        Command::new("unshare")
-            .args(["-m", "--propagation", "private", "sh", "-c"])
-            .arg(format!(
-                r#"{MOUNT_TRACEFS} && mount --bind "$0" /sys/devices/system/cpu/online &&
-                   exec prlimit --memlock=0:0 setpriv --reuid=65534 --regid=65534 \
-                   --clear-groups "$@""#
-            ))
-            .arg(&online)
-            .arg(&binary)
-            .args(["-x", "--latency", "0.2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+    let setup = format!(
+        "{MOUNT_TRACEFS} && mount --bind {} /sys/devices/system/cpu/online",
+        quoted(&online)
     );
-    // unshare, sh, prlimit and setpriv each exec the next.
-    let pid = child.id();
-    let mut stdout = Collected::new(child.stdout.take().unwrap());
-    let stderr = Collected::new(child.stderr.take().unwrap());
+    let mut run = Measuring::spawn(
+        "iostat-rs",
+        as_nobody_in_namespace(
+            &setup,
+            &["--memlock=0:0"],
+            &binary,
+            &["-x", "--latency", "0.2"],
+        ),
+    );
+    let pid = run.pid();
     let reports = |seen: &[u8]| String::from_utf8_lossy(seen).matches("Device ").count();
-    if let Err(why) = stdout.try_wait_for("two reports", Duration::from_secs(30), |seen| {
-        reports(seen) >= 2
-    }) {
-        let _ = child.kill();
-        let _ = child.wait();
-        let err = stderr.until_end("iostat-rs's standard error", Duration::from_secs(10));
-        panic!("{why}\nstderr: {}", String::from_utf8_lossy(&err));
-    }
+    run.wait_for("two reports", |seen| reports(seen) >= 2);
     let caps = capabilities(pid);
     let taken = take_perf_descriptor_as_nobody(pid);
-    let before = perf_events(pid);
+    let before = perf_descriptors(pid).len();
     // CPU 1 comes online, goes (its ring retired, its slot in the eBPF map
     // emptied) and comes back.
     std::fs::write(&online, "0-1\n").unwrap();
@@ -162,20 +102,8 @@ fn measures_with_little_privilege(test: &str, given: &str, per_cpu: usize) {
     await_at_most_perf_events(pid, before);
     std::fs::write(&online, "0-1\n").unwrap();
     await_perf_events(pid, before + per_cpu);
-    let seen = reports(
-        stdout.wait_for("a report after CPU 1", Duration::from_secs(30), |s| {
-            reports(s) >= 4
-        }),
-    );
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let status = wait_with_timeout(
-        &mut child,
-        Duration::from_secs(20),
-        "iostat-rs after SIGINT",
-    );
-    let err = stderr.until_end("iostat-rs's standard error", Duration::from_secs(10));
-    let err = String::from_utf8_lossy(&err);
+    let seen = reports(run.wait_for("a report after CPU 1", |s| reports(s) >= 4));
+    let (status, err) = run.stop(libc::SIGINT);
     assert!(status.success(), "{err}");
     assert!(seen >= 4);
     assert_eq!(

@@ -15,6 +15,7 @@
 // Helpers shared by several subjects.
 mod cxlstat_support;
 mod fakekernel;
+mod file_capabilities;
 mod fuse;
 mod listening;
 mod loopdev;

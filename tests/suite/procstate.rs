@@ -49,24 +49,42 @@ fn await_state(what: &str, mut state: impl FnMut() -> Result<(), String>) {
     }
 }
 
+/// The perf event descriptors `pid` holds open, as `/proc/<pid>/fd`
+/// paths; none once it has gone.
+pub fn perf_descriptors(pid: u32) -> Vec<std::path::PathBuf> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.filter_map(Result::ok)
+        .map(|fd| fd.path())
+        .filter(|fd| {
+            std::fs::read_link(fd).is_ok_and(|l| l.as_os_str() == "anon_inode:[perf_event]")
+        })
+        .collect()
+}
+
 /// Waits until `pid` holds at least `events` perf events open: its count
 /// has begun.
 pub fn await_perf_events(pid: u32, events: usize) {
     await_state(&format!("process {pid}"), || {
-        let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|dir| {
-                dir.filter_map(Result::ok)
-                    .filter(|e| {
-                        std::fs::read_link(e.path())
-                            .is_ok_and(|l| l.as_os_str() == "anon_inode:[perf_event]")
-                    })
-                    .count()
-            })
-            .unwrap_or(0);
+        let open = perf_descriptors(pid).len();
         if open >= events {
             Ok(())
         } else {
             Err(format!("{open} of {events} perf events open"))
+        }
+    });
+}
+
+/// Waits until `pid` holds at most `events` perf events open: some it
+/// had (a CPU's) are closed.
+pub fn await_at_most_perf_events(pid: u32, events: usize) {
+    await_state(&format!("process {pid}"), || {
+        let open = perf_descriptors(pid).len();
+        if open <= events {
+            Ok(())
+        } else {
+            Err(format!("{open} perf events open, not {events}"))
         }
     });
 }

@@ -153,13 +153,12 @@ impl Target {
 }
 
 /// Writes one exposition per report to `target`: `collect` reads the
-/// counters at each sample of `schedule` and appends its families. With
-/// `first_starts_only`, the first sample has no report of its own (the
-/// tools' `-y`, vcpustat's interval runs): it is collected, so that the
-/// collector sees it, but not published.
+/// counters at each sample of `schedule` and appends its families. When
+/// the schedule's first sample only starts the run (the tools' `-y`,
+/// vcpustat's interval runs), it is collected, so that the collector sees
+/// it, but not published.
 pub fn run_expositions<E: From<io::Error>>(
     schedule: &Schedule,
-    first_starts_only: bool,
     source: &mut dyn Source,
     stop: &StopSignal,
     target: &Target,
@@ -169,7 +168,7 @@ pub fn run_expositions<E: From<io::Error>>(
     run_samples(schedule, source, stop, None, |source, index| {
         let mut e = Exposition::new();
         collect(source, &mut e)?;
-        if !(first_starts_only && index == 0) {
+        if !(schedule.first_starts_only && index == 0) {
             target.publish(out, e.as_str())?;
         }
         Ok(())

@@ -152,6 +152,10 @@ pub struct Schedule {
     pub interval: Option<Duration>,
     /// Number of samples; `None` runs until stopped.
     pub count: Option<u64>,
+    /// Whether the first sample only starts the run, without a report of
+    /// its own (the baseline of the first interval's, or `-y`): a replay
+    /// that holds no other sample then has nothing to report.
+    pub first_starts_only: bool,
 }
 
 impl Schedule {
@@ -160,6 +164,7 @@ impl Schedule {
         Schedule {
             interval: None,
             count: Some(1),
+            first_starts_only: false,
         }
     }
 
@@ -259,6 +264,7 @@ mod tests {
         let s = Schedule {
             interval: Some(Duration::from_millis(250)),
             count: Some(3),
+            first_starts_only: false,
         };
         let t0 = Instant::now();
         let mut grid = s.grid(t0).unwrap();
@@ -312,6 +318,7 @@ mod tests {
         let s = Schedule {
             interval: Some(huge),
             count: Some(2),
+            first_starts_only: false,
         };
         let t0 = Instant::now();
         let mut grid = s.grid(t0).unwrap();

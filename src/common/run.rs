@@ -5,6 +5,7 @@ use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 use super::interval::{Grid, Schedule};
+use super::record::ReplayError;
 use super::signals::StopSignal;
 use super::source::Source;
 
@@ -15,7 +16,9 @@ pub enum RunEnd {
     Completed,
     /// A stop signal arrived; the sample in progress was finished first.
     Interrupted(i32),
-    /// A replay ran out of recorded samples (treated like an interruption).
+    /// A replay ran out of recorded samples (treated like an interruption),
+    /// after a report at least: one that runs out after a first sample
+    /// that only starts the run is an error.
     Exhausted,
 }
 
@@ -94,6 +97,9 @@ fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
             // Before sleeping: a recording writes the sample just taken now,
             // so a run killed in its sleep keeps it.
             if !source.next_sample()? {
+                if index == 1 && schedule.first_starts_only {
+                    return Err(only_sample(source).into());
+                }
                 return Ok(RunEnd::Exhausted);
             }
             if source.is_live() {
@@ -119,4 +125,20 @@ fn sample_loop<const REPORT_CUT: bool, E: From<io::Error>>(
     let end = result?;
     finished?;
     Ok(end)
+}
+
+/// The error of a replay with an interval whose recording holds a single
+/// sample, which only starts the run ([`Schedule::first_starts_only`]): it
+/// would end without a report, as if it had printed all there was. A
+/// [`ReplayError`], as the replay's others, for the tools to name the file.
+#[cold]
+#[inline(never)]
+fn only_sample(source: &dyn Source) -> io::Error {
+    let origin = source
+        .sample_origin()
+        .unwrap_or_else(|| "the recording".to_string());
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        ReplayError::OnlySample { origin },
+    )
 }

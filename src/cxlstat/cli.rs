@@ -169,6 +169,7 @@ impl Timing {
             Timing::Every { interval, count } => Some(Schedule {
                 interval: Some(interval),
                 count: count.map(|c| c.saturating_add(1)),
+                first_starts_only: true,
             }),
         }
     }

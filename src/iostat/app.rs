@@ -487,6 +487,7 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     let schedule = Schedule {
         interval: opts.interval,
         count: opts.count.map(|c| c + u64::from(opts.skip_first)),
+        first_starts_only: opts.skip_first,
     };
     // Written with the first sample, once its inputs are read (below).
     let mut begun = false;
@@ -666,18 +667,12 @@ fn expositions(
     let schedule = Schedule {
         interval: opts.interval,
         count: opts.count.map(|c| c + u64::from(opts.skip_first)),
+        first_starts_only: opts.skip_first,
     };
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
-    let first_starts_only = opts.skip_first;
-    run_expositions(
-        &schedule,
-        first_starts_only,
-        src,
-        &stop,
-        &target,
-        &mut out,
-        |src, e| exporter.collect(src, e),
-    )?;
+    run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
+        exporter.collect(src, e)
+    })?;
     Ok(())
 }
 

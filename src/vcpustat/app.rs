@@ -333,10 +333,9 @@ pub fn run(
                 let mut totals = RunningTotals::new();
                 let mut buf = Vec::new();
                 // The first sample starts the run, as for the text
-                // (`first_starts_only`).
+                // (`Schedule::first_starts_only`).
                 run_expositions(
                     &options.schedule(),
-                    true,
                     source,
                     stop,
                     &target,

@@ -417,6 +417,7 @@ impl Options {
             Mode::Interval { interval, count } => Schedule {
                 interval: Some(interval),
                 count: count.map(|c| c.saturating_add(1)),
+                first_starts_only: true,
             },
             Mode::Control | Mode::Once | Mode::Serve(_) => Schedule::once(),
         }

@@ -837,14 +837,31 @@ fn first_frame(dir: &Path, fixture_name: &str) -> PathBuf {
     path
 }
 
+/// The stderr of a replay with an interval of `rec`, which holds one
+/// sample, that only starts the run: no report at all, so no chart
+/// either; the replay says the first.
+fn only_sample(tool: &str, rec: &Path) -> String {
+    format!(
+        "{tool}: {}:2: frame 0 is the recording's only sample, and a report of an interval \
+         takes two (the first only starts the run): replay it without an interval to report \
+         that sample\n",
+        rec.display()
+    )
+}
+
 /// Runs `bin` with `args`, which chart no report, and checks the outcome:
 /// status 1, the one line saying so, and no file (not an empty chart).
 fn assert_no_chart(bin: &str, tool: &str, args: &[&str], svg: &Path) {
+    assert_no_chart_saying(bin, args, &no_chart(tool, svg), svg);
+}
+
+/// [`assert_no_chart`], the one line being `said`.
+fn assert_no_chart_saying(bin: &str, args: &[&str], said: &str, svg: &Path) {
     let out = Command::new(bin).args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{tool} {args:?}: {err}");
-    assert_eq!(err, no_chart(tool, svg), "{args:?}");
-    assert!(!svg.exists(), "{tool} {args:?}");
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(err, said, "{args:?}");
+    assert!(!svg.exists(), "{args:?}");
 }
 
 /// Runs `bin` with `args` (an interval run), stops it with SIGINT while it
@@ -858,8 +875,9 @@ fn stopped_in_first_interval(bin: &str, args: &[&str]) -> (ExitStatus, String) {
 /// is left out of charts), and a run stopped, or a recording ended, before
 /// the first interval did charts nothing in any tool: the run used to end
 /// with status 0 and no file (live), or an empty chart (vcpustat and
-/// cxlstat replays). Each fails and says why; with no interval iostat-rs's
-/// one report is charted.
+/// cxlstat replays). Each fails and says why (vcpustat's and cxlstat's
+/// replays with an interval, that they have no report at all); with no
+/// interval iostat-rs's one report is charted.
 #[test]
 fn a_run_that_charts_no_report_fails_and_says_why() {
     let dir = scratch("one-report");
@@ -876,20 +894,20 @@ fn a_run_that_charts_no_report_fails_and_says_why() {
     let iostat_rec = first_frame(&dir, "iostat.rec");
     let vcpustat_rec = first_frame(&dir, "vcpustat.rec");
     let cxlstat_rec = first_frame(&dir, "cxlstat.rec");
-    let replays: [(&str, &str, Vec<&str>); 4] = [
+    let replays: [(&str, String, Vec<&str>); 4] = [
         (
             IOSTAT,
-            "iostat-rs",
+            no_chart("iostat-rs", &svg),
             vec!["--replay", iostat_rec.to_str().unwrap(), "-x", "1"],
         ),
         (
             VCPUSTAT,
-            "vcpustat",
+            only_sample("vcpustat", &vcpustat_rec),
             vec!["--replay", vcpustat_rec.to_str().unwrap(), "1"],
         ),
         (
             CXLSTAT,
-            "cxlstat",
+            only_sample("cxlstat", &cxlstat_rec),
             vec![
                 "--replay",
                 cxlstat_rec.to_str().unwrap(),
@@ -901,13 +919,13 @@ fn a_run_that_charts_no_report_fails_and_says_why() {
         // No interval: one report, of the recording's first frame to its last.
         (
             CXLSTAT,
-            "cxlstat",
+            no_chart("cxlstat", &svg),
             vec!["--replay", cxlstat_rec.to_str().unwrap(), "-e", "cpu_clock"],
         ),
     ];
-    for (bin, tool, mut args) in replays {
+    for (bin, said, mut args) in replays {
         args.extend(["--svg", svg_s]);
-        assert_no_chart(bin, tool, &args, &svg);
+        assert_no_chart_saying(bin, &args, &said, &svg);
     }
     // vcpustat live, stopped while it waits out its first interval.
     let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vcpustat/seed");

@@ -77,6 +77,7 @@ fn schedule() -> impl Strategy<Value = Schedule> {
         .prop_map(|(ns, count)| Schedule {
             interval: ns.map(Duration::from_nanos),
             count,
+            first_starts_only: false,
         })
 }
 

@@ -131,11 +131,24 @@ fn a_recording_cut_at_a_line_boundary_is_told_from_one_that_ended() {
             (Some(0), whole.clone(), fifo_warning),
             "{tool}"
         );
-        // Cut after its first frame.
+        // Cut after its first frame: the warning first. vcpustat's, whose
+        // first sample only starts an interval run, then has no report to
+        // give, and says so (status 1, see
+        // `a_one_sample_recording_replayed_with_an_interval_says_it_cannot_report_one`).
         if frames > 1 {
             fs::write(&cut, lines[..2].join("\n") + "\n").unwrap();
-            let (_, warned) = replay(&cut);
-            assert_eq!(warned, no_end_warning(tool, &cut, 2, 1), "{tool}");
+            let out = run(
+                bin,
+                &[&["--replay", cut.to_str().unwrap()][..], view].concat(),
+            );
+            let warned = text(&out.stderr);
+            assert!(
+                warned.starts_with(&no_end_warning(tool, &cut, 2, 1)),
+                "{tool}: {warned}"
+            );
+            let reported = tool != "vcpustat";
+            assert_eq!(out.status.code(), Some(i32::from(!reported)), "{tool}");
+            assert_eq!(warned.lines().count(), if reported { 1 } else { 2 });
         }
     }
     fs::remove_dir_all(dir).unwrap();
@@ -222,5 +235,100 @@ fn a_run_stopped_by_a_signal_or_its_reader_ends_its_recording() {
     wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
     let (_, frames) = ended_recording(&rec);
     assert!(frames >= 1);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// The recording at `rec` made by `bin` with `args` (a `--record` run that
+/// ends in order), cut to its header and first sample, ended as a run
+/// stopped after that sample ends it.
+fn one_sample_recording(bin: &str, args: &[&str], rec: &Path) {
+    let out = run(bin, &[args, &["--record", rec.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (lines, _) = ended_recording(rec);
+    let kept = [&lines[..2], &[r#"{"end":{"frames":1}}"#.to_string()]].concat();
+    fs::write(rec, kept.join("\n") + "\n").unwrap();
+}
+
+/// A recording of one sample replayed with an interval, where the first
+/// sample only starts the run (vcpustat's and cxlstat's interval runs,
+/// iostat-rs `-y`), has no report to give: it used to end with nothing on
+/// standard output (cxlstat its column header, iostat-rs its banner) and
+/// status 0, as if that were all the run reported. One line names the
+/// sample and says what to do instead, status 1; a JSON document begun is
+/// closed. The same recording replays without an interval, and iostat-rs's
+/// first report (since boot) is the sample's own.
+#[test]
+fn a_one_sample_recording_replayed_with_an_interval_says_it_cannot_report_one() {
+    let dir = scratch("one-sample");
+    let root = dir.join("root");
+    iostat_tree(&root, 0);
+    let root = root.to_str().unwrap();
+    let vcpustat_root = fixture("vcpustat/seed");
+    let cxl_root = dir.join("cxl");
+    crate::cxlstat_support::software_tree(&cxl_root, &[("cxl_pmu_mem0.0", 0)]);
+    let cxl_root = cxl_root.to_str().unwrap();
+    let counting = crate::cxlstat_support::perf_usable(
+        "a_one_sample_recording_replayed_with_an_interval_says_it_cannot_report_one",
+    );
+    let mut cases = vec![
+        (VCPUSTAT, vec!["--sysroot", &vcpustat_root], vec!["1", "3"]),
+        (IOSTAT, vec!["--sysroot", root], vec!["-y", "1", "3"]),
+    ];
+    if counting {
+        cases.push((
+            CXLSTAT,
+            vec!["--sysroot", cxl_root, "-e", "cpu_clock", "0.05", "2"],
+            vec!["-e", "cpu_clock", "1", "3"],
+        ));
+    }
+    for (bin, record, replay) in cases {
+        let tool = Path::new(bin).file_name().unwrap().to_str().unwrap();
+        let rec = dir.join(format!("{tool}.rec"));
+        one_sample_recording(bin, &record, &rec);
+        let path = rec.to_str().unwrap();
+        let refused = format!(
+            "{tool}: {path}:2: frame 0 is the recording's only sample, and a report of an \
+             interval takes two (the first only starts the run): replay it without an interval \
+             to report that sample\n"
+        );
+        let out = run(bin, &[&["--replay", path][..], &replay].concat());
+        assert_eq!(out.status.code(), Some(1), "{tool}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), refused, "{tool}");
+        let json = run(
+            bin,
+            &[&["--replay", path, "-o", "json"][..], &replay].concat(),
+        );
+        assert_eq!(
+            json.status.code(),
+            Some(1),
+            "{tool}: {}",
+            text(&json.stderr)
+        );
+        assert_eq!(text(&json.stderr), refused, "{tool}");
+        let doc: Result<serde_json::Value, _> = serde_json::from_slice(&json.stdout);
+        assert!(doc.is_ok(), "{tool}: {}", text(&json.stdout));
+        // Without an interval: the sample's report.
+        let interval = replay.len() - 2;
+        let once = run(
+            bin,
+            &[&["--replay", path][..], &replay[..interval]].concat(),
+        );
+        assert_eq!(
+            once.status.code(),
+            Some(0),
+            "{tool}: {}",
+            text(&once.stderr)
+        );
+        assert!(!once.stdout.is_empty(), "{tool}");
+    }
+    // iostat-rs without -y: the first report is the sample's own.
+    let rec = dir.join("iostat-rs.rec");
+    let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "1", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("\nsda "),
+        "{}",
+        text(&out.stdout)
+    );
     fs::remove_dir_all(dir).unwrap();
 }

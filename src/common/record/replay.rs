@@ -55,6 +55,18 @@ pub enum ReplayError {
         /// What its end line keeps of the refusal.
         refused: Refused,
     },
+    /// The recording holds a single sample, and the replay's interval
+    /// makes the first sample only start the run
+    /// ([`crate::common::interval::Schedule::first_starts_only`]): it has
+    /// nothing to report.
+    #[error(
+        "{origin} is the recording's only sample, and a report of an interval takes two (the \
+         first only starts the run): replay it without an interval to report that sample"
+    )]
+    OnlySample {
+        /// Where the sample is: `FILE:LINE: frame 0`.
+        origin: String,
+    },
     /// The recording was made by another tool.
     #[error(
         "{path} was recorded by {}, not {tool}",

@@ -4,7 +4,7 @@
 #![no_main]
 
 use hwstat::iostat::latency::codec::Interval;
-use hwstat::iostat::latency::{LatencyStats, buckets_json, buckets_text, json_object};
+use hwstat::iostat::latency::{LatencyStats, Losses, buckets_json, buckets_text, json_object};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(Interval::decode(&interval.encode()), Some(interval.clone()));
     for (devnum, h) in &interval.devices {
         let stats = LatencyStats::of(h);
-        let _ = json_object(h, &stats, interval.lost, interval.undelivered_on(*devnum));
+        let losses = Losses {
+            lost: interval.lost,
+            unmatched: interval.unmatched,
+            undelivered: interval.undelivered_on(*devnum),
+        };
+        let _ = json_object(h, &stats, &losses);
         for hist in h.latency.iter().chain([&h.depth]) {
             let _ = buckets_text(hist);
             let _ = buckets_json(hist);

@@ -126,8 +126,7 @@ impl JsonRenderer {
                     b.pop();
                     match s.histograms(&row).zip(s.latency_stats(&row)) {
                         Some((h, stats)) => {
-                            let (lost, undelivered) = s.latency_losses(&row);
-                            let object = json_object(&h, &stats, lost, undelivered);
+                            let object = json_object(&h, &stats, &s.latency_losses(&row));
                             let _ = write!(b, ", \"latency\": {object}}}");
                         }
                         // The first report (since boot) and groups: nothing

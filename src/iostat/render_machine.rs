@@ -17,7 +17,7 @@ use crate::common::output::{Column, Format, Frame, FrameWriter, Row, Schema, Val
 
 use super::cli::{Options, OutputFormat};
 use super::latency::tracker::DeviceHistograms;
-use super::latency::{LatencyStats, OP_NAMES, buckets_text};
+use super::latency::{LatencyStats, Losses, OP_NAMES, buckets_text};
 use super::model::ext_stats;
 use super::report::{Banner, Renderer, Sample};
 
@@ -65,8 +65,9 @@ const LATENCY_OPS: [&str; 4] = ["read", "write", "discard", "flush"];
 /// p99 and max in seconds, the queue depth p50 and max, then the full
 /// histograms as text (`LOW-HIGH:COUNT` buckets, bounds inclusive, in ns;
 /// for the depth, depths weighted by ns; not in Prometheus, which has no
-/// text values), the samples the kernel lost and the device's completions
-/// that never arrived.
+/// text values), then what the histograms miss: the samples the kernel
+/// lost, the device's completions that never arrived and the completions
+/// of no known request (added last: the columns before keep their places).
 fn latency_columns(histograms: bool) -> Vec<Column> {
     let mut columns = Vec::new();
     let owned = |key: String, header: String, help: String, precision| {
@@ -130,6 +131,13 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
          reaching iostat-rs (the histograms miss them).",
         8,
     ));
+    columns.push(Column::counter(
+        "latency_unmatched_completions",
+        "unmatched",
+        "Completions of every device in the interval left untimed: their issue was not seen, or \
+         a lost completion at their sector left it unknown whose they were.",
+        8,
+    ));
     columns
 }
 
@@ -137,7 +145,7 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
 /// `stats`, the buckets of its histograms.
 fn latency_values(
     measured: Option<(&DeviceHistograms, &LatencyStats)>,
-    (lost, undelivered): (u64, u64),
+    losses: Losses,
     histograms: bool,
     out: &mut Vec<Value>,
 ) {
@@ -160,7 +168,7 @@ fn latency_values(
     for hist in h.latency.iter().chain([&h.depth]).filter(|_| histograms) {
         out.push(Value::Text(buckets_text(hist)));
     }
-    out.extend([Value::Int(lost), Value::Int(undelivered)]);
+    out.extend([losses.lost, losses.undelivered, losses.unmatched].map(Value::Int));
 }
 
 /// The columns of the reports selected, described once for every machine
@@ -461,5 +469,45 @@ impl Renderer for MachineRenderer {
 
     fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
         self.writer.end(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the histograms miss ends `--latency`'s columns, each value
+    /// under its own key, with or without the histograms as text; a row
+    /// nothing measured has none of them.
+    #[test]
+    fn losses_end_the_latency_columns_under_their_keys() {
+        let h = DeviceHistograms::default();
+        let stats = LatencyStats::of(&h);
+        let losses = Losses {
+            lost: 5,
+            unmatched: 2,
+            undelivered: 3,
+        };
+        for histograms in [false, true] {
+            let keys: Vec<String> = latency_columns(histograms)
+                .iter()
+                .map(|c| c.key.to_string())
+                .collect();
+            let mut values = Vec::new();
+            latency_values(Some((&h, &stats)), losses, histograms, &mut values);
+            assert_eq!(values.len(), keys.len());
+            let named: Vec<(&str, &Value)> = keys.iter().map(String::as_str).zip(&values).collect();
+            assert_eq!(
+                named[named.len() - 3..],
+                [
+                    ("latency_lost_samples", &Value::Int(5)),
+                    ("latency_undelivered_completions", &Value::Int(3)),
+                    ("latency_unmatched_completions", &Value::Int(2)),
+                ]
+            );
+            let mut none = Vec::new();
+            latency_values(None, losses, histograms, &mut none);
+            assert_eq!(none, vec![Value::Missing; keys.len()]);
+        }
     }
 }

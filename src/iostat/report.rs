@@ -11,10 +11,10 @@ use crate::common::source::Uname;
 
 use super::cli::{Options, Timestamp};
 use super::devices::{DeviceList, DeviceRow};
-use super::latency::LatencyStats;
 use super::latency::codec::Interval;
 use super::latency::coverage::{self, Shortfall};
 use super::latency::tracker::DeviceHistograms;
+use super::latency::{LatencyStats, Losses};
 use super::model::CpuPercent;
 
 /// The host identity and date printed once at the top.
@@ -107,13 +107,14 @@ impl Sample<'_> {
         Some(stats)
     }
 
-    /// `--latency`: the samples the kernel lost in the interval (of every
-    /// device) and `row`'s requests whose completion never arrived: what
-    /// its histograms miss.
-    pub fn latency_losses(&self, row: &DeviceRow) -> (u64, u64) {
-        self.latency.map_or((0, 0), |l| {
-            let undelivered = row.devnum.map_or(0, |d| l.undelivered_on(d));
-            (l.lost, undelivered)
+    /// `--latency`: what `row`'s histograms miss in the interval: the
+    /// samples the kernel lost and the completions left unmatched (of every
+    /// device), and `row`'s requests whose completion never arrived.
+    pub fn latency_losses(&self, row: &DeviceRow) -> Losses {
+        self.latency.map_or_else(Losses::default, |l| Losses {
+            lost: l.lost,
+            unmatched: l.unmatched,
+            undelivered: row.devnum.map_or(0, |d| l.undelivered_on(d)),
         })
     }
 

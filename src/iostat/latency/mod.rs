@@ -144,6 +144,22 @@ impl LatencyStats {
     }
 }
 
+/// What one device's histograms of an interval miss, as every
+/// machine-readable format tells it (the Prometheus expositions sum them
+/// since the start): the samples the kernel `lost` and the completions
+/// left `unmatched`, both of every device, and the device's requests
+/// whose completion never arrived (`undelivered`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Samples the kernel dropped in the interval ([`Interval::lost`]).
+    pub lost: u64,
+    /// Completions whose request is not known ([`Interval::unmatched`]).
+    pub unmatched: u64,
+    /// The device's completions that never arrived
+    /// ([`Interval::undelivered_on`]).
+    pub undelivered: u64,
+}
+
 /// A histogram's non-empty buckets as text, `LOW-HIGH:COUNT` separated by
 /// spaces (the bounds inclusive, in the histogram's unit).
 pub fn buckets_text(h: &Histogram) -> String {
@@ -174,15 +190,11 @@ pub fn buckets_json(h: &Histogram) -> String {
 /// and `max` in ms of `stats` (`%.2f`, 0.00 without requests, as the text
 /// report; `null` where withheld) and `buckets_ns` of `h`; the queue
 /// depth's `p50`, `max` (`null` where withheld) and `buckets` (depths and
-/// the ns spent at them); the samples the kernel `lost`, and the device's
-/// requests whose completion never arrived (`undelivered`): the histograms
-/// miss both.
-pub fn json_object(
-    h: &DeviceHistograms,
-    stats: &LatencyStats,
-    lost: u64,
-    undelivered: u64,
-) -> String {
+/// the ns spent at them); then what the histograms miss (`losses`): the
+/// samples the kernel `lost`, the device's requests whose completion never
+/// arrived (`undelivered`) and the completions of no known request
+/// (`unmatched`).
+pub fn json_object(h: &DeviceHistograms, stats: &LatencyStats, losses: &Losses) -> String {
     let mut out = String::from("{");
     for (i, (name, hist)) in OP_NAMES.iter().zip(&h.latency).enumerate() {
         let _ = write!(out, "\"{name}\": {{");
@@ -203,9 +215,15 @@ pub fn json_object(
         }
         None => out.push_str("\"qd\": {\"p50\": null, \"max\": null"),
     }
+    let Losses {
+        lost,
+        unmatched,
+        undelivered,
+    } = losses;
     let _ = write!(
         out,
-        ", \"buckets\": {}}}, \"lost\": {lost}, \"undelivered\": {undelivered}}}",
+        ", \"buckets\": {}}}, \"lost\": {lost}, \"undelivered\": {undelivered}, \
+         \"unmatched\": {unmatched}}}",
         buckets_json(&h.depth)
     );
     out
@@ -232,19 +250,25 @@ mod tests {
         assert_eq!(buckets_text(&h.depth), "1-1:5 3-3:1");
         assert_eq!(buckets_json(&h.depth), "[[1, 1, 5], [3, 3, 1]]");
         assert_eq!(buckets_json(&Histogram::default()), "[]");
-        let json: serde_json::Value = serde_json::from_str(&json_object(&h, &s, 2, 3)).unwrap();
+        let losses = Losses {
+            lost: 2,
+            unmatched: 4,
+            undelivered: 3,
+        };
+        let json: serde_json::Value = serde_json::from_str(&json_object(&h, &s, &losses)).unwrap();
         assert_eq!(json["r"]["p50"], 2.03);
         assert_eq!(json["r"]["max"], 20.0);
         assert_eq!(json["w"]["p99"], 0.0);
         assert_eq!(json["qd"]["buckets"][1][2], 1);
         assert_eq!(json["lost"], 2);
         assert_eq!(json["undelivered"], 3);
+        assert_eq!(json["unmatched"], 4);
         // Idle all along: depth 0, latencies as without requests.
         let idle = LatencyStats::of(&DeviceHistograms::default());
         assert_eq!(idle.depth, Some([0, 0]));
         assert_eq!(idle.ops, Some([None; OPS]));
         // Withheld: unknown, not zero.
-        let json = json_object(&h, &LatencyStats::WITHHELD, 0, 0);
+        let json = json_object(&h, &LatencyStats::WITHHELD, &Losses::default());
         let json: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert!(
             json["r"]["p50"].is_null() && json["d"]["max"].is_null(),

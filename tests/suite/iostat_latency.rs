@@ -2417,28 +2417,166 @@ fn perf_fallback_withholds_what_it_did_not_measure() {
 /// Sets the `lost` count (the first number of `values latency`) of each
 /// frame of recording `rec` to `lost[index]`.
 fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
+    forge_counts(rec, 0, lost);
+}
+
+/// Sets number `at` of `values latency` (0: `lost`, 1: `unmatched`) of
+/// each frame of recording `rec` to `counts[index]`.
+fn forge_counts(rec: &std::path::Path, at: usize, counts: &[u64]) {
     let text = std::fs::read_to_string(rec).unwrap();
     let mut lines = text.lines();
     let mut out = format!("{}\n", lines.next().unwrap());
-    let mut lost = lost.iter();
+    let mut counts = counts.iter();
     for line in lines {
         // The frames take the counts; the end line stays as it was.
-        match lost.next() {
+        match counts.next() {
             Some(&n) => {
                 let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
-                frame["entries"]["values latency"]["values"][0] = n.into();
+                frame["entries"]["values latency"]["values"][at] = n.into();
                 out.push_str(&format!("{frame}\n"));
             }
             None => out.push_str(&format!("{line}\n")),
         }
     }
     assert_eq!(
-        lost.next(),
+        counts.next(),
         None,
         "fewer frames than counts in {}",
         rec.display()
     );
     std::fs::write(rec, out).unwrap();
+}
+
+/// Per report, the `[lost, unmatched, undelivered]` counts of each device
+/// row whose latency was measured, by device name.
+type Losses = Vec<Vec<(String, [u64; 3])>>;
+
+/// [`Losses`] of `-o JSON` output `out` (its `latency` objects).
+fn json_losses(out: &str) -> Losses {
+    let doc: serde_json::Value = serde_json::from_str(out).unwrap();
+    let reports = doc["sysstat"]["hosts"][0]["statistics"].as_array().unwrap();
+    reports
+        .iter()
+        .map(|report| {
+            let rows = report["disk"].as_array().unwrap().iter();
+            let measured = rows.filter(|d| !d["latency"].is_null());
+            measured
+                .map(|d| {
+                    let count = |key: &str| d["latency"][key].as_u64().expect(key);
+                    let name = d["disk_device"].as_str().unwrap().to_string();
+                    (name, ["lost", "unmatched", "undelivered"].map(count))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// [`Losses`] of `-o csv` output `out` (its header names the columns).
+fn csv_losses(out: &str) -> Losses {
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |key: &str| header.iter().position(|&h| h == key).expect(key);
+    let (index, device) = (column("index"), column("device"));
+    let keys = [
+        "latency_lost_samples",
+        "latency_unmatched_completions",
+        "latency_undelivered_completions",
+    ];
+    let mut reports: Losses = Vec::new();
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), header.len(), "{line}");
+        let report: usize = fields[index].parse().unwrap();
+        reports.resize_with(report + 1, Vec::new);
+        // The CPU row (no device) and rows nothing measured: empty.
+        if fields[keys.map(column)[0]].is_empty() {
+            continue;
+        }
+        let count = |key: &str| fields[column(key)].parse::<u64>().expect(key);
+        reports[report].push((fields[device].to_string(), keys.map(count)));
+    }
+    reports
+}
+
+/// [`Losses`] of `-o ndjson` output `out`.
+fn ndjson_losses(out: &str) -> Losses {
+    let keys = [
+        "latency_lost_samples",
+        "latency_unmatched_completions",
+        "latency_undelivered_completions",
+    ];
+    out.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| {
+            let rows = v["rows"].as_array().unwrap().iter();
+            let measured = rows.filter(|r| r[keys[0]].is_u64());
+            measured
+                .map(|r| {
+                    let name = r["device"].as_str().unwrap().to_string();
+                    (name, keys.map(|key| r[key].as_u64().expect(key)))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Every machine-readable format tells per report, for each device
+/// measured, the samples the kernel lost and the completions left
+/// unmatched in the interval, as the Prometheus expositions count them
+/// since the start, and the device's completions that never arrived:
+/// the same numbers in `-o JSON`, CSV and NDJSON, from the recording.
+#[test]
+fn losses_are_in_every_machine_format() {
+    if !runnable("losses_are_in_every_machine_format", &["unshare"]) {
+        return;
+    }
+    let rec = Removed(
+        std::env::temp_dir().join(format!("hwstat-latency-losses-{}.rec", std::process::id())),
+    );
+    let rec_s = rec.to_str().unwrap();
+    record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
+    // Forged: known counts, none of which a run this short comes by.
+    let (lost, unmatched) = ([3, 0, 11, 0], [2, 7, 0, 13]);
+    forge_counts(&rec, 0, &lost);
+    forge_counts(&rec, 1, &unmatched);
+    let mut seen = Vec::new();
+    for (format, losses) in [
+        ("JSON", json_losses as fn(&str) -> Losses),
+        ("csv", csv_losses),
+        ("ndjson", ndjson_losses),
+    ] {
+        let args = [
+            "--replay",
+            rec_s,
+            "-x",
+            "--latency",
+            "-o",
+            format,
+            "0.3",
+            "4",
+        ];
+        let replay = iostat(&args);
+        assert!(replay.status.success(), "{}", text(&replay.stderr));
+        let reports = losses(&text(&replay.stdout));
+        assert_eq!(reports.len(), 4, "{format}: {reports:?}");
+        // The first report (since boot) shows no histograms.
+        assert!(reports[0].is_empty(), "{format}: {reports:?}");
+        for (i, rows) in reports.iter().enumerate().skip(1) {
+            assert!(!rows.is_empty(), "{format}: report {i}: no device measured");
+            for (device, [l, u, _]) in rows {
+                assert_eq!(
+                    (*l, *u),
+                    (lost[i], unmatched[i]),
+                    "{format}: report {i}, {device}"
+                );
+            }
+        }
+        seen.push((format, reports));
+    }
+    // The devices' undelivered counts, as the rest, agree across formats.
+    for (format, reports) in &seen[1..] {
+        assert_eq!(reports, &seen[0].1, "{format} and {}", seen[0].0);
+    }
 }
 
 /// Samples the kernel lost are told on stderr for each report whose

@@ -367,6 +367,28 @@ fn a_recording_cut_in_its_header_or_in_a_refusal_says_so() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A recorder of `root` into `fifo` once its reader has opened it: a FIFO
+/// that no process reads is refused (`ENXIO`), and this test's writer
+/// thread can run before the reader's open (a hang under load, when the
+/// refused writer's panic left the reader waiting for it). At most 10 s.
+fn recorder_once_read(fifo: &Path, root: &Path) -> super::Recorder {
+    use crate::common::source::RootFs;
+    for _ in 0..2000 {
+        let live = Box::new(RootFs::new(root.to_path_buf()));
+        match super::Recorder::create(fifo, live, "test", &[]) {
+            Err(e)
+                if std::error::Error::source(&e)
+                    .and_then(|source| source.downcast_ref::<std::io::Error>())
+                    .is_some_and(|source| source.kind() == std::io::ErrorKind::NotConnected) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            created => return created.unwrap(),
+        }
+    }
+    panic!("{}: no reader opened it in 10 s", fifo.display());
+}
+
 /// A replay of as many samples as a FIFO's recording holds stops at its
 /// last frame and closes the FIFO without reading the end line: the
 /// writer, whose run took every sample and wrote every frame, then met
@@ -377,8 +399,7 @@ fn a_recording_cut_in_its_header_or_in_a_refusal_says_so() {
 /// reader goes away after the last frame, before the end line, every time.
 #[test]
 fn a_reader_gone_after_the_last_frame_does_not_fail_the_run() {
-    use super::Recorder;
-    use crate::common::source::{RootFs, Source};
+    use crate::common::source::Source;
     let dir = scratch("endgone");
     let fifo = dir.join("t.fifo");
     crate::common::user_file::mkfifo(&fifo);
@@ -386,8 +407,7 @@ fn a_reader_gone_after_the_last_frame_does_not_fail_the_run() {
     let writer = {
         let (fifo, root) = (fifo.clone(), dir.join("root"));
         std::thread::spawn(move || {
-            let live = Box::new(RootFs::new(root));
-            let mut rec = Recorder::create(&fifo, live, "test", &[]).unwrap();
+            let mut rec = recorder_once_read(&fifo, &root);
             for sample in 0..2 {
                 rec.values("perf:x", &mut || Ok(vec![sample])).unwrap();
                 assert!(rec.next_sample().unwrap());
@@ -412,8 +432,7 @@ fn a_reader_gone_after_the_last_frame_does_not_fail_the_run() {
     let writer = {
         let (fifo, root) = (fifo.clone(), dir.join("root"));
         std::thread::spawn(move || {
-            let live = Box::new(RootFs::new(root));
-            let mut rec = Recorder::create(&fifo, live, "test", &[]).unwrap();
+            let mut rec = recorder_once_read(&fifo, &root);
             rec.values("perf:x", &mut || Ok(vec![0])).unwrap();
             reader_gone.recv().unwrap();
             rec.next_sample().map_err(|e| e.to_string())

@@ -141,6 +141,9 @@ fn open_closed_standard_descriptors() -> io::Result<()> {
         if err.raw_os_error() != Some(libc::EBADF) {
             return Err(err);
         }
+        if fd == libc::STDOUT_FILENO {
+            STANDARD_OUTPUT_CLOSED_AT_START.store(true, Ordering::Relaxed);
+        }
         // The lower descriptors are open by now, so `open` returns `fd`.
         // No O_CLOEXEC: like Rust's start, a child inherits the descriptor.
         // SAFETY: the path is a NUL-terminated constant.

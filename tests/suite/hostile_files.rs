@@ -42,6 +42,16 @@ pub(crate) fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
+/// A reader of the FIFO at `path`, opened without waiting for a writer:
+/// the programs write a recording only to a FIFO somebody reads.
+pub(crate) fn fifo_reader(path: &Path) -> fs::File {
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .unwrap()
+}
+
 /// Runs `program args` for at most 10 s. A run still going then gets
 /// SIGTERM, then SIGKILL, and the test fails: it hung.
 fn run(program: &str, args: &[&str]) -> Output {
@@ -988,11 +998,7 @@ fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
     mkfifo(&fifo);
     chown(&fifo, Some(NOBODY), Some(NOBODY)).unwrap();
     // Their reader, so that the FIFO would take a recording.
-    let mut reader = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
+    let mut reader = fifo_reader(&fifo);
     let their_dir = shared.join("dir");
     fs::create_dir(&their_dir).unwrap();
     chown(&their_dir, Some(NOBODY), Some(NOBODY)).unwrap();
@@ -1103,11 +1109,7 @@ fn a_recording_is_not_written_into_another_users_file_in_any_directory() {
     let fifo = shared.join("fifo.rec");
     mkfifo(&fifo);
     chown(&fifo, Some(NOBODY), Some(NOBODY)).unwrap();
-    let mut reader = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
+    let mut reader = fifo_reader(&fifo);
     let path = fifo.to_str().unwrap();
     assert_one_line_error(&iostat(path), path, "a FIFO of user 65534: not written");
     let mut taken = Vec::new();
@@ -1170,11 +1172,7 @@ fn a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works() {
         let fifo = place.join("p");
         mkfifo(&fifo);
         chown(&fifo, Some(NOBODY), Some(NOBODY)).unwrap();
-        let mut reader = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&fifo)
-            .unwrap();
+        let mut reader = fifo_reader(&fifo);
         let path = fifo.to_str().unwrap();
         let out = run(VCPUSTAT, &["--sysroot", root, "--record", path, "0.1", "2"]);
         assert_one_line_error(&out, path, "a FIFO of user 65534");
@@ -1403,11 +1401,7 @@ fn no_output_goes_through_a_planted_link_behind_roots_own() {
     // on, gets nothing.
     let fifo = private.join("out/fifo");
     mkfifo(&fifo);
-    let mut reader = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
+    let mut reader = fifo_reader(&fifo);
     let link = shared.join("mine.rec");
     symlink("x/out/fifo", &link).unwrap();
     let path = link.to_str().unwrap();

@@ -1336,9 +1336,7 @@ fn the_first_report_and_groups_show_no_latency() {
         .collect();
     disks.sort();
     let device = disks.first().expect("a block device").clone();
-    let rec = Removed(
-        std::env::temp_dir().join(format!("hwstat-latency-first-{}.rec", std::process::id())),
-    );
+    let rec = Removed::temp("first.rec");
     let rec_s = rec.to_str().unwrap();
     let args = ["-x", "--latency", "-g", "G", &device, "0.3", "3"];
     let json_args = [&args[..], &["-o", "JSON"]].concat();
@@ -2616,9 +2614,7 @@ fn losses_are_in_every_machine_format() {
     if !runnable("losses_are_in_every_machine_format", &["unshare"]) {
         return;
     }
-    let rec = Removed(
-        std::env::temp_dir().join(format!("hwstat-latency-losses-{}.rec", std::process::id())),
-    );
+    let rec = Removed::temp("losses.rec");
     let rec_s = rec.to_str().unwrap();
     record_with_io(rec_s, &["-x", "--latency", "0.3", "4"]);
     // Forged: known counts, none of which a run this short comes by.
@@ -2678,9 +2674,7 @@ fn lost_samples_are_told_on_stderr() {
     if !runnable("lost_samples_are_told_on_stderr", &["unshare"]) {
         return;
     }
-    let rec = Removed(
-        std::env::temp_dir().join(format!("hwstat-latency-lost-{}.rec", std::process::id())),
-    );
+    let rec = Removed::temp("lost.rec");
     let rec_s = rec.to_str().unwrap();
     let live = record_with_io(rec_s, &["-x", "--latency", "0.3", "6"]);
     assert!(live.contains(" qd_p50 qd_max\n"), "{live}");
@@ -2815,9 +2809,7 @@ fn a_shortfall_after_a_loss_names_the_loss() {
     if !runnable("a_shortfall_after_a_loss_names_the_loss", &["unshare"]) {
         return;
     }
-    let rec = Removed(
-        std::env::temp_dir().join(format!("hwstat-latency-after-{}.rec", std::process::id())),
-    );
+    let rec = Removed::temp("after.rec");
     let rec_s = rec.to_str().unwrap();
     let args = ["-x", "--latency", "-o", "ndjson", "0.3", "4"];
     record_with_io(rec_s, &args);
@@ -3018,9 +3010,7 @@ fn a_depth_held_up_by_missing_completions_is_not_shown() {
     ) {
         return;
     }
-    let rec = Removed(
-        std::env::temp_dir().join(format!("hwstat-latency-held-{}.rec", std::process::id())),
-    );
+    let rec = Removed::temp("held.rec");
     let rec_s = rec.to_str().unwrap();
     // Alone: another test's fio fills every running iostat-rs's rings.
     let alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,10 +8,11 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::hostile_files::{fifo_reader, mkfifo, trace_tree, vcpustat_tree};
 use crate::recordings::{CXLSTAT, IOSTAT, VCPUSTAT, fixture, iostat_tree, run, scratch, text};
 
 /// A run's exit status, standard output and standard error.
@@ -124,12 +125,6 @@ fn replays(bin: &str, rec: &Path, view: &[&str]) -> [Ended; 2] {
     [from_file, from_fifo]
 }
 
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-}
-
 /// The end line of a recording refused with `status` after printing
 /// `stderr`, as docs/recording.md spells it.
 fn refused_end_line(status: i32, stderr: &str) -> String {
@@ -196,11 +191,7 @@ fn a_refusal_recorded_to_a_fifo_or_standard_output_replays_the_same() {
         // FIFO nobody reads): the FIFO stays.
         let fifo = dir.join("target.fifo");
         mkfifo(&fifo);
-        let mut reader = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&fifo)
-            .unwrap();
+        let mut reader = fifo_reader(&fifo);
         let live = record(&case, &fifo, None);
         assert_ne!(live.0, Some(0), "{what}: {live:?}");
         // The run has ended: what it wrote is all in the pipe.
@@ -283,9 +274,9 @@ fn a_recording_to_a_closed_standard_output_is_refused_not_lost() {
     let io = dir.join("io");
     iostat_tree(&io, 0);
     let io = io.to_str().unwrap();
-    let vs = crate::hostile_files::vcpustat_tree(&dir);
+    let vs = vcpustat_tree(&dir);
     let vs = vs.to_str().unwrap();
-    let trace = crate::hostile_files::trace_tree(&dir.join("trace"));
+    let trace = trace_tree(&dir.join("trace"));
     let trace = trace.to_str().unwrap();
     let runs: [(&str, Vec<&str>); 5] = [
         (IOSTAT, vec!["--sysroot", io, "--record", "-", "0.01", "2"]),

@@ -354,7 +354,7 @@ fn reads_on_cpu1_are_measured(
 
 /// The reads on CPU 1 reached the histograms: all but a completion or two
 /// the tracepoint's programs do not see, as the suite allows
-/// (iostat_latency.rs, `assert_all_reads_measured`).
+/// (tests/suite/block_latency.rs, `assert_all_reads_measured`).
 fn assert_reads_measured(seen: &Seen) {
     let Seen {
         measured,

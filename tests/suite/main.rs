@@ -11,6 +11,13 @@
 //!
 //! Each module is one subject; run one with a filter on its name, e.g.
 //! `cargo test --test suite vcpustat_fuse::`.
+//!
+//! libtest starts the tests in the order of their names, as many at once
+//! as `RUST_TEST_THREADS` (16, `.cargo/config.toml`). `block_latency`'s
+//! name puts its tests first on purpose: nine of them drive I/O one at a
+//! time (about 40 s in a row, the suite's longest chain), so they must
+//! start at once, and the threads left over run everything else beside
+//! them (BENCHMARKS.md, "The test command", session 53).
 
 // Helpers shared by several subjects.
 mod cxlstat_support;
@@ -31,6 +38,7 @@ mod slowdisk;
 mod sysstat_compare;
 
 mod automount;
+mod block_latency;
 mod charts;
 mod charts_edge;
 mod completions;
@@ -55,8 +63,6 @@ mod interval_limits;
 mod iostat_colors;
 mod iostat_device_names;
 mod iostat_faults;
-mod iostat_latency;
-
 mod iostat_machine_formats;
 mod iostat_privileges;
 mod iostat_record_replay;

@@ -1,7 +1,7 @@
 //! Running iostat-rs `--latency` in a mount namespace with tracefs, and
 //! as nobody with CAP_PERFMON alone (the perf fallback), which takes a
 //! machine-wide lock on nobody's perf allowance. Shared by the suite's
-//! `iostat_latency` and the `cpu_hotplug` test program.
+//! `block_latency` and the `cpu_hotplug` test program.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;

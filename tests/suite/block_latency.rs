@@ -60,7 +60,9 @@ fn missing(tools: &[&str]) -> Option<String> {
 
 /// The tests that drive I/O run one at a time: two fio runs at once would
 /// add each other's scheduling delays to the latencies the accuracy tests
-/// check.
+/// check. Each waits in a libtest thread of its own, which is why this
+/// module's name sorts first and the suite runs sixteen threads
+/// (`tests/suite/main.rs`).
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn runnable(test: &str, tools: &[&str]) -> bool {

@@ -171,10 +171,10 @@ enum Feed {
     Sampled,
 }
 
-/// `iostat-rs -x --latency -o ndjson 0.3 DEVICE` in a mount namespace
+/// `iostat-rs -x --latency -o ndjson 0.1 DEVICE` in a mount namespace
 /// with tracefs, run as `feed` says.
 fn iostat(feed: Feed, device: &str) -> Command {
-    let args = ["-x", "--latency", "-o", "ndjson", "0.3", device];
+    let args = ["-x", "--latency", "-o", "ndjson", "0.1", device];
     if feed == Feed::Forwarded {
         return namespace::command(MOUNT_TRACEFS, IOSTAT, &args);
     }

@@ -1188,16 +1188,23 @@ fn latency_needs_the_extended_report_of_the_live_kernel() {
     }
 }
 
+/// The one-line error of `iostat-rs -x --latency 1 1` in a private mount
+/// namespace where `mounts` (shell commands) ran first.
+fn latency_error_after(mounts: &str) -> String {
+    let out = namespace::command(mounts, IOSTAT, &["-x", "--latency", "1", "1"])
+        .output()
+        .unwrap();
+    one_line_error(&out)
+}
+
 #[test]
 fn tracefs_not_mounted_says_how_to_mount_it() {
     if !runnable("tracefs_not_mounted_says_how_to_mount_it", &["unshare"]) {
         return;
     }
-    let hide = "mount -t tmpfs none /sys/kernel/tracing && mount -t tmpfs none /sys/kernel/debug";
-    let out = namespace::command(hide, IOSTAT, &["-x", "--latency", "1", "1"])
-        .output()
-        .unwrap();
-    let e = one_line_error(&out);
+    let e = latency_error_after(
+        "mount -t tmpfs none /sys/kernel/tracing && mount -t tmpfs none /sys/kernel/debug",
+    );
     assert!(
         e.starts_with("iostat-rs: --latency: tracefs is not mounted"),
         "{e}"
@@ -1213,11 +1220,9 @@ fn kernel_without_block_tracepoints() {
     if !runnable("kernel_without_block_tracepoints", &["unshare"]) {
         return;
     }
-    let fake = "mount -t tmpfs none /sys/kernel/tracing && mkdir /sys/kernel/tracing/events";
-    let out = namespace::command(fake, IOSTAT, &["-x", "--latency", "1", "1"])
-        .output()
-        .unwrap();
-    let e = one_line_error(&out);
+    let e = latency_error_after(
+        "mount -t tmpfs none /sys/kernel/tracing && mkdir /sys/kernel/tracing/events",
+    );
     assert!(
         e.contains("this kernel has no block/block_rq_issue tracepoint"),
         "{e}"

@@ -1227,7 +1227,8 @@ fn closed_output_pipe_ends_quietly() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    let status = status.expect("iostat-rs kept running after its reader went away");
+    let status = status
+        .unwrap_or_else(|at| panic!("iostat-rs kept running after its reader went away: {at}"));
     assert!(
         stderr.is_empty(),
         "expected a quiet end, stderr: {stderr:?}"
@@ -1235,19 +1236,22 @@ fn closed_output_pipe_ends_quietly() {
     assert_eq!(status.code(), Some(0), "status {status:?}");
 }
 
+/// Waits for `child` at most `limit`; past it, kills and reaps it and
+/// says where it was then ([`procstate::describe`]).
 fn wait_with_timeout(
     child: &mut std::process::Child,
     limit: Duration,
-) -> Option<std::process::ExitStatus> {
+) -> Result<std::process::ExitStatus, String> {
     let end = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
-            return Some(status);
+            return Ok(status);
         }
         if Instant::now() > end {
+            let at = procstate::describe(child.id());
             let _ = child.kill();
             let _ = child.wait();
-            return None;
+            return Err(at);
         }
         thread::sleep(Duration::from_millis(20));
     }
@@ -1260,6 +1264,7 @@ fn wait_with_timeout(
 /// kill it on the spot).
 #[test]
 fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
+    use std::os::unix::process::CommandExt;
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
@@ -1279,14 +1284,26 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
         .into_iter()
         .map(|signal| {
             let (unread, stdout) = crate::pipes::one_page_pipe();
-            let child = KillOnDrop(
-                pinned(&mut Command::new(&bin))
-                    .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
-                    .stdout(stdout)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("spawn"),
-            );
+            let mut command = Command::new(&bin);
+            pinned(&mut command)
+                .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
+                .stdout(stdout)
+                .stderr(Stdio::piped());
+            // Each run starts with its signal's default action. A test
+            // process started in the background by a shell without job
+            // control (`cargo test &` in a script) ignores SIGINT and
+            // SIGQUIT and passes that on; iostat-rs keeps an ignored
+            // SIGQUIT ignored, as sysstat does (the test below), so that
+            // run never stopped (every run of the suite started so).
+            // SAFETY: signal(2) only, async-signal-safe, in the child
+            // before exec.
+            unsafe {
+                command.pre_exec(move || {
+                    libc::signal(signal, libc::SIG_DFL);
+                    Ok(())
+                })
+            };
+            let child = KillOnDrop(command.spawn().expect("spawn"));
             (signal, unread, child)
         })
         .collect();
@@ -1312,8 +1329,9 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
             .unwrap()
             .read_to_string(&mut err)
             .unwrap();
-        let status = status
-            .unwrap_or_else(|| panic!("signal {signal}: iostat-rs stayed blocked on its output"));
+        let status = status.unwrap_or_else(|at| {
+            panic!("signal {signal}: iostat-rs stayed blocked on its output: {at}")
+        });
         assert_eq!(
             status.code(),
             Some(0),
@@ -1374,7 +1392,7 @@ fn stop_signals_close_the_json_document() {
             .unwrap()
             .read_to_string(&mut err)
             .unwrap();
-        let status = status.unwrap_or_else(|| panic!("{name}: iostat-rs did not stop"));
+        let status = status.unwrap_or_else(|at| panic!("{name}: iostat-rs did not stop: {at}"));
         assert!(!err.contains("panicked"), "{name}: {err}");
         assert_eq!(
             status.code(),
@@ -1448,7 +1466,7 @@ fn a_stop_signal_ignored_at_the_start_stays_ignored_but_sigint() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = wait_with_timeout(&mut child, Duration::from_secs(10))
-        .unwrap_or_else(|| panic!("iostat-rs did not stop on SIGINT"));
+        .unwrap_or_else(|at| panic!("iostat-rs did not stop on SIGINT: {at}"));
     assert_eq!(status.code(), Some(0), "{status:?}");
     let out = out.until_end("iostat-rs", Duration::from_secs(5));
     serde_json::from_slice::<serde_json::Value>(&out)
@@ -1533,7 +1551,8 @@ fn an_interval_run_holds_one_descriptor_for_signals_and_leaks_none() {
             }
         }
     }
-    let status = wait_with_timeout(&mut child, Duration::from_secs(10)).expect("the run ends");
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10))
+        .unwrap_or_else(|at| panic!("the run did not end: {at}"));
     assert!(status.success(), "status {status:?}");
     assert_eq!(snapshots.len(), 2, "{reports} reports");
     assert_eq!(

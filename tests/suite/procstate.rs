@@ -117,6 +117,63 @@ fn state_letter(pid: u32) -> Result<char, String> {
         .ok_or_else(|| format!("with an unreadable stat {stat:?}"))
 }
 
+/// Where `pid` is, for a test's failure message: its state, each thread's,
+/// its main thread's system call (`/proc/<pid>/syscall`) and kernel stack
+/// (root only), its CPU time so far and its signal masks.
+pub fn describe(pid: u32) -> String {
+    let read = |file: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+            .map_or_else(|e| format!("({e})"), |t| t.trim().to_string())
+    };
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .map(|t| {
+                    let tid = t.file_name().to_string_lossy().into_owned();
+                    let state = read(&format!("task/{tid}/stat"))
+                        .rsplit_once(") ")
+                        .and_then(|(_, after)| after.chars().next())
+                        .unwrap_or('?');
+                    format!("{tid} {state}")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let cpu_ticks = read("stat")
+        .rsplit_once(") ")
+        .and_then(|(_, after)| {
+            // utime and stime: fields 14 and 15, the 12th and 13th after
+            // the command name.
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            Some(format!(
+                "{} user, {} system",
+                fields.get(11)?,
+                fields.get(12)?
+            ))
+        })
+        .unwrap_or_default();
+    // Which signals it ignores, catches, blocks and has pending.
+    let signals: Vec<String> = read("status")
+        .lines()
+        .filter(|l| {
+            ["SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"]
+                .iter()
+                .any(|f| l.starts_with(f))
+        })
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    format!(
+        "process {pid} in state {:?}, threads and states [{}], system call {:?}, CPU ticks {cpu_ticks}, \
+         signals [{}], kernel stack:\n{}",
+        state_letter(pid),
+        threads.join(", "),
+        read("syscall"),
+        signals.join(", "),
+        read("stack"),
+    )
+}
+
 /// The signal mask `field` (`SigCgt:`, `SigIgn:`, `SigBlk:`) of a
 /// `/proc/<pid>/status` text, bit N-1 for signal N.
 pub fn status_mask(status: &str, field: &str) -> Option<u64> {

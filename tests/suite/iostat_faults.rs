@@ -1264,7 +1264,6 @@ fn wait_with_timeout(
 /// kill it on the spot).
 #[test]
 fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
-    use std::os::unix::process::CommandExt;
     let Some(bin) = binary_or_skip("faults") else {
         return;
     };
@@ -1289,20 +1288,9 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
                 .args(["--sysroot", root.to_str().unwrap(), "-x", "0.01"])
                 .stdout(stdout)
                 .stderr(Stdio::piped());
-            // Each run starts with its signal's default action. A test
-            // process started in the background by a shell without job
-            // control (`cargo test &` in a script) ignores SIGINT and
-            // SIGQUIT and passes that on; iostat-rs keeps an ignored
-            // SIGQUIT ignored, as sysstat does (the test below), so that
-            // run never stopped (every run of the suite started so).
-            // SAFETY: signal(2) only, async-signal-safe, in the child
-            // before exec.
-            unsafe {
-                command.pre_exec(move || {
-                    libc::signal(signal, libc::SIG_DFL);
-                    Ok(())
-                })
-            };
+            // Started from a script in the background, the suite ignores
+            // SIGQUIT, and without this its run never stopped.
+            procstate::with_default_action(&mut command, &[signal]);
             let child = KillOnDrop(command.spawn().expect("spawn"));
             (signal, unread, child)
         })

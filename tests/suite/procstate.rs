@@ -3,7 +3,8 @@
 //! it had (a loaded machine can outlast any such sleep); and a child that
 //! is stopped when the test ends, however it ends.
 
-use std::process::{Child, ExitStatus};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// A child process killed and reaped when dropped: when its test ends, also
@@ -30,6 +31,27 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// Starts `command`'s process with the default action of `signals`,
+/// whatever this test process has. A test process started in the
+/// background by a shell without job control (`cargo test &` in a script)
+/// ignores SIGINT and SIGQUIT, one under `nohup` SIGHUP, and a child
+/// inherits that; the tools keep a stop signal ignored at their start
+/// ignored (but SIGINT), as sysstat and perf do, so a test that stops a
+/// run with one of those would wait for it in vain.
+pub fn with_default_action<'a>(command: &'a mut Command, signals: &[i32]) -> &'a mut Command {
+    let signals = signals.to_vec();
+    // SAFETY: signal(2) only, async-signal-safe, in the child before exec;
+    // the list was made before the fork and is only read.
+    unsafe {
+        command.pre_exec(move || {
+            for &signal in &signals {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        })
     }
 }
 
@@ -285,7 +307,7 @@ pub fn await_polling(pid: u32) {
 }
 
 /// Waits for `child` at most `limit`; past it, kills and reaps it and fails
-/// naming `what`.
+/// naming `what` and saying where it was ([`describe`]).
 pub fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     let start = Instant::now();
     loop {
@@ -293,9 +315,10 @@ pub fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> Exit
             return status;
         }
         if start.elapsed() > limit {
+            let at = describe(child.id());
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not end within {limit:?}");
+            panic!("{what} did not end within {limit:?}: {at}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }

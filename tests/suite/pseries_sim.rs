@@ -17,6 +17,7 @@
 //! Needs root and /dev/fuse; skips with a reason elsewhere, fails under CI.
 
 // Shared with vcpustat_fuse.rs, which uses its scripted events.
+use crate::procstate::with_default_action;
 use crate::simkernel;
 
 use std::os::unix::process::CommandExt;
@@ -84,7 +85,8 @@ fn run_script(root: &Path) -> String {
             .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let mut child = Command::new("sh")
+    let mut script = Command::new("sh");
+    script
         .process_group(0)
         .arg(repo().join("tests/pseries/vcpustat.sh"))
         .env("ROOT", root)
@@ -92,7 +94,12 @@ fn run_script(root: &Path) -> String {
         .env("PATH", path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The script stops runs with SIGHUP, SIGTERM and SIGINT, as on the
+    // guest, where init starts it; under `nohup` the runs would ignore
+    // SIGHUP, and the script waited on them until the limit below.
+    let signals = [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM];
+    let mut child = with_default_action(&mut script, &signals)
         .spawn()
         .expect("sh runs");
     let reader = {

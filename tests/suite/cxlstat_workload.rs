@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::procstate::{
-    KillOnDrop, await_asleep_again, await_child, await_delivered, await_handler, await_polling,
-    sleeps, wait_with_timeout,
+    KillOnDrop, await_asleep_again, await_child, await_delivered, await_exec, await_handler,
+    await_polling, sleeps, wait_with_timeout,
 };
 use crate::skip;
 use cxlstat_support::{cxlstat, perf_usable, scratch, software_tree, stderr, stdout};
@@ -208,7 +208,13 @@ fn sigints(root: &Path, counter: &Path, group: &str, steps: &[Step]) -> String {
     let pid = child.0.id();
     await_child(pid);
     let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    let program = counter.canonicalize().unwrap();
     let counter: u32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    // Until it calls exec, cxlstat's child has cxlstat's handlers, SIGINT's
+    // among them: a Ctrl-C just after that killed the counter before its
+    // own handler came, and cxlstat ended with it (once in some 15 runs
+    // of the suite, and in session 49's).
+    await_exec(counter, &program);
     await_handler(counter, libc::SIGINT);
     await_polling(pid);
     // The terminal stays open: closing it would hang it up.

@@ -205,9 +205,26 @@ pub fn status_mask(status: &str, field: &str) -> Option<u64> {
         .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
 }
 
+/// Waits until `pid` runs `program` (`/proc/<pid>/exe`): a process a
+/// program of ours forked is a copy of it until it calls exec, its signal
+/// handlers included, so [`await_handler`] on a grandchild means nothing
+/// before this.
+pub fn await_exec(pid: u32, program: &std::path::Path) {
+    await_state(&format!("process {pid}"), || {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .map_err(|e| format!("without /proc/{pid}/exe ({e})"))?;
+        if exe == program {
+            Ok(())
+        } else {
+            Err(format!("running {}", exe.display()))
+        }
+    });
+}
+
 /// Waits until `pid` has a handler for `signal` (bit `signal` of `SigCgt`
 /// in `/proc/<pid>/status`): from then on the signal is its stop request,
-/// no longer the kernel's default action.
+/// no longer the kernel's default action. Of a process the test did not
+/// start itself, only once it runs its own program ([`await_exec`]).
 pub fn await_handler(pid: u32, signal: i32) {
     await_state(&format!("process {pid}"), || {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -16,8 +16,8 @@
 //!
 //! Needs root and /dev/fuse; skips with a reason elsewhere, fails under CI.
 
-// Shared with vcpustat_fuse.rs, which uses its scripted events.
 use crate::procstate::with_default_action;
+// Shared with vcpustat_fuse.rs, which uses its scripted events.
 use crate::simkernel;
 
 use std::os::unix::process::CommandExt;

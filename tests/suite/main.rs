@@ -19,6 +19,9 @@
 //! start at once, and the threads left over run everything else beside
 //! them (BENCHMARKS.md, "The test command", session 53).
 
+// The environment every test starts from.
+mod environment;
+
 // Helpers shared by several subjects.
 mod cxlstat_support;
 mod fakekernel;

@@ -763,16 +763,27 @@ impl Mounted {
     /// the lock it shares with the statistics (once in CI: EBUSY for a
     /// switch on right after the ring's file was dropped).
     pub fn await_rings_closed(&self) {
+        self.await_open_rings(&[]);
+    }
+
+    /// Waits (at most 10 s) until the DTL rings held open are those of
+    /// `cpus`, in the order they were opened: a recording that has ended
+    /// may still hold its rings until FUSE's RELEASE arrives
+    /// ([`Mounted::await_rings_closed`]).
+    pub fn await_open_rings(&self, cpus: &[u32]) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self
-            .kernel()
-            .debugfs
-            .as_ref()
-            .is_some_and(|d| !d.open_rings.is_empty())
-        {
+        loop {
+            let open = self
+                .kernel()
+                .debugfs
+                .as_ref()
+                .map_or_else(Vec::new, |d| d.open_rings.clone());
+            if open == cpus {
+                return;
+            }
             assert!(
                 std::time::Instant::now() < deadline,
-                "a DTL ring still open 10 s after its last close"
+                "DTL rings {open:?} open 10 s after the others closed, not {cpus:?}"
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }

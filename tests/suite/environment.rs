@@ -10,8 +10,8 @@
 //! program a test starts: with them, 11 tests failed that pass without.
 //! They are removed from this process before `main`, so its children
 //! inherit none; a test that checks one sets it on its own command. `LANG`
-//! and `TZ` stay: the suite passes under any (checked with
-//! `LANG=de_DE.UTF-8` and `TZ=Asia/Kolkata`).
+//! and `TZ` stay: the suite passed under `LANG=de_DE.UTF-8` and under
+//! `TZ=Asia/Kolkata`.
 
 use std::ffi::CStr;
 

@@ -1229,6 +1229,21 @@ fn kernel_without_block_tracepoints() {
     );
 }
 
+/// `iostat-rs ARGS` in a mount namespace with tracefs mounted, run as
+/// nobody without any capability (`setpriv`).
+fn as_nobody_without_capabilities(args: &[&str]) -> Command {
+    let mut setpriv_args = vec![
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        IOSTAT,
+    ];
+    setpriv_args.extend_from_slice(args);
+    namespace::command(MOUNT_TRACEFS, "setpriv", &setpriv_args)
+}
+
 #[test]
 fn without_privilege_names_cap_perfmon() {
     if !runnable(
@@ -1237,25 +1252,9 @@ fn without_privilege_names_cap_perfmon() {
     ) {
         return;
     }
-    // tracefs mounted, then the run as nobody without capabilities.
-    let out = namespace::command(
-        MOUNT_TRACEFS,
-        "setpriv",
-        &[
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            IOSTAT,
-            "-x",
-            "--latency",
-            "1",
-            "1",
-        ],
-    )
-    .output()
-    .unwrap();
+    let out = as_nobody_without_capabilities(&["-x", "--latency", "1", "1"])
+        .output()
+        .unwrap();
     let e = one_line_error(&out);
     assert!(e.contains("CAP_PERFMON"), "{e}");
     assert!(e.contains("CAP_BPF"), "{e}");
@@ -2941,26 +2940,15 @@ fn a_run_that_cannot_measure_leaves_no_recording() {
     std::fs::write(&old, "previous\n").unwrap();
     nobody(&old);
     for rec in [dir.join("new.rec"), old.clone()] {
-        let out = namespace::command(
-            MOUNT_TRACEFS,
-            "setpriv",
-            &[
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                IOSTAT,
-                "-x",
-                "--latency",
-                "--record",
-                rec.to_str().unwrap(),
-                "1",
-                "1",
-            ],
-        )
-        .output()
-        .unwrap();
+        let args = [
+            "-x",
+            "--latency",
+            "--record",
+            rec.to_str().unwrap(),
+            "1",
+            "1",
+        ];
+        let out = as_nobody_without_capabilities(&args).output().unwrap();
         let e = one_line_error(&out);
         assert!(e.contains("CAP_PERFMON"), "{e}");
         if rec == old {

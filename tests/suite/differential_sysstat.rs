@@ -671,8 +671,7 @@ type CaseResult = (usize, Result<(usize, usize), String>);
 fn run_all(tag: &str, cases: &[Case], rs: &Path) -> Option<Vec<CaseResult>> {
     let scenarios: Vec<&fakekernel::Scenario> = cases.iter().map(|c| &c.scenario).collect();
     let files = samplefs::mount(tag, &scenarios)?;
-    let work = env::temp_dir().join(format!("hwstat-differential-{}-{tag}", std::process::id()));
-    fs::create_dir_all(&work).expect("temp dir");
+    let work = crate::scratch::scratch(&format!("differential-{tag}"));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
     thread::scope(|s| {
@@ -688,7 +687,6 @@ fn run_all(tag: &str, cases: &[Case], rs: &Path) -> Option<Vec<CaseResult>> {
             });
         }
     });
-    let _ = fs::remove_dir_all(&work);
     let mut results = results.into_inner().expect("lock");
     results.sort_by_key(|r| r.0);
     Some(results)

@@ -4,8 +4,10 @@
 //! and a `--help` or `--version` that cannot be written.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use crate::scratch::{Scratch, scratch};
 
 fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
@@ -23,10 +25,9 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A private copy of the two-CPMU CXL fixture.
-fn cxl_tree(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-errlines-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
+/// A private copy of the two-CPMU CXL fixture, removed when the test ends.
+fn cxl_tree(name: &str) -> Scratch {
+    let dir = scratch(&format!("errlines-{name}"));
     copy_tree(
         Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -122,7 +123,6 @@ fn bad_cxl_pmu_files_give_one_short_escaped_line() {
             "{file}: {err:?}"
         );
     }
-    fs::remove_dir_all(root).unwrap();
 }
 
 /// A `--sysroot` typed wrong is named as the option, the same way in every
@@ -273,8 +273,7 @@ fn a_standard_error_that_takes_nothing_changes_no_exit_status() {
     }
     // A warning (a recording whose last frame is cut) on the way to a
     // complete report.
-    let dir = std::env::temp_dir().join(format!("hwstat-errlines-full-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("errlines-full");
     let rec = dir.join("cut.rec");
     let recorded = run(
         iostat,
@@ -290,7 +289,6 @@ fn a_standard_error_that_takes_nothing_changes_no_exit_status() {
     assert_eq!(out.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["sysstat"]["hosts"][0]["statistics"].is_array(), "{doc}");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A program started with a standard descriptor closed where `/dev/null`

@@ -18,7 +18,7 @@ fn format_names_are_accepted_in_any_case_by_the_three_tools() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let vcpu_root = repo.join("tests/fixtures/vcpustat/seed");
     let vcpu_root = vcpu_root.to_str().unwrap();
-    let io_root = std::env::temp_dir().join(format!("hwstat-format-names-{}", std::process::id()));
+    let io_root = crate::scratch::scratch("format-names");
     std::fs::create_dir_all(io_root.join("proc")).unwrap();
     std::fs::create_dir_all(io_root.join("sys/block/sda")).unwrap();
     std::fs::write(
@@ -92,7 +92,6 @@ fn format_names_are_accepted_in_any_case_by_the_three_tools() {
     }
     let (status, _) = run(env!("CARGO_BIN_EXE_cxlstat"), &["-o", "xml", "-e", "x"]);
     assert_eq!(status, Some(2));
-    std::fs::remove_dir_all(&io_root).unwrap();
 }
 
 /// A command line clap cannot parse is one line naming the argument, with

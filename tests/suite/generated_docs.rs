@@ -439,12 +439,9 @@ fn every_man_page_has_the_standard_sections_and_passes_groff_warnings() {
         );
         return;
     }
+    let dir = crate::scratch::scratch("man");
     for (path, page) in pages {
-        let file = std::env::temp_dir().join(format!(
-            "hwstat-man-{}-{}",
-            std::process::id(),
-            path.file_name().unwrap().to_string_lossy()
-        ));
+        let file = dir.join(path.file_name().unwrap());
         std::fs::write(&file, &page).unwrap();
         let out = Process::new("groff")
             .args(["-ww", "-man", "-z"])
@@ -452,7 +449,6 @@ fn every_man_page_has_the_standard_sections_and_passes_groff_warnings() {
             .env("LC_ALL", "C.UTF-8")
             .output()
             .unwrap();
-        std::fs::remove_file(&file).unwrap();
         assert!(
             out.status.success() && out.stderr.is_empty(),
             "groff -ww -man -z {}: {}",

@@ -275,8 +275,7 @@ fn the_three_programs_load_only_the_c_library() {
 
 #[test]
 fn the_checker_sees_a_program_built_without_hardening() {
-    let dir = std::env::temp_dir().join(format!("hwstat-hardening-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch::scratch("hardening");
     let source = dir.join("plain.c");
     std::fs::write(&source, "int main(void) { return 0; }\n").unwrap();
     let built = |name: &str, flags: &[&str]| {
@@ -293,7 +292,6 @@ fn the_checker_sees_a_program_built_without_hardening() {
         }
     };
     let Some(weak) = built("weak", &["-no-pie", "-Wl,-z,norelro,-z,lazy,-z,execstack"]) else {
-        let _ = std::fs::remove_dir_all(&dir);
         skip::skip(
             "the_checker_sees_a_program_built_without_hardening",
             "no C compiler (cc) to build the counter-example: apt-get install gcc",
@@ -307,7 +305,6 @@ fn the_checker_sees_a_program_built_without_hardening() {
     .unwrap();
     let weak_seen = inspect(&weak);
     let strong_seen = inspect(&strong);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         weak_seen,
         Hardening {
@@ -327,8 +324,7 @@ fn the_checker_sees_a_program_built_without_hardening() {
 /// hot-function list, which it does only for LLD).
 #[test]
 fn the_import_and_linker_checkers_tell_the_cases_apart() {
-    let dir = std::env::temp_dir().join(format!("hwstat-imports-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch::scratch("imports");
     let built = |name: &str, body: &str| {
         let source = dir.join(format!("{name}.c"));
         std::fs::write(&source, format!("#include <math.h>\n{body}\n")).unwrap();
@@ -342,7 +338,6 @@ fn the_import_and_linker_checkers_tell_the_cases_apart() {
         matches!(status, Ok(s) if s.success()).then_some(out)
     };
     let Some(uses) = built("uses", "int main(int c, char **v) { return (int)cos(c); }") else {
-        let _ = std::fs::remove_dir_all(&dir);
         skip::skip(
             "the_import_and_linker_checkers_tell_the_cases_apart",
             "no C compiler (cc) with libm to build the examples: apt-get install gcc",
@@ -354,7 +349,6 @@ fn the_import_and_linker_checkers_tell_the_cases_apart() {
     let (uses_needed, uses_imported) = seen(&uses);
     let (lists_needed, lists_imported) = seen(&lists);
     let uses_by_lld = linked_by_lld(&uses);
-    let _ = std::fs::remove_dir_all(&dir);
     let libm = "libm.so.6".to_string();
     assert!(uses_needed.contains(&libm) && lists_needed.contains(&libm));
     assert!(uses_imported.contains(&libm), "{uses_imported:?}");

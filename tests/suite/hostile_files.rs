@@ -10,6 +10,7 @@ use crate::cxlstat_support;
 use crate::pipes::Collected;
 use crate::procstate::KillOnDrop;
 use crate::procstate::wait_with_timeout;
+use crate::scratch::Scratch;
 use std::ffi::CString;
 use std::fs;
 use std::io::{Read, Write};
@@ -20,12 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A fresh directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-hostile-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test, removed when the test ends, also
+/// when it fails.
+fn scratch(name: &str) -> Scratch {
+    crate::scratch::scratch(&format!("hostile-{name}"))
 }
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -155,7 +154,6 @@ fn the_iostat_tree_is_healthy() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("sda"));
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -193,7 +191,6 @@ fn iostat_refuses_fifos_at_once() {
         2,
         "{text}"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -223,7 +220,6 @@ fn iostat_refuses_huge_files_and_dev_zero_at_once() {
     symlink("/dev/zero", root.join("proc/stat")).unwrap();
     let out = run(IOSTAT, &["--sysroot", root.to_str().unwrap(), "-x"]);
     assert_one_line_error(&out, "/proc/stat", "No such file");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 const STATS: &str = "proc/powerpc/vcpudispatch_stats";
@@ -259,7 +255,6 @@ fn vcpustat_refuses_fifos_at_once_and_leaves_the_control_files() {
     );
     assert_one_line_error(&out, &format!("/{FREQ}"), "FIFO");
     assert_eq!(fs::read_to_string(root.join(STATS)).unwrap(), stats_before);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -292,7 +287,6 @@ fn vcpustat_writes_and_reads_never_leave_the_root() {
     let out = run(VCPUSTAT, &["--sysroot", root.to_str().unwrap()]);
     assert_one_line_error(&out, &format!("/{STATS}"), "does not exist");
     assert!(out.stdout.is_empty());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 const DTL: &str = "sys/kernel/debug/powerpc/dtl";
@@ -337,7 +331,6 @@ fn trace_record_refuses_a_fifo_ring_at_once_and_restores_the_mask() {
         fs::read_to_string(root.join(DTL).join("dtl_event_mask")).unwrap(),
         "0x07\n"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A `trace record` that cannot start (a ring refused) leaves the
@@ -380,7 +373,6 @@ fn a_trace_record_that_cannot_start_leaves_the_recording_there() {
         "{}",
         String::from_utf8_lossy(&report.stderr)
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A `trace record` that fails once its output is open removes the empty
@@ -429,7 +421,6 @@ fn a_failed_trace_record_leaves_the_link_it_wrote_through() {
             "{link}: {err}"
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// The files `vcpustat trace` is given: a `-w` FIFO that no process reads
@@ -463,7 +454,6 @@ fn trace_output_and_topology_files_that_would_block_or_never_end_are_refused() {
     // refused at once, where open(2) used to wait for one forever.
     let out = run(VCPUSTAT, &["trace", "report", fifo]);
     assert_one_line_error(&out, fifo, "a FIFO, expected a regular file");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -506,7 +496,6 @@ fn sigterm_ends_cxlstat_and_the_command_it_waits_for() {
         let text = String::from_utf8_lossy(&text);
         assert!(text.contains("cxl_pmu_mem0.0"), "{interval:?}: {text}");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Recordings named on the command line: a device that never ends
@@ -532,7 +521,6 @@ fn recordings_that_are_devices_or_unread_fifos_end_at_once() {
     let fifo = fifo.to_str().unwrap();
     let out = run(IOSTAT, &["--record", fifo, "-x", "1", "1"]);
     assert_one_line_error(&out, fifo, "a FIFO that no process reads");
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A replay of an endless line stops at 64 MiB with an error, instead of
@@ -545,7 +533,6 @@ fn a_recording_line_is_read_no_further_than_64_mib() {
     let path = path.to_str().unwrap();
     let out = run(IOSTAT, &["--replay", path, "-x"]);
     assert_one_line_error(&out, path, "a line longer than 64 MiB");
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A replay read from a FIFO whose writer stalls waits (in `poll(2)` until
@@ -599,7 +586,6 @@ fn a_stop_signal_ends_a_replay_waiting_on_a_stalled_pipe() {
             "{program}: {status:?}"
         );
     }
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Opens FIFO `fifo` for writing once `child` (running `program`) has
@@ -669,7 +655,6 @@ fn cxlstat_plans_tens_of_thousands_of_events_without_stalling() {
         .filter(|l| l.ends_with("/clock_ticks/  (vid=0x1e98,gid=0x0,mask=0x1)"))
         .count();
     assert_eq!(headings, 100_000);
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 /// What `--svg` and `--textfile` must not replace, created in `dir`, with
@@ -798,7 +783,6 @@ fn outputs_that_are_not_regular_files_are_refused_and_left_as_they_were() {
         created,
         "no temporary file is left"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// `--record FILE --svg FILE`: the chart would replace the recording at its
@@ -831,7 +815,6 @@ fn one_file_named_by_two_outputs_is_refused() {
         assert_one_line_error(&out, file, "the same file as --svg's");
         assert!(!Path::new(file).exists(), "{args:?}");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// `--record` and `vcpustat trace record -w` write where they are told,
@@ -891,7 +874,6 @@ fn a_recording_is_never_written_over_a_block_device() {
         fs::read_to_string(trace_root.join(DTL).join("dtl_event_mask")).unwrap(),
         "0x07\n"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -942,7 +924,6 @@ fn a_recording_is_not_written_through_a_planted_link() {
         }
         assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Another user's uid for the files of [`a_recording_is_not_given_to_another_user_in_a_sticky_directory`].
@@ -1065,7 +1046,6 @@ fn a_recording_is_not_given_to_another_user_in_a_sticky_directory() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -1146,7 +1126,6 @@ fn a_recording_is_not_written_into_another_users_file_in_any_directory() {
         written.starts_with("{\"format\":\"hwstat-recording\""),
         "{written}"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// `mkfifo p; gzip <p >run.rec.gz & sudo vcpustat --record p`: root is
@@ -1256,7 +1235,6 @@ fn a_users_fifo_is_refused_with_a_way_to_feed_its_reader_that_works() {
          recordings would mix; name a file for one\n"
     );
     assert!(both.stdout.is_empty());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// `--record -` sends the reports to standard error: when that is the
@@ -1308,7 +1286,6 @@ fn a_recording_on_standard_output_is_refused_where_standard_error_goes_too() {
     // Both thrown away: nothing mixes where nobody reads.
     let status = run_with(Stdio::null(), Stdio::null());
     assert!(status.success());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// `--svg -` and `--textfile -` are refused, where `--record -` is
@@ -1333,7 +1310,6 @@ fn a_chart_or_textfile_named_dash_is_refused() {
         assert!(out.stdout.is_empty());
         assert!(!dir.join("-").exists(), "{option} - made a file");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -1413,7 +1389,6 @@ fn no_output_goes_through_a_planted_link_behind_roots_own() {
     let mut taken = Vec::new();
     let _ = reader.read_to_end(&mut taken);
     assert!(taken.is_empty(), "{} bytes went through x", taken.len());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -1444,7 +1419,6 @@ fn no_output_may_name_the_recording_a_run_reads() {
     let out = run(VCPUSTAT, &["trace", "report", "--svg", same, path]);
     assert_one_line_error(&out, same, "the file trace report reads");
     assert_eq!(fs::read_to_string(&recording).unwrap(), "a recording\n");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Sends SIGTERM to `child` and returns its status and standard error,
@@ -1578,7 +1552,6 @@ fn a_recording_fifo_nobody_reads_does_not_keep_a_stop_signal_out() {
         drop(reader);
     }
     assert_eq!(fs::read_to_string(root.join(FREQ)).unwrap(), freq_before);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// `vcpustat trace record --record FIFO`, the reader stalled: the recording
@@ -1628,7 +1601,6 @@ fn trace_record_ends_on_a_stop_signal_with_its_recording_fifo_full() {
     );
     assert_eq!(fs::read_to_string(&mask).unwrap(), "0x07\n");
     drop(reader);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A `--sysroot` tree of plain files (a copy of `/proc`, as the project's
@@ -1663,5 +1635,4 @@ fn vcpustat_does_not_switch_a_copy_of_proc_on_disk() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    fs::remove_dir_all(dir).unwrap();
 }

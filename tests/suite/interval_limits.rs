@@ -204,7 +204,6 @@ fn a_run_stopped_for_several_intervals_skips_the_samples_it_missed() {
     let stop = gaps.iter().position(|&gap| gap > 2.0);
     let after = stop.and_then(|at| gaps.get(at + 1));
     assert!(after.is_some_and(|&gap| gap >= 0.375), "{gaps:?}\n{out}");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -30,12 +30,12 @@
 //! CPU percentage the field divided by the sum of the `cpu` line's fields.
 
 // Shared with tests/suite/differential_sysstat.rs and tests/suite/iostat_faults.rs.
+use crate::scratch::Scratch;
 use crate::skip;
 use crate::sysstat_compare;
 
-use std::env;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const NAME: &str = "\x1b[32;22m";
@@ -75,10 +75,10 @@ const DISKS: [(&str, &str); 2] = [
 ];
 
 /// A kernel tree: one CPU, 100.00 s of uptime, the `cpu` line `cpu`, and
-/// `disks` in `/proc/diskstats` and `/sys/block/<dev>/stat` alike.
-fn tree(test: &str, cpu: &str, disks: &[(&str, &str)]) -> PathBuf {
-    let root = env::temp_dir().join(format!("hwstat-colors-{}-{test}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+/// `disks` in `/proc/diskstats` and `/sys/block/<dev>/stat` alike; removed
+/// when the test ends.
+fn tree(test: &str, cpu: &str, disks: &[(&str, &str)]) -> Scratch {
+    let root = crate::scratch::scratch(&format!("colors-{test}"));
     let write = |rel: &str, text: &str| {
         let path = root.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -118,7 +118,6 @@ fn run(root: &Path, sgr: Option<&str>, args: &[&str]) -> String {
     assert!(out.status.success(), "iostat-rs {args:?}: {:?}", out);
     let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
     let (_banner, body) = stdout.split_once('\n').expect("a banner line");
-    let _ = fs::remove_dir_all(root);
     body.to_owned()
 }
 
@@ -420,7 +419,6 @@ fn colours_stay_off_when_not_asked_for() {
         .env("S_COLORS_SGR", "N=1")
         .output()
         .expect("run iostat-rs");
-    let _ = fs::remove_dir_all(&root);
     assert!(out.status.success());
     assert!(!out.stdout.contains(&0x1b), "{:?}", out.stdout);
     // "auto" (and any other value) on a pipe: no colour either.
@@ -432,7 +430,6 @@ fn colours_stay_off_when_not_asked_for() {
         .env("S_COLORS", "auto")
         .output()
         .expect("run iostat-rs");
-    let _ = fs::remove_dir_all(&root);
     assert!(out.status.success());
     assert!(!out.stdout.contains(&0x1b), "{:?}", out.stdout);
 }

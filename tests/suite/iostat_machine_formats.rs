@@ -2,14 +2,16 @@
 //! CPU report when it is selected, in one table, and refuse the size options
 //! they would otherwise ignore; `-o JSON` stays JSON where sysstat's does not.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::scratch::Scratch;
+
 /// A one-CPU, one-disk tree: the CPU was 10 % user, 5 % system, 5 % iowait
-/// and 80 % idle since boot (100 + 50 + 50 + 800 = 1000 ticks).
-fn tree(test: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("hwstat-machine-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+/// and 80 % idle since boot (100 + 50 + 50 + 800 = 1000 ticks), removed
+/// when the test ends.
+fn tree(test: &str) -> Scratch {
+    let root = crate::scratch::scratch(&format!("machine-{test}"));
     std::fs::create_dir_all(root.join("proc")).unwrap();
     std::fs::create_dir_all(root.join("sys/block/sda")).unwrap();
     std::fs::write(
@@ -26,7 +28,7 @@ fn tree(test: &str) -> PathBuf {
     root
 }
 
-fn iostat(root: &PathBuf, args: &[&str]) -> Output {
+fn iostat(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
         .arg("--sysroot")
         .arg(root)
@@ -64,7 +66,6 @@ fn csv_is_one_table_with_the_cpu_report_as_the_row_without_a_device() {
         "timestamp,index,device,cpu_user_ratio,cpu_nice_ratio,cpu_system_ratio,\
          cpu_iowait_ratio,cpu_steal_ratio,cpu_idle_ratio"
     );
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -90,7 +91,6 @@ fn prometheus_and_ndjson_carry_the_cpu_report() {
     assert_eq!(rows[0]["device"], "sda");
     assert_eq!(rows[0]["cpu_idle_ratio"], serde_json::Value::Null);
     assert_eq!(rows[1]["cpu_idle_ratio"], 0.8);
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -110,7 +110,6 @@ fn size_options_are_refused_where_base_units_are_written() {
     for format in [&["-m"][..], &["-m", "-o", "JSON"]] {
         assert!(iostat(&root, format).status.success(), "{format:?}");
     }
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -137,7 +136,6 @@ fn json_stays_valid_where_sysstat_leaves_a_comma_for_an_empty_group() {
         .map(|d| d["disk_device"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["sda"]);
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// `/proc/uptime` and the `cpu` lines of `/proc/stat` of a 2-CPU VM (Linux
@@ -197,8 +195,7 @@ fn hotplug_recording(path: &std::path::Path) {
 
 #[test]
 fn cpu_ratios_stay_shares_when_a_cpu_goes_offline_and_comes_back() {
-    let dir = std::env::temp_dir().join(format!("hwstat-machine-{}-hotplug", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::scratch::scratch("machine-hotplug");
     let rec = dir.join("hotplug.rec");
     hotplug_recording(&rec);
     let replay = |args: &[&str]| {
@@ -242,5 +239,4 @@ fn cpu_ratios_stay_shares_when_a_cpu_goes_offline_and_comes_back() {
             assert!((ratio * 100.0 - percent).abs() < 0.011, "{csv}");
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,6 +5,7 @@
 use crate::pipes::{self, Collected};
 use crate::procstate::KillOnDrop;
 use crate::procstate::wait_with_timeout;
+use crate::scratch::Scratch;
 
 use std::fs;
 use std::io::Read;
@@ -44,9 +45,10 @@ fn diskstats(step: u64) -> String {
     )
 }
 
-fn fixture(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("iostat-rr-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
+/// A fake kernel tree at its first sample (step 0), removed when the test
+/// ends, also when it fails.
+fn fixture(name: &str) -> Scratch {
+    let dir = crate::scratch::scratch(&format!("rr-{name}"));
     for d in [
         "proc",
         "sys/block/sda/sda1",
@@ -63,7 +65,8 @@ fn fixture(name: &str) -> PathBuf {
 
 /// The fake tree `name` ([`fixture`]), its root as `--sysroot` takes it,
 /// and the path of a recording in it: the prologue of most tests here.
-fn recorded_fixture(name: &str) -> (PathBuf, String, String) {
+/// The tree lives as long as the first of the three.
+fn recorded_fixture(name: &str) -> (Scratch, String, String) {
     let dir = fixture(name);
     let root = dir.to_str().unwrap().to_string();
     let rec = dir.join("r.rec").to_str().unwrap().to_string();
@@ -137,7 +140,7 @@ fn replay_reproduces_the_live_output_byte_for_byte() {
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let stop = Arc::clone(&stop);
-        let dir = dir.clone();
+        let dir = dir.to_path_buf();
         std::thread::spawn(move || {
             let mut step = 1;
             while !stop.load(Ordering::Relaxed) {
@@ -174,12 +177,11 @@ fn replay_reproduces_the_live_output_byte_for_byte() {
     }
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
-    let (dir, root, rec) = recorded_fixture("exhaust");
+    let (_dir, root, rec) = recorded_fixture("exhaust");
     let (root, rec) = (root.as_str(), rec.as_str());
     let live = run(&[
         "--sysroot",
@@ -198,7 +200,6 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
     let stats = &doc["sysstat"]["hosts"][0]["statistics"];
     assert_eq!(stats.as_array().unwrap().len(), 2);
     assert_eq!(stats[0]["disk"][0]["disk_device"], "nvme0n1");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A replay shows other views of what was recorded (formats, units, every
@@ -209,7 +210,7 @@ fn an_exhausted_replay_ends_like_sigint_with_json_closed() {
 /// and write nothing first.
 #[test]
 fn a_replay_refuses_options_that_read_what_was_not_recorded() {
-    let (dir, root, rec) = recorded_fixture("other-view");
+    let (_dir, root, rec) = recorded_fixture("other-view");
     let (root, rec) = (root.as_str(), rec.as_str());
     let live = run(&["--sysroot", root, "--record", rec, "-x", "0.01", "2"]);
     assert_eq!(live.status.code(), Some(0));
@@ -277,7 +278,6 @@ fn a_replay_refuses_options_that_read_what_was_not_recorded() {
             "{device_input} in\n{recorded}"
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// The device rows of an `-x` text report, in order.
@@ -297,7 +297,7 @@ fn device_rows(report: &[u8]) -> Vec<String> {
 /// partitions, where it failed for want of the listing.
 #[test]
 fn a_recording_of_every_partition_replays_as_every_device() {
-    let (dir, root, rec) = recorded_fixture("every-partition");
+    let (_dir, root, rec) = recorded_fixture("every-partition");
     let (root, rec) = (root.as_str(), rec.as_str());
     let live = run(&[
         "--sysroot",
@@ -322,7 +322,6 @@ fn a_recording_of_every_partition_replays_as_every_device() {
         assert_eq!(replay.status.code(), Some(0), "{view:?}");
         assert!(replay.stderr.is_empty(), "{view:?}");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A replay refused for an input its recording lacks writes nothing to
@@ -360,7 +359,6 @@ fn a_refused_replay_writes_nothing_before_its_error() {
     let replay = run(&["--replay", &rec, "-x"]);
     assert_eq!(replay.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&replay.stdout), shown);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// The same with `-f DIR` and `+f DIR`: the views of every whole device
@@ -402,7 +400,6 @@ fn a_recording_of_every_partition_in_an_alternate_directory_replays_as_every_dev
             assert!(err.is_empty(), "{alt} {view:?}: {err}");
         }
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -424,7 +421,6 @@ fn missing_proc_files_give_the_c_messages_and_status_2() {
         String::from_utf8_lossy(&out.stderr),
         "Cannot read /proc/uptime\n"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -446,7 +442,6 @@ fn garbled_and_vanishing_devices_do_not_panic() {
     let out = run(&["--sysroot", root, "-x", "ALL"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stderr.is_empty());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -475,7 +470,6 @@ fn a_closed_pipe_ends_quietly() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
     assert_eq!(err, "");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A program started with its standard descriptors closed must not let a
@@ -521,7 +515,6 @@ fn closed_standard_descriptors_do_not_receive_the_recording() {
         String::from_utf8_lossy(&replay.stderr)
     );
     assert!(String::from_utf8_lossy(&replay.stdout).contains("avg-cpu"));
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -550,7 +543,6 @@ fn usage_errors_print_usage_and_exit_1() {
         String::from_utf8_lossy(&out.stderr),
         "iostat-rs: --sysroot /nonexistent-root: no such directory\n"
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -585,5 +577,4 @@ fn sigint_and_sigterm_end_the_run_with_the_json_document_closed() {
                 .is_empty()
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }

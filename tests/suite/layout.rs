@@ -427,13 +427,14 @@ fn make_devices(dir: &Path, count: usize) {
 /// first device report, while it sleeps to the next: everything one report
 /// needs has run.
 fn resident_after_a_report(program: &Path, args: &[&str], devices: Devices) -> (u64, u64, u64) {
-    let scratch = std::env::temp_dir().join(format!("hwstat-layout-{}", std::process::id()));
+    // The made-up devices' files, removed when this returns or fails.
+    let mut made_up = None;
     let mut command = match devices {
         Devices::ThisMachine => Command::new(program),
         Devices::MadeUp(count) => {
-            let _ = std::fs::remove_dir_all(&scratch);
-            make_devices(&scratch, count);
-            let dir = scratch.display();
+            let files = made_up.insert(crate::scratch::scratch("layout"));
+            make_devices(files, count);
+            let dir = files.display();
             namespace::command(
                 &format!(
                     "mount --bind '{dir}/diskstats' /proc/diskstats && \
@@ -474,9 +475,6 @@ fn resident_after_a_report(program: &Path, args: &[&str], devices: Devices) -> (
     });
     child.kill().ok();
     child.wait().expect("iostat-rs ends");
-    if let Devices::MadeUp(_) = devices {
-        let _ = std::fs::remove_dir_all(&scratch);
-    }
     (resident, total, read_only)
 }
 

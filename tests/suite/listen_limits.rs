@@ -12,6 +12,7 @@
 use crate::listening::{self, ANY_PORT};
 use crate::namespace;
 use crate::procstate::wait_with_timeout;
+use crate::scratch::Scratch;
 
 use hwstat::common::serve::{
     CONNECTION_LIFETIME, HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, WRITE_TIMEOUT,
@@ -20,7 +21,7 @@ use hwstat::common::serve::{
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -39,14 +40,14 @@ const SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\
 struct Server {
     child: Child,
     addr: SocketAddr,
-    root: PathBuf,
+    /// Its kernel tree, removed after the server has ended.
+    _root: Scratch,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -114,16 +115,17 @@ fn start_with(name: &str, limits: &[&str], setup: Option<&str>) -> Server {
         .spawn()
         .unwrap();
     let addr = listening::announced(&mut child, "iostat-rs");
-    Server { child, addr, root }
+    Server {
+        child,
+        addr,
+        _root: root,
+    }
 }
 
-/// A new directory for the test `name` holding a [`device_tree`].
-fn device_root(name: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!(
-        "hwstat-listen-limits-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&root);
+/// A new directory for the test `name` holding a [`device_tree`], removed
+/// when dropped.
+fn device_root(name: &str) -> Scratch {
+    let root = crate::scratch::scratch(&format!("listen-limits-{name}"));
     device_tree(&root);
     root
 }
@@ -454,7 +456,6 @@ fn assert_no_room_is_raised_or_refused(name: &str, setup: Option<&str>) {
         .spawn()
         .unwrap();
     let status = wait_with_timeout(&mut refused, Duration::from_secs(10), "the refusal");
-    let _ = std::fs::remove_dir_all(&root);
     let mut said = String::new();
     refused
         .stderr

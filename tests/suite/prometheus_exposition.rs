@@ -3,14 +3,16 @@
 //! out by hand from the fixture files, HELP/TYPE once per exposition, no
 //! client-side timestamps, and a textfile replaced atomically.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::scratch::Scratch;
+
 /// One CPU, two disks (`sda` whole, `sda1` its partition) and a loop device
-/// in the 17-statistic format, and an old kernel's 11-statistic `sdb`.
-fn tree(test: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("hwstat-expo-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+/// in the 17-statistic format, and an old kernel's 11-statistic `sdb`,
+/// removed when the test ends.
+fn tree(test: &str) -> Scratch {
+    let root = crate::scratch::scratch(&format!("expo-{test}"));
     for dir in ["proc", "sys/block/sda", "sys/block/sdb", "run/udev/data"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
@@ -102,7 +104,6 @@ fn disk_counters_under_node_exporters_names_in_base_units() {
     assert!(all.contains("node_disk_reads_completed_total{device=\"sda1\"} 1\n"));
     let named = self::text(iostat(&root, &["-d", "sdb", "-o", "prometheus"]));
     assert!(!named.contains("device=\"sda\""), "{named}");
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -126,7 +127,6 @@ fn cpu_counters_under_node_exporters_names() {
     assert!(text.contains("node_cpu_guest_seconds_total{cpu=\"0\",mode=\"user\"} 0.2\n"));
     assert!(text.contains("node_cpu_guest_seconds_total{cpu=\"0\",mode=\"nice\"} 0.02\n"));
     assert!(!text.contains("node_disk"), "{text}");
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// The sample lines of an exposition: `name{labels} value`, two fields
@@ -159,7 +159,6 @@ fn stdout_has_one_complete_exposition_per_report() {
         );
         assert_no_timestamps(e);
     }
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// Runs a program on a recording of tests/fixtures/charts and splits its
@@ -294,7 +293,6 @@ fn textfile_is_replaced_whole_and_nothing_goes_to_stdout() {
     // Another machine format with it is refused.
     let out = iostat(&root, &["--textfile", path.to_str().unwrap(), "-o", "csv"]);
     assert_eq!(out.status.code(), Some(2));
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -334,7 +332,6 @@ fn a_device_or_cpu_the_files_repeat_is_one_series() {
         user,
         ["node_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 2.5"]
     );
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// As node_exporter's default `device-exclude` does, a RAM disk, a loop
@@ -404,7 +401,6 @@ fn devices_node_exporter_leaves_out_need_all_or_their_names() {
         ]
     );
     assert_eq!(devices(&["loop3", "sda"]), ["sda", "loop3"]);
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// `-o prometheus` (and `--listen`) carry `node_uname_info` as
@@ -430,7 +426,6 @@ fn expositions_name_the_system_as_node_exporters_uname_collector() {
     );
     assert!(text.contains(&line), "{line} in {text}");
     assert!(text.contains("# TYPE node_uname_info gauge\n"), "{text}");
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A udev file that could not be read for want of a file descriptor
@@ -485,5 +480,4 @@ fn udev_data_out_of_descriptors_fails_the_exposition() {
             "{key}: {err}"
         );
     }
-    let _ = std::fs::remove_dir_all(&root);
 }

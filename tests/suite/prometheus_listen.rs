@@ -6,12 +6,13 @@
 
 use crate::cxlstat_support;
 use crate::listening::{self, ANY_PORT};
+use crate::scratch::Scratch;
 
 use hwstat::common::serve::HEADER_TIMEOUT;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -107,10 +108,10 @@ fn iostat_tree(root: &Path, reads: u64) {
     .unwrap();
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("hwstat-listen-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    root
+/// A fresh directory for one test, removed when the test ends, also
+/// when it fails.
+fn scratch(name: &str) -> Scratch {
+    crate::scratch::scratch(&format!("listen-{name}"))
 }
 
 fn value(exposition: &str, series: &str) -> f64 {
@@ -166,7 +167,6 @@ fn iostat_counters_are_read_at_each_scrape_with_self_metrics() {
     assert!(!failed.contains("node_"), "{failed}");
     let status = server.stop();
     assert_eq!(status.code(), Some(0), "{status}");
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// A `--sysroot` tree kept up to date by renaming new files over the old
@@ -190,7 +190,6 @@ fn a_sysroot_file_replaced_by_a_rename_is_read_anew() {
     assert_eq!(value(&server.scrape(), series), 25.0);
     let status = server.stop();
     assert_eq!(status.code(), Some(0), "{status}");
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 /// Reads one answer from `stream`: the header, then as many bytes of body
@@ -279,7 +278,6 @@ fn a_request_with_a_body_is_answered_with_connection_close() {
     }
     drop(stream);
     server.stop();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -324,7 +322,6 @@ fn only_get_and_head_of_metrics_and_bounded_requests() {
         "{answer}"
     );
     server.scrape();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -376,7 +373,6 @@ fn a_silent_client_blocks_nobody_and_is_closed_by_the_header_timeout() {
         "{waited:?}"
     );
     server.scrape();
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -420,7 +416,6 @@ fn binds_exactly_the_address_given_and_refuses_a_port_in_use() {
     assert_eq!(server.stop().code(), Some(0));
     // Stopped: nobody listens there any more.
     assert!(TcpStream::connect(addr).is_err());
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
@@ -473,7 +468,6 @@ fn every_tool_refuses_charts_and_recordings_with_listen_and_writes_neither() {
             "{tool}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -20,6 +20,7 @@
 
 use crate::listening::{self, ANY_PORT};
 use crate::loopdev::Loop;
+use crate::scratch::Scratch;
 use crate::{cxlstat_support, simkernel, skip};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -280,11 +281,10 @@ fn sleep_until(t: f64) {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-real-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test, removed when the test ends, also
+/// when it fails.
+fn scratch(name: &str) -> Scratch {
+    crate::scratch::scratch(&format!("real-{name}"))
 }
 
 /// A loop device over a sparse file of 256 MiB, made at `file`.
@@ -571,7 +571,6 @@ fn iostat_rs_matches_node_exporter_names_labels_types_and_increases() {
     // The writes and reads of this test were seen (counts, bytes, times).
     assert!(compared >= 6, "only {compared} non-zero increases");
     same_devices_by_default(&device);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Without a device list, iostat-rs exports the devices node_exporter does
@@ -878,7 +877,6 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             scaled[0].1
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The README's textfile recipe through node_exporter's textfile collector:
@@ -944,5 +942,4 @@ fn textfiles_are_accepted_by_node_exporters_textfile_collector() {
             "{body}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -76,9 +76,7 @@ fn normalise(transcript: &str) -> String {
 
 /// Runs the guest script against the simulation mounted on `root`.
 fn run_script(root: &Path) -> String {
-    let tmp = std::env::temp_dir().join(format!("pseries-sim-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = crate::scratch::scratch("pseries-sim");
     let bin = Path::new(env!("CARGO_BIN_EXE_vcpustat")).parent().unwrap();
     let path = std::env::join_paths(
         std::iter::once(PathBuf::from(bin))
@@ -127,7 +125,6 @@ fn run_script(root: &Path) -> String {
     };
     let out = reader.join().unwrap();
     assert!(status.success(), "the guest script failed: {status}\n{out}");
-    std::fs::remove_dir_all(&tmp).unwrap();
     out.replace(&root.display().to_string(), "")
 }
 

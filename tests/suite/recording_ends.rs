@@ -151,7 +151,6 @@ fn a_recording_cut_at_a_line_boundary_is_told_from_one_that_ended() {
             assert_eq!(warned.lines().count(), if reported { 1 } else { 2 });
         }
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A run with no count (`args`), stopped by `stop` once it reported
@@ -235,7 +234,6 @@ fn a_run_stopped_by_a_signal_or_its_reader_ends_its_recording() {
     wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
     let (_, frames) = ended_recording(&rec);
     assert!(frames >= 1);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// The recording at `rec` made by `bin` with `args` (a `--record` run that
@@ -330,5 +328,4 @@ fn a_one_sample_recording_replayed_with_an_interval_says_it_cannot_report_one() 
         "{}",
         text(&out.stdout)
     );
-    fs::remove_dir_all(dir).unwrap();
 }

@@ -174,7 +174,6 @@ fn a_run_refused_before_its_first_sample_replays_as_it_ended() {
         check_refusal(&case, &rec, &live);
         fs::remove_file(&rec).unwrap();
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -205,7 +204,6 @@ fn a_refusal_recorded_to_a_fifo_or_standard_output_replays_the_same() {
             fs::remove_file(file).unwrap();
         }
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// The header of the `tool` recording an earlier version wrote, of
@@ -258,7 +256,6 @@ fn a_recording_of_no_sample_from_an_earlier_version_is_refused_with_one_line() {
             assert_eq!(from_fifo, want(&rec.with_extension("fifo")));
         }
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A recording to standard output (`-`, `/dev/stdout`) when the program
@@ -345,5 +342,4 @@ fn a_recording_to_a_closed_standard_output_is_refused_not_lost() {
             "{bin} {args:?}: {stderr}"
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }

@@ -10,15 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::scratch::Scratch;
+
 pub(crate) const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
 pub(crate) const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
 pub(crate) const CXLSTAT: &str = env!("CARGO_BIN_EXE_cxlstat");
 
-pub(crate) fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-recordings-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test, removed when the test ends, also
+/// when it fails.
+pub(crate) fn scratch(name: &str) -> Scratch {
+    crate::scratch::scratch(&format!("recordings-{name}"))
 }
 
 pub(crate) fn fixture(name: &str) -> String {
@@ -194,7 +195,6 @@ fn frames_without_unchanged_keys_replay_like_full_frames() {
         assert!(a.matches("sda").count() >= 5 || opts.contains(&"-c"), "{a}");
         assert_eq!(a, b, "options {opts:?}");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Runs `cmd` and gives its exit status and CPU time (user + system);
@@ -270,7 +270,6 @@ fn a_long_recording_of_small_frames_replays_in_linear_time() {
     let out = run(IOSTAT, &["--replay", rec.to_str().unwrap(), "-d", "1"]);
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).matches("\nsda ").count() as u64, FRAMES);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A real recording of 5 samples: its header, 5 frames and end line.
@@ -362,7 +361,6 @@ fn a_last_line_cut_at_any_byte_replays_the_complete_frames_with_one_warning() {
              out of space) before its first sample\n"
         )
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -411,7 +409,6 @@ fn a_recorder_killed_with_sigkill_leaves_every_reported_sample() {
         )
     );
     assert_eq!(text(&out.stdout), text(&seen));
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// The last line's frame, its entry `key` replaced by `entry`.
@@ -481,7 +478,6 @@ fn a_corrupt_entry_is_an_error_naming_the_file_and_line() {
         assert!(err.contains(": not a recording frame: "), "{what}: {err}");
         assert_eq!(err.lines().count(), 1, "{what}: {err}");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A recording `--replay` cannot open is named as one, as `--record`'s is
@@ -497,7 +493,7 @@ fn a_recording_that_cannot_be_read_is_named_as_a_recording() {
         ("cxlstat", CXLSTAT, &["--list"][..]),
     ] {
         for (path, why) in [
-            (&missing, "No such file or directory (os error 2)"),
+            (missing.as_path(), "No such file or directory (os error 2)"),
             (&dir, "a directory, expected a file"),
         ] {
             let mut args = vec!["--replay", path.to_str().unwrap()];
@@ -511,7 +507,6 @@ fn a_recording_that_cannot_be_read_is_named_as_a_recording() {
             assert!(out.stdout.is_empty(), "{tool}");
         }
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// One recording per tool, from the fixture trees.
@@ -590,7 +585,6 @@ fn a_recording_of_another_tool_is_refused_with_the_tool_named() {
             ),
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -646,7 +640,6 @@ fn a_replay_refuses_the_options_it_cannot_honour_with_status_2() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("'--replay <FILE>' cannot be used with '[CMD]...'"));
     assert!(!ran.exists());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Runs `bin` with `args`, recording to `rec` every 10 ms `count` times,
@@ -794,7 +787,6 @@ fn a_recording_that_cannot_be_written_is_named_not_standard_output() {
         "{}",
         text(&out.stderr)
     );
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// One tool's run recorded by [`recorded_json_runs`].
@@ -908,7 +900,6 @@ fn a_frame_damaged_in_a_fifo_stops_the_replay_there() {
             "{tool}: the reports before it: {doc}"
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A replay from a FIFO whose writer stalls (a `zcat` stopped, a slow
@@ -996,7 +987,6 @@ fn a_stop_signal_ends_a_replay_waiting_for_a_stalled_fifo() {
         });
         assert!(doc.to_string().len() > 100, "{tool}: {doc}");
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// A recording whose header is past the file size limit (`ulimit -f`),
@@ -1054,7 +1044,6 @@ fn a_recording_header_past_the_file_size_limit_is_an_error_not_a_kill() {
             ),
         );
     }
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// Replays `tests/fixtures/recordings/0ebb936/TOOL.rec` with `args`.

@@ -1,6 +1,7 @@
 //! A test's own empty directory under the temporary directory, removed with
 //! what the test wrote in it when the test ends.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,13 @@ impl std::ops::Deref for Scratch {
 impl AsRef<Path> for Scratch {
     fn as_ref(&self) -> &Path {
         &self.0
+    }
+}
+
+/// So that a command takes it as an argument (`.arg(&dir)`).
+impl AsRef<OsStr> for Scratch {
+    fn as_ref(&self) -> &OsStr {
+        self.0.as_os_str()
     }
 }
 

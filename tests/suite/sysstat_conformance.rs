@@ -24,6 +24,7 @@
 //! A case may be skipped only when `docs/sysstat-compat.md` lists it as a
 //! deliberate deviation. Adding a row and an expected file adds a case.
 
+use crate::scratch::scratch;
 use crate::skip;
 
 use std::collections::{BTreeMap, HashMap};
@@ -630,9 +631,7 @@ const WORKERS: usize = 4;
 fn conformance(dir: &Path, label: &str) {
     let cases = read_cases(dir);
     let deviations = deviations();
-    let work =
-        std::env::temp_dir().join(format!("iostat-conformance-{}-{label}", std::process::id()));
-    fs::create_dir_all(&work).unwrap();
+    let work = scratch(&format!("conformance-{}", label.replace(' ', "-")));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut verdicts: Vec<(usize, Verdict)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..WORKERS)
@@ -675,7 +674,6 @@ fn conformance(dir: &Path, label: &str) {
             }
         }
     }
-    let _ = fs::remove_dir_all(&work);
     eprint!("{report}");
     let summary = format!(
         "sysstat conformance ({label}): {passed} passed, {failed} failed, {deviated} deviations ({} cases from {})",
@@ -728,20 +726,16 @@ fn sysstat_conformance_with_real_symlinks() {
     let Some(dir) = cases_dir_or_skip("sysstat_conformance_with_real_symlinks") else {
         return;
     };
-    let copy =
-        std::env::temp_dir().join(format!("iostat-conformance-links-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&copy);
+    let copy = scratch("conformance-links");
     let links = copy_with_real_symlinks(&dir, &copy);
     assert!(links > 10, "only {links} links in {}", dir.display());
     conformance(&copy, "real symbolic links");
-    fs::remove_dir_all(&copy).unwrap();
 }
 
 /// A small tree written in each form gives the same recording entries.
 #[test]
 fn both_link_forms_give_the_same_recording() {
-    let base = std::env::temp_dir().join(format!("iostat-link-forms-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
+    let base = scratch("link-forms");
     let build = |name: &str, link: &dyn Fn(&str, &Path)| {
         let root = base.join(name);
         fs::create_dir_all(root.join("sys/block/sda")).unwrap();
@@ -760,7 +754,6 @@ fn both_link_forms_give_the_same_recording() {
         std::os::unix::fs::symlink(target, at).unwrap()
     });
     let flat = build("flat", &|target, at| fs::write(at, target).unwrap());
-    fs::remove_dir_all(&base).unwrap();
     assert_eq!(real, flat);
     // What both must answer: the link itself, and the linked directory's files.
     assert_eq!(

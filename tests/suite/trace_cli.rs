@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use hwstat::vcpustat::trace::recording::Recording;
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-trace-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+use crate::scratch::{Scratch, scratch};
+
+/// A fresh directory for one test, removed when the test ends, also
+/// when it fails.
+fn tempdir(name: &str) -> Scratch {
+    scratch(&format!("trace-cli-{name}"))
 }
 
 /// Runs `vcpustat trace ARGS...` and returns its exit status.
@@ -143,7 +144,6 @@ fn a_recording_without_cede_events_says_its_run_times_may_be_too_high() {
     assert_eq!(status, 0);
     let (_, text, _) = trace_output(&["report", all.to_str().unwrap()]);
     assert!(!text.contains("dtl_event_mask"), "{text}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -199,7 +199,6 @@ fn a_time_base_that_goes_back_gives_a_negative_start_in_the_timeline() {
     assert_eq!(rows[3]["partition"], "1");
     assert_eq!(rows[3]["cpu"], "0");
     assert_eq!(rows[3]["processor"], "3");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -273,7 +272,6 @@ fn runs_that_overlap_on_a_processor_are_noted_with_their_negative_delay() {
             .unwrap()
             .starts_with("runs overlap on processor 3")
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -337,7 +335,6 @@ fn live_recorder_over_a_sysroot_then_a_merged_report() {
         trace(&["report", f1.to_str().unwrap(), f1.to_str().unwrap()]),
         1
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -408,7 +405,6 @@ fn bad_input_fails_cleanly_and_leaves_the_system_as_it_was() {
         trace(&["record", "--poll", "0", "-w", out.to_str().unwrap()]),
         2
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `trace record --record FILE` keeps the kernel files it read in a
@@ -467,7 +463,6 @@ fn the_kernel_files_of_a_trace_recording_are_not_replayed_as_a_report_run() {
         )
     );
     assert_eq!(trace(&["report", dtl.to_str().unwrap()]), 0);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -521,7 +516,6 @@ fn a_stop_signal_ends_an_open_ended_recording_cleanly() {
     let rec = Recording::open(&out).unwrap();
     assert_eq!(rec.header.cpus.iter().map(|c| c.entries).sum::<u64>(), 6);
     assert_mask_restored(&root);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -576,7 +570,6 @@ fn csv_is_one_table_chosen_with_table() {
     let (_, out, _) = trace_output(&["report", "-o", "csv", "--table", "reasons", fs]);
     assert!(out.contains(",1,0,dispatch,7,time_slice,5\n"), "{out}");
     assert!(out.contains(",1,1,preempt,4,time_slice,3\n"), "{out}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -623,7 +616,6 @@ fn an_unwritable_output_fails_before_recording() {
     assert!(err.contains("writing /dev/full"), "{err}");
     assert!(err.contains("No space left on device"), "{err}");
     assert_mask_restored(&root);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -669,7 +661,6 @@ fn a_killed_recording_is_reported_as_it_is() {
     let rec = Recording::open(&out).unwrap();
     let counts: Vec<(u32, u64)> = rec.header.cpus.iter().map(|c| (c.cpu, c.entries)).collect();
     assert_eq!(counts, vec![(0, 4), (1, 2)]);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -698,7 +689,6 @@ fn nothing_but_results_is_printed_when_stderr_is_not_a_terminal() {
     let (status, _, err) = trace_output(&["report", "--timeline", f.to_str().unwrap()]);
     assert_eq!(status, 0);
     assert_eq!(err, "");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A FUSE kernel with lparcfg, cpuinfo and the debugfs DTL files, whose
@@ -751,7 +741,6 @@ fn events_and_ring_size_work_on_unseekable_debugfs_files() {
     let rec = Recording::open(&f).unwrap();
     assert_eq!(rec.header.ring_entries, 170);
     assert_eq!(rec.header.event_mask, Some(0x03));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `trace record --events` on `cpus` of the simulated kernel, for
@@ -853,7 +842,6 @@ fn a_mask_someone_else_set_while_the_rings_opened_is_left_as_it_is() {
         [MaskWrite::new("0x03\n", 0)],
         "no write after theirs"
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// SIGKILL leaves no chance to clean up: once its rings are open, a
@@ -873,7 +861,6 @@ fn a_recording_killed_once_its_rings_are_open_leaves_the_mask_as_it_was() {
     let dtl = k.debugfs.as_ref().unwrap();
     assert_eq!(dtl.opened_with, [(0, 0x02), (1, 0x02)]);
     assert_eq!(dtl.event_mask, 0x07);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Two recordings of other vCPUs at the same time, each with its own
@@ -918,7 +905,6 @@ fn recordings_of_other_vcpus_at_the_same_time_leave_the_mask_as_it_was() {
     for (file, mask) in [(&first, 0x03), (&second, 0x02)] {
         assert_eq!(Recording::open(file).unwrap().header.event_mask, Some(mask));
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -961,7 +947,6 @@ fn a_kernel_without_config_dtl_is_told_from_an_unmounted_debugfs() {
         ),
         "{err}"
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Runs `vcpustat trace ARGS...` with standard error on a pseudo-terminal;
@@ -1017,7 +1002,6 @@ fn progress_shows_on_a_terminal_and_is_erased() {
     assert_eq!(status, 0, "{seen}");
     assert!(seen.contains("per-vCPU pass: "), "{seen:?}");
     assert!(seen.ends_with("\r\x1b[K"), "{seen:?}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -1086,7 +1070,6 @@ fn record_does_not_offer_replay() {
         "vcpustat: unexpected argument '--replay' found (see 'vcpustat trace record --help')\n"
     );
     assert!(!out.exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -1125,7 +1108,6 @@ fn a_header_count_of_u64_max_is_refused_without_a_panic() {
             )
         );
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Under an address-space limit too tight to be sure of opening the rings
@@ -1155,7 +1137,6 @@ fn a_recording_under_a_memory_limit_leaves_the_mask_as_it_was() {
     }
     assert!(refused > 0, "no limit was tight enough");
     assert!(recorded > 0, "no limit was enough");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The buffers a recording takes for its rings (a ring's worth per CPU,
@@ -1185,7 +1166,6 @@ fn the_ring_buffers_are_taken_before_the_mask_is_set() {
     }
     assert!(refused > 0, "no limit was tight enough");
     assert!(recorded > 0, "no limit was enough");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `vcpustat trace record --events cede,preempt --duration 20ms` of the

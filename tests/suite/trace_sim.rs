@@ -25,6 +25,8 @@ use hwstat::vcpustat::trace::report::{ReportFormat, ReportOptions, Table, write_
 use hwstat::vcpustat::trace::ring::{DebugfsRings, DtlRing, DtlRings};
 use hwstat::vcpustat::trace::topology::Topology;
 
+use crate::scratch::Scratch;
+
 const RING: u64 = 85;
 
 /// A tiny deterministic generator (64-bit LCG, high bits).
@@ -329,11 +331,10 @@ fn sysroot(dir: &Path, partition: u32, cpus: u32) -> PathBuf {
     root
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hwstat-trace-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test, removed when the test ends, also
+/// when it fails.
+fn tempdir(name: &str) -> Scratch {
+    crate::scratch::scratch(&format!("trace-{name}"))
 }
 
 fn options(output: PathBuf, events: Option<Vec<Event>>) -> RecordOptions {
@@ -571,7 +572,6 @@ fn the_merged_report_reconstructs_the_model_timeline_and_latency_exactly() {
         .find(|s| s["processor"] == "16" && s["partition"] == "2" && s["cpu"] == "all")
         .unwrap();
     assert_eq!(all["dispatches"].as_u64().unwrap(), p2_on_16);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -605,7 +605,6 @@ fn a_slow_reader_is_reported_as_having_possibly_lost_entries() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("note: partition 2 cpu 0:"), "{text}");
     assert!(text.contains("records may have been lost"), "{text}");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -660,7 +659,6 @@ fn the_event_mask_is_set_while_the_rings_open_and_restored_on_every_exit() {
     assert!(err.contains("vcpudispatch_stats"), "{err}");
     assert_eq!(std::fs::read_to_string(&mask_file).unwrap(), "0x07\n");
     assert!(!out2.exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The host as a kernel whose DTL reads crash (6.6.41 with hardened
@@ -753,7 +751,6 @@ fn the_kernel_crash_check_guards_the_live_debugfs_only() {
         "{err}"
     );
     assert!(!dir.join("live.dtl").exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A disk that fills up after `room` bytes.
@@ -827,5 +824,4 @@ fn a_full_disk_ends_the_recording_with_the_mask_restored_and_the_file_readable()
     let machine = analysis::load(&recordings).unwrap();
     let reports = analysis::vcpu_reports(&machine, &Topology::default(), &mut |_| {}).unwrap();
     assert_eq!(reports.iter().map(|r| r.dispatches).sum::<u64>(), kept);
-    std::fs::remove_dir_all(dir).unwrap();
 }

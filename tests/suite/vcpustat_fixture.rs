@@ -3,6 +3,8 @@
 
 use std::process::{Command, Output};
 
+use crate::scratch::scratch;
+
 fn vcpustat(fixture: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vcpustat"))
         .arg("--sysroot")
@@ -267,7 +269,7 @@ fn t_prints_the_time_of_each_report() {
 
 #[test]
 fn a_malformed_file_is_named_with_its_line() {
-    let root = std::env::temp_dir().join(format!("vcpustat-bad-{}", std::process::id()));
+    let root = scratch("vcpustat-bad");
     let dir = root.join("proc/powerpc");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -314,7 +316,6 @@ fn a_malformed_file_is_named_with_its_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-    std::fs::remove_dir_all(root).unwrap();
 }
 
 #[test]
@@ -373,8 +374,7 @@ fn machine_formats_number_reports_by_sample_as_the_other_tools_do() {
 
 #[test]
 fn options_a_run_would_ignore_are_usage_errors_naming_them() {
-    let dir = std::env::temp_dir().join(format!("vcpustat-ignored-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("vcpustat-ignored");
     let svg = dir.join("s.svg");
     let svg = svg.to_str().unwrap();
     for (args, start) in [
@@ -413,5 +413,4 @@ fn options_a_run_would_ignore_are_usage_errors_naming_them() {
     let out = vcpustat("seed", &["--status", "-t", "0.01", "1"]);
     let text = stdout(&out);
     assert!(text.starts_with("dispatch statistics: on\n"), "{text}");
-    std::fs::remove_dir_all(dir).unwrap();
 }

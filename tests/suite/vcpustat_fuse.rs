@@ -313,7 +313,8 @@ fn a_change_with_a_textfile_writes_the_state_it_left() {
     let Some(sim) = mount("textfile", scenario()) else {
         return;
     };
-    let file = std::env::temp_dir().join(format!("vcpustat-change-{}.prom", std::process::id()));
+    let dir = crate::scratch::scratch("vcpustat-change");
+    let file = dir.join("change.prom");
     let file_s = file.to_str().unwrap();
     let out = run(&sim, &["--enable", "--textfile", file_s]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -346,7 +347,6 @@ fn a_change_with_a_textfile_writes_the_state_it_left() {
         "{}",
         text(&out.stderr)
     );
-    let _ = std::fs::remove_file(&file);
 }
 
 #[test]
@@ -795,7 +795,8 @@ fn a_recorded_run_replays_to_the_same_report() {
     let Some(sim) = mount("record", scenario()) else {
         return;
     };
-    let recording = std::env::temp_dir().join(format!("vcpustat-{}.rec", std::process::id()));
+    let dir = crate::scratch::scratch("vcpustat-record");
+    let recording = dir.join("vcpustat.rec");
     let rec = recording.to_str().unwrap();
     let live = run(&sim, &["-n", "--record", rec, "0.05", "2"]);
     assert!(live.status.success(), "{}", text(&live.stderr));
@@ -812,7 +813,6 @@ fn a_recorded_run_replays_to_the_same_report() {
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
-    let _ = std::fs::remove_file(&recording);
 }
 
 #[test]

@@ -261,8 +261,8 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
     // before), quietly and with nothing changed, but with status 130: the
     // run did not happen, and its recording holds no sample, only that
     // end, which its replay gives again (status 0 said otherwise).
-    let recording =
-        std::env::temp_dir().join(format!("vcpustat-held-lock-{}.rec", std::process::id()));
+    let dir = crate::scratch::scratch("vcpustat-held-lock");
+    let recording = dir.join("held-lock.rec");
     let mut child = KillOnDrop(
         vcpustat(
             &sim,
@@ -287,7 +287,6 @@ fn a_run_stopped_mid_change_keeps_the_next_from_starting() {
         .output()
         .unwrap();
     let recorded = std::fs::read_to_string(&recording).unwrap();
-    std::fs::remove_file(&recording).unwrap();
     assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
     assert_eq!(err, "");
     assert!(took < Duration::from_secs(2), "{took:?}");

@@ -560,12 +560,10 @@ mod tests {
     #[test]
     fn a_refused_run_ends_its_recording_and_its_replay_prints_what_it_printed() {
         use crate::common::stderr::transcript;
-        let dir = std::env::temp_dir().join(format!("hwstat-cli-refused-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::common::scratch::scratch("cli-refused");
         let rec = dir.join("r.rec");
         let args = SourceArgs {
-            sysroot: Some(dir.clone()),
+            sysroot: Some(dir.to_path_buf()),
             record: Some(rec.clone()),
             replay: None,
         };
@@ -594,6 +592,5 @@ mod tests {
             (status, printed.as_str()),
             (127, "a\\x1b[2J\nb \\x20\n\\u{9b}c")
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

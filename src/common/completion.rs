@@ -100,8 +100,7 @@ mod tests {
 
     #[test]
     fn directory_candidates_keep_plain_names_only() {
-        let dir = std::env::temp_dir().join(format!("hwstat-completion-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::common::scratch::scratch("completion");
         for name in [
             "cxl_pmu_mem1.0",
             "cxl_pmu_mem0.0",
@@ -115,7 +114,6 @@ mod tests {
             .iter()
             .map(|c| c.get_value().to_string_lossy().into_owned())
             .collect();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(found, ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"]);
     }
 

@@ -96,6 +96,11 @@ pub mod privilege;
 pub mod record;
 pub mod root;
 pub mod run;
+/// The unit tests' temporary directories: the suite's own helper, one
+/// file for both.
+#[cfg(test)]
+#[path = "../../tests/suite/scratch.rs"]
+pub(crate) mod scratch;
 pub mod serve;
 pub mod signals;
 pub mod source;

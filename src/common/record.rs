@@ -172,14 +172,15 @@ fn parse_hex(hex: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::Scratch;
     use crate::common::source::{RootFs, Source};
     use std::path::{Path, PathBuf};
 
     /// A fresh `hwstat-NAME-PID` directory in the temporary directory,
-    /// with an empty `root/proc` for a source to read.
-    pub(super) fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hwstat-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    /// with an empty `root/proc` for a source to read; removed when the
+    /// test ends, also when it fails.
+    pub(super) fn scratch(name: &str) -> Scratch {
+        let dir = crate::common::scratch::scratch(name);
         std::fs::create_dir_all(dir.join("root/proc")).unwrap();
         dir
     }
@@ -218,7 +219,6 @@ mod tests {
         assert!(replay.read("/proc/absent").is_err());
         assert!(!replay.next_sample().unwrap());
         assert!(replay.write_file("/proc/uptime", b"1\n").is_err());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -239,7 +239,6 @@ mod tests {
         let mut replay = Replay::open(&file, "test").unwrap();
         assert!(replay.next_sample().unwrap());
         assert!(!replay.next_sample().unwrap());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -284,7 +283,6 @@ mod tests {
         rec.values("perf:x", &mut || Ok(vec![1])).unwrap();
         rec.refuse("", 0).unwrap();
         assert_eq!(lines(&file)[1], r#"{"end":{"frames":1}}"#);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -306,7 +304,6 @@ mod tests {
         assert!(text.ends_with("}\n{\"end\":{\"frames\":1}}\n"), "{text}");
         let replay = Replay::open(&file, "test").unwrap();
         assert!(replay.cut().is_none());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -335,7 +332,6 @@ mod tests {
                 .values_into("perf:z", &mut out, &mut |_: &mut Vec<u64>| unreachable!())
                 .is_err()
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// A recording of `frames` frames, each reading `/proc/uptime` as
@@ -389,7 +385,6 @@ mod tests {
             err.contains(": the file holds 1 of the 3 frames it held when it was checked"),
             "{err}"
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -430,7 +425,6 @@ mod tests {
             writer.join().unwrap(),
             "the whole FIFO was read before a frame was served"
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -464,7 +458,6 @@ mod tests {
             err.ends_with(":2: the recording holds no complete sample (line 2 is cut short)"),
             "{err}"
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// A version-1 header, which promises no end line.
@@ -562,7 +555,6 @@ mod tests {
             assert!(err.starts_with(&file.display().to_string()), "{err}");
             assert_eq!(err.lines().count(), 1, "{err}");
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -593,7 +585,6 @@ mod tests {
             err.ends_with("was recorded by \\x1b[2Jx, not test"),
             "{err}"
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// Every frame of `frames` replayed: the answers to `keys`, per sample.
@@ -774,7 +765,6 @@ mod tests {
             err.contains("t.rec:2: the recording holds no complete sample (line 2 is cut short)"),
             "{err}"
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -817,6 +807,5 @@ mod tests {
         );
         // Live sources have no recording.
         assert_eq!(RootFs::new(&dir).values_origin("k"), None);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -430,12 +430,14 @@ fn dirent_names(records: &[u8], each: &mut dyn FnMut(&[u8])) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::Scratch;
     use std::fs;
     use std::io::Read;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hwstat-root-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+    /// A fresh directory for one test with an empty `root/proc`, removed
+    /// when the test ends, also when it fails.
+    fn scratch(name: &str) -> Scratch {
+        let dir = crate::common::scratch::scratch(&format!("root-{name}"));
         fs::create_dir_all(dir.join("root/proc")).unwrap();
         dir
     }
@@ -476,7 +478,6 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         renamer.join().unwrap();
         assert_eq!(failures, 0, "lookups failed while another thread renamed");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -498,7 +499,6 @@ mod tests {
                 );
             }
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -527,7 +527,6 @@ mod tests {
             fs::read_to_string(dir.join("root/proc/own")).unwrap(),
             "50\n"
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -573,7 +572,6 @@ mod tests {
         .unwrap();
         names.sort();
         assert_eq!(names, ["abs", "inside", "ok", "rel"]);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// One `getdents64` record of `name`, padded to 8 bytes.
@@ -649,6 +647,5 @@ mod tests {
         names.sort();
         expected.sort();
         assert_eq!(names, expected);
-        fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -763,15 +763,13 @@ impl Source for RootFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::{Scratch, scratch};
     use std::fs;
 
-    fn tree() -> (PathBuf, RootFs) {
-        let dir = std::env::temp_dir().join(format!(
-            "hwstat-source-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
+    /// A small tree of this thread's, removed when the test ends, also
+    /// when it fails.
+    fn tree() -> (Scratch, RootFs) {
+        let dir = scratch(&format!("source-{:?}", std::thread::current().id()));
         fs::create_dir_all(dir.join("proc")).unwrap();
         fs::create_dir_all(dir.join("sys/block/sda")).unwrap();
         fs::write(dir.join("proc/uptime"), "12.34 5.67\n").unwrap();
@@ -798,7 +796,7 @@ mod tests {
 
     #[test]
     fn reads_lists_and_resolves_under_the_root() {
-        let (dir, src) = tree();
+        let (_dir, src) = tree();
         assert_eq!(src.read_string("/proc/uptime").unwrap(), "12.34 5.67\n");
         assert_eq!(src.list_dir("/sys/block").unwrap(), vec!["sda"]);
         assert_eq!(src.read_link("/proc/link").unwrap(), "../sys/block/sda");
@@ -807,7 +805,6 @@ mod tests {
         assert!(!src.is_dir("/proc/uptime"));
         let err = src.read("/proc/missing").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// `path` under `dir` as the host's root names it.
@@ -832,7 +829,6 @@ mod tests {
         assert_eq!(src.read_string(&uptime).unwrap(), big);
         fs::write(dir.join("proc/uptime"), "1.00 2.00\n").unwrap();
         assert_eq!(src.read_string(&uptime).unwrap(), "1.00 2.00\n");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -844,7 +840,6 @@ mod tests {
         fs::write(dir.join("uptime.new"), "1.00 2.00\n").unwrap();
         fs::rename(dir.join("uptime.new"), dir.join("proc/uptime")).unwrap();
         assert_eq!(src.read_string("/proc/uptime").unwrap(), "1.00 2.00\n");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     fn lines_of(src: &dyn Source, path: &str) -> Vec<String> {
@@ -892,12 +887,11 @@ mod tests {
         src.for_each_dir_entry("/sys/block", &mut |n| names.push(n.to_string()))
             .unwrap();
         assert_eq!(names, src.list_dir("/sys/block").unwrap());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn values_into_fills_the_callers_buffer_without_replacing_it() {
-        let (dir, src) = tree();
+        let (_dir, src) = tree();
         let mut buf = Vec::with_capacity(8);
         let before = buf.as_ptr();
         src.values_into("perf:x", &mut buf, &mut |b: &mut Vec<u64>| {
@@ -911,7 +905,6 @@ mod tests {
             before,
             "the live source must reuse the buffer"
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -920,14 +913,12 @@ mod tests {
         assert!(src.write_file("/proc/nope", b"1\n").is_err());
         src.write_file("/proc/uptime", b"1\n").unwrap();
         assert_eq!(fs::read(dir.join("proc/uptime")).unwrap(), b"1\n");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn pread_all_reads_whole_files_of_every_size_wherever_the_offset_stands() {
         use std::io::Seek;
-        let dir = std::env::temp_dir().join(format!("hwstat-pread-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("pread");
         let path = dir.join("f");
         let mut buf = Vec::new();
         for len in [
@@ -954,7 +945,6 @@ mod tests {
         let err = pread_all(&file, 100, &mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(buf.is_empty());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -996,7 +986,6 @@ mod tests {
         .unwrap();
         let err = src.read("/sys/block/sda/stat").unwrap_err();
         assert!(err.to_string().starts_with("larger than 1024 KiB"), "{err}");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -1016,7 +1005,6 @@ mod tests {
             .for_each_line(&path, &mut buf, &mut |_| {})
             .unwrap_err();
         assert!(err.to_string().contains("character device"), "{err}");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Lines of `text` as `read_lines` splits them from a file.
@@ -1049,7 +1037,6 @@ mod tests {
         .unwrap();
         assert_eq!(lines, 10_000);
         assert_eq!(buf.capacity(), LINE_CHUNK);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -1076,7 +1063,6 @@ mod tests {
         text.extend_from_slice(b"no newline");
         expected.push(b"no newline".to_vec());
         assert_eq!(read_lines_of(&dir, &text), expected);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// The search for a newline starts where the last one ended: the bytes
@@ -1121,6 +1107,5 @@ mod tests {
             long < short * 10,
             "one line {long:?}, the same bytes in short lines {short:?}"
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -646,14 +646,14 @@ fn file_name(path: &Path) -> io::Result<&OsStr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::Scratch;
     use std::io::Write;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hwstat-temp-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh directory for one test, removed when the test ends, also
+    /// when it fails.
+    fn scratch(name: &str) -> Scratch {
+        crate::common::scratch::scratch(&format!("temp-{name}"))
     }
 
     /// Every name a temporary of this process could take, in `dir`.
@@ -692,7 +692,6 @@ mod tests {
         })
         .unwrap();
         assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o640);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -745,7 +744,6 @@ mod tests {
                 .is_symlink()
         );
         assert!(planted_dir.is_dir());
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -757,7 +755,6 @@ mod tests {
         replace_with(&target, Readers::Everyone, |f| f.write_all(b"new")).unwrap();
         assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o600);
         assert_eq!(fs::read(&target).unwrap(), b"new");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -783,7 +780,6 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
         replace_with(&theirs, Readers::Everyone, |f| f.write_all(b"<svg/>")).unwrap();
         assert_eq!(fs::read(&theirs).unwrap(), b"<svg/>");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -821,7 +817,6 @@ mod tests {
         );
         assert_eq!(check_targets(&[("--svg", Some(&victim))], None), Ok(()));
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -856,7 +851,6 @@ mod tests {
             ),
             Ok(())
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Whether the test may act for another user (root); outside CI a
@@ -905,7 +899,6 @@ mod tests {
         });
         assert!(failed.is_err());
         assert_eq!(fs::read_dir(dir.join("sub.failed")).unwrap().count(), 0);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -939,7 +932,6 @@ mod tests {
         assert_eq!(fs::read(dir.join("c.svg")).unwrap(), b"old");
         let err = check_targets(&[("--svg", Some(Path::new("")))], None).unwrap_err();
         assert_eq!(err, "--svg : No such file or directory (os error 2)");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -959,7 +951,6 @@ mod tests {
             let meta = fs::metadata(&target).unwrap();
             assert_eq!((meta.uid(), meta.mode() & 0o7777), (0, 0o600));
         }
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -1007,7 +998,6 @@ mod tests {
         std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
         replace_with(&target, Readers::Everyone, |f| f.write_all(b"a 1\n")).unwrap();
         assert_eq!(fs::read(private.join("x.prom")).unwrap(), b"a 1\n");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The directory `Directory::open(path)` opens: the same file as the
@@ -1085,7 +1075,6 @@ mod tests {
         }
         opens(&dir.join("chain1"), &a);
         fails(&dir.join("chain0"), libc::ELOOP);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -1099,6 +1088,5 @@ mod tests {
         assert_eq!(err.unwrap_err().to_string(), "disk full");
         assert_eq!(fs::read(&target).unwrap(), b"old");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

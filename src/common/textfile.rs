@@ -32,8 +32,7 @@ mod tests {
 
     #[test]
     fn replaces_whole_and_leaves_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("hwstat-textfile-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = crate::common::scratch::scratch("textfile");
         let path = dir.join("x.prom");
         replace(&path, b"a 1\n").unwrap();
         replace(&path, b"b 2\n").unwrap();
@@ -45,13 +44,11 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("x.prom")]);
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_narrower_mode_of_this_users_file_is_kept_not_widened() {
-        let dir = std::env::temp_dir().join(format!("hwstat-textfile-mode-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = crate::common::scratch::scratch("textfile-mode");
         let path = dir.join("x.prom");
         fs::write(&path, "old\n").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
@@ -59,7 +56,6 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"a 1\n");
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -253,8 +253,7 @@ print fmt: \"%d,%d\", REC->dev\n";
 
     #[test]
     fn an_empty_directory_is_tracefs_not_mounted() {
-        let dir = std::env::temp_dir().join(format!("hwstat-tracefs-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = crate::common::scratch::scratch("tracefs");
         let err = Tracefs::find_in(&[&dir]).unwrap_err();
         assert_eq!(err, TracefsError::NotMounted);
         assert!(
@@ -265,6 +264,5 @@ print fmt: \"%d,%d\", REC->dev\n";
         let t = Tracefs::find_in(&[&dir]).unwrap();
         let err = t.event("block", "block_rq_issue").unwrap_err();
         assert!(matches!(err, TracefsError::Missing { .. }), "{err}");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

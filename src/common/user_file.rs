@@ -487,13 +487,13 @@ pub(crate) fn mkfifo(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::Scratch;
     use std::path::PathBuf;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hwstat-user-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh directory for one test, removed when the test ends, also
+    /// when it fails.
+    fn scratch(name: &str) -> Scratch {
+        crate::common::scratch::scratch(&format!("user-{name}"))
     }
 
     #[test]
@@ -529,7 +529,6 @@ mod tests {
             err.to_string(),
             "a FIFO that no process reads: start its reader first"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -556,7 +555,6 @@ mod tests {
             .read_to_string(&mut text)
             .unwrap();
         assert_eq!(text, "x");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -573,7 +571,6 @@ mod tests {
         create(&shared).unwrap();
         assert_eq!(mode(&shared), 0o644);
         assert_eq!(std::fs::metadata(&shared).unwrap().len(), 0);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -594,7 +591,6 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
         let err = create(Path::new("")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -670,7 +666,6 @@ mod tests {
         ] {
             assert!(!names_standard_output(Path::new(name)), "{name}");
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

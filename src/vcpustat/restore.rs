@@ -352,6 +352,7 @@ pub fn run_then_restore<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::{Scratch, scratch};
     use crate::common::source::RootFs;
     use std::fs;
 
@@ -362,8 +363,7 @@ mod tests {
         assert_eq!(room_for(2048), 8 << 20);
         assert_eq!(room_for(8192), 32 << 20);
         assert_eq!(room_for(usize::MAX), usize::MAX);
-        let dir = std::env::temp_dir().join(format!("vcpustat-room-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let dir = crate::common::scratch::scratch("vcpustat-room");
         fs::create_dir_all(dir.join("sys/devices/system/cpu")).unwrap();
         fs::write(dir.join("sys/devices/system/cpu/possible"), "0-8191\n").unwrap();
         assert_eq!(cpus_of(&RootFs::new(&dir)), 8192);
@@ -371,13 +371,11 @@ mod tests {
         // SAFETY: sysconf only reads a system setting.
         let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
         assert_eq!(cpus_of(&RootFs::new(&dir)) as libc::c_long, configured);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn applies_newest_first_and_keeps_going_after_a_failure() {
-        let dir = std::env::temp_dir().join(format!("vcpustat-restore-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let dir = crate::common::scratch::scratch("vcpustat-restore");
         fs::create_dir_all(dir.join("proc/powerpc")).unwrap();
         // Only the frequency file exists: switching off fails, the frequency is restored.
         fs::write(dir.join("proc/powerpc/vcpudispatch_stats_freq"), "100\n").unwrap();
@@ -397,13 +395,11 @@ mod tests {
             "50\n"
         );
         assert!(plan.pending().is_empty());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn a_panic_still_restores() {
-        let dir = std::env::temp_dir().join(format!("vcpustat-panic-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let dir = crate::common::scratch::scratch("vcpustat-panic");
         fs::create_dir_all(dir.join("proc/powerpc")).unwrap();
         // The frequency: a file on disk takes it as the kernel's does (the
         // statistics file on disk is not written, see kernel::switch).
@@ -421,7 +417,6 @@ mod tests {
         assert!(outcome.is_err());
         assert!(restored.failures.is_empty());
         assert_eq!(fs::read_to_string(&freq).unwrap(), "50\n");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -442,8 +437,7 @@ mod tests {
 
     #[test]
     fn a_frequency_someone_else_set_since_is_left_alone() {
-        let dir = std::env::temp_dir().join(format!("vcpustat-theirs-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let dir = crate::common::scratch::scratch("vcpustat-theirs");
         fs::create_dir_all(dir.join("proc/powerpc")).unwrap();
         let freq = dir.join("proc/powerpc/vcpudispatch_stats_freq");
         // vcpustat set 100 (it was 50); another run set 200 since.
@@ -459,14 +453,11 @@ mod tests {
         assert_eq!(fs::read_to_string(&freq).unwrap(), "200\n");
         assert_eq!(restored.notes.len(), 1);
         assert!(restored.notes[0].contains("someone else set the frequency to 200"));
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// A tree with a `run` directory for the runs' record, and the record.
-    fn run_tree(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-        let dir =
-            std::env::temp_dir().join(format!("vcpustat-share-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+    fn run_tree(name: &str) -> (Scratch, std::path::PathBuf) {
+        let dir = scratch(&format!("vcpustat-share-{name}"));
         fs::create_dir_all(dir.join("run")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(dir.join("run"), fs::Permissions::from_mode(0o755)).unwrap();
@@ -544,6 +535,5 @@ mod tests {
                 freq: None
             }
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 }

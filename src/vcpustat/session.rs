@@ -511,12 +511,11 @@ fn lock_waiting(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::{Scratch, scratch};
     use std::os::unix::fs::PermissionsExt;
 
-    fn root(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("vcpustat-session-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    fn root(name: &str) -> Scratch {
+        let dir = scratch(&format!("vcpustat-session-{name}"));
         std::fs::create_dir_all(dir.join("run")).unwrap();
         std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
         dir
@@ -573,7 +572,6 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -630,7 +628,6 @@ mod tests {
             std::fs::metadata(dir.join(LOCK_PATH)).unwrap().len(),
             RECORD_BYTES as u64
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -644,7 +641,6 @@ mod tests {
         assert_eq!(record(&dir), Some(Shared::default()));
         // The mutex is free again.
         let (_b, _) = enter(&dir, true);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -662,7 +658,6 @@ mod tests {
         let err = Session::enter(&dir, true, Duration::from_secs(60), &|| true).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Interrupted);
         assert!(started.elapsed() < Duration::from_secs(30));
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -697,7 +692,6 @@ mod tests {
             );
             assert_eq!(record(&dir), Some(Shared::default()));
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -748,7 +742,6 @@ mod tests {
                 .is_none(),
             "a link is not the run directory"
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -781,6 +774,5 @@ mod tests {
         b.publish(Shared::default()).unwrap();
         assert!(peek(&dir).is_none(), "an empty record");
         drop(b);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,5 +1,6 @@
 //! A test's own empty directory under the temporary directory, removed with
-//! what the test wrote in it when the test ends.
+//! what the test wrote in it when the test ends. The library's unit tests
+//! use this same file (`src/common/mod.rs` includes it).
 
 use std::ffi::OsStr;
 use std::fs;

@@ -80,14 +80,13 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::scratch::Scratch;
     use std::fs;
 
-    /// A test's own empty directory.
-    fn dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hwstat-chart-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A test's own empty directory, removed when the test ends, also
+    /// when it fails.
+    fn dir(name: &str) -> Scratch {
+        crate::common::scratch::scratch(&format!("chart-{name}"))
     }
 
     fn titled(title: &str) -> Chart {
@@ -113,7 +112,6 @@ mod tests {
         write_atomic(&path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -124,7 +122,6 @@ mod tests {
         write_atomic(&path, b"<svg/>").unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -148,7 +145,6 @@ mod tests {
         file.finish(|| panic!("a live run's file is written already"))
             .unwrap();
         assert_eq!(title_in(&path), "second");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -163,7 +159,6 @@ mod tests {
         assert!(!path.exists());
         file.finish(|| titled("the whole replay")).unwrap();
         assert_eq!(title_in(&path), "the whole replay");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -183,6 +178,5 @@ mod tests {
             );
             assert!(!path.exists(), "live: {live}");
         }
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -75,7 +75,6 @@ fn a_version_2_recording_without_its_end_line_was_cut() {
     assert_eq!(cut, None);
     let (_, cut) = replay_text(&dir, &format!("{ended}\n \n")).unwrap();
     assert_eq!(cut, None);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -93,7 +92,6 @@ fn a_version_1_recording_has_no_end_line_to_miss() {
         err.contains("t.rec:4: frame 2: not a recording frame: missing field `index`"),
         "{err}"
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -154,7 +152,6 @@ fn an_end_line_that_miscounts_or_is_not_last_is_damage() {
         assert!(err.contains(want), "want {want:?}, got {err:?}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Replays `text` written to a FIFO: the values of `/x` served before the
@@ -212,7 +209,6 @@ fn a_fifo_is_told_cut_or_damaged_at_its_end() {
     // A version-1 FIFO has no end line to miss.
     let (seen, end) = replay_fifo(&dir, &format!("{V1}\n{f}"));
     assert_eq!((seen.len(), end), (2, Ok(None)));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The end line of a run refused before its first sample, as the writer
@@ -253,7 +249,6 @@ fn a_refused_run_is_given_again_from_a_file_and_a_fifo() {
         Err(ReplayError::Refused { refused, .. }) => assert_eq!(refused, want),
         other => panic!("{:?}", other.map(|_| ())),
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -284,7 +279,6 @@ fn a_refusal_after_frames_or_with_a_status_no_run_ends_with_is_damage() {
         assert!(err.contains(want), "want {want:?}, got {err:?}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -325,7 +319,6 @@ fn a_recording_of_no_sample_says_what_its_writer_did() {
         writer.join().unwrap();
         assert!(err.ends_with(&want.replace("t.rec", "t.fifo")), "{err}");
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -364,7 +357,6 @@ fn a_recording_cut_in_its_header_or_in_a_refusal_says_so() {
         assert!(err.contains(want), "want {want:?}, got {err:?}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A recorder of `root` into `fifo` once its reader has opened it: a FIFO
@@ -445,5 +437,4 @@ fn a_reader_gone_after_the_last_frame_does_not_fail_the_run() {
     opened.send(()).unwrap();
     let err = writer.join().unwrap().unwrap_err();
     assert!(err.contains("t.fifo: Broken pipe"), "{err}");
-    std::fs::remove_dir_all(dir).unwrap();
 }

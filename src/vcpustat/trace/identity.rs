@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn reads_partition_and_timebase_through_the_source() {
-        let dir = std::env::temp_dir().join(format!("hwstat-ident-{}", std::process::id()));
+        let dir = crate::common::scratch::scratch("ident");
         std::fs::create_dir_all(dir.join("proc/ppc64")).unwrap();
         std::fs::write(
             dir.join("proc/ppc64/lparcfg"),
@@ -124,6 +124,5 @@ mod tests {
         assert_eq!(timebase_hz(&src).unwrap(), 512_000_000);
         std::fs::write(dir.join("proc/cpuinfo"), "processor : 0\n").unwrap();
         assert!(timebase_hz(&src).unwrap_err().contains("no timebase"));
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

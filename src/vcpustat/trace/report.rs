@@ -297,8 +297,7 @@ mod tests {
 
     #[test]
     fn a_recording_shortened_during_the_timeline_leaves_the_json_closed() {
-        let dir = std::env::temp_dir().join(format!("hwstat-shortened-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::common::scratch::scratch("shortened");
         let path = dir.join("lpar1.dtl");
         let fixture = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -337,7 +336,6 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_slice(&out)
             .unwrap_or_else(|e| panic!("not closed: {e}: {}", String::from_utf8_lossy(&out)));
         assert!(doc["sections"]["timeline"].is_object(), "{doc}");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

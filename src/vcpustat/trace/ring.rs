@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn live_rings_open_under_the_root_and_read_whole_files() {
-        let dir = std::env::temp_dir().join(format!("hwstat-ring-{}", std::process::id()));
+        let dir = crate::common::scratch::scratch("ring");
         let dtl = dir.join("sys/kernel/debug/powerpc/dtl");
         std::fs::create_dir_all(&dtl).unwrap();
         std::fs::write(dtl.join("cpu-3"), [1u8; 96]).unwrap();
@@ -118,6 +118,5 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let err = rings.open(5).err().unwrap();
         assert!(err.to_string().contains("FIFO"), "{err}");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         let stats = LatencyStats::of(h);
         let losses = Losses {
             lost: interval.lost,
-            unmatched: interval.unmatched,
+            unmatched: interval.unmatched_on(*devnum),
             undelivered: interval.undelivered_on(*devnum),
         };
         let _ = json_object(h, &stats, &losses);

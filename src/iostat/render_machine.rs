@@ -134,8 +134,8 @@ fn latency_columns(histograms: bool) -> Vec<Column> {
     columns.push(Column::counter(
         "latency_unmatched_completions",
         "unmatched",
-        "Completions of every device in the interval left untimed: their issue was not seen, or \
-         a lost completion at their sector left it unknown whose they were.",
+        "The device's completions in the interval left untimed: their issue was not seen, or a \
+         lost completion at their sector left it unknown whose they were.",
         8,
     ));
     columns

@@ -108,12 +108,12 @@ impl Sample<'_> {
     }
 
     /// `--latency`: what `row`'s histograms miss in the interval: the
-    /// samples the kernel lost and the completions left unmatched (of every
-    /// device), and `row`'s requests whose completion never arrived.
+    /// samples the kernel lost (of every device), and `row`'s completions
+    /// left unmatched and requests whose completion never arrived.
     pub fn latency_losses(&self, row: &DeviceRow) -> Losses {
         self.latency.map_or_else(Losses::default, |l| Losses {
             lost: l.lost,
-            unmatched: l.unmatched,
+            unmatched: row.devnum.map_or(0, |d| l.unmatched_on(d)),
             undelivered: row.devnum.map_or(0, |d| l.undelivered_on(d)),
         })
     }

@@ -6,8 +6,11 @@
 //! five histograms (read, write, discard, flush latency, then queue depth),
 //! each `max, sum, buckets` followed by `buckets` pairs `index, count`;
 //! then `undelivered` devices, each `major, minor, count` (absent from
-//! recordings made before it was counted, which read as none); last,
-//! `cpus_late` when not 0 (absent, it reads as 0).
+//! recordings made before it was counted, which read as none); then
+//! `cpus_late`; last, the devices of `unmatched_by_device`, each `major,
+//! minor, count`. Recordings made before the unmatched completions were
+//! counted per device end after `cpus_late`, which they write only when
+//! not 0 (absent, it reads as 0).
 
 use super::histogram::{Histogram, LAST_BUCKET};
 use super::tracker::{DeviceHistograms, OPS};
@@ -23,8 +26,12 @@ pub struct Interval {
     /// Samples the kernel dropped (ring buffer full): histograms are short.
     pub lost: u64,
     /// Completions whose issue was not seen, or is not known (a lost
-    /// completion at their sector).
+    /// completion at their sector), of every device.
     pub unmatched: u64,
+    /// The same per `(major, minor)` of a disk or a partition, in order;
+    /// devices with none are left out. `None` in a recording made before
+    /// they were counted per device (see [`Interval::unmatched_on`]).
+    pub unmatched_by_device: Option<Vec<((u32, u32), u64)>>,
     /// Per `(major, minor)` of a disk or a partition, in order, the
     /// requests the kernel no longer counts in flight whose completion
     /// never reached iostat-rs (see
@@ -55,6 +62,18 @@ impl Interval {
             .map_or(0, |i| self.undelivered[i].1)
     }
 
+    /// How many of `(major, minor)`'s completions were unmatched; in a
+    /// recording made before they were counted per device, those of every
+    /// device, as its reports showed them.
+    pub fn unmatched_on(&self, devnum: (u32, u32)) -> u64 {
+        let Some(by_device) = &self.unmatched_by_device else {
+            return self.unmatched;
+        };
+        by_device
+            .binary_search_by_key(&devnum, |&(d, _)| d)
+            .map_or(0, |i| by_device[i].1)
+    }
+
     /// The numbers a recording stores.
     pub fn encode(&self) -> Vec<u64> {
         let mut out = vec![self.lost, self.unmatched, self.devices.len() as u64];
@@ -72,8 +91,16 @@ impl Interval {
         for &((major, minor), count) in &self.undelivered {
             out.extend([u64::from(major), u64::from(minor), count]);
         }
-        if self.cpus_late > 0 {
-            out.push(self.cpus_late);
+        match &self.unmatched_by_device {
+            Some(by_device) => {
+                out.extend([self.cpus_late, by_device.len() as u64]);
+                for &((major, minor), count) in by_device {
+                    out.extend([u64::from(major), u64::from(minor), count]);
+                }
+            }
+            // The layout of recordings made before.
+            None if self.cpus_late > 0 => out.push(self.cpus_late),
+            None => {}
         }
         out
     }
@@ -117,25 +144,45 @@ impl Interval {
             let minor = u32::try_from(next()?).ok()?;
             undelivered.push(((major, minor), next()?));
         }
-        // Written only when not 0: a 0 is no list `encode` writes.
-        let cpus_late = match next() {
-            None => 0,
-            Some(0) => return None,
-            Some(late) => late,
+        let (cpus_late, unmatched_by_device) = match (next(), next()) {
+            (None, _) => (0, None),
+            // Before the per-device counts, written only when not 0: a 0
+            // alone is no list `encode` writes.
+            (Some(0), None) => return None,
+            (Some(late), None) => (late, None),
+            (Some(late), Some(count)) => {
+                let mut by_device = Vec::new();
+                for _ in 0..count {
+                    let major = u32::try_from(next()?).ok()?;
+                    let minor = u32::try_from(next()?).ok()?;
+                    // Only devices with some, none above every device's.
+                    let n = next().filter(|&n| n > 0 && n <= unmatched)?;
+                    by_device.push(((major, minor), n));
+                }
+                (late, Some(by_device))
+            }
         };
-        let increasing = devices.windows(2).all(|w| w[0].0 < w[1].0)
-            && undelivered.windows(2).all(|w| w[0].0 < w[1].0);
-        if next().is_some() || !increasing {
+        let in_order = increasing(&devices)
+            && increasing(&undelivered)
+            && unmatched_by_device.as_deref().is_none_or(increasing);
+        if next().is_some() || !in_order {
             return None;
         }
         Some(Interval {
             lost,
             unmatched,
+            unmatched_by_device,
             undelivered,
             devices,
             cpus_late,
         })
     }
+}
+
+/// Whether each device of `list` comes after the one before it: in order,
+/// none twice.
+fn increasing<T>(list: &[((u32, u32), T)]) -> bool {
+    list.windows(2).all(|w| w[0].0 < w[1].0)
 }
 
 #[cfg(test)]
@@ -144,14 +191,53 @@ mod tests {
     use crate::iostat::latency::histogram::bucket_of;
 
     #[test]
+    fn unmatched_completions_per_device_follow_cpus_late() {
+        let i = Interval {
+            unmatched: 3,
+            unmatched_by_device: Some(vec![((8, 0), 3), ((8, 1), 2)]),
+            ..Interval::default()
+        };
+        let v = i.encode();
+        assert_eq!(v, [0, 3, 0, 0, 0, 2, 8, 0, 3, 8, 1, 2]);
+        assert_eq!(Interval::decode(&v), Some(i.clone()));
+        let on = |devnum| i.unmatched_on(devnum);
+        assert_eq!((on((8, 0)), on((8, 1)), on((9, 0))), (3, 2, 0));
+        // None on any device: the list is still written, empty.
+        let none = Interval {
+            unmatched_by_device: Some(vec![]),
+            ..Interval::default()
+        };
+        assert_eq!(none.encode(), [0, 0, 0, 0, 0, 0]);
+        assert_eq!(Interval::decode(&none.encode()), Some(none));
+        // Recorded before: each device is given every device's count, as
+        // those recordings' reports showed it.
+        let older = Interval::decode(&[0, 3, 0, 0]).expect("the older layout");
+        assert_eq!(older.unmatched_by_device, None);
+        assert_eq!(older.unmatched_on((9, 0)), 3);
+        for (numbers, why) in [
+            (&[0, 3, 0, 0, 0, 1, 8, 0, 0][..], "a device with none"),
+            (&[0, 3, 0, 0, 0, 1, 8, 0, 4], "more than every device's"),
+            (&[0, 3, 0, 0, 0, 2, 8, 1, 1, 8, 0, 1], "out of order"),
+            (&[0, 3, 0, 0, 0, 2, 8, 0, 1, 8, 0, 1], "a device twice"),
+            (&[0, 3, 0, 0, 0, 2, 8, 0, 3], "cut short"),
+            (&[0, 3, 0, 0, 0, 1, 8, 0, 3, 7], "a number after the list"),
+        ] {
+            assert_eq!(Interval::decode(numbers), None, "{why}");
+        }
+    }
+
+    #[test]
     fn round_trip_and_refusals() {
         let mut h = DeviceHistograms::default();
         h.latency[0].add(2_000_000, 3);
         h.latency[3].add(5, 1);
         h.depth.add(1, 10_000);
+        // The layout before the unmatched completions were counted per
+        // device (see unmatched_completions_per_device_follow_cpus_late).
         let i = Interval {
             lost: 4,
             unmatched: 1,
+            unmatched_by_device: None,
             undelivered: vec![((7, 0), 6), ((8, 0), 1)],
             devices: vec![((7, 0), h.clone()), ((8, 0), DeviceHistograms::default())],
             cpus_late: 0,

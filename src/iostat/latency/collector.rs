@@ -611,13 +611,16 @@ impl State {
         let wait = cutoff.saturating_add(SETTLE).saturating_sub(monotonic_ns());
         std::thread::sleep(Duration::from_nanos(wait));
         self.drain(cutoff);
-        let mut undelivered: Vec<((u32, u32), u64)> = self
-            .tracker
-            .take_undelivered()
-            .into_iter()
-            .map(|(dev, count)| (dev_numbers(dev), count))
-            .collect();
-        undelivered.sort_unstable();
+        let by_devnum = |counts: Vec<(Dev, u64)>| {
+            let mut counts: Vec<((u32, u32), u64)> = counts
+                .into_iter()
+                .map(|(dev, count)| (dev_numbers(dev), count))
+                .collect();
+            counts.sort_unstable();
+            counts
+        };
+        let undelivered = by_devnum(self.tracker.take_undelivered());
+        let unmatched_by_device = Some(by_devnum(self.tracker.take_unmatched()));
         let unmatched = self.tracker.unmatched;
         let devices = self
             .tracker
@@ -628,6 +631,7 @@ impl State {
         Interval {
             lost: std::mem::take(&mut self.lost),
             unmatched,
+            unmatched_by_device,
             undelivered,
             devices,
             cpus_late: std::mem::take(&mut self.late).len() as u64,

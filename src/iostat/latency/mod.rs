@@ -146,14 +146,15 @@ impl LatencyStats {
 
 /// What one device's histograms of an interval miss, as every
 /// machine-readable format tells it (the Prometheus expositions sum them
-/// since the start): the samples the kernel `lost` and the completions
-/// left `unmatched`, both of every device, and the device's requests
-/// whose completion never arrived (`undelivered`).
+/// since the start): the samples the kernel `lost`, of every device, and
+/// the device's completions left `unmatched` and requests whose
+/// completion never arrived (`undelivered`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Losses {
     /// Samples the kernel dropped in the interval ([`Interval::lost`]).
     pub lost: u64,
-    /// Completions whose request is not known ([`Interval::unmatched`]).
+    /// The device's completions whose request is not known
+    /// ([`Interval::unmatched_on`]).
     pub unmatched: u64,
     /// The device's completions that never arrived
     /// ([`Interval::undelivered_on`]).
@@ -192,7 +193,7 @@ pub fn buckets_json(h: &Histogram) -> String {
 /// depth's `p50`, `max` (`null` where withheld) and `buckets` (depths and
 /// the ns spent at them); then what the histograms miss (`losses`): the
 /// samples the kernel `lost`, the device's requests whose completion never
-/// arrived (`undelivered`) and the completions of no known request
+/// arrived (`undelivered`) and its completions of no known request
 /// (`unmatched`).
 pub fn json_object(h: &DeviceHistograms, stats: &LatencyStats, losses: &Losses) -> String {
     let mut out = String::from("{");

@@ -47,13 +47,14 @@ const LOST_FAMILY: Family = Family {
            the histograms miss their requests.",
 };
 
-/// Completions without a known issue.
+/// Completions without a known issue, per device.
 const UNMATCHED_FAMILY: Family = Family {
     name: "iostat_rs_latency_unmatched_completions_total",
     kind: Kind::Counter,
-    help: "Block request completions left untimed: their issue was not seen \
-           (issued before iostat-rs started, or its sample lost), or a lost \
-           completion at their sector left it unknown whose they were.",
+    help: "Block request completions left untimed since iostat-rs started: their \
+           issue was not seen (issued before iostat-rs started, or its sample \
+           lost), or a lost completion at their sector left it unknown whose \
+           they were.",
 };
 
 /// Completions that never arrived, per device.
@@ -145,6 +146,7 @@ impl Cumulative {
 struct DeviceTotals {
     latency: [Cumulative; OPS],
     depth: Cumulative,
+    unmatched: u64,
     undelivered: u64,
 }
 
@@ -155,7 +157,6 @@ pub struct LatencyExposition {
     depth_bounds: Vec<u64>,
     totals: BTreeMap<(u32, u32), DeviceTotals>,
     lost: u64,
-    unmatched: u64,
 }
 
 impl LatencyExposition {
@@ -167,7 +168,6 @@ impl LatencyExposition {
             depth_bounds: depth_bounds(),
             totals: BTreeMap::new(),
             lost: 0,
-            unmatched: 0,
         }
     }
 
@@ -191,18 +191,21 @@ impl LatencyExposition {
 
     fn add(&mut self, interval: &Interval, devices: &[(&str, (u32, u32))]) {
         self.lost = self.lost.saturating_add(interval.lost);
-        self.unmatched = self.unmatched.saturating_add(interval.unmatched);
         let listed: BTreeSet<(u32, u32)> = devices.iter().map(|&(_, devnum)| devnum).collect();
         self.totals.retain(|devnum, _| listed.contains(devnum));
         for &(_, devnum) in devices {
             let totals = self.totals.entry(devnum).or_insert_with(|| DeviceTotals {
                 latency: std::array::from_fn(|_| Cumulative::new(&self.latency_bounds)),
                 depth: Cumulative::new(&self.depth_bounds),
+                unmatched: 0,
                 undelivered: 0,
             });
             if let Some(h) = interval.device(devnum) {
                 add_device(totals, h, &self.latency_bounds, &self.depth_bounds);
             }
+            totals.unmatched = totals
+                .unmatched
+                .saturating_add(interval.unmatched_on(devnum));
             totals.undelivered = totals
                 .undelivered
                 .saturating_add(interval.undelivered_on(devnum));
@@ -234,12 +237,22 @@ impl LatencyExposition {
         }
         e.family(&LOST_FAMILY);
         e.sample(&[], self.lost as f64);
-        e.family(&UNMATCHED_FAMILY);
-        e.sample(&[], self.unmatched as f64);
-        e.family(&UNDELIVERED_FAMILY);
+        self.write_counter(e, &UNMATCHED_FAMILY, devices, |t| t.unmatched);
+        self.write_counter(e, &UNDELIVERED_FAMILY, devices, |t| t.undelivered);
+    }
+
+    /// Writes `family`, a counter of each device's `count`.
+    fn write_counter(
+        &self,
+        e: &mut Exposition,
+        family: &Family,
+        devices: &[(&str, (u32, u32))],
+        count: impl Fn(&DeviceTotals) -> u64,
+    ) {
+        e.family(family);
         for &(name, devnum) in devices {
             if let Some(t) = self.totals.get(&devnum) {
-                e.sample(&[("device", name)], t.undelivered as f64);
+                e.sample(&[("device", name)], count(t) as f64);
             }
         }
     }
@@ -300,14 +313,14 @@ mod tests {
             depth_bounds: depth_bounds(),
             totals: BTreeMap::new(),
             lost: 0,
-            unmatched: 0,
         };
         let mut h = DeviceHistograms::default();
         h.latency[0].add(5_000, 1);
         h.depth.add(1, 1_000_000_000);
         let interval = Interval {
             lost: 3,
-            unmatched: 1,
+            unmatched: 3,
+            unmatched_by_device: Some(vec![((7, 0), 1), ((9, 0), 2)]),
             undelivered: vec![((7, 0), 2), ((9, 0), 5)],
             devices: vec![((7, 0), h)],
             cpus_late: 0,
@@ -317,7 +330,9 @@ mod tests {
         e.add(&interval, &both);
         assert_eq!(e.totals[&(7, 0)].latency[0].count, 2);
         assert_eq!(e.totals[&(8, 0)].latency[0].count, 0, "listed, idle");
-        assert_eq!((e.lost, e.unmatched), (6, 2));
+        assert_eq!(e.lost, 6);
+        assert_eq!(e.totals[&(7, 0)].unmatched, 2);
+        assert_eq!(e.totals[&(8, 0)].unmatched, 0);
         assert_eq!(e.totals[&(7, 0)].undelivered, 4);
         assert_eq!(e.totals[&(8, 0)].undelivered, 0);
         assert!(!e.totals.contains_key(&(9, 0)), "not listed, not exported");
@@ -351,6 +366,14 @@ mod tests {
         );
         assert!(
             text.contains("iostat_rs_latency_undelivered_completions_total{device=\"loop0\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iostat_rs_latency_unmatched_completions_total{device=\"loop0\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iostat_rs_latency_unmatched_completions_total{device=\"sda\"} 0\n"),
             "{text}"
         );
     }

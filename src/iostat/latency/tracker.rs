@@ -231,6 +231,9 @@ pub struct Tracker {
     /// not known (a completion at a sector with a lost one, see the module
     /// doc).
     pub unmatched: u64,
+    /// The same completions per device, disk and partition, since the
+    /// last [`Tracker::take_unmatched`].
+    unmatched_by_device: HashMap<Dev, u64, FoldHash>,
     /// Per device, disk or partition, the requests found lost since the
     /// last [`Tracker::take_undelivered`]: their completions never
     /// arrived.
@@ -395,7 +398,9 @@ impl Tracker {
         // A data completion is at its request's first sector, a flush's
         // at the unset position, where flushes are held: no other kind.
         let Some(req) = self.inflight.take_oldest((dev, sector)) else {
-            self.unmatched += 1;
+            // A flush's unset position is in no partition.
+            let part = self.partition_of(dev, sector);
+            self.count_unmatched(dev, part);
             return;
         };
         if sectors > 0 && sectors < req.sectors {
@@ -517,8 +522,17 @@ impl Tracker {
             if link.completed > proven {
                 self.add_latency(dev, &next, link.completed);
             } else {
-                self.unmatched += 1;
+                self.count_unmatched(dev, link.taken.part);
             }
+        }
+    }
+
+    /// Counts a completion of `dev` (and of its partition `part`) whose
+    /// request is not known.
+    fn count_unmatched(&mut self, dev: Dev, part: Option<Dev>) {
+        self.unmatched += 1;
+        for t in Self::each_target(dev, part) {
+            *self.unmatched_by_device.entry(t).or_default() += 1;
         }
     }
 
@@ -690,6 +704,13 @@ impl Tracker {
     /// last call, in no order; those without any are left out.
     pub fn take_undelivered(&mut self) -> Vec<(Dev, u64)> {
         self.undelivered.drain().collect()
+    }
+
+    /// Per device (disk or partition), the completions counted in
+    /// [`Tracker::unmatched`] since the last call, in no order; those
+    /// without any are left out.
+    pub fn take_unmatched(&mut self) -> Vec<(Dev, u64)> {
+        self.unmatched_by_device.drain().collect()
     }
 
     /// Forgets every request in flight (after the kernel dropped samples:
@@ -1370,6 +1391,40 @@ mod tests {
         assert_eq!(get(SDA).latency[0].total, 2);
         assert_eq!(get(sda1).latency[0].total, 1);
         assert_eq!(get(sda1).latency[0].max, MS);
+    }
+
+    #[test]
+    fn unmatched_completions_are_counted_for_their_disk_and_partition() {
+        let mut t = Tracker::new(0);
+        let sda1 = dev_of(8, 1);
+        t.set_partitions(HashMap::from([(
+            SDA,
+            vec![Partition {
+                start: 2048,
+                sectors: 1000,
+                dev: sda1,
+            }],
+        )]));
+        // Never issued: one in sda1, one before it, and a flush (at the
+        // unset position, in no partition).
+        t.complete(MS, SDA, 2100, 8);
+        t.complete(MS, SDA, 10, 8);
+        t.complete(MS, SDA, u64::MAX, 0);
+        // A chain in sda1 whose loss leaves its first completion unknown
+        // (as in a_chains_completions_after_the_reading_that_found_its_loss_
+        // are_the_next_requests).
+        t.issue(MS, SDA, 2112, 8, Op::Read);
+        t.issue(5 * MS, SDA, 2112, 8, Op::Read);
+        t.complete(6 * MS, SDA, 2112, 8);
+        t.count_from(SDA, 7 * MS, 7 * MS);
+        t.issue(8 * MS, SDA, 2112, 8, Op::Read);
+        t.complete(9 * MS, SDA, 2112, 8);
+        assert_eq!(t.trim_in_flight(10 * MS, SDA, [0, 0]), 1);
+        assert_eq!(t.unmatched, 4);
+        let mut by_device = t.take_unmatched();
+        by_device.sort_unstable();
+        assert_eq!(by_device, vec![(SDA, 4), (sda1, 2)]);
+        assert_eq!(t.take_unmatched(), vec![], "taken");
     }
 
     #[test]

@@ -527,6 +527,9 @@ struct Measured {
     /// The reads whose completion never reached that iostat-rs, as its
     /// reports counted them (`latency_undelivered_completions`).
     undelivered: u64,
+    /// The device's completions of no request that iostat-rs knew, as its
+    /// reports counted them (`latency_unmatched_completions`).
+    unmatched: u64,
     /// Reads the kernel completed on the device while fio ran
     /// (`/sys/block/DEV/stat`).
     kernel_reads: u64,
@@ -623,6 +626,11 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let (hist, max_s) = iostat_read_hist(&text(&out.stdout), &lo.name);
     let count: u64 = hist.iter().map(|&(_, c)| c).sum();
     let undelivered = undelivered_in_reports(&text(&out.stdout), &lo.name);
+    let unmatched = summed_in_reports(
+        &text(&out.stdout),
+        &lo.name,
+        "latency_unmatched_completions",
+    );
     let highs: Vec<(u64, u64)> = hist.iter().map(|&((_, h), c)| (h, c)).collect();
     let max_ns = (max_s * 1e9).round() as u64;
     let p50_ns = rank_quantile(&highs, 0.5).min(max_ns);
@@ -636,6 +644,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
         p99_ns,
         count,
         undelivered,
+        unmatched,
         kernel_reads,
         bpf: parse_bpftrace_latencies(&rest),
         exposition,
@@ -649,10 +658,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
 /// The samples the kernel lost, over every report of `ndjson` (each
 /// report counts them once per row: those of `device`).
 fn lost_in_reports(ndjson: &str, device: &str) -> u64 {
-    rows_of(ndjson, device)
-        .iter()
-        .filter_map(|row| row["latency_lost_samples"].as_u64())
-        .sum()
+    summed_in_reports(ndjson, device, "latency_lost_samples")
 }
 
 /// The samples the kernel lost, from an exposition.
@@ -846,7 +852,7 @@ fn summary(name: &str, m: &Measured) -> String {
         m.kernel_reads,
         m.undelivered,
         m.lost.0,
-        unmatched(&m.exposition),
+        unmatched(&m.exposition, &m.device),
         m.lost.1,
         m.exposed_counts,
         m.p50_ns,
@@ -859,7 +865,16 @@ fn summary(name: &str, m: &Measured) -> String {
 /// The completions of `device` that never reached iostat-rs, from the
 /// exposition.
 fn undelivered(exposition: &str, device: &str) -> u64 {
-    let series = format!("iostat_rs_latency_undelivered_completions_total{{device=\"{device}\"}} ");
+    exposed_on(
+        exposition,
+        "iostat_rs_latency_undelivered_completions_total",
+        device,
+    )
+}
+
+/// The value of `family`'s series of `device` in `exposition`.
+fn exposed_on(exposition: &str, family: &str, device: &str) -> u64 {
+    let series = format!("{family}{{device=\"{device}\"}} ");
     exposition
         .lines()
         .find_map(|line| line.strip_prefix(&series))
@@ -885,9 +900,9 @@ fn undelivered(exposition: &str, device: &str) -> u64 {
 /// which miss events apart (in one CI run the report's watcher measured
 /// 399 of 400 reads, while the exposition's counted none lost), so each
 /// is checked against its own counts. A read whose issue reached no
-/// program completes unmatched, which only the expositions count
-/// (`iostat_rs_latency_unmatched_completions_total`): the exposition's
-/// watcher is checked with it, the report's with room for two such reads.
+/// program completes unmatched, which both count for the device (the
+/// reports' `latency_unmatched_completions`,
+/// `iostat_rs_latency_unmatched_completions_total`).
 fn assert_all_reads_measured(m: &Measured, ios: u64) {
     let exposed = undelivered(&m.exposition, &m.device);
     for (who, lost) in [
@@ -900,14 +915,15 @@ fn assert_all_reads_measured(m: &Measured, ios: u64) {
         );
     }
     assert!(
-        m.count + m.undelivered + 2 >= m.kernel_reads,
-        "{} reads measured and {} never completed, {} completed by the kernel",
+        m.count + m.undelivered + m.unmatched >= m.kernel_reads,
+        "{} reads measured, {} never completed and {} unmatched, {} completed by the kernel",
         m.count,
         m.undelivered,
+        m.unmatched,
         m.kernel_reads
     );
     let (_, _, exposed_count) = exposed_read_histogram(&m.exposition, &m.device);
-    let unmatched = unmatched(&m.exposition);
+    let unmatched = unmatched(&m.exposition, &m.device);
     assert!(
         exposed_count as u64 + exposed + unmatched >= m.kernel_reads,
         "the exposition: {exposed_count} reads measured, {exposed} never completed and \
@@ -921,9 +937,13 @@ fn assert_all_reads_measured(m: &Measured, ios: u64) {
     );
 }
 
-/// The completions without an issue, from the exposition.
-fn unmatched(exposition: &str) -> u64 {
-    exposed(exposition, "iostat_rs_latency_unmatched_completions_total")
+/// `device`'s completions without an issue, from the exposition.
+fn unmatched(exposition: &str, device: &str) -> u64 {
+    exposed_on(
+        exposition,
+        "iostat_rs_latency_unmatched_completions_total",
+        device,
+    )
 }
 
 /// The agreement with bpftrace: the same requests, and p50 and p99 in the
@@ -1852,9 +1872,15 @@ fn partitions_and_devices_appearing_mid_run() {
 /// The completions of `device` that never arrived, over every report of
 /// `ndjson`.
 fn undelivered_in_reports(ndjson: &str, device: &str) -> u64 {
+    summed_in_reports(ndjson, device, "latency_undelivered_completions")
+}
+
+/// Column `column` of `device`'s rows, summed over every report of
+/// `ndjson` (rows without it count nothing).
+fn summed_in_reports(ndjson: &str, device: &str, column: &str) -> u64 {
     rows_of(ndjson, device)
         .iter()
-        .filter_map(|row| row["latency_undelivered_completions"].as_u64())
+        .filter_map(|row| row[column].as_u64())
         .sum()
 }
 
@@ -2510,8 +2536,8 @@ fn forge_lost(rec: &std::path::Path, lost: &[u64]) {
     forge_counts(rec, 0, lost);
 }
 
-/// Sets number `at` of `values latency` (0: `lost`, 1: `unmatched`) of
-/// each frame of recording `rec` to `counts[index]`.
+/// Sets number `at` of `values latency` (0: `lost`) of each frame of
+/// recording `rec` to `counts[index]`.
 fn forge_counts(rec: &std::path::Path, at: usize, counts: &[u64]) {
     let text = std::fs::read_to_string(rec).unwrap();
     let mut lines = text.lines();
@@ -2535,6 +2561,59 @@ fn forge_counts(rec: &std::path::Path, at: usize, counts: &[u64]) {
         rec.display()
     );
     std::fs::write(rec, out).unwrap();
+}
+
+/// Per recorded interval, its unmatched completions by device.
+type Unmatched = Vec<BTreeMap<(u64, u64), u64>>;
+
+/// Sets the unmatched completions of each frame `i` of recording `rec`:
+/// with `per_device`, the `k`-th device measured gets `base[i] × (k + 1)`
+/// (none where that is 0) and the count of every device is their sum;
+/// without, the frame takes the layout of recordings made before the
+/// per-device counts, every device's count `base[i]`. Returns the counts
+/// by device (empty without `per_device`).
+fn forge_unmatched(rec: &std::path::Path, base: &[u64], per_device: bool) -> Unmatched {
+    let text = std::fs::read_to_string(rec).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    // Every line between the header and the end line is a frame.
+    let frames = lines.len() - 1;
+    assert_eq!(frames - 1, base.len(), "frames in {}", rec.display());
+    let mut forged = Vec::new();
+    for (line, &base) in lines[1..frames].iter_mut().zip(base) {
+        let mut frame: serde_json::Value = serde_json::from_str(line).unwrap();
+        let values = &mut frame["entries"]["values latency"]["values"];
+        let mut numbers: Vec<u64> = serde_json::from_value(values.take()).unwrap();
+        let (devices, tail) = measured_devices(&numbers);
+        let end = tail + 1 + 3 * numbers[tail] as usize;
+        let cpus_late = numbers.get(end).copied().unwrap_or(0);
+        numbers.truncate(end);
+        let mut by_device = BTreeMap::new();
+        if per_device {
+            for (k, (devnum, _)) in devices.into_iter().enumerate() {
+                if base > 0 {
+                    by_device.insert(devnum, base * (k as u64 + 1));
+                }
+            }
+            numbers[1] = by_device.values().sum();
+            numbers.extend([cpus_late, by_device.len() as u64]);
+            numbers.extend(by_device.iter().flat_map(|(&(ma, mi), &n)| [ma, mi, n]));
+        } else {
+            numbers[1] = base;
+            numbers.extend(Some(cpus_late).filter(|&late| late > 0));
+        }
+        *values = numbers.into();
+        *line = frame.to_string();
+        forged.push(by_device);
+    }
+    std::fs::write(rec, lines.join("\n") + "\n").unwrap();
+    forged
+}
+
+/// The `(major, minor)` of block device `name`, from sysfs.
+fn devnum_of(name: &str) -> (u64, u64) {
+    let dev = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).unwrap();
+    let (major, minor) = dev.trim().split_once(':').unwrap();
+    (major.parse().unwrap(), minor.parse().unwrap())
 }
 
 /// Per report, the `[lost, unmatched, undelivered]` counts of each device
@@ -2611,10 +2690,12 @@ fn ndjson_losses(out: &str) -> Losses {
 }
 
 /// Every machine-readable format tells per report, for each device
-/// measured, the samples the kernel lost and the completions left
-/// unmatched in the interval, as the Prometheus expositions count them
-/// since the start, and the device's completions that never arrived:
-/// the same numbers in `-o JSON`, CSV and NDJSON, from the recording.
+/// measured, the samples the kernel lost in the interval, and the
+/// device's completions left unmatched and those that never arrived, as
+/// the Prometheus expositions count them since the start: the same
+/// numbers in `-o JSON`, CSV and NDJSON, from the recording. A recording
+/// made before the unmatched completions were counted per device gives
+/// each device the count of every device, as its reports did.
 #[test]
 fn losses_are_in_every_machine_format() {
     if !runnable("losses_are_in_every_machine_format", &["unshare"]) {
@@ -2626,23 +2707,44 @@ fn losses_are_in_every_machine_format() {
     // Forged: known counts, none of which a run this short comes by.
     let (lost, unmatched) = ([3, 0, 11, 0], [2, 7, 0, 13]);
     forge_counts(&rec, 0, &lost);
-    forge_counts(&rec, 1, &unmatched);
+    for per_device in [true, false] {
+        let forged = forge_unmatched(&rec, &unmatched, per_device);
+        let expected = |report: usize, device: &str| match per_device {
+            true => forged[report].get(&devnum_of(device)).copied().unwrap_or(0),
+            false => unmatched[report],
+        };
+        let seen = replayed_losses(rec_s);
+        for (format, reports) in &seen {
+            for (i, rows) in reports.iter().enumerate().skip(1) {
+                for (device, [l, u, _]) in rows {
+                    assert_eq!(
+                        (*l, *u),
+                        (lost[i], expected(i, device)),
+                        "{format}: report {i}, {device} (per device: {per_device})"
+                    );
+                }
+                // The device the test wrote to is measured in each.
+                assert!(
+                    unmatched[i] == 0 || rows.iter().any(|(_, [_, u, _])| *u > 0),
+                    "{format}: report {i}: no unmatched count on any row: {rows:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The `[lost, unmatched, undelivered]` counts of every report of a
+/// replay of `rec` in `-o JSON`, CSV and NDJSON, after checking that the
+/// formats agree and that each report but the first (since boot, no
+/// histograms) measured a device.
+fn replayed_losses(rec: &str) -> Vec<(&'static str, Losses)> {
     let mut seen = Vec::new();
     for (format, losses) in [
         ("JSON", json_losses as fn(&str) -> Losses),
         ("csv", csv_losses),
         ("ndjson", ndjson_losses),
     ] {
-        let args = [
-            "--replay",
-            rec_s,
-            "-x",
-            "--latency",
-            "-o",
-            format,
-            "0.3",
-            "4",
-        ];
+        let args = ["--replay", rec, "-x", "--latency", "-o", format, "0.3", "4"];
         let replay = iostat(&args);
         assert!(replay.status.success(), "{}", text(&replay.stderr));
         let reports = losses(&text(&replay.stdout));
@@ -2651,20 +2753,13 @@ fn losses_are_in_every_machine_format() {
         assert!(reports[0].is_empty(), "{format}: {reports:?}");
         for (i, rows) in reports.iter().enumerate().skip(1) {
             assert!(!rows.is_empty(), "{format}: report {i}: no device measured");
-            for (device, [l, u, _]) in rows {
-                assert_eq!(
-                    (*l, *u),
-                    (lost[i], unmatched[i]),
-                    "{format}: report {i}, {device}"
-                );
-            }
         }
         seen.push((format, reports));
     }
-    // The devices' undelivered counts, as the rest, agree across formats.
     for (format, reports) in &seen[1..] {
         assert_eq!(reports, &seen[0].1, "{format} and {}", seen[0].0);
     }
+    seen
 }
 
 /// Samples the kernel lost are told on stderr for each report whose

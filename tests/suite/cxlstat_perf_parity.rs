@@ -371,9 +371,11 @@ fn an_interval_count_of_0_is_no_count_as_in_perf() {
     }
     let dir = scratch("perf-parity-count-0");
     software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
-    // Reports every 50 ms until the command ends 0.4 s later: about 8,
-    // where a count of 1 (or a refusal) would give at most one.
-    let every = ["-I", "50", "--interval-count", "0", "--", "sleep", "0.4"];
+    // Reports every 50 ms until the command ends 1 s later: about 20,
+    // where a count of 1 (or a refusal) would give at most one. (With a
+    // command of 0.4 s, one of the two printed fewer than 4 in a suite run
+    // beside a fuzzer: starved for over 0.2 s.)
+    let every = ["-I", "50", "--interval-count", "0", "--", "sleep", "1"];
     let (theirs, ours) = count_context_switches(&dir, &every, None);
     for (who, out, text) in [
         ("perf", &theirs, String::from_utf8_lossy(&theirs.stderr)),

@@ -389,10 +389,44 @@ mod tests {
     use std::os::unix::net::UnixStream;
     use std::time::Duration;
 
+    /// The actions of [`STOP_SIGNALS`] as they were, set again when
+    /// dropped: the test binary's other tests, and a `timeout` that
+    /// sends SIGTERM to a hung one, find them as the binary started
+    /// (signal-hook's handlers stay installed otherwise, and would catch
+    /// SIGTERM for as long as the binary runs). signal-hook still counts
+    /// its handlers as installed: a later [`StopSignal::install`] in this
+    /// process would catch nothing, so no other test installs one.
+    struct ActionsRestored(Vec<(i32, libc::sigaction)>);
+
+    impl ActionsRestored {
+        fn save() -> ActionsRestored {
+            let saved = STOP_SIGNALS.map(|signal| {
+                // SAFETY: sigaction(2) with no new action only reads the
+                // current one into a zeroed struct of ours.
+                unsafe {
+                    let mut action: libc::sigaction = std::mem::zeroed();
+                    assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut action), 0);
+                    (signal, action)
+                }
+            });
+            ActionsRestored(saved.to_vec())
+        }
+    }
+
+    impl Drop for ActionsRestored {
+        fn drop(&mut self) {
+            for (signal, action) in &self.0 {
+                // SAFETY: sets an action sigaction(2) gave for this signal.
+                unsafe { libc::sigaction(*signal, action, std::ptr::null_mut()) };
+            }
+        }
+    }
+
     /// One test: a signal raised in one would be caught by the other's handlers.
     #[test]
     fn a_signal_cuts_a_sleep_or_a_wait_short_and_is_remembered() {
         use std::io::Write;
+        let _restored = ActionsRestored::save();
         let stop = StopSignal::install().unwrap();
         assert!(stop.sleep_until(Instant::now() + Duration::from_millis(20)));
         let (reader, mut writer) = UnixStream::pair().unwrap();

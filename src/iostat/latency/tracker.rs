@@ -1370,18 +1370,22 @@ mod tests {
         assert!(t.take(20 * MS).is_empty(), "nothing left in flight");
     }
 
+    /// sda's first partition: `sectors` from sector 2048.
+    fn with_sda1(t: &mut Tracker, sectors: u64) -> Dev {
+        let sda1 = dev_of(8, 1);
+        let partition = Partition {
+            start: 2048,
+            sectors,
+            dev: sda1,
+        };
+        t.set_partitions(HashMap::from([(SDA, vec![partition])]));
+        sda1
+    }
+
     #[test]
     fn partitions_by_first_sector() {
         let mut t = Tracker::new(0);
-        let sda1 = dev_of(8, 1);
-        t.set_partitions(HashMap::from([(
-            SDA,
-            vec![Partition {
-                start: 2048,
-                sectors: 1000,
-                dev: sda1,
-            }],
-        )]));
+        let sda1 = with_sda1(&mut t, 1000);
         t.issue(0, SDA, 2048, 8, Op::Read);
         t.issue(0, SDA, 10, 8, Op::Read);
         t.complete(MS, SDA, 2048, 8);
@@ -1396,15 +1400,7 @@ mod tests {
     #[test]
     fn unmatched_completions_are_counted_for_their_disk_and_partition() {
         let mut t = Tracker::new(0);
-        let sda1 = dev_of(8, 1);
-        t.set_partitions(HashMap::from([(
-            SDA,
-            vec![Partition {
-                start: 2048,
-                sectors: 1000,
-                dev: sda1,
-            }],
-        )]));
+        let sda1 = with_sda1(&mut t, 1000);
         // Never issued: one in sda1, one before it, and a flush (at the
         // unset position, in no partition).
         t.complete(MS, SDA, 2100, 8);
@@ -1511,16 +1507,8 @@ mod tests {
         // gone: they are undelivered for the disk and for sda1, and the
         // partition's depth drops them from their issue on, as the disk's
         // does.
-        let sda1 = dev_of(8, 1);
         let mut t = Tracker::new(0);
-        t.set_partitions(HashMap::from([(
-            SDA,
-            vec![Partition {
-                start: 2048,
-                sectors: 1 << 20,
-                dev: sda1,
-            }],
-        )]));
+        let sda1 = with_sda1(&mut t, 1 << 20);
         for i in 0..50 {
             t.issue(2 * MS, SDA, 4096 + 8 * i, 8, Op::Read);
         }

@@ -827,9 +827,13 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             pace(cpu)
         );
         // The interval output: over the three intervals (6 s) within 3 %,
-        // each within 10 %. A late read by vcpustat, under load, moves an
-        // interval by 0.5 % per 10 ms and the whole run only at its two
-        // outer ends, by a third as much.
+        // each within 30 %. A late read by vcpustat, under load, moves an
+        // interval by 0.5 % per 10 ms, the next one back as much (the
+        // schedule does not drift), and the whole run only at its two
+        // outer ends, by a third as much. In a suite run beside a fuzzer
+        // one read came 0.5 s late: 2004, 2503 and 1494 dispatches a
+        // second, 2000.3 over the three. An interval read twice, or not
+        // at all, would be 100 % off.
         let per_second: Vec<f64> = vreports
             .iter()
             .map(|report| report[cpu]["total_disp"].as_f64().unwrap() / 2.0)
@@ -839,7 +843,7 @@ fn vcpustat_and_cxlstat_rates_in_prometheus_equal_their_interval_output() {
             (mean - pace(cpu)).abs() <= 0.03 * pace(cpu)
                 && per_second
                     .iter()
-                    .all(|r| (r - pace(cpu)).abs() <= 0.10 * pace(cpu)),
+                    .all(|r| (r - pace(cpu)).abs() <= 0.30 * pace(cpu)),
             "cpu{cpu}: intervals {per_second:?}/s, simulated {}/s",
             pace(cpu)
         );

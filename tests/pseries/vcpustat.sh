@@ -264,11 +264,13 @@ v --disable
 try_open "$D/cpu-1" "open of cpu-1 with the statistics off"
 
 echo "## trace record sets dtl_event_mask while it opens the rings"
-echo "\$ vcpustat trace record --events cede,preempt --duration 1 -w t.dtl"
-vcpustat trace record $SR --events cede,preempt --duration 1 -w t.dtl >"out" 2>&1 &
+echo "\$ vcpustat trace record --events cede,preempt --duration 4 -w t.dtl"
+vcpustat trace record $SR --events cede,preempt --duration 4 -w t.dtl >"out" 2>&1 &
 pid=$!
 # The kernel took the mask when each ring was opened: it is back just
-# after the last ring opens, while the recording goes on.
+# after the last ring opens, while the recording goes on. 4 s, so that
+# the ring is still open when this looks (on the simulation beside a busy
+# suite, the looks took over a second once).
 until_ring_open $pid 1
 until_not "$D/dtl_event_mask" 0x03
 show "dtl_event_mask while recording" "$D/dtl_event_mask"

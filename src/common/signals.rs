@@ -104,12 +104,16 @@ fn kept_ignored(signal: i32) -> bool {
 
 /// Whether `signal`'s action is to be ignored (`SIG_IGN`).
 fn ignored(signal: i32) -> bool {
+    current_action(signal).is_some_and(|action| action.sa_sigaction == libc::SIG_IGN)
+}
+
+/// `signal`'s action, if the kernel tells it.
+fn current_action(signal: i32) -> Option<libc::sigaction> {
     // SAFETY: sigaction(2) with no new action only reads the current one
     // into a zeroed struct of ours.
     unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
-            && current.sa_sigaction == libc::SIG_IGN
+        (libc::sigaction(signal, std::ptr::null(), &mut current) == 0).then_some(current)
     }
 }
 
@@ -400,15 +404,7 @@ mod tests {
 
     impl ActionsRestored {
         fn save() -> ActionsRestored {
-            let saved = STOP_SIGNALS.map(|signal| {
-                // SAFETY: sigaction(2) with no new action only reads the
-                // current one into a zeroed struct of ours.
-                unsafe {
-                    let mut action: libc::sigaction = std::mem::zeroed();
-                    assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut action), 0);
-                    (signal, action)
-                }
-            });
+            let saved = STOP_SIGNALS.map(|signal| (signal, current_action(signal).unwrap()));
             ActionsRestored(saved.to_vec())
         }
     }

@@ -31,13 +31,13 @@ pub struct Interval {
     /// The same per `(major, minor)` of a disk or a partition, in order;
     /// devices with none are left out. `None` in a recording made before
     /// they were counted per device (see [`Interval::unmatched_on`]).
-    pub unmatched_by_device: Option<Vec<((u32, u32), u64)>>,
+    pub unmatched_by_device: Option<Counts>,
     /// Per `(major, minor)` of a disk or a partition, in order, the
     /// requests the kernel no longer counts in flight whose completion
     /// never reached iostat-rs (see
     /// [`super::tracker::Tracker::trim_in_flight`]): the histograms miss
     /// them. Devices with none are left out.
-    pub undelivered: Vec<((u32, u32), u64)>,
+    pub undelivered: Counts,
     /// Per `(major, minor)`, in order.
     pub devices: Vec<((u32, u32), DeviceHistograms)>,
     /// The CPUs online but not traced for part of the interval (come
@@ -57,21 +57,17 @@ impl Interval {
 
     /// How many of `(major, minor)`'s completions never arrived.
     pub fn undelivered_on(&self, devnum: (u32, u32)) -> u64 {
-        self.undelivered
-            .binary_search_by_key(&devnum, |&(d, _)| d)
-            .map_or(0, |i| self.undelivered[i].1)
+        count_on(&self.undelivered, devnum)
     }
 
     /// How many of `(major, minor)`'s completions were unmatched; in a
     /// recording made before they were counted per device, those of every
     /// device, as its reports showed them.
     pub fn unmatched_on(&self, devnum: (u32, u32)) -> u64 {
-        let Some(by_device) = &self.unmatched_by_device else {
-            return self.unmatched;
-        };
-        by_device
-            .binary_search_by_key(&devnum, |&(d, _)| d)
-            .map_or(0, |i| by_device[i].1)
+        match &self.unmatched_by_device {
+            Some(by_device) => count_on(by_device, devnum),
+            None => self.unmatched,
+        }
     }
 
     /// The numbers a recording stores.
@@ -87,16 +83,11 @@ impl Interval {
                 }
             }
         }
-        out.push(self.undelivered.len() as u64);
-        for &((major, minor), count) in &self.undelivered {
-            out.extend([u64::from(major), u64::from(minor), count]);
-        }
+        encode_counts(&self.undelivered, &mut out);
         match &self.unmatched_by_device {
             Some(by_device) => {
-                out.extend([self.cpus_late, by_device.len() as u64]);
-                for &((major, minor), count) in by_device {
-                    out.extend([u64::from(major), u64::from(minor), count]);
-                }
+                out.push(self.cpus_late);
+                encode_counts(by_device, &mut out);
             }
             // The layout of recordings made before.
             None if self.cpus_late > 0 => out.push(self.cpus_late),
@@ -138,12 +129,7 @@ impl Interval {
             let latency: [Histogram; OPS] = hists.try_into().ok()?;
             devices.push(((major, minor), DeviceHistograms { latency, depth }));
         }
-        let mut undelivered = Vec::new();
-        for _ in 0..next().unwrap_or(0) {
-            let major = u32::try_from(next()?).ok()?;
-            let minor = u32::try_from(next()?).ok()?;
-            undelivered.push(((major, minor), next()?));
-        }
+        let undelivered = decode_counts(next().unwrap_or(0), &mut next, |_| true)?;
         let (cpus_late, unmatched_by_device) = match (next(), next()) {
             (None, _) => (0, None),
             // Before the per-device counts, written only when not 0: a 0
@@ -151,15 +137,9 @@ impl Interval {
             (Some(0), None) => return None,
             (Some(late), None) => (late, None),
             (Some(late), Some(count)) => {
-                let mut by_device = Vec::new();
-                for _ in 0..count {
-                    let major = u32::try_from(next()?).ok()?;
-                    let minor = u32::try_from(next()?).ok()?;
-                    // Only devices with some, none above every device's.
-                    let n = next().filter(|&n| n > 0 && n <= unmatched)?;
-                    by_device.push(((major, minor), n));
-                }
-                (late, Some(by_device))
+                // Only devices with some, none above every device's.
+                let valid = |n: u64| n > 0 && n <= unmatched;
+                (late, Some(decode_counts(count, &mut next, valid)?))
             }
         };
         let in_order = increasing(&devices)
@@ -177,6 +157,43 @@ impl Interval {
             cpus_late,
         })
     }
+}
+
+/// A count per `(major, minor)`, in order, as an interval lists its
+/// undelivered and unmatched completions.
+pub type Counts = Vec<((u32, u32), u64)>;
+
+/// `devnum`'s count in `counts`, 0 if not listed.
+fn count_on(counts: &Counts, devnum: (u32, u32)) -> u64 {
+    counts
+        .binary_search_by_key(&devnum, |&(d, _)| d)
+        .map_or(0, |i| counts[i].1)
+}
+
+/// Appends `counts` as a recording keeps them: their number, then
+/// `major, minor, count` each.
+fn encode_counts(counts: &Counts, out: &mut Vec<u64>) {
+    out.push(counts.len() as u64);
+    for &((major, minor), count) in counts {
+        out.extend([u64::from(major), u64::from(minor), count]);
+    }
+}
+
+/// Reads `len` counts as [`encode_counts`] wrote them from `next`; `None`
+/// if the numbers end first, a device number is out of range, or a count
+/// is not `valid`.
+fn decode_counts(
+    len: u64,
+    next: &mut impl FnMut() -> Option<u64>,
+    valid: impl Fn(u64) -> bool,
+) -> Option<Counts> {
+    let mut counts = Vec::new();
+    for _ in 0..len {
+        let major = u32::try_from(next()?).ok()?;
+        let minor = u32::try_from(next()?).ok()?;
+        counts.push(((major, minor), next().filter(|&n| valid(n))?));
+    }
+    Some(counts)
 }
 
 /// Whether each device of `list` comes after the one before it: in order,

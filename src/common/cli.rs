@@ -371,11 +371,18 @@ pub fn tell(tool: &str, message: impl Display) {
 pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
     if let Some(err) = file_error(err) {
         report_error(tool, err, 1)
-    } else if is_broken_pipe(err) || is_stopped_while_writing(err) {
+    } else if is_reader_gone(err) {
         0
     } else {
         report_error(tool, format_args!("cannot write output: {err}"), 1)
     }
+}
+
+/// True when `err` says only that the reader of standard output went
+/// away (a closed pipe, or a stop signal that ended a write the reader did
+/// not take): nothing more is written, but the run itself did not fail.
+pub fn is_reader_gone(err: &io::Error) -> bool {
+    file_error(err).is_none() && (is_broken_pipe(err) || is_stopped_while_writing(err))
 }
 
 /// True when `err` is standard output failing, after which nothing more

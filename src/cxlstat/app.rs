@@ -11,8 +11,8 @@ use clap::Parser;
 
 use crate::common::cli::{
     OpenError, SourceArgs, USAGE_STATUS, end_failed, end_output_failed, is_negative_operand,
-    is_output_failure, operand_too_many_status, output_error_status, parse_error_status,
-    report_error, tell,
+    is_output_failure, is_reader_gone, operand_too_many_status, output_error_status,
+    parse_error_status, report_error, tell,
 };
 use crate::common::entry::Program;
 use crate::common::interval::Schedule;
@@ -20,9 +20,9 @@ use crate::common::output::writer_for;
 use crate::common::privilege::{drop_capabilities, forbid_tracing, is_secure};
 use crate::common::run::run_samples_reporting_cut;
 use crate::common::serve::{self, ScrapeError};
-use crate::common::signals::{StopSignal, is_broken_pipe};
+use crate::common::signals::StopSignal;
 use crate::common::source::Source;
-use crate::common::stdout::{StoppableStdout, is_stopped_while_writing};
+use crate::common::stdout::StoppableStdout;
 use crate::common::temp_file::check_chosen_outputs;
 
 use super::chart::CxlCharts;
@@ -130,6 +130,8 @@ pub fn main(raw: Vec<String>) -> i32 {
     match run_with(&options, source.as_mut(), &mut out, &stop) {
         Ok(status) => match out.flush() {
             Ok(()) => status,
+            // The command's status stands when only the reader went away.
+            Err(e) if is_reader_gone(&e) => status,
             Err(e) => output_error_status(TOOL, &e),
         },
         Err(CxlError::Output(e)) => end_output_failed(TOOL, source.as_mut(), &e),
@@ -618,7 +620,7 @@ fn run_count(
     let ended = session.view.end(out);
     charted?;
     match ended {
-        Err(e) if is_broken_pipe(&e) || is_stopped_while_writing(&e) => Ok(0),
+        Err(e) if is_reader_gone(&e) => Ok(status),
         Err(e) => Err(CxlError::Output(e)),
         Ok(()) => Ok(status),
     }
@@ -723,7 +725,11 @@ fn count_until_end(
     if live {
         // A recording begins its next frame.
         source.next_sample()?;
-        session.sample(source, 1, out)?;
+        match session.sample(source, 1, out) {
+            // The command has ended: its status stands.
+            Err(CxlError::Output(e)) if is_reader_gone(&e) => {}
+            sampled => sampled?,
+        }
     } else {
         // A replay runs until its frames run out, as a live run until it
         // is stopped: one report of the whole recording, from its first
@@ -786,13 +792,22 @@ fn count_every(
             Ok(())
         },
     );
+    let wait_for_command = |child: Option<&mut Child>| match (child, &workload) {
+        (Some(c), Some(w)) => w.wait(c, stop).map(Ok),
+        _ => Ok(Ok(0)),
+    };
     match result {
         // Stopped before the command ended: wait for it, as perf does.
-        Ok(_) => match (child.as_mut(), &workload) {
-            (Some(c), Some(w)) => w.wait(c, stop).map(Ok),
-            _ => Ok(Ok(0)),
-        },
+        Ok(_) => wait_for_command(child.as_mut()),
         Err(Halt::CommandDone(status)) => Ok(Ok(exit_code(status))),
+        // The reader went away (`cxlstat -I 1000 -- make | head`): nothing
+        // more is written, but the command runs on, and its status is
+        // what the run returns, as when every report was read. Leaving
+        // at once (perf dies of SIGPIPE) would orphan the command and
+        // lose its status.
+        Err(Halt::Failed(CxlError::Output(e))) if child.is_some() && is_reader_gone(&e) => {
+            wait_for_command(child.as_mut())
+        }
         Err(Halt::Failed(e)) => Err(e),
     }
 }

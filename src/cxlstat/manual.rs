@@ -36,7 +36,11 @@ pub const SECTIONS: &[Section] = &[
         title: "EXIT STATUS",
         text: "",
         items: &[
-            ("0", "Success, also when the reader of the output went away"),
+            (
+                "0",
+                "Success, also when the reader of the output went away (with -- CMD, \
+                 cxlstat then waits for the command and exits with its status)",
+            ),
             (
                 "1",
                 "An event, PMU, file or recording that cannot be used, a perf_event_open failure \

@@ -294,3 +294,55 @@ fn a_kernel_signal_to_cxlstat_alone_is_passed_on() {
     // The command's status, as a shell shows it: 128 + SIGALRM.
     assert_eq!(status.code(), Some(128 + libc::SIGALRM), "{status:?}");
 }
+
+/// A reader that goes away (`cxlstat -I 100 -- make | head -1`) ends the
+/// output, not the command: cxlstat waits for it and returns its status,
+/// where perf stat dies of SIGPIPE and leaves the command running with
+/// its status lost. So does a reader gone before the one report of a run
+/// without `-I`.
+#[test]
+fn a_reader_gone_leaves_the_command_its_end_and_its_status() {
+    const TEST: &str = "a_reader_gone_leaves_the_command_its_end_and_its_status";
+    if !perf_usable(TEST) {
+        return;
+    }
+    let root = tree("workload_reader_gone");
+    let finished = root.join("finished");
+    let script = format!("sleep 1; : > {}; exit 5", finished.display());
+    let run = |interval: &[&str], stdout: Stdio| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cxlstat"));
+        command
+            .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock"])
+            .args(interval)
+            .args(["--", "sh", "-c", &script])
+            .stdout(stdout)
+            .stderr(Stdio::piped());
+        KillOnDrop(command.spawn().expect("cxlstat starts"))
+    };
+
+    let mut child = run(&["-I", "100"], Stdio::piped());
+    let mut first = [0u8; 1];
+    let mut reader = child.0.stdout.take().unwrap();
+    reader.read_exact(&mut first).expect("a first report");
+    drop(reader);
+    let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
+    assert!(finished.exists(), "cxlstat ended before its command did");
+    let mut errors = String::new();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    assert_eq!(status.code(), Some(5), "{status:?}, stderr: {errors}");
+    assert_eq!(errors, "");
+
+    std::fs::remove_file(&finished).unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = run(&[], Stdio::from(writer));
+    let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
+    assert!(finished.exists());
+    assert_eq!(status.code(), Some(5), "{status:?}");
+}

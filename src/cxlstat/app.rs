@@ -505,11 +505,21 @@ fn run_count(
     let selected = select_pmus(pmus, &options.pmus)?;
     let plan = resolve(pmus, &specs, &selected)?;
     let exposed = options.listen.is_some() || matches!(options.output, CountFormat::Expo(_));
-    if let Some(event) = plan.repeated_event(pmus).filter(|_| exposed) {
-        return Err(CxlError::Spec(format!(
-            "{event} is given twice on its PMU, and a Prometheus series must be unique: \
-             drop one, or tell them apart with a name= term (PMU/...,name=NAME/)"
-        )));
+    if let Some(event) = plan.repeated_event().filter(|_| exposed) {
+        let pmu = &pmus[event.pmu].name;
+        return Err(CxlError::Spec(if event.named {
+            format!(
+                "the name {} is given to two events on {pmu}, and a Prometheus series must \
+                 be unique: give each its own name=",
+                event.label
+            )
+        } else {
+            format!(
+                "{} is given twice on its PMU, and a Prometheus series must be unique: \
+                 drop one, or tell them apart with a name= term (PMU/...,name=NAME/)",
+                event.perf_name(pmu)
+            )
+        }));
     }
     for warning in driver_warnings(&plan, pmus) {
         tell(TOOL, format_args!("warning: {warning}"));

@@ -82,15 +82,14 @@ impl Plan {
         self.units.iter().flat_map(|u| u.events.iter())
     }
 
-    /// The first event shown twice on one PMU (the same label there), as
-    /// perf names it: such rows cannot be told apart, and as Prometheus
-    /// series they would be one series given twice.
-    pub fn repeated_event(&self, pmus: &[Pmu]) -> Option<String> {
+    /// The first event shown twice on one PMU (the same label there): such
+    /// rows cannot be told apart, and as Prometheus series they would be
+    /// one series given twice.
+    pub fn repeated_event(&self) -> Option<&ResolvedEvent> {
         // Ordered, not hashed: no random keys to fetch from the kernel.
         let mut seen = std::collections::BTreeSet::new();
         self.events()
             .find(|e| !seen.insert((e.pmu, e.label.as_str())))
-            .map(|e| e.perf_name(&pmus[e.pmu].name))
     }
 }
 

@@ -150,6 +150,12 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
             });
             raw_run = false;
         } else if item.contains('=') {
+            if item.starts_with("name=") {
+                return Err(format!(
+                    "{item:?}: name= names an event only inside PMU/.../, as in perf \
+                     (PMU/vid=...,name=NAME/)"
+                ));
+            }
             let term = parse_term(item)?;
             match members.last_mut() {
                 Some(last) if raw_run => join_raw(last, &[term], item)?,
@@ -410,6 +416,11 @@ mod tests {
             ("{}", "empty"),
             ("/x/", "PMU name"),
             ("mask=zz", "expected a number"),
+            (
+                "vid=0x1e98,mask=1,name=x",
+                "name= names an event only inside PMU/.../",
+            ),
+            ("name=x", "name= names an event only inside PMU/.../"),
             ("{a}:u", "modifiers (\":u\") are not supported"),
             ("cxl_pmu_mem0.0/clock_ticks/u", "modifiers (\"u\")"),
             ("cxl_pmu_mem0.0/clock_ticks/:D", "modifiers (\":D\")"),

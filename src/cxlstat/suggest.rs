@@ -2,10 +2,13 @@
 
 /// Up to three names from `known` closest to `wanted` (edit distance at most
 /// a third of the longer name, at least 2), or containing it, best first.
+/// Case is ignored, as it is when events are matched: `CLOCK_TICK` gets
+/// `clock_ticks`.
 pub fn closest<'a>(wanted: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let wanted = wanted.to_ascii_lowercase();
     let mut scored: Vec<(usize, &str)> = known
         .into_iter()
-        .filter_map(|name| Some((distance_within(wanted, name)?, name)))
+        .filter_map(|name| Some((distance_within(&wanted, &name.to_ascii_lowercase())?, name)))
         .collect();
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
@@ -66,6 +69,8 @@ mod tests {
         assert_eq!(closest("d2h_req_rdshard", known)[0], "d2h_req_rdshared");
         assert!(!closest("d2h_req_rdshard", known).contains(&"clock_ticks".to_string()));
         assert_eq!(closest("clock_tick", known), vec!["clock_ticks"]);
+        assert_eq!(closest("CLOCK_TICK", known), vec!["clock_ticks"]);
+        assert_eq!(closest("D2H_Req_RdShard", known)[0], "d2h_req_rdshared");
         assert!(closest("zzzzzzzz", known).is_empty());
         // Far longer: containing a known name, it is suggested, at the
         // distance of the difference in length.

@@ -452,6 +452,15 @@ fn an_event_given_twice_on_a_pmu_is_refused_only_where_it_would_be_one_series_tw
         let out = with_fixture(&["--dry-run", "-e", apart, output[0], output[1]]);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(stdout(&out).contains("\nticks_again  (vid=0x1e98,gid=0x0,mask=0x1)\n"));
+        // Two events given one name: the name is what to change.
+        let one_name = "cxl_pmu_mem0.0/clock_ticks,name=x/,cxl_pmu_mem0.0/vid=0x1e98,gid=0x8000,mask=0x1,name=x/";
+        let out = with_fixture(&["--dry-run", "-e", one_name, output[0], output[1]]);
+        assert_eq!(out.status.code(), Some(1), "{output:?}");
+        assert_eq!(
+            stderr(&out),
+            "cxlstat: the name x is given to two events on cxl_pmu_mem0.0, and a Prometheus \
+             series must be unique: give each its own name=\n"
+        );
     }
 }
 

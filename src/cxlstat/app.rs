@@ -465,7 +465,7 @@ impl Session {
         let elapsed = self.read_elapsed;
         if index == 0 {
             // The first read tells which events the kernel refused.
-            self.view.leave_out(self.counters.unsupported());
+            self.view.leave_out(self.counters.refused());
             self.previous.clear();
             self.previous.extend_from_slice(self.counters.readings());
             self.baseline_elapsed = elapsed;
@@ -652,7 +652,7 @@ fn serve_counts(
     // A first read says which events the kernel refused, once; they have
     // no series.
     session.counters.read(source, &mut session.notes)?;
-    session.view.leave_out(session.counters.unsupported());
+    session.view.leave_out(session.counters.refused());
     for note in session.notes.drain(..) {
         tell(TOOL, format_args!("note: {note}"));
     }

@@ -15,8 +15,9 @@
 //!
 //! A unit the kernel refuses to open for a reason of the device or the PMU
 //! (EINVAL: no counter for that vid/gid/mask; EOPNOTSUPP, ENOENT, ENODEV,
-//! ENXIO) is left out, as perf stat leaves it out with `<not supported>`,
-//! while the others count; only a run where every unit is refused fails.
+//! ENXIO) is left out, as perf stat leaves it out with `<not supported>`
+//! (the other members of a refused group with `<not counted>`), while the
+//! others count; only a run where every unit is refused fails.
 //! Its reads give two words, `errno, member` (the errno of the open that
 //! failed and the group member it opened), which no counter's `read(2)`
 //! gives (3 words, or 5 and more): a recording keeps them, so a replay
@@ -226,6 +227,19 @@ struct OpenUnit {
     unsupported: bool,
 }
 
+/// Whether a reading is left out because the kernel refused to open its
+/// unit (known after the first read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Not refused: the reading counts.
+    Not,
+    /// The kernel refused this event: perf stat's `<not supported>`.
+    Event,
+    /// The kernel refused another member of its group, so this one was
+    /// never counted: perf stat's `<not counted>`.
+    Group,
+}
+
 /// What a refused open leaves: the error, and its errno and group member
 /// when the kernel refused the event itself rather than the whole run.
 struct OpenFailure {
@@ -257,7 +271,7 @@ pub struct Counters {
     /// The open-file limit before it was raised to open them all, if it was.
     raised_nofile: Option<Raised>,
     /// Per reading: whether its unit was refused (see the module's doc).
-    unsupported: Vec<bool>,
+    refused: Vec<Refused>,
     /// Per reading: whether its unit is gone (see [`Counters::read`]).
     gone: Vec<bool>,
     /// `kernel.perf_event_paranoid`, for the reasons of refused opens.
@@ -359,16 +373,17 @@ impl Counters {
             by_cpu,
             local_reads: false,
             raised_nofile,
-            unsupported: vec![false; first],
+            refused: vec![Refused::Not; first],
             gone: vec![false; first],
             paranoid,
         })
     }
 
     /// Per reading, whether its event is left out because the kernel
-    /// refused to open it: known after the first [`Counters::read`].
-    pub fn unsupported(&self) -> &[bool] {
-        &self.unsupported
+    /// refused to open it or its group: known after the first
+    /// [`Counters::read`].
+    pub fn refused(&self) -> &[Refused] {
+        &self.refused
     }
 
     /// Per reading, whether its PMU went away during the run: its reading
@@ -509,7 +524,10 @@ impl Counters {
             .map_err(|problem| damaged(unit, source, problem))?;
             notes.push(note);
             unit.unsupported = true;
-            self.unsupported[unit.first..unit.first + unit.len].fill(true);
+            let readings = &mut self.refused[unit.first..unit.first + unit.len];
+            readings.fill(Refused::Group);
+            // `member` was checked by `refusal_note`.
+            readings[member as usize] = Refused::Event;
             return Ok(None);
         }
         let out = &mut self.readings[unit.first..unit.first + unit.len];
@@ -626,8 +644,13 @@ fn refusal_note(
             paranoid,
         ),
     };
+    let group = if unit.len > 1 {
+        ", the rest of its group as <not counted>;"
+    } else {
+        ","
+    };
     Ok(format!(
-        "{error}; shown as <not supported>, the other events are counted"
+        "{error}; shown as <not supported>{group} the other events are counted"
     ))
 }
 

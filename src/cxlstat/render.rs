@@ -12,7 +12,7 @@ use crate::common::expo::{Exposition, Target};
 use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
 
 use super::catalogue::{self, CXL_VENDOR_ID};
-use super::counting::describe_attr;
+use super::counting::{Refused, describe_attr};
 use super::expose::expose;
 use super::format::{ConfigWord, EventAttr, Format};
 use super::resolve::Plan;
@@ -261,13 +261,18 @@ struct RowSpec {
     /// The specification the row counts.
     spec: usize,
     slots: Vec<usize>,
+    /// Whether the kernel refused this event itself on a PMU (not only
+    /// another member of its group).
+    refused_itself: bool,
 }
 
 impl RowSpec {
     /// What stands for the count when there is none: `<not supported>`
-    /// when the kernel refused every reading of the row, else `<not counted>`.
+    /// when the kernel refused every reading of the row and the event
+    /// itself on some PMU, else `<not counted>` (a reading that did not
+    /// run, or whose group the kernel refused for another member).
     fn missing(&self) -> &'static str {
-        if self.slots.is_empty() {
+        if self.slots.is_empty() && self.refused_itself {
             "<not supported>"
         } else {
             "<not counted>"
@@ -437,6 +442,7 @@ impl CountView {
                     perf_name: event.unmerged_name(pmu),
                     spec: event.spec,
                     slots: vec![slot],
+                    refused_itself: false,
                 });
             } else if let Some(row) = rows.iter_mut().find(|r| r.spec == event.spec) {
                 row.slots.push(slot);
@@ -452,6 +458,7 @@ impl CountView {
                     perf_name,
                     spec: event.spec,
                     slots: vec![slot],
+                    refused_itself: false,
                 });
             }
         }
@@ -480,13 +487,15 @@ impl CountView {
         }
     }
 
-    /// Leaves out the readings the kernel refused to open (`unsupported`,
-    /// per reading, from [`crate::cxlstat::counting::Counters::unsupported`]):
-    /// a row left with none shows as `<not supported>`, as in perf stat,
-    /// and has no Prometheus series.
-    pub fn leave_out(&mut self, unsupported: &[bool]) {
+    /// Leaves out the readings the kernel refused to open (`refused`, per
+    /// reading, from [`super::counting::Counters::refused`]): a row left with none shows as
+    /// `<not supported>`, as in perf stat (`<not counted>` when only
+    /// another member of its group was refused), and has no Prometheus
+    /// series.
+    pub fn leave_out(&mut self, refused: &[Refused]) {
         for row in &mut self.rows {
-            row.slots.retain(|&s| !unsupported[s]);
+            row.refused_itself |= row.slots.iter().any(|&s| refused[s] == Refused::Event);
+            row.slots.retain(|&s| refused[s] == Refused::Not);
         }
     }
 

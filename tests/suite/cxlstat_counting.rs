@@ -661,6 +661,55 @@ fn an_event_one_pmu_refuses_is_not_supported_and_the_others_count() {
     assert!(stderr(&out).contains("(EINVAL)"), "{}", stderr(&out));
 }
 
+/// A group whose member the kernel refuses shows that member as `<not
+/// supported>` and the rest of the group, never counted, as `<not
+/// counted>`, as perf stat shows them (`{cpu-clock,software/config=0x99/}`),
+/// while the events outside the group count; a replay shows the same.
+#[test]
+fn a_group_with_a_refused_member_is_not_counted() {
+    if !perf_usable("a_group_with_a_refused_member_is_not_counted") {
+        return;
+    }
+    let root = scratch("refused_member");
+    software_tree(&root, &[("cxl_pmu_mem0.0", 0)]);
+    // The software PMU has no event 0x99: ENOENT, as cxl_pmu refuses a
+    // vid/gid/mask it has no counter for.
+    let events = root.join("sys/devices/virtual/cxl_pmu_mem0.0/events");
+    std::fs::write(events.join("missing"), "config=0x99\n").unwrap();
+    let rec = root.join("run.rec");
+    let spec = "{cpu_clock,missing},context_switches";
+    let args = ["-x", ",", "-e", spec];
+    let sysroot = root.to_str().unwrap();
+    let live = ["--sysroot", sysroot, "--record", rec.to_str().unwrap()];
+    let out = cxlstat(&[&live[..], &args, &["--", "sleep", "0.05"]].concat());
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(
+        lines[0],
+        "<not counted>,,cpu_clock [cxl_pmu_mem0.0],0,100.00,,"
+    );
+    assert_eq!(
+        lines[1],
+        "<not supported>,,missing [cxl_pmu_mem0.0],0,100.00,,"
+    );
+    assert!(
+        lines[2].contains(",,context_switches [cxl_pmu_mem0.0],"),
+        "{text}"
+    );
+    assert!(
+        err.contains("cannot open cxl_pmu_mem0.0/missing/ on CPU 0")
+            && err.contains("shown as <not supported>, the rest of its group as <not counted>;"),
+        "{err}"
+    );
+    let replayed = cxlstat(&[&["--replay", rec.to_str().unwrap()][..], &args].concat());
+    assert!(replayed.status.success(), "{}", stderr(&replayed));
+    let replayed = stdout(&replayed);
+    assert_eq!(replayed.lines().take(2).collect::<Vec<_>>(), lines[..2]);
+}
+
 /// More counters than the soft open-file limit allows are opened as perf
 /// stat opens them: the soft limit rises to the hard one. The command
 /// started beside them gets the limits it was given; at the hard limit the

@@ -15,20 +15,29 @@ use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
 /// The environment variable that asks a program for completions.
 pub const VARIABLE: &str = "COMPLETE";
 
+/// The values of [`VARIABLE`] that ask for completions: the shells
+/// clap_complete answers.
+const SHELLS: [&str; 5] = ["bash", "elvish", "fish", "powershell", "zsh"];
+
 /// [`VARIABLE`]'s entry in each program's ENVIRONMENT section.
 pub const ENVIRONMENT_ITEM: (&str, &str) = (
     VARIABLE,
     "bash, zsh or fish, as the completion scripts set it: the program prints the \
-     completions of the command line that follows and exits, running nothing else",
+     completions of the command line that follows and exits, running nothing else. \
+     Any other value (COMPLETE=1, exported for something else) is ignored",
 );
 
 /// Answers a completion request and exits when the shell made one (the
-/// `COMPLETE` variable is set); returns at once otherwise. Call it first in
-/// `main`, before anything is written to standard output.
+/// `COMPLETE` variable names a shell); returns at once otherwise. Call it
+/// first in `main`, before anything is written to standard output.
 pub fn answer_if_asked(command: fn() -> clap::Command) {
     // clap_complete reads the working directory before it looks at the
     // variable: look first, so an ordinary run pays nothing for completion.
-    if std::env::var_os(VARIABLE).is_some() {
+    // Only a shell's name asks: clap_complete takes any other value but
+    // `0` for a shell it does not know, and fails the run, so a variable
+    // of so common a name, exported for another program, stopped every
+    // run with status 2.
+    if std::env::var_os(VARIABLE).is_some_and(|value| SHELLS.iter().any(|shell| value == *shell)) {
         complete(command);
     }
 }

@@ -289,3 +289,27 @@ fn output_formats_are_described_alike_in_the_three_tools() {
         );
     }
 }
+
+/// `COMPLETE` asks for completions only when it names a shell: exported
+/// with another value (for another program), it stopped every run with
+/// clap_complete's "unknown shell" and status 2.
+#[test]
+fn a_complete_variable_that_names_no_shell_is_ignored() {
+    let programs = [
+        (env!("CARGO_BIN_EXE_iostat-rs"), "iostat-rs"),
+        (env!("CARGO_BIN_EXE_vcpustat"), "vcpustat"),
+        (env!("CARGO_BIN_EXE_cxlstat"), "cxlstat"),
+    ];
+    for (program, name) in programs {
+        for value in ["1", "yes", "true"] {
+            let out = Command::new(program)
+                .arg("--version")
+                .env("COMPLETE", value)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{name} COMPLETE={value}: {out:?}");
+            assert!(stdout.starts_with(&format!("{name} ")), "{stdout}");
+        }
+    }
+}

@@ -84,6 +84,31 @@ impl CpuList {
     }
 }
 
+/// `cpus` (ascending) written as the kernel writes a list: runs of
+/// consecutive CPUs as ranges (`4-1023`), the rest one by one
+/// (`5,7,9-11`).
+pub fn format_list(cpus: &[u32]) -> String {
+    let mut text = String::new();
+    let mut rest = cpus;
+    while let Some(&first) = rest.first() {
+        let mut run = 1;
+        while run < rest.len() && rest[run - 1].checked_add(1) == Some(rest[run]) {
+            run += 1;
+        }
+        let last = rest[run - 1];
+        if !text.is_empty() {
+            text.push(',');
+        }
+        if last == first {
+            text.push_str(&first.to_string());
+        } else {
+            text.push_str(&format!("{first}-{last}"));
+        }
+        rest = &rest[run..];
+    }
+    text
+}
+
 /// `text` cut to a length an error message can show.
 fn shorten(text: &str) -> String {
     const LIMIT: usize = 40;
@@ -104,6 +129,26 @@ impl std::str::FromStr for CpuList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_are_written_as_the_kernel_writes_them() {
+        assert_eq!(format_list(&[]), "");
+        assert_eq!(format_list(&[5]), "5");
+        assert_eq!(format_list(&[5, 7, 9, 10, 11]), "5,7,9-11");
+        let many: Vec<u32> = (4..=1023).chain([MAX_CPU]).collect();
+        assert_eq!(format_list(&many), "4-1023,65535");
+        assert_eq!(format_list(&[MAX_CPU - 1, MAX_CPU]), "65534-65535");
+        assert_eq!(
+            format_list(&[u32::MAX - 1, u32::MAX]),
+            "4294967294-4294967295"
+        );
+        // What it writes reads back as the same CPUs.
+        let sparse = [0, 2, 3, 4, 8, 65535];
+        assert_eq!(
+            CpuList::parse(&format_list(&sparse)).unwrap().cpus(),
+            sparse
+        );
+    }
 
     #[test]
     fn parses_ranges_and_single_cpus() {

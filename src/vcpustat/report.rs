@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::common::counter::{self, Width};
 
 use super::counters::{CpuCounters, FIELDS, Snapshot, field};
-use crate::common::cpulist::CpuList;
+use crate::common::cpulist::{CpuList, format_list};
 
 /// Dispatch counts of one vCPU (or of all of them) over an interval, or
 /// since the statistics were enabled. Values are 32-bit counts.
@@ -255,16 +255,27 @@ pub fn cumulative(cpus: &[CpuCounters], selection: &Selection) -> Report {
     Report::build(rows, selection, selected_but_offline(cpus, selection))
 }
 
-/// A note for each vCPU `--cpus` names that `cpus` (sorted) does not hold.
+/// A note naming the vCPUs `--cpus` names that `cpus` (sorted) does not
+/// hold, as one CPU list: `--cpus 0-1023` on 4 vCPUs is one short note,
+/// not a thousand.
 fn selected_but_offline(cpus: &[CpuCounters], selection: &Selection) -> Vec<String> {
     let Some(list) = selection.cpus else {
         return Vec::new();
     };
-    list.cpus()
+    let missing: Vec<u32> = list
+        .cpus()
         .iter()
-        .filter(|&&cpu| cpus.binary_search_by_key(&cpu, |c| c.cpu).is_err())
-        .map(|cpu| format!("cpu{cpu} (from --cpus) is not online"))
-        .collect()
+        .copied()
+        .filter(|&cpu| cpus.binary_search_by_key(&cpu, |c| c.cpu).is_err())
+        .collect();
+    match missing[..] {
+        [] => Vec::new(),
+        [cpu] => vec![format!("cpu{cpu} (from --cpus) is not online")],
+        _ => vec![format!(
+            "cpus {} (from --cpus) are not online",
+            format_list(&missing)
+        )],
+    }
 }
 
 /// What one sample gave in interval mode.

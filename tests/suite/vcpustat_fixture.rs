@@ -134,12 +134,16 @@ fn a_cpus_entry_that_is_not_online_is_a_note_of_the_report() {
     // The seed's vCPUs are cpu0 to cpu15.
     let text = stdout(&vcpustat("seed", &["--cpus", "0,99,100"]));
     assert!(
-        text.ends_with(
-            "note: cpu99 (from --cpus) is not online\n\
-             note: cpu100 (from --cpus) is not online\n\n"
-        ),
+        text.ends_with("note: cpus 99-100 (from --cpus) are not online\n\n"),
         "{text}"
     );
+    // However many: one note, the CPUs as a list.
+    let text = stdout(&vcpustat("seed", &["--cpus", "0,14-1023,2000,2002"]));
+    assert!(
+        text.ends_with("note: cpus 16-1023,2000,2002 (from --cpus) are not online\n\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("note:").count(), 1, "{text}");
     let json: serde_json::Value = serde_json::from_str(&stdout(&vcpustat(
         "seed",
         &["--cpus", "0,99", "-o", "json"],

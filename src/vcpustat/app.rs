@@ -16,7 +16,7 @@ use crate::common::output::{Format, Frame, FrameWriter, Row, writer_for};
 use crate::common::run::run_samples;
 use crate::common::serve::{self, ScrapeError};
 use crate::common::signals::StopSignal;
-use crate::common::source::Source;
+use crate::common::source::{RootFs, Source};
 use crate::common::stdout::StoppableStdout;
 use crate::common::temp_file::check_chosen_outputs;
 
@@ -222,8 +222,8 @@ fn meet_other_runs(
     match Session::enter(root(options), member, MUTEX_WAIT, &|| {
         stop.caught().is_some()
     }) {
-        Ok(Some((session, note))) => {
-            if let Some(note) = note {
+        Ok(Some((session, abandoned))) => {
+            if let Some(note) = abandoned.and_then(|a| a.note(state_now(options))) {
                 tell(format_args!("note: {note}"));
             }
             plan.join(session);
@@ -246,6 +246,17 @@ fn meet_other_runs(
             Ok(Met::Going)
         }
     }
+}
+
+/// Whether the statistics are on, and their frequency, as the kernel files
+/// say now, read past any recording (as the lock file is): to tell which
+/// changes of a killed run are still in effect. `None` when unreadable.
+fn state_now(options: &Options) -> Option<(bool, i32)> {
+    let files = RootFs::new(root(options));
+    Some((
+        kernel::read_on(&files).ok()?,
+        kernel::read_freq(&files).ok()?,
+    ))
 }
 
 /// The root the kernel files are read from: `--sysroot`, else `/`.
@@ -286,18 +297,19 @@ pub fn run(
     }
     let mut out = BufWriter::new(StoppableStdout::new(stop));
     if options.status {
+        let freq = kernel::read_freq(source)?;
         writeln!(
             out,
-            "dispatch statistics: {}\nfrequency: {} per second",
+            "dispatch statistics: {}\nfrequency: {freq} per second",
             if on { "on" } else { "off" },
-            kernel::read_freq(source)?
         )?;
-        if let Some((shared, held)) = source
+        if let Some(line) = source
             .is_live()
             .then(|| session::peek(root(options)))
             .flatten()
+            .and_then(|(shared, held)| session::status_line(shared, held, (on, freq)))
         {
-            writeln!(out, "{}", session::status_line(shared, held))?;
+            writeln!(out, "{line}")?;
         }
         out.flush()?;
     }

@@ -84,12 +84,57 @@ impl Shared {
             match words[..] {
                 ["switched-on", claim] => shared.switched_on = Some(claim.parse().ok()?),
                 ["freq", before, ours] => {
-                    shared.freq = Some((before.parse().ok()?, ours.parse().ok()?));
+                    // The kernel's frequencies are 1 to HZ.
+                    let freq = |word: &str| word.parse().ok().filter(|&f: &i32| f >= 1);
+                    shared.freq = Some((freq(before)?, freq(ours)?));
                 }
                 _ => return None,
             }
         }
         Some(shared)
+    }
+
+    /// The changes of `self` still in effect when the statistics are `on`
+    /// and the frequency is `freq`: those of a killed run that nobody has
+    /// undone since.
+    pub fn in_effect(self, on: bool, freq: i32) -> Shared {
+        Shared {
+            switched_on: self.switched_on.filter(|_| on),
+            freq: self.freq.filter(|&(_, ours)| ours == freq),
+        }
+    }
+}
+
+/// A record no reporting run held, which a run entering dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Abandoned {
+    /// Not a record of vcpustat runs (the lock file's path): emptied.
+    NotARecord(PathBuf),
+    /// The changes of runs killed before they undid them.
+    Left(Shared),
+}
+
+impl Abandoned {
+    /// The note that says what was dropped. `now`, the statistics' state
+    /// (on, frequency) when known, leaves out the changes undone since (by
+    /// hand, say): with none left, there is nothing to say.
+    pub fn note(&self, now: Option<(bool, i32)>) -> Option<String> {
+        match self {
+            Abandoned::NotARecord(path) => Some(format!(
+                "{}: not a record of vcpustat runs: emptied",
+                path.display()
+            )),
+            Abandoned::Left(shared) => {
+                let left = now.map_or(*shared, |(on, freq)| shared.in_effect(on, freq));
+                (left != Shared::default()).then(|| {
+                    format!(
+                        "a vcpustat run ended without undoing its changes (killed?): it left \
+                         {}; vcpustat leaves that as it is (see vcpustat --status)",
+                        left_as_it_is(left)
+                    )
+                })
+            }
+        }
     }
 }
 
@@ -134,14 +179,14 @@ impl Session {
     /// `Interrupted` error: nothing was changed); a `member` (a run that
     /// reports) also takes its shared byte. `None`
     /// when `root` has no `run` directory (a copy of /proc, a test tree):
-    /// there is no other run to meet. The second value is a note when a
-    /// record was left by runs that no longer exist.
+    /// there is no other run to meet. The second value is the record runs
+    /// that no longer exist left, which this run dropped.
     pub fn enter(
         root: &Path,
         member: bool,
         wait: Duration,
         stopped: &dyn Fn() -> bool,
-    ) -> io::Result<Option<(Session, Option<String>)>> {
+    ) -> io::Result<Option<(Session, Option<Abandoned>)>> {
         let Some(file) = open_lock_file(&root.join("run"))? else {
             return Ok(None);
         };
@@ -170,7 +215,11 @@ impl Session {
         let (shared, note) = match session.read_record()? {
             Some(shared) if !alone => (shared, None),
             Some(shared) if shared == Shared::default() => (shared, None),
-            left => (Shared::default(), Some(abandoned(left, &session.path))),
+            Some(left) => (Shared::default(), Some(Abandoned::Left(left))),
+            None => (
+                Shared::default(),
+                Some(Abandoned::NotARecord(session.path.clone())),
+            ),
         };
         // Written now, before anything is changed, at its full size: later
         // writes only replace its bytes, which a full file system allows.
@@ -305,9 +354,15 @@ pub fn peek(root: &Path) -> Option<(Shared, bool)> {
     Some((shared, locked(&file, MEMBER_BYTE)))
 }
 
-/// The line `--status` adds for a record [`peek`] found.
-pub fn status_line(shared: Shared, held: bool) -> String {
+/// The line `--status` adds for a record [`peek`] found, when the
+/// statistics are `now` (on, frequency): none for a record of killed runs
+/// whose changes have all been undone since.
+pub fn status_line(shared: Shared, held: bool, (on, freq): (bool, i32)) -> Option<String> {
     if !held {
+        let shared = shared.in_effect(on, freq);
+        if shared == Shared::default() {
+            return None;
+        }
         let mut fix = Vec::new();
         if shared.switched_on.is_some() {
             fix.push("vcpustat --disable".to_string());
@@ -316,12 +371,12 @@ pub fn status_line(shared: Shared, held: bool) -> String {
             fix.push(format!("vcpustat --freq {before}"));
         }
         let verb = if fix.len() == 1 { "puts" } else { "put" };
-        return format!(
+        return Some(format!(
             "vcpustat runs: one ended without undoing its changes (killed?) and left {}; {} \
              {verb} that back",
             left_as_it_is(shared),
             fix.join(" and ")
-        );
+        ));
     }
     let mut undo = Vec::new();
     if shared.switched_on.is_some() {
@@ -330,10 +385,10 @@ pub fn status_line(shared: Shared, held: bool) -> String {
     if let Some((before, _)) = shared.freq {
         undo.push(format!("puts the frequency back to {before} per second"));
     }
-    format!(
+    Some(format!(
         "vcpustat runs reporting now: the last to end {}",
         undo.join(" and ")
-    )
+    ))
 }
 
 /// Whether another open file holds a lock on `byte` of `file`.
@@ -347,19 +402,6 @@ fn locked(file: &File, byte: i64) -> bool {
     // SAFETY: a valid descriptor and flock, which the call fills in.
     let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut lock) };
     rc == 0 && lock.l_type != libc::F_UNLCK as libc::c_short
-}
-
-/// The note for a record no run holds: what the runs killed before they
-/// ended left as it is.
-fn abandoned(left: Option<Shared>, path: &Path) -> String {
-    match left {
-        None => format!("{}: not a record of vcpustat runs: emptied", path.display()),
-        Some(shared) => format!(
-            "a vcpustat run ended without undoing its changes (killed?): it left {}; \
-             vcpustat leaves that as it is (see vcpustat --status)",
-            left_as_it_is(shared)
-        ),
-    }
 }
 
 /// What a record no run holds left: the changes the killed runs made (a
@@ -521,7 +563,7 @@ mod tests {
         dir
     }
 
-    fn enter(root: &Path, member: bool) -> (Session, Option<String>) {
+    fn enter(root: &Path, member: bool) -> (Session, Option<Abandoned>) {
         Session::enter(root, member, Duration::from_millis(50), &|| false)
             .unwrap()
             .expect("a run directory")
@@ -543,7 +585,7 @@ mod tests {
             ON,
             Shared {
                 switched_on: Some(u64::MAX),
-                freq: Some((i32::MIN, i32::MAX)),
+                freq: Some((i32::MAX, i32::MAX)),
             },
         ] {
             let mut text = shared.to_text();
@@ -555,6 +597,9 @@ mod tests {
         assert_eq!(Shared::parse("switched-on\n"), None);
         assert_eq!(Shared::parse("switched-on 7\nfreq 50\n"), None);
         assert_eq!(Shared::parse("freq 50 x\n"), None);
+        // The kernel has no frequency below 1: no run wrote it.
+        assert_eq!(Shared::parse("freq 0 300\n"), None);
+        assert_eq!(Shared::parse("freq 50 -1\n"), None);
     }
 
     #[test]
@@ -671,25 +716,41 @@ mod tests {
         .unwrap();
         // Killed: the kernel drops the locks with the file.
         drop(a);
-        let (b, note) = enter(&dir, true);
+        let (b, abandoned) = enter(&dir, true);
         assert_eq!(b.shared(), Shared::default());
+        let abandoned = abandoned.unwrap();
+        let left_both = "a vcpustat run ended without undoing its changes (killed?): it left \
+                         the dispatch statistics on and the frequency at 100 per second (it \
+                         was 50); vcpustat leaves that as it is (see vcpustat --status)";
+        // Without the state, or with both changes still in effect: both.
+        assert_eq!(abandoned.note(None).as_deref(), Some(left_both));
         assert_eq!(
-            note.as_deref(),
+            abandoned.note(Some((true, 100))).as_deref(),
+            Some(left_both)
+        );
+        // What was undone since (by hand) is not said to be left.
+        assert_eq!(
+            abandoned.note(Some((false, 100))).as_deref(),
             Some(
                 "a vcpustat run ended without undoing its changes (killed?): it left the \
-                 dispatch statistics on and the frequency at 100 per second (it was 50); \
-                 vcpustat leaves that as it is (see vcpustat --status)"
+                 frequency at 100 per second (it was 50); vcpustat leaves that as it is (see \
+                 vcpustat --status)"
             )
         );
+        assert!(
+            abandoned
+                .note(Some((true, 50)))
+                .unwrap()
+                .contains("it left the dispatch statistics on;")
+        );
+        assert_eq!(abandoned.note(Some((false, 50))), None);
         drop(b);
         // Longer than a record, then not UTF-8: not one.
         for bytes in [vec![b'\n'; 4 * RECORD_BYTES], vec![0xff; 8]] {
             std::fs::write(dir.join(LOCK_PATH), bytes).unwrap();
-            let (_c, note) = enter(&dir, false);
-            assert!(
-                note.unwrap()
-                    .ends_with("vcpustat.lock: not a record of vcpustat runs: emptied")
-            );
+            let (_c, abandoned) = enter(&dir, false);
+            let note = abandoned.unwrap().note(Some((false, 50))).unwrap();
+            assert!(note.ends_with("vcpustat.lock: not a record of vcpustat runs: emptied"));
             assert_eq!(record(&dir), Some(Shared::default()));
         }
     }
@@ -757,7 +818,7 @@ mod tests {
         let (shared, held) = peek(&dir).unwrap();
         assert_eq!((shared, held), (both, true));
         assert_eq!(
-            status_line(shared, held),
+            status_line(shared, held, (true, 40)).unwrap(),
             "vcpustat runs reporting now: the last to end switches the dispatch statistics off \
              and puts the frequency back to 50 per second"
         );
@@ -765,11 +826,18 @@ mod tests {
         let (shared, held) = peek(&dir).unwrap();
         assert!(!held, "the run is gone");
         assert_eq!(
-            status_line(shared, held),
+            status_line(shared, held, (true, 40)).unwrap(),
             "vcpustat runs: one ended without undoing its changes (killed?) and left the \
              dispatch statistics on and the frequency at 40 per second (it was 50); vcpustat \
              --disable and vcpustat --freq 50 put that back"
         );
+        // Undone by hand since, in part, then whole: what is left, then nothing.
+        assert_eq!(
+            status_line(shared, held, (false, 40)).unwrap(),
+            "vcpustat runs: one ended without undoing its changes (killed?) and left the \
+             frequency at 40 per second (it was 50); vcpustat --freq 50 puts that back"
+        );
+        assert_eq!(status_line(shared, held, (false, 50)), None);
         let (mut b, _) = enter(&dir, true);
         b.publish(Shared::default()).unwrap();
         assert!(peek(&dir).is_none(), "an empty record");

@@ -194,6 +194,34 @@ fn a_killed_run_leaves_its_changes_and_the_next_run_says_so() {
     );
 }
 
+/// A killed run's changes undone by hand since are not said to be left:
+/// `--status` said the statistics were off and, two lines on, that the
+/// killed run had left them on, and the next run said so too.
+#[test]
+fn a_killed_runs_changes_undone_since_are_not_said_to_be_left() {
+    let Some(sim) = mount("killed-then-undone", scenario()) else {
+        return;
+    };
+    let mut killed = Run::start(&sim, &["0.05"]);
+    killed.await_line(SWITCHED_ON);
+    await_record(&sim, "switched-on|");
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    // Switched off by hand (echo 0 > /proc/powerpc/vcpudispatch_stats).
+    sim.kernel().on = false;
+    let status = vcpustat(&sim, &["--status"]).output().unwrap();
+    assert!(status.status.success());
+    assert_eq!(
+        crate::vcpustat_fuse::text(&status.stdout),
+        "dispatch statistics: off\nfrequency: 50 per second\n"
+    );
+    let out = vcpustat(&sim, &["-n", "0.05", "2"]).output().unwrap();
+    assert!(out.status.success());
+    let err = crate::vcpustat_fuse::text(&out.stderr);
+    assert!(!err.contains("without undoing"), "{err}");
+    assert_eq!(record(&sim), "", "the killed run's record is dropped");
+}
+
 /// What a user asks to last stays: `vcpustat --enable` while a run has the
 /// statistics on for itself keeps them on after that run.
 #[test]

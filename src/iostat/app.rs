@@ -8,6 +8,7 @@
 //! resident in every run (build.rs, "Hot code first").
 
 use std::io::{self, BufWriter, IsTerminal, Write};
+use std::time::Duration;
 
 use crate::common::chart;
 use crate::common::cli::{end_failed, is_output_failure, output_error_status, report_error};
@@ -35,7 +36,7 @@ use super::hotplug::CpuLines;
 use super::latency::Latency;
 use super::latency::coverage::Notes;
 use super::latency::prometheus::LatencyExposition;
-use super::model::{cpu_percent, interval_cs};
+use super::model::{clock_interval_cs, cpu_percent, interval_cs};
 use super::named_dirs;
 use super::parse::{CpuTicks, parse_proc_stat_cpu, parse_uptime, proc_stat_cpu_count};
 use super::render_json::JsonRenderer;
@@ -447,6 +448,9 @@ fn unanswered(e: std::io::Error) -> IostatError {
 /// The state carried from one sample to the next.
 struct Carry {
     uptime: [u64; 2],
+    /// The monotonic clock at each sample, when reports are timed by it
+    /// ([`timed_by_clock`]).
+    clock: [Option<Duration>; 2],
     cpu: [CpuTicks; 2],
     /// The `cpuN` lines, for the formats that take [`Sample::cpu_shares`].
     cpu_lines: Option<CpuLines>,
@@ -491,8 +495,10 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     };
     // Written with the first sample, once its inputs are read (below).
     let mut begun = false;
+    let by_clock = timed_by_clock(opts, src);
     let mut carry = Carry {
         uptime: [0; 2],
+        clock: [None; 2],
         cpu: [CpuTicks::default(); 2],
         cpu_lines: takes_cpu_shares(opts).then(CpuLines::default),
         curr: 0,
@@ -502,6 +508,8 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     let result = run_samples(&schedule, src, &stop, None, |src, index| {
         let curr = carry.curr;
         let taken = (|| {
+            // Zero in a replay of a recording without it: timed by uptime.
+            carry.clock[curr] = by_clock.then(|| src.elapsed()).filter(|t| !t.is_zero());
             carry.uptime[curr] = read_uptime(src, &mut carry.buf)?;
             carry.cpu[curr] = read_cpu(src, &mut carry.buf)?;
             let cpu = cpu_percent(&carry.cpu[curr ^ 1], &carry.cpu[curr]);
@@ -551,7 +559,10 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         let sample = Sample {
             time,
             index,
-            itv: interval_cs(carry.uptime[curr ^ 1], carry.uptime[curr]),
+            // The first report's, since boot, is uptime's.
+            itv: clock_interval_cs(carry.clock[curr ^ 1], carry.clock[curr])
+                .filter(|_| index > 0)
+                .unwrap_or_else(|| interval_cs(carry.uptime[curr ^ 1], carry.uptime[curr])),
             cpu,
             cpu_shares,
             devices: &devices,
@@ -674,6 +685,20 @@ fn expositions(
         exporter.collect(src, e)
     })?;
     Ok(())
+}
+
+/// Whether reports are timed by the monotonic clock rather than by
+/// `/proc/uptime`: when the interval is not a whole number of seconds.
+/// sysstat takes none such, and `/proc/uptime` counts hundredths, too
+/// coarse for them (a 13 ms interval reads as 10 or 20 ms: rates a third
+/// off, `%util` over 100). Whole seconds keep uptime, as sysstat, for
+/// its output to the byte. Live, only on the running kernel: a
+/// `--sysroot` tree's `/proc/uptime` is the clock of its counters. A
+/// replay takes the clock readings its recording holds (a live run
+/// records each one it takes), else uptime.
+fn timed_by_clock(opts: &Options, src: &dyn Source) -> bool {
+    let fractional = opts.interval.is_some_and(|i| i.subsec_nanos() != 0);
+    fractional && (!src.is_live() || opts.source.sysroot.is_none())
 }
 
 fn read_uptime(src: &dyn Source, buf: &mut Vec<u8>) -> Result<u64, IostatError> {

@@ -2,15 +2,17 @@
 //! its operation order (so results are bit-identical), its clamps for
 //! counters that went backwards and its wrap-around arithmetic.
 
+use std::time::Duration;
+
 use super::parse::{CpuTicks, DiskCounters};
 
 /// `S_VALUE`: `(double)(cur - prev) / itv * 100`, divide first.
-fn s_value(delta: u64, itv: u64) -> f64 {
-    delta as f64 / itv as f64 * 100.0
+fn s_value(delta: u64, itv: f64) -> f64 {
+    delta as f64 / itv * 100.0
 }
 
 /// A clamped 64-bit rate: 0 when the counter went backwards.
-fn rate64(prev: u64, cur: u64, itv: u64) -> f64 {
+fn rate64(prev: u64, cur: u64, itv: f64) -> f64 {
     if cur < prev {
         0.0
     } else {
@@ -19,7 +21,7 @@ fn rate64(prev: u64, cur: u64, itv: u64) -> f64 {
 }
 
 /// A clamped 32-bit rate.
-fn rate32(prev: u32, cur: u32, itv: u64) -> f64 {
+fn rate32(prev: u32, cur: u32, itv: f64) -> f64 {
     if cur < prev {
         0.0
     } else {
@@ -27,12 +29,22 @@ fn rate32(prev: u32, cur: u32, itv: u64) -> f64 {
     }
 }
 
-/// The interval in hundredths of a second between two uptimes (0 becomes 1).
-pub fn interval_cs(prev_uptime_cs: u64, cur_uptime_cs: u64) -> u64 {
+/// The interval in hundredths of a second between two uptimes (0 becomes
+/// 1), as sysstat takes it: `/proc/uptime` counts in hundredths.
+pub fn interval_cs(prev_uptime_cs: u64, cur_uptime_cs: u64) -> f64 {
     match cur_uptime_cs.wrapping_sub(prev_uptime_cs) {
-        0 => 1,
-        itv => itv,
+        0 => 1.0,
+        itv => itv as f64,
     }
+}
+
+/// The interval in hundredths of a second between two readings of the
+/// monotonic clock, for intervals `/proc/uptime`'s hundredths cannot time
+/// (a 13 ms interval reads as 10 or 20 ms there): `None` unless both
+/// readings were taken and the clock moved forward.
+pub fn clock_interval_cs(prev: Option<Duration>, cur: Option<Duration>) -> Option<f64> {
+    let elapsed = cur?.checked_sub(prev?).filter(|d| !d.is_zero())?;
+    Some(elapsed.as_nanos() as f64 / 1e7)
 }
 
 /// The `avg-cpu` percentages.
@@ -157,13 +169,13 @@ fn triple(p: &DiskCounters, c: &DiskCounters) -> Triple {
 
 /// `%util` as sysstat prints it: busy ms over the interval, / 10, / the
 /// number of devices it covers (1, or a group's member count).
-fn util(p: &DiskCounters, c: &DiskCounters, itv: u64, devices: u32) -> f64 {
+fn util(p: &DiskCounters, c: &DiskCounters, itv: f64, devices: u32) -> f64 {
     rate32(p.tot_ticks, c.tot_ticks, itv) / 10.0 / f64::from(devices.max(1))
 }
 
 /// Computes the `-x` columns between two samples over `itv` hundredths of a
 /// second. `devices` divides `%util` (1 for a device).
-pub fn ext_stats(p: &DiskCounters, c: &DiskCounters, itv: u64, devices: u32) -> ExtStats {
+pub fn ext_stats(p: &DiskCounters, c: &DiskCounters, itv: f64, devices: u32) -> ExtStats {
     let t = triple(p, c);
     let mut s = ExtStats::default();
     for k in 0..3 {
@@ -203,7 +215,7 @@ pub fn ext_stats(p: &DiskCounters, c: &DiskCounters, itv: u64, devices: u32) -> 
 pub fn ext_short_stats(
     p: &DiskCounters,
     c: &DiskCounters,
-    itv: u64,
+    itv: f64,
     devices: u32,
 ) -> ExtShortStats {
     let t = triple(p, c);
@@ -272,7 +284,7 @@ fn total_delta(prev: u64, cur: u64) -> u64 {
 }
 
 /// Computes the basic columns.
-pub fn basic_stats(p: &DiskCounters, c: &DiskCounters, itv: u64) -> BasicStats {
+pub fn basic_stats(p: &DiskCounters, c: &DiskCounters, itv: f64) -> BasicStats {
     let pn = p.rd_ios.wrapping_add(p.wr_ios).wrapping_add(p.dc_ios);
     let cn = c.rd_ios.wrapping_add(c.wr_ios).wrapping_add(c.dc_ios);
     let t = triple(p, c);
@@ -326,7 +338,7 @@ mod tests {
     #[test]
     fn first_report_matches_the_golden_x_values() {
         // sysstat's expected.iostat-x, sda line (uptime 7192.55 s).
-        let s = ext_stats(&DiskCounters::default(), &sda_root1(), 719_255, 1);
+        let s = ext_stats(&DiskCounters::default(), &sda_root1(), 719_255.0, 1);
         assert_eq!(format!("{:7.2}", s.ios[0]), "   6.90");
         assert_eq!(format!("{:9.2}", s.sectors[0] / 2.0), "   222.14");
         assert_eq!(format!("{:6.2}", s.merge_pct[0]), "  5.38");
@@ -347,10 +359,10 @@ mod tests {
             dc_merges: 1906,
             ..DiskCounters::default()
         };
-        let s = ext_short_stats(&DiskCounters::default(), &c, 416, 1);
+        let s = ext_short_stats(&DiskCounters::default(), &c, 416.0, 1);
         assert_eq!(format!("{:.2}", s.merges), "74046.88");
         // Summed counters that went backwards give 0, as in sysstat.
-        let s = ext_short_stats(&c, &DiskCounters::default(), 416, 1);
+        let s = ext_short_stats(&c, &DiskCounters::default(), 416.0, 1);
         assert_eq!(s.merges, 0.0);
     }
 
@@ -359,11 +371,11 @@ mod tests {
         let mut prev = sda_root1();
         prev.rd_ios += 100;
         prev.tot_ticks += 5;
-        let s = ext_stats(&prev, &sda_root1(), 100, 1);
+        let s = ext_stats(&prev, &sda_root1(), 100.0, 1);
         assert_eq!(s.ios[0], 0.0);
         assert_eq!(s.await_ms[0], 0.0);
         assert_eq!(s.util, 0.0);
-        let b = basic_stats(&prev, &sda_root1(), 100);
+        let b = basic_stats(&prev, &sda_root1(), 100.0);
         assert_eq!(format!("{:.2}", b.tps), "18446744073709551616.00");
     }
 
@@ -375,7 +387,7 @@ mod tests {
         c.rd_ios = 12;
         p.rd_ticks = u32::MAX - 1;
         c.rd_ticks = 8;
-        let s = ext_stats(&p, &c, 100, 1);
+        let s = ext_stats(&p, &c, 100.0, 1);
         assert_eq!(s.await_ms[0], 5.0);
         assert_eq!(total_delta(0xffff_fff0, 0x10), 0x20);
         assert_eq!(
@@ -387,7 +399,7 @@ mod tests {
         c.wr_ios = 2;
         p.wr_ticks = 0;
         c.wr_ticks = u32::MAX;
-        let xs = ext_short_stats(&p, &c, 100, 1);
+        let xs = ext_short_stats(&p, &c, 100.0, 1);
         // (10 + 0xffffffff) mod 2^32 = 9 ticks over 4 I/Os.
         assert_eq!(xs.await_ms, 9.0 / 4.0);
     }
@@ -428,6 +440,26 @@ mod tests {
         assert!(looks_readded(&p, &c));
         c.wr_sectors = 900_000;
         assert!(!looks_readded(&p, &c));
-        assert_eq!(interval_cs(5, 5), 1);
+        assert_eq!(interval_cs(5, 5), 1.0);
+    }
+
+    #[test]
+    fn the_clock_times_what_uptime_cannot() {
+        let ms = |n| Some(Duration::from_millis(n));
+        assert_eq!(clock_interval_cs(ms(100), ms(113)), Some(1.3));
+        assert_eq!(clock_interval_cs(None, ms(113)), None);
+        assert_eq!(clock_interval_cs(ms(100), None), None);
+        assert_eq!(clock_interval_cs(ms(100), ms(100)), None);
+        assert_eq!(clock_interval_cs(ms(113), ms(100)), None);
+        // 208 reads in 13 ms: 16,000 a second, where uptime's 1 or 2
+        // hundredths made it 20,800 or 10,400.
+        let p = DiskCounters::default();
+        let c = DiskCounters {
+            rd_ios: 208,
+            ..DiskCounters::default()
+        };
+        let itv = clock_interval_cs(ms(100), ms(113)).unwrap();
+        assert_eq!(basic_stats(&p, &c, itv).tps, 16_000.0);
+        assert_eq!(basic_stats(&p, &c, interval_cs(0, 1)).tps, 20_800.0);
     }
 }

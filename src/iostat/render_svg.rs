@@ -89,7 +89,7 @@ fn metrics(report: Report, unit: Unit) -> Vec<Metric> {
 }
 
 /// The values of `metrics(report, unit)` for one device row.
-fn values(report: Report, unit: Unit, row: &DeviceRow, itv: u64) -> Vec<f64> {
+fn values(report: Report, unit: Unit, row: &DeviceRow, itv: f64) -> Vec<f64> {
     let per_unit = unit.sectors_per_unit() as f64;
     match report {
         Report::Extended => {

@@ -331,7 +331,7 @@ impl TextRenderer {
         }
     }
 
-    fn basic_row(&mut self, row: &DeviceRow, itv: u64) {
+    fn basic_row(&mut self, row: &DeviceRow, itv: f64) {
         let b = basic_stats(row.prev, row.cur, itv);
         self.name_start(row.name);
         self.f(8, 2, b.tps);

@@ -35,7 +35,7 @@ pub struct Sample<'a> {
     /// Sample number from 0.
     pub index: u64,
     /// Interval in hundredths of a second.
-    pub itv: u64,
+    pub itv: f64,
     /// CPU percentages.
     pub cpu: CpuPercent,
     /// The CPU percentages of iostat-rs's own formats (CSV, NDJSON, SVG):

@@ -578,3 +578,89 @@ fn sigint_and_sigterm_end_the_run_with_the_json_document_closed() {
         );
     }
 }
+
+/// Intervals that are not whole seconds are timed by the monotonic clock:
+/// `/proc/uptime` counts hundredths, so a 13 ms interval read as 10 or
+/// 20 ms and its rates came out a third off. A live run on the running
+/// kernel records each clock reading (a frame's `elapsed_ns`), and its
+/// replay takes them; whole seconds keep uptime, as sysstat.
+#[test]
+fn fractional_intervals_are_timed_by_the_clock_and_whole_seconds_by_uptime() {
+    let dir = crate::scratch::scratch("rr-clock");
+    // Live: the clock is recorded for 0.05 s, not for whole seconds.
+    let fractional = dir.join("fractional.rec");
+    let whole = dir.join("whole.rec");
+    for (rec, interval, clocked) in [(&fractional, "0.05", true), (&whole, "1", false)] {
+        let out = run(&["--record", rec.to_str().unwrap(), "-d", interval, "2"]);
+        assert!(out.status.success(), "{out:?}");
+        let text = fs::read_to_string(rec).unwrap();
+        let frames: Vec<serde_json::Value> = text
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|f: &serde_json::Value| f.get("index").is_some())
+            .collect();
+        assert_eq!(frames.len(), 2, "{text}");
+        for frame in &frames {
+            let elapsed = frame.get("elapsed_ns").and_then(|e| e.as_u64());
+            assert_eq!(
+                elapsed.is_some_and(|ns| ns > 0),
+                clocked,
+                "{interval}: {frame}"
+            );
+        }
+    }
+
+    // Replayed: 208 reads in each 13 ms, which uptime reads as 1
+    // hundredth (100.00, 100.01, 100.02).
+    let header = serde_json::json!({
+        "format": "hwstat-recording", "version": 1, "tool": "iostat-rs",
+        "args": ["-d", "0.013", "3"],
+        "uname": {"sysname": "Linux", "nodename": "clock", "release": "6.18.0",
+                  "version": "#1", "machine": "x86_64"},
+        "start_unix_ns": 1_767_258_000_000_000_000u64,
+    });
+    let mut text = format!("{header}\n");
+    for i in 0..3u64 {
+        let reads = 208 * i;
+        let mut entries = serde_json::json!({
+            "read /proc/diskstats": {"text": format!(
+                "8 0 sda {reads} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", 8 * reads)},
+            "read /proc/stat": {"text": format!("cpu  {i} 0 0 {i} 0 0 0 0 0 0\ncpu0 {i} 0 0 {i} 0 0 0 0 0 0\n")},
+            "read /proc/uptime": {"text": format!("100.0{i} 0.00\n")},
+            "list /sys/block": {"list": ["sda"]},
+        });
+        if i == 0 {
+            entries["list /sys/devices/system/cpu"] = serde_json::json!({"list": ["cpu0"]});
+        }
+        let frame = serde_json::json!({
+            "index": i,
+            "time_unix_ns": 1_767_258_000_000_000_000u64 + i * 13_000_000,
+            "elapsed_ns": 1_000_000_000 + i * 13_000_000,
+            "entries": entries,
+        });
+        text.push_str(&format!("{frame}\n"));
+    }
+    let forged = dir.join("forged.rec");
+    fs::write(&forged, text).unwrap();
+    let tps = |interval: &str| -> Vec<String> {
+        let out = run(&[
+            "--replay",
+            forged.to_str().unwrap(),
+            "-d",
+            "-y",
+            interval,
+            "2",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("sda"))
+            .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(tps("0.013"), ["16000.00", "16000.00"]);
+    // Replayed as whole seconds: uptime's hundredths, as sysstat.
+    assert_eq!(tps("1"), ["20800.00", "20800.00"]);
+}

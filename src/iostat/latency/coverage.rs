@@ -85,9 +85,9 @@ pub fn shortfall(
 /// percents of them, the eBPF path a few a second under heavy I/O
 /// (programs skipped when a completion interrupts one running on its CPU),
 /// whose error in the depth stays of that few.
-pub fn depth_held_up(forgotten: u64, completed: u64, itv: u64) -> bool {
+pub fn depth_held_up(forgotten: u64, completed: u64, itv: f64) -> bool {
     let hold_hundredths = 2 * DRAIN_EVERY.as_millis() as u64 / 10;
-    forgotten.saturating_mul(hold_hundredths).saturating_mul(4) > itv
+    forgotten.saturating_mul(hold_hundredths).saturating_mul(4) as f64 > itv
         && forgotten.saturating_mul(100) > completed
 }
 
@@ -277,16 +277,16 @@ mod tests {
     fn a_depth_is_held_up_by_completions_that_never_arrived() {
         // Each held one higher for up to 0.2 s: over a quarter of a
         // request on average in a 1 s interval from 2 on, if over 1 %.
-        assert!(!depth_held_up(0, 100, 100));
-        assert!(!depth_held_up(1, 100, 100));
-        assert!(depth_held_up(2, 100, 100));
-        assert!(!depth_held_up(12, 100, 1000), "12 in 10 s: 0.24");
-        assert!(depth_held_up(13, 100, 1000));
-        assert!(depth_held_up(1, 10, 50), "one in half a second: 0.4");
+        assert!(!depth_held_up(0, 100, 100.0));
+        assert!(!depth_held_up(1, 100, 100.0));
+        assert!(depth_held_up(2, 100, 100.0));
+        assert!(!depth_held_up(12, 100, 1000.0), "12 in 10 s: 0.24");
+        assert!(depth_held_up(13, 100, 1000.0));
+        assert!(depth_held_up(1, 10, 50.0), "one in half a second: 0.4");
         // The eBPF path under heavy I/O: 3 of 3,000 in 0.3 s.
-        assert!(!depth_held_up(3, 3000, 30));
-        assert!(depth_held_up(31, 3000, 30));
-        assert!(depth_held_up(u64::MAX, u64::MAX - 1, u64::MAX - 1));
+        assert!(!depth_held_up(3, 3000, 30.0));
+        assert!(depth_held_up(31, 3000, 30.0));
+        assert!(depth_held_up(u64::MAX, u64::MAX - 1, 1e18));
         let c = |rd, wr, dc, fl| DiskCounters {
             rd_ios: rd,
             wr_ios: wr,

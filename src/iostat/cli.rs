@@ -888,7 +888,7 @@ pub fn command() -> clap::Command {
             Arg::new("svg-sort")
                 .long("svg-sort")
                 .value_name("COLUMN")
-                .help("Column whose peak ranks the devices for --svg-top (default %util, or tps without -x)"),
+                .help("Charted column whose peak ranks the devices for --svg-top (default %util, or tps without -x)"),
         )
         .arg(
             Arg::new("textfile")

@@ -180,7 +180,7 @@ impl SvgCharts {
                 .ok_or_else(|| {
                     let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
                     format!(
-                        "--svg-sort {}: not a column of this report ({})",
+                        "--svg-sort {}: not a column the charts of this report draw ({})",
                         crate::common::escape::text(name),
                         names.join(", ")
                     )

@@ -305,8 +305,8 @@ fn iostat_refuses_a_sort_column_the_report_does_not_have() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err,
-        "iostat-rs: --svg-sort tps\\x1b: not a column of this report (r/s, w/s, rkB/s, wkB/s, \
-         r_await, w_await, aqu-sz, %util)\n"
+        "iostat-rs: --svg-sort tps\\x1b: not a column the charts of this report draw (r/s, w/s, \
+         rkB/s, wkB/s, r_await, w_await, aqu-sz, %util)\n"
     );
     assert!(!svg.exists());
 }

@@ -37,7 +37,8 @@ pub const RECORD_LONG_HELP: &str = "Write every kernel input read, with the samp
     whatever the run's outcome. The format: docs/recording.md";
 
 /// `--replay`'s help, the same in the three tools.
-pub const REPLAY_HELP: &str = "Take the samples from a recording instead of the live system";
+pub const REPLAY_HELP: &str =
+    "Take the samples from a recording instead of the live system (- reads standard input)";
 
 /// Where the kernel files come from and whether to record them.
 #[derive(Debug, Clone, Default, clap::Args)]

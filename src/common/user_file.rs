@@ -41,7 +41,14 @@ pub const LINE_LIMIT: usize = 64 << 20;
 
 /// Opens `path` for reading: a regular file, or a FIFO or pipe (a
 /// recording decompressed on the fly, `--replay <(zcat run.rec.gz)`).
+/// `-` is standard input, as `--record -` is standard output
+/// (`iostat-rs --record - 1 3 | iostat-rs --replay - 1 3`).
 pub fn open_to_read(path: &Path) -> io::Result<File> {
+    let path = if path.as_os_str() == "-" {
+        Path::new("/dev/stdin")
+    } else {
+        path
+    };
     let (file, kind) = open_without_waiting(path)?;
     if !matches!(kind, "regular file" | "FIFO") {
         return Err(io::Error::new(

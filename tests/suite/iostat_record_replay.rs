@@ -664,3 +664,53 @@ fn fractional_intervals_are_timed_by_the_clock_and_whole_seconds_by_uptime() {
     // Replayed as whole seconds: uptime's hundredths, as sysstat.
     assert_eq!(tps("1"), ["20800.00", "20800.00"]);
 }
+
+/// `--replay -` reads standard input, as `--record -` writes standard
+/// output: from a redirected file and from a pipe, the replay is the one
+/// of the file's own path.
+#[test]
+fn a_replay_of_dash_reads_standard_input() {
+    let dir = fixture("dash");
+    let rec = dir.join("run.rec");
+    let live = run(&[
+        "--sysroot",
+        dir.to_str().unwrap(),
+        "--record",
+        rec.to_str().unwrap(),
+        "-x",
+        "0.05",
+        "3",
+    ]);
+    assert!(live.status.success(), "{live:?}");
+    let args = ["--replay", "-", "-x", "0.05", "3"];
+    let from_file = run(&["--replay", rec.to_str().unwrap(), "-x", "0.05", "3"]);
+    assert!(from_file.status.success(), "{from_file:?}");
+    let redirected = Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .stdin(fs::File::open(&rec).unwrap())
+        .output()
+        .unwrap();
+    assert!(redirected.status.success(), "{redirected:?}");
+    assert_eq!(redirected.stdout, from_file.stdout);
+    let mut piped = Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = piped.stdin.take().unwrap();
+    let text = fs::read(&rec).unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = std::io::Write::write_all(&mut input, &text);
+    });
+    let out = piped.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, from_file.stdout);
+}

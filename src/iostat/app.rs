@@ -332,6 +332,11 @@ fn report(progname: &str, err: IostatError) -> i32 {
         IostatError::Usage | IostatError::UsageAfterNamedDirs { .. } => {
             stderr::print(format_args!("{}", usage_text(progname)))
         }
+        IostatError::CountNotWhole(_) => stderr::print(format_args!(
+            "{TOOL}: {}\n{}",
+            escape::text(&err.to_string()),
+            usage_text(progname)
+        )),
         IostatError::Output(e) => return output_error_status(TOOL, e),
         // Escaped as every message quoting a name is (a device, a file).
         e if e.is_sysstat_message() => {

@@ -599,7 +599,8 @@ fn scan_number(o: &mut Options, arg: &str, nth: u32) -> Result<(), IostatError> 
         }
         2 => {
             if !all_digits(arg) {
-                return Err(IostatError::Usage);
+                // Not a device name: the scan took it for an interval.
+                return Err(IostatError::CountNotWhole(arg.to_string()));
             }
             let n = atol(arg);
             if n < 1 || o.interval.is_none_or(|d| d.is_zero()) {
@@ -1023,7 +1024,13 @@ mod tests {
         let o = parse(&["250ms"]).unwrap();
         assert_eq!(o.interval, Some(Duration::from_millis(250)));
         assert_eq!(o.count, None);
-        assert!(is_usage(parse(&["1", "2.5"])));
+        for count in ["2.5", "250ms"] {
+            match parse(&["1", count]) {
+                Err(IostatError::CountNotWhole(word)) => assert_eq!(word, count),
+                other => panic!("{count}: {:?}", other.map(|o| o.count)),
+            }
+        }
+        assert!(is_usage(parse(&["1", "2", "3"])));
         let o = parse(&["1", "99999999999999999999"]).unwrap();
         assert_eq!(o.count, Some(i64::MAX as u64));
         // atol(3) saturates an interval as well (sysstat 12.6.1 runs

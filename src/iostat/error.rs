@@ -10,6 +10,14 @@ pub enum IostatError {
     /// A malformed command line: sysstat prints its usage text, status 1.
     #[error("usage")]
     Usage,
+    /// A count that is an interval but not a whole number (`1 0.5`), where
+    /// sysstat, which has no such intervals, would take a device name: the
+    /// usage text, after a line that says why.
+    #[error(
+        "the count {0} is not a whole number (a word that reads as an interval is one, not \
+         a device name)"
+    )]
+    CountNotWhole(String),
     /// `-j TYPE` with no `/dev/disk/by-TYPE` directory.
     #[error("Invalid type of persistent device name")]
     InvalidPersistentType,
@@ -63,6 +71,7 @@ impl IostatError {
         match self {
             IostatError::Usage
             | IostatError::UsageAfterNamedDirs { .. }
+            | IostatError::CountNotWhole(_)
             | IostatError::InvalidPersistentType => 1,
             IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
             IostatError::Source(_)

@@ -530,6 +530,17 @@ fn usage_errors_print_usage_and_exit_1() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("Usage: "));
     }
+    // A count that reads as an interval: a line says why, then the usage.
+    let out = run(&["-c", "1", "0.5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let (reason, usage) = err.split_once('\n').unwrap();
+    assert_eq!(
+        reason,
+        "iostat-rs: the count 0.5 is not a whole number (a word that reads as an interval is \
+         one, not a device name)"
+    );
+    assert!(usage.starts_with("Usage: "), "{err}");
     let dir = fixture("invalid-j");
     let out = run(&["--sysroot", dir.to_str().unwrap(), "-j", "FOO"]);
     assert_eq!(out.status.code(), Some(1));

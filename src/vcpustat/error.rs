@@ -64,6 +64,15 @@ pub enum VcpuError {
          /sys/kernel/debug/powerpc/dtl/cpu-N or a perf vpa_dtl event); stop it and retry"
     )]
     Busy,
+    /// The kernel could not switch the statistics on for want of its own
+    /// resources (EINVAL, ENOMEM).
+    #[error("cannot enable dispatch statistics: {STATS_PATH} answered {errno}: {why}")]
+    EnableFailed {
+        /// The errno, spelled out.
+        errno: String,
+        /// What the kernel could not do.
+        why: &'static str,
+    },
     /// EINVAL or ERANGE on the frequency file.
     #[error(
         "the kernel rejected --freq {freq} ({errno}): the frequency must be between 1 and \

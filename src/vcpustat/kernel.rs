@@ -52,6 +52,18 @@ pub fn switch(source: &dyn Source, on: bool) -> Result<(), VcpuError> {
         .write_command(STATS_PATH, data)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::EBUSY) if on => VcpuError::Busy,
+            // vcpudispatch_stats_write: "1" is valid, so these are the
+            // kernel's own failures (arch/powerpc/platforms/pseries/lpar.c).
+            Some(libc::EINVAL) if on => VcpuError::EnableFailed {
+                errno: errno_text(&e),
+                why: "the kernel could not set up its CPU-hotplug work for the dispatch trace \
+                      log (dmesg: unable to setup workqueue for DTL processing)",
+            },
+            Some(libc::ENOMEM) if on => VcpuError::EnableFailed {
+                errno: errno_text(&e),
+                why: "the kernel could not allocate its CPU associativity tables; free \
+                      memory and retry",
+            },
             _ => write_error(source, STATS_PATH, e),
         })
 }

@@ -508,6 +508,42 @@ fn ebusy_on_enable_is_explained_and_earlier_changes_are_undone() {
     );
 }
 
+/// The kernel's own failures to switch on (EINVAL: its CPU-hotplug work
+/// for the DTL; ENOMEM: its associativity tables) are explained, as EBUSY
+/// is, and the temporary frequency set before is put back.
+#[test]
+fn enable_failures_of_the_kernel_are_explained() {
+    for (errno, name, why) in [
+        (
+            libc::EINVAL,
+            "invalid argument (EINVAL)",
+            "the kernel could not set up its CPU-hotplug work for the dispatch trace log \
+             (dmesg: unable to setup workqueue for DTL processing)",
+        ),
+        (
+            libc::ENOMEM,
+            "cannot allocate memory (ENOMEM)",
+            "the kernel could not allocate its CPU associativity tables; free memory and retry",
+        ),
+    ] {
+        let mut kernel = scenario();
+        kernel.enable_fails = Some(errno);
+        let Some(sim) = mount(&format!("enable-{errno}"), kernel) else {
+            return;
+        };
+        let out = run(&sim, &["--freq", "80", "--temporary", "0.05", "1"]);
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = text(&out.stderr);
+        let message = format!(
+            "vcpustat: cannot enable dispatch statistics: /proc/powerpc/vcpudispatch_stats \
+             answered {name}: {why}\n"
+        );
+        assert!(stderr.ends_with(&message), "{stderr}");
+        assert!(!sim.kernel().on);
+        assert_eq!(sim.kernel().freq, 50, "the temporary frequency is undone");
+    }
+}
+
 #[test]
 fn eacces_is_explained() {
     let mut kernel = scenario();

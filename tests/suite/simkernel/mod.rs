@@ -96,6 +96,10 @@ pub struct Kernel {
     pub cpuinfo: Option<String>,
     /// The DTL is held by another consumer: enabling fails with EBUSY.
     pub busy: bool,
+    /// Enabling fails with this errno: EINVAL when the kernel cannot set
+    /// up its CPU-hotplug work for the DTL, ENOMEM when it cannot
+    /// allocate its associativity tables.
+    pub enable_fails: Option<i32>,
     /// Opening the statistics files fails with EACCES.
     pub deny: bool,
     /// Events before the N-th read of the statistics file (1-based).
@@ -207,6 +211,7 @@ impl Kernel {
             lparcfg: Some("lparcfg 1.9\nshared_processor_mode=1\n".into()),
             cpuinfo: None,
             busy: false,
+            enable_fails: None,
             deny: false,
             events: BTreeMap::new(),
             reads: 0,
@@ -323,6 +328,9 @@ impl Kernel {
                 .is_some_and(|d| !d.open_rings.is_empty());
             if self.busy || ring_open {
                 return Err(libc::EBUSY);
+            }
+            if let Some(errno) = self.enable_fails {
+                return Err(errno);
             }
             self.enable();
         } else {

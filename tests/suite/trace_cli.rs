@@ -1193,3 +1193,44 @@ fn record_under_limit(
     assert_eq!(mask, 0x07, "under {kb} kB: {:?} {err}", out.status);
     (out, err)
 }
+
+/// A topology that leaves out processors the vCPUs moved between says so:
+/// their chipchg and nodechg were `-` without a word, as if no topology
+/// had been given. A repeated key is refused.
+#[test]
+fn a_topology_that_leaves_out_processors_says_which() {
+    let dir = tempdir("topology");
+    let recording = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/charts/lpar1.dtl"
+    );
+    let topo = dir.join("topo");
+    let report = |text: &str| {
+        std::fs::write(&topo, text).unwrap();
+        trace_output(&[
+            "report",
+            "--table",
+            "latency",
+            "--topology",
+            topo.to_str().unwrap(),
+            recording,
+        ])
+    };
+    // lpar1.dtl's vCPUs run on processors 0 to 5.
+    let (status, out, _) = report("0-1 chip=0 node=0\n");
+    assert_eq!(status, 0);
+    assert!(
+        out.contains(
+            "\nnote: --topology does not place processors 2-5, which vCPUs moved between: their \
+             chipchg and nodechg are -\n"
+        ),
+        "{out}"
+    );
+    let (status, out, _) = report("0-2 chip=0 node=0\n3-5 chip=1 node=1\n");
+    assert_eq!(status, 0);
+    assert!(!out.contains("note:"), "{out}");
+    assert!(!out.contains("       -       -"), "{out}");
+    let (status, _, err) = report("0-5 chip=0 chip=1 node=0\n");
+    assert_eq!(status, 1);
+    assert!(err.contains("chip= is given twice"), "{err}");
+}

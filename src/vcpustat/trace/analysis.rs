@@ -223,6 +223,9 @@ pub struct VcpuReport {
     pub chip_changes: Option<u64>,
     /// Dispatches on another node (needs a topology).
     pub node_changes: Option<u64>,
+    /// The processors this vCPU moved between that a topology given does
+    /// not place, ascending: why its chip and node changes are `None`.
+    pub unplaced: Vec<u16>,
     /// Reads that may have lost records.
     pub possibly_lost_reads: u64,
     /// Records that start before the previous record of the vCPU.
@@ -270,6 +273,7 @@ pub fn vcpu_reports_visiting(
         let (mut processor_changes, mut chip_changes, mut node_changes) = (0, 0, 0);
         let mut out_of_order = 0;
         let mut placed = !topology.is_empty();
+        let mut unplaced = std::collections::BTreeSet::new();
         let mut previous: Option<DtlEntry> = None;
         let mut stream = v.stream(VCPU_PASS_BUFFER);
         while let Some(e) = stream.next_entry()? {
@@ -300,7 +304,13 @@ pub fn vcpu_reports_visiting(
                     chip_changes += u64::from(a.chip != b.chip);
                     node_changes += u64::from(a.node != b.node);
                 }
-                _ => placed = false,
+                (a, b) => {
+                    placed = false;
+                    if !topology.is_empty() {
+                        let missing = [(a, prev.processor_id), (b, e.processor_id)];
+                        unplaced.extend(missing.iter().filter(|m| m.0.is_none()).map(|m| m.1));
+                    }
+                }
             }
         }
         if let Some(last) = &previous {
@@ -316,6 +326,7 @@ pub fn vcpu_reports_visiting(
             processor_changes,
             chip_changes: placed.then_some(chip_changes),
             node_changes: placed.then_some(node_changes),
+            unplaced: unplaced.into_iter().collect(),
             possibly_lost_reads: v.possibly_lost_reads,
             out_of_order,
         });
@@ -639,6 +650,32 @@ mod tests {
         )
         .unwrap();
         out
+    }
+
+    #[test]
+    fn processors_a_topology_does_not_place_are_named() {
+        // cpu 0 moves 3 -> 5 -> 70 -> 3; the topology places 0-7 only.
+        let steps = [raw(3, [1, 0, 0], 100), raw(5, [1, 0, 0], 200)];
+        let more = [raw(70, [1, 0, 0], 300), raw(3, [1, 0, 0], 400)];
+        let p1 = recording(1, &[&[steps[0], steps[1], more[0], more[1]]]);
+        let recs = [("a".to_string(), p1)];
+        let machine = load(&recs).unwrap();
+        let topology = Topology::parse("t", "0-7 chip=0 node=0\n").unwrap();
+        let reports = vcpu_reports(&machine, &topology, &mut |_| {}).unwrap();
+        assert_eq!(reports[0].processor_changes, 3);
+        assert_eq!(reports[0].chip_changes, None);
+        assert_eq!(reports[0].unplaced, [70]);
+        // Placed whole: counted, none unplaced; without a topology, none
+        // is said to be missing.
+        let topology = Topology::parse("t", "0-7 chip=0 node=0\n64-71 chip=1 node=1\n").unwrap();
+        let reports = vcpu_reports(&machine, &topology, &mut |_| {}).unwrap();
+        assert_eq!(
+            (reports[0].chip_changes, reports[0].node_changes),
+            (Some(2), Some(2))
+        );
+        assert!(reports[0].unplaced.is_empty());
+        let reports = vcpu_reports(&machine, &Topology::default(), &mut |_| {}).unwrap();
+        assert!(reports[0].unplaced.is_empty());
     }
 
     #[test]

@@ -23,13 +23,14 @@
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::analysis::{self, Machine};
+use super::analysis::{self, Machine, VcpuReport};
 use super::progress::Progress;
 use super::sections::{
     Section, latency_section, processors_section, reasons_section, shares_section,
 };
 use super::timeline::TimelineWriter;
 use super::topology::Topology;
+use crate::common::cpulist::format_list;
 use crate::common::output::{Format, Frame, rfc3339, writer_for};
 
 /// The formats `trace report` writes.
@@ -151,6 +152,26 @@ fn for_format(mut section: Section, format: ReportFormat) -> Section {
     section
 }
 
+/// The note for processors vCPUs moved between that the topology given
+/// does not place: their vCPUs' `chipchg` and `nodechg` are `-`, which
+/// would otherwise read as if no topology had been given.
+fn unplaced_note(reports: &[VcpuReport]) -> Option<String> {
+    let mut unplaced: Vec<u32> = reports
+        .iter()
+        .flat_map(|r| r.unplaced.iter().map(|&p| u32::from(p)))
+        .collect();
+    unplaced.sort_unstable();
+    unplaced.dedup();
+    (!unplaced.is_empty()).then(|| {
+        format!(
+            "--topology does not place processor{} {}, which vCPUs moved between: their \
+             chipchg and nodechg are -",
+            if unplaced.len() == 1 { "" } else { "s" },
+            format_list(&unplaced)
+        )
+    })
+}
+
 /// Writes the report of `machine`: the tables `options` selects, in
 /// `options.format`; `notes` (e.g. cut recordings) go with the latency
 /// table; `start_unix_ns` stamps the documents; `progress` shows how far
@@ -208,8 +229,10 @@ pub fn write_report(
         }
         let section = match table {
             Table::Latency => {
-                let mut s = latency_section(reports.as_deref().unwrap_or_default(), hz);
+                let reports = reports.as_deref().unwrap_or_default();
+                let mut s = latency_section(reports, hz);
                 s.notes.splice(0..0, notes.iter().cloned());
+                s.notes.extend(unplaced_note(reports));
                 s
             }
             Table::Reasons => reasons_section(reports.as_deref().unwrap_or_default()),

@@ -47,10 +47,13 @@ impl Topology {
                 let value: u32 = value
                     .parse()
                     .map_err(|_| bad(&format!("{value:?} is not a number")))?;
-                match key {
-                    "chip" => chip = Some(value),
-                    "node" => node = Some(value),
+                let slot = match key {
+                    "chip" => &mut chip,
+                    "node" => &mut node,
                     _ => return Err(bad(&format!("unknown key {key:?}"))),
+                };
+                if slot.replace(value).is_some() {
+                    return Err(bad(&format!("{key}= is given twice")));
                 }
             }
             let place = Place {
@@ -102,6 +105,10 @@ mod tests {
             Topology::parse("t", "0-3 chip=0\n")
                 .unwrap_err()
                 .contains("node= is missing")
+        );
+        assert_eq!(
+            Topology::parse("t", "0-3 chip=0 chip=1 node=0\n").unwrap_err(),
+            "t:1: chip= is given twice (expected \"0-7 chip=0 node=0\")"
         );
     }
 }

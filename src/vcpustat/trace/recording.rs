@@ -531,7 +531,8 @@ fn index_v2(
         // length taken at the start is not read, as if not yet written.
         if n < BLOCK_HEADER_BYTES || at + BLOCK_HEADER_BYTES as u64 > len {
             break Some(format!(
-                "no end marker at byte {at}: the recording was cut (killed, or out of space)"
+                "no end marker at byte {at}: the recording was cut (the recorder was killed, \
+                 ran out of space, or stopped at an error)"
             ));
         }
         if &head[..4] == END_MAGIC {
@@ -595,7 +596,7 @@ fn index_v2(
         if entries < claimed {
             break Some(format!(
                 "the block at byte {at} is cut after {entries} of {claimed} records \
-                 (the recorder was killed, or out of space)"
+                 (the recorder was killed, ran out of space, or stopped at an error)"
             ));
         }
         at = offset + claimed * ENTRY_BYTES as u64;

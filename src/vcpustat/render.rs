@@ -87,7 +87,7 @@ impl TextRenderer {
             out.push(b'\n');
         }
         let unattributed = report.all.unattributed() > 0;
-        if !report.rows.is_empty() || report.all.total() > 0 {
+        if has_all(report) {
             // Wide enough for the longest `cpuN` (up to 13 characters for
             // CPU numbers a forged file can give), so columns stay aligned.
             let cpu_width = report
@@ -341,7 +341,7 @@ fn cpu_label(cpu: u32) -> String {
 
 /// Whether a report has an `all` row (not when it only carries notes).
 fn has_all(report: &Report) -> bool {
-    !report.rows.is_empty() || report.all.total() > 0
+    report.counted || !report.rows.is_empty() || report.all.total() > 0
 }
 
 /// The rows of a report for the JSON, NDJSON and CSV writers, `all` last

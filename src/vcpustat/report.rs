@@ -185,6 +185,10 @@ pub struct Report {
     /// The counters were reset during the interval (someone else switched
     /// the statistics off and on again).
     pub reset: bool,
+    /// Whether the report holds counts ([`Report::build`] made it): it has
+    /// its `all` row, zeros too, also when no vCPU `--cpus` names is
+    /// online. A report of notes alone has none.
+    pub counted: bool,
 }
 
 impl Report {
@@ -215,6 +219,7 @@ impl Report {
             all,
             notes,
             reset: false,
+            counted: true,
         }
     }
 }

@@ -162,6 +162,20 @@ fn a_cpus_entry_that_is_not_online_is_a_note_of_the_report() {
     assert!(!stdout(&csv).contains("cpu99"));
     let text = stdout(&vcpustat("seed", &["--cpus", "0-15"]));
     assert!(!text.contains("note:"), "{text}");
+    // None online: the report still has its header and all row, of zeros
+    // (an empty line alone before; a CSV header without rows).
+    let text = stdout(&vcpustat("seed", &["--cpus", "99"]));
+    assert!(
+        text.contains(
+            "\nall              0 |          0          0          0          0 |          0          0          0 |       -\n"
+        ),
+        "{text}"
+    );
+    let csv = stdout(&vcpustat("seed", &["--cpus", "99", "-o", "csv"]));
+    assert!(
+        csv.lines().nth(1).is_some_and(|l| l.contains(",all,0,")),
+        "{csv}"
+    );
 }
 
 #[test]

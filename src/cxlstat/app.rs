@@ -27,7 +27,7 @@ use crate::common::temp_file::check_chosen_outputs;
 
 use super::chart::CxlCharts;
 use super::cli::{Action, Args, CountFormat, CountOptions, Options, Timing};
-use super::counting::Counters;
+use super::counting::{Counters, refuses_only_the_event};
 use super::error::CxlError;
 use super::render::{self, CountOutput, CountView, Span};
 use super::resolve::{driver_warnings, resolve, select_pmus};
@@ -159,10 +159,11 @@ pub fn run(
     result
 }
 
-/// Adds to a refused open under `--sysroot` where the refusal comes from:
-/// the tree gave the PMU and its perf type, while `perf_event_open` asks
-/// the running kernel, which may have no PMU of that type (a fixture tree's
-/// `type` on a machine without CXL).
+/// Adds to a refusal of the event itself (EINVAL, ENOENT...) under
+/// `--sysroot` where it comes from: the tree gave the PMU and its perf
+/// type, while `perf_event_open` asks the running kernel, which may have no
+/// PMU of that type (a fixture tree's `type` on a machine without CXL).
+/// Other failures (permissions, open files) have nothing to do with it.
 fn explain_sysroot(e: CxlError, source: &SourceArgs) -> CxlError {
     match (e, &source.sysroot) {
         (
@@ -171,9 +172,10 @@ fn explain_sysroot(e: CxlError, source: &SourceArgs) -> CxlError {
                 label,
                 cpu,
                 explanation,
+                errno: Some(errno),
             },
             Some(root),
-        ) => CxlError::Open {
+        ) if refuses_only_the_event(errno) => CxlError::Open {
             explanation: format!(
                 "{explanation}; under --sysroot the PMU and its perf type come from {}, \
                  while the running kernel counts: it needs a PMU of that type of its own",
@@ -182,6 +184,7 @@ fn explain_sysroot(e: CxlError, source: &SourceArgs) -> CxlError {
             pmu,
             label,
             cpu,
+            errno: Some(errno),
         },
         (e, _) => e,
     }

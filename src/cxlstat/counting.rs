@@ -252,7 +252,7 @@ struct OpenFailure {
 /// (EINVAL), or its PMU or CPU is gone (ENOENT, ENODEV, ENXIO), or the PMU
 /// does not do what was asked (EOPNOTSUPP). Permissions, open-file limits
 /// and the rest stop the run.
-fn refuses_only_the_event(errno: i32) -> bool {
+pub(super) fn refuses_only_the_event(errno: i32) -> bool {
     matches!(
         errno,
         libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV | libc::ENXIO
@@ -417,6 +417,7 @@ impl Counters {
                     label: unit.label.clone(),
                     cpu: unit.cpu,
                     explanation: format!("cannot enable: {e}"),
+                    errno: e.raw_os_error(),
                 });
             }
         }
@@ -643,6 +644,7 @@ fn refusal_note(
             &unit.pmu,
             paranoid,
         ),
+        errno: Some(errno),
     };
     let group = if unit.len > 1 {
         ", the rest of its group as <not counted>;"
@@ -695,6 +697,7 @@ fn open_unit(
             label: label.to_string(),
             cpu: pmu.cpu,
             explanation: explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
+            errno: e.raw_os_error(),
         },
     };
     let mut counters = Vec::with_capacity(unit.events.len());

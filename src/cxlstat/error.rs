@@ -106,6 +106,8 @@ pub enum CxlError {
         cpu: u32,
         /// What the errno means here.
         explanation: String,
+        /// The errno of the refusal, when the kernel gave one.
+        errno: Option<i32>,
     },
     /// Per-task counting or sampling was asked for.
     #[error(

@@ -33,6 +33,6 @@ fuzz_target!(|data: &[u8]| {
     let selected: Vec<usize> = (0..pmus.len()).collect();
     if let Ok(plan) = resolve::resolve(pmus, &groups, &selected) {
         let _ = resolve::driver_warnings(&plan, pmus);
-        let _ = plan.repeated_event(pmus);
+        let _ = plan.repeated_event();
     }
 });

@@ -202,7 +202,7 @@ pub fn drive_cxlstat(src: &mut dyn Source, events: &str, max_samples: usize) {
         return;
     };
     let _ = resolve::driver_warnings(&plan, &pmus);
-    let _ = plan.repeated_event(&pmus);
+    let _ = plan.repeated_event();
     let recorded = src.recorded_values();
     let Ok(mut counters) = Counters::open(&plan, &pmus, false, &recorded, None) else {
         return;
@@ -231,7 +231,7 @@ pub fn drive_cxlstat(src: &mut dyn Source, events: &str, max_samples: usize) {
         }
         if index == 0 {
             for (view, out) in views.iter_mut().zip(&mut outs) {
-                view.leave_out(counters.unsupported());
+                view.leave_out(counters.refused());
                 let _ = view.begin(out);
             }
             begun = true;

@@ -411,6 +411,11 @@ struct Session {
     baseline_elapsed: Duration,
     last_elapsed: Duration,
     read_elapsed: Duration,
+    /// A command runs (`--`): the reports go on without a reader, to the
+    /// charts and the recording, until it ends ([`Session::report`]).
+    outlives_reader: bool,
+    /// The reader of the reports went away: they are no longer written.
+    reader_gone: bool,
 }
 
 impl Session {
@@ -483,7 +488,19 @@ impl Session {
                 notes: &self.notes,
                 gone: self.counters.gone(),
             };
-            self.view.report(out, &span)?;
+            // A reader gone ends the output, not a command's run: the
+            // charts and the recording go on until the command ends, and
+            // its status is the run's (`cxlstat -I 1000 -- make | head`
+            // exited 0 at once, the command orphaned and its status lost;
+            // perf stat dies of SIGPIPE there).
+            let written = match self.reader_gone {
+                true => Ok(()),
+                false => self.view.report(out, &span),
+            };
+            match written {
+                Err(e) if self.outlives_reader && is_reader_gone(&e) => self.reader_gone = true,
+                written => written?,
+            }
             if let Some(charts) = &mut self.charts {
                 charts
                     .sample(span.time, self.view.rates(&span))
@@ -596,6 +613,8 @@ fn run_count(
         baseline_elapsed: Duration::ZERO,
         last_elapsed: Duration::ZERO,
         read_elapsed: Duration::ZERO,
+        outlives_reader: false,
+        reader_gone: false,
     };
     if let Some(listener) = listener {
         serve_counts(&mut session, listener, source, stop)?;
@@ -724,6 +743,7 @@ fn count_until_end(
         Ok(child) => child,
         Err(not_started) => return Ok(Err(not_started)),
     };
+    session.outlives_reader = child.is_some();
     let mut status = 0;
     if live {
         match (&workload, child) {
@@ -738,11 +758,7 @@ fn count_until_end(
     if live {
         // A recording begins its next frame.
         source.next_sample()?;
-        match session.sample(source, 1, out) {
-            // The command has ended: its status stands.
-            Err(CxlError::Output(e)) if is_reader_gone(&e) => {}
-            sampled => sampled?,
-        }
+        session.sample(source, 1, out)?;
     } else {
         // A replay runs until its frames run out, as a live run until it
         // is stopped: one report of the whole recording, from its first
@@ -776,6 +792,7 @@ fn count_every(
         Ok(child) => child,
         Err(not_started) => return Ok(Err(not_started)),
     };
+    session.outlives_reader = child.is_some();
     // Read where the counters live, after the command started so that it
     // keeps the CPUs it was given.
     session.counters.read_locally();
@@ -813,14 +830,13 @@ fn count_every(
         // Stopped before the command ended: wait for it, as perf does.
         Ok(_) => wait_for_command(child.as_mut()),
         Err(Halt::CommandDone(status)) => Ok(Ok(exit_code(status))),
-        // The reader went away (`cxlstat -I 1000 -- make | head`): nothing
-        // more is written, but the command runs on, and its status is
-        // what the run returns, as when every report was read. Leaving
-        // at once (perf dies of SIGPIPE) would orphan the command and
-        // lose its status.
-        Err(Halt::Failed(CxlError::Output(e))) if child.is_some() && is_reader_gone(&e) => {
-            wait_for_command(child.as_mut())
+        // Failed (a recording that cannot be written, `--record -` whose
+        // reader left): the command is not left behind, orphaned; the
+        // error is the run's once it has ended.
+        Err(Halt::Failed(e)) => {
+            // The failure is what the run reports, whatever the wait says.
+            let _ = wait_for_command(child.as_mut());
+            Err(e)
         }
-        Err(Halt::Failed(e)) => Err(e),
     }
 }

@@ -338,11 +338,38 @@ fn a_reader_gone_leaves_the_command_its_end_and_its_status() {
     assert_eq!(status.code(), Some(5), "{status:?}, stderr: {errors}");
     assert_eq!(errors, "");
 
+    // Without -I, and with charts, which go on to the command's end: a
+    // reader gone before the first report took the chart's samples with
+    // it ("no chart written") and made the status 1.
+    let chart = root.join("run.svg");
+    for args in [&[][..], &["-I", "100", "--svg", chart.to_str().unwrap()]] {
+        let _ = std::fs::remove_file(&finished);
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut child = run(args, Stdio::from(writer));
+        let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
+        assert!(finished.exists(), "{args:?}");
+        let mut errors = String::new();
+        child
+            .0
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut errors)
+            .unwrap();
+        assert_eq!(status.code(), Some(5), "{args:?} {status:?}: {errors}");
+    }
+    assert!(std::fs::read_to_string(&chart).unwrap().contains("</svg>"));
+    // A recording on standard output whose reader left fails the run,
+    // once the command has ended: it is not left behind.
     std::fs::remove_file(&finished).unwrap();
-    let (reader, writer) = std::io::pipe().unwrap();
+    let mut child = run(&["--record", "-", "-I", "100"], Stdio::piped());
+    let mut reader = child.0.stdout.take().unwrap();
+    reader
+        .read_exact(&mut first)
+        .expect("the recording's first byte");
     drop(reader);
-    let mut child = run(&[], Stdio::from(writer));
     let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
-    assert!(finished.exists());
-    assert_eq!(status.code(), Some(5), "{status:?}");
+    assert!(finished.exists(), "cxlstat ended before its command did");
+    assert_eq!(status.code(), Some(1), "{status:?}");
 }

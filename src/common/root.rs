@@ -332,7 +332,7 @@ pub(crate) fn link_target(link: &OwnedFd) -> io::Result<PathBuf> {
 }
 
 /// The type of an open file, in words.
-pub(crate) fn file_kind(fd: &OwnedFd) -> io::Result<&'static str> {
+pub(crate) fn file_kind(fd: &impl AsRawFd) -> io::Result<&'static str> {
     Ok(kind_of_mode(fstat(fd.as_raw_fd())?.st_mode))
 }
 

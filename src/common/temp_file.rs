@@ -129,10 +129,7 @@ fn check_outputs(
         let Some(place) = place_of(path) else {
             continue;
         };
-        if let Some((reader, _)) = inputs
-            .iter()
-            .find(|(_, i)| place_of(i) == Some(place.clone()))
-        {
+        if let Some((reader, _)) = inputs.iter().find(|(_, i)| reads_place(i, path, &place)) {
             return Err(format!(
                 "{option} {}: the file {reader} reads: writing it would destroy it",
                 path.display()
@@ -232,6 +229,21 @@ pub(crate) fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
+    }
+}
+
+/// Whether input `input` reads the file output `output` (at `place`)
+/// would write: the same place, or, for `-` (standard input), the same
+/// file as the one standard input is (`--replay - --svg run.rec <run.rec`
+/// would replace the recording being read).
+fn reads_place(input: &Path, output: &Path, place: &Path) -> bool {
+    if input.as_os_str() != "-" {
+        return place_of(input).as_deref() == Some(place);
+    }
+    use std::os::unix::fs::MetadataExt;
+    match (user_file::standard_input_metadata(), fs::metadata(output)) {
+        (Ok(input), Ok(out)) => (input.dev(), input.ino()) == (out.dev(), out.ino()),
+        _ => false,
     }
 }
 

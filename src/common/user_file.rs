@@ -44,11 +44,9 @@ pub const LINE_LIMIT: usize = 64 << 20;
 /// `-` is standard input, as `--record -` is standard output
 /// (`iostat-rs --record - 1 3 | iostat-rs --replay - 1 3`).
 pub fn open_to_read(path: &Path) -> io::Result<File> {
-    let path = if path.as_os_str() == "-" {
-        Path::new("/dev/stdin")
-    } else {
-        path
-    };
+    if path.as_os_str() == "-" {
+        return standard_input();
+    }
     let (file, kind) = open_without_waiting(path)?;
     if !matches!(kind, "regular file" | "FIFO") {
         return Err(io::Error::new(
@@ -63,9 +61,58 @@ pub fn open_to_read(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// A descriptor of standard input of its own (closed on `exec`), read
+/// from where it is (a file half read by the shell goes on from there): a
+/// regular file or a pipe, never a terminal, a device or a socket. Not
+/// opened again through `/dev/stdin`, which a socket, a chroot without
+/// `/proc` or a file's offset would defeat.
+fn standard_input() -> io::Result<File> {
+    let file = duplicate_standard_input()?;
+    let kind = file_kind(&file)?;
+    if !matches!(kind, "regular file" | "FIFO") {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("standard input is a {kind}, expected a file or a pipe"),
+        ));
+    }
+    if kind == "FIFO" {
+        wait_for_writer(&file)?;
+    }
+    Ok(file)
+}
+
+/// What standard input is (its device and inode name the file).
+pub(crate) fn standard_input_metadata() -> io::Result<std::fs::Metadata> {
+    duplicate_standard_input()?.metadata()
+}
+
+/// Descriptor 0, duplicated (closed on `exec`).
+fn duplicate_standard_input() -> io::Result<File> {
+    // SAFETY: duplicates descriptor 0; the result is checked.
+    let fd = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just made, owned by nothing else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
 /// Opens `path` for reading at any offset: a regular file only. A FIFO, a
 /// pipe or a device is refused at once, never waited on.
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    if path.as_os_str() == "-" {
+        let file = duplicate_standard_input()?;
+        return match file_kind(&file)? {
+            "regular file" => Ok(file),
+            kind => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "standard input is a {kind}, expected a regular file (it is read at random \
+                     places): name the file, or redirect it (< FILE)"
+                ),
+            )),
+        };
+    }
     let (file, kind) = open_without_waiting(path)?;
     if kind != "regular file" {
         return Err(io::Error::new(

@@ -724,4 +724,35 @@ fn a_replay_of_dash_reads_standard_input() {
     feeder.join().unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(out.stdout, from_file.stdout);
+    // What standard input is decides: the recording it is may not be
+    // written over, and a device is refused, saying it is standard input.
+    let run_on = |stdin: fs::File, extra: &[&str]| {
+        Command::new(BIN)
+            .args(["--replay", "-", "-x"])
+            .args(extra)
+            .args(["0.05", "3"])
+            .stdin(stdin)
+            .output()
+            .unwrap()
+    };
+    let out = run_on(
+        fs::File::open(&rec).unwrap(),
+        &["--svg", rec.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "iostat-rs: --svg {}: the file --replay reads: writing it would destroy it\n",
+            rec.display()
+        )
+    );
+    assert!(fs::read_to_string(&rec).unwrap().starts_with('{'));
+    let out = run_on(fs::File::open("/dev/null").unwrap(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "iostat-rs: cannot read recording -: standard input is a character device, expected a \
+         file or a pipe\n"
+    );
 }

@@ -1234,3 +1234,39 @@ fn a_topology_that_leaves_out_processors_says_which() {
     assert_eq!(status, 1);
     assert!(err.contains("chip= is given twice"), "{err}");
 }
+
+/// `trace report -` reads a recording redirected to standard input; a
+/// pipe, which cannot be read at random places, is refused saying so.
+#[test]
+fn trace_report_of_dash_reads_a_file_on_standard_input() {
+    let recording = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/charts/lpar1.dtl"
+    );
+    let report = |stdin: Stdio| {
+        let out = Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+            .args(["trace", "report", "--table", "latency", "-"])
+            .stdin(stdin)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (_, by_name, _) = trace_output(&["report", "--table", "latency", recording]);
+    let (status, out, err) = report(Stdio::from(std::fs::File::open(recording).unwrap()));
+    assert_eq!(status, Some(0), "{err}");
+    assert_eq!(out, by_name);
+    let (status, out, err) = report(Stdio::piped());
+    assert_eq!(status, Some(1));
+    assert_eq!(out, "");
+    assert!(
+        err.ends_with(
+            "standard input is a FIFO, expected a regular file (it is read at random places): \
+             name the file, or redirect it (< FILE)\n"
+        ),
+        "{err}"
+    );
+}

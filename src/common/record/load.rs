@@ -407,8 +407,15 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
         path: shown.clone(),
         source,
     };
-    let file = open_to_read(path).map_err(io_err)?;
+    let mut file = open_to_read(path).map_err(io_err)?;
     let regular = file.metadata().map_err(io_err)?.is_file();
+    // Where the recording starts: 0, but for standard input (`-`) where
+    // the shell left it.
+    let start = if regular {
+        file.stream_position().map_err(io_err)?
+    } else {
+        0
+    };
     let mut reader = BufReader::new(Input { file, stop: None });
     let mut line = Vec::new();
     let header_bytes = read_line_bounded(&mut reader, &mut line).map_err(io_err)?;
@@ -469,7 +476,7 @@ pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
     let mut input = checked.reader.into_inner();
     input
         .file
-        .seek(SeekFrom::Start(header_bytes as u64))
+        .seek(SeekFrom::Start(start + header_bytes as u64))
         .map_err(io_err)?;
     let frames = Frames::Streamed {
         left: checked.frames,

@@ -14,8 +14,8 @@ pub enum IostatError {
     /// sysstat, which has no such intervals, would take a device name: the
     /// usage text, after a line that says why.
     #[error(
-        "the count {0} is not a whole number (a word that reads as an interval is one, not \
-         a device name)"
+        "the count {0} must be written in digits, a number of reports (a word that reads as \
+         an interval is one, not a device name)"
     )]
     CountNotWhole(String),
     /// `-j TYPE` with no `/dev/disk/by-TYPE` directory.

@@ -537,8 +537,8 @@ fn usage_errors_print_usage_and_exit_1() {
     let (reason, usage) = err.split_once('\n').unwrap();
     assert_eq!(
         reason,
-        "iostat-rs: the count 0.5 is not a whole number (a word that reads as an interval is \
-         one, not a device name)"
+        "iostat-rs: the count 0.5 must be written in digits, a number of reports (a word that \
+         reads as an interval is one, not a device name)"
     );
     assert!(usage.starts_with("Usage: "), "{err}");
     let dir = fixture("invalid-j");

@@ -84,9 +84,7 @@ impl Shared {
             match words[..] {
                 ["switched-on", claim] => shared.switched_on = Some(claim.parse().ok()?),
                 ["freq", before, ours] => {
-                    // The kernel's frequencies are 1 to HZ.
-                    let freq = |word: &str| word.parse().ok().filter(|&f: &i32| f >= 1);
-                    shared.freq = Some((freq(before)?, freq(ours)?));
+                    shared.freq = Some((before.parse().ok()?, ours.parse().ok()?));
                 }
                 _ => return None,
             }
@@ -126,11 +124,14 @@ impl Abandoned {
             )),
             Abandoned::Left(shared) => {
                 let left = now.map_or(*shared, |(on, freq)| shared.in_effect(on, freq));
+                // The record is dropped: --status can no longer say how to
+                // put it back, so the note does.
                 (left != Shared::default()).then(|| {
                     format!(
                         "a vcpustat run ended without undoing its changes (killed?): it left \
-                         {}; vcpustat leaves that as it is (see vcpustat --status)",
-                        left_as_it_is(left)
+                         {}; vcpustat leaves that as it is ({})",
+                        left_as_it_is(left),
+                        putting_back(left)
                     )
                 })
             }
@@ -363,19 +364,10 @@ pub fn status_line(shared: Shared, held: bool, (on, freq): (bool, i32)) -> Optio
         if shared == Shared::default() {
             return None;
         }
-        let mut fix = Vec::new();
-        if shared.switched_on.is_some() {
-            fix.push("vcpustat --disable".to_string());
-        }
-        if let Some((before, _)) = shared.freq {
-            fix.push(format!("vcpustat --freq {before}"));
-        }
-        let verb = if fix.len() == 1 { "puts" } else { "put" };
         return Some(format!(
-            "vcpustat runs: one ended without undoing its changes (killed?) and left {}; {} \
-             {verb} that back",
+            "vcpustat runs: one ended without undoing its changes (killed?) and left {}; {}",
             left_as_it_is(shared),
-            fix.join(" and ")
+            putting_back(shared)
         ));
     }
     let mut undo = Vec::new();
@@ -406,6 +398,20 @@ fn locked(file: &File, byte: i64) -> bool {
 
 /// What a record no run holds left: the changes the killed runs made (a
 /// record that holds none is not one they left).
+/// The commands that undo what `shared`, left by a killed run, holds:
+/// `vcpustat --disable and vcpustat --freq 50 put that back`.
+fn putting_back(shared: Shared) -> String {
+    let mut fix = Vec::new();
+    if shared.switched_on.is_some() {
+        fix.push("vcpustat --disable".to_string());
+    }
+    if let Some((before, _)) = shared.freq {
+        fix.push(format!("vcpustat --freq {before}"));
+    }
+    let verb = if fix.len() == 1 { "puts" } else { "put" };
+    format!("{} {verb} that back", fix.join(" and "))
+}
+
 fn left_as_it_is(shared: Shared) -> String {
     let mut left = Vec::new();
     if shared.switched_on.is_some() {
@@ -585,7 +591,7 @@ mod tests {
             ON,
             Shared {
                 switched_on: Some(u64::MAX),
-                freq: Some((i32::MAX, i32::MAX)),
+                freq: Some((i32::MIN, i32::MAX)),
             },
         ] {
             let mut text = shared.to_text();
@@ -597,9 +603,6 @@ mod tests {
         assert_eq!(Shared::parse("switched-on\n"), None);
         assert_eq!(Shared::parse("switched-on 7\nfreq 50\n"), None);
         assert_eq!(Shared::parse("freq 50 x\n"), None);
-        // The kernel has no frequency below 1: no run wrote it.
-        assert_eq!(Shared::parse("freq 0 300\n"), None);
-        assert_eq!(Shared::parse("freq 50 -1\n"), None);
     }
 
     #[test]
@@ -721,7 +724,8 @@ mod tests {
         let abandoned = abandoned.unwrap();
         let left_both = "a vcpustat run ended without undoing its changes (killed?): it left \
                          the dispatch statistics on and the frequency at 100 per second (it \
-                         was 50); vcpustat leaves that as it is (see vcpustat --status)";
+                         was 50); vcpustat leaves that as it is (vcpustat --disable and \
+                         vcpustat --freq 50 put that back)";
         // Without the state, or with both changes still in effect: both.
         assert_eq!(abandoned.note(None).as_deref(), Some(left_both));
         assert_eq!(
@@ -733,16 +737,14 @@ mod tests {
             abandoned.note(Some((false, 100))).as_deref(),
             Some(
                 "a vcpustat run ended without undoing its changes (killed?): it left the \
-                 frequency at 100 per second (it was 50); vcpustat leaves that as it is (see \
-                 vcpustat --status)"
+                 frequency at 100 per second (it was 50); vcpustat leaves that as it is \
+                 (vcpustat --freq 50 puts that back)"
             )
         );
-        assert!(
-            abandoned
-                .note(Some((true, 50)))
-                .unwrap()
-                .contains("it left the dispatch statistics on;")
-        );
+        assert!(abandoned.note(Some((true, 50))).unwrap().contains(
+            "it left the dispatch statistics on; vcpustat leaves that as it is \
+                     (vcpustat --disable puts that back)"
+        ));
         assert_eq!(abandoned.note(Some((false, 50))), None);
         drop(b);
         // Longer than a record, then not UTF-8: not one.

@@ -184,7 +184,7 @@ fn a_killed_run_leaves_its_changes_and_the_next_run_says_so() {
     assert_eq!(
         crate::vcpustat_fuse::text(&out.stderr),
         "vcpustat: note: a vcpustat run ended without undoing its changes (killed?): it left \
-         the dispatch statistics on; vcpustat leaves that as it is (see vcpustat --status)\n"
+         the dispatch statistics on; vcpustat leaves that as it is (vcpustat --disable puts that back)\n"
     );
     assert!(sim.kernel().on);
     assert_eq!(

@@ -153,6 +153,21 @@ impl Root {
         ))
     }
 
+    /// Whether `path` is a file of procfs: the running kernel's, also in a
+    /// `--sysroot` tree (`/host` in a container, the host's `/proc`
+    /// mounted in it). False when it cannot be looked at.
+    pub fn is_procfs(&self, path: &str) -> bool {
+        let Ok(fd) = self.open_raw(path, libc::O_PATH) else {
+            return false;
+        };
+        // SAFETY: fstatfs writes into a zeroed, properly sized struct.
+        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and a writable struct.
+        unsafe {
+            libc::fstatfs(fd.as_raw_fd(), &mut fs) == 0 && fs.f_type == libc::PROC_SUPER_MAGIC
+        }
+    }
+
     /// Calls `each` with the entry names of directory `path` (without `.`
     /// and `..`), in the order the directory returns them.
     pub fn for_each_entry(&self, path: &str, each: &mut dyn FnMut(&OsStr)) -> io::Result<()> {

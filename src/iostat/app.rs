@@ -698,12 +698,20 @@ fn expositions(
 /// coarse for them (a 13 ms interval reads as 10 or 20 ms: rates a third
 /// off, `%util` over 100). Whole seconds keep uptime, as sysstat, for
 /// its output to the byte. Live, only on the running kernel: a
-/// `--sysroot` tree's `/proc/uptime` is the clock of its counters. A
-/// replay takes the clock readings its recording holds (a live run
-/// records each one it takes), else uptime.
+/// `--sysroot` tree's `/proc/uptime` is the clock of its counters, unless
+/// it is procfs (`--sysroot /host`, the host's `/proc` mounted in a
+/// container). A replay takes the clock readings its recording holds (a
+/// live run records each one it takes), else uptime.
 fn timed_by_clock(opts: &Options, src: &dyn Source) -> bool {
     let fractional = opts.interval.is_some_and(|i| i.subsec_nanos() != 0);
-    fractional && (!src.is_live() || opts.source.sysroot.is_none())
+    fractional && (!src.is_live() || opts.source.sysroot.as_deref().is_none_or(runs_procfs))
+}
+
+/// Whether the tree at `root` has the running kernel's `/proc`.
+#[cold]
+#[inline(never)]
+fn runs_procfs(root: &std::path::Path) -> bool {
+    crate::common::root::Root::new(root).is_procfs("/proc/uptime")
 }
 
 fn read_uptime(src: &dyn Source, buf: &mut Vec<u8>) -> Result<u64, IostatError> {

@@ -599,10 +599,26 @@ fn sigint_and_sigterm_end_the_run_with_the_json_document_closed() {
 fn fractional_intervals_are_timed_by_the_clock_and_whole_seconds_by_uptime() {
     let dir = crate::scratch::scratch("rr-clock");
     // Live: the clock is recorded for 0.05 s, not for whole seconds.
+    // A --sysroot tree's /proc/uptime is its counters' clock, unless the
+    // tree's /proc is procfs (`--sysroot /host` in a container).
+    let tree = fixture("clock-tree");
     let fractional = dir.join("fractional.rec");
+    let procfs = dir.join("procfs.rec");
+    let files = dir.join("files.rec");
     let whole = dir.join("whole.rec");
-    for (rec, interval, clocked) in [(&fractional, "0.05", true), (&whole, "1", false)] {
-        let out = run(&["--record", rec.to_str().unwrap(), "-d", interval, "2"]);
+    for (rec, root, interval, clocked) in [
+        (&fractional, None, "0.05", true),
+        (&procfs, Some(Path::new("/")), "0.05", true),
+        (&files, Some(tree.as_ref()), "0.05", false),
+        (&whole, None, "1", false),
+    ] {
+        let root = root.map(|r: &Path| r.to_str().unwrap());
+        let sysroot = root.map_or(vec![], |r| vec!["--sysroot", r]);
+        let args = [
+            &sysroot[..],
+            &["--record", rec.to_str().unwrap(), "-d", interval, "2"],
+        ];
+        let out = run(&args.concat());
         assert!(out.status.success(), "{out:?}");
         let text = fs::read_to_string(rec).unwrap();
         let frames: Vec<serde_json::Value> = text

@@ -44,39 +44,33 @@ pub const LINE_LIMIT: usize = 64 << 20;
 /// `-` is standard input, as `--record -` is standard output
 /// (`iostat-rs --record - 1 3 | iostat-rs --replay - 1 3`).
 pub fn open_to_read(path: &Path) -> io::Result<File> {
-    if path.as_os_str() == "-" {
-        return standard_input();
-    }
-    let (file, kind) = open_without_waiting(path)?;
+    // Standard input is descriptor 0 itself, read from where it is (a file
+    // half read by the shell goes on from there), not opened again through
+    // `/dev/stdin`, which a socket, a chroot without `/proc` or the file's
+    // offset would defeat.
+    let stdin = path.as_os_str() == "-";
+    let (file, kind) = if stdin {
+        let file = duplicate_standard_input()?;
+        let kind = file_kind(&file)?;
+        (file, kind)
+    } else {
+        open_without_waiting(path)?
+    };
     if !matches!(kind, "regular file" | "FIFO") {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("a {kind}, expected a file"),
+            match stdin {
+                true => format!("standard input is a {kind}, expected a file or a pipe"),
+                false => format!("a {kind}, expected a file"),
+            },
         ));
     }
     if kind == "FIFO" {
         wait_for_writer(&file)?;
     }
-    set_blocking(file.as_raw_fd())?;
-    Ok(file)
-}
-
-/// A descriptor of standard input of its own (closed on `exec`), read
-/// from where it is (a file half read by the shell goes on from there): a
-/// regular file or a pipe, never a terminal, a device or a socket. Not
-/// opened again through `/dev/stdin`, which a socket, a chroot without
-/// `/proc` or a file's offset would defeat.
-fn standard_input() -> io::Result<File> {
-    let file = duplicate_standard_input()?;
-    let kind = file_kind(&file)?;
-    if !matches!(kind, "regular file" | "FIFO") {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("standard input is a {kind}, expected a file or a pipe"),
-        ));
-    }
-    if kind == "FIFO" {
-        wait_for_writer(&file)?;
+    // Opened without blocking (standard input is taken as it is).
+    if !stdin {
+        set_blocking(file.as_raw_fd())?;
     }
     Ok(file)
 }

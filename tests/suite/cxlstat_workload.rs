@@ -320,56 +320,44 @@ fn a_reader_gone_leaves_the_command_its_end_and_its_status() {
         KillOnDrop(command.spawn().expect("cxlstat starts"))
     };
 
-    let mut child = run(&["-I", "100"], Stdio::piped());
-    let mut first = [0u8; 1];
-    let mut reader = child.0.stdout.take().unwrap();
-    reader.read_exact(&mut first).expect("a first report");
-    drop(reader);
-    let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
-    assert!(finished.exists(), "cxlstat ended before its command did");
-    let mut errors = String::new();
-    child
-        .0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut errors)
-        .unwrap();
-    assert_eq!(status.code(), Some(5), "{status:?}, stderr: {errors}");
-    assert_eq!(errors, "");
+    // The status and standard error of cxlstat, which must not end
+    // before its command.
+    let ended = |mut child: KillOnDrop, case: &str| {
+        let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
+        assert!(
+            finished.exists(),
+            "{case}: cxlstat ended before its command did"
+        );
+        std::fs::remove_file(&finished).unwrap();
+        let mut errors = String::new();
+        let mut stderr = child.0.stderr.take().unwrap();
+        stderr.read_to_string(&mut errors).unwrap();
+        (status.code(), errors)
+    };
+    // The reader leaves after the first byte of the output.
+    let read_one_byte = |mut child: KillOnDrop| {
+        let mut reader = child.0.stdout.take().unwrap();
+        reader.read_exact(&mut [0u8; 1]).expect("a first byte");
+        child
+    };
 
+    let child = read_one_byte(run(&["-I", "100"], Stdio::piped()));
+    assert_eq!(ended(child, "-I"), (Some(5), String::new()));
     // Without -I, and with charts, which go on to the command's end: a
     // reader gone before the first report took the chart's samples with
     // it ("no chart written") and made the status 1.
     let chart = root.join("run.svg");
     for args in [&[][..], &["-I", "100", "--svg", chart.to_str().unwrap()]] {
-        let _ = std::fs::remove_file(&finished);
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let mut child = run(args, Stdio::from(writer));
-        let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
-        assert!(finished.exists(), "{args:?}");
-        let mut errors = String::new();
-        child
-            .0
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut errors)
-            .unwrap();
-        assert_eq!(status.code(), Some(5), "{args:?} {status:?}: {errors}");
+        let (status, errors) = ended(run(args, Stdio::from(writer)), &format!("{args:?}"));
+        assert_eq!(status, Some(5), "{args:?}: {errors}");
     }
     assert!(std::fs::read_to_string(&chart).unwrap().contains("</svg>"));
     // A recording on standard output whose reader left fails the run,
     // once the command has ended: it is not left behind.
-    std::fs::remove_file(&finished).unwrap();
-    let mut child = run(&["--record", "-", "-I", "100"], Stdio::piped());
-    let mut reader = child.0.stdout.take().unwrap();
-    reader
-        .read_exact(&mut first)
-        .expect("the recording's first byte");
-    drop(reader);
-    let status = wait_with_timeout(&mut child.0, Duration::from_secs(60), "cxlstat");
-    assert!(finished.exists(), "cxlstat ended before its command did");
-    assert_eq!(status.code(), Some(1), "{status:?}");
+    let child = read_one_byte(run(&["--record", "-", "-I", "100"], Stdio::piped()));
+    let (status, errors) = ended(child, "--record -");
+    assert_eq!(status, Some(1), "{errors}");
+    assert!(errors.contains("cannot write recording -"), "{errors}");
 }

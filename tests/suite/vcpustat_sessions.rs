@@ -166,6 +166,16 @@ fn the_last_of_two_runs_undoes_what_the_first_switched() {
     assert_eq!(switch_off.runs_record[1], "freq 50 40");
 }
 
+/// Starts a run, which switches the statistics on for itself, and kills
+/// it (SIGKILL: no undo) once its record says so.
+fn kill_a_run_that_switched_on(sim: &Mounted) {
+    let mut killed = Run::start(sim, &["0.05"]);
+    killed.await_line(SWITCHED_ON);
+    await_record(sim, "switched-on|");
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+}
+
 /// A run killed (SIGKILL: no undo) leaves the statistics on. The next run
 /// cannot tell whether someone switched them on since, so it leaves them
 /// on too, and says what the killed run left.
@@ -174,11 +184,7 @@ fn a_killed_run_leaves_its_changes_and_the_next_run_says_so() {
     let Some(sim) = mount("killed-run", scenario()) else {
         return;
     };
-    let mut killed = Run::start(&sim, &["0.05"]);
-    killed.await_line(SWITCHED_ON);
-    await_record(&sim, "switched-on|");
-    killed.child.kill().unwrap();
-    killed.child.wait().unwrap();
+    kill_a_run_that_switched_on(&sim);
     let out = vcpustat(&sim, &["-n", "0.05", "2"]).output().unwrap();
     assert!(out.status.success());
     assert_eq!(
@@ -202,11 +208,7 @@ fn a_killed_runs_changes_undone_since_are_not_said_to_be_left() {
     let Some(sim) = mount("killed-then-undone", scenario()) else {
         return;
     };
-    let mut killed = Run::start(&sim, &["0.05"]);
-    killed.await_line(SWITCHED_ON);
-    await_record(&sim, "switched-on|");
-    killed.child.kill().unwrap();
-    killed.child.wait().unwrap();
+    kill_a_run_that_switched_on(&sim);
     // Switched off by hand (echo 0 > /proc/powerpc/vcpudispatch_stats).
     sim.kernel().on = false;
     let status = vcpustat(&sim, &["--status"]).output().unwrap();

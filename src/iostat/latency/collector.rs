@@ -407,7 +407,8 @@ impl State {
             ..
         } = self;
         let mut lost_now = 0;
-        for t in traced.iter_mut().chain(retired.iter_mut()) {
+        let retiring = traced.len()..;
+        for (i, t) in traced.iter_mut().chain(retired.iter_mut()).enumerate() {
             let after_loss = &mut t.after_loss;
             t.ring.drain(&mut |kind, body| match kind {
                 RECORD_SAMPLE => {
@@ -431,6 +432,11 @@ impl State {
                 }
                 _ => {}
             });
+            // A ring closed now gives no event to end its loss: by the
+            // cutoff, then.
+            if retiring.contains(&i) && t.after_loss {
+                losses.push(cutoff);
+            }
         }
         *lost += lost_now;
         retired.clear();
@@ -469,9 +475,14 @@ impl State {
             }
             follow(&mut self.tracker, &s);
         }
-        // A loss whose end is still to come (no event after it yet), or
-        // later than the cutoff, is passed in a later drain.
-        self.losses.drain(..passed);
+        // A closed ring's loss ends by the cutoff; one whose end is still
+        // to come (no event after it yet), or later than the cutoff, is
+        // passed in a later drain.
+        if let Some(&at) = self.losses[passed..].iter().rfind(|&&at| at <= cutoff) {
+            self.tracker.forget_in_flight(at);
+            self.counts = None;
+        }
+        self.losses.retain(|&at| at > cutoff);
         self.check_in_flight(cutoff);
     }
 
@@ -1405,6 +1416,17 @@ mod tests {
         s.drain(t0 + 400 * MS);
         assert!(s.losses.is_empty());
         assert_eq!(max_read(&mut s, t0 + 400 * MS), (1, MS));
+        // A loss with no event after it by the cutoff (its ring closed,
+        // the CPU gone) ends there.
+        let mut s = untraced(t0);
+        s.losses = vec![t0 + 350 * MS];
+        s.waiting.push(read(10, Kind::Issue));
+        s.drain(t0 + 400 * MS);
+        assert!(s.losses.is_empty());
+        s.waiting
+            .extend([read(500, Kind::Issue), read(501, Kind::Complete)]);
+        s.drain(t0 + 600 * MS);
+        assert_eq!(max_read(&mut s, t0 + 600 * MS), (1, MS));
     }
 
     /// A read completed just before a report read the kernel's counters

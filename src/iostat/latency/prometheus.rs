@@ -13,6 +13,7 @@
 //! seconds measured, `_sum` the integral of the depth (request-seconds).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use crate::common::expo::{Exposition, Family, Kind};
 use crate::common::source::Source;
@@ -115,6 +116,14 @@ impl Cumulative {
         self.sum = self.sum.saturating_add(u128::from(h.sum));
     }
 
+    /// Adds `weight` at the value 0 (a device idle for `weight` ns).
+    fn add_zero(&mut self, weight: u64) {
+        for slot in &mut self.at_or_below {
+            *slot = slot.saturating_add(weight);
+        }
+        self.count = self.count.saturating_add(weight);
+    }
+
     /// Writes it as one histogram in the exposition's units: values
     /// (bounds) divided by `unit`, weights (counts) by `weight_unit`.
     /// Dividing integers keeps each printed number the shortest exact
@@ -157,6 +166,9 @@ pub struct LatencyExposition {
     depth_bounds: Vec<u64>,
     totals: BTreeMap<(u32, u32), DeviceTotals>,
     lost: u64,
+    /// The source's clock at the last collection, when it has one (a
+    /// recording made before it was kept has none).
+    collected_at: Option<Duration>,
 }
 
 impl LatencyExposition {
@@ -168,6 +180,7 @@ impl LatencyExposition {
             depth_bounds: depth_bounds(),
             totals: BTreeMap::new(),
             lost: 0,
+            collected_at: None,
         }
     }
 
@@ -184,12 +197,25 @@ impl LatencyExposition {
         e: &mut Exposition,
     ) -> Result<(), String> {
         let interval = self.latency.sample(src)?;
-        self.add(&interval, devices);
+        // A device without histograms was idle the whole interval: at
+        // depth 0 for as long (the first interval, whose start the clock
+        // did not see, aside). Left out, `_count` stopped while a device
+        // was idle, and the depth it gave was the depth while busy: 1.5
+        // for a disk at 0.5 over its 6 s.
+        let now = Some(src.elapsed()).filter(|t| !t.is_zero());
+        let idle = now
+            .zip(self.collected_at)
+            .and_then(|(now, then)| now.checked_sub(then))
+            .map(|d| d.as_nanos() as u64);
+        self.collected_at = now;
+        self.add(&interval, devices, idle);
         self.write(devices, e);
         Ok(())
     }
 
-    fn add(&mut self, interval: &Interval, devices: &[(&str, (u32, u32))]) {
+    /// Adds `interval` to the totals of `devices`; a device without
+    /// histograms in it spent `idle` ns at depth 0, when known.
+    fn add(&mut self, interval: &Interval, devices: &[(&str, (u32, u32))], idle: Option<u64>) {
         self.lost = self.lost.saturating_add(interval.lost);
         let listed: BTreeSet<(u32, u32)> = devices.iter().map(|&(_, devnum)| devnum).collect();
         self.totals.retain(|devnum, _| listed.contains(devnum));
@@ -200,8 +226,10 @@ impl LatencyExposition {
                 unmatched: 0,
                 undelivered: 0,
             });
-            if let Some(h) = interval.device(devnum) {
-                add_device(totals, h, &self.latency_bounds, &self.depth_bounds);
+            match (interval.device(devnum), idle) {
+                (Some(h), _) => add_device(totals, h, &self.latency_bounds, &self.depth_bounds),
+                (None, Some(idle)) => totals.depth.add_zero(idle),
+                (None, None) => {}
             }
             totals.unmatched = totals
                 .unmatched
@@ -305,6 +333,50 @@ mod tests {
         assert_eq!(c.sum, 2 * (1023 + 2048 + 6_000_000 + 40_000_000_000u128));
     }
 
+    /// A disk busy at depth 1 for 2 s of 6, idle the rest: the histogram
+    /// holds the 6 s, 4 of them at depth 0, so `_sum / _count` is its mean
+    /// depth over the run (1/3), not over the time it was busy (1). An
+    /// interval whose length is not known adds nothing for an idle disk.
+    #[test]
+    fn idle_intervals_count_at_depth_zero() {
+        const S: u64 = 1_000_000_000;
+        let mut e = LatencyExposition {
+            latency: Latency { collector: None },
+            latency_bounds: latency_bounds(),
+            depth_bounds: depth_bounds(),
+            totals: BTreeMap::new(),
+            lost: 0,
+            collected_at: None,
+        };
+        let mut busy = DeviceHistograms::default();
+        busy.depth.add(1, 2 * S);
+        let busy = Interval {
+            devices: vec![((7, 0), busy)],
+            ..Interval::default()
+        };
+        let loop0 = [("loop0", (7, 0))];
+        e.add(&Interval::default(), &loop0, None);
+        e.add(&busy, &loop0, Some(2 * S));
+        for _ in 0..4 {
+            e.add(&Interval::default(), &loop0, Some(S));
+        }
+        let depth = &e.totals[&(7, 0)].depth;
+        assert_eq!((depth.count, depth.sum), (6 * S, 2 * u128::from(S)));
+        assert_eq!(depth.at_or_below[0], 4 * S, "at depth 0");
+        assert_eq!(depth.at_or_below[1], 6 * S, "at depth 1 or below");
+        let mut out = Exposition::new();
+        e.write(&loop0, &mut out);
+        let text = out.into_string();
+        assert!(
+            text.contains("iostat_rs_disk_queue_depth_bucket{device=\"loop0\",le=\"0\"} 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iostat_rs_disk_queue_depth_count{device=\"loop0\"} 6\n"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn devices_gone_from_the_list_start_again_from_zero() {
         let mut e = LatencyExposition {
@@ -313,6 +385,7 @@ mod tests {
             depth_bounds: depth_bounds(),
             totals: BTreeMap::new(),
             lost: 0,
+            collected_at: None,
         };
         let mut h = DeviceHistograms::default();
         h.latency[0].add(5_000, 1);
@@ -326,8 +399,8 @@ mod tests {
             cpus_late: 0,
         };
         let both = [("loop0", (7, 0)), ("sda", (8, 0))];
-        e.add(&interval, &both);
-        e.add(&interval, &both);
+        e.add(&interval, &both, None);
+        e.add(&interval, &both, None);
         assert_eq!(e.totals[&(7, 0)].latency[0].count, 2);
         assert_eq!(e.totals[&(8, 0)].latency[0].count, 0, "listed, idle");
         assert_eq!(e.lost, 6);
@@ -336,8 +409,8 @@ mod tests {
         assert_eq!(e.totals[&(7, 0)].undelivered, 4);
         assert_eq!(e.totals[&(8, 0)].undelivered, 0);
         assert!(!e.totals.contains_key(&(9, 0)), "not listed, not exported");
-        e.add(&Interval::default(), &both[1..]);
-        e.add(&interval, &both);
+        e.add(&Interval::default(), &both[1..], None);
+        e.add(&interval, &both, None);
         assert_eq!(e.totals[&(7, 0)].latency[0].count, 1, "back from zero");
         let mut out = Exposition::new();
         e.write(&both, &mut out);

@@ -131,11 +131,7 @@ impl Root {
             // Opening it says what it is.
             return Ok(());
         }
-        // SAFETY: fstatfs writes into a zeroed, properly sized struct.
-        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut fs) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fs = fstatfs(fd.as_raw_fd())?;
         let kernel_or_fuse = [
             libc::PROC_SUPER_MAGIC,
             libc::SYSFS_MAGIC,
@@ -157,15 +153,9 @@ impl Root {
     /// `--sysroot` tree (`/host` in a container, the host's `/proc`
     /// mounted in it). False when it cannot be looked at.
     pub fn is_procfs(&self, path: &str) -> bool {
-        let Ok(fd) = self.open_raw(path, libc::O_PATH) else {
-            return false;
-        };
-        // SAFETY: fstatfs writes into a zeroed, properly sized struct.
-        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid descriptor and a writable struct.
-        unsafe {
-            libc::fstatfs(fd.as_raw_fd(), &mut fs) == 0 && fs.f_type == libc::PROC_SUPER_MAGIC
-        }
+        self.open_raw(path, libc::O_PATH)
+            .and_then(|fd| fstatfs(fd.as_raw_fd()))
+            .is_ok_and(|fs| fs.f_type == libc::PROC_SUPER_MAGIC)
     }
 
     /// Calls `each` with the entry names of directory `path` (without `.`
@@ -309,6 +299,17 @@ fn owned(fd: RawFd) -> io::Result<OwnedFd> {
         // SAFETY: a fresh descriptor nobody else owns.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
+}
+
+/// The file system `fd` is on (`f_type` says which kind).
+pub(crate) fn fstatfs(fd: RawFd) -> io::Result<libc::statfs> {
+    // SAFETY: `statfs` is plain data filled by fstatfs on success.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and a writable `statfs`.
+    if unsafe { libc::fstatfs(fd, &mut fs) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fs)
 }
 
 /// The status of open descriptor `fd`.

@@ -36,7 +36,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::privilege;
-use super::root::{fstat, kind_of_mode, link_target};
+use super::root::{fstat, fstatfs, kind_of_mode, link_target};
 use super::user_file::{self, OWNER_ONLY};
 
 /// Who may read a file [`replace_with`] creates (see
@@ -420,11 +420,7 @@ impl Directory {
     /// (`/proc/PID/fd/N`: a pipe, a terminal) name no path to walk: only
     /// the kernel follows them, and only it makes them.
     pub(crate) fn in_procfs(&self) -> io::Result<bool> {
-        // SAFETY: fstatfs writes into a zeroed, properly sized struct.
-        let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-        // SAFETY: an open descriptor and a struct to fill.
-        cvt(unsafe { libc::fstatfs(self.fd.as_raw_fd(), &mut fs) })?;
-        Ok(fs.f_type == libc::PROC_SUPER_MAGIC)
+        Ok(fstatfs(self.fd.as_raw_fd())?.f_type == libc::PROC_SUPER_MAGIC)
     }
 
     /// Where `link`, a symbolic link in this directory opened by

@@ -340,14 +340,7 @@ mod tests {
     #[test]
     fn idle_intervals_count_at_depth_zero() {
         const S: u64 = 1_000_000_000;
-        let mut e = LatencyExposition {
-            latency: Latency { collector: None },
-            latency_bounds: latency_bounds(),
-            depth_bounds: depth_bounds(),
-            totals: BTreeMap::new(),
-            lost: 0,
-            collected_at: None,
-        };
+        let mut e = LatencyExposition::new(Latency { collector: None });
         let mut busy = DeviceHistograms::default();
         busy.depth.add(1, 2 * S);
         let busy = Interval {
@@ -379,14 +372,7 @@ mod tests {
 
     #[test]
     fn devices_gone_from_the_list_start_again_from_zero() {
-        let mut e = LatencyExposition {
-            latency: Latency { collector: None },
-            latency_bounds: latency_bounds(),
-            depth_bounds: depth_bounds(),
-            totals: BTreeMap::new(),
-            lost: 0,
-            collected_at: None,
-        };
+        let mut e = LatencyExposition::new(Latency { collector: None });
         let mut h = DeviceHistograms::default();
         h.latency[0].add(5_000, 1);
         h.depth.add(1, 1_000_000_000);

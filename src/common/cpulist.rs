@@ -84,6 +84,20 @@ impl CpuList {
     }
 }
 
+/// The running kernel's list of the CPUs that are online.
+pub const ONLINE: &str = "/sys/devices/system/cpu/online";
+/// The running kernel's list of the CPUs that may ever come online: the
+/// numbers below its `nr_cpu_ids`.
+pub const POSSIBLE: &str = "/sys/devices/system/cpu/possible";
+
+/// The CPU list in the file at `path` of the running system (not of a
+/// `--sysroot` tree); the reason, naming the file, when it cannot be read
+/// or is not a CPU list.
+pub fn read_list(path: &str) -> Result<CpuList, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    CpuList::parse(text.trim_end()).map_err(|e| format!("{path}: {e}"))
+}
+
 /// `cpus` (ascending) written as the kernel writes a list: runs of
 /// consecutive CPUs as ranges (`4-1023`), the rest one by one
 /// (`5,7,9-11`).

@@ -27,6 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
+use crate::common::cpulist;
 use crate::common::fdlimit::{self, Raised};
 use crate::common::source::Source;
 
@@ -678,6 +679,26 @@ fn read_words(fd: Option<RawFd>, words: usize, buf: &mut Vec<u64>) -> io::Result
     Ok(())
 }
 
+/// The explanation of `err` when the kernel refused an open on `cpu`
+/// because it has no such CPU: perf_event_open gives EINVAL for a CPU at
+/// or above `nr_cpu_ids` before it looks at the event, so a stale cpumask
+/// (or a `--sysroot` tree from a larger machine) would otherwise be
+/// blamed on the event's encoding.
+fn not_a_cpu_of_this_kernel(err: &io::Error, cpu: u32) -> Option<String> {
+    if err.raw_os_error() != Some(libc::EINVAL) {
+        return None;
+    }
+    let possible = cpulist::read_list(cpulist::POSSIBLE).ok()?;
+    (!possible.contains(cpu)).then(|| {
+        format!(
+            "this kernel has no CPU {cpu} (EINVAL; {} lists {}): the PMU's cpumask names a CPU \
+             of another machine, or is stale",
+            cpulist::POSSIBLE,
+            cpulist::format_list(possible.cpus())
+        )
+    })
+}
+
 /// Opens `unit`'s counters. The first open that finds no descriptor left
 /// (EMFILE) raises the soft open-file limit to the hard one and is tried
 /// again, as perf stat does; `raised` keeps the limit from before.
@@ -687,18 +708,28 @@ fn open_unit(
     paranoid: Option<i64>,
     raised: &mut Option<Raised>,
 ) -> Result<Vec<OwnedFd>, OpenFailure> {
-    let fail = |member: usize, label: &str, attr: &EventAttr, e: io::Error| OpenFailure {
-        refusal: e
-            .raw_os_error()
-            .filter(|&errno| refuses_only_the_event(errno))
-            .map(|errno| (member, errno)),
-        error: CxlError::Open {
-            pmu: pmu.name.clone(),
-            label: label.to_string(),
-            cpu: pmu.cpu,
-            explanation: explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
-            errno: e.raw_os_error(),
-        },
+    let fail = |member: usize, label: &str, attr: &EventAttr, e: io::Error| {
+        let (explanation, errno) = match not_a_cpu_of_this_kernel(&e, pmu.cpu) {
+            // The CPU, not the event, was refused.
+            Some(missing_cpu) => (missing_cpu, None),
+            None => (
+                explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
+                e.raw_os_error(),
+            ),
+        };
+        OpenFailure {
+            refusal: e
+                .raw_os_error()
+                .filter(|&errno| refuses_only_the_event(errno))
+                .map(|errno| (member, errno)),
+            error: CxlError::Open {
+                pmu: pmu.name.clone(),
+                label: label.to_string(),
+                cpu: pmu.cpu,
+                explanation,
+                errno,
+            },
+        }
     };
     let mut counters = Vec::with_capacity(unit.events.len());
     for (i, event) in unit.events.iter().enumerate() {

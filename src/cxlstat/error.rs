@@ -106,7 +106,8 @@ pub enum CxlError {
         cpu: u32,
         /// What the errno means here.
         explanation: String,
-        /// The errno of the refusal, when the kernel gave one.
+        /// The errno of the refusal, when the kernel gave one that is not
+        /// about the CPU.
         errno: Option<i32>,
     },
     /// Per-task counting or sampling was asked for.

@@ -558,6 +558,20 @@ fn open_errors_from_the_kernel_are_explained() {
     std::fs::write(&type_file, "987654\n").unwrap();
     let err = stderr(&run());
     assert!(err.contains("the PMU is gone or its type changed"), "{err}");
+    // A cpumask naming a CPU this kernel cannot have (nr_cpu_ids is at
+    // most 8192): EINVAL again, from the CPU, not the event.
+    std::fs::write(&type_file, "5\n").unwrap();
+    let cpumask = root.join("sys/devices/virtual/cxl_pmu_mem0.0/cpumask");
+    std::fs::write(&cpumask, "65535\n").unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("on CPU 65535: this kernel has no CPU 65535 (EINVAL; /sys/devices/system/cpu/possible lists 0-"),
+        "{err}"
+    );
+    assert!(!err.contains("does not support"), "{err}");
+    assert!(!err.contains("under --sysroot"), "{err}");
 }
 
 /// An event one PMU's device refuses (EINVAL) shows as `<not supported>`,

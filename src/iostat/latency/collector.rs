@@ -72,7 +72,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::common::cpulist::CpuList;
+use crate::common::cpulist::{CpuList, ONLINE, POSSIBLE, read_list};
 use crate::common::fdlimit;
 use crate::common::perf::{self, PerfEventAttr};
 use crate::common::perf_ring::{self, RECORD_LOST, RECORD_SAMPLE, Ring};
@@ -496,7 +496,7 @@ impl State {
         }
         self.looked = now;
         // Unreadable (a sysfs error): the rings stay as they are.
-        let Ok(online) = cpu_list(ONLINE) else {
+        let Ok(online) = read_list(ONLINE) else {
             return false;
         };
         let retired = self.retire_gone(&online);
@@ -576,7 +576,7 @@ impl State {
     /// requests in this interval's counters, though the look that opens
     /// its ring comes in the next.
     fn note_late(&mut self) {
-        let Ok(online) = cpu_list(ONLINE) else {
+        let Ok(online) = read_list(ONLINE) else {
             return;
         };
         for &cpu in online.cpus() {
@@ -787,8 +787,8 @@ impl Collector {
             event("block_rq_complete", Kind::Complete)?,
             event("block_rq_requeue", Kind::Requeue)?,
         ];
-        let online = cpu_list(ONLINE)?;
-        let possible = cpu_list(POSSIBLE)?;
+        let online = read_list(ONLINE)?;
+        let possible = read_list(POSSIBLE)?;
         // A ring per CPU, three events per CPU for the perf fallback, and
         // the programs, the kept kernel files and the output: under the
         // usual soft limit of 1,024 the fallback would run out from some 330
@@ -979,18 +979,6 @@ fn raised<T>(kept: &Option<Kept>, f: impl FnOnce() -> Result<T, String>) -> Resu
     }
 }
 
-/// The online CPUs, as the kernel lists them.
-const ONLINE: &str = "/sys/devices/system/cpu/online";
-/// The CPUs that may ever come online.
-const POSSIBLE: &str = "/sys/devices/system/cpu/possible";
-
-/// The CPU list in the file at `path`; the reason, naming the file, when
-/// it cannot be read or is not a CPU list.
-fn cpu_list(path: &str) -> Result<CpuList, String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    CpuList::parse(text.trim_end()).map_err(|e| format!("{path}: {e}"))
-}
-
 /// Forwards the events through eBPF: the programs loaded, with a slot in
 /// their `PERF_EVENT_ARRAY` for every `possible` CPU, a ring for each of
 /// `cpus` ([`open_cpus`]), then the programs attached. The reason when that
@@ -1050,7 +1038,7 @@ fn open_cpu(feed: &mut Feed, cpu: u32) -> Result<Option<Traced>, String> {
         Ok(()) => Ok(Some(traced)),
         // Gone offline again since its ring was opened: no refusal, the
         // next look finds it offline (or back, and opens it).
-        Err(_) if cpu_list(ONLINE).is_ok_and(|online| !online.contains(cpu)) => Ok(None),
+        Err(_) if read_list(ONLINE).is_ok_and(|online| !online.contains(cpu)) => Ok(None),
         Err(why) => Err(why),
     }
 }

@@ -7,10 +7,10 @@
 //! drift, and values known only at completion time (the CXL PMUs and block
 //! devices present now) complete as well.
 
-use std::ffi::OsString;
-
 use clap_complete::CompletionCandidate;
 use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
+
+use crate::common::natural::natural_order;
 
 /// The environment variable that asks a program for completions.
 pub const VARIABLE: &str = "COMPLETE";
@@ -82,24 +82,24 @@ pub fn script(shell: &str, name: &str) -> std::io::Result<Vec<u8>> {
 }
 
 /// Candidates from the entries of a live directory whose names start with
-/// `prefix`, sorted. Names a shell could misread (anything beyond letters,
+/// `prefix`, in [`natural_order`] as the listings show them (bash keeps
+/// the order). Names a shell could misread (anything beyond letters,
 /// digits and `._:-`) are left out: they come from the kernel, and a
 /// completion must never inject text into the command line.
 pub fn directory_candidates(dir: &str, prefix: &str) -> Vec<CompletionCandidate> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut names: Vec<OsString> = entries
-        .filter_map(|e| e.ok().map(|e| e.file_name()))
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|name| {
-            name.to_str().is_some_and(|n| {
-                n.starts_with(prefix)
-                    && n.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
-            })
+            name.starts_with(prefix)
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
         })
         .collect();
-    names.sort();
+    names.sort_by(|a, b| natural_order(a, b));
     names.into_iter().map(CompletionCandidate::new).collect()
 }
 
@@ -111,8 +111,9 @@ mod tests {
     fn directory_candidates_keep_plain_names_only() {
         let dir = crate::common::scratch::scratch("completion");
         for name in [
+            "cxl_pmu_mem10.0",
             "cxl_pmu_mem1.0",
-            "cxl_pmu_mem0.0",
+            "cxl_pmu_mem2.0",
             "cpu",
             "cxl_pmu_$(x)",
             "cxl_pmu_a\nb",
@@ -123,7 +124,10 @@ mod tests {
             .iter()
             .map(|c| c.get_value().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(found, ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"]);
+        assert_eq!(
+            found,
+            ["cxl_pmu_mem1.0", "cxl_pmu_mem2.0", "cxl_pmu_mem10.0"]
+        );
     }
 
     #[test]

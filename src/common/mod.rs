@@ -11,7 +11,7 @@
 //! * [`counter`]: counter deltas that know each field's width;
 //! * [`cpulist`]: CPU lists in the kernel's `0-3,8` notation;
 //! * [`osname`]: names from the kernel as strings, invalid UTF-8 kept byte
-//!   for byte;
+//!   for byte; [`natural`]: names ordered by the numbers in them;
 //! * [`escape`]: names from the kernel or a recording, safe to print;
 //! * [`signals`]: stop signals and interruptible sleeping;
 //! * [`fdlimit`]: the open-file limit, raised when descriptors run out;
@@ -88,6 +88,7 @@ pub mod fdlimit;
 pub mod interval;
 pub mod locale;
 pub mod manual;
+pub mod natural;
 pub mod osname;
 pub mod output;
 pub mod perf;

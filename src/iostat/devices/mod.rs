@@ -372,9 +372,9 @@ impl DeviceList {
         if kind == DeviceKind::WithPartitions {
             e.kind = EntryKind::Device(kind);
         }
-        if e.devnum.is_none() {
-            e.devnum = devnum;
-        }
+        // The numbers found now win: a partition deleted and added again
+        // comes back under new ones.
+        e.devnum = devnum.or(e.devnum);
         e.exists = true;
         self.place(src, idx);
         idx

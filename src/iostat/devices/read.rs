@@ -165,7 +165,9 @@ impl DeviceList {
                     *self.slots.get_mut(curr, idx) = l.counters;
                     let e = &mut self.entries[idx];
                     e.staged = self.generation;
-                    e.devnum.get_or_insert((l.major, l.minor));
+                    // The line's numbers, not the first seen: a partition
+                    // deleted and added again comes back under a new one.
+                    e.devnum = Some((l.major, l.minor));
                 }
             }
             pos += 1;

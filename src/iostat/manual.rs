@@ -173,6 +173,13 @@ pub const SECTIONS: &[Section] = &[
                  directory tells a device that queues requests from one that does not",
             ),
             (
+                "/sys/class/block",
+                "--latency with -p: where each partition starts and ends, for the requests \
+                 of its disk; read again as the kernel tells of a block device coming or \
+                 going (a uevent), or at each report where uevents are not heard (another \
+                 network namespace)",
+            ),
+            (
                 "/sys/kernel/tracing (or /sys/kernel/debug/tracing)",
                 "--latency: the ids and formats of the block_rq_issue, block_rq_complete \
                  and block_rq_requeue tracepoints",

@@ -62,6 +62,13 @@
 //! (0.2 µs on the reading thread's own CPU: the kernel reads it on the
 //! event's CPU), so a look reads at most 16 of them
 //! (`CHECKED_PER_LOOK`), in turn.
+//!
+//! **Partitions coming and going.** With `-p`, a request counts for the
+//! partition holding its first sector too, by the table of partitions
+//! (`partition_table`). A drain reads it again first when a uevent told
+//! of a block device since the last one (`uevent`), so a partition added
+//! mid-interval, or added again under a new minor, has its requests from
+//! the first; without uevents, each report reads it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -84,6 +91,7 @@ use crate::common::tracefs::{Event, Field, Tracefs, TracefsError};
 use super::codec::Interval;
 use super::forward::Programs;
 use super::tracker::{Dev, KernelCount, Op, Partition, Tracker, dev_numbers, dev_of};
+use super::uevent::PartitionWatch;
 
 /// How often the rings are emptied at least.
 pub const DRAIN_EVERY: Duration = Duration::from_millis(100);
@@ -339,6 +347,10 @@ struct State {
     /// come online ([`keep_for_cpus`]), effective only around that;
     /// `None` in a run without them (as root), which has nothing to raise.
     kept: Option<Kept>,
+    /// With partitions, where the kernel tells of block devices coming and
+    /// going: the partition table is read again as one does (see
+    /// [`super::uevent`]).
+    partition_watch: Option<PartitionWatch>,
 }
 
 /// [`State::asked`] while no report is under way.
@@ -395,8 +407,17 @@ struct KernelCounts {
 }
 
 impl State {
-    /// Empties every ring and feeds the tracker the events up to `cutoff`.
+    /// Empties every ring and feeds the tracker the events up to `cutoff`,
+    /// after reading the partition table again if a block device came or
+    /// went since the last drain.
     fn drain(&mut self, cutoff: u64) {
+        if self
+            .partition_watch
+            .as_mut()
+            .is_some_and(PartitionWatch::block_devices_changed)
+        {
+            self.tracker.set_partitions(partition_table());
+        }
         let State {
             traced,
             retired,
@@ -594,12 +615,15 @@ impl State {
         }
     }
 
-    /// What the thread polls: each ring's owner, woken at its watermark.
+    /// What the thread polls: each ring's owner, woken at its watermark,
+    /// and the partition watch, woken by a uevent.
     fn polled(&self) -> Vec<libc::pollfd> {
         self.traced
             .iter()
-            .map(|t| libc::pollfd {
-                fd: t.owner.as_raw_fd(),
+            .map(|t| t.owner.as_raw_fd())
+            .chain(self.partition_watch.as_ref().map(PartitionWatch::fd))
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -738,7 +762,9 @@ pub struct Collector {
     asked: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
-    partitions: bool,
+    /// Whether each report reads the partition table again: with
+    /// partitions, where no uevents tell when it changes.
+    partitions_each_report: bool,
     notice: Option<String>,
 }
 
@@ -805,6 +831,9 @@ impl Collector {
             }
         };
         let mut tracker = Tracker::new(monotonic_ns());
+        // Opened before the table is read, so that no change is missed.
+        let partition_watch = partitions.then(PartitionWatch::open).and_then(Result::ok);
+        let partitions_each_report = partitions && partition_watch.is_none();
         if partitions {
             tracker.set_partitions(partition_table());
         }
@@ -824,6 +853,7 @@ impl Collector {
             counts: None,
             asked: Arc::clone(&asked),
             kept: None,
+            partition_watch,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = spawn_drains(
@@ -836,7 +866,7 @@ impl Collector {
             asked,
             stop,
             thread: Some(thread),
-            partitions,
+            partitions_each_report,
             notice,
         })
     }
@@ -869,7 +899,7 @@ impl Collector {
     pub fn take(&self) -> Interval {
         let asked = monotonic_ns();
         self.asked.store(asked, Ordering::SeqCst);
-        let table = self.partitions.then(partition_table);
+        let table = self.partitions_each_report.then(partition_table);
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let interval = s.end_interval(asked);
         self.asked.store(NOT_ASKED, Ordering::SeqCst);
@@ -1347,6 +1377,7 @@ mod tests {
             counts: None,
             asked: Arc::new(AtomicU64::new(NOT_ASKED)),
             kept: None,
+            partition_watch: None,
         }
     }
 

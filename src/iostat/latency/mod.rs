@@ -6,7 +6,8 @@
 //!   completions, partitions (pure), over `requests`, the requests in
 //!   flight, and `depth`, each device's depth held back until the
 //!   kernel's count confirms it;
-//! * [`collector`]: the tracepoints measured live, into the tracker;
+//! * [`collector`]: the tracepoints measured live, into the tracker, and
+//!   `uevent`, which tells it when to read the partition table again;
 //! * `forward`: the eBPF programs that forward them (loaded by aya);
 //! * [`coverage`]: whether the histograms hold the requests the kernel
 //!   counted, and the notes on stderr when they do not;
@@ -27,6 +28,7 @@ pub mod histogram;
 pub mod prometheus;
 mod requests;
 pub mod tracker;
+mod uevent;
 
 use std::fmt::Write as _;
 use std::io;

@@ -7,8 +7,12 @@
 //! drift, and values known only at completion time (the CXL PMUs and block
 //! devices present now) complete as well.
 
-use clap_complete::CompletionCandidate;
+use std::ffi::OsStr;
+
+use clap::ValueHint;
+use clap_complete::engine::ValueCompleter;
 use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
+use clap_complete::{ArgValueCompleter, CompletionCandidate, PathCompleter};
 
 use crate::common::natural::natural_order;
 
@@ -37,8 +41,10 @@ pub fn answer_if_asked(command: fn() -> clap::Command) {
     // `0` for a shell it does not know, and fails the run, so a variable
     // of so common a name, exported for another program, stopped every
     // run with status 2.
-    if std::env::var_os(VARIABLE).is_some_and(|value| SHELLS.iter().any(|shell| value == *shell)) {
-        complete(command);
+    if let Some(shell) =
+        std::env::var_os(VARIABLE).filter(|value| SHELLS.iter().any(|shell| value == *shell))
+    {
+        complete(command, shell == "bash");
     }
 }
 
@@ -46,10 +52,59 @@ pub fn answer_if_asked(command: fn() -> clap::Command) {
 /// executes.
 #[cold]
 #[inline(never)]
-fn complete(command: fn() -> clap::Command) {
-    clap_complete::CompleteEnv::with_factory(command)
+fn complete(command: fn() -> clap::Command, bash: bool) {
+    let factory = move || {
+        if bash {
+            with_plain_paths(command())
+        } else {
+            command()
+        }
+    };
+    clap_complete::CompleteEnv::with_factory(factory)
         .var(VARIABLE)
         .complete();
+}
+
+/// `command` with every path-valued option (and those of its subcommands)
+/// completed by [`PlainPaths`] instead of clap_complete's own path
+/// completion: what bash is given.
+fn with_plain_paths(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            let paths = match arg.get_value_hint() {
+                ValueHint::FilePath => PathCompleter::file(),
+                ValueHint::DirPath => PathCompleter::dir(),
+                ValueHint::AnyPath => PathCompleter::any(),
+                _ => return arg,
+            };
+            arg.add(ArgValueCompleter::new(PlainPaths(paths)))
+        })
+        .mut_subcommands(with_plain_paths)
+}
+
+/// Paths as clap_complete completes them, less those bash could misread
+/// ([`is_plain_path`]). bash's script (clap_complete's) takes the candidates
+/// from an unquoted `$(...)`, which expands `*`, `?` and `[` in them, and
+/// inserts them as they are, so a directory named `$(touch x)` in a path
+/// being completed became a command run at Enter; zsh and fish quote what
+/// they insert. The names come from whoever can write the directories
+/// completed (`/tmp`), and a completion must never inject text into the
+/// command line.
+struct PlainPaths(PathCompleter);
+
+impl ValueCompleter for PlainPaths {
+    fn complete(&self, current: &OsStr) -> Vec<CompletionCandidate> {
+        let mut candidates = self.0.complete(current);
+        candidates.retain(|c| c.get_value().to_str().is_some_and(is_plain_path));
+        candidates
+    }
+}
+
+/// Whether bash reads `path`, unquoted, as itself: letters and digits (of
+/// any script) and `/._-+,:@%=` only.
+fn is_plain_path(path: &str) -> bool {
+    path.chars()
+        .all(|c| c.is_alphanumeric() || "/._-+,:@%=".contains(c))
 }
 
 /// The shells whose completion scripts are generated into `completions/`:
@@ -128,6 +183,35 @@ mod tests {
             found,
             ["cxl_pmu_mem1.0", "cxl_pmu_mem2.0", "cxl_pmu_mem10.0"]
         );
+    }
+
+    #[test]
+    fn plain_paths_are_those_bash_reads_as_themselves() {
+        for plain in ["/tmp/run.rec", "dir/ärger-2.rec", "a+b,c:d@e%f=g_h.svg", ""] {
+            assert!(is_plain_path(plain), "{plain}");
+        }
+        for misread in [
+            "/tmp/$(touch x)/",
+            "a*b",
+            "a?b",
+            "[ab]",
+            "two words",
+            "a;b",
+            "a`b`",
+            "~root",
+            "#c",
+            "a!b",
+            "a'b",
+            "a\"b",
+            "a\\b",
+            "a\nb",
+            "a|b",
+            "a&b",
+            "a<b>",
+            "a{b}",
+        ] {
+            assert!(!is_plain_path(misread), "{misread}");
+        }
     }
 
     #[test]

@@ -313,3 +313,43 @@ fn a_complete_variable_that_names_no_shell_is_ignored() {
         }
     }
 }
+
+/// Paths complete in bash only where bash reads them as themselves: its
+/// script inserts candidates unquoted, so a directory named `$(touch x)`
+/// would run a command at Enter. zsh and fish quote what they insert and
+/// get every path.
+#[test]
+fn bash_completes_only_paths_it_cannot_misread() {
+    let Some(shells) = shells("bash_completes_only_paths_it_cannot_misread") else {
+        return;
+    };
+    let dir = crate::scratch::scratch("completed-paths");
+    let names = [
+        "plain.rec",
+        "$(touch pwned).rec",
+        "a*b.rec",
+        "two words.rec",
+    ];
+    for name in names {
+        std::fs::write(dir.join(name), "").unwrap();
+    }
+    let prefix = format!("{}/", dir.display());
+    let expected = |name: &str| format!("{prefix}{name}");
+    for shell in shells {
+        for (program, option) in [
+            ("iostat-rs", "--record"),
+            ("vcpustat", "--replay"),
+            ("cxlstat", "--svg"),
+        ] {
+            let mut got = complete(None, shell, program, &[program, option, &prefix]);
+            got.sort();
+            let mut want: Vec<String> = match shell {
+                "bash" => vec![expected("plain.rec")],
+                _ => names.iter().map(|n| expected(n)).collect(),
+            };
+            want.sort();
+            assert_eq!(got, want, "{shell} {program} {option}");
+        }
+    }
+    assert!(!dir.join("pwned").exists());
+}

@@ -124,7 +124,12 @@ fn open_without_waiting(path: &Path) -> io::Result<(File, &'static str)> {
     let fd: OwnedFd = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)?
+        .open(path)
+        .map_err(|err| match err.raw_os_error() {
+            // What open(2) gives for a socket.
+            Some(libc::ENXIO) if is_socket(std::fs::metadata(path)) => a_socket(),
+            _ => err,
+        })?
         .into();
     let kind = file_kind(&fd)?;
     Ok((File::from(fd), kind))
@@ -154,9 +159,11 @@ fn wait_for_writer(file: &File) -> io::Result<()> {
 }
 
 /// Creates (or empties) `path` for writing. A FIFO must have a reader
-/// already; a character device such as `/dev/null` is taken as it is. A
-/// block device is refused before anything is written: the tools run as
-/// root, and `--record /dev/sdb` would write over the disk.
+/// already; of the devices, only those that discard what they get
+/// (`/dev/null`, `/dev/zero`, `/dev/full`) are taken, any other is refused
+/// before anything is written: the tools run as root, and
+/// `--record /dev/sdb` would write over the disk, a link to `/dev/port`
+/// planted by a user who can write the directory do worse.
 ///
 /// A regular file is written only under its own name: a symbolic link to
 /// one is refused, and so is a file with other names (hard links), since a
@@ -218,6 +225,18 @@ pub fn create_unemptied(path: &Path) -> io::Result<File> {
             "a block device, expected a file: writing would overwrite the disk",
         ));
     }
+    if kind.is_char_device() && !names_a_descriptor(path) && !discards_writes(meta.rdev()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a character device ({}:{}), expected a file: writing to a device does more than \
+                 record (only /dev/null, /dev/zero and /dev/full are taken; to send the \
+                 recording elsewhere, record to - and redirect it)",
+                libc::major(meta.rdev()),
+                libc::minor(meta.rdev())
+            ),
+        ));
+    }
     if kind.is_file() && !names_a_descriptor(path) {
         if through_link {
             return Err(io::Error::new(
@@ -251,6 +270,17 @@ pub fn create_unemptied(path: &Path) -> io::Result<File> {
     }
     set_blocking(file.as_raw_fd())?;
     Ok(file)
+}
+
+/// Whether character device `rdev` throws away what is written to it:
+/// `/dev/null`, `/dev/zero` and `/dev/full` (major 1, `drivers/char/mem.c`
+/// on every architecture). Any other device has effects beyond the
+/// recording (`/dev/port`, `/dev/mem`, a watchdog, a SCSI generic
+/// device), or hands the recording to whoever owns it (a terminal of
+/// another user's), and a user who can write a directory on the path can
+/// link the name to one.
+fn discards_writes(rdev: u64) -> bool {
+    libc::major(rdev) == 1 && matches!(libc::minor(rdev), 3 | 5 | 7)
 }
 
 /// What to do instead of writing into another user's file of `mode`: for
@@ -445,6 +475,9 @@ fn open_entry(dir: &Directory, name: &CStr, extra: i32) -> io::Result<File> {
     let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY | extra;
     dir.open_entry(name, flags, OWNER_ONLY)
         .map_err(|err| match err.raw_os_error() {
+            Some(libc::ENXIO) if matches!(dir.status_of(name), Ok(Some(st)) if st.st_mode & libc::S_IFMT == libc::S_IFSOCK) => {
+                a_socket()
+            }
             Some(libc::ENXIO) => io::Error::new(
                 io::ErrorKind::NotConnected,
                 "a FIFO that no process reads: start its reader first",
@@ -452,6 +485,20 @@ fn open_entry(dir: &Directory, name: &CStr, extra: i32) -> io::Result<File> {
             Some(libc::EISDIR) => a_directory(),
             _ => err,
         })
+}
+
+/// Whether `meta` is a socket's.
+fn is_socket(meta: io::Result<std::fs::Metadata>) -> bool {
+    meta.is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// The error for a socket, which open(2) refuses with ENXIO, the error of
+/// a FIFO without a reader.
+fn a_socket() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a socket, expected a file or a FIFO (a socket cannot be opened)",
+    )
 }
 
 /// A link followed to a name nothing has.
@@ -542,6 +589,40 @@ mod tests {
     /// when it fails.
     fn scratch(name: &str) -> Scratch {
         crate::common::scratch::scratch(&format!("user-{name}"))
+    }
+
+    /// Written to, a device other than those that discard what they get
+    /// would do more than record; a link to one is refused as the device
+    /// itself is.
+    #[test]
+    fn only_devices_that_discard_writes_are_written_to() {
+        for discarding in ["/dev/null", "/dev/zero", "/dev/full"] {
+            create(Path::new(discarding)).unwrap();
+        }
+        let dir = scratch("chardev");
+        let link = dir.join("run.rec");
+        std::os::unix::fs::symlink("/dev/urandom", &link).unwrap();
+        for path in [Path::new("/dev/urandom"), &link] {
+            let err = create(path).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with("a character device (1:9), expected a file: "),
+                "{}: {err}",
+                path.display()
+            );
+        }
+    }
+
+    /// open(2) refuses a socket with ENXIO, as a FIFO without a reader:
+    /// said as what it is, to write and to read.
+    #[test]
+    fn a_socket_is_named_as_such() {
+        let dir = scratch("socket");
+        let path = dir.join("s.rec");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let want = "a socket, expected a file or a FIFO (a socket cannot be opened)";
+        assert_eq!(create(&path).unwrap_err().to_string(), want);
+        assert_eq!(open_to_read(&path).unwrap_err().to_string(), want);
     }
 
     #[test]

@@ -577,9 +577,9 @@ mod tests {
         };
         let mut source = args.open("test", &[]).unwrap();
         let status = end_failed("test", source.as_mut(), || {
-            report_error("test", "no \u{1b}]0;t\u{7} here", 3)
+            report_error("test", "no \u{1b}]0;t\u{7} here", 4)
         });
-        assert_eq!(status, 3);
+        assert_eq!(status, 4);
         let replayed = SourceArgs {
             replay: Some(rec),
             ..SourceArgs::default()
@@ -588,7 +588,7 @@ mod tests {
         let (status, printed) = transcript(|| err.report("test"));
         assert_eq!(
             (status, printed.as_str()),
-            (3, "test: no \\x1b]0;t\\x07 here\n")
+            (4, "test: no \\x1b]0;t\\x07 here\n")
         );
         // A forged recording's control characters are escaped as well.
         let forged = OpenError::Refused(Refused {

@@ -263,11 +263,23 @@ fn a_refusal_after_frames_or_with_a_status_no_run_ends_with_is_damage() {
         ),
         (
             format!("{h}\n{}", refused_end(0, "")),
-            "t.rec:2: the end line records a refused run's exit status as 0, expected 1 to 255",
+            "t.rec:2: the end line records a refused run's exit status as 0, expected one the \
+             tools end a refused run with (1, 2, 4, 126, 127, or 128 + a signal's number, with \
+             nothing printed)",
         ),
         (
             format!("{h}\n{}", refused_end(256, "x\n")),
             "t.rec:2: the end line records a refused run's exit status as 256",
+        ),
+        // A crash no tool reports as a refusal, and a signal's status with
+        // lines no signal prints.
+        (
+            format!("{h}\n{}", refused_end(3, "x\n")),
+            "t.rec:2: the end line records a refused run's exit status as 3",
+        ),
+        (
+            format!("{h}\n{}", refused_end(139, "Segmentation fault\n")),
+            "t.rec:2: the end line records a refused run's exit status as 139",
         ),
         (
             format!("{h}\n{}{}", refused_end(1, "x\n"), frames(1)),

@@ -356,15 +356,30 @@ impl FrameReader {
                     self.frames
                 )));
             }
-            if !(1..=255).contains(&refused.status) {
+            if !is_refusal_status(refused.status, &refused.stderr) {
                 return Err(self.bad(format!(
-                    "the end line records a refused run's exit status as {}, expected 1 to 255",
+                    "the end line records a refused run's exit status as {}, expected one the \
+                     tools end a refused run with (1, 2, 4, 126, 127, or 128 + a signal's \
+                     number, with nothing printed)",
                     refused.status
                 )));
             }
             self.refused = Some(refused);
         }
         Ok(true)
+    }
+}
+
+/// Whether a run refused before its first sample can end with `status`
+/// having printed `stderr`: an error (1), a usage error (2), too little
+/// memory (4), a command cxlstat cannot run (126, 127), or a stop signal
+/// N (128 + N), which prints nothing. Any other is a forged end line,
+/// whose replay would pass for a crash (139) or a success.
+fn is_refusal_status(status: i32, stderr: &str) -> bool {
+    match status {
+        1 | 2 | 4 | 126 | 127 => true,
+        129..=192 => stderr.is_empty(),
+        _ => false,
     }
 }
 

@@ -379,6 +379,30 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
             *i += 2;
             Ok(v.to_string())
         };
+        // The value of an option iostat-rs adds, which names `what`: not
+        // missing, and not the next option (`--record -d 1` would record to
+        // `./-d` and lose `-d`); `-` alone is standard input or output.
+        let take_own_value = |i: &mut usize, what: &str| -> Result<String, IostatError> {
+            let value = match inline {
+                Some(v) => Some(v),
+                None => next,
+            };
+            match value {
+                None => Err(IostatError::OptionValue(format!(
+                    "{key} needs a value: {what}"
+                ))),
+                Some(v) if inline.is_none() && v.starts_with('-') && v != "-" => {
+                    Err(IostatError::OptionValue(format!(
+                        "{key} {v}: expected {what}, found an option (a name that starts \
+                         with - is written ./{v} or {key}={v})"
+                    )))
+                }
+                Some(v) => {
+                    *i += if inline.is_some() { 1 } else { 2 };
+                    Ok(v.to_string())
+                }
+            }
+        };
         match key {
             "-p" => {
                 match next {
@@ -477,36 +501,40 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 continue;
             }
             "--sysroot" => {
-                o.source.sysroot = Some(PathBuf::from(take_value(&mut i)?));
+                o.source.sysroot = Some(PathBuf::from(take_own_value(&mut i, "a DIR")?));
                 continue;
             }
             "--record" => {
-                o.source.record = Some(PathBuf::from(take_value(&mut i)?));
+                o.source.record = Some(PathBuf::from(take_own_value(&mut i, "a FILE")?));
                 continue;
             }
             "--replay" => {
-                o.source.replay = Some(PathBuf::from(take_value(&mut i)?));
+                o.source.replay = Some(PathBuf::from(take_own_value(&mut i, "a FILE")?));
                 continue;
             }
             "--svg" => {
-                o.svg = Some(PathBuf::from(take_value(&mut i)?));
+                o.svg = Some(PathBuf::from(take_own_value(&mut i, "a FILE")?));
                 continue;
             }
             "--svg-top" => {
-                let n = take_value(&mut i)?;
-                o.svg_top = Some(n.parse().map_err(|_| usage())?);
+                let what = "a number of devices, 1 or more";
+                let n = take_own_value(&mut i, what)?;
+                let top = n.parse().ok().filter(|&top: &usize| top > 0);
+                o.svg_top = Some(top.ok_or_else(|| {
+                    IostatError::OptionValue(format!("--svg-top {n}: expected {what}"))
+                })?);
                 continue;
             }
             "--svg-sort" => {
-                o.svg_sort = Some(take_value(&mut i)?);
+                o.svg_sort = Some(take_own_value(&mut i, "a COLUMN")?);
                 continue;
             }
             "--textfile" => {
-                o.expo.textfile = Some(PathBuf::from(take_value(&mut i)?));
+                o.expo.textfile = Some(PathBuf::from(take_own_value(&mut i, "a PATH")?));
                 continue;
             }
             "--listen" => {
-                o.listen = Some(take_value(&mut i)?);
+                o.listen = Some(take_own_value(&mut i, "an ADDRESS:PORT")?);
                 continue;
             }
             _ if arg.starts_with('-') => {
@@ -1053,6 +1081,44 @@ mod tests {
         let empty = parse(&["-p", "", "-d"]).unwrap();
         let alone = parse(&["-p", "-d"]).unwrap();
         assert_eq!(format!("{:?}", empty.list), format!("{:?}", alone.list));
+    }
+
+    /// The options iostat-rs adds never take the next option as their
+    /// value, and say in one line what they expected.
+    #[test]
+    fn added_options_refuse_a_missing_or_optionlike_value_in_one_line() {
+        let refused = |args: &[&str]| match parse(args) {
+            Err(e @ IostatError::OptionValue(_)) => {
+                assert_eq!(e.exit_status(), 2);
+                e.to_string()
+            }
+            other => panic!("{args:?}: {:?}", other.map(|_| ())),
+        };
+        assert_eq!(
+            refused(&["--record", "-d", "1", "1"]),
+            "--record -d: expected a FILE, found an option (a name that starts with - is \
+             written ./-d or --record=-d)"
+        );
+        assert_eq!(
+            refused(&["-x", "--textfile"]),
+            "--textfile needs a value: a PATH"
+        );
+        assert_eq!(
+            refused(&["--svg-top", "x"]),
+            "--svg-top x: expected a number of devices, 1 or more"
+        );
+        assert_eq!(
+            refused(&["--svg-top=0"]),
+            "--svg-top 0: expected a number of devices, 1 or more"
+        );
+        assert!(refused(&["--listen", "-c"]).starts_with("--listen -c: expected an ADDRESS:PORT"));
+        // `-` alone is standard output; `=` takes any name as it is.
+        let o = parse(&["--record", "-", "-d"]).unwrap();
+        assert_eq!(o.source.record.as_deref(), Some(std::path::Path::new("-")));
+        assert!(o.show_disk);
+        let o = parse(&["--svg=-x.svg", "-d"]).unwrap();
+        assert_eq!(o.svg.as_deref(), Some(std::path::Path::new("-x.svg")));
+        assert_eq!(parse(&["--svg-top", "3"]).unwrap().svg_top, Some(3));
     }
 
     #[test]

@@ -18,6 +18,12 @@ pub enum IostatError {
          an interval is one, not a device name)"
     )]
     CountNotWhole(String),
+    /// An option iostat-rs adds (`--record`, `--svg-top`...) without its
+    /// value, or with one it cannot take: one line naming it, status 2, as
+    /// vcpustat and cxlstat refuse theirs (sysstat's own options keep its
+    /// usage text).
+    #[error("{0}")]
+    OptionValue(String),
     /// `-j TYPE` with no `/dev/disk/by-TYPE` directory.
     #[error("Invalid type of persistent device name")]
     InvalidPersistentType,
@@ -73,7 +79,9 @@ impl IostatError {
             | IostatError::UsageAfterNamedDirs { .. }
             | IostatError::CountNotWhole(_)
             | IostatError::InvalidPersistentType => 1,
-            IostatError::CannotOpenStat(_) | IostatError::CannotReadUptime => 2,
+            IostatError::CannotOpenStat(_)
+            | IostatError::CannotReadUptime
+            | IostatError::OptionValue(_) => 2,
             IostatError::Source(_)
             | IostatError::Read { .. }
             | IostatError::Chart(_)

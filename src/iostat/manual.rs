@@ -101,9 +101,10 @@ pub const SECTIONS: &[Section] = &[
                 "2",
                 "/proc/stat cannot be opened or /proc/uptime cannot be read (as sysstat); \
                  an option iostat-rs adds conflicts with another (--replay with --record, \
-                 --latency without -x, --listen with an interval) or --listen's value is \
-                 not an IP address and port, as vcpustat and cxlstat refuse theirs (an \
-                 option without its value is a usage error, 1)",
+                 --latency without -x, --listen with an interval), or lacks its value or \
+                 has one it cannot take (--record -d, --svg-top 0, a --listen that is not \
+                 an IP address and port), as vcpustat and cxlstat refuse theirs; sysstat's \
+                 own options keep its usage text and status 1",
             ),
             (
                 "4",

@@ -26,9 +26,11 @@ fn table(header: Vec<&str>) -> Table {
     t
 }
 
-/// A name from sysfs as text output shows it (control characters escaped).
+/// A name from sysfs as a table cell shows it: control characters
+/// escaped, and `|`, which would end the cell (a PMU named `a | 7 | 3`
+/// would forge columns), written `\x7c` as `-x` writes its separator.
 fn shown(name: &str) -> String {
-    escape::text(name).into_owned()
+    escape::text(name).replace('|', "\\x7c")
 }
 
 fn or_dash(value: Option<String>) -> String {
@@ -702,6 +704,21 @@ mod tests {
             events: Vec::new(),
             memdev: None,
         }
+    }
+
+    /// A `|` in a name cannot add a cell to the table's row.
+    #[test]
+    fn a_bar_in_a_name_forges_no_cell() {
+        let mut out = Vec::new();
+        list_pmus(&[pmu("cxl_pmu_mem1.0 | 7 | 3\u{1b}")], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let row = text.lines().nth(2).unwrap();
+        assert!(
+            row.starts_with("| cxl_pmu_mem1.0 \\x7c 7 \\x7c 3\\x1b | 20 "),
+            "{text}"
+        );
+        let cells = |line: &str| line.matches('|').count();
+        assert_eq!(cells(row), cells(text.lines().next().unwrap()), "{text}");
     }
 
     /// `-e ddr_act,cxl_pmu_mem0.0/clock_ticks/` on two PMUs.

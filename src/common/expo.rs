@@ -190,8 +190,18 @@ fn push_value(out: &mut String, value: f64) {
 /// A label value as the exposition format escapes it, after its control
 /// characters and bytes that are not UTF-8 are shown as text output shows
 /// them ([`escape::text`]): the format has no escape for them, and raw they
-/// would act on a terminal the exposition is printed on.
+/// would act on a terminal the exposition is printed on. A backslash of
+/// the value's own is shown as an escape too (`\x5c`), so that no value
+/// reads as another's escaped: a device named `e\x1bx` and one named e,
+/// ESC, x were one series twice, and Prometheus drops a duplicate.
 fn escape_label_into(out: &mut String, value: &str) {
+    let own_backslashes;
+    let value = if value.contains('\\') {
+        own_backslashes = value.replace('\\', "\\x5c");
+        own_backslashes.as_str()
+    } else {
+        value
+    };
     for c in escape::text(value).chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -214,7 +224,22 @@ mod tests {
         let name = crate::common::osname::from_bytes(b"x\xfe\\");
         let mut out = String::new();
         escape_label_into(&mut out, &name);
-        assert_eq!(out, "x\\\\xfe\\\\");
+        assert_eq!(out, "x\\\\xfe\\\\x5c");
+    }
+
+    /// No two values escape alike: a control character and the text of
+    /// its escape stay apart.
+    #[test]
+    fn label_escapes_tell_every_value_apart() {
+        let escaped = |value: &str| {
+            let mut out = String::new();
+            escape_label_into(&mut out, value);
+            out
+        };
+        assert_eq!(escaped("e\u{1b}x"), "e\\\\x1bx");
+        assert_eq!(escaped("e\\x1bx"), "e\\\\x5cx1bx");
+        assert_eq!(escaped("a\nb"), "a\\\\nb");
+        assert_eq!(escaped("a\\nb"), "a\\\\x5cnb");
     }
 
     #[test]
@@ -240,7 +265,7 @@ mod tests {
             "# HELP x_reads_total Reads\\\\done\\nhere.\n\
              # TYPE x_reads_total counter\n\
              x_reads_total{device=\"sda\"} 42\n\
-             x_reads_total{device=\"a\\\"b\\\\c\\\\nd\"} 0.5\n\
+             x_reads_total{device=\"a\\\"b\\\\x5cc\\\\nd\"} 0.5\n\
              # HELP x_up Up.\n\
              # TYPE x_up gauge\n\
              x_up 1\n\

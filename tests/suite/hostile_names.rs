@@ -315,13 +315,29 @@ fn parse_prometheus(what: &str, text: &str) -> BTreeSet<String> {
     values
 }
 
+/// Checks an exposition: no raw control characters, every line parses,
+/// and each of `names` (UTF-8 names as they are) is a label value, shown
+/// as [`label_shown`] says.
 fn check_prometheus(what: &str, out: &[u8], names: &[&str]) {
+    let shown: Vec<String> = names.iter().map(|name| label_shown(name)).collect();
+    check_exposition_labels(what, out, &shown);
+}
+
+/// A label value as an exposition shows name `name`: escaped as text
+/// shows it, after a backslash of the name's own is made an escape too
+/// (`\x5c`), so that no name's label reads as another's escaped one.
+fn label_shown(name: &str) -> String {
+    escaped(&name.replace('\\', "\\x5c"))
+}
+
+/// Checks an exposition as [`check_prometheus`] does, for label values
+/// `shown` as they read once parsed.
+fn check_exposition_labels(what: &str, out: &[u8], shown: &[String]) {
     check_no_raw_controls(what, out);
     let values = parse_prometheus(what, std::str::from_utf8(out).unwrap());
-    for name in names {
-        let shown = escaped(name);
+    for shown in shown {
         assert!(
-            values.contains(&shown),
+            values.contains(shown),
             "{what}: {shown:?} not in {values:?}"
         );
     }
@@ -470,7 +486,10 @@ fn iostat_rs_reports_device_names_that_are_not_utf8() {
     check_json("json", &with(&["-o", "JSON", "-x"]), &all);
     check_ndjson("ndjson", &with(&["-o", "ndjson"]), &all);
     check_csv("csv", &with(&["-o", "csv"]), &all);
-    check_prometheus("prometheus", &with(&["-o", "prometheus"]), &shown);
+    // Bytes that are not UTF-8 show as \xNN, and are no backslash of the
+    // name's own.
+    let labels = shown.map(String::from);
+    check_exposition_labels("prometheus", &with(&["-o", "prometheus"]), &labels);
 }
 
 /// The uname of a recording and the device names in its files can be any

@@ -19,9 +19,11 @@ use crate::common::natural::natural_order;
 /// The environment variable that asks a program for completions.
 pub const VARIABLE: &str = "COMPLETE";
 
-/// The values of [`VARIABLE`] that ask for completions: the shells
-/// clap_complete answers.
-const SHELLS: [&str; 5] = ["bash", "elvish", "fish", "powershell", "zsh"];
+/// The values of [`VARIABLE`] that ask for completions: the shells whose
+/// scripts `completions/` holds. clap_complete answers elvish and
+/// powershell too, but nothing here registers them, and the help says any
+/// other value is ignored.
+const SHELLS: [&str; 3] = ["bash", "fish", "zsh"];
 
 /// [`VARIABLE`]'s entry in each program's ENVIRONMENT section.
 pub const ENVIRONMENT_ITEM: (&str, &str) = (

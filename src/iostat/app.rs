@@ -687,7 +687,10 @@ fn expositions(
     };
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
     run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
-        exporter.collect(src, e)
+        // A replay without what the exposition reads fails as a report's does.
+        exporter
+            .collect(src, e)
+            .map_err(|err| src.check_answered().map_or_else(unanswered, |()| err))
     })?;
     Ok(())
 }

@@ -261,6 +261,17 @@ fn a_replay_refuses_options_that_read_what_was_not_recorded() {
     assert_eq!(replay.status.code(), Some(1), "{err}");
     assert!(err.contains("does not hold `list /sys/block`"), "{err}");
     assert!(run(&["--replay", rec, "-xk", "sda"]).status.success());
+    // The exposition of the same device reads /proc/diskstats, as
+    // node_exporter does: refused in the same words.
+    let replay = run(&["--replay", rec, "-x", "-o", "prometheus", "sda"]);
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(replay.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "iostat-rs: {rec} does not hold `read /proc/diskstats`, which these options read"
+        )),
+        "{err}"
+    );
     // The CPU report alone reads no device (sysstat reads them all for
     // nothing it shows): it replays from this recording, which never
     // listed /sys/block, and its own recording holds no device.

@@ -111,16 +111,16 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Ok(listener) => listener,
         Err(e) => return report(&progname, IostatError::Source(e.to_string())),
     };
-    // Measuring starts before the source opens: a run that cannot measure
-    // creates no recording at all (later, one that keeps only its refusal,
-    // `end_failed`), and leaves a file already there as it was.
-    let latency = match start_latency(&opts) {
-        Ok(latency) => latency,
-        Err(e) => return report(&progname, e),
-    };
     let mut source = match opts.source.open(TOOL, rest) {
         Ok(s) => s,
         Err(e) => return e.report(TOOL),
+    };
+    // A run that cannot measure is refused before its first sample, as any
+    // other: its recording keeps the error and status for a replay to give
+    // again (`end_failed`), as --record's help says.
+    let latency = match start_latency(&opts) {
+        Ok(latency) => latency,
+        Err(e) => return end_failed(TOOL, source.as_mut(), || report(&progname, e)),
     };
     if secure && let Err(e) = privilege::drop_capabilities() {
         let why = format!("cannot drop capabilities: {e}");

@@ -3009,12 +3009,13 @@ fn a_shortfall_after_a_loss_names_the_loss() {
     );
 }
 
-/// A run that cannot measure (nobody, without capabilities) creates no
-/// recording, and leaves one already there as it was: a recording of a
-/// header only would be refused by every replay.
+/// A run that cannot measure (nobody, without capabilities) is refused
+/// before its first sample as any other run: its recording, new or
+/// replacing one, keeps the error and status, which a replay gives again
+/// (a recording of a header only would be refused by every replay).
 #[test]
-fn a_run_that_cannot_measure_leaves_no_recording() {
-    const TEST: &str = "a_run_that_cannot_measure_leaves_no_recording";
+fn a_run_that_cannot_measure_records_its_refusal() {
+    const TEST: &str = "a_run_that_cannot_measure_records_its_refusal";
     if !runnable(TEST, &["unshare", "setpriv"]) {
         return;
     }
@@ -3038,13 +3039,12 @@ fn a_run_that_cannot_measure_leaves_no_recording() {
             "1",
         ];
         let out = as_nobody_without_capabilities(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
         let e = one_line_error(&out);
         assert!(e.contains("CAP_PERFMON"), "{e}");
-        if rec == old {
-            assert_eq!(std::fs::read_to_string(&rec).unwrap(), "previous\n");
-        } else {
-            assert!(!rec.exists(), "{} was created", rec.display());
-        }
+        let replay = iostat(&["--replay", rec.to_str().unwrap(), "-x", "--latency", "1"]);
+        assert_eq!(replay.status.code(), Some(1), "{replay:?}");
+        assert_eq!(one_line_error(&replay), e, "{}", rec.display());
     }
 }
 

@@ -84,6 +84,21 @@ pub enum VcpuError {
         /// The errno, spelled out.
         errno: String,
     },
+    /// EINVAL or ERANGE on the frequency file, putting back the frequency
+    /// from before the run (the kernel's HZ changed, or someone else's
+    /// value was out of its range).
+    #[error(
+        "the kernel refused the frequency from before the run, {before} per second: {errno}; \
+         it stays at vcpustat's {ours} (set another with vcpustat --freq N)"
+    )]
+    FreqNotPutBack {
+        /// The frequency before the run, refused.
+        before: i32,
+        /// The frequency vcpustat set, which stays.
+        ours: i32,
+        /// The errno, spelled out.
+        errno: String,
+    },
     /// Any other failure of a kernel file.
     #[error("cannot {access} {path}: {source}")]
     Io {

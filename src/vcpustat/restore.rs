@@ -260,7 +260,14 @@ impl RestorePlan {
                         ));
                         Ok(())
                     }
-                    _ => kernel::set_freq(source, before),
+                    _ => kernel::set_freq(source, before).map_err(|err| match err {
+                        VcpuError::FreqRejected { errno, .. } => VcpuError::FreqNotPutBack {
+                            before,
+                            ours,
+                            errno,
+                        },
+                        other => other,
+                    }),
                 },
             };
             if let Err(err) = result {

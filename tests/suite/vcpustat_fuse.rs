@@ -478,6 +478,31 @@ fn einval_on_freq_is_explained() {
     );
 }
 
+/// A frequency from before the run that the kernel refuses to take back
+/// (HZ lower than it: only a simulated kernel can hold one) is said as
+/// such, with what stays and how to change it; not as a --freq the user
+/// never gave.
+#[test]
+fn a_frequency_the_kernel_refuses_to_take_back_is_said_as_such() {
+    let mut kernel = scenario();
+    kernel.freq = 200;
+    let Some(sim) = mount("freq-back", kernel) else {
+        return;
+    };
+    let out = run(&sim, &["--freq", "80", "--temporary", "0.05", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.ends_with(
+            "vcpustat: could not restore the dispatch statistics: the kernel refused the \
+             frequency from before the run, 200 per second: invalid argument (EINVAL); it \
+             stays at vcpustat's 80 (set another with vcpustat --freq N)\n"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(sim.kernel().freq, 80);
+}
+
 #[test]
 fn ebusy_on_enable_is_explained_and_earlier_changes_are_undone() {
     let mut kernel = scenario();

@@ -7,6 +7,7 @@
 //! list such as `0-31` or `0-7,64-71`; `#` starts a comment.
 
 use crate::common::cpulist::CpuList;
+use crate::common::excerpt::excerpt;
 
 /// Where a physical processor sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +44,14 @@ impl Topology {
             for word in words {
                 let (key, value) = word
                     .split_once('=')
-                    .ok_or_else(|| bad(&format!("{word:?} is not key=value")))?;
-                let value: u32 = value
-                    .parse()
-                    .map_err(|_| bad(&format!("{value:?} is not a number")))?;
+                    .ok_or_else(|| bad(&format!("{} is not key=value", excerpt(word))))?;
+                let value: u32 = value.parse().map_err(|_| {
+                    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+                    bad(&match digits {
+                        true => format!("{key}={} is above {}", excerpt(value), u32::MAX),
+                        false => format!("{} is not a number", excerpt(value)),
+                    })
+                })?;
                 let slot = match key {
                     "chip" => &mut chip,
                     "node" => &mut node,
@@ -109,6 +114,17 @@ mod tests {
         assert_eq!(
             Topology::parse("t", "0-3 chip=0 chip=1 node=0\n").unwrap_err(),
             "t:1: chip= is given twice (expected \"0-7 chip=0 node=0\")"
+        );
+        // A number too large is not "not a number"; what is quoted is
+        // escaped and cut short.
+        assert_eq!(
+            Topology::parse("t", "0 chip=0 node=18446744073709551615\n").unwrap_err(),
+            "t:1: node=\"18446744073709551615\" is above 4294967295 (expected \"0-7 chip=0 \
+             node=0\")"
+        );
+        assert_eq!(
+            Topology::parse("t", "0 chip=\u{1b}[2J node=0\n").unwrap_err(),
+            "t:1: \"\\x1b[2J\" is not a number (expected \"0-7 chip=0 node=0\")"
         );
     }
 }

@@ -120,6 +120,10 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     match outcome {
         Ok(Ok(())) => end_failed(TOOL, source.as_mut(), || restore_failures(0)),
+        // Stopped while making its changes, undone since: a quiet end.
+        Ok(Err(VcpuError::Stopped(signal))) => {
+            end_failed(TOOL, source.as_mut(), || restore_failures(128 + signal))
+        }
         Ok(Err(VcpuError::Output(err))) => {
             let status = end_output_failed(TOOL, source.as_mut(), &err);
             restore_failures(status)
@@ -281,8 +285,9 @@ pub fn run(
         Mode::Serve(addr) => Some(serve::bind(addr).map_err(VcpuError::Listen)?),
         _ => None,
     };
-    let on = apply_changes(options, source, plan)?;
+    let on = apply_changes(options, source, plan, stop)?;
     if !on && options.mode.reports() {
+        not_stopped(stop)?;
         switch_on_for_run(options, source, plan)?;
     }
     // Everything asked is done: once the other runs' record says so, a
@@ -445,6 +450,7 @@ fn apply_changes(
     options: &Options,
     source: &dyn Source,
     plan: &mut RestorePlan,
+    stop: &StopSignal,
 ) -> Result<bool, VcpuError> {
     let was_on = kernel::read_on(source)?;
     let until = if options.temporary {
@@ -466,7 +472,18 @@ fn apply_changes(
             ));
         }
     }
+    // A stop during a slow write: the statistics are not switched (which
+    // would zero their counters) only to be switched back.
+    not_stopped(stop)?;
     switch(options, source, plan, was_on)
+}
+
+/// Fails with [`VcpuError::Stopped`] once a stop signal came.
+fn not_stopped(stop: &StopSignal) -> Result<(), VcpuError> {
+    match stop.caught() {
+        Some(signal) => Err(VcpuError::Stopped(signal)),
+        None => Ok(()),
+    }
 }
 
 /// Applies --enable/--disable to statistics that were `was_on`; returns

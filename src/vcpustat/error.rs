@@ -133,6 +133,12 @@ pub enum VcpuError {
     /// Writing the report failed.
     #[error("cannot write output: {0}")]
     Output(#[source] io::Error),
+    /// A stop signal (this one) came while the changes asked for were
+    /// being made: the rest are not made, those made are undone, and the
+    /// run ends quietly with 128 + the signal, as one stopped while it
+    /// waited for another run.
+    #[error("stopped by signal {0} before the changes asked for were made")]
+    Stopped(i32),
     /// The memory limits leave too little for a run that changes the
     /// system to be sure of undoing it.
     #[error(
@@ -151,11 +157,13 @@ pub enum VcpuError {
 
 impl VcpuError {
     /// The exit status for this error: 2 for usage errors, 4 (out of
-    /// memory, [`OUT_OF_MEMORY_STATUS`]) for too little room, 1 otherwise.
+    /// memory, [`OUT_OF_MEMORY_STATUS`]) for too little room, 128 + N for
+    /// a stop by signal N, 1 otherwise.
     pub fn exit_status(&self) -> i32 {
         match self {
             VcpuError::Usage(_) => 2,
             VcpuError::NoRoom { .. } => OUT_OF_MEMORY_STATUS,
+            VcpuError::Stopped(signal) => 128 + signal,
             _ => 1,
         }
     }

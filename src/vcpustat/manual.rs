@@ -32,8 +32,10 @@ pub const SECTIONS: &[Section] = &[
             ),
             (
                 "128 + N",
-                "Stopped by signal N (130 after Ctrl-C) while another vcpustat held the \
-                 runs' lock, before anything was read, changed or reported",
+                "Stopped by signal N (130 after Ctrl-C) before anything was reported: while \
+                 another vcpustat held the runs' lock, before anything was read or changed, \
+                 or while the changes asked for were made (a slow --freq write): those made \
+                 are undone, the rest not made",
             ),
         ],
     },

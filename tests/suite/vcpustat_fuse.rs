@@ -255,6 +255,45 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
     assert_eq!(stats_writes(&sim).last().unwrap().1, "0\n");
 }
 
+/// A stop signal while a change is being made (the frequency write, slow
+/// here) ends the run before the next one: the statistics are never
+/// switched on (which zeroes their counters) only to be switched off, the
+/// frequency is put back, and the run ends quietly with 128 + the signal,
+/// as one stopped while it waits for another run.
+#[test]
+fn a_stop_during_the_frequency_write_makes_no_further_change() {
+    let mut kernel = scenario();
+    kernel.freq_write_takes = Duration::from_millis(600);
+    let Some(sim) = mount("slow-freq", kernel) else {
+        return;
+    };
+    let mut child = KillOnDrop(
+        vcpustat(&sim, &["--enable", "--freq", "80", "0.05", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // In the middle of the write (the run reaches it within a few ms).
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    let state = |k: &Kernel| (k.freq, k.on);
+    assert_eq!(state(&sim.kernel()), (50, false), "{stderr}");
+    let writes = stats_writes(&sim);
+    let files: Vec<&str> = writes.iter().map(|w| w.0).collect();
+    assert_eq!(files, ["freq", "freq"], "{writes:?}\n{stderr}");
+}
+
 #[test]
 fn a_closed_output_pipe_restores_the_state() {
     let Some(sim) = mount("pipe", scenario()) else {

@@ -112,6 +112,9 @@ pub struct Kernel {
     pub debugfs: Option<Dtl>,
     /// Steps by the clock instead of by the reads, when set.
     pub pace: Option<Pace>,
+    /// How long a write of the frequency takes (a hypervisor slow to
+    /// answer), for a stop signal to come in the middle of it.
+    pub freq_write_takes: std::time::Duration,
 }
 
 /// Counters that advance with the wall clock: `steps_per_second` steps a
@@ -213,6 +216,7 @@ impl Kernel {
             busy: false,
             enable_fails: None,
             deny: false,
+            freq_write_takes: std::time::Duration::ZERO,
             events: BTreeMap::new(),
             reads: 0,
             writes: Vec::new(),
@@ -691,6 +695,11 @@ impl fuse::FileSystem for SimFs {
     }
 
     fn write(&self, _pid: u32, ino: u64, _fh: u64, data: &[u8]) -> Answer<u32> {
+        if ino == FREQ {
+            // Outside the lock: the test reads the state meanwhile.
+            let takes = self.kernel().freq_write_takes;
+            std::thread::sleep(takes);
+        }
         let mut k = self.kernel();
         let (file, result) = match ino {
             STATS => ("stats", k.write_stats(data)),

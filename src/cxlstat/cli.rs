@@ -94,7 +94,9 @@ pub struct Args {
         conflicts_with = "output"
     )]
     pub separator: Option<String>,
-    /// Print each event's PMU, perf_event_attr fields and CPU without opening anything.
+    /// Print each event's PMU, perf_event_attr fields and CPU without opening anything;
+    /// the output, interval and CMD are checked as a count would check them, not used
+    /// (no file written, no command run).
     #[arg(long)]
     pub dry_run: bool,
     /// Report every INTERVAL (2, 0.5, 250ms)...

@@ -199,15 +199,17 @@ impl SvgCharts {
             sort,
             top: opts.svg_top.unwrap_or(DEFAULT_TOP),
             devices: opts.show_disk,
-            since_boot_skipped: opts.interval.is_some(),
+            // A run of one report (no interval, or a count of 1) charts
+            // that report, since boot: it is all there is.
+            since_boot_skipped: opts.interval.is_some() && opts.count != Some(1),
             devices_history: None,
             cpu: opts.show_cpu.then(|| History::new(CPU_COLUMNS.len())),
         })
     }
 
     /// Adds a report to the charts and, live, rewrites the file. The first report
-    /// (since boot) is left out when there is an interval, and so is the
-    /// one `-y` skips.
+    /// (since boot) is left out when others follow it, and so is the one
+    /// `-y` skips.
     // Out of line: only this mode runs it (build.rs, "Hot code first").
     #[inline(never)]
     pub fn sample(&mut self, s: &Sample, skipped: bool) -> Result<(), String> {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
-use clap_complete::{ArgValueCandidates, CompletionCandidate};
+use clap_complete::{ArgValueCandidates, ArgValueCompleter, CompletionCandidate};
 
 use crate::common::cli::{ExpoArgs, SourceArgs, report_output};
 use crate::common::expo::Target;
@@ -35,7 +35,8 @@ pub struct Args {
     pub list_events: Option<String>,
     /// Events to count: NAME, PMU/NAME/, PMU/term=value,.../ (name=NAME names it),
     /// vid=..,gid=..,mask=.., {a,b} groups; comma lists and repeated -e.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    #[arg(short = 'e', long = "event", value_name = "EVENTS",
+          add = ArgValueCompleter::new(event_names))]
     pub events: Vec<String>,
     /// Count unqualified events only on these PMUs (comma list or repeated).
     #[arg(long = "pmu", value_name = "PMU", value_delimiter = ',',
@@ -141,7 +142,34 @@ const COUNTING_ONLY: [&str; 13] = [
 
 /// The CXL PMUs present now, for shell completion.
 fn cxl_pmu_names() -> Vec<CompletionCandidate> {
-    crate::common::completion::directory_candidates("/sys/bus/event_source/devices", "cxl_pmu_")
+    crate::common::completion::directory_candidates(super::sysfs::EVENT_SOURCE_DIR, "cxl_pmu_")
+}
+
+/// The named events of the CXL PMUs present now, for shell completion of
+/// the last event of `current`, a comma list (`-e clock_ticks,d2h<TAB>`):
+/// each once, whatever the PMUs that have it.
+fn event_names(current: &std::ffi::OsStr) -> Vec<CompletionCandidate> {
+    use crate::common::completion::directory_candidates;
+    let current = current.to_string_lossy();
+    let (before, last) = match current.rfind(',') {
+        Some(comma) => current.split_at(comma + 1),
+        None => ("", current.as_ref()),
+    };
+    let mut names: Vec<String> = cxl_pmu_names()
+        .iter()
+        .flat_map(|pmu| {
+            let pmu = pmu.get_value().to_string_lossy();
+            let dir = format!("{}/{pmu}/events", super::sysfs::EVENT_SOURCE_DIR);
+            directory_candidates(&dir, last)
+        })
+        .map(|event| event.get_value().to_string_lossy().into_owned())
+        .collect();
+    names.sort_by(|a, b| crate::common::natural::natural_order(a, b));
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| CompletionCandidate::new(format!("{before}{name}")))
+        .collect()
 }
 
 /// The clap command, for man pages and completions.

@@ -202,9 +202,11 @@ fn pmu_and_device_names_come_from_sysfs_at_completion_time() {
         return;
     };
     let setup = "mount -t tmpfs hwstat-pmus /sys/bus/event_source/devices \
-                 && mkdir /sys/bus/event_source/devices/cxl_pmu_mem0.0 \
-                          /sys/bus/event_source/devices/cxl_pmu_mem1.0 \
-                          /sys/bus/event_source/devices/cpu \
+                 && cd /sys/bus/event_source/devices \
+                 && mkdir -p cxl_pmu_mem0.0/events cxl_pmu_mem1.0/events cpu/events \
+                 && touch cxl_pmu_mem0.0/events/clock_ticks cxl_pmu_mem1.0/events/clock_ticks \
+                          cxl_pmu_mem1.0/events/d2h_req_rdshared cpu/events/cycles \
+                 && cd / \
                  && mount -t tmpfs hwstat-block /sys/block \
                  && mkdir /sys/block/sda /sys/block/nvme0n1";
     for shell in shells {
@@ -220,6 +222,16 @@ fn pmu_and_device_names_come_from_sysfs_at_completion_time() {
             &["cxlstat", "--list-events", "cxl"],
         );
         assert_eq!(listed, ["cxl_pmu_mem0.0", "cxl_pmu_mem1.0"], "{shell}");
+        // Event names, once each, for the last of a comma list.
+        let events = complete(Some(setup), shell, "cxlstat", &["cxlstat", "-e", ""]);
+        assert_eq!(events, ["clock_ticks", "d2h_req_rdshared"], "{shell}");
+        let events = complete(
+            Some(setup),
+            shell,
+            "cxlstat",
+            &["cxlstat", "-e", "clock_ticks,d2"],
+        );
+        assert_eq!(events, ["clock_ticks,d2h_req_rdshared"], "{shell}");
         let devices = complete(Some(setup), shell, "iostat-rs", &["iostat-rs", "-x", ""]);
         for expected in ["nvme0n1", "sda", "ALL"] {
             assert!(

@@ -110,7 +110,7 @@ pub struct LiveSourceArgs {
     pub sysroot: Option<PathBuf>,
     /// Also keep the small kernel files read (lparcfg, cpuinfo, the event
     /// mask) in FILE, an hwstat recording to read with jq: the trace is
-    /// -w's, and vcpustat --replay does not take it (-: standard output).
+    /// -w's, and no replay takes it (-: standard output).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub record: Option<PathBuf>,
 }
@@ -270,9 +270,10 @@ fn run_report(args: &ReportArgs) -> i32 {
         return report_error(TOOL, e, 1);
     }
     let topology = match &args.topology {
+        // Its errors name the option, as a file named alone would not.
         Some(path) => match crate::common::user_file::read_text(path)
-            .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|t| Topology::parse(&path.display().to_string(), &t))
+            .map_err(|e| format!("--topology {}: {e}", path.display()))
+            .and_then(|t| Topology::parse(&format!("--topology {}", path.display()), &t))
         {
             Ok(t) => t,
             Err(e) => return report_error(TOOL, e, 1),

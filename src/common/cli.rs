@@ -40,6 +40,14 @@ pub const RECORD_LONG_HELP: &str = "Write every kernel input read, with the samp
 pub const REPLAY_HELP: &str =
     "Take the samples from a recording instead of the live system (- reads standard input)";
 
+/// `--replay`'s long help (`--help`, the man pages), the same in the three
+/// tools: what the interval and count of a replay mean.
+pub const REPLAY_LONG_HELP: &str = "Take the samples from a recording instead of the live \
+    system (- reads standard input). A replay never sleeps: each report takes the next recorded \
+    sample, whatever INTERVAL says, and the times shown are the recorded ones; the interval \
+    and count choose the view (reports of intervals, or one report as without them, and how \
+    many), not the samples. The run ends when the samples do. docs/recording.md";
+
 /// Where the kernel files come from and whether to record them.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
@@ -52,7 +60,8 @@ pub struct SourceArgs {
           help = RECORD_HELP, long_help = RECORD_LONG_HELP)]
     pub record: Option<PathBuf>,
     /// Take the samples from a recording ([`REPLAY_HELP`]).
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = REPLAY_HELP)]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = REPLAY_HELP,
+          long_help = REPLAY_LONG_HELP)]
     pub replay: Option<PathBuf>,
 }
 

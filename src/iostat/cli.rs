@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::common::chart::SVG_HELP;
 use crate::common::cli::{
-    ExpoArgs, LISTEN_HELP, RECORD_HELP, RECORD_LONG_HELP, REPLAY_HELP, SYSROOT_HELP, SourceArgs,
-    TEXTFILE_HELP,
+    ExpoArgs, LISTEN_HELP, RECORD_HELP, RECORD_LONG_HELP, REPLAY_HELP, REPLAY_LONG_HELP,
+    SYSROOT_HELP, SourceArgs, TEXTFILE_HELP,
 };
 use crate::common::interval::{looks_like_interval, parse_interval};
 use crate::common::locale::Locale;
@@ -898,7 +898,8 @@ pub fn command() -> clap::Command {
                 .long("replay")
                 .value_name("FILE")
                 .value_hint(clap::ValueHint::FilePath)
-                .help(REPLAY_HELP),
+                .help(REPLAY_HELP)
+                .long_help(REPLAY_LONG_HELP),
         )
         .arg(
             Arg::new("svg")

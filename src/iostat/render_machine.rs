@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use crate::common::output::{Column, Format, Frame, FrameWriter, Row, Schema, Value, writer_for};
 
 use super::cli::{Options, OutputFormat};
-use super::latency::tracker::DeviceHistograms;
+use super::latency::tracker::{DeviceHistograms, OPS};
 use super::latency::{LatencyStats, Losses, OP_NAMES, buckets_text};
 use super::model::ext_stats;
 use super::report::{Banner, Renderer, Sample};
@@ -154,11 +154,16 @@ fn latency_values(
         out.extend(std::iter::repeat_n(Value::Missing, n));
         return;
     };
-    // A withheld operation (None) is as one without requests: no value.
-    for op in stats.ops.unwrap_or_default() {
-        match op {
-            Some(v) => out.extend(v.map(|ms| Value::Float(ms / 1000.0))),
-            None => out.extend([Value::Missing, Value::Missing, Value::Missing]),
+    // Withheld figures have no value; an operation without requests has
+    // 0, as in the text and -o JSON reports and as its `_await_seconds`
+    // column beside it (sysstat's r_await without reads).
+    match stats.ops {
+        None => out.extend(std::iter::repeat_n(Value::Missing, 3 * OPS)),
+        Some(ops) => {
+            for op in ops {
+                let seconds = op.unwrap_or_default().map(|ms| Value::Float(ms / 1000.0));
+                out.extend(seconds);
+            }
         }
     }
     match stats.depth {
@@ -509,5 +514,31 @@ mod tests {
             latency_values(None, losses, histograms, &mut none);
             assert_eq!(none, vec![Value::Missing; keys.len()]);
         }
+    }
+
+    /// An operation without requests is 0, as in the text report and as
+    /// its `_await_seconds` beside it; withheld figures have no value, so
+    /// that the two are told apart.
+    #[test]
+    fn no_requests_is_zero_and_withheld_is_no_value() {
+        let mut h = DeviceHistograms::default();
+        h.latency[0].add(2_000_000, 1);
+        let none = Losses::default();
+        let ops_of = |stats: &LatencyStats| {
+            let mut values = Vec::new();
+            latency_values(Some((&h, stats)), none, false, &mut values);
+            values.truncate(3 * OPS);
+            values
+        };
+        let measured = ops_of(&LatencyStats::of(&h));
+        assert!(
+            matches!(measured[0], Value::Float(p50) if p50 > 0.0),
+            "{measured:?}"
+        );
+        assert_eq!(measured[3..], vec![Value::Float(0.0); 3 * OPS - 3]);
+        assert_eq!(
+            ops_of(&LatencyStats::WITHHELD),
+            vec![Value::Missing; 3 * OPS]
+        );
     }
 }

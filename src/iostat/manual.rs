@@ -176,9 +176,8 @@ pub const SECTIONS: &[Section] = &[
             (
                 "/sys/class/block",
                 "--latency with -p: where each partition starts and ends, for the requests \
-                 of its disk; read again as the kernel tells of a block device coming or \
-                 going (a uevent), or at each report where uevents are not heard (another \
-                 network namespace)",
+                 of its disk; read again at each report, and at once when the kernel tells \
+                 of a block device coming or going (a uevent)",
             ),
             (
                 "/sys/kernel/tracing (or /sys/kernel/debug/tracing)",

@@ -65,10 +65,12 @@
 //!
 //! **Partitions coming and going.** With `-p`, a request counts for the
 //! partition holding its first sector too, by the table of partitions
-//! (`partition_table`). A drain reads it again first when a uevent told
-//! of a block device since the last one (`uevent`), so a partition added
-//! mid-interval, or added again under a new minor, has its requests from
-//! the first; without uevents, each report reads it.
+//! (`partition_table`), which each report reads again. A drain reads it
+//! first when a uevent told of a block device since the last one
+//! (`uevent`), so a partition added mid-interval, or added again under a
+//! new minor, has its requests from the first. Where no uevent comes (a
+//! resize sends none; a network namespace of another user namespace hears
+//! none), the next report's reading catches up.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -615,15 +617,15 @@ impl State {
         }
     }
 
-    /// What the thread polls: each ring's owner, woken at its watermark,
-    /// and the partition watch, woken by a uevent.
+    /// What the thread polls: each ring's owner, woken at its watermark.
+    /// Not the partition watch: a drain reads it before it feeds the
+    /// tracker, which is soon enough (a uevent comes before any request of
+    /// its partition), and every uevent of any device would wake the thread.
     fn polled(&self) -> Vec<libc::pollfd> {
         self.traced
             .iter()
-            .map(|t| t.owner.as_raw_fd())
-            .chain(self.partition_watch.as_ref().map(PartitionWatch::fd))
-            .map(|fd| libc::pollfd {
-                fd,
+            .map(|t| libc::pollfd {
+                fd: t.owner.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -762,9 +764,7 @@ pub struct Collector {
     asked: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
-    /// Whether each report reads the partition table again: with
-    /// partitions, where no uevents tell when it changes.
-    partitions_each_report: bool,
+    partitions: bool,
     notice: Option<String>,
 }
 
@@ -833,7 +833,6 @@ impl Collector {
         let mut tracker = Tracker::new(monotonic_ns());
         // Opened before the table is read, so that no change is missed.
         let partition_watch = partitions.then(PartitionWatch::open).and_then(Result::ok);
-        let partitions_each_report = partitions && partition_watch.is_none();
         if partitions {
             tracker.set_partitions(partition_table());
         }
@@ -866,7 +865,7 @@ impl Collector {
             asked,
             stop,
             thread: Some(thread),
-            partitions_each_report,
+            partitions,
             notice,
         })
     }
@@ -899,7 +898,7 @@ impl Collector {
     pub fn take(&self) -> Interval {
         let asked = monotonic_ns();
         self.asked.store(asked, Ordering::SeqCst);
-        let table = self.partitions_each_report.then(partition_table);
+        let table = self.partitions.then(partition_table);
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let interval = s.end_interval(asked);
         self.asked.store(NOT_ASKED, Ordering::SeqCst);

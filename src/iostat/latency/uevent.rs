@@ -12,12 +12,13 @@
 //! `SETTLE` ago: the partition's requests find it in the table.
 //!
 //! Listening needs no privilege (the kernel's uevent group allows any
-//! receiver), but only the initial network namespace hears the uevents of
-//! block devices: elsewhere, or where the socket cannot be had, the table
-//! is read at each report as before.
+//! receiver). The table is still read at each report: a resize
+//! (`BLKPG_RESIZE_PARTITION`: `resizepart`, `growpart`) sends no uevent,
+//! and a network namespace owned by another user namespace hears none,
+//! though its socket opens and binds.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The multicast group the kernel sends its uevents to (udev listens to
 /// it and sends its own to group 2).
@@ -67,11 +68,6 @@ impl PartitionWatch {
             socket,
             buf: vec![0; 8192],
         })
-    }
-
-    /// The descriptor to poll for reading.
-    pub fn fd(&self) -> RawFd {
-        self.socket.as_raw_fd()
     }
 
     /// Reads every uevent waiting; whether one was of a block device, or

@@ -282,17 +282,21 @@ impl Directory {
     /// The status of `name` in the directory (a link's own), or `None`
     /// when there is no such file.
     pub(crate) fn status_of(&self, name: &CStr) -> io::Result<Option<libc::stat>> {
+        self.status_at(name, libc::AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// The status of what `name` in the directory leads to (through a
+    /// link, or procfs's links to open files), or `None` when nothing.
+    pub(crate) fn status_through(&self, name: &CStr) -> io::Result<Option<libc::stat>> {
+        self.status_at(name, 0)
+    }
+
+    /// `fstatat(2)` of `name` with `flags`; `None` when there is no such file.
+    fn status_at(&self, name: &CStr, flags: i32) -> io::Result<Option<libc::stat>> {
         // SAFETY: an all-zero stat is a valid value to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: a NUL-terminated name and a stat to fill.
-        let status = unsafe {
-            libc::fstatat(
-                self.fd.as_raw_fd(),
-                name.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
+        let status = unsafe { libc::fstatat(self.fd.as_raw_fd(), name.as_ptr(), &mut st, flags) };
         match cvt(status) {
             Ok(()) => Ok(Some(st)),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),

@@ -219,23 +219,10 @@ pub fn create_unemptied(path: &Path) -> io::Result<File> {
     if kind.is_dir() {
         return Err(a_directory());
     }
-    if kind.is_block_device() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a block device, expected a file: writing would overwrite the disk",
-        ));
-    }
-    if kind.is_char_device() && !names_a_descriptor(path) && !discards_writes(meta.rdev()) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "a character device ({}:{}), expected a file: writing to a device does more than \
-                 record (only /dev/null, /dev/zero and /dev/full are taken; to send the \
-                 recording elsewhere, record to - and redirect it)",
-                libc::major(meta.rdev()),
-                libc::minor(meta.rdev())
-            ),
-        ));
+    // Looked at before the open too (`open_to_write`): again here, on what
+    // was opened.
+    if !names_a_descriptor(path) {
+        refuse_device(meta.mode(), meta.rdev())?;
     }
     if kind.is_file() && !names_a_descriptor(path) {
         if through_link {
@@ -270,6 +257,31 @@ pub fn create_unemptied(path: &Path) -> io::Result<File> {
     }
     set_blocking(file.as_raw_fd())?;
     Ok(file)
+}
+
+/// Fails for a device but those that discard what they get
+/// ([`discards_writes`]), of `mode` and `rdev`: written to, a block device
+/// would have its disk overwritten, a character device do more than
+/// record. Looked at before the open as well as after it: opening alone
+/// arms a watchdog, rewinds a tape on close.
+fn refuse_device(mode: u32, rdev: u64) -> io::Result<()> {
+    match mode & libc::S_IFMT {
+        libc::S_IFBLK => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a block device, expected a file: writing would overwrite the disk",
+        )),
+        libc::S_IFCHR if !discards_writes(rdev) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a character device ({}:{}), expected a file: writing to a device does more than \
+                 record (only /dev/null, /dev/zero and /dev/full are taken; to send the \
+                 recording elsewhere, record to - and redirect it)",
+                libc::major(rdev),
+                libc::minor(rdev)
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Whether character device `rdev` throws away what is written to it:
@@ -412,6 +424,11 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
     let mut tries = 0;
     loop {
         let through_link = links > 0;
+        // A device is refused before it is opened (a link's own status
+        // passes: it is followed below, and its target looked at then).
+        if let Some(st) = dir.status_of(&name)? {
+            refuse_device(st.st_mode, st.st_rdev)?;
+        }
         // Through a link, nothing is created: a link to nothing is refused.
         let create = if through_link { 0 } else { libc::O_CREAT };
         match open_entry(&dir, &name, create | libc::O_NOFOLLOW) {
@@ -453,6 +470,14 @@ fn open_to_write(path: &Path) -> io::Result<(File, bool)> {
         // else can replace in a sticky directory.
         refuse_planted(&dir, &st)?;
         if dir.in_procfs()? {
+            // The kernel's links to open files: what they lead to, unless
+            // they are this process's own (`/dev/stdout` where the shell
+            // pointed it).
+            if !names_a_descriptor(path)
+                && let Some(target) = dir.status_through(&name)?
+            {
+                refuse_device(target.st_mode, target.st_rdev)?;
+            }
             return match open_entry(&dir, &name, 0) {
                 Ok(file) => Ok((file, true)),
                 Err(err) if err.kind() == io::ErrorKind::NotFound => Err(link_to_nothing()),

@@ -1636,3 +1636,39 @@ fn vcpustat_does_not_switch_a_copy_of_proc_on_disk() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A link planted where a recording goes, to a device other than those
+/// that discard what they get, is refused before the device is opened:
+/// opening alone arms a watchdog, and a tape rewinds on close.
+#[test]
+fn a_link_to_a_device_is_refused_before_the_device_is_opened() {
+    const TEST: &str = "a_link_to_a_device_is_refused_before_the_device_is_opened";
+    let strace_missing = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_err()
+        .then(|| "`strace` is not installed (Debian: apt-get install strace)".to_string());
+    if !crate::skip::runs_unless(TEST, strace_missing) {
+        return;
+    }
+    let dir = scratch("device-link");
+    let link = dir.join("run.rec");
+    symlink("/dev/urandom", &link).unwrap();
+    let log = dir.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+        .arg(&log)
+        .arg(IOSTAT)
+        .arg("--record")
+        .arg(&link)
+        .args(["-d", "0.1", "1"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "run.rec", "a character device (1:9), expected a file");
+    let opens = fs::read_to_string(&log).unwrap();
+    let opened: Vec<&str> = opens
+        .lines()
+        .filter(|l| l.contains("urandom") && l.contains("O_WRONLY"))
+        .collect();
+    assert!(opened.is_empty(), "{opened:?}");
+}

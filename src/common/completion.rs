@@ -103,10 +103,20 @@ impl ValueCompleter for PlainPaths {
 }
 
 /// Whether bash reads `path`, unquoted, as itself: letters and digits (of
-/// any script) and `/._-+,:@%=` only.
+/// any script) and `/._-+,:@%=` only, after a leading `~/` or `~user/`,
+/// which the user typed and bash expands as they meant it.
 fn is_plain_path(path: &str) -> bool {
-    path.chars()
-        .all(|c| c.is_alphanumeric() || "/._-+,:@%=".contains(c))
+    let plain = |text: &str| {
+        text.chars()
+            .all(|c| c.is_alphanumeric() || "/._-+,:@%=".contains(c))
+    };
+    match path.strip_prefix('~') {
+        Some(rest) => match rest.split_once('/') {
+            Some((user, rest)) => plain(user) && plain(rest),
+            None => false,
+        },
+        None => plain(path),
+    }
 }
 
 /// The shells whose completion scripts are generated into `completions/`:
@@ -189,7 +199,14 @@ mod tests {
 
     #[test]
     fn plain_paths_are_those_bash_reads_as_themselves() {
-        for plain in ["/tmp/run.rec", "dir/ärger-2.rec", "a+b,c:d@e%f=g_h.svg", ""] {
+        for plain in [
+            "/tmp/run.rec",
+            "dir/ärger-2.rec",
+            "a+b,c:d@e%f=g_h.svg",
+            "",
+            "~/run.rec",
+            "~root/run.rec",
+        ] {
             assert!(is_plain_path(plain), "{plain}");
         }
         for misread in [
@@ -201,6 +218,8 @@ mod tests {
             "a;b",
             "a`b`",
             "~root",
+            "~/$(x)",
+            "a/~b",
             "#c",
             "a!b",
             "a'b",

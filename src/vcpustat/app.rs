@@ -120,8 +120,13 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     match outcome {
         Ok(Ok(())) => end_failed(TOOL, source.as_mut(), || restore_failures(0)),
-        // Stopped while making its changes, undone since: a quiet end.
+        // Stopped while making its changes, undone since: said, but not
+        // kept as the run's refusal, which a signal's status has none of.
         Ok(Err(VcpuError::Stopped(signal))) => {
+            tell(format_args!(
+                "stopped by signal {signal} before the changes asked for were all made: \
+                 those made are undone"
+            ));
             end_failed(TOOL, source.as_mut(), || restore_failures(128 + signal))
         }
         Ok(Err(VcpuError::Output(err))) => {
@@ -472,9 +477,12 @@ fn apply_changes(
             ));
         }
     }
-    // A stop during a slow write: the statistics are not switched (which
-    // would zero their counters) only to be switched back.
-    not_stopped(stop)?;
+    // A stop during a slow write, with a switch still to make: it is not
+    // made (switching on zeroes the counters) only to be undone. A
+    // frequency alone, set, is all that was asked: it stays.
+    if options.switch.is_some() {
+        not_stopped(stop)?;
+    }
     switch(options, source, plan, was_on)
 }
 

@@ -34,8 +34,8 @@ pub const SECTIONS: &[Section] = &[
                 "128 + N",
                 "Stopped by signal N (130 after Ctrl-C) before anything was reported: while \
                  another vcpustat held the runs' lock, before anything was read or changed, \
-                 or while the changes asked for were made (a slow --freq write): those made \
-                 are undone, the rest not made",
+                 or while the changes asked for were made (a slow --freq write before \
+                 --enable): those made are undone, the rest not made, and a line says so",
             ),
         ],
     },

@@ -287,11 +287,31 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
         .read_to_string(&mut stderr)
         .unwrap();
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert!(
+        stderr.ends_with(
+            "vcpustat: stopped by signal 15 before the changes asked for were all made: those \
+             made are undone\n"
+        ),
+        "{stderr}"
+    );
     let state = |k: &Kernel| (k.freq, k.on);
     assert_eq!(state(&sim.kernel()), (50, false), "{stderr}");
     let writes = stats_writes(&sim);
     let files: Vec<&str> = writes.iter().map(|w| w.0).collect();
     assert_eq!(files, ["freq", "freq"], "{writes:?}\n{stderr}");
+    // A frequency alone is all that was asked: set, it stays.
+    let child = vcpustat(&sim, &["--freq", "70"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
+    assert!(status.success(), "{status}");
+    assert_eq!(state(&sim.kernel()), (70, false));
 }
 
 #[test]

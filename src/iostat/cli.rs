@@ -392,9 +392,13 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                     "{key} needs a value: {what}"
                 ))),
                 Some(v) if inline.is_none() && v.starts_with('-') && v != "-" => {
+                    let names_a_file = ["a FILE", "a DIR", "a PATH"].contains(&what);
+                    let written = match names_a_file {
+                        true => format!("a name that starts with - is written ./{v} or {key}={v}"),
+                        false => format!("a value that starts with - is written {key}={v}"),
+                    };
                     Err(IostatError::OptionValue(format!(
-                        "{key} {v}: expected {what}, found an option (a name that starts \
-                         with - is written ./{v} or {key}={v})"
+                        "{key} {v}: expected {what}, found an option ({written})"
                     )))
                 }
                 Some(v) => {
@@ -1112,7 +1116,11 @@ mod tests {
             refused(&["--svg-top=0"]),
             "--svg-top 0: expected a number of devices, 1 or more"
         );
-        assert!(refused(&["--listen", "-c"]).starts_with("--listen -c: expected an ADDRESS:PORT"));
+        assert_eq!(
+            refused(&["--listen", "-c"]),
+            "--listen -c: expected an ADDRESS:PORT, found an option (a value that starts with - \
+             is written --listen=-c)"
+        );
         // `-` alone is standard output; `=` takes any name as it is.
         let o = parse(&["--record", "-", "-d"]).unwrap();
         assert_eq!(o.source.record.as_deref(), Some(std::path::Path::new("-")));

@@ -521,7 +521,7 @@ impl Counters {
                     unit.label
                 ))
             } else {
-                refusal_note(unit, errno, member, self.paranoid)
+                refusal_note(unit, errno, member, self.paranoid, source.is_live())
             }
             .map_err(|problem| damaged(unit, source, problem))?;
             notes.push(note);
@@ -617,11 +617,15 @@ fn damaged(unit: &OpenUnit, source: &dyn Source, problem: String) -> CxlError {
 
 /// The note for a unit whose open the kernel refused with `errno` on its
 /// member `member`; what was wrong when a replayed reading cannot be one.
+/// `live`: the running kernel refused it, whose CPUs can tell a refusal of
+/// the CPU from one of the event ([`not_a_cpu_of_this_kernel`]); a replay's
+/// came from the recorded machine's.
 fn refusal_note(
     unit: &OpenUnit,
     errno: u64,
     member: u64,
     paranoid: Option<i64>,
+    live: bool,
 ) -> Result<String, String> {
     let valid_errno = i32::try_from(errno)
         .ok()
@@ -635,17 +639,18 @@ fn refusal_note(
             unit.label, unit.len
         ));
     };
+    let err = io::Error::from_raw_os_error(errno);
+    let missing_cpu = live
+        .then(|| not_a_cpu_of_this_kernel(&err, unit.cpu))
+        .flatten();
     let error = CxlError::Open {
         pmu: unit.pmu.clone(),
         label: unit.labels[member].clone(),
         cpu: unit.cpu,
-        explanation: explain_open_errno(
-            &io::Error::from_raw_os_error(errno),
-            &unit.selections[member],
-            &unit.pmu,
-            paranoid,
-        ),
-        errno: Some(errno),
+        errno: missing_cpu.is_none().then_some(errno),
+        explanation: missing_cpu.unwrap_or_else(|| {
+            explain_open_errno(&err, &unit.selections[member], &unit.pmu, paranoid)
+        }),
     };
     let group = if unit.len > 1 {
         ", the rest of its group as <not counted>;"

@@ -572,6 +572,29 @@ fn open_errors_from_the_kernel_are_explained() {
     );
     assert!(!err.contains("does not support"), "{err}");
     assert!(!err.contains("under --sysroot"), "{err}");
+    // One PMU of two on such a CPU: its events are <not supported>, with
+    // the same explanation, and the other PMU counts.
+    let two = scratch("openerr-two");
+    software_tree(&two, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
+    let stale = two.join("sys/devices/virtual/cxl_pmu_mem1.0/cpumask");
+    std::fs::write(&stale, "65535\n").unwrap();
+    let out = cxlstat(&[
+        "--sysroot",
+        two.to_str().unwrap(),
+        "-e",
+        "cpu_clock",
+        "0.05",
+        "1",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "cannot open cxl_pmu_mem1.0/cpu_clock/ on CPU 65535: this kernel has no CPU 65535"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("does not support"), "{err}");
 }
 
 /// An event one PMU's device refuses (EINVAL) shows as `<not supported>`,

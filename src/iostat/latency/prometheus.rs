@@ -153,6 +153,10 @@ impl Cumulative {
 /// One device's histograms over the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct DeviceTotals {
+    /// The device whose totals these are: numbers another device takes
+    /// (partitions deleted and added again in another order) start again
+    /// from zero under it, rather than carry the other's.
+    name: String,
     latency: [Cumulative; OPS],
     depth: Cumulative,
     unmatched: u64,
@@ -219,13 +223,18 @@ impl LatencyExposition {
         self.lost = self.lost.saturating_add(interval.lost);
         let listed: BTreeSet<(u32, u32)> = devices.iter().map(|&(_, devnum)| devnum).collect();
         self.totals.retain(|devnum, _| listed.contains(devnum));
-        for &(_, devnum) in devices {
-            let totals = self.totals.entry(devnum).or_insert_with(|| DeviceTotals {
+        for &(name, devnum) in devices {
+            let fresh = || DeviceTotals {
+                name: name.to_string(),
                 latency: std::array::from_fn(|_| Cumulative::new(&self.latency_bounds)),
                 depth: Cumulative::new(&self.depth_bounds),
                 unmatched: 0,
                 undelivered: 0,
-            });
+            };
+            let totals = self.totals.entry(devnum).or_insert_with(fresh);
+            if totals.name != name {
+                *totals = fresh();
+            }
             match (interval.device(devnum), idle) {
                 (Some(h), _) => add_device(totals, h, &self.latency_bounds, &self.depth_bounds),
                 (None, Some(idle)) => totals.depth.add_zero(idle),
@@ -435,5 +444,11 @@ mod tests {
             text.contains("iostat_rs_latency_unmatched_completions_total{device=\"sda\"} 0\n"),
             "{text}"
         );
+        // Its numbers taken by another device (partitions added again in
+        // another order): that one starts from zero, not from loop0's.
+        let swapped = [("loop0p2", (7, 0)), ("sda", (8, 0))];
+        e.add(&Interval::default(), &swapped, None);
+        assert_eq!(e.totals[&(7, 0)].latency[0].count, 0, "loop0p2's own");
+        assert_eq!(e.totals[&(7, 0)].unmatched, 0, "loop0p2's own");
     }
 }

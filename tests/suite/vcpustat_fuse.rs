@@ -10,7 +10,7 @@ use crate::procstate::{KillOnDrop, wait_with_timeout, with_default_action};
 use crate::{listening, simkernel};
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use simkernel::{Event, Kernel, Mounted, mount};
@@ -255,6 +255,29 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
     assert_eq!(stats_writes(&sim).last().unwrap().1, "0\n");
 }
 
+/// Runs vcpustat with `args` on `sim`, sends it SIGTERM `after` its start,
+/// and gives its exit status and standard error.
+fn stopped_after(sim: &Mounted, args: &[&str], after: Duration) -> (ExitStatus, String) {
+    let child = vcpustat(sim, args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    std::thread::sleep(after);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status, stderr)
+}
+
 /// A stop signal while a change is being made (the frequency write, slow
 /// here) ends the run before the next one: the statistics are never
 /// switched on (which zeroes their counters) only to be switched off, the
@@ -267,25 +290,9 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     let Some(sim) = mount("slow-freq", kernel) else {
         return;
     };
-    let mut child = KillOnDrop(
-        vcpustat(&sim, &["--enable", "--freq", "80", "0.05", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
     // In the middle of the write (the run reaches it within a few ms).
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let after = Duration::from_millis(300);
+    let (status, stderr) = stopped_after(&sim, &["--enable", "--freq", "80", "0.05", "1"], after);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
     assert!(
         stderr.ends_with(
@@ -300,17 +307,8 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     let files: Vec<&str> = writes.iter().map(|w| w.0).collect();
     assert_eq!(files, ["freq", "freq"], "{writes:?}\n{stderr}");
     // A frequency alone is all that was asked: set, it stays.
-    let child = vcpustat(&sim, &["--freq", "70"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
-    assert!(status.success(), "{status}");
+    let (status, stderr) = stopped_after(&sim, &["--freq", "70"], after);
+    assert!(status.success(), "{status}: {stderr}");
     assert_eq!(state(&sim.kernel()), (70, false));
 }
 

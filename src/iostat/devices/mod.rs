@@ -519,8 +519,7 @@ mod tests {
     fn replay_with(samples: &[&[(&str, u64)]], extra: &[(&str, Entry)]) -> Replay {
         let frames = samples
             .iter()
-            .enumerate()
-            .map(|(k, devs)| {
+            .map(|devs| {
                 let mut entries: BTreeMap<String, Entry> = extra
                     .iter()
                     .map(|(key, entry)| (key.to_string(), entry.clone()))
@@ -538,11 +537,21 @@ mod tests {
                     "list /sys/block".into(),
                     Entry::List(devs.iter().map(|(n, _)| n.to_string()).collect()),
                 );
-                Frame {
-                    index: k as u64,
-                    entries,
-                    ..Frame::default()
-                }
+                entries
+            })
+            .collect();
+        replay_of_frames(frames)
+    }
+
+    /// A replay of frames holding `entries` each, in turn.
+    fn replay_of_frames(entries: Vec<BTreeMap<String, Entry>>) -> Replay {
+        let frames = entries
+            .into_iter()
+            .enumerate()
+            .map(|(k, entries)| Frame {
+                index: k as u64,
+                entries,
+                ..Frame::default()
             })
             .collect();
         let header = Header {
@@ -925,6 +934,38 @@ mod tests {
             merge_sorted(&mut got, fresh, name);
             assert_eq!(got, merged(order, fresh), "{order:?} + {fresh:?}");
         }
+    }
+
+    /// A partition named on the command line, deleted and added again
+    /// under new numbers, is read under those its node has then.
+    #[test]
+    fn a_named_partition_is_followed_to_its_new_numbers() {
+        let stat = |ios: u64| Entry::Text(format!("{ios} 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"));
+        let frame = |entries: &[(&str, Entry)]| -> BTreeMap<String, Entry> {
+            entries
+                .iter()
+                .map(|(key, entry)| (key.to_string(), entry.clone()))
+                .chain([("isdir /sys/block/sda1".to_string(), Entry::IsDir(false))])
+                .collect()
+        };
+        let mut src = replay_of_frames(vec![
+            frame(&[
+                ("devnum /dev/sda1", Entry::Device(8, 1)),
+                ("read /sys/dev/block/8:1/stat", stat(5)),
+            ]),
+            frame(&[
+                ("read /sys/dev/block/8:1/stat", Entry::Errno(libc::ENOENT)),
+                ("devnum /dev/sda1", Entry::Device(259, 3)),
+                ("read /sys/dev/block/259:3/stat", stat(2)),
+            ]),
+        ]);
+        let mut list = DeviceList::new(&opts(&["-d", "sda1"]), &src);
+        list.read_sample(&src, 0);
+        assert_eq!(shown(&list, 0), [("sda1".into(), 0, 5)]);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        assert_eq!(shown(&list, 1), [("sda1".into(), 5, 2)]);
+        assert_eq!(list.rows(1).next().unwrap().devnum, Some((259, 3)));
     }
 
     #[test]

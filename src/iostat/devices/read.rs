@@ -317,6 +317,17 @@ impl DeviceList {
                     self.save(idx, curr, c);
                     return;
                 }
+                // Gone under those numbers: a partition deleted and added
+                // again has new ones, which its node tells.
+                let now = src.device_number(&node_path(&name)).ok();
+                if let Some((major, minor)) = now.filter(|&now| now != (major, minor)) {
+                    self.entries[idx].devnum = now;
+                    let path = format!("{dev_block}/{major}:{minor}/stat");
+                    if let Some(c) = self.read_stat_file(src, &path) {
+                        self.save(idx, curr, c);
+                        return;
+                    }
+                }
             }
         }
     }

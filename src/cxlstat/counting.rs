@@ -640,17 +640,15 @@ fn refusal_note(
         ));
     };
     let err = io::Error::from_raw_os_error(errno);
-    let missing_cpu = live
-        .then(|| not_a_cpu_of_this_kernel(&err, unit.cpu))
-        .flatten();
+    let (explanation, errno) = explained(&err, unit.cpu, live, || {
+        explain_open_errno(&err, &unit.selections[member], &unit.pmu, paranoid)
+    });
     let error = CxlError::Open {
         pmu: unit.pmu.clone(),
         label: unit.labels[member].clone(),
         cpu: unit.cpu,
-        errno: missing_cpu.is_none().then_some(errno),
-        explanation: missing_cpu.unwrap_or_else(|| {
-            explain_open_errno(&err, &unit.selections[member], &unit.pmu, paranoid)
-        }),
+        explanation,
+        errno,
     };
     let group = if unit.len > 1 {
         ", the rest of its group as <not counted>;"
@@ -684,6 +682,22 @@ fn read_words(fd: Option<RawFd>, words: usize, buf: &mut Vec<u64>) -> io::Result
     Ok(())
 }
 
+/// What the kernel's refusal `err` of an open on `cpu` means, and its
+/// errno where the event itself was refused: a CPU the running kernel
+/// lacks, when `live` (the refusal is this kernel's), else as `explain`
+/// says.
+fn explained(
+    err: &io::Error,
+    cpu: u32,
+    live: bool,
+    explain: impl FnOnce() -> String,
+) -> (String, Option<i32>) {
+    match live.then(|| not_a_cpu_of_this_kernel(err, cpu)).flatten() {
+        Some(missing_cpu) => (missing_cpu, None),
+        None => (explain(), err.raw_os_error()),
+    }
+}
+
 /// The explanation of `err` when the kernel refused an open on `cpu`
 /// because it has no such CPU: perf_event_open gives EINVAL for a CPU at
 /// or above `nr_cpu_ids` before it looks at the event, so a stale cpumask
@@ -714,14 +728,9 @@ fn open_unit(
     raised: &mut Option<Raised>,
 ) -> Result<Vec<OwnedFd>, OpenFailure> {
     let fail = |member: usize, label: &str, attr: &EventAttr, e: io::Error| {
-        let (explanation, errno) = match not_a_cpu_of_this_kernel(&e, pmu.cpu) {
-            // The CPU, not the event, was refused.
-            Some(missing_cpu) => (missing_cpu, None),
-            None => (
-                explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid),
-                e.raw_os_error(),
-            ),
-        };
+        let (explanation, errno) = explained(&e, pmu.cpu, true, || {
+            explain_open_errno(&e, &describe_attr(pmu, attr), &pmu.name, paranoid)
+        });
         OpenFailure {
             refusal: e
                 .raw_os_error()

@@ -237,15 +237,7 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
         last = reads;
     }
     assert!(sim.kernel().on);
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let (status, stderr) = end_with_sigterm(&mut child);
     assert!(status.success(), "{status}: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
@@ -265,9 +257,15 @@ fn stopped_after(sim: &Mounted, args: &[&str], after: Duration) -> (ExitStatus, 
         .unwrap();
     let mut child = KillOnDrop(child);
     std::thread::sleep(after);
+    end_with_sigterm(&mut child)
+}
+
+/// Sends vcpustat's `child` SIGTERM, waits for it (20 s at most), and
+/// gives its exit status and standard error.
+fn end_with_sigterm(child: &mut KillOnDrop) -> (ExitStatus, String) {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_with_timeout(&mut child, Duration::from_secs(20), "vcpustat");
+    let status = wait_with_timeout(child, Duration::from_secs(20), "vcpustat");
     let mut stderr = String::new();
     child
         .stderr

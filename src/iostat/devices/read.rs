@@ -311,24 +311,40 @@ impl DeviceList {
                 if found {
                     return;
                 }
-            } else if let Some((major, minor)) = self.entries[idx].devnum {
-                let path = format!("{dev_block}/{major}:{minor}/stat");
-                if let Some(c) = self.read_stat_file(src, &path) {
-                    self.save(idx, curr, c);
+            } else if let Some(numbers) = self.entries[idx].devnum {
+                if self.read_by_numbers(src, dev_block, numbers, idx, curr) {
                     return;
                 }
                 // Gone under those numbers: a partition deleted and added
                 // again has new ones, which its node tells.
                 let now = src.device_number(&node_path(&name)).ok();
-                if let Some((major, minor)) = now.filter(|&now| now != (major, minor)) {
-                    self.entries[idx].devnum = now;
-                    let path = format!("{dev_block}/{major}:{minor}/stat");
-                    if let Some(c) = self.read_stat_file(src, &path) {
-                        self.save(idx, curr, c);
+                if let Some(now) = now.filter(|&now| now != numbers) {
+                    self.entries[idx].devnum = Some(now);
+                    if self.read_by_numbers(src, dev_block, now, idx, curr) {
                         return;
                     }
                 }
             }
+        }
+    }
+
+    /// Reads entry `idx`'s counters into slot `curr` from
+    /// `<dev_block>/<major>:<minor>/stat`; whether that file was read.
+    fn read_by_numbers(
+        &mut self,
+        src: &dyn Source,
+        dev_block: &str,
+        (major, minor): (u32, u32),
+        idx: usize,
+        curr: usize,
+    ) -> bool {
+        let path = format!("{dev_block}/{major}:{minor}/stat");
+        match self.read_stat_file(src, &path) {
+            Some(c) => {
+                self.save(idx, curr, c);
+                true
+            }
+            None => false,
         }
     }
 }

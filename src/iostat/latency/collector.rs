@@ -350,8 +350,8 @@ struct State {
     /// `None` in a run without them (as root), which has nothing to raise.
     kept: Option<Kept>,
     /// With partitions, where the kernel tells of block devices coming and
-    /// going: the partition table is read again as one does (see
-    /// [`super::uevent`]).
+    /// going: a drain reads the partition table again after it told of one
+    /// (see [`super::uevent`]).
     partition_watch: Option<PartitionWatch>,
 }
 

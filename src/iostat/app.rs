@@ -528,6 +528,9 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
             // interval), and a replay of a recording of any other view can
             // then serve it.
             if opts.show_disk {
+                if let Some(l) = &latency {
+                    l.counters_read_next();
+                }
                 devices.read_sample(src, curr);
                 devices.compute_groups(curr);
             }

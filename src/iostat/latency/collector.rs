@@ -340,10 +340,10 @@ struct State {
     /// The kernel's counts read last, waiting for the events up to the
     /// end of the read.
     counts: Option<KernelCounts>,
-    /// When the report under way asked for its histograms, [`NOT_ASKED`]
-    /// between reports: set before the lock is taken, so that a drain
-    /// that holds it meanwhile puts what completed since in the next
-    /// report ([`Tracker::set_horizon`]).
+    /// When the report under way read the kernel's counters (just
+    /// before: [`Collector::counters_read_next`]), [`NOT_ASKED`] between
+    /// reports: set without the lock, so that a drain meanwhile puts what
+    /// completed since in the next report ([`Tracker::set_horizon`]).
     asked: Arc<AtomicU64>,
     /// What the drain thread kept of raised privileges to trace CPUs that
     /// come online ([`keep_for_cpus`]), effective only around that;
@@ -663,8 +663,8 @@ impl State {
         }
     }
 
-    /// The interval a report asked for at `asked`, just after it read the
-    /// kernel's counters ([`Collector::take`]): its depth up to where
+    /// The interval a report asked for, the kernel's counters read from
+    /// `asked` on ([`Collector::take`]): its depth up to where
     /// [`State::end_of_interval`] ends it, and the latencies of every
     /// request completed up to `asked`, which those counters count. The
     /// events up to `asked` are in once [`SETTLE`] has passed since: the
@@ -883,20 +883,38 @@ impl Collector {
         s.refusal.tell()
     }
 
+    /// Marks the moment the report is about to read the kernel's counters,
+    /// which its histograms are to match: the requests completed from now
+    /// on are the next report's ([`Tracker::set_horizon`]), whenever they
+    /// are drained. Call it just before the counters are read, then
+    /// [`Collector::take`].
+    pub fn counters_read_next(&self) {
+        self.asked.store(monotonic_ns(), Ordering::SeqCst);
+    }
+
     /// Ends the interval: everything measured since the last call, up to
     /// the last reading of the kernel's in-flight counts, compared with
     /// them first (see `State::end_of_interval`); the latencies of the
-    /// requests completed up to now only, the moment the report has read
-    /// the kernel's counters (just before), which the coverage compares
-    /// them with. The lock and the drains take up to 0.1 s more on a
-    /// loaded machine (77 ms beside 8 busy loops on 2 CPUs), and the
-    /// requests completed meanwhile were in the histograms but not in the
-    /// counters: after a stop whose reads overflowed the perf rings, a
-    /// report held 20,426 of the 34,346 reads it counted, over half, and
-    /// showed its percentiles (`coverage::shortfall`), though by the
-    /// rings' size some 12,000 of them came after its counters.
+    /// requests completed up to the moment [`Collector::counters_read_next`]
+    /// marked, just before the report read the kernel's counters, which
+    /// the coverage compares them with (now, if it was not called). Marked
+    /// here, after the counters, the histograms held what completed
+    /// between the two, which the next counters count: the lock and the
+    /// drains take up to 0.1 s more on a loaded machine (77 ms beside 8
+    /// busy loops on 2 CPUs), and after a stop whose reads overflowed the
+    /// perf rings, a report held 20,426 of the 34,346 reads it counted, over
+    /// half, and showed its percentiles (`coverage::shortfall`), though by
+    /// the rings' size some 12,000 of them came after its counters. A
+    /// report held up between its counters and this call (a debugger's
+    /// breakpoint, 150 reads meanwhile) measured the reads its counters did
+    /// not count, and its successor withheld its figures for want of them.
     pub fn take(&self) -> Interval {
-        let asked = monotonic_ns();
+        let marked = self.asked.load(Ordering::SeqCst);
+        let asked = if marked == NOT_ASKED {
+            monotonic_ns()
+        } else {
+            marked
+        };
         self.asked.store(asked, Ordering::SeqCst);
         let table = self.partitions.then(partition_table);
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -73,7 +73,17 @@ impl Latency {
         Ok(Latency { collector })
     }
 
-    /// The histograms of the interval ending now (recorded on the way).
+    /// Tells the measurement that the report reads the kernel's counters
+    /// now: the requests completed from here on are the next report's.
+    /// Nothing in a replay.
+    pub fn counters_read_next(&self) {
+        if let Some(c) = &self.collector {
+            c.counters_read_next();
+        }
+    }
+
+    /// The histograms of the interval ending where
+    /// [`Latency::counters_read_next`] marked (recorded on the way).
     // Out of line: only this mode runs it (build.rs, "Hot code first").
     #[inline(never)]
     pub fn sample(&self, src: &dyn Source) -> Result<Interval, String> {

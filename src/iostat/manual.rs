@@ -177,7 +177,9 @@ pub const SECTIONS: &[Section] = &[
                 "/sys/class/block",
                 "--latency with -p: where each partition starts and ends, for the requests \
                  of its disk; read again at each report, and at once when the kernel tells \
-                 of a block device coming or going (a uevent)",
+                 of a block device coming or going (a uevent). A device named on the \
+                 command line without a node in /dev (a container): its number, in \
+                 NAME/dev",
             ),
             (
                 "/sys/kernel/tracing (or /sys/kernel/debug/tracing)",

@@ -19,7 +19,7 @@ use super::cli::{AltMode, DeviceKind, ListArg, Options};
 use super::heapsort;
 use super::lookup::{NameIndex, NameMap, PositionHints};
 use super::names::{
-    PersistentNames, basename, canonical_name, kernel_name, mapper_name, node_path, persistent_dir,
+    PersistentNames, basename, canonical_name, kernel_name, mapper_name, persistent_dir,
     truncate_name,
 };
 use super::parse::DiskCounters;
@@ -274,7 +274,7 @@ impl DeviceList {
                 .get(&stored, |i| entries[i].name.of(names))
                 .is_some_and(|i| entries[i].placed)
         };
-        let devnum = src.device_number(&node_path(&stored)).ok();
+        let devnum = self.numbers_of(src, &stored);
         let idx = self.add(src, &stored, devnum, kind);
         self.entries[idx].from_cmdline = true;
         let Some(given) = given else {
@@ -966,6 +966,50 @@ mod tests {
         list.read_sample(&src, 1);
         assert_eq!(shown(&list, 1), [("sda1".into(), 5, 2)]);
         assert_eq!(list.rows(1).next().unwrap().devnum, Some((259, 3)));
+    }
+
+    /// With `-p DISK` and no device nodes (a container without devtmpfs),
+    /// a partition's numbers are sysfs's, also once it was deleted and
+    /// added again under new ones.
+    #[test]
+    fn partitions_without_nodes_take_their_numbers_from_sysfs() {
+        let frame = |minor: u32| -> BTreeMap<String, Entry> {
+            [
+                ("isdir /sys/block/sda", Entry::IsDir(true)),
+                (
+                    "read /sys/block/sda/stat",
+                    Entry::Text("7 0 8 0 0 0 0 0 0 0 0\n".into()),
+                ),
+                (
+                    "list /sys/block/sda",
+                    Entry::List(vec!["sda1".into(), "stat".into()]),
+                ),
+                (
+                    "read /sys/block/sda/sda1/stat",
+                    Entry::Text("1 0 8 0 0 0 0 0 0 0 0\n".into()),
+                ),
+                ("devnum /dev/sda1", Entry::Errno(libc::ENOENT)),
+                ("devnum /dev/sda", Entry::Errno(libc::ENOENT)),
+                ("read /sys/class/block/sda/dev", Entry::Text("8:0\n".into())),
+                (
+                    "read /sys/class/block/sda1/dev",
+                    Entry::Text(format!("259:{minor}\n")),
+                ),
+            ]
+            .into_iter()
+            .map(|(key, entry)| (key.to_string(), entry))
+            .collect()
+        };
+        let mut src = replay_of_frames(vec![frame(1), frame(7)]);
+        let mut list = DeviceList::new(&opts(&["-d", "-p", "sda"]), &src);
+        let numbers = |list: &DeviceList, curr: usize| -> Vec<_> {
+            list.rows(curr).map(|row| row.devnum).collect()
+        };
+        list.read_sample(&src, 0);
+        assert_eq!(numbers(&list, 0), [Some((8, 0)), Some((259, 1))]);
+        src.next_sample().unwrap();
+        list.read_sample(&src, 1);
+        assert_eq!(numbers(&list, 1), [Some((8, 0)), Some((259, 7))]);
     }
 
     #[test]

@@ -302,7 +302,7 @@ impl DeviceList {
                     for sub in subs {
                         if let Some(c) = self.read_stat_file(src, &format!("{dev_dir}/{sub}/stat"))
                         {
-                            let devnum = src.device_number(&node_path(&sub)).ok();
+                            let devnum = self.numbers_of(src, &sub);
                             let p = self.add(src, &sub, devnum, DeviceKind::Single);
                             self.save(p, curr, c);
                         }
@@ -316,8 +316,8 @@ impl DeviceList {
                     return;
                 }
                 // Gone under those numbers: a partition deleted and added
-                // again has new ones, which its node tells.
-                let now = src.device_number(&node_path(&name)).ok();
+                // again has new ones.
+                let now = self.numbers_of(src, &name);
                 if let Some(now) = now.filter(|&now| now != numbers) {
                     self.entries[idx].devnum = Some(now);
                     if self.read_by_numbers(src, dev_block, now, idx, curr) {
@@ -326,6 +326,24 @@ impl DeviceList {
                 }
             }
         }
+    }
+
+    /// The numbers of block device `name` now: its node's, or without a
+    /// node (a container without devtmpfs) those of its sysfs `dev` file
+    /// (`MAJOR:MINOR`). Without that file, a partition deleted and added
+    /// again kept its first numbers, which no longer named it.
+    pub(super) fn numbers_of(&mut self, src: &dyn Source, name: &str) -> Option<(u32, u32)> {
+        if let Ok(numbers) = src.device_number(&node_path(name)) {
+            return Some(numbers);
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        let numbers = src
+            .read_into(&format!("/sys/class/block/{name}/dev"), &mut buf)
+            .ok()
+            .and_then(|()| std::str::from_utf8(&buf).ok()?.trim_end().split_once(':'))
+            .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)));
+        self.buf = buf;
+        numbers
     }
 
     /// Reads entry `idx`'s counters into slot `curr` from

@@ -217,6 +217,19 @@ impl SourceArgs {
         }
     }
 
+    /// As [`SourceArgs::open`], for a run that only checks its command
+    /// line (cxlstat's `--dry-run`): `--record` is refused where `open`
+    /// refuses it, but nothing is recorded, and its file is left as it is.
+    pub fn open_unrecorded(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, OpenError> {
+        self.refuse_when_secure(privilege::is_secure())
+            .map_err(OpenError::Message)?;
+        let unrecorded = SourceArgs {
+            record: None,
+            ..self.clone()
+        };
+        unrecorded.open(tool, args)
+    }
+
     /// The files a run reads that no output may name: the `--replay` recording.
     pub fn inputs(&self) -> Vec<(&'static str, &std::path::Path)> {
         self.replay

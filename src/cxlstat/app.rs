@@ -205,6 +205,9 @@ fn open_source(options: &Options, raw_args: &[String]) -> Result<Box<dyn Source>
             &options.source.inputs(),
         )
         .map_err(OpenError::Message)?;
+        if count.dry_run {
+            return options.source.open_unrecorded(TOOL, raw_args);
+        }
     }
     options.source.open(TOOL, raw_args)
 }
@@ -544,6 +547,14 @@ fn run_count(
     for warning in driver_warnings(&plan, pmus) {
         tell(TOOL, format_args!("warning: {warning}"));
     }
+    let workload = (!options.command.is_empty()).then_some(Workload {
+        command: &options.command,
+    });
+    if let Some(Err(not_started)) = workload.as_ref().map(Workload::check) {
+        return Ok(end_failed(TOOL, source, || {
+            report_error(TOOL, not_started.error, not_started.status)
+        }));
+    }
     if options.dry_run {
         render::dry_run(&plan, pmus, out)?;
         return Ok(0);
@@ -560,14 +571,6 @@ fn run_count(
             intervals,
         },
     };
-    let workload = (!options.command.is_empty()).then_some(Workload {
-        command: &options.command,
-    });
-    if let Some(Err(not_started)) = workload.as_ref().map(Workload::check) {
-        return Ok(end_failed(TOOL, source, || {
-            report_error(TOOL, not_started.error, not_started.status)
-        }));
-    }
     // Bound first: a port in use fails before any counter is opened.
     let listener = match options.listen {
         Some(addr) => Some(serve::bind(addr).map_err(|e| CxlError::Setup(e.to_string()))?),

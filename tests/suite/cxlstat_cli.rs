@@ -174,6 +174,45 @@ fn numbers_that_are_not_whole_say_what_was_expected() {
     }
 }
 
+/// `--dry-run` checks what a count would check and writes nothing: the
+/// file `--record` names is neither made nor replaced, and a command that
+/// cannot start fails as the count fails, with a shell's status.
+#[test]
+fn a_dry_run_records_nothing_and_checks_the_command() {
+    let dir = crate::scratch::scratch("cxl-dry-run");
+    let rec = dir.join("run.rec");
+    let rec_arg = rec.to_str().unwrap();
+    let out = with_fixture(&["--dry-run", "-e", "clock_ticks", "--record", rec_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!rec.exists(), "a dry run made {rec_arg}");
+    std::fs::write(&rec, "an earlier recording\n").unwrap();
+    let out = with_fixture(&["--dry-run", "-e", "clock_ticks", "--record", rec_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&rec).unwrap(),
+        "an earlier recording\n"
+    );
+    for (program, status, why) in [
+        ("./no-such-program", 127, "No such file or directory (os error 2)"),
+        ("/etc/passwd", 126, "Permission denied (os error 13)"),
+    ] {
+        for dry_run in [true, false] {
+            let mut args = vec!["-e", "clock_ticks", "--", program];
+            if dry_run {
+                args.insert(0, "--dry-run");
+            }
+            let out = with_fixture(&args);
+            assert_eq!(out.status.code(), Some(status), "{args:?}");
+            assert_eq!(
+                stderr(&out),
+                format!("cxlstat: cannot run {program}: {why}\n"),
+                "{args:?}"
+            );
+            assert_eq!(stdout(&out), "", "{args:?}");
+        }
+    }
+}
+
 /// A third operand, negative or not, is one too many, in vcpustat's words.
 #[test]
 fn a_third_operand_is_one_too_many() {

@@ -291,13 +291,17 @@ fn report_output(format: OutputFormat) -> Option<&'static str> {
 }
 
 /// `--svg-top` or `--svg-sort` without `--svg`: they choose what the charts
-/// draw, so without charts they would be silently ignored; and `--svg` with
+/// draw, so without charts they would be silently ignored; a `--svg-sort`
+/// that is no column of the charts; and `--svg` with
 /// expositions, which take the place of the reports the charts draw
 /// (`--listen` with `--svg` is refused with the other `--listen` conflicts).
 fn chart_option_conflict(opts: &Options) -> Option<String> {
     if opts.svg.is_some() {
         let exposing = opts.format == OutputFormat::Prometheus || opts.expo.textfile.is_some();
-        return exposing.then(|| chart::SVG_WITH_EXPOSITIONS.to_string());
+        if exposing {
+            return Some(chart::SVG_WITH_EXPOSITIONS.to_string());
+        }
+        return super::render_svg::check_sort(opts).err();
     }
     let option = if opts.svg_top.is_some() {
         "--svg-top"

@@ -144,6 +144,41 @@ pub struct SvgCharts {
     cpu: Option<History>,
 }
 
+/// The report `opts` charts, its charted columns, and the one whose peak
+/// ranks the devices (`--svg-sort`; `%util`, or the first column).
+fn charted(opts: &Options) -> Result<(Report, Vec<Metric>, usize), String> {
+    let report = match (opts.extended, opts.short) {
+        (false, _) => Report::Basic,
+        (true, false) => Report::Extended,
+        (true, true) => Report::ExtendedShort,
+    };
+    let metrics = metrics(report, opts.unit);
+    let sort = match &opts.svg_sort {
+        None => metrics.iter().position(|m| m.name == "%util").unwrap_or(0),
+        Some(name) => metrics
+            .iter()
+            .position(|m| &m.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+                format!(
+                    "--svg-sort {}: not a column the charts of this report draw ({})",
+                    crate::common::escape::text(name),
+                    names.join(", ")
+                )
+            })?,
+    };
+    Ok((report, metrics, sort))
+}
+
+/// Refuses a `--svg-sort` that names no column the charts of this report
+/// draw, with a one-line message naming it and those columns: before any
+/// file is opened, as a value the option cannot take.
+#[cold]
+#[inline(never)]
+pub fn check_sort(opts: &Options) -> Result<(), String> {
+    charted(opts).map(|_| ())
+}
+
 impl SvgCharts {
     /// The charts `opts` asks for, or `None` without `--svg`; an error for
     /// a `--svg-sort` that is not a column of the report.
@@ -166,26 +201,7 @@ impl SvgCharts {
         banner: &Banner,
         live: bool,
     ) -> Result<SvgCharts, String> {
-        let report = match (opts.extended, opts.short) {
-            (false, _) => Report::Basic,
-            (true, false) => Report::Extended,
-            (true, true) => Report::ExtendedShort,
-        };
-        let metrics = metrics(report, opts.unit);
-        let sort = match &opts.svg_sort {
-            None => metrics.iter().position(|m| m.name == "%util").unwrap_or(0),
-            Some(name) => metrics
-                .iter()
-                .position(|m| &m.name == name)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
-                    format!(
-                        "--svg-sort {}: not a column the charts of this report draw ({})",
-                        crate::common::escape::text(name),
-                        names.join(", ")
-                    )
-                })?,
-        };
+        let (report, metrics, sort) = charted(opts)?;
         let u = &banner.uname;
         Ok(SvgCharts {
             file: ChartFile::new(path, live),

@@ -301,7 +301,8 @@ fn iostat_refuses_a_sort_column_the_report_does_not_have() {
         .args(["-x", "--svg-sort", "tps\u{1b}", "1"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A value the option cannot take: status 2, as the help says.
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err,
@@ -309,6 +310,20 @@ fn iostat_refuses_a_sort_column_the_report_does_not_have() {
          rkB/s, wkB/s, r_await, w_await, aqu-sz, %util)\n"
     );
     assert!(!svg.exists());
+    // Refused before any file is made: a recording was made first.
+    let rec = dir.join("run.rec");
+    let out = Command::new(IOSTAT)
+        .args(["--record", rec.to_str().unwrap(), "--svg", svg.to_str().unwrap()])
+        .args(["--svg-sort", "%util", "1", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "iostat-rs: --svg-sort %util: not a column the charts of this report draw (tps, \
+         kB_read/s, kB_wrtn/s, kB_dscd/s)\n"
+    );
+    assert!(!svg.exists() && !rec.exists());
 }
 
 #[test]

@@ -121,7 +121,13 @@ fn man_page(cmd: &Command, name: &str, sections: &[Section]) -> Vec<u8> {
     };
     let mut page = String::from_utf8(render(&|m, w| m.render_title(w))).unwrap();
     page += &without_preamble(render(&|m, w| m.render_name_section(w)));
-    page += &without_preamble(render(&|m, w| m.render_synopsis_section(w)));
+    // iostat-rs's is sysstat's usage line, which its command sets (clap
+    // keeps an overridden usage to itself, and clap_mangen renders it).
+    page += &if name == "iostat-rs" {
+        without_preamble(render(&|m, w| m.render_synopsis_section(w)))
+    } else {
+        roff_synopsis(cmd)
+    };
     page += &without_preamble(render(&|m, w| m.render_description_section(w)));
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
         page += &without_preamble(render(&|m, w| m.render_options_section(w)));
@@ -134,6 +140,73 @@ fn man_page(cmd: &Command, name: &str, sections: &[Section]) -> Vec<u8> {
     }
     page += &roff_sections(sections);
     page.into_bytes()
+}
+
+/// The SYNOPSIS of `cmd`: its options with the values they take, its
+/// operands, and a line for each subcommand. clap_mangen's leaves the
+/// values out (`[--freq]` for `--freq HZ`), shows an operand of several
+/// values as one (`<FILE>` for `FILE...`) and the command after `--` as an
+/// operand (`[CMD]`).
+fn roff_synopsis(cmd: &Command) -> String {
+    let name = cmd.get_bin_name().unwrap_or(cmd.get_name());
+    let mut words = vec![format!("\\fB{}\\fR", roff_text(name))];
+    // The options first, then the operands, as the help lists them.
+    let (operands, options): (Vec<_>, Vec<_>) = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .partition(|a| a.is_positional());
+    for arg in options.into_iter().chain(operands) {
+        let values = arg.get_num_args().unwrap_or_default();
+        let value = arg
+            .get_value_names()
+            .map(|names| names.join(" "))
+            .unwrap_or_else(|| arg.get_id().to_string().to_uppercase());
+        let value = format!("\\fI{}\\fR", roff_text(&value));
+        let several = values.max_values() > 1;
+        let word = if arg.is_positional() {
+            let value = if several { format!("{value}...") } else { value };
+            if arg.is_last_set() {
+                format!("[\\fB\\-\\-\\fR {value}]")
+            } else if arg.is_required_set() {
+                value
+            } else {
+                format!("[{value}]")
+            }
+        } else {
+            let flag = match (arg.get_short(), arg.get_long()) {
+                (Some(short), Some(long)) => format!(
+                    "\\fB\\-{}\\fR|\\fB\\-\\-{}\\fR",
+                    roff_text(&short.to_string()),
+                    roff_text(long)
+                ),
+                (Some(short), None) => format!("\\fB\\-{}\\fR", roff_text(&short.to_string())),
+                (None, Some(long)) => format!("\\fB\\-\\-{}\\fR", roff_text(long)),
+                (None, None) => continue,
+            };
+            let with_value = if !values.takes_values() {
+                flag
+            } else if arg.is_require_equals_set() {
+                format!("{flag}={value}")
+            } else if values.min_values() == 0 {
+                format!("{flag} [{value}]")
+            } else {
+                format!("{flag} {value}")
+            };
+            if arg.is_required_set() {
+                with_value
+            } else {
+                format!("[{with_value}]")
+            }
+        };
+        words.push(word);
+    }
+    // Not hyphenated: an option split at a line's end reads as two.
+    let mut out = format!(".SH SYNOPSIS\n.nh\n{}\n", words.join(" "));
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+        let sub_name = sub.get_bin_name().unwrap_or(sub.get_name());
+        out += &format!(".br\n\\fB{}\\fR ...\n", roff_text(sub_name));
+    }
+    out + ".hy\n"
 }
 
 /// `cmd` with clap's `help` subcommand hidden: a page lists only the

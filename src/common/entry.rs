@@ -19,6 +19,8 @@
 //!   ([`crate::common::signals`]), so a write past the file size limit
 //!   (`ulimit -f`) before then, a recording's header, is an `EFBIG` error
 //!   the programs report, not a kill (and a core dump) without a word;
+//! * a set-user-ID or set-group-ID install is refused before anything else
+//!   ([`crate::common::privilege::refuse_set_id`]);
 //! * a panic unwinds (vcpustat restores kernel state as it does) and ends the
 //!   process with status 101;
 //! * buffered standard output is flushed at the end.
@@ -42,6 +44,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::common::cli::report_error;
 use crate::common::completion;
 use crate::common::excerpt::excerpt;
+use crate::common::privilege;
 
 /// The exit status of a run that panicked, as Rust's own start gives it.
 pub const PANIC_STATUS: i32 = 101;
@@ -80,6 +83,11 @@ pub unsafe fn run(program: &Program, argc: c_int, argv: *const *const c_char) ->
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    if privilege::is_secure()
+        && let Err(message) = privilege::refuse_set_id()
+    {
+        std::process::exit(report_error(program.name, message, 1));
     }
     let status = panic::catch_unwind(|| {
         completion::answer_if_asked(program.command);

@@ -1,6 +1,7 @@
-//! Running with raised privileges: a set-user-ID binary or one with file
-//! capabilities (`setcap cap_perfmon+ep cxlstat`, as cxlstat's README
-//! advises). The caller is then not trusted with what the privileges reach:
+//! Running with raised privileges: a program with file capabilities
+//! (`setcap cap_perfmon+ep cxlstat`, as cxlstat's README advises); a
+//! set-user-ID or set-group-ID one is refused ([`refuse_set_id`]). The
+//! caller is then not trusted with what the privileges reach:
 //! options that let them choose the files behind what is opened are refused,
 //! and capabilities are dropped once they have served, or kept by a thread
 //! that needs a few later, out of its effective set but around those calls
@@ -16,6 +17,41 @@ use std::path::Path;
 pub fn is_secure() -> bool {
     // SAFETY: getauxval has no preconditions.
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// Refuses a set-user-ID or set-group-ID run: one whose effective user or
+/// group is not the caller's. Capabilities are dropped once they have
+/// served, but the identity would stay: every file the program opened
+/// (`trace report --topology /etc/shadow`, `-f DIR`) and the command
+/// cxlstat starts after `--` would be the owner's, root's, for any user.
+/// File capabilities (`setcap`) raise what the setup needs and leave the
+/// caller's identity; root itself (the same real and effective user) is
+/// not refused. Out of line: only a run with raised privileges calls it.
+#[cold]
+#[inline(never)]
+pub fn refuse_set_id() -> Result<(), String> {
+    let (mut ruid, mut euid, mut suid) = (0, 0, 0);
+    let (mut rgid, mut egid, mut sgid) = (0, 0, 0);
+    // SAFETY: each call writes the three IDs through valid pointers.
+    let read = unsafe {
+        libc::getresuid(&mut ruid, &mut euid, &mut suid) == 0
+            && libc::getresgid(&mut rgid, &mut egid, &mut sgid) == 0
+    };
+    if !read {
+        return Err(format!(
+            "cannot read this process's user and group IDs: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    if ruid == euid && rgid == egid {
+        return Ok(());
+    }
+    Err(format!(
+        "installed set-user-ID or set-group-ID (run by user {ruid}, group {rgid}, as user \
+         {euid}, group {egid}): refused, as the files it opens and any command it starts \
+         would be that user's and group's; give it file capabilities instead (setcap, as \
+         its manual says), or run it as root"
+    ))
 }
 
 /// An option that a caller with fewer privileges than the program must not

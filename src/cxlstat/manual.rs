@@ -112,7 +112,13 @@ pub const SECTIONS: &[Section] = &[
         title: "PRIVILEGE",
         text: "Counting a CXL PMU is system-wide counting: it needs root, CAP_PERFMON \
                (setcap cap_perfmon+ep on the program) or kernel.perf_event_paranoid at 0 \
-               or below, as perf stat -a does.",
+               or below, as perf stat -a does. Given as file capabilities, CAP_PERFMON \
+               serves the opening of the events alone: the process is non-dumpable, and \
+               drops every capability before it reports or starts a command after --; \
+               --sysroot, --replay, --record, --svg and --textfile are refused then. A \
+               set-user-ID or set-group-ID install is refused at the start, for any user \
+               but its owner: the files it opens and the command it starts would be its \
+               owner's.",
         items: &[],
     },
     Section {

@@ -789,7 +789,7 @@ pub fn command() -> clap::Command {
                 .short('p')
                 .value_name("DEVICE[,...]|ALL")
                 .num_args(0..=1)
-                .help("Display devices and their partitions (all with ALL or no argument)"),
+                .help("Display devices and their partitions: of every device with no argument, those never used too with ALL"),
         )
         .arg(flag("short", 's', "Display a short (narrower) report"))
         .arg(flag("time", 't', "Print the time of each report"))

@@ -223,7 +223,9 @@ pub const SECTIONS: &[Section] = &[
                (CAP_IPC_LOCK too if given, CAP_BPF where the kernel asks it of every bpf \
                command: before Linux 6.5 with kernel.unprivileged_bpf_disabled set), \
                effective only while it opens the events of a CPU that comes online. \
-               --sysroot, --replay, --record, --svg and --textfile are refused then.",
+               --sysroot, --replay, --record, --svg and --textfile are refused then. A \
+               set-user-ID or set-group-ID install is refused at the start, for any user \
+               but its owner: the files it opens would be its owner's.",
         items: &[],
     },
     Section {

@@ -164,7 +164,11 @@ fn roff_synopsis(cmd: &Command) -> String {
         let value = format!("\\fI{}\\fR", roff_text(&value));
         let several = values.max_values() > 1;
         let word = if arg.is_positional() {
-            let value = if several { format!("{value}...") } else { value };
+            let value = if several {
+                format!("{value}...")
+            } else {
+                value
+            };
             if arg.is_last_set() {
                 format!("[\\fB\\-\\-\\fR {value}]")
             } else if arg.is_required_set() {
@@ -202,7 +206,10 @@ fn roff_synopsis(cmd: &Command) -> String {
     }
     // Not hyphenated: an option split at a line's end reads as two.
     let mut out = format!(".SH SYNOPSIS\n.nh\n{}\n", words.join(" "));
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         let sub_name = sub.get_bin_name().unwrap_or(sub.get_name());
         out += &format!(".br\n\\fB{}\\fR ...\n", roff_text(sub_name));
     }
@@ -492,6 +499,7 @@ fn every_man_page_has_the_standard_sections_and_passes_groff_warnings() {
             "\"EXIT STATUS\"",
             "\"ENVIRONMENT\"",
             "\"FILES\"",
+            "\"PRIVILEGE\"",
             "\"EXAMPLES\"",
             "\"SEE ALSO\"",
         ] {

@@ -83,6 +83,7 @@ mod pseries_sim;
 mod recording_ends;
 mod recording_refusals;
 mod recordings;
+mod set_id;
 mod sysstat_conformance;
 mod trace_cli;
 mod trace_sim;

@@ -220,7 +220,11 @@ impl SourceArgs {
     /// As [`SourceArgs::open`], for a run that only checks its command
     /// line (cxlstat's `--dry-run`): `--record` is refused where `open`
     /// refuses it, but nothing is recorded, and its file is left as it is.
-    pub fn open_unrecorded(&self, tool: &str, args: &[String]) -> Result<Box<dyn Source>, OpenError> {
+    pub fn open_unrecorded(
+        &self,
+        tool: &str,
+        args: &[String],
+    ) -> Result<Box<dyn Source>, OpenError> {
         self.refuse_when_secure(privilege::is_secure())
             .map_err(OpenError::Message)?;
         let unrecorded = SourceArgs {

@@ -313,7 +313,12 @@ fn iostat_refuses_a_sort_column_the_report_does_not_have() {
     // Refused before any file is made: a recording was made first.
     let rec = dir.join("run.rec");
     let out = Command::new(IOSTAT)
-        .args(["--record", rec.to_str().unwrap(), "--svg", svg.to_str().unwrap()])
+        .args([
+            "--record",
+            rec.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ])
         .args(["--svg-sort", "%util", "1", "1"])
         .output()
         .unwrap();

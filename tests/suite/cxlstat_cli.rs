@@ -193,7 +193,11 @@ fn a_dry_run_records_nothing_and_checks_the_command() {
         "an earlier recording\n"
     );
     for (program, status, why) in [
-        ("./no-such-program", 127, "No such file or directory (os error 2)"),
+        (
+            "./no-such-program",
+            127,
+            "No such file or directory (os error 2)",
+        ),
         ("/etc/passwd", 126, "Permission denied (os error 13)"),
     ] {
         for dry_run in [true, false] {

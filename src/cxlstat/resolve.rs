@@ -393,14 +393,11 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
         }
     }
     if !selects_event {
-        // `PMU//` has an empty label: show what was written.
-        let shown = if label.is_empty() {
-            format!("{}//", pmu.name)
-        } else {
-            label.to_string()
-        };
+        // Named with its PMU, whether the specification named one or not:
+        // the terms alone (`invert`) do not tell which -e it was.
         return Err(CxlError::Spec(format!(
-            "{shown}: no event selected; give an event name, or vid=,gid=,mask= (or config=)"
+            "{}/{label}/: no event selected; give an event name, or vid=,gid=,mask= (or config=)",
+            pmu.name
         )));
     }
     Ok(Some(attr))

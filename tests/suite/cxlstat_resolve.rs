@@ -253,8 +253,8 @@ fn bare_words_are_events_or_flags_as_in_perf() {
 fn a_specification_without_an_event_is_refused_with_the_reason() {
     let pmus = fixture();
     for (spec, shown) in [
-        ("cxl_pmu_mem0.0/invert/", "invert"),
-        ("threshold=2", "threshold=2"),
+        ("cxl_pmu_mem0.0/invert/", "cxl_pmu_mem0.0/invert/"),
+        ("threshold=2", "cxl_pmu_mem0.0/threshold=2/"),
         ("cxl_pmu_mem0.0//", "cxl_pmu_mem0.0//"),
         ("cxl_pmu_mem0.0/ /", "cxl_pmu_mem0.0//"),
     ] {

@@ -16,7 +16,7 @@ use super::stdout::is_stopped_while_writing;
 /// `--sysroot`'s help, the same in the three tools (iostat-rs builds its
 /// command line by hand).
 pub const SYSROOT_HELP: &str =
-    "Read every kernel file under DIR instead of / (offline analysis, tests)";
+    "Use DIR instead of / for every kernel file, read or written (offline analysis, tests)";
 
 /// `--record`'s help, the same in the three tools.
 pub const RECORD_HELP: &str = "Write every kernel input read, with the sample times, to FILE \
@@ -51,7 +51,7 @@ pub const REPLAY_LONG_HELP: &str = "Take the samples from a recording instead of
 /// Where the kernel files come from and whether to record them.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
-    /// Read every kernel file under DIR instead of / ([`SYSROOT_HELP`]).
+    /// Every kernel file under DIR instead of / ([`SYSROOT_HELP`]).
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with = "replay",
           help = SYSROOT_HELP)]
     pub sysroot: Option<PathBuf>,

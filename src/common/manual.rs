@@ -17,14 +17,36 @@ pub struct Section {
     pub items: &'static [(&'static str, &'static str)],
 }
 
-/// What the FILES sections say of the files a run creates with `--record`,
-/// `--svg` and `vcpustat trace record -w` (the rule of
-/// [`super::user_file::OWNER_ONLY`]).
-pub const OWNER_ONLY_FILES: &str = "created readable and writable by their owner alone \
-     (mode 0600, as perf creates perf.data), whatever the umask: a run may read what only \
-     root may read, and they hold it (chmod one to share it). A file that exists keeps its \
-     mode: a recording is written into it, and a chart replacing a file of this user's \
-     takes its mode";
+/// The mode of the files a run creates (the rule of
+/// [`super::user_file::OWNER_ONLY`]), as the FILES sections begin it.
+macro_rules! owner_only {
+    ($what:literal, $kept:literal) => {
+        concat!(
+            "created readable and writable by their owner alone (mode 0600, as perf creates \
+             perf.data), whatever the umask: a run may read what only root may read, and ",
+            $what,
+            " (chmod one to share it). A file that exists keeps its mode: ",
+            $kept
+        )
+    };
+}
+
+/// What the FILES sections say of the files a run creates with `--record`
+/// and `--svg`.
+pub const OWNER_ONLY_FILES: &str = owner_only!(
+    "they hold it",
+    "a recording is written into it, and a chart replacing a file of this user's takes its mode"
+);
+
+/// What `vcpustat trace record`'s FILES section says of `-w` and `--record`.
+pub const OWNER_ONLY_RECORDINGS: &str =
+    owner_only!("they hold it", "a recording is written into it");
+
+/// What `vcpustat trace report`'s FILES section says of `--svg`.
+pub const OWNER_ONLY_CHARTS: &str = owner_only!(
+    "the charts show it",
+    "a chart replacing a file of this user's takes its mode"
+);
 
 /// The FILES item of `--textfile`, the one file created for every reader.
 pub const TEXTFILE_ITEM: (&str, &str) = (

@@ -26,7 +26,8 @@ use super::error::CxlError;
     after_long_help = crate::common::manual::help_text(super::manual::SECTIONS)
 )]
 pub struct Args {
-    /// List the CXL PMUs: perf type, CPU, memory device, filters, events.
+    /// List the CXL PMUs: perf type, CPU, memory device, its PCI address, NUMA node and
+    /// serial number, whether it filters by HDM decoder, number of events.
     #[arg(long, conflicts_with = "list_events", conflicts_with_all = COUNTING_ONLY)]
     pub list: bool,
     /// List the events of every CXL PMU (or of PMU), grouped by event group.

@@ -127,7 +127,8 @@ pub const SECTIONS: &[Section] = &[
         items: &[
             (
                 "cxlstat --list",
-                "the CXL PMUs: perf type, CPU, memory device, filters, events",
+                "the CXL PMUs: perf type, CPU, memory device with its PCI address, NUMA node and \
+                 serial number, HDM filter, number of events",
             ),
             (
                 "cxlstat --list-events cxl_pmu_mem0.0",

@@ -17,7 +17,7 @@ use super::recording::Recording;
 use super::report::{ReportError, ReportFormat, ReportOptions, Table, write_report};
 use super::ring::DebugfsRings;
 use super::topology::Topology;
-use crate::common::cli::{SourceArgs, output_error_status, report_error, tell};
+use crate::common::cli::{SYSROOT_HELP, SourceArgs, output_error_status, report_error, tell};
 use crate::common::cpulist::CpuList;
 use crate::common::interval::{parse_interval, parse_positive_interval};
 use crate::common::signals::StopSignal;
@@ -105,8 +105,8 @@ pub struct RecordArgs {
 /// `--record`'s help saying what it keeps here.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LiveSourceArgs {
-    /// Read every kernel file under DIR instead of / (offline analysis, tests).
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    /// Every kernel file under DIR instead of / ([`SYSROOT_HELP`]).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, help = SYSROOT_HELP)]
     pub sysroot: Option<PathBuf>,
     /// Also keep the small kernel files read (lparcfg, cpuinfo, the event
     /// mask) in FILE, an hwstat recording to read with jq: the trace is

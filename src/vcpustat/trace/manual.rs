@@ -63,7 +63,7 @@ pub const RECORD: &[Section] = &[
             ),
             (
                 "-w FILE, --record FILE",
-                crate::common::manual::OWNER_ONLY_FILES,
+                crate::common::manual::OWNER_ONLY_RECORDINGS,
             ),
         ],
     },
@@ -110,7 +110,7 @@ pub const REPORT: &[Section] = &[
     Section {
         title: "FILES",
         text: "",
-        items: &[("--svg FILE", crate::common::manual::OWNER_ONLY_FILES)],
+        items: &[("--svg FILE", crate::common::manual::OWNER_ONLY_CHARTS)],
     },
     Section {
         title: "EXAMPLES",

@@ -104,7 +104,7 @@ pub struct Args {
     /// Report every INTERVAL (2, 0.5, 250ms)...
     #[arg(value_name = "INTERVAL", value_parser = parse_interval, allow_negative_numbers = true)]
     pub interval: Option<Duration>,
-    /// ...COUNT times.
+    /// ...COUNT times, 1 or more (without COUNT: until stopped).
     #[arg(value_name = "COUNT", value_parser = parse_count, requires = "interval", allow_negative_numbers = true)]
     pub count: Option<u64>,
     /// Where kernel files come from (--sysroot, --record, --replay).

@@ -724,6 +724,14 @@ fn block_devices() -> Vec<clap_complete::CompletionCandidate> {
     devices
 }
 
+/// `--svg-sort`'s values: the charted columns of the reports.
+fn svg_sort_columns() -> Vec<clap_complete::CompletionCandidate> {
+    super::render_svg::sort_columns()
+        .into_iter()
+        .map(|(name, title)| clap_complete::CompletionCandidate::new(name).help(Some(title.into())))
+        .collect()
+}
+
 /// `-o`'s values with the descriptions vcpustat and cxlstat give them (the
 /// shared [`Format`]'s), `json` spelled `JSON` as sysstat spells it.
 fn output_formats() -> Vec<clap::builder::PossibleValue> {
@@ -922,6 +930,7 @@ pub fn command() -> clap::Command {
             Arg::new("svg-sort")
                 .long("svg-sort")
                 .value_name("COLUMN")
+                .add(clap_complete::ArgValueCandidates::new(svg_sort_columns))
                 .help("Charted column whose peak ranks the devices for --svg-top (default %util, or tps without -x)"),
         )
         .arg(

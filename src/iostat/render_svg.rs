@@ -170,6 +170,22 @@ fn charted(opts: &Options) -> Result<(Report, Vec<Metric>, usize), String> {
     Ok((report, metrics, sort))
 }
 
+/// Every column `--svg-sort` names in some report (in kilobytes, the
+/// default unit), with its panel's title: what completion offers.
+pub fn sort_columns() -> Vec<(String, String)> {
+    let mut columns: Vec<(String, String)> = Vec::new();
+    for report in [Report::Extended, Report::ExtendedShort, Report::Basic] {
+        for m in metrics(report, Unit::Kilobytes) {
+            if !columns.iter().any(|(name, _)| *name == m.name) {
+                let title = m.title.split_once(": ").map_or("", |(_, title)| title);
+                let title = title.to_string();
+                columns.push((m.name, title));
+            }
+        }
+    }
+    columns
+}
+
 /// Refuses a `--svg-sort` that names no column the charts of this report
 /// draw, with a one-line message naming it and those columns: before any
 /// file is opened, as a value the option cannot take.

@@ -180,6 +180,28 @@ fn enumerated_values_complete_in_every_shell() {
             ["ID", "LABEL", "PATH", "UUID", "PARTUUID"],
             "{shell}"
         );
+        // The charted columns of the three reports, -x's first.
+        let columns = complete(None, shell, "iostat-rs", &["iostat-rs", "--svg-sort", ""]);
+        assert_eq!(
+            columns[..8],
+            [
+                "r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util"
+            ],
+            "{shell}"
+        );
+        assert_eq!(
+            columns[8..],
+            [
+                "tps",
+                "kB/s",
+                "rqm/s",
+                "await",
+                "kB_read/s",
+                "kB_wrtn/s",
+                "kB_dscd/s"
+            ],
+            "{shell}"
+        );
         for option in ["-o", "--output"] {
             assert_eq!(
                 complete(None, shell, "vcpustat", &["vcpustat", option, ""]),

@@ -363,6 +363,82 @@ impl SourceArgs {
     }
 }
 
+/// The message for an option followed by another where its value was
+/// expected (`--record -n`), as `typed`, then `value`: `expected` names
+/// what it takes ("a FILE"), and how such a value is written is told
+/// (`./-n` too for a file name, `long=-n`).
+pub fn option_for_a_value(
+    typed: &str,
+    value: &str,
+    long: &str,
+    expected: &str,
+    names_a_file: bool,
+) -> String {
+    let written = match names_a_file {
+        true => format!("a name that starts with - is written ./{value} or {long}={value}"),
+        false => format!("a value that starts with - is written {long}={value}"),
+    };
+    format!("{typed} {value}: expected {expected}, found an option ({written})")
+}
+
+/// clap's "a value is required for '--record <FILE>' but none was
+/// supplied" where an option followed (`--record -n`), in the words of
+/// [`option_for_a_value`]: a value was there, only one clap takes for the
+/// next option. `args` is the command line, `command` the tool's.
+fn option_taken_for_a_value(
+    err: &clap::Error,
+    args: &[String],
+    command: &clap::Command,
+) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::InvalidValue {
+        return None;
+    }
+    let Some(ContextValue::String(shown)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let (long, value_name) = shown.strip_prefix("--")?.split_once(' ')?;
+    let arg = find_long(command, long)?;
+    let short = arg.get_short().map(|c| format!("-{c}"));
+    let long = format!("--{long}");
+    let words: Vec<&String> = args.iter().skip(1).take_while(|a| *a != "--").collect();
+    let (typed, value) = words.windows(2).find_map(|w| {
+        let option = *w[0] == long || Some(w[0]) == short.as_ref();
+        let option_like = w[1].starts_with('-') && *w[1] != "-";
+        (option && option_like).then_some((w[0], w[1]))
+    })?;
+    let value_name = value_name.trim_start_matches('<').trim_end_matches('>');
+    let names_a_file = matches!(
+        arg.get_value_hint(),
+        clap::ValueHint::FilePath | clap::ValueHint::DirPath | clap::ValueHint::AnyPath
+    );
+    // "a FILE", as iostat-rs says; "EVENTS", "N", "LIST" alone.
+    let expected = match names_a_file {
+        true => format!("a {value_name}"),
+        false => value_name.to_string(),
+    };
+    Some(option_for_a_value(
+        typed,
+        value,
+        &long,
+        &expected,
+        names_a_file,
+    ))
+}
+
+/// The argument of `command` or of one of its subcommands whose long name
+/// is `long`.
+fn find_long<'a>(command: &'a clap::Command, long: &str) -> Option<&'a clap::Arg> {
+    command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .or_else(|| {
+            command
+                .get_subcommands()
+                .find_map(|sub| find_long(sub, long))
+        })
+}
+
 /// Prints `tool: message` for an error and gives the exit status back (a
 /// closed output pipe is [`output_error_status`]'s affair, before this).
 ///
@@ -471,15 +547,29 @@ pub fn is_negative_operand(word: &str, args: &[String]) -> bool {
 /// Ends a command line clap could not parse: `--help` and `--version` print
 /// as clap prints them (status 0; an output that fails them is
 /// [`output_error_status`]'s, as for a report); an error is one line,
-/// `tool: what is wrong (see 'tool --help')`, with [`USAGE_STATUS`].
-pub fn parse_error_status(tool: &str, err: &clap::Error) -> i32 {
-    parse_error_status_with_help(tool, tool, err)
+/// `tool: what is wrong (see 'tool --help')`, with [`USAGE_STATUS`]; an
+/// option followed by another where its value was expected is told as
+/// iostat-rs tells it ([`option_for_a_value`]). `args` is the command line
+/// and `command` the tool's, which clap parsed.
+pub fn parse_error_status(
+    tool: &str,
+    err: &clap::Error,
+    args: &[String],
+    command: &clap::Command,
+) -> i32 {
+    parse_error_status_with_help(tool, tool, err, args, command)
 }
 
 /// [`parse_error_status`] for an error in a subcommand's arguments: the
 /// line points to `help_command --help` (`vcpustat trace record --help`),
 /// which lists that subcommand's options.
-pub fn parse_error_status_with_help(tool: &str, help_command: &str, err: &clap::Error) -> i32 {
+pub fn parse_error_status_with_help(
+    tool: &str,
+    help_command: &str,
+    err: &clap::Error,
+    args: &[String],
+    command: &clap::Command,
+) -> i32 {
     if !err.use_stderr() {
         // Standard output is line-buffered: the flush writes a last line
         // that has no newline, so every failure shows here.
@@ -490,6 +580,9 @@ pub fn parse_error_status_with_help(tool: &str, help_command: &str, err: &clap::
             Ok(()) => 0,
             Err(e) => output_error_status(tool, &e),
         };
+    }
+    if let Some(message) = option_taken_for_a_value(err, args, command) {
+        return report_error(tool, message, USAGE_STATUS);
     }
     // clap's first paragraph (the error and its details, such as the
     // possible values or the missing arguments), joined into one line.

@@ -103,7 +103,7 @@ pub fn main(raw: Vec<String>) -> i32 {
             }
             return match operand_too_many(&e, &raw) {
                 Some(word) => operand_too_many_status(TOOL, word),
-                None => parse_error_status(TOOL, &e),
+                None => parse_error_status(TOOL, &e, &raw, &super::cli::command()),
             };
         }
     };

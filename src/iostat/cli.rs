@@ -393,13 +393,9 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 ))),
                 Some(v) if inline.is_none() && v.starts_with('-') && v != "-" => {
                     let names_a_file = ["a FILE", "a DIR", "a PATH"].contains(&what);
-                    let written = match names_a_file {
-                        true => format!("a name that starts with - is written ./{v} or {key}={v}"),
-                        false => format!("a value that starts with - is written {key}={v}"),
-                    };
-                    Err(IostatError::OptionValue(format!(
-                        "{key} {v}: expected {what}, found an option ({written})"
-                    )))
+                    Err(IostatError::OptionValue(
+                        crate::common::cli::option_for_a_value(key, v, key, what, names_a_file),
+                    ))
                 }
                 Some(v) => {
                     *i += if inline.is_some() { 1 } else { 2 };

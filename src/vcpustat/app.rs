@@ -149,7 +149,8 @@ fn usage_error_status(args: &[String], err: &clap::Error) -> i32 {
     if let Some(word) = operand_too_many(args, err) {
         return operand_too_many_status(TOOL, &word);
     }
-    parse_error_status_with_help(TOOL, &help_command(args), err)
+    let command = super::cli::command();
+    parse_error_status_with_help(TOOL, &help_command(args), err, args, &command)
 }
 
 /// The word after INTERVAL and COUNT (`vcpustat 1 2 3`), which clap takes

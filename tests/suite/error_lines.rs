@@ -172,6 +172,56 @@ fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
     assert!(!written.exists());
 }
 
+/// An option followed by another where its value was expected is told
+/// in the same words by the three tools, status 2, nothing run: clap said
+/// of `--record -n` that no value was supplied, iostat-rs what it found.
+#[test]
+fn an_option_where_a_value_was_expected_is_told_alike() {
+    let runs: [(&str, &[&str], &str); 5] = [
+        (
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            &["--record", "-d", "1", "1"],
+            "--record -d: expected a FILE, found an option (a name that starts with - is \
+             written ./-d or --record=-d)",
+        ),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["--record", "-n", "1", "1"],
+            "--record -n: expected a FILE, found an option (a name that starts with - is \
+             written ./-n or --record=-n)",
+        ),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["trace", "report", "--svg", "-o", "x.dtl"],
+            "--svg -o: expected a FILE, found an option (a name that starts with - is \
+             written ./-o or --svg=-o)",
+        ),
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &["--record", "-a", "-e", "clock_ticks"],
+            "--record -a: expected a FILE, found an option (a name that starts with - is \
+             written ./-a or --record=-a)",
+        ),
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &["-e", "-a", "1"],
+            "-e -a: expected EVENTS, found an option (a value that starts with - is written \
+             --event=-a)",
+        ),
+    ];
+    for (program, args, message) in runs {
+        let out = Command::new(program).args(args).output().unwrap();
+        let name = Path::new(program).file_name().unwrap().to_str().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name} {args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("{name}: {message}\n"),
+            "{name} {args:?}"
+        );
+        assert!(out.stdout.is_empty(), "{name} {args:?}");
+    }
+}
+
 /// `--help` and `--version` on a full disk (`>/dev/full`): one line saying
 /// the output could not be written, and status 1, as for a report. The
 /// tools whose command line clap parses ignored the failure and exited 0;

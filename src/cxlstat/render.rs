@@ -510,7 +510,7 @@ impl CountView {
             CountOutput::Text { intervals: true } => {
                 writeln!(
                     out,
-                    "#{:>14} {:<pw$} {:<ew$} {:>16} {:>16} {:>8}",
+                    "#{:>15} {:<pw$} {:<ew$} {:>16} {:>16} {:>8}",
                     "time",
                     "pmu",
                     "event",
@@ -650,7 +650,9 @@ fn write_text_report(
     for row in rows {
         let m = CountView::measurement(row, span.previous, span.current);
         if intervals {
-            write!(out, "{:>15.9} ", span.since_start.as_secs_f64())?;
+            // perf stat -I's `%6lu.%09lu`.
+            let t = span.since_start;
+            write!(out, "{:>6}.{:09} ", t.as_secs(), t.subsec_nanos())?;
         } else {
             write!(out, " ")?;
         }
@@ -676,7 +678,8 @@ fn write_text_report(
     }
     if !intervals {
         let seconds = span.elapsed.as_secs_f64();
-        writeln!(out, "\n {seconds:>15.9} seconds time elapsed\n")?;
+        // perf stat's ` %17.9f`.
+        writeln!(out, "\n {seconds:>17.9} seconds time elapsed\n")?;
     }
     tell_notes(span.notes);
     out.flush()

@@ -822,7 +822,7 @@ fn a_replay_without_intervals_reports_the_whole_recorded_run() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains("     0.300000000 seconds time elapsed"),
+        text.contains("\n       0.300000000 seconds time elapsed\n"),
         "{text}"
     );
     assert!(text.contains(" 6000 "), "{text}");

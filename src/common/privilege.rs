@@ -23,7 +23,7 @@ pub fn is_secure() -> bool {
 /// group is not the caller's. Capabilities are dropped once they have
 /// served, but the identity would stay: every file the program opened
 /// (`trace report --topology /etc/shadow`, `-f DIR`) and the command
-/// cxlstat starts after `--` would be the owner's, root's, for any user.
+/// cxlstat starts after `--` would be the owner's (root's) for any user.
 /// File capabilities (`setcap`) raise what the setup needs and leave the
 /// caller's identity; root itself (the same real and effective user) is
 /// not refused. Out of line: only a run with raised privileges calls it.
@@ -49,8 +49,8 @@ pub fn refuse_set_id() -> Result<(), String> {
     Err(format!(
         "installed set-user-ID or set-group-ID (run by user {ruid}, group {rgid}, as user \
          {euid}, group {egid}): refused, as the files it opens and any command it starts \
-         would be that user's and group's; give it file capabilities instead (setcap, as \
-         its manual says), or run it as root"
+         would be that user's and group's; remove those bits (chmod u-s,g-s) and give it \
+         file capabilities instead (setcap, as its manual says)"
     ))
 }
 
@@ -70,8 +70,8 @@ pub struct Guarded<'a> {
 pub fn refuse_when_secure(secure: bool, options: &[Guarded]) -> Result<(), String> {
     match options.iter().find(|g| secure && g.given) {
         Some(g) => Err(format!(
-            "{}: refused while running with raised privileges (set-user-ID or file \
-             capabilities): it {}; run it without them, as root, or without the option",
+            "{}: refused while running with raised privileges (file capabilities): it {}; \
+             run it without them, as root, or without the option",
             g.option, g.why
         )),
         None => Ok(()),

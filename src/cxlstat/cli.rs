@@ -97,8 +97,9 @@ pub struct Args {
     )]
     pub separator: Option<String>,
     /// Print each event's PMU, perf_event_attr fields and CPU without opening anything;
-    /// the output, interval and CMD are checked as a count would check them, not used
-    /// (no file written, no command run).
+    /// the output options, interval and CMD are checked as a count would check them (CMD
+    /// looked up in PATH), not used: no file is opened (whether --record, --svg or
+    /// --textfile can be written is not tried), no command run.
     #[arg(long)]
     pub dry_run: bool,
     /// Report every INTERVAL (2, 0.5, 250ms)...

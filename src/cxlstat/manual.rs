@@ -116,9 +116,9 @@ pub const SECTIONS: &[Section] = &[
                serves the opening of the events alone: the process is non-dumpable, and \
                drops every capability before it reports or starts a command after --; \
                --sysroot, --replay, --record, --svg and --textfile are refused then. A \
-               set-user-ID or set-group-ID install is refused at the start, for any user \
-               but its owner: the files it opens and the command it starts would be its \
-               owner's.",
+               set-user-ID or set-group-ID install is refused at the start when it would \
+               run as another user or group than the caller's: the files it opens and \
+               the command it starts would be that user's or group's.",
         items: &[],
     },
     Section {

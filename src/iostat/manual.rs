@@ -177,9 +177,8 @@ pub const SECTIONS: &[Section] = &[
                 "/sys/class/block",
                 "--latency with -p: where each partition starts and ends, for the requests \
                  of its disk; read again at each report, and at once when the kernel tells \
-                 of a block device coming or going (a uevent). A device named on the \
-                 command line without a node in /dev (a container): its number, in \
-                 NAME/dev",
+                 of a block device coming or going (a uevent); with --latency, the number \
+                 of a device without a node in /dev (a container), in NAME/dev",
             ),
             (
                 "/sys/kernel/tracing (or /sys/kernel/debug/tracing)",
@@ -224,8 +223,9 @@ pub const SECTIONS: &[Section] = &[
                command: before Linux 6.5 with kernel.unprivileged_bpf_disabled set), \
                effective only while it opens the events of a CPU that comes online. \
                --sysroot, --replay, --record, --svg and --textfile are refused then. A \
-               set-user-ID or set-group-ID install is refused at the start, for any user \
-               but its owner: the files it opens would be its owner's.",
+               set-user-ID or set-group-ID install is refused at the start when it would \
+               run as another user or group than the caller's: the files it opens would \
+               be that user's or group's.",
         items: &[],
     },
     Section {

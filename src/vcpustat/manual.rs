@@ -102,9 +102,10 @@ pub const SECTIONS: &[Section] = &[
                them (/proc/powerpc files of mode 0600), and the Dispatch Trace Log \
                (debugfs), need root: run it as root (sudo). With raised privileges \
                (file capabilities), --sysroot, --replay, --record, --svg and --textfile are \
-               refused. A set-user-ID or set-group-ID install is refused at the start, for \
-               any user but its owner: any user could otherwise switch the statistics, and \
-               the files it opens (trace report --topology FILE) would be its owner's.",
+               refused. A set-user-ID or set-group-ID install is refused at the start when it \
+               would run as another user or group than the caller's: any user could \
+               otherwise switch the statistics, and the files it opens (trace report \
+               --topology FILE) would be that user's or group's.",
         items: &[],
     },
     Section {

@@ -1,10 +1,11 @@
-//! A set-user-ID or set-group-ID copy of each tool refuses to run for
-//! another user, before it reads anything: capabilities are dropped once
+//! A set-user-ID or set-group-ID copy of each tool refuses to run as
+//! another user or group than its caller's, before it reads anything: capabilities are dropped once
 //! they have served, but a set-user-ID root program stayed root, so nobody
 //! could have cxlstat start any command as root (`cxlstat -e EV -- sh`),
 //! read the first line of `/etc/shadow` in vcpustat's error about
 //! `--topology`, or point iostat-rs's `-f` at root's files. Root running
-//! such a copy (the same real and effective user) is not refused. Needs
+//! a copy of root's (the same real and effective user and group) is not
+//! refused; running one of nobody's, it is. Needs
 //! root and setpriv; skips with the reason otherwise, unless CI=true.
 
 use crate::cxlstat_support::copy_executable;
@@ -83,16 +84,7 @@ fn set_id_copies_refuse_to_run_for_another_user() {
             let out = as_nobody(&copy, args);
             let what = format!("{name} {args:?}, mode {mode:o}");
             assert_eq!(out.status.code(), Some(1), "{what}: {}", text(&out.stderr));
-            assert_eq!(
-                text(&out.stderr),
-                format!(
-                    "{name}: installed set-user-ID or set-group-ID (run by {ids}): refused, \
-                     as the files it opens and any command it starts would be that user's and \
-                     group's; give it file capabilities instead (setcap, as its manual says), \
-                     or run it as root\n"
-                ),
-                "{what}"
-            );
+            assert_eq!(text(&out.stderr), refusal(name, ids), "{what}");
             assert_eq!(text(&out.stdout), "", "{what}");
             assert!(!ran.exists(), "{what}: the command after -- ran");
             // Root's own run of the copy is not refused.
@@ -100,4 +92,24 @@ fn set_id_copies_refuse_to_run_for_another_user() {
             assert!(out.status.success(), "{what}, root: {}", text(&out.stderr));
         }
     }
+    // Root running a set-user-ID copy of nobody's would run as nobody.
+    let copy = dir.join("iostat-rs");
+    std::os::unix::fs::chown(&copy, Some(65534), Some(0)).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let out = Command::new(&copy).arg("-V").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        refusal("iostat-rs", "user 0, group 0, as user 65534, group 0")
+    );
+}
+
+/// The line a set-ID run of `name` is refused with.
+fn refusal(name: &str, ids: &str) -> String {
+    format!(
+        "{name}: installed set-user-ID or set-group-ID (run by {ids}): refused, as the files \
+         it opens and any command it starts would be that user's and group's; remove those \
+         bits (chmod u-s,g-s) and give it file capabilities instead (setcap, as its manual \
+         says)\n"
+    )
 }

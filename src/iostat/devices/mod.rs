@@ -140,6 +140,11 @@ struct Rules {
     alt: Option<(String, AltMode)>,
     persistent: Option<String>,
     mapper: bool,
+    /// `--latency`, whose histograms are matched to the devices by their
+    /// numbers: without a node in `/dev`, those of sysfs's `dev` file
+    /// ([`DeviceList::numbers_of`]). Other runs read no file more, so
+    /// recordings made before that file was read still replay.
+    numbers_from_sysfs: bool,
 }
 
 /// The devices of a run and their counters.
@@ -198,6 +203,7 @@ impl DeviceList {
             alt: opts.alt_dir.as_ref().map(|a| (a.path.clone(), a.mode)),
             persistent: opts.persistent.clone(),
             mapper: opts.mapper_names,
+            numbers_from_sysfs: opts.latency,
         };
         let dm_major = if opts.mapper_names {
             device_mapper_major(src)
@@ -968,9 +974,10 @@ mod tests {
         assert_eq!(list.rows(1).next().unwrap().devnum, Some((259, 3)));
     }
 
-    /// With `-p DISK` and no device nodes (a container without devtmpfs),
-    /// a partition's numbers are sysfs's, also once it was deleted and
-    /// added again under new ones.
+    /// With `--latency`, `-p DISK` and no device nodes (a container without
+    /// devtmpfs), a partition's numbers are sysfs's, also once it was
+    /// deleted and added again under new ones; without `--latency`, no
+    /// file more is read (the frames lack them: a read would fail).
     #[test]
     fn partitions_without_nodes_take_their_numbers_from_sysfs() {
         let frame = |minor: u32| -> BTreeMap<String, Entry> {
@@ -988,6 +995,7 @@ mod tests {
                     "read /sys/block/sda/sda1/stat",
                     Entry::Text("1 0 8 0 0 0 0 0 0 0 0\n".into()),
                 ),
+                ("read /sys/block/sda/stat/stat", Entry::Errno(libc::ENOTDIR)),
                 ("devnum /dev/sda1", Entry::Errno(libc::ENOENT)),
                 ("devnum /dev/sda", Entry::Errno(libc::ENOENT)),
                 ("read /sys/class/block/sda/dev", Entry::Text("8:0\n".into())),
@@ -1000,16 +1008,29 @@ mod tests {
             .map(|(key, entry)| (key.to_string(), entry))
             .collect()
         };
-        let mut src = replay_of_frames(vec![frame(1), frame(7)]);
-        let mut list = DeviceList::new(&opts(&["-d", "-p", "sda"]), &src);
         let numbers = |list: &DeviceList, curr: usize| -> Vec<_> {
             list.rows(curr).map(|row| row.devnum).collect()
         };
+        let mut src = replay_of_frames(vec![frame(1), frame(7)]);
+        let mut list = DeviceList::new(&opts(&["-x", "--latency", "-p", "sda"]), &src);
         list.read_sample(&src, 0);
         assert_eq!(numbers(&list, 0), [Some((8, 0)), Some((259, 1))]);
         src.next_sample().unwrap();
         list.read_sample(&src, 1);
         assert_eq!(numbers(&list, 1), [Some((8, 0)), Some((259, 7))]);
+        src.check_answered().unwrap();
+        let frames = vec![frame(1), frame(7)]
+            .into_iter()
+            .map(|mut f| {
+                f.retain(|key, _| !key.ends_with("/dev"));
+                f
+            })
+            .collect();
+        let src = replay_of_frames(frames);
+        let mut list = DeviceList::new(&opts(&["-x", "-p", "sda"]), &src);
+        list.read_sample(&src, 0);
+        assert_eq!(numbers(&list, 0), [None, None]);
+        assert!(src.check_answered().is_ok(), "a file more was read");
     }
 
     #[test]

@@ -329,12 +329,14 @@ impl DeviceList {
     }
 
     /// The numbers of block device `name` now: its node's, or without a
-    /// node (a container without devtmpfs) those of its sysfs `dev` file
-    /// (`MAJOR:MINOR`). Without that file, a partition deleted and added
-    /// again kept its first numbers, which no longer named it.
+    /// node (a container without devtmpfs) and with `--latency`, those of
+    /// its sysfs `dev` file (`MAJOR:MINOR`). Without that file, a partition
+    /// deleted and added again kept its first numbers, which no longer
+    /// named it, and its requests were measured for none.
     pub(super) fn numbers_of(&mut self, src: &dyn Source, name: &str) -> Option<(u32, u32)> {
-        if let Ok(numbers) = src.device_number(&node_path(name)) {
-            return Some(numbers);
+        let node = src.device_number(&node_path(name));
+        if node.is_ok() || !self.rules.numbers_from_sysfs {
+            return node.ok();
         }
         let mut buf = std::mem::take(&mut self.buf);
         let numbers = src

@@ -127,7 +127,9 @@ pub struct Replay {
 /// device (one `/proc/diskstats` for all with `-p ALL`), so this serves
 /// the sysfs statistics of 250,000 devices at four each; a replay of a
 /// frame of 990,000 inputs peaked at 409 MB (release build), and 1.1
-/// million are refused at 454 MB.
+/// million are refused at 454 MB. A frame is refused once read: one
+/// frame near the 64 MiB line limit (2.5 million inputs) peaked at 745 MB
+/// before its refusal.
 pub const MOST_INPUTS: usize = 1_000_000;
 
 impl Replay {

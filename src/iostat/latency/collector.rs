@@ -887,7 +887,13 @@ impl Collector {
     /// which its histograms are to match: the requests completed from now
     /// on are the next report's ([`Tracker::set_horizon`]), whenever they
     /// are drained. Call it just before the counters are read, then
-    /// [`Collector::take`].
+    /// [`Collector::take`]. One moment cannot be both before and after the
+    /// read: a request completed while the counters are read (between this
+    /// mark and the read of its device's file, a few microseconds for
+    /// `/proc/diskstats`, the named devices' `stat` files before its own
+    /// otherwise) is in those counters and in the next report's
+    /// histograms. Marked after the read, the window was the lock, the
+    /// partition table and the drains (up to 0.1 s on a loaded machine).
     pub fn counters_read_next(&self) {
         self.asked.store(monotonic_ns(), Ordering::SeqCst);
     }

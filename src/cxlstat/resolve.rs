@@ -152,7 +152,7 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 if word.is_some_and(|w| find_event(&pmus[pmu], w).is_none()) {
                     continue;
                 }
-                if let Some(attr) = resolve_on(&pmus[pmu], &member.terms, &member.label)? {
+                if let Some(attr) = resolve_on(&pmus[pmu], &member.terms, &member.written)? {
                     resolved.push(ResolvedEvent {
                         pmu,
                         label: member.label.clone(),
@@ -337,7 +337,8 @@ fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
 }
 
 /// Resolves one specification on one PMU. `Ok(None)` when a named event is
-/// not offered by this PMU.
+/// not offered by this PMU. `label` is the specification as written
+/// ([`super::spec::EventSpec::written`]), which errors quote.
 pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<EventAttr>, CxlError> {
     let mut attr = EventAttr {
         perf_type: pmu.perf_type,

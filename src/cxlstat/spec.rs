@@ -23,6 +23,9 @@ pub struct EventSpec {
     pub label: String,
     /// True when `label` is a `name=` term's: shown as it is, never as `PMU/label/`.
     pub named: bool,
+    /// The terms as written, `name=` included, without the PMU: what
+    /// messages about the specification quote.
+    pub written: String,
 }
 
 /// A comma-list item: one event alone, or a `{...}` group.
@@ -146,6 +149,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                 pmu: Some(pmu.to_string()),
                 named: name.is_some(),
                 label: name.unwrap_or_else(|| inner.trim().to_string()),
+                written: inner.trim().to_string(),
                 terms,
             });
             raw_run = false;
@@ -163,6 +167,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                     pmu: None,
                     label: item.to_string(),
                     named: false,
+                    written: item.to_string(),
                     terms: vec![term],
                 }),
             }
@@ -179,6 +184,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                 pmu: None,
                 label: term.name.clone(),
                 named: false,
+                written: (*item).to_string(),
                 terms: vec![term],
             });
             raw_run = false;
@@ -282,6 +288,7 @@ fn join_raw(last: &mut EventSpec, terms: &[Term], label: &str) -> Result<(), Str
     }
     last.terms.extend(terms.iter().cloned());
     last.label = format!("{},{label}", last.label);
+    last.written = last.label.clone();
     Ok(())
 }
 

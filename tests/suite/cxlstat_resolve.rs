@@ -257,6 +257,15 @@ fn a_specification_without_an_event_is_refused_with_the_reason() {
         ("threshold=2", "cxl_pmu_mem0.0/threshold=2/"),
         ("cxl_pmu_mem0.0//", "cxl_pmu_mem0.0//"),
         ("cxl_pmu_mem0.0/ /", "cxl_pmu_mem0.0//"),
+        // The terms as written, not the name= given.
+        (
+            "cxl_pmu_mem0.0/name=clock_ticks/",
+            "cxl_pmu_mem0.0/name=clock_ticks/",
+        ),
+        (
+            "cxl_pmu_mem0.0/threshold=3,name=x/",
+            "cxl_pmu_mem0.0/threshold=3,name=x/",
+        ),
     ] {
         assert_eq!(
             refusal(&pmus, spec),

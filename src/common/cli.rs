@@ -381,33 +381,57 @@ pub fn option_for_a_value(
     format!("{typed} {value}: expected {expected}, found an option ({written})")
 }
 
-/// clap's "a value is required for '--record <FILE>' but none was
-/// supplied" where an option followed (`--record -n`), in the words of
-/// [`option_for_a_value`]: a value was there, only one clap takes for the
-/// next option. `args` is the command line, `command` the tool's.
+/// An option followed by another where its value was expected, in the
+/// words of [`option_for_a_value`]: clap says "a value is required for
+/// '--record <FILE>' but none was supplied" (`--record -n`, where a value
+/// was there, only one clap takes for the next option), or "unexpected
+/// argument '-Q'" when that option is none of the tool's. `args` is the
+/// command line, `command` the tool's.
 fn option_taken_for_a_value(
     err: &clap::Error,
     args: &[String],
     command: &clap::Command,
 ) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if err.kind() != ErrorKind::InvalidValue {
-        return None;
-    }
     let Some(ContextValue::String(shown)) = err.get(ContextKind::InvalidArg) else {
         return None;
     };
-    let (long, value_name) = shown.strip_prefix("--")?.split_once(' ')?;
-    let arg = find_long(command, long)?;
-    let short = arg.get_short().map(|c| format!("-{c}"));
-    let long = format!("--{long}");
-    let words: Vec<&String> = args.iter().skip(1).take_while(|a| *a != "--").collect();
-    let (typed, value) = words.windows(2).find_map(|w| {
-        let option = *w[0] == long || Some(w[0]) == short.as_ref();
-        let option_like = w[1].starts_with('-') && *w[1] != "-";
-        (option && option_like).then_some((w[0], w[1]))
-    })?;
-    let value_name = value_name.trim_start_matches('<').trim_end_matches('>');
+    let mut command = command.clone();
+    command.build();
+    let words = args.iter().take_while(|a| *a != "--").count();
+    // The option, and the word after it that clap took for an option.
+    let (arg, typed, value) = match err.kind() {
+        ErrorKind::InvalidValue => {
+            let long = shown.strip_prefix("--")?.split_once(' ')?.0;
+            let arg = find_long(&command, long)?;
+            // The first place where the command line, cut after the word
+            // that follows the option, fails as the whole one did: clap
+            // takes some words that begin with `-` as values (`-1`, where
+            // a negative number may come), and the option may be given
+            // more than once.
+            let at = (2..words).find(|&i| {
+                names(arg, &args[i - 1])
+                    && args[i].starts_with('-')
+                    && command
+                        .clone()
+                        .try_get_matches_from(&args[..=i])
+                        .is_err_and(|e| {
+                            e.kind() == ErrorKind::InvalidValue
+                                && e.get(ContextKind::InvalidArg)
+                                    == Some(&ContextValue::String(shown.clone()))
+                        })
+            })?;
+            (arg, &args[at - 1], &args[at])
+        }
+        ErrorKind::UnknownArgument => {
+            let at = (2..words).find(|&i| args[i] == *shown)?;
+            let arg = find_typed(&command, &args[at - 1])?;
+            (arg, &args[at - 1], &args[at])
+        }
+        _ => return None,
+    };
+    let long = format!("--{}", arg.get_long()?);
+    let value_name = arg.get_value_names()?.first()?.to_string();
     let names_a_file = matches!(
         arg.get_value_hint(),
         clap::ValueHint::FilePath | clap::ValueHint::DirPath | clap::ValueHint::AnyPath
@@ -415,7 +439,7 @@ fn option_taken_for_a_value(
     // "a FILE", as iostat-rs says; "EVENTS", "N", "LIST" alone.
     let expected = match names_a_file {
         true => format!("a {value_name}"),
-        false => value_name.to_string(),
+        false => value_name,
     };
     Some(option_for_a_value(
         typed,
@@ -424,6 +448,31 @@ fn option_taken_for_a_value(
         &expected,
         names_a_file,
     ))
+}
+
+/// Whether `word` is `arg` as typed: its long name or its short one.
+fn names(arg: &clap::Arg, word: &str) -> bool {
+    match word.strip_prefix("--") {
+        Some(long) => arg.get_long() == Some(long),
+        None => word
+            .strip_prefix('-')
+            .and_then(|short| short.parse::<char>().ok())
+            .is_some_and(|short| arg.get_short() == Some(short)),
+    }
+}
+
+/// The argument of `command` (or of a subcommand) that `word` names, if it
+/// needs a value (`--list-events [PMU]` does not: an unknown option after
+/// it is just that).
+fn find_typed<'a>(command: &'a clap::Command, word: &str) -> Option<&'a clap::Arg> {
+    command
+        .get_arguments()
+        .find(|a| names(a, word) && a.get_num_args().is_some_and(|n| n.min_values() > 0))
+        .or_else(|| {
+            command
+                .get_subcommands()
+                .find_map(|sub| find_typed(sub, word))
+        })
 }
 
 /// The argument of `command` or of one of its subcommands whose long name

@@ -177,7 +177,7 @@ fn a_sysroot_that_is_not_a_directory_is_named_by_every_tool() {
 /// of `--record -n` that no value was supplied, iostat-rs what it found.
 #[test]
 fn an_option_where_a_value_was_expected_is_told_alike() {
-    let runs: [(&str, &[&str], &str); 5] = [
+    let runs: [(&str, &[&str], &str); 9] = [
         (
             env!("CARGO_BIN_EXE_iostat-rs"),
             &["--record", "-d", "1", "1"],
@@ -207,6 +207,32 @@ fn an_option_where_a_value_was_expected_is_told_alike() {
             &["-e", "-a", "1"],
             "-e -a: expected EVENTS, found an option (a value that starts with - is written \
              --event=-a)",
+        ),
+        // The second -e, which clap refused: it takes -1 as a value.
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &["-e", "-1", "-e", "-a"],
+            "-e -a: expected EVENTS, found an option (a value that starts with - is written \
+             --event=-a)",
+        ),
+        // An option none of the tool's, which clap names alone.
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["--record", "-Q"],
+            "--record -Q: expected a FILE, found an option (a name that starts with - is \
+             written ./-Q or --record=-Q)",
+        ),
+        (
+            env!("CARGO_BIN_EXE_vcpustat"),
+            &["trace", "record", "-w", "-Q"],
+            "-w -Q: expected a FILE, found an option (a name that starts with - is written \
+             ./-Q or --write=-Q)",
+        ),
+        // After an option whose value may be left out, it is unknown.
+        (
+            env!("CARGO_BIN_EXE_cxlstat"),
+            &["--list-events", "-Q"],
+            "unexpected argument '-Q' found (see 'cxlstat --help')",
         ),
     ];
     for (program, args, message) in runs {

@@ -170,7 +170,7 @@ fn roff_synopsis(cmd: &Command) -> String {
                 value
             };
             if arg.is_last_set() {
-                format!("[\\fB\\-\\-\\fR {value}]")
+                format!("[\\fB\\-\\-\\fR\\ {value}]")
             } else if arg.is_required_set() {
                 value
             } else {
@@ -192,9 +192,9 @@ fn roff_synopsis(cmd: &Command) -> String {
             } else if arg.is_require_equals_set() {
                 format!("{flag}={value}")
             } else if values.min_values() == 0 {
-                format!("{flag} [{value}]")
+                format!("{flag}\\ [{value}]")
             } else {
-                format!("{flag} {value}")
+                format!("{flag}\\ {value}")
             };
             if arg.is_required_set() {
                 with_value
@@ -204,7 +204,8 @@ fn roff_synopsis(cmd: &Command) -> String {
         };
         words.push(word);
     }
-    // Not hyphenated: an option split at a line's end reads as two.
+    // Not hyphenated, and an option kept with its value (`\\ `): split at
+    // a line's end, they read as two.
     let mut out = format!(".SH SYNOPSIS\n.nh\n{}\n", words.join(" "));
     for sub in cmd
         .get_subcommands()

@@ -301,6 +301,17 @@ fn chart_option_conflict(opts: &Options) -> Option<String> {
         if exposing {
             return Some(chart::SVG_WITH_EXPOSITIONS.to_string());
         }
+        if !opts.show_disk {
+            let option = match (opts.svg_top, &opts.svg_sort) {
+                (Some(_), _) => "--svg-top",
+                (None, Some(_)) => "--svg-sort",
+                (None, None) => return None,
+            };
+            return Some(format!(
+                "{option} chooses the devices the charts draw, and the CPU report (-c) \
+                 charts none"
+            ));
+        }
         return super::render_svg::check_sort(opts).err();
     }
     let option = if opts.svg_top.is_some() {

@@ -170,12 +170,13 @@ fn charted(opts: &Options) -> Result<(Report, Vec<Metric>, usize), String> {
     Ok((report, metrics, sort))
 }
 
-/// Every column `--svg-sort` names in some report (in kilobytes, the
-/// default unit), with its panel's title: what completion offers.
+/// Every column `--svg-sort` names in some report and unit (-k, -m, -G),
+/// with its panel's title: what completion offers.
 pub fn sort_columns() -> Vec<(String, String)> {
     let mut columns: Vec<(String, String)> = Vec::new();
     for report in [Report::Extended, Report::ExtendedShort, Report::Basic] {
-        for m in metrics(report, Unit::Kilobytes) {
+        let units = [Unit::Kilobytes, Unit::Megabytes, Unit::Gigabytes];
+        for m in units.into_iter().flat_map(|unit| metrics(report, unit)) {
             if !columns.iter().any(|(name, _)| *name == m.name) {
                 let title = m.title.split_once(": ").map_or("", |(_, title)| title);
                 let title = title.to_string();

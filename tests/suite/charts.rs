@@ -329,6 +329,26 @@ fn iostat_refuses_a_sort_column_the_report_does_not_have() {
          kB_read/s, kB_wrtn/s, kB_dscd/s)\n"
     );
     assert!(!svg.exists() && !rec.exists());
+    // The CPU report charts no device to choose.
+    let out = Command::new(IOSTAT)
+        .args([
+            "-c",
+            "--svg",
+            svg.to_str().unwrap(),
+            "--svg-sort",
+            "tps",
+            "1",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "iostat-rs: --svg-sort chooses the devices the charts draw, and the CPU report (-c) \
+         charts none\n"
+    );
+    assert!(!svg.exists());
 }
 
 #[test]

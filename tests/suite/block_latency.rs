@@ -1741,7 +1741,20 @@ fn reads_while_a_report_is_held_up_are_in_the_next() {
     )
     .unwrap();
     let gdb_log = Removed::temp("held-gdb-log");
-    let iostat = watch_latency(&lo.name);
+    // Reports every 0.2 s: what is measured does not depend on it (each
+    // burst is read while the report waits), and six take 1.2 s.
+    let iostat = watch(
+        namespace::command(
+            MOUNT_TRACEFS,
+            IOSTAT,
+            &["-x", "--latency", "-o", "ndjson", "0.2", &lo.name],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iostat-rs starts"),
+        b"\n",
+    );
     await_first_report(&iostat, Duration::from_secs(60));
     let mut gdb = KillOnDrop(
         Command::new("gdb")

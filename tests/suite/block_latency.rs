@@ -316,12 +316,12 @@ fn await_report_from_now(w: &Watched, limit: Duration) -> String {
     reports
 }
 
-/// `iostat-rs -x --latency -o ndjson 0.5 device`, running.
-fn watch_latency(device: &str) -> Watched {
+/// `iostat-rs -x --latency -o ndjson INTERVAL device`, running.
+fn watch_latency(device: &str, interval: &str) -> Watched {
     let iostat = namespace::command(
         MOUNT_TRACEFS,
         IOSTAT,
-        &["-x", "--latency", "-o", "ndjson", "0.5", device],
+        &["-x", "--latency", "-o", "ndjson", interval, device],
     )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
@@ -547,7 +547,7 @@ fn measure(name: &str, delays: Delays, ios: u32) -> Measured {
     let lo = Loop::attach(&disk.file());
     let script = bpftrace_script(lo.dev);
     let (mut bpf, bpf_lines) = bpftrace_attached(&script);
-    let iostat = watch_latency(&lo.name);
+    let iostat = watch_latency(&lo.name, "0.5");
     let expo = namespace::command(
         MOUNT_TRACEFS,
         IOSTAT,
@@ -1552,7 +1552,7 @@ fn without_locked_memory_the_small_ring_measures() {
                 .status();
         }
     });
-    let forwarded = watch_latency(&lo.name);
+    let forwarded = watch_latency(&lo.name, "0.5");
     await_first_report(&forwarded, Duration::from_secs(60));
     let child = unprivileged_small_ring(&["-x", "--latency", "-o", "JSON", "1", "3", &lo.name])
         .stdout(Stdio::piped())
@@ -1633,16 +1633,7 @@ fn reads_just_before_a_report_are_in_it() {
     let image = Removed::temp("edge");
     std::fs::write(&image, vec![0u8; 8 << 20]).unwrap();
     let lo = Loop::attach(&image);
-    let iostat = namespace::command(
-        MOUNT_TRACEFS,
-        IOSTAT,
-        &["-x", "--latency", "-o", "ndjson", "0.2", &lo.name],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("iostat-rs starts");
-    let iostat = watch(iostat, b"\n");
+    let iostat = watch_latency(&lo.name, "0.2");
     await_first_report(&iostat, Duration::from_secs(60));
     let disk = std::fs::OpenOptions::new()
         .read(true)
@@ -1743,18 +1734,7 @@ fn reads_while_a_report_is_held_up_are_in_the_next() {
     let gdb_log = Removed::temp("held-gdb-log");
     // Reports every 0.2 s: what is measured does not depend on it (each
     // burst is read while the report waits), and six take 1.2 s.
-    let iostat = watch(
-        namespace::command(
-            MOUNT_TRACEFS,
-            IOSTAT,
-            &["-x", "--latency", "-o", "ndjson", "0.2", &lo.name],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("iostat-rs starts"),
-        b"\n",
-    );
+    let iostat = watch_latency(&lo.name, "0.2");
     await_first_report(&iostat, Duration::from_secs(60));
     let mut gdb = KillOnDrop(
         Command::new("gdb")
@@ -2081,7 +2061,7 @@ fn fsync_counts_a_write_the_device_never_sees() {
         "write back",
         "a writable loop device has a write-back cache"
     );
-    let iostat = watch_latency(&lo.name);
+    let iostat = watch_latency(&lo.name, "0.5");
     await_first_report(&iostat, Duration::from_secs(60));
     let before = kernel_stat(&lo.name);
     let disk = std::fs::OpenOptions::new()
@@ -2243,7 +2223,7 @@ const DEPTH_ATTEMPTS: usize = 4;
 fn one_request_at_a_time_reports() -> (String, Output) {
     let (image, lo, fio) = reading_one_at_a_time("depth");
     let name = lo.name.clone();
-    let iostat = watch_latency(&name);
+    let iostat = watch_latency(&name, "0.5");
     await_first_report(&iostat, Duration::from_secs(60));
     await_reports_from_now(&iostat, Duration::from_secs(30));
     await_reports_from_now(&iostat, Duration::from_secs(30));
@@ -2382,7 +2362,7 @@ fn bursts_of_lost_completions_stay_out_of_the_depth() {
     let name = lo.name.clone();
     let affinity = RqAffinity::force_on_issuer(&name);
     let (mut bpf, _bpf_lines) = bpftrace_attached(HOLDS_THE_CPU_IN_BPF);
-    let iostat = watch_latency(&name);
+    let iostat = watch_latency(&name, "0.5");
     await_first_report(&iostat, Duration::from_secs(60));
     // Each burst across a report's end (0.35 to 0.65 s after a report of
     // 0.5 s was printed): 8, and more while the reports count fewer than

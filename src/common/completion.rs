@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use clap::ValueHint;
 use clap_complete::engine::ValueCompleter;
 use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
-use clap_complete::{ArgValueCompleter, CompletionCandidate, PathCompleter};
+use clap_complete::{ArgValueCandidates, ArgValueCompleter, CompletionCandidate, PathCompleter};
 
 use crate::common::natural::natural_order;
 
@@ -56,15 +56,46 @@ pub fn answer_if_asked(command: fn() -> clap::Command) {
 #[inline(never)]
 fn complete(command: fn() -> clap::Command, bash: bool) {
     let factory = move || {
+        let command = with_values_after_equals(command());
         if bash {
-            with_plain_paths(command())
+            with_plain_paths(command)
         } else {
-            command()
+            command
         }
     };
     clap_complete::CompleteEnv::with_factory(factory)
         .var(VARIABLE)
         .complete();
+}
+
+/// `command` with each option whose value must follow `=` (iostat-rs's
+/// `--dec=N`, as sysstat takes it) made a flag that still completes
+/// `--dec=N`: clap_complete ignores `require_equals`, and offered values
+/// after `--dec ` (a space), which the program then refuses.
+fn with_values_after_equals(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            if !arg.is_require_equals_set() {
+                return arg;
+            }
+            let values: Vec<(String, Option<clap::builder::StyledStr>)> = arg
+                .get_possible_values()
+                .iter()
+                .map(|v| (v.get_name().to_string(), v.get_help().cloned()))
+                .collect();
+            let candidates = move || {
+                values
+                    .iter()
+                    .map(|(name, help)| CompletionCandidate::new(name).help(help.clone()))
+                    .collect::<Vec<_>>()
+            };
+            arg.require_equals(false)
+                .num_args(0)
+                .action(clap::ArgAction::SetTrue)
+                .value_parser(clap::value_parser!(bool))
+                .add(ArgValueCandidates::new(candidates))
+        })
+        .mut_subcommands(with_values_after_equals)
 }
 
 /// `command` with every path-valued option (and those of its subcommands)

@@ -197,6 +197,20 @@ fn enumerated_values_complete_in_every_shell() {
             );
         }
         assert_eq!(columns.len(), 27, "{shell}: {columns:?}");
+        // --dec takes its value after `=` only, as sysstat: nothing for
+        // `--dec 1` (a space), which iostat-rs refuses.
+        let after_space = complete(None, shell, "iostat-rs", &["iostat-rs", "--dec", ""]);
+        assert!(
+            !after_space
+                .iter()
+                .any(|c| ["0", "1", "2"].contains(&c.as_str())),
+            "{shell}: {after_space:?}"
+        );
+        assert_eq!(
+            complete(None, shell, "iostat-rs", &["iostat-rs", "--dec="]),
+            ["--dec=0", "--dec=1", "--dec=2"],
+            "{shell}"
+        );
         for option in ["-o", "--output"] {
             assert_eq!(
                 complete(None, shell, "vcpustat", &["vcpustat", option, ""]),

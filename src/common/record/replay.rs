@@ -130,7 +130,7 @@ pub struct Replay {
 /// million are refused at 454 MB. A frame is refused once read: one
 /// frame near the 64 MiB line limit (2.5 million inputs) peaked at 745 MB
 /// before its refusal.
-pub const MOST_INPUTS: usize = 1_000_000;
+const MOST_INPUTS: usize = 1_000_000;
 
 impl Replay {
     /// Loads the recording at `path` that `tool` made, checking every line
@@ -180,7 +180,8 @@ impl Replay {
         let held: Vec<_> = frames.into_iter().map(|frame| (None, frame)).collect();
         let mut replay = Replay::with_frames(header, Frames::Held(held.into_iter()));
         if let Ok(Some(first)) = replay.upcoming.next() {
-            // As the frames are in memory, they were counted already.
+            // Frames made in memory (tests, converters): the first is taken
+            // whatever the number of its inputs; the next are held to it.
             let _ = replay.apply(first);
         }
         replay

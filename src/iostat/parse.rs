@@ -294,6 +294,13 @@ pub fn parse_diskstats_line(line: &[u8]) -> Option<DiskstatsLine<'_>> {
     diskstats_head(line)?.parse()
 }
 
+/// The device numbers of a sysfs `dev` file (`MAJOR:MINOR` and a newline),
+/// if it holds them.
+pub fn parse_dev_numbers(text: &[u8]) -> Option<(u32, u32)> {
+    let (major, minor) = std::str::from_utf8(text).ok()?.trim().split_once(':')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
 /// Parses `/proc/uptime` into hundredths of a second the way sysstat does
 /// (`"%lu.%lu"`, `sec * 100 + frac`, the fraction read as an integer).
 pub fn parse_uptime(text: &[u8]) -> Option<u64> {

@@ -10,7 +10,7 @@
 
 use crate::cxlstat_support::{copy_executable, scratch, software_tree};
 use crate::file_capabilities::{
-    AS_NOBODY, Measuring, as_nobody_in_namespace, capabilities, copy_with_capabilities, quoted,
+    Measuring, as_nobody, as_nobody_in_namespace, capabilities, copy_with_capabilities, quoted,
     take_perf_descriptor_as_nobody,
 };
 use crate::skip;
@@ -41,16 +41,6 @@ fn can_run(test: &str) -> bool {
         None
     };
     skip::runs_unless(test, reason)
-}
-
-/// `binary args` as `nobody`, to its end.
-fn as_nobody(binary: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("/usr/bin/setpriv")
-        .args(AS_NOBODY)
-        .arg(binary)
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// `binary args` as `nobody`, in a private mount namespace whose `/sys` is

@@ -10,12 +10,22 @@ use crate::procstate::{KillOnDrop, perf_descriptors, wait_with_timeout};
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
 /// setpriv's options that make the rest of its command nobody's: user and
 /// group 65534, no supplementary groups.
 pub const AS_NOBODY: [&str; 3] = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+
+/// `binary args` as nobody, to its end.
+pub fn as_nobody(binary: &Path, args: &[&str]) -> Output {
+    Command::new("/usr/bin/setpriv")
+        .args(AS_NOBODY)
+        .arg(binary)
+        .args(args)
+        .output()
+        .unwrap()
+}
 
 /// Copies `program` to `to` and gives the copy the file capabilities
 /// `given` (setcap's words, e.g. `cap_perfmon+ep`).

@@ -9,13 +9,13 @@
 //! root and setpriv; skips with the reason otherwise, unless CI=true.
 
 use crate::cxlstat_support::copy_executable;
-use crate::file_capabilities::AS_NOBODY;
+use crate::file_capabilities::as_nobody;
 use crate::scratch::scratch;
 use crate::skip;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 const IOSTAT: &str = env!("CARGO_BIN_EXE_iostat-rs");
 const VCPUSTAT: &str = env!("CARGO_BIN_EXE_vcpustat");
@@ -31,16 +31,6 @@ fn unavailable() -> Option<String> {
         return Some("setpriv is not installed (Debian: apt-get install util-linux)".into());
     }
     None
-}
-
-/// `program args` run by nobody.
-fn as_nobody(program: &Path, args: &[&str]) -> Output {
-    Command::new("setpriv")
-        .args(AS_NOBODY)
-        .arg(program)
-        .args(args)
-        .output()
-        .expect("setpriv runs")
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -9,7 +9,8 @@ use super::super::lookup::{NameIndex, PositionHints};
 use super::super::model::looks_readded;
 use super::super::names::node_path;
 use super::super::parse::{
-    DiskCounters, StatFormat, diskstats_head, parse_diskstats_line, parse_sysfs_stat,
+    DiskCounters, StatFormat, diskstats_head, parse_dev_numbers, parse_diskstats_line,
+    parse_sysfs_stat,
 };
 use super::{DeviceList, Entry, EntryKind, PROC_DISKSTATS, SYS_BLOCK, SYS_DEV_BLOCK};
 
@@ -342,8 +343,7 @@ impl DeviceList {
         let numbers = src
             .read_into(&format!("/sys/class/block/{name}/dev"), &mut buf)
             .ok()
-            .and_then(|()| std::str::from_utf8(&buf).ok()?.trim_end().split_once(':'))
-            .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)));
+            .and_then(|()| parse_dev_numbers(&buf));
         self.buf = buf;
         numbers
     }

@@ -1299,9 +1299,8 @@ fn partition_table() -> HashMap<Dev, Vec<Partition>> {
         fs::read_to_string(path).ok()?.trim().parse().ok()
     };
     let devnum = |path: std::path::PathBuf| -> Option<Dev> {
-        let text = fs::read_to_string(path).ok()?;
-        let (major, minor) = text.trim().split_once(':')?;
-        Some(dev_of(major.parse().ok()?, minor.parse().ok()?))
+        let (major, minor) = crate::iostat::parse::parse_dev_numbers(&fs::read(path).ok()?)?;
+        Some(dev_of(major, minor))
     };
     for entry in entries.flatten() {
         let Ok(dir) = fs::canonicalize(entry.path()) else {

@@ -5,9 +5,11 @@
 //! and the words typed so far; the program answers from the same clap
 //! definition that makes `--help` and the man page, so the three cannot
 //! drift, and values known only at completion time (the CXL PMUs and block
-//! devices present now) complete as well.
+//! devices present now, in the tree of a typed `--sysroot` when there is
+//! one) complete as well.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
 
 use clap::ValueHint;
 use clap_complete::engine::ValueCompleter;
@@ -179,12 +181,41 @@ pub fn script(shell: &str, name: &str) -> std::io::Result<Vec<u8>> {
     Ok(script)
 }
 
-/// Candidates from the entries of a live directory whose names start with
-/// `prefix`, in [`natural_order`] as the listings show them (bash keeps
+/// The `--sysroot` of the command line being completed, so that the names
+/// offered are those of the tree the run will read: the last one given
+/// before the words end or `--` ends the options. `args` are the program's
+/// own, as the scripts call it (`PROGRAM -- PROGRAM WORD... CURRENT`). A
+/// leading `~/` is the home directory: the shells pass the words as typed.
+fn typed_sysroot(args: impl Iterator<Item = OsString>) -> Option<PathBuf> {
+    let mut words = args.skip_while(|word| word != "--").skip(2);
+    let mut root = None;
+    while let Some(word) = words.next() {
+        if word == "--" {
+            break;
+        } else if word == "--sysroot" {
+            root = words.next();
+        } else if let Some(value) = word.to_str().and_then(|w| w.strip_prefix("--sysroot=")) {
+            root = Some(value.into());
+        }
+    }
+    let root = PathBuf::from(root?);
+    match (root.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => Some(PathBuf::from(home).join(rest)),
+        _ => Some(root),
+    }
+}
+
+/// Candidates from the entries of a directory of the live system (`dir`,
+/// absolute), or of the tree a typed `--sysroot` names, whose names start
+/// with `prefix`, in [`natural_order`] as the listings show them (bash keeps
 /// the order). Names a shell could misread (anything beyond letters,
 /// digits and `._:-`) are left out: they come from the kernel, and a
 /// completion must never inject text into the command line.
 pub fn directory_candidates(dir: &str, prefix: &str) -> Vec<CompletionCandidate> {
+    let dir = match typed_sysroot(std::env::args_os()) {
+        Some(root) => root.join(dir.trim_start_matches('/')),
+        None => PathBuf::from(dir),
+    };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -225,6 +256,42 @@ mod tests {
         assert_eq!(
             found,
             ["cxl_pmu_mem1.0", "cxl_pmu_mem2.0", "cxl_pmu_mem10.0"]
+        );
+    }
+
+    #[test]
+    fn the_typed_sysroot_is_the_last_before_the_options_end() {
+        let typed = |words: &[&str]| {
+            typed_sysroot(words.iter().map(OsString::from)).map(|p| p.display().to_string())
+        };
+        let program = ["cxlstat", "--", "cxlstat"];
+        let line = |rest: &[&'static str]| [&program[..], rest].concat();
+        assert_eq!(typed(&line(&["-e", ""])), None);
+        assert_eq!(
+            typed(&line(&["--sysroot", "/t", "-e", ""])).as_deref(),
+            Some("/t")
+        );
+        assert_eq!(
+            typed(&line(&["--sysroot=/a", "--sysroot", "b", "-e", ""])).as_deref(),
+            Some("b")
+        );
+        // After `--`, the words are the command's.
+        assert_eq!(
+            typed(&line(&["-e", "x", "--", "cmd", "--sysroot", "/t", ""])),
+            None
+        );
+        // The program's own name is not a word of the line.
+        assert_eq!(typed(&["--sysroot", "--", "--sysroot=/p", ""]), None);
+        let home = std::env::var("HOME").unwrap_or_default();
+        if !home.is_empty() {
+            assert_eq!(
+                typed(&line(&["--sysroot", "~/tree", ""])),
+                Some(format!("{}/tree", home.trim_end_matches('/')))
+            );
+        }
+        assert_eq!(
+            typed(&line(&["--sysroot", "~other/tree", ""])).as_deref(),
+            Some("~other/tree")
         );
     }
 

@@ -397,3 +397,38 @@ fn bash_completes_only_paths_it_cannot_misread() {
     }
     assert!(!dir.join("pwned").exists());
 }
+
+/// With `--sysroot` on the command line, the names offered are those of
+/// the tree the run will read: they came from the live system, which the
+/// run then does not look at.
+#[test]
+fn names_come_from_the_typed_sysroot() {
+    let Some(shells) = shells("names_come_from_the_typed_sysroot") else {
+        return;
+    };
+    let tree = crate::scratch::scratch("completion-sysroot");
+    let pmu = tree.join("sys/bus/event_source/devices/cxl_pmu_mem7.0/events");
+    std::fs::create_dir_all(&pmu).unwrap();
+    std::fs::write(pmu.join("tree_only_event"), "").unwrap();
+    std::fs::create_dir_all(tree.join("sys/block/vdtree")).unwrap();
+    let root = tree.to_str().unwrap();
+    let with_equals = format!("--sysroot={root}");
+    for shell in shells {
+        for before in [vec!["--sysroot", root], vec![with_equals.as_str()]] {
+            let line = |rest: &[&'static str]| -> Vec<String> {
+                let program = [rest[0]];
+                let words: Vec<&str> = [&program[..], &before[..], &rest[1..]].concat();
+                complete(None, shell, rest[0], &words)
+            };
+            assert_eq!(
+                line(&["cxlstat", "--pmu", ""]),
+                ["cxl_pmu_mem7.0"],
+                "{shell}"
+            );
+            assert_eq!(line(&["cxlstat", "-e", ""]), ["tree_only_event"], "{shell}");
+            let mut devices = line(&["iostat-rs", "-x", ""]);
+            devices.retain(|word| !word.starts_with('-'));
+            assert_eq!(devices, ["vdtree", "ALL"], "{shell}");
+        }
+    }
+}

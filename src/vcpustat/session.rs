@@ -19,6 +19,9 @@
 //! * the file's text says what runs switched ([`Shared`]), to be undone by
 //!   the last of them to end.
 //!
+//! * byte 2 is held by a `trace record --events` run while it has
+//!   `dtl_event_mask` set ([`EventMaskLock`]).
+//!
 //! A record no reporting run holds any more was left by runs that ended
 //! without undoing (killed): it is dropped with a note, and what it held
 //! stays as it is, as the run that was killed left it.
@@ -43,6 +46,9 @@ pub const MUTEX_WAIT: Duration = Duration::from_secs(5);
 const MUTEX_BYTE: i64 = 0;
 /// The lock byte every reporting run holds shared.
 const MEMBER_BYTE: i64 = 1;
+/// The lock byte a `trace record` run holds from reading `dtl_event_mask`
+/// until it has put it back.
+const EVENT_MASK_BYTE: i64 = 2;
 /// The record's size: its lines, then newlines. One write of this size
 /// replaces a record whole, so no run killed in the middle of a write
 /// leaves half of one.
@@ -330,6 +336,31 @@ impl Session {
             self.file.set_len(RECORD_BYTES as u64).map_err(in_path)?;
         }
         Ok(())
+    }
+}
+
+/// Held by a `trace record` run from reading `dtl_event_mask` until it has
+/// put it back, its rings open: the mask is one for every ring, and two
+/// runs that set it at once each took the other's for the one to put back
+/// (left changed), or opened rings with the other's events. Released when
+/// dropped.
+#[derive(Debug)]
+pub struct EventMaskLock {
+    _file: File,
+}
+
+impl EventMaskLock {
+    /// Takes the lock in `root`'s lock file, waiting up to `wait` for
+    /// another run to put the mask back; `None` when `root` has no `run`
+    /// directory (as [`Session::enter`]).
+    pub fn take(root: &Path, wait: Duration) -> io::Result<Option<EventMaskLock>> {
+        let Some(file) = open_lock_file(&root.join("run"))? else {
+            return Ok(None);
+        };
+        lock_waiting(&file, EVENT_MASK_BYTE, wait, &|| false).map_err(|e| {
+            io::Error::new(e.kind(), format!("{}: {e}", root.join(LOCK_PATH).display()))
+        })?;
+        Ok(Some(EventMaskLock { _file: file }))
     }
 }
 

@@ -1270,3 +1270,54 @@ fn trace_report_of_dash_reads_a_file_on_standard_input() {
         "{err}"
     );
 }
+
+/// A recording with `--events` waits while another vcpustat holds the
+/// event mask's lock, then sets the mask, opens its rings and puts the mask
+/// back: two such runs at once each took the other's mask for the one to
+/// put back, and one left it changed.
+#[test]
+fn a_recording_waits_for_another_to_put_the_event_mask_back() {
+    use hwstat::vcpustat::session::EventMaskLock;
+    let dir = tempdir("mask-lock");
+    let root = fixture(&dir, 1, &[2, 2]);
+    std::fs::create_dir(root.join("run")).unwrap();
+    let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
+    let lock = EventMaskLock::take(&root, Duration::from_secs(1))
+        .unwrap()
+        .expect("the fixture has a run directory");
+    let file = dir.join("waited.dtl");
+    let mut run = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+            .args(["trace", "record", "--sysroot"])
+            .arg(&root)
+            .args([
+                "--cpus",
+                "1",
+                "--events",
+                "cede",
+                "--duration",
+                "10ms",
+                "-w",
+            ])
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Held for well over the run's 10 ms: it has not set the mask, nor
+    // ended.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(std::fs::read_to_string(&mask).unwrap(), "0x07\n");
+    assert!(run.try_wait().unwrap().is_none(), "ended under the lock");
+    drop(lock);
+    let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert_mask_restored(&root);
+    assert_eq!(
+        Recording::open(&file).unwrap().header.event_mask,
+        Some(0x01)
+    );
+}

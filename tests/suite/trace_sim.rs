@@ -305,6 +305,11 @@ impl DtlRings for SimRings {
     fn reads_running_kernel(&self) -> bool {
         false
     }
+
+    /// One process, one run at a time: nothing to meet.
+    fn lock_event_mask(&self) -> io::Result<Option<hwstat::vcpustat::session::EventMaskLock>> {
+        Ok(None)
+    }
 }
 
 /// A sysroot with the partition's lparcfg, cpuinfo and DTL control files.

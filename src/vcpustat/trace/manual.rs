@@ -49,6 +49,11 @@ pub const RECORD: &[Section] = &[
                  filled up (entries may be lost) is told",
             ),
             (
+                "/run/vcpustat.lock",
+                "held while --events has the mask set, so that a recording started \
+                 meanwhile reads the mask as it was (mode 0600)",
+            ),
+            (
                 "/proc/powerpc/lparcfg (or /proc/ppc64/lparcfg), /proc/cpuinfo",
                 "the partition's identity and the time base the entries count in",
             ),

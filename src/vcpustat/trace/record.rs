@@ -15,6 +15,7 @@ use super::ring::{DTL_DIR, DtlRing, DtlRings, ring_path};
 use super::safety::{self, Verdict};
 use crate::common::interval::{Grid, instant_after};
 use crate::common::source::Source;
+use crate::vcpustat::session::EventMaskLock;
 
 /// How often the recorder hands what it read to the file, at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -100,6 +101,8 @@ struct MaskGuard<'a> {
     source: &'a dyn Source,
     original: Vec<u8>,
     ours: u8,
+    /// Released after the mask is put back (fields drop after `drop`).
+    _lock: Option<EventMaskLock>,
 }
 
 impl Drop for MaskGuard<'_> {
@@ -130,8 +133,13 @@ impl Drop for MaskGuard<'_> {
 
 /// Sets `dtl_event_mask` to `mask` until the guard is dropped, once sure
 /// of the room to open the rings and put it back
-/// ([`room_for_a_run`](crate::vcpustat::restore::room_for_a_run)).
-fn set_event_mask<'a>(source: &'a dyn Source, mask: u8) -> Result<MaskGuard<'a>, TraceError> {
+/// ([`room_for_a_run`](crate::vcpustat::restore::room_for_a_run)), and
+/// holding `lock` (other runs wait to read the mask until it is back).
+fn set_event_mask<'a>(
+    source: &'a dyn Source,
+    mask: u8,
+    lock: Option<EventMaskLock>,
+) -> Result<MaskGuard<'a>, TraceError> {
     let original = source
         .read(EVENT_MASK_PATH)
         .map_err(|e| TraceError::open(EVENT_MASK_PATH, e))?;
@@ -146,7 +154,32 @@ fn set_event_mask<'a>(source: &'a dyn Source, mask: u8) -> Result<MaskGuard<'a>,
         source,
         original,
         ours: mask,
+        _lock: lock,
     })
+}
+
+/// The other runs' lock on `dtl_event_mask` ([`EventMaskLock`]), as an
+/// interval run meets the others: without it where it cannot be taken
+/// (another user's `run` directory), after a note unless for want of
+/// permission; an error when another run has held it for long (stopped).
+fn event_mask_lock(rings: &dyn DtlRings) -> Result<Option<EventMaskLock>, TraceError> {
+    match rings.lock_event_mask() {
+        Ok(lock) => Ok(lock),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            Err(TraceError::io(format!("cannot set {EVENT_MASK_PATH}"), e))
+        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(None),
+        Err(e) => {
+            crate::common::cli::tell(
+                "vcpustat",
+                format_args!(
+                    "note: cannot meet other vcpustat runs ({e}): a recording of other --cpus \
+                     started at the same time may find this run's mask for the one to put back"
+                ),
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// The `dtl_event_mask` in effect, as debugfs prints it (`0x07`); `None`
@@ -398,7 +431,10 @@ pub fn record_to<W: Write>(
         .collect();
     let mut open = Vec::with_capacity(cpus.len());
     let (guard, mask) = match options.events.as_deref().map(event_mask) {
-        Some(mask) => (Some(set_event_mask(source, mask)?), Some(mask)),
+        Some(mask) => {
+            let lock = event_mask_lock(rings)?;
+            (Some(set_event_mask(source, mask, lock)?), Some(mask))
+        }
         None => (None, current_event_mask(source)),
     };
     for &cpu in &cpus {

@@ -15,6 +15,7 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 
 use crate::common::root::{Access, Root};
+use crate::vcpustat::session::{EventMaskLock, MUTEX_WAIT};
 
 /// The kernel path of the DTL directory.
 pub const DTL_DIR: &str = "/sys/kernel/debug/powerpc/dtl";
@@ -39,6 +40,10 @@ pub trait DtlRings {
     /// crash it (see [`super::safety`]); false for files under a
     /// `--sysroot` directory and for simulations.
     fn reads_running_kernel(&self) -> bool;
+    /// Keeps other vcpustat runs on these rings from setting
+    /// `dtl_event_mask` until the lock is dropped; `None` where runs do not
+    /// meet.
+    fn lock_event_mask(&self) -> io::Result<Option<EventMaskLock>>;
 }
 
 /// The live rings under a root directory (`/` or `--sysroot`), opened as
@@ -79,6 +84,12 @@ impl DtlRings for DebugfsRings {
 
     fn reads_running_kernel(&self) -> bool {
         std::fs::canonicalize(self.root.path()).is_ok_and(|root| root == std::path::Path::new("/"))
+    }
+
+    /// The lock of the runs that meet under the same root
+    /// ([`EventMaskLock`]).
+    fn lock_event_mask(&self) -> io::Result<Option<EventMaskLock>> {
+        EventMaskLock::take(self.root.path(), MUTEX_WAIT)
     }
 }
 

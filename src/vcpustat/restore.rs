@@ -249,6 +249,8 @@ impl RestorePlan {
                 }
             }
         }
+        // What the failed undo writes leave as it is.
+        let mut left = Shared::default();
         while let Some(undo) = self.undo.pop() {
             let result = match undo {
                 Undo::SwitchOff => kernel::switch(source, false),
@@ -271,13 +273,21 @@ impl RestorePlan {
                 },
             };
             if let Err(err) = result {
+                match undo {
+                    Undo::SwitchOff => {
+                        left.switched_on = Some(self.claim.unwrap_or_else(new_claim))
+                    }
+                    Undo::SetFreq { ours, before } => left.freq = Some((before, ours)),
+                }
                 restored.failures.push(err);
             }
         }
         // The last run empties the record after its undo writes: killed
-        // before them, it leaves the record that says what stays.
+        // before them, it leaves the record that says what stays. What an
+        // undo write failed to put back stays in it, for --status and the
+        // next run to tell (emptied, no run would ever switch them off).
         if let Some(session) = session.as_mut().filter(|s| s.is_last())
-            && let Err(err) = session.empty()
+            && let Err(err) = session.end_with(left)
         {
             restored.notes.push(format!(
                 "cannot empty the record of the vcpustat runs ({err}): the next run will take \
@@ -484,6 +494,46 @@ mod tests {
         let mut plan = RestorePlan::new();
         plan.join(session);
         plan
+    }
+
+    #[test]
+    fn what_the_last_run_fails_to_undo_stays_in_the_record() {
+        let (dir, record) = run_tree("failed-undo");
+        // The statistics file is missing: switching off fails. The
+        // frequency goes back.
+        fs::create_dir_all(dir.join("proc/powerpc")).unwrap();
+        let freq = dir.join("proc/powerpc/vcpudispatch_stats_freq");
+        fs::write(&freq, "20\n").unwrap();
+        let mut run = joined(&dir, true);
+        run.push(Undo::SetFreq {
+            ours: 20,
+            before: 50,
+        });
+        run.push(Undo::SwitchOff);
+        run.share(Lasting::default()).unwrap();
+        let claim = read(&record).switched_on;
+        let restored = run.apply(&RootFs::new(&dir));
+        assert_eq!(restored.failures.len(), 1);
+        assert_eq!(fs::read_to_string(&freq).unwrap(), "50\n");
+        assert_eq!(
+            read(&record),
+            Shared {
+                switched_on: claim,
+                freq: None
+            }
+        );
+        // The next run finds it left, and says so.
+        let (_, abandoned) = Session::enter(&dir, true, MUTEX_WAIT, &|| false)
+            .unwrap()
+            .unwrap();
+        let left = Shared {
+            switched_on: claim,
+            freq: None,
+        };
+        assert_eq!(
+            abandoned,
+            Some(crate::vcpustat::session::Abandoned::Left(left))
+        );
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub struct Session {
     /// The record as read when this run entered.
     shared: Shared,
     /// This run was the last reporting run at its end: it undoes the
-    /// record's changes, then empties it ([`Session::empty`]).
+    /// record's changes, then empties it ([`Session::end_with`]).
     last: bool,
 }
 
@@ -272,7 +272,7 @@ impl Session {
     /// run: the record is read again and `merge` applies this run's share
     /// to it. Another run still reporting gets it written back; the last
     /// (its caller then undoes what it holds) empties it after its undo
-    /// writes ([`Session::empty`]), so that killed before them it leaves
+    /// writes ([`Session::end_with`]), so that killed before them it leaves
     /// the record of what stays. The other runs wait until the session is
     /// dropped, so the undo writes come first.
     pub fn leave(
@@ -296,11 +296,15 @@ impl Session {
         self.last
     }
 
-    /// Empties the record, after the last run's undo writes; failing that,
-    /// truncates it (an empty file is an empty record).
-    pub fn empty(&mut self) -> io::Result<()> {
-        self.write_record(Shared::default())
-            .or_else(|_| self.file.set_len(0).map_err(|e| self.in_path(e)))
+    /// Leaves `left` as the record, after the last run's undo writes: what
+    /// they failed to undo, none when all were done. Failing to write
+    /// nothing, truncates it (an empty file is an empty record).
+    pub fn end_with(&mut self, left: Shared) -> io::Result<()> {
+        let written = self.write_record(left);
+        if written.is_err() && left == Shared::default() {
+            return self.file.set_len(0).map_err(|e| self.in_path(e));
+        }
+        written
     }
 
     /// `err`, naming the lock file.
@@ -700,7 +704,7 @@ mod tests {
             Some(ON),
             "kept until the undo writes are done"
         );
-        b.empty().unwrap();
+        b.end_with(Shared::default()).unwrap();
         drop(b);
         assert_eq!(record(&dir), Some(Shared::default()));
         assert_eq!(

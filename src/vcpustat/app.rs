@@ -229,6 +229,13 @@ fn meet_other_runs(
     if !member && options.switch.is_none() && options.freq.is_none() {
         return Ok(Met::Going);
     }
+    // Where there are no statistics (another platform, a dedicated
+    // partition) there is nothing to share, and the run's error says why:
+    // no lock file is left behind for it.
+    let stats = root(options).join(super::counters::STATS_PATH.trim_start_matches('/'));
+    if !stats.exists() {
+        return Ok(Met::Going);
+    }
     match Session::enter(root(options), member, MUTEX_WAIT, &|| {
         stop.caught().is_some()
     }) {

@@ -190,6 +190,29 @@ fn a_missing_frequency_file_is_named() {
     );
 }
 
+/// Without the statistics file (another platform, a dedicated partition)
+/// a run fails without leaving the lock file the runs meet in.
+#[test]
+fn no_lock_file_is_made_where_there_are_no_statistics() {
+    let root = tree("no_stats_no_lock", &[(FREQ, "50\n")]);
+    std::fs::create_dir(root.join("run")).unwrap();
+    for args in [&["0.01", "1"][..], &["--freq", "60"], &["-e"]] {
+        let out = vcpustat(&root, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            text(&out.stderr)
+                .starts_with("vcpustat: /proc/powerpc/vcpudispatch_stats does not exist: "),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(!root.join("run/vcpustat.lock").exists(), "{args:?}");
+    }
+    // With the statistics, the runs meet there.
+    fs::write(root.join(STATS), TWO_CPUS).unwrap();
+    assert!(vcpustat(&root, &["0.01", "1"]).status.success());
+    assert!(root.join("run/vcpustat.lock").exists());
+}
+
 #[test]
 fn an_empty_statistics_file_is_an_error_not_on_without_cpus() {
     let root = tree("empty", &[(STATS, ""), (FREQ, "50\n")]);

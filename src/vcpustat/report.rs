@@ -260,12 +260,25 @@ pub fn cumulative(cpus: &[CpuCounters], selection: &Selection) -> Report {
     Report::build(rows, selection, selected_but_offline(cpus, selection))
 }
 
-/// A note naming the vCPUs `--cpus` names that `cpus` (sorted) does not
-/// hold, as one CPU list: `--cpus 0-1023` on 4 vCPUs is one short note,
-/// not a thousand.
+/// A note naming the vCPUs `--cpus` names that `cpus` does not hold, as
+/// one CPU list: `--cpus 0-1023` on 4 vCPUs is one short note, not a
+/// thousand.
 fn selected_but_offline(cpus: &[CpuCounters], selection: &Selection) -> Vec<String> {
     let Some(list) = selection.cpus else {
         return Vec::new();
+    };
+    // In the kernel's ascending order, looked up as they are; lines out of
+    // order (which the parser takes) in a sorted copy.
+    let sorted;
+    let cpus = if cpus.is_sorted_by_key(|c| c.cpu) {
+        cpus
+    } else {
+        sorted = {
+            let mut copy = cpus.to_vec();
+            copy.sort_unstable_by_key(|c| c.cpu);
+            copy
+        };
+        &sorted
     };
     let missing: Vec<u32> = list
         .cpus()
@@ -659,6 +672,20 @@ mod tests {
             .map(|r| r.cpu)
             .collect();
         assert_eq!(order, vec![3, 0, 1, 2]);
+    }
+
+    #[test]
+    fn cpus_not_online_are_found_in_lines_out_of_order() {
+        let cur: Vec<_> = [5, 2, 9, 1].into_iter().map(|c| cpu(c, [0; 8])).collect();
+        let list = CpuList::parse("1,2,5,7,9").unwrap();
+        let sel = Selection {
+            cpus: Some(&list),
+            ..Selection::default()
+        };
+        assert_eq!(
+            cumulative(&cur, &sel).notes,
+            ["cpu7 (from --cpus) is not online"]
+        );
     }
 
     #[test]

@@ -20,9 +20,26 @@ pub struct Section {
     pub notes: Vec<String>,
 }
 
-/// Converts ticks to microseconds.
+/// Converts ticks to microseconds: at a time base of whole megahertz (the
+/// usual 512) in one division by the ticks per microsecond, exact below
+/// 2^53 ticks, so that 9 decimals print every tick exactly (multiplied by
+/// 10^6 first, a delay of 20 minutes lost its last digits).
 pub fn ticks_to_us(ticks: f64, timebase_hz: u64) -> f64 {
-    ticks * 1e6 / timebase_hz as f64
+    ticks_in(ticks, timebase_hz, 1_000_000)
+}
+
+/// Converts ticks to milliseconds, in one rounding (as [`ticks_to_us`]).
+fn ticks_to_ms(ticks: f64, timebase_hz: u64) -> f64 {
+    ticks_in(ticks, timebase_hz, 1_000)
+}
+
+/// `ticks` in units of which a second holds `per_second`.
+fn ticks_in(ticks: f64, timebase_hz: u64, per_second: u64) -> f64 {
+    if timebase_hz.is_multiple_of(per_second) {
+        ticks / (timebase_hz / per_second) as f64
+    } else {
+        ticks * per_second as f64 / timebase_hz as f64
+    }
 }
 
 pub(super) fn schema(labels: Vec<(&'static str, usize)>, columns: Vec<Column>) -> Schema {
@@ -269,7 +286,7 @@ pub fn processors_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
             overlaps.add(s.processor, s.overlaps, s.run_ticks > s.window_ticks);
             let mut values = vec![
                 Value::Int(s.dispatches),
-                Value::Float(ticks_to_us(s.window_ticks as f64, hz) / 1000.0),
+                Value::Float(ticks_to_ms(s.window_ticks as f64, hz)),
                 ratio(s.run_ticks, s.window_ticks),
             ];
             values.extend(dist_values(s.delay.as_ref(), hz));
@@ -303,7 +320,7 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
         labels: vec![s.processor.to_string(), partition.to_string(), cpu],
         values: vec![
             Value::Int(dispatches),
-            Value::Float(ticks_to_us(run as f64, hz) / 1000.0),
+            Value::Float(ticks_to_ms(run as f64, hz)),
             ratio(run, s.window_ticks),
         ],
     };
@@ -359,5 +376,25 @@ pub fn shares_section(summaries: &[ProcessorSummary], hz: u64) -> Section {
         ),
         rows,
         notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_of_a_megahertz_time_base_are_exact_microseconds() {
+        // 600,000,000,001 ticks at 512 MHz: 19 minutes and one tick.
+        let us = |ticks: u64, hz: u64| format!("{:.9}", ticks_to_us(ticks as f64, hz));
+        assert_eq!(us(600_000_000_001, 512_000_000), "1171875000.001953125");
+        assert_eq!(us(1, 512_000_000), "0.001953125");
+        assert_eq!(us((1 << 53) - 1, 512_000_000), "17592186044415.998046875");
+        // Other time bases: one rounding.
+        assert_eq!(us(3, 3), "1000000.000000000");
+        assert_eq!(
+            format!("{:.9}", ticks_to_ms(600_000_000_001.0, 512_000_000)),
+            "1171875.000001953"
+        );
     }
 }

@@ -91,9 +91,10 @@ pub fn main(args: Vec<String>) -> i32 {
             Ok(Met::Going) => {}
             // Stopped before anything was read, changed or reported: a
             // quiet end, but not status 0, which says the run was done (a
-            // stop during its first interval still reports that interval
-            // and records its sample; a --record file here holds none, a
-            // JSON document was never begun). 128 + the signal, as a shell
+            // stop during its first interval ends with 0, after a first
+            // sample that it records and that, as in powerpc-utils, is not
+            // reported; a --record file here holds none, a JSON document
+            // was never begun). 128 + the signal, as a shell
             // reports a program the signal ended; a replay ends so too.
             Ok(Met::Stopped(signal)) => return end_failed(TOOL, source.as_mut(), || 128 + signal),
             Err(err) => {
@@ -299,8 +300,13 @@ pub fn run(
         _ => None,
     };
     let on = apply_changes(options, source, plan, stop)?;
-    if !on && options.mode.reports() {
+    // A stop while the changes were made, in a run that was to report: it
+    // ends as stopped in the middle of them (what was made is undone),
+    // whether or not the statistics were on already.
+    if options.mode.reports() {
         not_stopped(stop)?;
+    }
+    if !on && options.mode.reports() {
         switch_on_for_run(options, source, plan)?;
     }
     // Everything asked is done: once the other runs' record says so, a
@@ -487,7 +493,8 @@ fn apply_changes(
     }
     // A stop during a slow write, with a switch still to make: it is not
     // made (switching on zeroes the counters) only to be undone. A
-    // frequency alone, set, is all that was asked: it stays.
+    // frequency alone, set, is all a command asked: it stays (a run that
+    // was to report stops in `run`).
     if options.switch.is_some() {
         not_stopped(stop)?;
     }

@@ -308,6 +308,14 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     let (status, stderr) = stopped_after(&sim, &["--freq", "70"], after);
     assert!(status.success(), "{status}: {stderr}");
     assert_eq!(state(&sim.kernel()), (70, false));
+    // In a run that was to report, with the statistics on already (no
+    // switch to make): stopped all the same, the frequency put back. It
+    // ended with 0, the frequency left at 90.
+    let out = run(&sim, &["--enable"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (status, stderr) = stopped_after(&sim, &["--freq", "90", "0.05", "1"], after);
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert_eq!(state(&sim.kernel()), (70, true), "{stderr}");
 }
 
 #[test]

@@ -146,6 +146,16 @@ fn parse_line(line: &[u8]) -> Result<CpuCounters, &'static str> {
     let mut counts = [0u64; FIELDS];
     for slot in &mut counts {
         *slot = next_number(rest, &mut pos, true).ok_or(SHAPE)?;
+        // A C int as `seq_put_decimal_ull` prints it: below 2^31, or a
+        // negative one sign-extended (2^64 - 2^31 and up); below 2^32 from
+        // a printer of unsigned ones. Anything between would be compared
+        // modulo 2^32 as a count it is not.
+        if (1 << 32..0xffff_ffff_8000_0000).contains(slot) {
+            return Err(
+                "counters as the kernel prints C ints: below 2^32, or negative \
+                        ones sign-extended to 64 bits",
+            );
+        }
     }
     // Counters a newer kernel may add after the eight are skipped, as
     // powerpc-utils' `sscanf` skips them (and sysstat the fields
@@ -218,6 +228,16 @@ mod tests {
         };
         assert_eq!(cpus[0].counts[0], 18_446_744_071_562_067_968);
         assert_eq!(cpus[1].cpu, 8);
+        // No C int prints between 2^32 and the sign-extended negatives: a
+        // counter there was read as its value modulo 2^32.
+        assert!(parse(b"cpu0 4294967295 1 0 0 0 1 0 0\n").is_ok());
+        for value in ["4294967296", "4294967306", "18446744071562067967"] {
+            let err = parse(format!("cpu0 {value} 1 0 0 0 1 0 0\n").as_bytes()).unwrap_err();
+            assert!(
+                err.expected.starts_with("counters as the kernel prints"),
+                "{value}"
+            );
+        }
     }
 
     #[test]

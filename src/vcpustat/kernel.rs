@@ -28,13 +28,19 @@ pub fn read_freq(source: &dyn Source) -> Result<i32, VcpuError> {
     let text = source
         .read_string(FREQ_PATH)
         .map_err(|e| read_error(source, FREQ_PATH, e))?;
-    text.trim().parse().map_err(|_| VcpuError::Parse {
-        path: FREQ_PATH,
-        error: counters::ParseError {
-            line: 1,
-            expected: "a decimal frequency",
-        },
-    })
+    // The kernel takes 1 to HZ only: any other value is not one it set, and
+    // would be "put back" at the end of a run.
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|&freq: &i32| freq >= 1)
+        .ok_or(VcpuError::Parse {
+            path: FREQ_PATH,
+            error: counters::ParseError {
+                line: 1,
+                expected: "a decimal frequency of 1 or more",
+            },
+        })
 }
 
 /// Whether the statistics are on.

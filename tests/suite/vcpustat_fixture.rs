@@ -308,7 +308,6 @@ fn a_malformed_file_is_named_with_its_line() {
          more unsigned counters\n"
     );
     std::fs::write(dir.join("vcpudispatch_stats"), "off\n").unwrap();
-    std::fs::write(dir.join("vcpudispatch_stats_freq"), "fast\n").unwrap();
     let vcpustat = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_vcpustat"))
             .arg("--sysroot")
@@ -317,12 +316,19 @@ fn a_malformed_file_is_named_with_its_line() {
             .output()
             .unwrap()
     };
-    let out = vcpustat(&["--status"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "vcpustat: /proc/powerpc/vcpudispatch_stats_freq: line 1: expected a decimal frequency\n"
-    );
+    // Not a number, or one the kernel cannot have (it takes 1 to HZ),
+    // which a run would "put back".
+    for freq in ["fast\n", "-5\n", "0\n"] {
+        std::fs::write(dir.join("vcpudispatch_stats_freq"), freq).unwrap();
+        let out = vcpustat(&["--status"]);
+        assert_eq!(out.status.code(), Some(1), "{freq}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "vcpustat: /proc/powerpc/vcpudispatch_stats_freq: line 1: expected a decimal \
+             frequency of 1 or more\n",
+            "{freq}"
+        );
+    }
     // A report does not read the frequency, whose file the kernel may have
     // failed to create (powerpc-utils never reads it either).
     std::fs::remove_file(dir.join("vcpudispatch_stats_freq")).unwrap();

@@ -11,7 +11,6 @@ use super::privilege::{self, Guarded};
 use super::record::{Recorder, Refused, Replay, ReplayError, recording_error, replay_error};
 use super::signals::is_broken_pipe;
 use super::source::{RootFs, Source};
-use super::stdout::is_stopped_while_writing;
 
 /// `--sysroot`'s help, the same in the three tools (iostat-rs builds its
 /// command line by hand).
@@ -517,7 +516,9 @@ pub fn tell(tool: &str, message: impl Display) {
 }
 
 /// Maps an I/O error on standard output to an exit status: 0 for a reader
-/// that went away (`iostat-rs -x 1 | head`), else an error message and 1.
+/// that went away (`iostat-rs -x 1 | head`), else an error message and 1,
+/// also for a stop signal that came while the reader took nothing (the
+/// output is cut short: a JSON document left open), as for a recording.
 /// A recording that could not be written, or a replay's frame that could
 /// not be read, is named as such (`file_error`).
 pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
@@ -531,10 +532,10 @@ pub fn output_error_status(tool: &str, err: &io::Error) -> i32 {
 }
 
 /// True when `err` says only that the reader of standard output went
-/// away (a closed pipe, or a stop signal that ended a write the reader did
-/// not take): nothing more is written, but the run itself did not fail.
+/// away (a closed pipe): nothing more is written, but the run itself did
+/// not fail.
 pub fn is_reader_gone(err: &io::Error) -> bool {
-    file_error(err).is_none() && (is_broken_pipe(err) || is_stopped_while_writing(err))
+    file_error(err).is_none() && is_broken_pipe(err)
 }
 
 /// True when `err` is standard output failing, after which nothing more

@@ -8,8 +8,9 @@
 //! descriptor can take data, or a stop signal arrives, whichever is first;
 //! then it writes no more than a pipe accepts without blocking. After a stop
 //! signal the end of the output (a JSON document's close, totals) is still
-//! written if the reader takes it within [`GRACE_AFTER_STOP`]; past that,
-//! writes fail with [`StoppedWhileWriting`].
+//! written while the reader takes some of it every [`GRACE_AFTER_STOP`];
+//! once it has taken nothing for that long, writes fail with
+//! [`StoppedWhileWriting`], which the run reports as an output error.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -34,15 +35,8 @@ impl fmt::Display for StoppedWhileWriting {
 
 impl std::error::Error for StoppedWhileWriting {}
 
-/// True when `err` is [`StoppedWhileWriting`]: the run was stopped, nothing
-/// went wrong.
-pub fn is_stopped_while_writing(err: &io::Error) -> bool {
-    err.get_ref()
-        .is_some_and(|inner| inner.is::<StoppedWhileWriting>())
-}
-
-/// How long, after a stop signal, the rest of the output may wait for the
-/// reader in all.
+/// How long, after a stop signal, the rest of the output waits for a
+/// reader that takes none of it.
 pub const GRACE_AFTER_STOP: Duration = Duration::from_secs(1);
 
 /// File descriptor 1, written so that a stop signal ends a blocked write.
@@ -52,7 +46,8 @@ pub struct StoppableStdout<'a> {
     /// The most one `write` may carry: what a pipe or socket is sure to
     /// accept once it polls writable; unlimited for regular files.
     chunk: usize,
-    /// Set at the first write after a stop signal: when to give up.
+    /// Set at the first write after a stop signal, and moved on by each
+    /// write the reader takes: when to give up.
     give_up_at: Option<Instant>,
 }
 
@@ -84,7 +79,9 @@ pub fn chunk_for(fd: libc::c_int) -> usize {
 /// Waits until `fd` takes data. Before a stop signal that wait is as long
 /// as the reader needs; after one, it ends at `give_up_at` (set at the
 /// first wait after the signal, [`GRACE_AFTER_STOP`] on) with
-/// [`StoppedWhileWriting`].
+/// [`StoppedWhileWriting`]. Another signal meanwhile (a second Ctrl-C)
+/// does not cut it short: an interrupted `poll` is made again, for what is
+/// left.
 fn wait_for_room(
     stop: &StopSignal,
     fd: BorrowedFd,
@@ -95,25 +92,30 @@ fn wait_for_room(
     }
     let signal = stop.caught().unwrap_or(0);
     let give_up_at = *give_up_at.get_or_insert_with(|| Instant::now() + GRACE_AFTER_STOP);
-    let left = give_up_at.saturating_duration_since(Instant::now());
-    let mut pollfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis() as i32) };
-    if ready > 0 {
-        Ok(())
-    } else {
-        Err(io::Error::other(StoppedWhileWriting(signal)))
+    loop {
+        let left = give_up_at.saturating_duration_since(Instant::now());
+        let mut pollfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis() as i32) };
+        if ready > 0 {
+            return Ok(());
+        }
+        let interrupted =
+            ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted;
+        if !interrupted || left.is_zero() {
+            return Err(io::Error::other(StoppedWhileWriting(signal)));
+        }
     }
 }
 
 /// One `write(2)` of at most `chunk` bytes of `buf` to `fd`, once `fd`
 /// takes data or, after a stop signal, failing with [`StoppedWhileWriting`]
 /// once `give_up_at` has passed ([`GRACE_AFTER_STOP`] after the first wait
-/// that follows the signal): what
+/// that follows the signal, or after the last write since): what
 /// [`StoppableStdout`] does for standard output, for any descriptor.
 pub fn write_stoppably(
     stop: &StopSignal,
@@ -128,6 +130,11 @@ pub fn write_stoppably(
         // SAFETY: `len` bytes of `buf` are readable.
         let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), len) };
         if n >= 0 {
+            // The reader took this: it has not stopped reading, and the
+            // rest waits for it as long again.
+            if n > 0 && give_up_at.is_some() {
+                *give_up_at = Some(Instant::now() + GRACE_AFTER_STOP);
+            }
             return Ok(n as usize);
         }
         let err = io::Error::last_os_error();

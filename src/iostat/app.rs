@@ -617,6 +617,9 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
     };
     result?;
     closed?;
+    // What is left of the output, which dropping `out` would write and
+    // forget the failure of (a stop while the reader takes nothing).
+    out.flush()?;
     if let Some(charts) = &charts {
         charts.finish().map_err(IostatError::Chart)?;
     }

@@ -1258,10 +1258,10 @@ fn wait_with_timeout(
 }
 
 /// A reader that stops reading must not keep iostat-rs from answering a stop
-/// signal: it ends within a second instead of waiting for the reader. Every
-/// signal that would kill it by default from outside ends it the same way,
-/// with its output finished (SIGQUIT, SIGUSR1, SIGALRM and SIGXFSZ used to
-/// kill it on the spot).
+/// signal: it ends within a second instead of waiting for the reader, and
+/// says the output was cut short. Every signal that would kill it by
+/// default from outside ends it the same way (SIGQUIT, SIGUSR1, SIGALRM
+/// and SIGXFSZ used to kill it on the spot).
 #[test]
 fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
     let Some(bin) = binary_or_skip("faults") else {
@@ -1300,6 +1300,10 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
     for (_, unread, _) in &runs {
         crate::pipes::wait_for_output(unread, Duration::from_secs(20));
     }
+    // A report is over 1 KB: some twenty intervals later, each run is
+    // surely blocked on output the reader does not take (a signal in the
+    // sleep after the first report, all of it written, ends it with 0).
+    thread::sleep(Duration::from_millis(200));
     for (signal, _, child) in &runs {
         // SAFETY: plain kill(2) on our own child's pid.
         assert_eq!(unsafe { libc::kill(child.id() as i32, *signal) }, 0);
@@ -1320,13 +1324,99 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
         let status = status.unwrap_or_else(|at| {
             panic!("signal {signal}: iostat-rs stayed blocked on its output: {at}")
         });
+        // The output is cut short (a JSON document would be left open):
+        // said, and a failure, as for a recording whose reader stalled.
         assert_eq!(
             status.code(),
-            Some(0),
+            Some(1),
             "signal {signal}: {status:?}, {err:?}"
         );
-        assert!(err.is_empty(), "signal {signal}: {err:?}");
+        assert_eq!(
+            err,
+            format!(
+                "iostat-rs: cannot write output: stopped by signal {signal} while the output \
+                 was not read\n"
+            )
+        );
     }
+}
+
+/// After a stop signal the rest of the output waits for a reader that
+/// still reads, however slowly, and a second signal does not cut it short:
+/// the JSON document is whole. The second signal ended the wait at once,
+/// and the grace was one second in all: both left the document open, with
+/// status 0 and nothing said.
+#[test]
+fn a_stopped_run_finishes_its_output_for_a_slow_reader() {
+    let Some(bin) = binary_or_skip("faults") else {
+        return;
+    };
+    // 300 disks: a report of some 100 KB, 25 pipe pages.
+    let dir = temp_dir("slow-reader");
+    let root = dir.join("root");
+    fs::create_dir_all(root.join("proc")).unwrap();
+    let mut diskstats = String::new();
+    for n in 0..300 {
+        let name = format!("d{n:03}");
+        fs::create_dir_all(root.join("sys/block").join(&name)).unwrap();
+        diskstats.push_str(&format!(
+            "   8 {n} {name} 100 0 800 10 50 0 400 20 0 30 30 0 0 0 0 0 0\n"
+        ));
+    }
+    write(&root, "proc/diskstats", diskstats.as_bytes());
+    write(&root, "proc/uptime", b"1000.00 900.00\n");
+    write(
+        &root,
+        "proc/stat",
+        b"cpu  100 0 100 1000 10 0 0 0 0 0\ncpu0 100 0 100 1000 10 0 0 0 0 0\n",
+    );
+    let (mut unread, stdout) = crate::pipes::one_page_pipe();
+    let mut command = Command::new(&bin);
+    pinned(&mut command)
+        .args([
+            "--sysroot",
+            root.to_str().unwrap(),
+            "-x",
+            "-o",
+            "JSON",
+            "0.05",
+        ])
+        .stdout(stdout)
+        .stderr(Stdio::piped());
+    procstate::with_default_action(&mut command, &[libc::SIGINT, libc::SIGTERM]);
+    let mut child = KillOnDrop(command.spawn().expect("spawn"));
+    drop(command);
+    crate::pipes::wait_for_output(&unread, Duration::from_secs(20));
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        thread::sleep(Duration::from_millis(100));
+    }
+    // A page every 50 ms: over a second for the report.
+    let mut document = Vec::new();
+    let mut page = [0u8; 4096];
+    loop {
+        let n = unread.read(&mut page).unwrap();
+        if n == 0 {
+            break;
+        }
+        document.extend_from_slice(&page[..n]);
+        thread::sleep(Duration::from_millis(50));
+    }
+    let status = procstate::wait_with_timeout(&mut child, Duration::from_secs(20), "iostat-rs");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(err, "");
+    let json: serde_json::Value = serde_json::from_slice(&document)
+        .unwrap_or_else(|e| panic!("{e} in {} bytes", document.len()));
+    let disks = &json["sysstat"]["hosts"][0]["statistics"][0]["disk"];
+    assert_eq!(disks.as_array().map(Vec::len), Some(300));
 }
 
 #[test]

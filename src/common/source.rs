@@ -290,7 +290,7 @@ fn too_large(limit: u64) -> io::Error {
 }
 
 /// Whether `err` is [`too_large`]'s.
-fn is_too_large(err: &io::Error) -> bool {
+pub(crate) fn is_too_large(err: &io::Error) -> bool {
     err.get_ref().is_some_and(|e| e.is::<TooLarge>())
 }
 
@@ -311,7 +311,7 @@ fn complete_lines(text: &[u8], scanned: usize, each: &mut dyn FnMut(&[u8])) -> u
 
 /// Passes every line of `text` to `each`, a last line without a newline
 /// included.
-fn split_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) {
+pub(crate) fn split_lines(text: &[u8], each: &mut dyn FnMut(&[u8])) {
     let done = complete_lines(text, 0, each);
     if done < text.len() {
         each(&text[done..]);

@@ -209,9 +209,23 @@ fn iostat_refuses_huge_files_and_dev_zero_at_once() {
         let huge = fs::File::create(root.join("proc/diskstats")).unwrap();
         huge.set_len((64 << 20) + 1).unwrap();
         let mut args = args.to_vec();
-        args.extend(["--sysroot", root.to_str().unwrap()]);
-        let out = run(IOSTAT, &args);
+        let mut live = args.clone();
+        live.extend(["--sysroot", root.to_str().unwrap()]);
+        let out = run(IOSTAT, &live);
         assert_one_line_error(&out, "/proc/diskstats", "larger than 65536 KiB");
+        // Recorded, the same (it reported from /sys/block, status 0), and
+        // its replay fails as the run did.
+        let rec = dir.join("huge.rec");
+        live.extend(["--record", rec.to_str().unwrap()]);
+        let out = run(IOSTAT, &live);
+        assert_one_line_error(&out, "/proc/diskstats", "larger than 65536 KiB");
+        args.extend(["--replay", rec.to_str().unwrap()]);
+        let out = run(IOSTAT, &args);
+        assert_one_line_error(
+            &out,
+            "`read /proc/diskstats`",
+            "larger than any kernel file of its kind",
+        );
         fs::remove_dir_all(&root).unwrap();
     }
     // A link to /dev/zero: inside the root, there is no such file.

@@ -114,7 +114,8 @@ pub struct Replay {
     /// The first input asked for that the recording does not hold.
     unanswered: OnceCell<String>,
     /// The first input asked for that the recorded run could not read for
-    /// want of a file descriptor (`EMFILE`, `ENFILE`), with that errno.
+    /// want of a file descriptor (`EMFILE`, `ENFILE`), or read line by line
+    /// past its size limit (`EFBIG`), with that errno: the run failed.
     starved: OnceCell<(String, i32)>,
     /// The most inputs ([`MOST_INPUTS`]) the frames may name between them.
     most_inputs: usize,
@@ -325,6 +326,25 @@ impl Source for Replay {
         Ok(())
     }
 
+    /// As the live source: a file the recorded run read line by line past
+    /// its size limit fails the replay as it failed the run.
+    fn for_each_line(
+        &self,
+        path: &str,
+        buf: &mut Vec<u8>,
+        each: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<()> {
+        let read = self.read_into(path, buf);
+        if let Err(err) = &read
+            && err.raw_os_error() == Some(libc::EFBIG)
+        {
+            let _ = self.starved.set((format!("read {path}"), libc::EFBIG));
+        }
+        read?;
+        crate::common::source::split_lines(buf, each);
+        Ok(())
+    }
+
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
         match self.fetch("list", path)? {
             Entry::List(names) => Ok(names.clone()),
@@ -400,12 +420,18 @@ impl Source for Replay {
         if let Some((key, errno)) = self.starved.get() {
             // As the recorded run failed: what it could not read is not
             // absent, and a report without it would not be the run's.
+            let why = match *errno {
+                libc::EFBIG => "larger than any kernel file of its kind".to_string(),
+                errno => format!(
+                    "{} (out of file descriptors)",
+                    io::Error::from_raw_os_error(errno)
+                ),
+            };
             return Err(io::Error::other(format!(
-                "{}: the recorded run could not read `{}`: {} (out of file descriptors); \
-                 its reports cannot be replayed whole",
+                "{}: the recorded run could not read `{}`: {why}; its reports cannot be \
+                 replayed whole",
                 text(&self.path),
                 clip(key, 120),
-                io::Error::from_raw_os_error(*errno),
             )));
         }
         let Some(key) = self.unanswered.get() else {

@@ -46,7 +46,12 @@ fn unix_ns(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The errno a recording keeps for `err`: a file past its size limit is
+/// `EFBIG`, for a replay to fail on as the run did.
 fn errno_of(err: &io::Error) -> i32 {
+    if crate::common::source::is_too_large(err) {
+        return libc::EFBIG;
+    }
     err.raw_os_error().unwrap_or(match err.kind() {
         io::ErrorKind::NotFound => libc::ENOENT,
         io::ErrorKind::PermissionDenied => libc::EACCES,
@@ -283,6 +288,26 @@ impl Source for Recorder {
     fn read_into(&self, path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
         let result = self.inner.read_into(path, buf);
         self.note(format!("read {path}"), &result, |_| bytes_entry(buf));
+        result
+    }
+
+    /// The source's own reading line by line, each line kept for the
+    /// recording: read whole instead (the default), a file past the size
+    /// limit was an error the run passed over, where a run without
+    /// `--record` fails on it.
+    fn for_each_line(
+        &self,
+        path: &str,
+        buf: &mut Vec<u8>,
+        each: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<()> {
+        let mut lines = Vec::new();
+        let result = self.inner.for_each_line(path, buf, &mut |line| {
+            lines.extend_from_slice(line);
+            lines.push(b'\n');
+            each(line);
+        });
+        self.note(format!("read {path}"), &result, |_| bytes_entry(&lines));
         result
     }
 

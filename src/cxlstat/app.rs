@@ -635,6 +635,13 @@ fn run_count(
             if !matches!(&e, CxlError::Output(io) if is_output_failure(io)) {
                 let _ = session.view.end(out);
             }
+            // The charts end with every run, an error's included (a replay
+            // writes them only here); when the reader went away, the run is
+            // otherwise done, and what they could not do is what to say.
+            let charted = finish_charts(&session);
+            if matches!(&e, CxlError::Output(io) if is_reader_gone(io)) {
+                charted?;
+            }
             return Err(e);
         }
     };
@@ -648,16 +655,21 @@ fn run_count(
         }
     };
     // The document is closed even when the charts cannot be written.
-    let charted = match &session.charts {
-        Some(charts) => charts.finish().map_err(CxlError::Chart),
-        None => Ok(()),
-    };
+    let charted = finish_charts(&session);
     let ended = session.view.end(out);
     charted?;
     match ended {
         Err(e) if is_reader_gone(&e) => Ok(status),
         Err(e) => Err(CxlError::Output(e)),
         Ok(()) => Ok(status),
+    }
+}
+
+/// Ends the session's charts, if any ([`CxlCharts::finish`]).
+fn finish_charts(session: &Session) -> Result<(), CxlError> {
+    match &session.charts {
+        Some(charts) => charts.finish().map_err(CxlError::Chart),
+        None => Ok(()),
     }
 }
 

@@ -11,7 +11,9 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::time::Duration;
 
 use crate::common::chart;
-use crate::common::cli::{end_failed, is_output_failure, output_error_status, report_error};
+use crate::common::cli::{
+    end_failed, is_output_failure, is_reader_gone, output_error_status, report_error,
+};
 use crate::common::entry::Program;
 use crate::common::escape;
 use crate::common::expo::{Target, run_expositions};
@@ -615,15 +617,22 @@ fn run(opts: &Options, src: &mut dyn Source, latency: Option<Latency>) -> Result
         _ if !begun => Ok(()),
         _ => renderer.end(&mut out),
     };
+    // The charts end with every run, an error's included (a replay writes
+    // them only here); when the reader went away, the run is otherwise
+    // done, and what they could not do is what there is to say.
+    let charted = match &charts {
+        Some(charts) => charts.finish().map_err(IostatError::Chart),
+        None => Ok(()),
+    };
+    if matches!(&result, Err(IostatError::Output(e)) if is_reader_gone(e)) {
+        return charted.and(result.map(drop));
+    }
     result?;
     closed?;
     // What is left of the output, which dropping `out` would write and
     // forget the failure of (a stop while the reader takes nothing).
     out.flush()?;
-    if let Some(charts) = &charts {
-        charts.finish().map_err(IostatError::Chart)?;
-    }
-    Ok(())
+    charted
 }
 
 /// `--listen`: the address, checked, and what it cannot be used with.

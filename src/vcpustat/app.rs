@@ -671,12 +671,19 @@ fn intervals(
         Ok::<(), VcpuError>(())
     });
     let ended = output.end(out).map_err(VcpuError::Output);
-    result?;
-    ended?;
-    match &charts {
+    // The charts end with every run, an error's included (a replay writes
+    // them only here); when the reader went away, the run is otherwise
+    // done, and what they could not do is what there is to say.
+    let charted = match &charts {
         Some(charts) => charts.finish().map_err(VcpuError::Chart),
         None => Ok(()),
+    };
+    if matches!(&result, Err(VcpuError::Output(e)) if cli::is_reader_gone(e)) {
+        return charted.and(result.map(drop));
     }
+    result?;
+    ended?;
+    charted
 }
 
 /// After someone else switched the statistics (`what`, as

@@ -981,6 +981,79 @@ fn a_run_that_charts_no_report_fails_and_says_why() {
     }
 }
 
+/// A reader of the output that goes away before the first report charted
+/// ends the run, and the chart it asked for is not there: said, status 1,
+/// as when a stop signal ends it then. It ended with 0 and nothing said.
+#[test]
+fn a_reader_gone_before_the_first_chart_is_said() {
+    let dir = scratch("reader-gone");
+    let root = sysroot(&dir);
+    let svg = dir.join("gone.svg");
+    let svg_s = svg.to_str().unwrap();
+    let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vcpustat/seed");
+    let cxlstat_rec = fixture("cxlstat.rec");
+    let runs: [(&str, &str, Vec<&str>); 3] = [
+        (
+            IOSTAT,
+            "iostat-rs",
+            vec!["--sysroot", root.to_str().unwrap(), "-x", "0.1", "3"],
+        ),
+        (VCPUSTAT, "vcpustat", vec!["--sysroot", seed, "0.1", "3"]),
+        (
+            CXLSTAT,
+            "cxlstat",
+            vec!["--replay", &cxlstat_rec, "-e", "cpu_clock", "0.1"],
+        ),
+    ];
+    for (bin, tool, mut args) in runs {
+        args.extend(["--svg", svg_s]);
+        // A pipe whose reader is gone: the first report fails to be written.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(bin)
+            .args(&args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{tool}: {err}");
+        assert_eq!(err, no_chart(tool, &svg), "{tool}");
+        assert!(!svg.exists(), "{tool}");
+    }
+}
+
+/// A replay of a run that ended on an input error charts the reports
+/// before it, as the live run did after each: it ended with the run's
+/// status and no chart, for it charts only at the end.
+#[test]
+fn a_replay_that_ends_on_an_input_error_still_charts() {
+    let dir = scratch("replay-error");
+    let mut lines: Vec<serde_json::Value> = std::fs::read_to_string(fixture("iostat.rec"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The fifth frame: /proc/stat gone, as `rm` makes it mid-run.
+    lines[5]["entries"]["read /proc/stat"] = serde_json::json!({"errno": 2});
+    let rec = dir.join("cut.rec");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&rec, text).unwrap();
+    let svg = dir.join("replayed.svg");
+    let out = Command::new(IOSTAT)
+        .arg("--replay")
+        .arg(&rec)
+        .args(["-x", "1", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/proc/stat"), "{err}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    roxmltree::Document::parse(&chart).unwrap();
+}
+
 /// The renames onto names in a directory, counted by inotify, which queues
 /// every one from [`Renames::watch`] on.
 struct Renames(std::os::fd::OwnedFd);

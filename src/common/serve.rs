@@ -17,7 +17,8 @@
 //! answer after [`CONNECTION_LIFETIME`] closes the connection (`Connection:
 //! close`, so no request the client sent meanwhile is lost), as does the
 //! answer to a request with a body (none is read), a request header may
-//! not exceed [`MAX_REQUEST_BYTES`] (431 or 414 beyond), and at most
+//! not exceed [`MAX_REQUEST_BYTES`] (431 beyond: hyper's buffer limit comes
+//! before its check of the target's length, 414), and at most
 //! [`MAX_CONNECTIONS`] are open at once, [`MAX_CONNECTIONS_PER_PEER`] of
 //! them from one peer (an IPv4 address, an IPv6 /64). A connection beyond
 //! these takes the place of the one that has waited longest on its client
@@ -193,6 +194,12 @@ async fn answer(
     request: Request<Incoming>,
     scrapes: mpsc::Sender<oneshot::Sender<Bytes>>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    if !names_its_host(&request) {
+        return Ok(plain(
+            StatusCode::BAD_REQUEST,
+            "bad request: an HTTP/1.1 request names its host in one valid Host header\n",
+        ));
+    }
     if request.uri().path() != "/metrics" {
         return Ok(plain(
             StatusCode::NOT_FOUND,
@@ -219,6 +226,22 @@ async fn answer(
         .headers_mut()
         .insert(header::CONTENT_TYPE, CONTENT_TYPE.parse().expect("valid"));
     Ok(response)
+}
+
+/// Whether `request` names its host as RFC 9112 (section 3.2) asks, which
+/// hyper does not check: in one `Host` header, of a host and maybe a port
+/// (empty for a target without one), required of HTTP/1.1 and not of
+/// HTTP/1.0. A server must answer any other request with 400.
+fn names_its_host<B>(request: &Request<B>) -> bool {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) => request.version() < hyper::Version::HTTP_11,
+        (Some(host), None) => host.to_str().is_ok_and(|host| {
+            host.is_empty()
+                || (!host.contains('@') && host.parse::<hyper::http::uri::Authority>().is_ok())
+        }),
+        (Some(_), Some(_)) => false,
+    }
 }
 
 /// The connections open, in all and by peer, and which of them may give

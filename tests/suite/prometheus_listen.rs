@@ -304,6 +304,25 @@ fn only_get_and_head_of_metrics_and_bounded_requests() {
             .get("DELETE", "/metrics")
             .starts_with("HTTP/1.1 405 ")
     );
+    // The host, in one valid Host header, as RFC 9112 asks of HTTP/1.1
+    // (HTTP/1.0 may leave it out): 400 otherwise. They got metrics.
+    for (host, status) in [
+        ("", "400"),
+        ("Host: a\r\nHost: b\r\n", "400"),
+        ("Host: a b/c\r\n", "400"),
+        ("Host: user@a\r\n", "400"),
+        ("Host: 127.0.0.1:9100\r\n", "200"),
+        ("Host: [::1]:9100\r\n", "200"),
+    ] {
+        let answer = server
+            .ask(format!("GET /metrics HTTP/1.1\r\n{host}Connection: close\r\n\r\n").as_bytes());
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{host:?}: {answer}"
+        );
+    }
+    let old = server.ask(b"GET /metrics HTTP/1.0\r\n\r\n");
+    assert!(old.starts_with("HTTP/1.0 200 "), "{old}");
     // A 1 MB request line: refused with a 4xx status, nothing buffered whole.
     let mut long = b"GET /".to_vec();
     long.extend(std::iter::repeat_n(b'a', 1 << 20));

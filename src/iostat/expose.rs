@@ -530,7 +530,9 @@ impl UdevProps {
     /// Reads the `E:NAME=VALUE` lines of a udev database file.
     pub fn parse(text: &[u8]) -> UdevProps {
         let mut p = UdevProps::default();
-        for line in String::from_utf8_lossy(text).lines() {
+        // Bytes that are not UTF-8 kept as every name keeps them, shown
+        // `\xNN` in the exposition (lossily, all were one U+FFFD).
+        for line in crate::common::osname::from_bytes(text).lines() {
             let Some((key, value)) = line.strip_prefix("E:").and_then(|l| l.split_once('=')) else {
                 continue;
             };
@@ -687,5 +689,13 @@ mod tests {
                 revision: "2.5+".into(),
             }
         );
+        // Bytes that are not UTF-8 kept, each its own (lossily, \xff and
+        // \xfe were one U+FFFD).
+        let model = |bytes: &[u8]| {
+            let text = [b"E:ID_MODEL=M".as_slice(), bytes, b"\n"].concat();
+            crate::common::osname::to_bytes(&UdevProps::parse(&text).model).into_owned()
+        };
+        assert_eq!(model(b"\xff"), b"M\xff");
+        assert_eq!(model(b"\xfe"), b"M\xfe");
     }
 }

@@ -152,12 +152,78 @@ impl Target {
     }
 }
 
+/// A run's expositions to its [`Target`], one per report. A textfile that
+/// cannot be written (a full file system) does not end the run, as it
+/// does not end a cron job's next run: the previous exposition stays, a
+/// line on standard error says so once, and each report tries again
+/// (another line says when one is written again). A write failed last
+/// fails the run at its end ([`Publisher::finish`]). Standard output
+/// that cannot be written ends it at once, as for any report.
+#[derive(Debug)]
+pub struct Publisher {
+    target: Target,
+    tool: &'static str,
+    /// The error of the last write, while the textfile's writes fail.
+    failing: Option<io::Error>,
+}
+
+impl Publisher {
+    /// Expositions of `tool` to `target`.
+    pub fn new(target: Target, tool: &'static str) -> Publisher {
+        Publisher {
+            target,
+            tool,
+            failing: None,
+        }
+    }
+
+    /// Publishes one exposition ([`Target::publish`]); a textfile's
+    /// failure is said and kept instead of returned.
+    pub fn publish(&mut self, out: &mut dyn Write, text: &str) -> io::Result<()> {
+        let published = self.target.publish(out, text);
+        let Target::Textfile(path) = &self.target else {
+            return published;
+        };
+        match (published, self.failing.is_some()) {
+            (Ok(()), true) => {
+                self.failing = None;
+                super::cli::tell(
+                    self.tool,
+                    format_args!("--textfile {}: written again", path.display()),
+                );
+            }
+            (Ok(()), false) => {}
+            (Err(err), failing) => {
+                if !failing {
+                    super::cli::tell(
+                        self.tool,
+                        format_args!(
+                            "cannot write output: {err}: the previous exposition stays; tried \
+                             again at each report"
+                        ),
+                    );
+                }
+                self.failing = Some(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the run's expositions: the error of a textfile write that
+    /// failed last, which left the previous exposition in place.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.failing.take().map_or(Ok(()), Err)
+    }
+}
+
 /// Writes one exposition per report to `target`: `collect` reads the
 /// counters at each sample of `schedule` and appends its families. When
 /// the schedule's first sample only starts the run (the tools' `-y`,
 /// vcpustat's interval runs), it is collected, so that the collector sees
-/// it, but not published.
+/// it, but not published. A textfile is written as [`Publisher`] writes
+/// it.
 pub fn run_expositions<E: From<io::Error>>(
+    tool: &'static str,
     schedule: &Schedule,
     source: &mut dyn Source,
     stop: &StopSignal,
@@ -165,14 +231,17 @@ pub fn run_expositions<E: From<io::Error>>(
     out: &mut dyn Write,
     mut collect: impl FnMut(&mut dyn Source, &mut Exposition) -> Result<(), E>,
 ) -> Result<RunEnd, E> {
-    run_samples(schedule, source, stop, None, |source, index| {
+    let mut publisher = Publisher::new(target.clone(), tool);
+    let end = run_samples(schedule, source, stop, None, |source, index| {
         let mut e = Exposition::new();
         collect(source, &mut e)?;
         if !(schedule.first_starts_only && index == 0) {
-            target.publish(out, e.as_str())?;
+            publisher.publish(out, e.as_str())?;
         }
-        Ok(())
-    })
+        Ok::<(), E>(())
+    })?;
+    publisher.finish()?;
+    Ok(end)
 }
 
 /// Writes a sample value as Prometheus reads it: integers without a

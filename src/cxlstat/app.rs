@@ -565,7 +565,9 @@ fn run_count(
         CountFormat::Core(format) => {
             CountOutput::Frames(writer_for(*format, render::schema(), ","))
         }
-        CountFormat::Expo(target) => CountOutput::Expo(target.clone()),
+        CountFormat::Expo(target) => {
+            CountOutput::Expo(crate::common::expo::Publisher::new(target.clone(), TOOL))
+        }
         CountFormat::PerfCsv(separator) => CountOutput::PerfCsv {
             separator: separator.clone(),
             intervals,

@@ -8,7 +8,7 @@ use comfy_table::{Table, presets};
 
 use crate::common::cli::tell;
 use crate::common::escape;
-use crate::common::expo::{Exposition, Target};
+use crate::common::expo::{Exposition, Publisher};
 use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
 
 use super::catalogue::{self, CXL_VENDOR_ID};
@@ -313,7 +313,7 @@ pub enum CountOutput {
     /// A core writer (JSON, CSV...).
     Frames(Box<dyn FrameWriter>),
     /// Prometheus expositions of the cumulative readings, one per report.
-    Expo(Target),
+    Expo(Publisher),
     /// `perf stat -x` lines.
     PerfCsv {
         /// The field separator.
@@ -551,11 +551,11 @@ impl CountView {
     /// Writes one report: the change from `span.previous` to `span.current`.
     pub fn report(&mut self, out: &mut dyn Write, span: &Span) -> io::Result<()> {
         match &mut self.output {
-            CountOutput::Expo(target) => {
+            CountOutput::Expo(publisher) => {
                 let mut e = Exposition::new();
                 expose(&series(&self.rows, span.current, span.gone), &mut e);
                 tell_notes(span.notes);
-                target.publish(out, e.as_str())
+                publisher.publish(out, e.as_str())
             }
             CountOutput::Frames(writer) => {
                 fill_frame_rows(&self.rows, &mut self.frame_rows, span);
@@ -589,10 +589,10 @@ impl CountView {
     pub fn end(&mut self, out: &mut dyn Write) -> io::Result<()> {
         match &mut self.output {
             CountOutput::Frames(w) if self.begun => w.end(out),
-            CountOutput::Frames(_)
-            | CountOutput::Text { .. }
-            | CountOutput::PerfCsv { .. }
-            | CountOutput::Expo(_) => out.flush(),
+            CountOutput::Expo(publisher) => publisher.finish().and_then(|()| out.flush()),
+            CountOutput::Frames(_) | CountOutput::Text { .. } | CountOutput::PerfCsv { .. } => {
+                out.flush()
+            }
         }
     }
 }

@@ -716,7 +716,7 @@ fn expositions(
         first_starts_only: opts.skip_first,
     };
     let mut out = BufWriter::new(StoppableStdout::new(&stop));
-    run_expositions(&schedule, src, &stop, &target, &mut out, |src, e| {
+    run_expositions(TOOL, &schedule, src, &stop, &target, &mut out, |src, e| {
         // A replay without what the exposition reads fails as a report's does.
         exporter
             .collect(src, e)

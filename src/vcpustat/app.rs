@@ -371,6 +371,7 @@ pub fn run(
                 // The first sample starts the run, as for the text
                 // (`Schedule::first_starts_only`).
                 run_expositions(
+                    TOOL,
                     &options.schedule(),
                     source,
                     stop,

@@ -481,3 +481,71 @@ fn udev_data_out_of_descriptors_fails_the_exposition() {
         );
     }
 }
+
+/// A textfile that cannot be written (a full file system) does not end the
+/// run: the previous exposition stays, one line says so, each report tries
+/// again, and one more line says when one is written again. A run whose
+/// last write failed ends with that error, status 1. The first failure
+/// ended the run, and node_exporter served the last exposition for ever.
+#[test]
+fn a_textfile_on_a_full_file_system_is_tried_again() {
+    let test = "a_textfile_on_a_full_file_system_is_tried_again";
+    if let Some(why) = crate::namespace::unavailable() {
+        crate::skip::skip(test, &format!("{why}; it mounts a small tmpfs"));
+        return;
+    }
+    let root = tree("full");
+    std::fs::create_dir_all(root.join("full")).unwrap();
+    // In the namespace: a 64 KiB tmpfs, filled in the middle of a run and
+    // emptied again; then filled for good before a run ends.
+    let script = r#"
+        cd "$1" || exit 9
+        "$0" --sysroot . -d --textfile full/x.prom 0.05 40 2>err1 & pid=$!
+        sleep 0.5; cat /dev/zero > full/fill 2>/dev/null; sleep 0.5; rm full/fill
+        wait $pid; echo "first $?"
+        "$0" --sysroot . -d --textfile full/x.prom 0.05 20 2>err2 & pid=$!
+        sleep 0.3; cat /dev/zero > full/fill 2>/dev/null
+        wait $pid; echo "second $?"
+        ls -a full
+    "#;
+    let full = root.join("full");
+    let full = full.to_str().unwrap();
+    assert!(!full.contains('\''));
+    let out = crate::namespace::command(
+        &format!("mount -t tmpfs -o size=64k hwstat-full '{full}'"),
+        "sh",
+        &[
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_iostat-rs"),
+            root.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = said.lines().collect();
+    let err = |n| std::fs::read_to_string(root.join(format!("err{n}"))).unwrap();
+    let failed = "iostat-rs: cannot write output: --textfile full/x.prom: No space left on device \
+                  (os error 28)";
+    assert_eq!(lines[0], "first 0", "{said}{}", err(1));
+    assert_eq!(
+        err(1),
+        format!(
+            "{failed}: the previous exposition stays; tried again at each report\n\
+             iostat-rs: --textfile full/x.prom: written again\n"
+        )
+    );
+    assert_eq!(lines[1], "second 1", "{said}{}", err(2));
+    assert_eq!(
+        err(2),
+        format!("{failed}: the previous exposition stays; tried again at each report\n{failed}\n")
+    );
+    // The exposition and the filler, no temporary file left.
+    assert_eq!(lines[2..], [".", "..", "fill", "x.prom"], "{said}");
+}

@@ -6,8 +6,9 @@
 //! breaks a JSON document. Every renderer passes such names through here:
 //!
 //! * [`text`] for people: control characters become `\n`, `\t`, `\r` or
-//!   `\xNN` (C0 and DEL) or `\u{NN}` (C1 and the bidirectional-text
-//!   controls, which can reorder what a terminal shows), and a byte that is
+//!   `\xNN` (C0 and DEL) or `\u{NN}` (C1, the bidirectional-text
+//!   controls, which can reorder what a terminal shows, and the line and
+//!   paragraph separators), and a byte that is
 //!   not UTF-8 becomes `\xNN` (80 to ff). Everything else, a backslash
 //!   included, prints as it is: udev's names (`/dev/disk/by-label/EFI\x20System`)
 //!   hold backslashes already, and sysstat prints them as they are, so a
@@ -34,10 +35,16 @@ use std::fmt::Write as _;
 
 use super::osname::{holds_raw_bytes, show_raw_bytes};
 
-/// Whether `c` must be escaped in text for a terminal.
+/// Whether `c` must be escaped in text for a terminal: control
+/// characters, the bidirectional controls, and the line and paragraph
+/// separators (U+2028, U+2029), which JSON allows raw but which end a line
+/// for many readers (Python's `splitlines`, JavaScript before ES2019).
 fn unsafe_in_text(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// `text` (a name, or a message quoting names) with every control character
@@ -173,9 +180,9 @@ mod tests {
 
     #[test]
     fn json_strings_carry_no_terminal_control_raw() {
-        let name = "a\x7f\u{9b}2J\u{202e}b\u{2066}";
+        let name = "a\x7f\u{9b}2J\u{202e}b\u{2066}\u{2028}\u{2029}";
         let quoted = format!("\"{}\"", json(name));
-        assert_eq!(quoted, r#""a\u007f\u009b2J\u202eb\u2066""#);
+        assert_eq!(quoted, r#""a\u007f\u009b2J\u202eb\u2066\u2028\u2029""#);
         assert_eq!(serde_json::from_str::<String>(&quoted).unwrap(), name);
     }
 }

@@ -385,8 +385,10 @@ fn print_version(env: &Env) -> i32 {
         ("S_COLORS_SGR", &env.s_colors_sgr),
         ("S_TIME_FORMAT", &env.s_time_format),
     ] {
+        // Escaped as names are (sysstat prints them raw): a value holding
+        // an escape sequence would act on the terminal.
         if let Some(v) = value {
-            text.push_str(&format!("{name}={v}\n"));
+            text.push_str(&format!("{name}={}\n", crate::common::escape::text(v)));
         }
     }
     text.push_str(&format!(

@@ -773,3 +773,23 @@ fn warnings_about_a_cut_recording_escape_its_file_name() {
         assert!(err.contains("cut"), "{fixture}: {err}");
     }
 }
+
+/// `-V` shows the environment variables iostat reads, escaped as names
+/// are: an escape sequence in `S_TIME_FORMAT` retitled the terminal.
+#[test]
+fn version_shows_environment_values_escaped() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .arg("-V")
+        .env("S_TIME_FORMAT", "\x1b]0;pwn\x07")
+        .env("S_COLORS", "never\u{202e}")
+        .env_remove("POSIXLY_CORRECT")
+        .env_remove("S_COLORS_SGR")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("S_COLORS=never\\u{202e}\nS_TIME_FORMAT=\\x1b]0;pwn\\x07\n"),
+        "{text}"
+    );
+}

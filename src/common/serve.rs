@@ -24,7 +24,8 @@
 //! these takes the place of the one that has waited longest on its client
 //! (its own peer's, when that peer has its share), so that clients that
 //! connect and stay silent or never read cannot keep a scraper out (a
-//! connection whose request has arrived unread is passed over); only
+//! connection whose request has arrived, unread, from a client that takes
+//! its answers is passed over); only
 //! when every place has a request being answered is it closed at once. A
 //! connection answers
 //! one request at a time (hyper reads the next pipelined request once the
@@ -310,10 +311,10 @@ impl Slots {
     /// never read) would keep every scraper out, from as few as two
     /// addresses, as any local user has all of 127/8. A request being
     /// answered is never cut; when every connection has one, there is no
-    /// place (`None`). Nor is a connection whose socket holds bytes not
-    /// read yet: a request that has arrived, which a flood of silent
-    /// connections accepted right after it closed before hyper could read
-    /// it (a quarter of the scrapes failed under 200 such clients).
+    /// place (`None`). Nor is a connection with a request arriving
+    /// ([`has_a_request_arriving`]), which a flood of silent connections
+    /// accepted right after it closed before hyper could read it (a
+    /// quarter of the scrapes failed under 200 such clients).
     fn take(
         slots: &Rc<RefCell<Slots>>,
         peer: IpAddr,
@@ -333,7 +334,7 @@ impl Slots {
                 .open
                 .iter()
                 .filter(|(_, c)| among.is_none_or(|p| c.peer == p))
-                .filter(|(_, c)| !has_unread_bytes(c.socket))
+                .filter(|(_, c)| !has_a_request_arriving(c.socket))
                 .filter_map(|(&id, c)| Some((c.waiting_since?, id)))
                 .min()?;
             let closed = all.remove(longest.1).expect("listed");
@@ -367,12 +368,22 @@ impl Slots {
     }
 }
 
-/// Whether bytes have arrived on `socket` that no one has read yet.
-fn has_unread_bytes(socket: RawFd) -> bool {
-    let mut unread: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer; a descriptor
-    // that is not a socket only fails the call.
-    unsafe { libc::ioctl(socket, libc::FIONREAD, &mut unread) == 0 && unread > 0 }
+/// Whether a request has arrived on `socket` that hyper has not read yet,
+/// from a client that takes its answers: bytes wait to be read, and none
+/// to be sent. A client that pipelines requests and never reads has both
+/// (its requests wait behind an answer it does not take): it still gives
+/// its place.
+fn has_a_request_arriving(socket: RawFd) -> bool {
+    let queued = |request| {
+        let mut bytes: libc::c_int = 0;
+        // SAFETY: FIONREAD and TIOCOUTQ (SIOCOUTQ for a socket) write one
+        // int through the pointer; a descriptor that is not a socket only
+        // fails the call.
+        let asked = unsafe { libc::ioctl(socket, request, &mut bytes) };
+        (asked == 0).then_some(bytes)
+    };
+    queued(libc::FIONREAD).is_some_and(|unread| unread > 0)
+        && queued(libc::TIOCOUTQ).is_some_and(|unsent| unsent == 0)
 }
 
 impl Slot {

@@ -29,8 +29,10 @@ use std::time::{Duration, Instant};
 /// answer (about 190 kB) is far more than the kernels buffer for a client
 /// that does not read (about 70 kB; see [`connect_from`]).
 const DEVICES: usize = 200;
-/// Requests each stalled client sends at once (pipelined).
-const PIPELINED: usize = 4;
+/// Requests each stalled client sends at once (pipelined): 11 kB, more
+/// than hyper reads into its 8 KiB buffer, so that some wait unread in the
+/// kernel, as a request that has just arrived does.
+const PIPELINED: usize = 300;
 /// The segment size the test's clients ask for, an Ethernet path's.
 const SEGMENT: libc::c_int = 1400;
 /// A plain scrape, asking the server to close afterwards.

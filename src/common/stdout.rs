@@ -8,9 +8,10 @@
 //! descriptor can take data, or a stop signal arrives, whichever is first;
 //! then it writes no more than a pipe accepts without blocking. After a stop
 //! signal the end of the output (a JSON document's close, totals) is still
-//! written while the reader takes some of it every [`GRACE_AFTER_STOP`];
-//! once it has taken nothing for that long, writes fail with
-//! [`StoppedWhileWriting`], which the run reports as an output error.
+//! written while the reader takes some of it every [`GRACE_AFTER_STOP`],
+//! for [`MOST_AFTER_STOP`] at most, and until another stop signal; past
+//! that, writes fail with [`StoppedWhileWriting`], which the run reports
+//! as an output error ([`AfterStop`]).
 
 use std::fmt;
 use std::io::{self, Write};
@@ -39,6 +40,27 @@ impl std::error::Error for StoppedWhileWriting {}
 /// reader that takes none of it.
 pub const GRACE_AFTER_STOP: Duration = Duration::from_secs(1);
 
+/// How long, after a stop signal, the rest of the output waits for a
+/// reader in all, however much it takes: a slow one (a serial console)
+/// would otherwise keep a stopped run going for minutes, past a service
+/// manager's patience and its SIGKILL, before vcpustat could switch back
+/// what it switched on.
+pub const MOST_AFTER_STOP: Duration = Duration::from_secs(10);
+
+/// Where a stopped run's output stands in its wait for the reader: set at
+/// the first wait after a stop signal. The wait ends when the reader has
+/// taken nothing for [`GRACE_AFTER_STOP`], at [`MOST_AFTER_STOP`] after
+/// that first wait, or at another stop signal (a second Ctrl-C: the user
+/// will not wait); an interrupted `poll` alone does not end it.
+#[derive(Debug, Default)]
+pub struct AfterStop {
+    /// The stop signals caught by the first wait, and when the wait ends
+    /// at the latest.
+    first: Option<(usize, Instant)>,
+    /// When the wait ends unless the reader takes more.
+    give_up_at: Option<Instant>,
+}
+
 /// File descriptor 1, written so that a stop signal ends a blocked write.
 /// Wrap it in a `BufWriter`: each `write` costs a `poll` and a `write`.
 pub struct StoppableStdout<'a> {
@@ -46,9 +68,8 @@ pub struct StoppableStdout<'a> {
     /// The most one `write` may carry: what a pipe or socket is sure to
     /// accept once it polls writable; unlimited for regular files.
     chunk: usize,
-    /// Set at the first write after a stop signal, and moved on by each
-    /// write the reader takes: when to give up.
-    give_up_at: Option<Instant>,
+    /// How long the output still waits after a stop signal.
+    after_stop: AfterStop,
 }
 
 impl<'a> StoppableStdout<'a> {
@@ -57,7 +78,7 @@ impl<'a> StoppableStdout<'a> {
         StoppableStdout {
             stop,
             chunk: chunk_for(libc::STDOUT_FILENO),
-            give_up_at: None,
+            after_stop: AfterStop::default(),
         }
     }
 }
@@ -77,22 +98,27 @@ pub fn chunk_for(fd: libc::c_int) -> usize {
 }
 
 /// Waits until `fd` takes data. Before a stop signal that wait is as long
-/// as the reader needs; after one, it ends at `give_up_at` (set at the
-/// first wait after the signal, [`GRACE_AFTER_STOP`] on) with
-/// [`StoppedWhileWriting`]. Another signal meanwhile (a second Ctrl-C)
-/// does not cut it short: an interrupted `poll` is made again, for what is
-/// left.
-fn wait_for_room(
-    stop: &StopSignal,
-    fd: BorrowedFd,
-    give_up_at: &mut Option<Instant>,
-) -> io::Result<()> {
+/// as the reader needs; after one, it ends as [`AfterStop`] says, with
+/// [`StoppedWhileWriting`].
+fn wait_for_room(stop: &StopSignal, fd: BorrowedFd, after: &mut AfterStop) -> io::Result<()> {
     if stop.caught().is_none() && stop.wait_writable(fd) {
         return Ok(());
     }
-    let signal = stop.caught().unwrap_or(0);
-    let give_up_at = *give_up_at.get_or_insert_with(|| Instant::now() + GRACE_AFTER_STOP);
+    let now = Instant::now();
+    let (signals, last_call) = *after
+        .first
+        .get_or_insert((stop.latest().count(), now + MOST_AFTER_STOP));
+    let give_up_at = (*after.give_up_at.get_or_insert(now + GRACE_AFTER_STOP)).min(last_call);
     loop {
+        let latest = stop.latest();
+        let stopped = || {
+            Err(io::Error::other(StoppedWhileWriting(
+                latest.signal().unwrap_or(0),
+            )))
+        };
+        if latest.count() != signals {
+            return stopped();
+        }
         let left = give_up_at.saturating_duration_since(Instant::now());
         let mut pollfd = libc::pollfd {
             fd: fd.as_raw_fd(),
@@ -107,33 +133,32 @@ fn wait_for_room(
         let interrupted =
             ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted;
         if !interrupted || left.is_zero() {
-            return Err(io::Error::other(StoppedWhileWriting(signal)));
+            return stopped();
         }
     }
 }
 
 /// One `write(2)` of at most `chunk` bytes of `buf` to `fd`, once `fd`
 /// takes data or, after a stop signal, failing with [`StoppedWhileWriting`]
-/// once `give_up_at` has passed ([`GRACE_AFTER_STOP`] after the first wait
-/// that follows the signal, or after the last write since): what
-/// [`StoppableStdout`] does for standard output, for any descriptor.
+/// once the wait [`AfterStop`] allows is over: what [`StoppableStdout`]
+/// does for standard output, for any descriptor.
 pub fn write_stoppably(
     stop: &StopSignal,
     fd: BorrowedFd,
     buf: &[u8],
     chunk: usize,
-    give_up_at: &mut Option<Instant>,
+    after: &mut AfterStop,
 ) -> io::Result<usize> {
     loop {
-        wait_for_room(stop, fd, give_up_at)?;
+        wait_for_room(stop, fd, after)?;
         let len = buf.len().min(chunk);
         // SAFETY: `len` bytes of `buf` are readable.
         let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), len) };
         if n >= 0 {
             // The reader took this: it has not stopped reading, and the
-            // rest waits for it as long again.
-            if n > 0 && give_up_at.is_some() {
-                *give_up_at = Some(Instant::now() + GRACE_AFTER_STOP);
+            // rest waits for it as long again (within MOST_AFTER_STOP).
+            if n > 0 && after.give_up_at.is_some() {
+                after.give_up_at = Some(Instant::now() + GRACE_AFTER_STOP);
             }
             return Ok(n as usize);
         }
@@ -151,7 +176,7 @@ impl Write for StoppableStdout<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // SAFETY: descriptor 1 stays open for the life of the process.
         let fd = unsafe { BorrowedFd::borrow_raw(libc::STDOUT_FILENO) };
-        write_stoppably(self.stop, fd, buf, self.chunk, &mut self.give_up_at)
+        write_stoppably(self.stop, fd, buf, self.chunk, &mut self.after_stop)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -7,12 +7,12 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{End, EndLine, Entry, FORMAT_NAME, FORMAT_VERSION, Frame, Header, Refused};
 use crate::common::signals::StopSignal;
 use crate::common::source::{Source, Uname};
-use crate::common::stdout::{chunk_for, write_stoppably};
+use crate::common::stdout::{AfterStop, chunk_for, write_stoppably};
 use crate::common::user_file;
 
 /// A recording file could not be created or written: the message names the
@@ -87,8 +87,8 @@ struct RecordingFile {
     chunk: usize,
     /// The run's stop flag, once the tool has handed it over.
     stop: Option<StopSignal>,
-    /// Set at the first write after a stop signal: when to give up.
-    give_up_at: Option<Instant>,
+    /// How long the recording still waits after a stop signal.
+    after_stop: AfterStop,
 }
 
 impl RecordingFile {
@@ -98,7 +98,7 @@ impl RecordingFile {
             file,
             chunk,
             stop: None,
-            give_up_at: None,
+            after_stop: AfterStop::default(),
         }
     }
 }
@@ -111,7 +111,7 @@ impl Write for RecordingFile {
                 self.file.as_fd(),
                 buf,
                 self.chunk,
-                &mut self.give_up_at,
+                &mut self.after_stop,
             ),
             None => self.file.write(buf),
         }

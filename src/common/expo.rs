@@ -152,59 +152,74 @@ impl Target {
     }
 }
 
-/// A run's expositions to its [`Target`], one per report. A textfile that
-/// cannot be written (a full file system) does not end the run, as it
+/// A run's expositions to its [`Target`], one per report. In a run of
+/// several reports, a textfile that cannot be written for want of room (a
+/// full file system or quota) does not end the run, as it
 /// does not end a cron job's next run: the previous exposition stays, a
 /// line on standard error says so once, and each report tries again
 /// (another line says when one is written again). A write failed last
-/// fails the run at its end ([`Publisher::finish`]). Standard output
-/// that cannot be written ends it at once, as for any report.
+/// fails the run at its end ([`Publisher::finish`]). Any other failure (a
+/// directory removed, a file system made read-only), and one of standard
+/// output, ends the run at once, as for any report.
 #[derive(Debug)]
 pub struct Publisher {
     target: Target,
     tool: &'static str,
+    /// Whether more reports follow the first: a failure may be tried again.
+    again: bool,
+    /// Whether an exposition was written.
+    written: bool,
     /// The error of the last write, while the textfile's writes fail.
     failing: Option<io::Error>,
 }
 
 impl Publisher {
-    /// Expositions of `tool` to `target`.
-    pub fn new(target: Target, tool: &'static str) -> Publisher {
+    /// Expositions of `tool` to `target`, of a run of more than one report
+    /// when `again`.
+    pub fn new(target: Target, tool: &'static str, again: bool) -> Publisher {
         Publisher {
             target,
             tool,
+            again,
+            written: false,
             failing: None,
         }
     }
 
     /// Publishes one exposition ([`Target::publish`]); a textfile's
-    /// failure is said and kept instead of returned.
+    /// failure to be tried again is said and kept instead of returned.
     pub fn publish(&mut self, out: &mut dyn Write, text: &str) -> io::Result<()> {
         let published = self.target.publish(out, text);
         let Target::Textfile(path) = &self.target else {
             return published;
         };
-        match (published, self.failing.is_some()) {
-            (Ok(()), true) => {
-                self.failing = None;
-                super::cli::tell(
-                    self.tool,
-                    format_args!("--textfile {}: written again", path.display()),
-                );
+        match published {
+            Ok(()) => {
+                if self.failing.take().is_some() {
+                    super::cli::tell(
+                        self.tool,
+                        format_args!("--textfile {}: written again", path.display()),
+                    );
+                }
+                self.written = true;
             }
-            (Ok(()), false) => {}
-            (Err(err), failing) => {
-                if !failing {
+            Err(err) if self.again && is_for_want_of_room(&err) => {
+                if self.failing.is_none() {
+                    let left = if self.written {
+                        "the previous exposition stays"
+                    } else {
+                        "no exposition written yet"
+                    };
                     super::cli::tell(
                         self.tool,
                         format_args!(
-                            "cannot write output: {err}: the previous exposition stays; tried \
-                             again at each report"
+                            "cannot write output: {err}: {left}; tried again at each report"
                         ),
                     );
                 }
                 self.failing = Some(err);
             }
+            Err(err) => return Err(err),
         }
         Ok(())
     }
@@ -214,6 +229,16 @@ impl Publisher {
     pub fn finish(&mut self) -> io::Result<()> {
         self.failing.take().map_or(Ok(()), Err)
     }
+}
+
+/// Whether a write failed for want of room (`ENOSPC`, `EDQUOT`), which
+/// may pass: not a directory removed or a file system made read-only.
+/// (By kind: [`Target::publish`] names the file in a new error.)
+fn is_for_want_of_room(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// Writes one exposition per report to `target`: `collect` reads the
@@ -231,7 +256,11 @@ pub fn run_expositions<E: From<io::Error>>(
     out: &mut dyn Write,
     mut collect: impl FnMut(&mut dyn Source, &mut Exposition) -> Result<(), E>,
 ) -> Result<RunEnd, E> {
-    let mut publisher = Publisher::new(target.clone(), tool);
+    let reports = schedule
+        .count
+        .map(|count| count.saturating_sub(u64::from(schedule.first_starts_only)));
+    let again = schedule.interval.is_some() && reports.is_none_or(|reports| reports > 1);
+    let mut publisher = Publisher::new(target.clone(), tool, again);
     let end = run_samples(schedule, source, stop, None, |source, index| {
         let mut e = Exposition::new();
         collect(source, &mut e)?;

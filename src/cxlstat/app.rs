@@ -565,9 +565,11 @@ fn run_count(
         CountFormat::Core(format) => {
             CountOutput::Frames(writer_for(*format, render::schema(), ","))
         }
-        CountFormat::Expo(target) => {
-            CountOutput::Expo(crate::common::expo::Publisher::new(target.clone(), TOOL))
-        }
+        CountFormat::Expo(target) => CountOutput::Expo(crate::common::expo::Publisher::new(
+            target.clone(),
+            TOOL,
+            intervals,
+        )),
         CountFormat::PerfCsv(separator) => CountOutput::PerfCsv {
             separator: separator.clone(),
             intervals,

@@ -485,8 +485,9 @@ fn udev_data_out_of_descriptors_fails_the_exposition() {
 /// A textfile that cannot be written (a full file system) does not end the
 /// run: the previous exposition stays, one line says so, each report tries
 /// again, and one more line says when one is written again. A run whose
-/// last write failed ends with that error, status 1. The first failure
-/// ended the run, and node_exporter served the last exposition for ever.
+/// last write failed ends with that error, status 1, as a run of one
+/// report does at once. The first failure ended the run, and node_exporter
+/// served the last exposition for ever.
 #[test]
 fn a_textfile_on_a_full_file_system_is_tried_again() {
     let test = "a_textfile_on_a_full_file_system_is_tried_again";
@@ -506,6 +507,7 @@ fn a_textfile_on_a_full_file_system_is_tried_again() {
         "$0" --sysroot . -d --textfile full/x.prom 0.05 20 2>err2 & pid=$!
         sleep 0.3; cat /dev/zero > full/fill 2>/dev/null
         wait $pid; echo "second $?"
+        "$0" --sysroot . -d --textfile full/x.prom 2>err3; echo "third $?"
         ls -a full
     "#;
     let full = root.join("full");
@@ -546,6 +548,9 @@ fn a_textfile_on_a_full_file_system_is_tried_again() {
         err(2),
         format!("{failed}: the previous exposition stays; tried again at each report\n{failed}\n")
     );
+    // One report only: nothing to try again, the error at once.
+    assert_eq!(lines[2], "third 1", "{said}{}", err(3));
+    assert_eq!(err(3), format!("{failed}\n"));
     // The exposition and the filler, no temporary file left.
-    assert_eq!(lines[2..], [".", "..", "fill", "x.prom"], "{said}");
+    assert_eq!(lines[3..], [".", "..", "fill", "x.prom"], "{said}");
 }

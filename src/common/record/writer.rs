@@ -291,24 +291,29 @@ impl Source for Recorder {
         result
     }
 
-    /// The source's own reading line by line, each line kept for the
-    /// recording: read whole instead (the default), a file past the size
-    /// limit was an error the run passed over, where a run without
-    /// `--record` fails on it.
+    /// Read whole, as the default does, so that the recording holds the
+    /// file's bytes as they are and its replay sees what the run saw; but
+    /// a file past the size limit is read again line by line through the
+    /// source, which fails the run on it as a run without `--record`
+    /// fails (read whole, it was an error the run passed over).
     fn for_each_line(
         &self,
         path: &str,
         buf: &mut Vec<u8>,
         each: &mut dyn FnMut(&[u8]),
     ) -> io::Result<()> {
-        let mut lines = Vec::new();
-        let result = self.inner.for_each_line(path, buf, &mut |line| {
-            lines.extend_from_slice(line);
-            lines.push(b'\n');
-            each(line);
-        });
-        self.note(format!("read {path}"), &result, |_| bytes_entry(&lines));
-        result
+        let result = self.inner.read_into(path, buf);
+        self.note(format!("read {path}"), &result, |_| bytes_entry(buf));
+        match result {
+            Ok(()) => {
+                crate::common::source::split_lines(buf, each);
+                Ok(())
+            }
+            Err(err) if crate::common::source::is_too_large(&err) => {
+                self.inner.for_each_line(path, buf, each)
+            }
+            Err(err) => Err(err),
+        }
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {

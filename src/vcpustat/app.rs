@@ -300,10 +300,13 @@ pub fn run(
         _ => None,
     };
     let on = apply_changes(options, source, plan, stop)?;
-    // A stop while the changes were made, in a run that was to report: it
-    // ends as stopped in the middle of them (what was made is undone),
-    // whether or not the statistics were on already.
-    if options.mode.reports() {
+    // A stop while the changes asked for were made, in a run that was to
+    // report: it ends as stopped in the middle of them (what was made is
+    // undone), whether or not the statistics were on already; so does one
+    // before the run's own switch on. A run with nothing to change goes
+    // on to its first sample, which the stop then ends.
+    let changes = options.freq.is_some() || options.switch.is_some() || !on;
+    if options.mode.reports() && changes {
         not_stopped(stop)?;
     }
     if !on && options.mode.reports() {

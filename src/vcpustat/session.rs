@@ -23,8 +23,9 @@
 //!   `dtl_event_mask` set ([`EventMaskLock`]).
 //!
 //! A record no reporting run holds any more was left by runs that ended
-//! without undoing (killed): it is dropped with a note, and what it held
-//! stays as it is, as the run that was killed left it.
+//! without undoing (killed, or the last one's undo write failed): it is
+//! dropped with a note, and what it held stays as it is, as those runs
+//! left it.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -134,7 +135,7 @@ impl Abandoned {
                 // put it back, so the note does.
                 (left != Shared::default()).then(|| {
                     format!(
-                        "a vcpustat run ended without undoing its changes (killed?): it left \
+                        "a vcpustat run ended without undoing its changes (killed, or an undo failed): it left \
                          {}; vcpustat leaves that as it is ({})",
                         left_as_it_is(left),
                         putting_back(left)
@@ -400,7 +401,7 @@ pub fn status_line(shared: Shared, held: bool, (on, freq): (bool, i32)) -> Optio
             return None;
         }
         return Some(format!(
-            "vcpustat runs: one ended without undoing its changes (killed?) and left {}; {}",
+            "vcpustat runs: one ended without undoing its changes (killed, or an undo failed) and left {}; {}",
             left_as_it_is(shared),
             putting_back(shared)
         ));
@@ -757,7 +758,7 @@ mod tests {
         let (b, abandoned) = enter(&dir, true);
         assert_eq!(b.shared(), Shared::default());
         let abandoned = abandoned.unwrap();
-        let left_both = "a vcpustat run ended without undoing its changes (killed?): it left \
+        let left_both = "a vcpustat run ended without undoing its changes (killed, or an undo failed): it left \
                          the dispatch statistics on and the frequency at 100 per second (it \
                          was 50); vcpustat leaves that as it is (vcpustat --disable and \
                          vcpustat --freq 50 put that back)";
@@ -771,7 +772,7 @@ mod tests {
         assert_eq!(
             abandoned.note(Some((false, 100))).as_deref(),
             Some(
-                "a vcpustat run ended without undoing its changes (killed?): it left the \
+                "a vcpustat run ended without undoing its changes (killed, or an undo failed): it left the \
                  frequency at 100 per second (it was 50); vcpustat leaves that as it is \
                  (vcpustat --freq 50 puts that back)"
             )
@@ -864,14 +865,14 @@ mod tests {
         assert!(!held, "the run is gone");
         assert_eq!(
             status_line(shared, held, (true, 40)).unwrap(),
-            "vcpustat runs: one ended without undoing its changes (killed?) and left the \
+            "vcpustat runs: one ended without undoing its changes (killed, or an undo failed) and left the \
              dispatch statistics on and the frequency at 40 per second (it was 50); vcpustat \
              --disable and vcpustat --freq 50 put that back"
         );
         // Undone by hand since, in part, then whole: what is left, then nothing.
         assert_eq!(
             status_line(shared, held, (false, 40)).unwrap(),
-            "vcpustat runs: one ended without undoing its changes (killed?) and left the \
+            "vcpustat runs: one ended without undoing its changes (killed, or an undo failed) and left the \
              frequency at 40 per second (it was 50); vcpustat --freq 50 puts that back"
         );
         assert_eq!(status_line(shared, held, (false, 50)), None);

@@ -189,7 +189,7 @@ fn a_killed_run_leaves_its_changes_and_the_next_run_says_so() {
     assert!(out.status.success());
     assert_eq!(
         crate::vcpustat_fuse::text(&out.stderr),
-        "vcpustat: note: a vcpustat run ended without undoing its changes (killed?): it left \
+        "vcpustat: note: a vcpustat run ended without undoing its changes (killed, or an undo failed): it left \
          the dispatch statistics on; vcpustat leaves that as it is (vcpustat --disable puts that back)\n"
     );
     assert!(sim.kernel().on);

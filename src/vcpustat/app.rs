@@ -674,7 +674,12 @@ fn intervals(
         }
         Ok::<(), VcpuError>(())
     });
-    let ended = output.end(out).map_err(VcpuError::Output);
+    // Closed on every end, errors included, unless the output itself
+    // failed: a close written after a cut would end a half-written row.
+    let ended = match &result {
+        Err(VcpuError::Output(e)) if cli::is_output_failure(e) => Ok(()),
+        _ => output.end(out).map_err(VcpuError::Output),
+    };
     // The charts end with every run, an error's included (a replay writes
     // them only here); when the reader went away, the run is otherwise
     // done, and what they could not do is what there is to say.

@@ -370,9 +370,11 @@ impl Slots {
 
 /// Whether a request has arrived on `socket` that hyper has not read yet,
 /// from a client that takes its answers: bytes wait to be read, and none
-/// to be sent. A client that pipelines requests and never reads has both
-/// (its requests wait behind an answer it does not take): it still gives
-/// its place.
+/// to be sent or acknowledged (`TIOCOUTQ` counts both: it tells what the
+/// client's kernel took, not what the client read). A client that
+/// pipelines requests and never reads has both once its kernel's buffer
+/// is full (its requests wait behind an answer it does not take): it
+/// still gives its place.
 fn has_a_request_arriving(socket: RawFd) -> bool {
     let queued = |request| {
         let mut bytes: libc::c_int = 0;

@@ -25,8 +25,8 @@
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// The signals that end a run: those a terminal, a service manager or
@@ -92,6 +92,9 @@ pub struct StopSignal {
     /// `ulimit -n`. The actions hold it too: it stays open as long as they
     /// are registered.
     wake: Arc<OwnedFd>,
+    /// When every output of a stopped run stops waiting for its reader at
+    /// the latest ([`StopSignal::output_deadline`]).
+    output_deadline: Arc<OnceLock<Instant>>,
 }
 
 /// Whether stop signal `signal` was ignored when the program started, and
@@ -174,7 +177,16 @@ impl StopSignal {
             caught,
             pending,
             wake,
+            output_deadline: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// When the outputs of a stopped run (standard output, a recording)
+    /// stop waiting for their readers at the latest: `after` the first of
+    /// them began to wait, one deadline for them all
+    /// ([`crate::common::stdout::AfterStop`]).
+    pub fn output_deadline(&self, after: std::time::Duration) -> Instant {
+        *self.output_deadline.get_or_init(|| Instant::now() + after)
     }
 
     /// The stop signal received, if any.
@@ -375,7 +387,7 @@ fn pollfd(fd: BorrowedFd, events: libc::c_short) -> libc::pollfd {
 /// out of the code every report runs (build.rs, "Hot code first"); inlined
 /// for the same reason, into `sleep_until`, which every interval runs.
 #[inline(always)]
-fn poll_millis(left: std::time::Duration) -> i32 {
+pub(crate) fn poll_millis(left: std::time::Duration) -> i32 {
     left.as_secs()
         .saturating_mul(1000)
         .saturating_add(u64::from(left.subsec_nanos().div_ceil(1_000_000)))

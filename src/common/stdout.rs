@@ -9,28 +9,39 @@
 //! then it writes no more than a pipe accepts without blocking. After a stop
 //! signal the end of the output (a JSON document's close, totals) is still
 //! written while the reader takes some of it every [`GRACE_AFTER_STOP`],
-//! for [`MOST_AFTER_STOP`] at most, and until another stop signal; past
-//! that, writes fail with [`StoppedWhileWriting`], which the run reports
-//! as an output error ([`AfterStop`]).
+//! for [`MOST_AFTER_STOP`] at most; past that, writes fail with
+//! [`StoppedWhileWriting`], which the run reports as an output error
+//! ([`AfterStop`]).
 
 use std::fmt;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
-use super::signals::StopSignal;
+use super::signals::{StopSignal, poll_millis};
 
-/// What a write returns when a stop signal ended the wait for the reader.
+/// What a write returns when the wait for the reader after a stop signal
+/// ended: the signal, and whether the reader was still reading (too
+/// slowly: [`MOST_AFTER_STOP`] had passed).
 #[derive(Debug)]
-pub struct StoppedWhileWriting(pub i32);
+pub struct StoppedWhileWriting(pub i32, pub bool);
 
 impl fmt::Display for StoppedWhileWriting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "stopped by signal {} while the output was not read",
-            self.0
-        )
+        let StoppedWhileWriting(signal, reading) = *self;
+        if reading {
+            write!(
+                f,
+                "stopped by signal {signal} while the output was read too slowly to end \
+                 within {} s",
+                MOST_AFTER_STOP.as_secs()
+            )
+        } else {
+            write!(
+                f,
+                "stopped by signal {signal} while the output was not read"
+            )
+        }
     }
 }
 
@@ -47,17 +58,16 @@ pub const GRACE_AFTER_STOP: Duration = Duration::from_secs(1);
 /// what it switched on.
 pub const MOST_AFTER_STOP: Duration = Duration::from_secs(10);
 
-/// Where a stopped run's output stands in its wait for the reader: set at
-/// the first wait after a stop signal. The wait ends when the reader has
-/// taken nothing for [`GRACE_AFTER_STOP`], at [`MOST_AFTER_STOP`] after
-/// that first wait, or at another stop signal (a second Ctrl-C: the user
-/// will not wait); an interrupted `poll` alone does not end it.
+/// Where one output of a stopped run stands in its wait for the reader.
+/// The wait ends when the reader has taken nothing for
+/// [`GRACE_AFTER_STOP`], or [`MOST_AFTER_STOP`] after the first wait of
+/// any output of the run ([`StopSignal::output_deadline`]); another
+/// signal (a second Ctrl-C, or the same one twice, as `timeout` sends it
+/// to the program and then to its process group) does not end it.
 #[derive(Debug, Default)]
 pub struct AfterStop {
-    /// The stop signals caught by the first wait, and when the wait ends
-    /// at the latest.
-    first: Option<(usize, Instant)>,
-    /// When the wait ends unless the reader takes more.
+    /// When the wait ends unless the reader takes more; set at the first
+    /// wait after a stop signal.
     give_up_at: Option<Instant>,
 }
 
@@ -104,36 +114,29 @@ fn wait_for_room(stop: &StopSignal, fd: BorrowedFd, after: &mut AfterStop) -> io
     if stop.caught().is_none() && stop.wait_writable(fd) {
         return Ok(());
     }
-    let now = Instant::now();
-    let (signals, last_call) = *after
-        .first
-        .get_or_insert((stop.latest().count(), now + MOST_AFTER_STOP));
-    let give_up_at = (*after.give_up_at.get_or_insert(now + GRACE_AFTER_STOP)).min(last_call);
+    let last_call = stop.output_deadline(MOST_AFTER_STOP);
+    let give_up_at = *after
+        .give_up_at
+        .get_or_insert(Instant::now() + GRACE_AFTER_STOP);
     loop {
-        let latest = stop.latest();
-        let stopped = || {
-            Err(io::Error::other(StoppedWhileWriting(
-                latest.signal().unwrap_or(0),
-            )))
-        };
-        if latest.count() != signals {
-            return stopped();
-        }
-        let left = give_up_at.saturating_duration_since(Instant::now());
+        let now = Instant::now();
+        let left = give_up_at.min(last_call).saturating_duration_since(now);
         let mut pollfd = libc::pollfd {
             fd: fd.as_raw_fd(),
             events: libc::POLLOUT,
             revents: 0,
         };
         // SAFETY: one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis() as i32) };
+        let ready = unsafe { libc::poll(&mut pollfd, 1, poll_millis(left)) };
         if ready > 0 {
             return Ok(());
         }
         let interrupted =
             ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted;
         if !interrupted || left.is_zero() {
-            return stopped();
+            let signal = stop.caught().unwrap_or(0);
+            let too_slow = last_call <= give_up_at;
+            return Err(io::Error::other(StoppedWhileWriting(signal, too_slow)));
         }
     }
 }

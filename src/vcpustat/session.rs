@@ -135,7 +135,8 @@ impl Abandoned {
                 // put it back, so the note does.
                 (left != Shared::default()).then(|| {
                     format!(
-                        "a vcpustat run ended without undoing its changes (killed, or an undo failed): it left \
+                        "a vcpustat run ended without undoing its changes (killed, \
+                         or an undo failed): it left \
                          {}; vcpustat leaves that as it is ({})",
                         left_as_it_is(left),
                         putting_back(left)
@@ -401,7 +402,8 @@ pub fn status_line(shared: Shared, held: bool, (on, freq): (bool, i32)) -> Optio
             return None;
         }
         return Some(format!(
-            "vcpustat runs: one ended without undoing its changes (killed, or an undo failed) and left {}; {}",
+            "vcpustat runs: one ended without undoing its changes (killed, \
+             or an undo failed) and left {}; {}",
             left_as_it_is(shared),
             putting_back(shared)
         ));
@@ -758,7 +760,8 @@ mod tests {
         let (b, abandoned) = enter(&dir, true);
         assert_eq!(b.shared(), Shared::default());
         let abandoned = abandoned.unwrap();
-        let left_both = "a vcpustat run ended without undoing its changes (killed, or an undo failed): it left \
+        let left_both = "a vcpustat run ended without undoing its changes (killed, \
+                         or an undo failed): it left \
                          the dispatch statistics on and the frequency at 100 per second (it \
                          was 50); vcpustat leaves that as it is (vcpustat --disable and \
                          vcpustat --freq 50 put that back)";
@@ -772,7 +775,8 @@ mod tests {
         assert_eq!(
             abandoned.note(Some((false, 100))).as_deref(),
             Some(
-                "a vcpustat run ended without undoing its changes (killed, or an undo failed): it left the \
+                "a vcpustat run ended without undoing its changes (killed, \
+                 or an undo failed): it left the \
                  frequency at 100 per second (it was 50); vcpustat leaves that as it is \
                  (vcpustat --freq 50 puts that back)"
             )
@@ -865,14 +869,16 @@ mod tests {
         assert!(!held, "the run is gone");
         assert_eq!(
             status_line(shared, held, (true, 40)).unwrap(),
-            "vcpustat runs: one ended without undoing its changes (killed, or an undo failed) and left the \
+            "vcpustat runs: one ended without undoing its changes (killed, \
+             or an undo failed) and left the \
              dispatch statistics on and the frequency at 40 per second (it was 50); vcpustat \
              --disable and vcpustat --freq 50 put that back"
         );
         // Undone by hand since, in part, then whole: what is left, then nothing.
         assert_eq!(
             status_line(shared, held, (false, 40)).unwrap(),
-            "vcpustat runs: one ended without undoing its changes (killed, or an undo failed) and left the \
+            "vcpustat runs: one ended without undoing its changes (killed, \
+             or an undo failed) and left the \
              frequency at 40 per second (it was 50); vcpustat --freq 50 puts that back"
         );
         assert_eq!(status_line(shared, held, (false, 50)), None);

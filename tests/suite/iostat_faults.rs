@@ -1342,11 +1342,10 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe() {
 }
 
 /// After a stop signal the rest of the output waits for a reader that
-/// still reads, however slowly (within 10 s): the JSON document is whole.
-/// The grace was one second in all, which left it open, with status 0 and
-/// nothing said. A second stop signal ends the wait at once: the output is
-/// cut, and the run says so with status 1 (an interrupted wait ended it,
-/// silently, with 0).
+/// still reads, however slowly (within 10 s), also after a second signal:
+/// the JSON document is whole. The grace was one second in all, and a
+/// second signal ended it at once: either left the document open, with
+/// status 0 and nothing said.
 #[test]
 fn a_stopped_run_finishes_its_output_for_a_slow_reader() {
     let Some(bin) = binary_or_skip("faults") else {
@@ -1413,17 +1412,7 @@ fn a_stopped_run_finishes_its_output_for_a_slow_reader() {
             .unwrap()
             .read_to_string(&mut err)
             .unwrap();
-        if signals.len() == 2 {
-            assert_eq!(status.code(), Some(1), "{err}");
-            assert_eq!(
-                err,
-                "iostat-rs: cannot write output: stopped by signal 2 while the output was not \
-                 read\n"
-            );
-            assert!(serde_json::from_slice::<serde_json::Value>(&document).is_err());
-            continue;
-        }
-        assert_eq!(status.code(), Some(0), "{err}");
+        assert_eq!(status.code(), Some(0), "{signals:?}: {err}");
         assert_eq!(err, "");
         let json: serde_json::Value = serde_json::from_slice(&document)
             .unwrap_or_else(|e| panic!("{e} in {} bytes", document.len()));

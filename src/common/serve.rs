@@ -7,7 +7,8 @@
 //! runtime: connections are served side by side, while collections run one
 //! at a time on this thread (a scrape reads kernel files for milliseconds),
 //! so the collecting function needs no locking and may borrow the tool's
-//! state.
+//! state. A collection answers every request waiting when it begins, so
+//! a scrape waits for at most two however many clients ask.
 //!
 //! Limits: a client must send its request header within
 //! [`HEADER_TIMEOUT`] (a silent client is closed, others go on), a
@@ -25,8 +26,10 @@
 //! (its own peer's, when that peer has its share), so that clients that
 //! connect and stay silent or never read cannot keep a scraper out (a
 //! connection whose request has arrived, unread, from a client that takes
-//! its answers is passed over); only
-//! when every place has a request being answered is it closed at once. A
+//! its answers is passed over); when every place has a request being
+//! answered or arriving, it takes the place of the one that asks most
+//! often, if that is more than once a second (clients that never stop
+//! asking), and only when none does is it closed at once. A
 //! connection answers
 //! one request at a time (hyper reads the next pipelined request once the
 //! previous answer is on its way), so it holds at most about one answer in
@@ -89,6 +92,11 @@ const SCRAPE_DESCRIPTORS: usize = 6;
 /// one that sends nothing.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Requests a second, over a connection's life, above which a connection
+/// whose request is being answered may still give its place to a newcomer
+/// (see [`Slots::take`]).
+const MAX_REQUEST_RATE: f64 = 1.0;
+
 /// The content type of the text exposition format.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -114,7 +122,7 @@ const SUCCESS: Family = Family {
 const ERRORS: Family = Family {
     name: "hwstat_scrape_errors_total",
     kind: Kind::Counter,
-    help: "Scrapes that failed since the server started, by cause.",
+    help: "Collections that failed since the server started, by cause.",
 };
 const BUILD_INFO: Family = Family {
     name: "hwstat_build_info",
@@ -273,6 +281,18 @@ struct Open {
     /// Its socket, open as long as the connection is listed: to see
     /// whether a request has arrived that hyper has not read yet.
     socket: RawFd,
+    /// When it was accepted.
+    opened: Instant,
+    /// How many of its requests have begun to be answered.
+    requests: u64,
+}
+
+impl Open {
+    /// Requests begun per second of the connection's life, its first
+    /// second counted whole: a scraper's is far below one.
+    fn request_rate(&self, now: Instant) -> f64 {
+        self.requests as f64 / now.duration_since(self.opened).as_secs_f64().max(1.0)
+    }
 }
 
 /// One open connection's place, given back when it is dropped.
@@ -305,16 +325,16 @@ impl Slots {
 
     /// A place for a connection from `peer`, and what closes it when its
     /// place is given away. When [`MAX_CONNECTIONS`] are open (fewer under
-    /// a tight open-file limit), or `peer` has half as many, the connection that has waited
-    /// longest on its client (of `peer`'s own, in the second case) is
-    /// closed for it: otherwise clients that connect and stay silent (or
-    /// never read) would keep every scraper out, from as few as two
-    /// addresses, as any local user has all of 127/8. A request being
-    /// answered is never cut; when every connection has one, there is no
-    /// place (`None`). Nor is a connection with a request arriving
-    /// ([`has_a_request_arriving`]), which a flood of silent connections
-    /// accepted right after it closed before hyper could read it (a
-    /// quarter of the scrapes failed under 200 such clients).
+    /// a tight open-file limit), or `peer` has half as many, a connection
+    /// (of `peer`'s own, in the second case) is closed for it, chosen by
+    /// [`Slots::victim`]: otherwise clients that connect and stay silent,
+    /// never read or never stop asking would keep every scraper out, from
+    /// as few as two addresses, as any local user has all of 127/8. A
+    /// connection with a request arriving ([`has_a_request_arriving`]) is
+    /// not taken for a silent one: a flood of silent connections accepted
+    /// right after a scraper's closed it before hyper could read its
+    /// request (a quarter of the scrapes failed under 200 such clients).
+    /// When no connection may be closed, there is no place (`None`).
     fn take(
         slots: &Rc<RefCell<Slots>>,
         peer: IpAddr,
@@ -329,15 +349,10 @@ impl Slots {
         } else {
             None
         };
+        let now = Instant::now();
         if let Some(among) = full {
-            let longest = all
-                .open
-                .iter()
-                .filter(|(_, c)| among.is_none_or(|p| c.peer == p))
-                .filter(|(_, c)| !has_a_request_arriving(c.socket))
-                .filter_map(|(&id, c)| Some((c.waiting_since?, id)))
-                .min()?;
-            let closed = all.remove(longest.1).expect("listed");
+            let victim = all.victim(among, now)?;
+            let closed = all.remove(victim).expect("listed");
             let _ = closed.close.send(());
         }
         let id = all.next;
@@ -345,14 +360,46 @@ impl Slots {
         let (close, closed) = oneshot::channel();
         let open = Open {
             peer,
-            waiting_since: Some(Instant::now()),
+            waiting_since: Some(now),
             close,
             socket,
+            opened: now,
+            requests: 0,
         };
         all.open.insert(id, open);
         *all.by_peer.entry(peer).or_insert(0) += 1;
         let slots = Rc::clone(slots);
         Some((Slot { slots, id }, closed))
+    }
+
+    /// The connection to close for a newcomer, of peer `among` when given
+    /// (else of any): the one that has waited longest on its client, or
+    /// when every one has a request being answered or arriving, the one
+    /// that asks most often if that is more than once a second
+    /// ([`MAX_REQUEST_RATE`]). A connection can only stay busy by asking
+    /// without pause: clients that pipeline requests (64 connections of
+    /// `HEAD` requests, whose tiny answers their kernel takes) held every
+    /// place and kept all scrapes out, while a scraper asks once in
+    /// seconds and is never the one closed.
+    fn victim(&self, among: Option<IpAddr>, now: Instant) -> Option<u64> {
+        let eligible = || {
+            self.open
+                .iter()
+                .filter(move |(_, c)| among.is_none_or(|p| c.peer == p))
+        };
+        let longest_waiting = eligible()
+            .filter(|(_, c)| !has_a_request_arriving(c.socket))
+            .filter_map(|(&id, c)| Some((c.waiting_since?, id)))
+            .min()
+            .map(|(_, id)| id);
+        let asking_most = || {
+            eligible()
+                .map(|(&id, c)| (c.request_rate(now), id))
+                .filter(|&(rate, _)| rate > MAX_REQUEST_RATE)
+                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
+                .map(|(_, id)| id)
+        };
+        longest_waiting.or_else(asking_most)
     }
 
     /// Forgets connection `id`, if open: its place is free.
@@ -394,6 +441,7 @@ impl Slot {
     fn set_waiting(&self, waiting: bool) {
         if let Some(open) = self.slots.borrow_mut().open.get_mut(&self.id) {
             open.waiting_since = waiting.then(Instant::now);
+            open.requests += u64::from(!waiting);
         }
     }
 }
@@ -741,6 +789,7 @@ pub fn serve(
         let slots = Rc::new(RefCell::new(Slots::with_room(room)));
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut accept_errors = AcceptErrors::default();
+        let mut waiting = Vec::with_capacity(MAX_CONNECTIONS);
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -762,7 +811,18 @@ pub fn serve(
                     }
                 },
                 Some(reply) = asked.recv() => {
-                    let _ = reply.send(Bytes::from(own.scrape(collect)));
+                    // Every request waiting when a collection begins is
+                    // answered by it: each answer is still read after its
+                    // request came, and a scrape waits for at most two
+                    // collections, however many connections ask.
+                    waiting.push(reply);
+                    while let Ok(reply) = asked.try_recv() {
+                        waiting.push(reply);
+                    }
+                    let body = Bytes::from(own.scrape(collect));
+                    for reply in waiting.drain(..) {
+                        let _ = reply.send(body.clone());
+                    }
                 }
                 _ = tick.tick() => {
                     if stop.caught().is_some() {
@@ -868,8 +928,9 @@ mod tests {
         assert_eq!(greedy[0].1.try_recv(), Ok(()));
         assert!(greedy[1..].iter_mut().all(|g| g.1.try_recv().is_err()));
         assert_eq!(slots.borrow().by_peer[&peer(1)], MAX_CONNECTIONS_PER_PEER);
-        // A request being answered is never closed: with every place of
-        // the peer answering one, the newcomer is refused.
+        // A request being answered (the first its connection asked) is not
+        // closed: with every place of the peer answering one, the newcomer
+        // is refused.
         for (slot, _) in &greedy[1..] {
             slot.set_waiting(false);
         }
@@ -899,6 +960,46 @@ mod tests {
         drop(others);
         assert!(slots.borrow().open.is_empty());
         assert!(slots.borrow().by_peer.is_empty());
+    }
+
+    #[test]
+    fn with_every_request_being_answered_the_connection_asking_most_gives_way() {
+        let slots = Rc::new(RefCell::new(Slots::with_room(4)));
+        let peer = |i: u8| IpAddr::from([192, 0, 2, i]);
+        let pair = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut taken: Vec<_> = [1, 1, 2, 2]
+            .into_iter()
+            .map(|p| Slots::take(&slots, peer(p), pair.0.as_raw_fd()).unwrap())
+            .collect();
+        // Every one answering a request, the first three having asked 1, 3
+        // and 5 times within their first second, the last 4 times.
+        for (slot, asked) in taken.iter().map(|t| &t.0).zip([1, 3, 5, 4]) {
+            for _ in 0..asked {
+                slot.set_waiting(true);
+                slot.set_waiting(false);
+            }
+        }
+        // A newcomer from another peer closes the one asking most.
+        let newcomer = Slots::take(&slots, peer(3), pair.0.as_raw_fd()).unwrap();
+        assert_eq!(taken[2].1.try_recv(), Ok(()));
+        assert!([0, 1, 3].iter().all(|&i| taken[i].1.try_recv().is_err()));
+        // One from a peer with its share closes its own that asks most.
+        let own = Slots::take(&slots, peer(1), pair.0.as_raw_fd()).unwrap();
+        assert_eq!(taken[1].1.try_recv(), Ok(()));
+        // Connections asking once a second or less are never closed for
+        // another: a scraper's request being answered is not cut.
+        newcomer.0.set_waiting(false);
+        own.0.set_waiting(false);
+        assert!(Slots::take(&slots, peer(1), pair.0.as_raw_fd()).is_none());
+        let fourth = Slots::take(&slots, peer(4), pair.0.as_raw_fd()).unwrap();
+        assert_eq!(taken[3].1.try_recv(), Ok(()));
+        fourth.0.set_waiting(false);
+        assert!(Slots::take(&slots, peer(5), pair.0.as_raw_fd()).is_none());
+        // A connection waiting on its client goes first, however seldom it
+        // asked.
+        taken[0].0.set_waiting(true);
+        let _last = Slots::take(&slots, peer(6), pair.0.as_raw_fd()).unwrap();
+        assert_eq!(taken[0].1.try_recv(), Ok(()));
     }
 
     #[test]

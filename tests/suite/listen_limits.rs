@@ -1,9 +1,10 @@
 //! `--listen` against clients that hold connections without being
-//! scrapers: clients that connect and say nothing, and clients that send
-//! requests and never read the answers. A newcomer takes the place of the
-//! connection that has waited longest on its client, so a scraper is
-//! answered at once however many such clients there are, from whichever
-//! addresses; one address still holds at most [`MAX_CONNECTIONS_PER_PEER`]
+//! scrapers: clients that connect and say nothing, clients that send
+//! requests and never read the answers, and clients that never stop
+//! asking. A newcomer takes the place of the connection that has waited
+//! longest on its client, or else of the one asking most often, so a
+//! scraper is answered at once however many such clients there are, from
+//! whichever addresses; one address still holds at most [`MAX_CONNECTIONS_PER_PEER`]
 //! connections; and a client that never reads is closed once its answer
 //! has waited [`WRITE_TIMEOUT`] without progress. The clients connect from
 //! several addresses of 127/8 (Linux routes all of it to lo), as any local
@@ -23,6 +24,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Devices in the tree served: each adds about 1 kB to an answer, so an
@@ -158,6 +161,15 @@ fn device_tree(root: &Path) {
 /// sizes its send buffer by the segment, and with lo's own 64 kB segments
 /// would take in megabytes of answers for a client that reads nothing.
 fn connect_from(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
+    connect_bound(local, server, |fd| {
+        set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 4096);
+        set_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, SEGMENT);
+    })
+}
+
+/// A connection to `server` from `local`, its socket given to `options`
+/// before it connects.
+fn connect_bound(local: Ipv4Addr, server: SocketAddr, options: impl FnOnce(&OwnedFd)) -> TcpStream {
     let SocketAddr::V4(server) = server else {
         panic!("{server} is not IPv4");
     };
@@ -166,8 +178,7 @@ fn connect_from(local: Ipv4Addr, server: SocketAddr) -> TcpStream {
     assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
     // SAFETY: `raw` is a descriptor nothing else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    set_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 4096);
-    set_int(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, SEGMENT);
+    options(&fd);
     let to_sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
@@ -391,6 +402,96 @@ fn clients_that_never_read_give_way_and_are_closed_after_the_write_timeout() {
             "a client that never reads is open"
         );
     }
+}
+
+/// Clients that pipeline `HEAD` requests without pause and read the
+/// answers, a peer's share from 127.0.0.1 and from 127.0.0.2, until `stop`
+/// (or 60 s): each connection always has a request being answered or
+/// arriving, and one closed by the server is opened again at once. Returns
+/// how many connections have had an answer, and the clients' thread.
+fn pipeline_heads(
+    server: SocketAddr,
+    stop: Arc<AtomicBool>,
+) -> (Arc<AtomicUsize>, std::thread::JoinHandle<()>) {
+    let answered = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&answered);
+    let open = move |local: Ipv4Addr| {
+        let stream = connect_bound(local, server, |_| {});
+        stream.set_nonblocking(true).unwrap();
+        (stream, local, false)
+    };
+    let clients = std::thread::spawn(move || {
+        let mut clients: Vec<_> = [1, 2]
+            .into_iter()
+            .flat_map(|last| (0..MAX_CONNECTIONS_PER_PEER).map(move |_| last))
+            .map(|last| open(Ipv4Addr::new(127, 0, 0, last)))
+            .collect();
+        let requests = b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20);
+        let mut sink = [0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+            for client in &mut clients {
+                // What does not fit waits in the kernel: the server always
+                // has another request to read.
+                let _ = client.0.write(&requests);
+                let closed = match client.0.read(&mut sink) {
+                    Ok(0) => true,
+                    Ok(_) => {
+                        if !std::mem::replace(&mut client.2, true) {
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
+                        false
+                    }
+                    Err(e) => e.kind() != ErrorKind::WouldBlock,
+                };
+                if closed {
+                    *client = open(client.1);
+                    client.2 = true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    (answered, clients)
+}
+
+/// Clients that keep every place busy with pipelined requests, whose small
+/// answers their kernel takes at once, are not "requests being answered"
+/// that a newcomer must respect: they ask many times a second, a scraper
+/// once in seconds, and the one asking most gives its place. The scraper
+/// waits for at most two collections, which answer every request waiting
+/// at their start. 64 such connections from two addresses used to keep
+/// every scrape out (the newcomer was closed at once), from 127.0.0.1
+/// itself or from any other address.
+#[test]
+fn clients_that_never_stop_asking_give_way_to_a_scraper() {
+    let server = start("pipelined-heads");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (answered, clients) = pipeline_heads(server.addr, Arc::clone(&stop));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while answered.load(Ordering::Relaxed) < MAX_CONNECTIONS {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {MAX_CONNECTIONS} pipelining clients answered in 30 s",
+            answered.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // From an address of theirs (its share full) and from another (the
+    // server full), a few times over.
+    for round in 0..3 {
+        for last in [1, 3] {
+            let started = Instant::now();
+            let answer = scrape_from(Ipv4Addr::new(127, 0, 0, last), server.addr);
+            let answer = answer.unwrap_or_else(|| {
+                panic!("round {round}: a scraper from 127.0.0.{last} was kept out")
+            });
+            assert_scraped(&answer);
+            assert_answered_before_a_timeout(started);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    clients.join().expect("the pipelining clients failed");
 }
 
 /// Under an open-file limit below [`MAX_CONNECTIONS`] plus what the server

@@ -38,6 +38,7 @@ mod scratch;
 mod simkernel;
 mod skip;
 mod slowdisk;
+mod slowproc;
 mod sysstat_compare;
 
 mod automount;

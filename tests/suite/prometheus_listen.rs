@@ -7,6 +7,7 @@
 use crate::cxlstat_support;
 use crate::listening::{self, ANY_PORT};
 use crate::scratch::Scratch;
+use crate::slowproc::SlowProc;
 
 use hwstat::common::serve::HEADER_TIMEOUT;
 
@@ -392,6 +393,47 @@ fn a_silent_client_blocks_nobody_and_is_closed_by_the_header_timeout() {
         "{waited:?}"
     );
     server.scrape();
+}
+
+/// Scrapes that arrive while a collection runs are answered together by
+/// the next one: each answer is read after its request came, and however
+/// many ask at once, a scrape waits for at most two collections. Ten
+/// scrapes at once used to take ten collections one after the other (with
+/// 64 clients asking without pause, a scraper waited behind 63).
+#[test]
+fn scrapes_waiting_for_a_collection_share_the_next() {
+    if let Some(reason) = crate::simkernel::unavailable() {
+        crate::skip::skip("scrapes_waiting_for_a_collection_share_the_next", &reason);
+        return;
+    }
+    let root = scratch("shared-collections");
+    std::fs::create_dir_all(root.join("sys/block/sda")).unwrap();
+    let delay = Duration::from_millis(500);
+    let diskstats = "   8       0 sda 10 0 80 5 0 0 0 0 0 5 5 0 0 0 0 0 0\n";
+    let proc = SlowProc::mount(&root.join("proc"), diskstats, delay);
+    let server = Server::start(
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        &["--sysroot", root.to_str().unwrap()],
+    );
+    let before = proc.reads();
+    let answers: Vec<String> = std::thread::scope(|scope| {
+        let asking: Vec<_> = (0..10)
+            .map(|_| scope.spawn(|| server.get("GET", "/metrics")))
+            .collect();
+        asking.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    for answer in &answers {
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(answer.contains("node_disk_reads_completed_total{device=\"sda\"} 10\n"));
+    }
+    // One collection for the first scrape, one for those that came while
+    // it ran (or one for all); a third for a thread the machine started
+    // more than half a second late.
+    let collections = proc.reads() - before;
+    assert!(
+        (1..=3).contains(&collections),
+        "{collections} collections for 10 scrapes"
+    );
 }
 
 #[test]

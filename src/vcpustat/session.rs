@@ -357,13 +357,18 @@ pub struct EventMaskLock {
 
 impl EventMaskLock {
     /// Takes the lock in `root`'s lock file, waiting up to `wait` for
-    /// another run to put the mask back; `None` when `root` has no `run`
-    /// directory (as [`Session::enter`]).
-    pub fn take(root: &Path, wait: Duration) -> io::Result<Option<EventMaskLock>> {
+    /// another run to put the mask back (`TimedOut` past it), or until
+    /// `stopped` says a stop signal came (`Interrupted`); `None` when
+    /// `root` has no `run` directory (as [`Session::enter`]).
+    pub fn take(
+        root: &Path,
+        wait: Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> io::Result<Option<EventMaskLock>> {
         let Some(file) = open_lock_file(&root.join("run"))? else {
             return Ok(None);
         };
-        lock_waiting(&file, EVENT_MASK_BYTE, wait, &|| false).map_err(|e| {
+        lock_waiting(&file, EVENT_MASK_BYTE, wait, stopped).map_err(|e| {
             io::Error::new(e.kind(), format!("{}: {e}", root.join(LOCK_PATH).display()))
         })?;
         Ok(Some(EventMaskLock { _file: file }))

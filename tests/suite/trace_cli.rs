@@ -1282,7 +1282,7 @@ fn a_recording_waits_for_another_to_put_the_event_mask_back() {
     let root = fixture(&dir, 1, &[2, 2]);
     std::fs::create_dir(root.join("run")).unwrap();
     let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
-    let lock = EventMaskLock::take(&root, Duration::from_secs(1))
+    let lock = EventMaskLock::take(&root, Duration::from_secs(1), &|| false)
         .unwrap()
         .expect("the fixture has a run directory");
     let file = dir.join("waited.dtl");
@@ -1320,4 +1320,49 @@ fn a_recording_waits_for_another_to_put_the_event_mask_back() {
         Recording::open(&file).unwrap().header.event_mask,
         Some(0x01)
     );
+}
+
+/// A stop signal ends a recording's wait for another vcpustat to put the
+/// event mask back: at once, with status 128 + N and no message, as an
+/// interval run stopped while it meets the others, the mask untouched and
+/// no recording left. It used to wait out the 5 s and end with an error.
+#[test]
+fn a_stop_ends_the_wait_for_the_event_mask() {
+    use hwstat::vcpustat::session::EventMaskLock;
+    let dir = tempdir("mask-lock-stop");
+    let root = fixture(&dir, 1, &[2, 2]);
+    std::fs::create_dir(root.join("run")).unwrap();
+    let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
+    let _lock = EventMaskLock::take(&root, Duration::from_secs(1), &|| false)
+        .unwrap()
+        .expect("the fixture has a run directory");
+    let file = dir.join("stopped.dtl");
+    let mut run = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+            .args(["trace", "record", "--sysroot"])
+            .arg(&root)
+            .args(["--cpus", "1", "--events", "cede", "--duration", "1s", "-w"])
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(run.try_wait().unwrap().is_none(), "ended under the lock");
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let stopped = std::time::Instant::now();
+    let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
+    let waited = stopped.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
+    assert_eq!(err, "");
+    assert!(
+        waited < Duration::from_secs(2),
+        "ended {waited:?} after the signal"
+    );
+    assert_eq!(std::fs::read_to_string(&mask).unwrap(), "0x07\n");
+    assert!(!file.exists(), "a recording was left");
 }

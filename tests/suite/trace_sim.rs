@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use hwstat::common::source::{RootFs, Source, Uname};
 use hwstat::vcpustat::trace::analysis::{self, VcpuKey};
+use hwstat::vcpustat::trace::error::TraceError;
 use hwstat::vcpustat::trace::progress::Progress;
 use hwstat::vcpustat::trace::record::{Event, RecordOptions, record_to, record_with};
 use hwstat::vcpustat::trace::recording::Recording;
@@ -307,7 +308,9 @@ impl DtlRings for SimRings {
     }
 
     /// One process, one run at a time: nothing to meet.
-    fn lock_event_mask(&self) -> io::Result<Option<hwstat::vcpustat::session::EventMaskLock>> {
+    fn lock_event_mask(
+        &self,
+    ) -> Result<Option<hwstat::vcpustat::session::EventMaskLock>, TraceError> {
         Ok(None)
     }
 }

@@ -196,6 +196,9 @@ pub fn run_args(args: &TraceArgs, argv: &[String]) -> i32 {
             }
             match run_record(a, argv) {
                 Ok(()) => 0,
+                // As an interval run stopped while it meets the others: the
+                // status says it, nothing was changed.
+                Err(TraceError::Stopped(signal)) => 128 + signal,
                 Err(e) => {
                     let status = e.exit_status();
                     report_error(TOOL, e, status)
@@ -218,8 +221,8 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
         .sysroot
         .clone()
         .unwrap_or_else(|| PathBuf::from("/"));
-    let rings = DebugfsRings::new(root);
     let stop = StopSignal::install()?;
+    let rings = DebugfsRings::new(root).stopped_by(&stop);
     source.set_stop(&stop);
     let mut pace = live_pace(&options, &stop);
     let mut progress = Progress::on_stderr();

@@ -41,6 +41,14 @@ pub enum TraceError {
         /// The room it asked for.
         bytes: usize,
     },
+    /// A stop signal (its number) came while another vcpustat run held
+    /// `dtl_event_mask`: nothing was recorded or changed, and the run ends
+    /// with status 128 + N and no message, as an interval run stopped
+    /// while it meets the others.
+    #[error(
+        "stopped by signal {0} while waiting for another vcpustat run to put dtl_event_mask back"
+    )]
+    Stopped(i32),
 }
 
 impl TraceError {
@@ -54,10 +62,12 @@ impl TraceError {
         TraceError::Io { what, source }
     }
 
-    /// The exit status: 4 (out of memory) for too little room, 1 otherwise.
+    /// The exit status: 4 (out of memory) for too little room, 128 + N for
+    /// stop signal N, 1 otherwise.
     pub fn exit_status(&self) -> i32 {
         match self {
             TraceError::NoRoom { .. } => crate::common::alloc::OUT_OF_MEMORY_STATUS,
+            TraceError::Stopped(signal) => 128 + signal,
             _ => 1,
         }
     }

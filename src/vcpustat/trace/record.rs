@@ -158,30 +158,6 @@ fn set_event_mask<'a>(
     })
 }
 
-/// The other runs' lock on `dtl_event_mask` ([`EventMaskLock`]), as an
-/// interval run meets the others: without it where it cannot be taken
-/// (another user's `run` directory), after a note unless for want of
-/// permission; an error when another run has held it for long (stopped).
-fn event_mask_lock(rings: &dyn DtlRings) -> Result<Option<EventMaskLock>, TraceError> {
-    match rings.lock_event_mask() {
-        Ok(lock) => Ok(lock),
-        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            Err(TraceError::io(format!("cannot set {EVENT_MASK_PATH}"), e))
-        }
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(None),
-        Err(e) => {
-            crate::common::cli::tell(
-                "vcpustat",
-                format_args!(
-                    "note: cannot meet other vcpustat runs ({e}): a recording of other --cpus \
-                     started at the same time may find this run's mask for the one to put back"
-                ),
-            );
-            Ok(None)
-        }
-    }
-}
-
 /// The `dtl_event_mask` in effect, as debugfs prints it (`0x07`); `None`
 /// when it cannot be read or is not a mask, which a recording can do
 /// without.
@@ -432,7 +408,7 @@ pub fn record_to<W: Write>(
     let mut open = Vec::with_capacity(cpus.len());
     let (guard, mask) = match options.events.as_deref().map(event_mask) {
         Some(mask) => {
-            let lock = event_mask_lock(rings)?;
+            let lock = rings.lock_event_mask()?;
             (Some(set_event_mask(source, mask, lock)?), Some(mask))
         }
         None => (None, current_event_mask(source)),

@@ -15,7 +15,11 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 
 use crate::common::root::{Access, Root};
+use crate::common::signals::StopSignal;
 use crate::vcpustat::session::{EventMaskLock, MUTEX_WAIT};
+
+use super::error::TraceError;
+use super::record::EVENT_MASK_PATH;
 
 /// The kernel path of the DTL directory.
 pub const DTL_DIR: &str = "/sys/kernel/debug/powerpc/dtl";
@@ -42,14 +46,18 @@ pub trait DtlRings {
     fn reads_running_kernel(&self) -> bool;
     /// Keeps other vcpustat runs on these rings from setting
     /// `dtl_event_mask` until the lock is dropped; `None` where runs do not
-    /// meet.
-    fn lock_event_mask(&self) -> io::Result<Option<EventMaskLock>>;
+    /// meet, or cannot (after a note, unless for want of permission). An
+    /// error when another run has held it for long, or a stop signal came
+    /// meanwhile.
+    fn lock_event_mask(&self) -> Result<Option<EventMaskLock>, TraceError>;
 }
 
 /// The live rings under a root directory (`/` or `--sysroot`), opened as
 /// every kernel file is (see [`Root`]): never blocking, regular files only.
 pub struct DebugfsRings {
     root: Root,
+    /// What ends a wait for another run's lock, if anything.
+    stop: Option<StopSignal>,
 }
 
 impl DebugfsRings {
@@ -57,6 +65,16 @@ impl DebugfsRings {
     pub fn new(root: impl Into<PathBuf>) -> DebugfsRings {
         DebugfsRings {
             root: Root::new(root),
+            stop: None,
+        }
+    }
+
+    /// The same rings, whose wait for another run's lock ends at a stop
+    /// signal caught by `stop`.
+    pub fn stopped_by(self, stop: &StopSignal) -> DebugfsRings {
+        DebugfsRings {
+            stop: Some(stop.clone()),
+            ..self
         }
     }
 }
@@ -87,9 +105,31 @@ impl DtlRings for DebugfsRings {
     }
 
     /// The lock of the runs that meet under the same root
-    /// ([`EventMaskLock`]).
-    fn lock_event_mask(&self) -> io::Result<Option<EventMaskLock>> {
-        EventMaskLock::take(self.root.path(), MUTEX_WAIT)
+    /// ([`EventMaskLock`]), as an interval run meets the others: without
+    /// it where it cannot be taken (another user's `run` directory).
+    fn lock_event_mask(&self) -> Result<Option<EventMaskLock>, TraceError> {
+        let caught = || self.stop.as_ref().and_then(StopSignal::caught);
+        let unset = |e| Err(TraceError::io(format!("cannot set {EVENT_MASK_PATH}"), e));
+        match EventMaskLock::take(self.root.path(), MUTEX_WAIT, &|| caught().is_some()) {
+            Ok(lock) => Ok(lock),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => match caught() {
+                Some(signal) => Err(TraceError::Stopped(signal)),
+                None => unset(e),
+            },
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => unset(e),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(None),
+            Err(e) => {
+                crate::common::cli::tell(
+                    "vcpustat",
+                    format_args!(
+                        "note: cannot meet other vcpustat runs ({e}): a recording of other \
+                         --cpus started at the same time may find this run's mask for the one \
+                         to put back"
+                    ),
+                );
+                Ok(None)
+            }
+        }
     }
 }
 

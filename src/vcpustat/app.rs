@@ -124,10 +124,16 @@ pub fn main(args: Vec<String>) -> i32 {
         // Stopped while making its changes, undone since: said, but not
         // kept as the run's refusal, which a signal's status has none of.
         Ok(Err(VcpuError::Stopped(signal))) => {
-            tell(format_args!(
-                "stopped by signal {signal} before the changes asked for were all made: \
-                 those made are undone"
-            ));
+            if restored.had_changes {
+                tell(format_args!(
+                    "stopped by signal {signal} before the changes asked for were all made: \
+                     those made are undone"
+                ));
+            } else {
+                tell(format_args!(
+                    "stopped by signal {signal}: nothing was changed"
+                ));
+            }
             end_failed(TOOL, source.as_mut(), || restore_failures(128 + signal))
         }
         Ok(Err(VcpuError::Output(err))) => {

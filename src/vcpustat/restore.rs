@@ -83,6 +83,9 @@ pub enum Undo {
 /// the changes left alone because someone else made another since.
 #[derive(Debug, Default)]
 pub struct Restored {
+    /// Whether the run had changed anything (to undo, or to leave to the
+    /// other runs).
+    pub had_changes: bool,
     /// The undo writes that failed.
     pub failures: Vec<VcpuError>,
     /// Why an undo was not written.
@@ -223,7 +226,10 @@ impl RestorePlan {
     /// statistics leaves what it changed to the runs still reporting, and
     /// the last to end undoes what the record holds.
     pub fn apply(&mut self, source: &dyn Source) -> Restored {
-        let mut restored = Restored::default();
+        let mut restored = Restored {
+            had_changes: !self.undo.is_empty(),
+            ..Restored::default()
+        };
         // Held until the writes are done: a run entering meanwhile waits
         // for them, and then reads the state they left.
         let mut session = self.session.take();

@@ -324,6 +324,28 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     assert_eq!(state(&sim.kernel()), (70, true), "{stderr}");
 }
 
+/// A run stopped before it changed anything says so: stopped in the read
+/// of the frequency, which it asked to be what it is already, it used to
+/// say "those made are undone" of changes it never made.
+#[test]
+fn a_stop_before_any_change_says_nothing_was_changed() {
+    let mut kernel = scenario();
+    kernel.freq_read_takes = Duration::from_millis(600);
+    let Some(sim) = mount("slow-freq-read", kernel) else {
+        return;
+    };
+    let after = Duration::from_millis(300);
+    let (status, stderr) = stopped_after(&sim, &["--freq", "50", "0.05", "1"], after);
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert!(
+        stderr.ends_with("vcpustat: stopped by signal 15: nothing was changed\n"),
+        "{stderr}"
+    );
+    let state = |k: &Kernel| (k.freq, k.on);
+    assert_eq!(state(&sim.kernel()), (50, false), "{stderr}");
+    assert_eq!(stats_writes(&sim), []);
+}
+
 #[test]
 fn a_closed_output_pipe_restores_the_state() {
     let Some(sim) = mount("pipe", scenario()) else {

@@ -115,6 +115,8 @@ pub struct Kernel {
     /// How long a write of the frequency takes (a hypervisor slow to
     /// answer), for a stop signal to come in the middle of it.
     pub freq_write_takes: std::time::Duration,
+    /// How long a read of the frequency takes, likewise.
+    pub freq_read_takes: std::time::Duration,
 }
 
 /// Counters that advance with the wall clock: `steps_per_second` steps a
@@ -217,6 +219,7 @@ impl Kernel {
             enable_fails: None,
             deny: false,
             freq_write_takes: std::time::Duration::ZERO,
+            freq_read_takes: std::time::Duration::ZERO,
             events: BTreeMap::new(),
             reads: 0,
             writes: Vec::new(),
@@ -662,6 +665,11 @@ impl fuse::FileSystem for SimFs {
     }
 
     fn read(&self, _pid: u32, ino: u64, fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
+        if ino == FREQ && offset == 0 {
+            // Outside the locks, as a slow write.
+            let takes = self.kernel().freq_read_takes;
+            std::thread::sleep(takes);
+        }
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
         if offset == 0 || !opened.contains_key(&fh) {
             let mut k = self.kernel();

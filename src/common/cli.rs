@@ -52,16 +52,23 @@ pub const REPLAY_LONG_HELP: &str = "Take the samples from a recording instead of
 pub struct SourceArgs {
     /// Every kernel file under DIR instead of / ([`SYSROOT_HELP`]).
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with = "replay",
-          help = SYSROOT_HELP)]
+          value_parser = path_arg, help = SYSROOT_HELP)]
     pub sysroot: Option<PathBuf>,
     /// Write every kernel input read to FILE ([`RECORD_HELP`]).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "replay",
-          help = RECORD_HELP, long_help = RECORD_LONG_HELP)]
+          value_parser = path_arg, help = RECORD_HELP, long_help = RECORD_LONG_HELP)]
     pub record: Option<PathBuf>,
     /// Take the samples from a recording ([`REPLAY_HELP`]).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = REPLAY_HELP,
-          long_help = REPLAY_LONG_HELP)]
+          value_parser = path_arg, long_help = REPLAY_LONG_HELP)]
     pub replay: Option<PathBuf>,
+}
+
+/// An argument as the path it names: the bytes given, where an argument
+/// that is not UTF-8 carries them ([`osname`](super::osname)), so that such
+/// a path names its own file.
+pub fn path_arg(text: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(super::osname::to_os_string(text)))
 }
 
 /// `--listen`'s help, the same in the three tools (iostat-rs builds its
@@ -78,7 +85,8 @@ pub const TEXTFILE_HELP: &str = "Write one Prometheus exposition per interval to
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExpoArgs {
     /// Write one Prometheus exposition per interval to PATH ([`TEXTFILE_HELP`]).
-    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, help = TEXTFILE_HELP)]
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, value_parser = path_arg,
+          help = TEXTFILE_HELP)]
     pub textfile: Option<PathBuf>,
     /// Serve Prometheus metrics at `http://ADDR:PORT/metrics` ([`LISTEN_HELP`]).
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen_address,
@@ -196,7 +204,7 @@ impl SourceArgs {
                 Err(e) => Some(format!("cannot be looked at: {e}")),
             };
             if let Some(problem) = problem {
-                let message = format!("--sysroot {}: {problem}", root.display());
+                let message = format!("--sysroot {}: {problem}", super::escape::path(root));
                 return Err(OpenError::Message(message));
             }
         }

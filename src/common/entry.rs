@@ -27,8 +27,10 @@
 //!
 //! The arguments are the ones the C runtime hands `main`, taken as they are
 //! on every C library (Rust's own capture of them without its start is
-//! glibc's only). An argument that is not UTF-8 is a usage error naming it,
-//! not the panic of `std::env::args`.
+//! glibc's only). An argument that is not UTF-8 keeps its bytes as a
+//! kernel name does ([`crate::common::osname`]): a device name or a path
+//! that is not UTF-8 names its own device or file, and a command cxlstat
+//! starts gets its arguments as given, where `std::env::args` would panic.
 //!
 //! What differs: a stack overflow still stops at the kernel's guard gap,
 //! but as a plain SIGSEGV without Rust's message, and a panic's message
@@ -43,7 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::common::cli::report_error;
 use crate::common::completion;
-use crate::common::excerpt::excerpt;
+use crate::common::osname;
 use crate::common::privilege;
 
 /// The exit status of a run that panicked, as Rust's own start gives it.
@@ -53,8 +55,6 @@ pub const PANIC_STATUS: i32 = 101;
 pub struct Program {
     /// The name its messages start with.
     pub name: &'static str,
-    /// Its exit status for a usage error.
-    pub usage_status: i32,
     /// Its command-line definition, for shell completion.
     pub command: fn() -> clap::Command,
     /// The program: its arguments (its own name first) in, its exit status out.
@@ -92,38 +92,28 @@ pub unsafe fn run(program: &Program, argc: c_int, argv: *const *const c_char) ->
     let status = panic::catch_unwind(|| {
         completion::answer_if_asked(program.command);
         // SAFETY: passed on from the caller.
-        match unsafe { utf8_arguments(argc, argv) } {
-            Ok(args) => (program.main)(args),
-            Err(message) => report_error(program.name, message, program.usage_status),
-        }
+        (program.main)(unsafe { arguments(argc, argv) })
     })
     .unwrap_or(PANIC_STATUS);
     // `exit` flushes Rust's standard output before the process ends.
     std::process::exit(status)
 }
 
-/// The arguments as strings, or an error naming the first that is not UTF-8.
+/// The arguments as strings, each byte that is not UTF-8 carried as
+/// [`osname::from_bytes`] carries it.
 ///
 /// # Safety
 ///
 /// As for [`run`].
-unsafe fn utf8_arguments(argc: c_int, argv: *const *const c_char) -> Result<Vec<String>, String> {
+unsafe fn arguments(argc: c_int, argv: *const *const c_char) -> Vec<String> {
     let count = usize::try_from(argc).unwrap_or(0);
-    let mut args = Vec::with_capacity(count);
-    for position in 0..count {
-        // SAFETY: the caller's promise: `argc` valid pointers.
-        let arg = unsafe { CStr::from_ptr(*argv.add(position)) };
-        match arg.to_str() {
-            Ok(text) => args.push(text.to_owned()),
-            Err(_) => {
-                return Err(format!(
-                    "argument {position} is not valid UTF-8: {}",
-                    excerpt(arg.to_bytes())
-                ));
-            }
-        }
-    }
-    Ok(args)
+    (0..count)
+        .map(|position| {
+            // SAFETY: the caller's promise: `argc` valid pointers.
+            let arg = unsafe { CStr::from_ptr(*argv.add(position)) };
+            osname::from_bytes(arg.to_bytes()).into_owned()
+        })
+        .collect()
 }
 
 /// Set when the program started with descriptor 1 closed (`>&-`), which
@@ -198,30 +188,30 @@ mod tests {
     use super::*;
     use std::ffi::CString;
 
-    /// `utf8_arguments` over `args`, passed as the C runtime passes them.
-    fn arguments(args: &[&[u8]]) -> Result<Vec<String>, String> {
+    /// [`super::arguments`] over `args`, passed as the C runtime passes
+    /// them.
+    fn arguments(args: &[&[u8]]) -> Vec<String> {
         let owned: Vec<CString> = args.iter().map(|a| CString::new(*a).unwrap()).collect();
         let mut argv: Vec<*const c_char> = owned.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
         let argc = c_int::try_from(owned.len()).unwrap();
         // SAFETY: argc pointers to the NUL-terminated strings of `owned`.
-        unsafe { utf8_arguments(argc, argv.as_ptr()) }
+        unsafe { super::arguments(argc, argv.as_ptr()) }
     }
 
     #[test]
     fn arguments_are_taken_in_order() {
         assert_eq!(
-            arguments(&[b"iostat-rs", b"-x", b"1", "sd\u{e9}".as_bytes()]).unwrap(),
+            arguments(&[b"iostat-rs", b"-x", b"1", "sd\u{e9}".as_bytes()]),
             ["iostat-rs", "-x", "1", "sd\u{e9}"]
         );
-        assert_eq!(arguments(&[]).unwrap(), Vec::<String>::new());
+        assert_eq!(arguments(&[]), Vec::<String>::new());
     }
 
     #[test]
-    fn an_argument_that_is_not_utf8_is_named_and_escaped() {
-        assert_eq!(
-            arguments(&[b"cxlstat", b"-e", b"a\xff\x1b[2J"]).unwrap_err(),
-            "argument 2 is not valid UTF-8: \"a\\xff\\x1b[2J\""
-        );
+    fn an_argument_that_is_not_utf8_keeps_its_bytes() {
+        let args = arguments(&[b"cxlstat", b"-e", b"a\xff\x1b[2J"]);
+        assert_eq!(args[2], "a\u{10ffff}\x1b[2J");
+        assert_eq!(&*osname::to_bytes(&args[2]), b"a\xff\x1b[2J");
     }
 }

@@ -33,7 +33,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::osname::{holds_raw_bytes, show_raw_bytes};
+use super::osname::{self, holds_raw_bytes, show_raw_bytes};
 
 /// Whether `c` must be escaped in text for a terminal: control
 /// characters, the bidirectional controls, and the line and paragraph
@@ -119,9 +119,46 @@ pub fn json(text: &str) -> Cow<'_, str> {
     Cow::Owned(s)
 }
 
+/// `text` in double quotes, escaped as Rust's `{:?}` escapes a string,
+/// but with a byte that is not UTF-8, carried in an argument or a name
+/// ([`osname`]), as `\xNN`: the quoting of the programs' messages.
+pub fn quoted(text: &str) -> String {
+    let mut s = String::with_capacity(text.len() + 2);
+    s.push('"');
+    for c in text.chars() {
+        match osname::raw_byte(c) {
+            Some(b) => {
+                let _ = write!(s, "\\x{b:02x}");
+            }
+            None => s.extend(c.escape_debug()),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// `path` for a message: [`text`] of its bytes, so that a byte that is not
+/// UTF-8 shows as `\xNN` (not as U+FFFD) and a control character cannot
+/// act on the terminal.
+pub fn path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    text(&osname::from_bytes(path.as_os_str().as_bytes())).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_is_debug_but_for_raw_bytes() {
+        for plain in ["2", "a\"b\\c", "tab\there", "\u{1b}[2J", "é"] {
+            assert_eq!(quoted(plain), format!("{plain:?}"));
+        }
+        let raw = osname::from_bytes(b"sd\xff\n");
+        assert_eq!(quoted(&raw), "\"sd\\xff\\n\"");
+        let path = std::path::PathBuf::from(osname::to_os_string(&raw));
+        assert_eq!(super::path(&path), "sd\\xff\\n");
+    }
 
     #[test]
     fn control_characters_are_escaped_for_terminals() {

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use super::osname;
+
 /// How many bytes of the text an excerpt shows.
 pub const EXCERPT_BYTES: usize = 80;
 
@@ -28,9 +30,10 @@ pub fn excerpt(text: impl AsRef<[u8]>) -> String {
 
 /// A message that may carry untrusted text (a parser's error quoting its
 /// input), cut to `max` bytes (`...` marks the cut) and escaped as
-/// [`excerpt`] escapes, quotes left as they are.
+/// [`excerpt`] escapes, quotes left as they are; a byte that is not UTF-8
+/// carried in a name ([`osname`]) shows as itself.
 pub fn clip(message: &str, max: usize) -> String {
-    let bytes = message.as_bytes();
+    let bytes = osname::to_bytes(message);
     let shown = &bytes[..bytes.len().min(max)];
     let mut out = String::with_capacity(shown.len() + 3);
     escape_into(&mut out, shown, false);

@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::escape::quoted;
+
 /// Parses an interval: whole or fractional seconds (`2`, `0.25`) or a
 /// humantime duration (`250ms`, `1m 30s`), with blanks around it and a
 /// leading `+` allowed, as a count takes them ([`parse_count`]).
@@ -19,14 +21,18 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
     {
         return match Duration::try_from_secs_f64(secs) {
             Ok(d) if d.is_zero() && secs > 0.0 => Err(format!(
-                "interval {text:?} is shorter than 1 ns: expected 0 or at least 0.000000001"
+                "interval {} is shorter than 1 ns: expected 0 or at least 0.000000001",
+                quoted(text)
             )),
             Ok(d) => Ok(d),
-            Err(_) => Err(format!("interval {text:?} is out of range")),
+            Err(_) => Err(format!("interval {} is out of range", quoted(text))),
         };
     }
     humantime::parse_duration(trimmed).map_err(|_| {
-        format!("invalid interval {text:?}: expected seconds (2, 0.5) or a duration (250ms, 1m)")
+        format!(
+            "invalid interval {}: expected seconds (2, 0.5) or a duration (250ms, 1m)",
+            quoted(text)
+        )
     })
 }
 
@@ -34,7 +40,7 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
 /// 0 is refused by the parser, as a usage error.
 pub fn parse_positive_interval(text: &str) -> Result<Duration, String> {
     match parse_interval(text)? {
-        d if d.is_zero() => Err(format!("{text:?}: must be greater than 0")),
+        d if d.is_zero() => Err(format!("{}: must be greater than 0", quoted(text))),
         d => Ok(d),
     }
 }

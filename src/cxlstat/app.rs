@@ -41,7 +41,6 @@ const TOOL: &str = "cxlstat";
 /// cxlstat, as its binary starts it ([`crate::common::entry`]).
 pub const PROGRAM: Program = Program {
     name: TOOL,
-    usage_status: USAGE_STATUS,
     command: super::cli::command,
     main,
 };

@@ -9,6 +9,7 @@
 //! * comma lists of all of these in one `-e`, and repeated `-e`.
 
 use super::events::{Term, parse_term};
+use crate::common::escape::quoted;
 use crate::common::excerpt::excerpt;
 
 /// One event as written by the user, not yet resolved against a PMU.
@@ -44,8 +45,9 @@ pub fn parse_event_args(args: &[String]) -> Result<Vec<SpecGroup>, String> {
         groups.extend(parse_event_list(arg).map_err(|e| {
             // An argument of one item is named once, not as `-e` and again
             // as the item.
-            let item = format!("{arg:?}: ");
-            format!("-e {arg:?}: {}", e.strip_prefix(&item).unwrap_or(&e))
+            let arg = quoted(arg);
+            let item = format!("{arg}: ");
+            format!("-e {arg}: {}", e.strip_prefix(&item).unwrap_or(&e))
         })?);
     }
     if groups.is_empty() {
@@ -64,7 +66,7 @@ pub fn parse_event_list(text: &str) -> Result<Vec<SpecGroup>, String> {
                 Some((_, tail)) if tail.starts_with(':') && looks_like_modifiers(tail) => {
                     return Err(modifiers_refused(item, tail));
                 }
-                _ => return Err(format!("group {item:?} must end with '}}'")),
+                _ => return Err(format!("group {} must end with '}}'", quoted(item))),
             };
             let members = parse_members(&split_top_level(inner)?)?;
             if members.is_empty() {
@@ -131,7 +133,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
     let mut raw_run = false;
     for item in items {
         if item.starts_with('{') {
-            return Err(format!("{item:?}: groups cannot be nested"));
+            return Err(format!("{}: groups cannot be nested", quoted(item)));
         }
         if let Some((pmu, rest)) = item.split_once('/') {
             let inner = match rest.rsplit_once('/') {
@@ -139,12 +141,12 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                 Some((_, tail)) if looks_like_modifiers(tail) => {
                     return Err(modifiers_refused(item, tail));
                 }
-                _ => return Err(format!("{item:?}: expected PMU/TERMS/")),
+                _ => return Err(format!("{}: expected PMU/TERMS/", quoted(item))),
             };
             if pmu.is_empty() {
-                return Err(format!("{item:?}: expected a PMU name before '/'"));
+                return Err(format!("{}: expected a PMU name before '/'", quoted(item)));
             }
-            let (terms, name) = pmu_terms(inner).map_err(|e| format!("{item:?}: {e}"))?;
+            let (terms, name) = pmu_terms(inner).map_err(|e| format!("{}: {e}", quoted(item)))?;
             members.push(EventSpec {
                 pmu: Some(pmu.to_string()),
                 named: name.is_some(),
@@ -156,8 +158,9 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
         } else if item.contains('=') {
             if item.starts_with("name=") {
                 return Err(format!(
-                    "{item:?}: name= names an event only inside PMU/.../, as in perf \
-                     (PMU/vid=...,name=NAME/)"
+                    "{}: name= names an event only inside PMU/.../, as in perf \
+                     (PMU/vid=...,name=NAME/)",
+                    quoted(item)
                 ));
             }
             let term = parse_term(item)?;
@@ -224,7 +227,9 @@ fn modifiers_refused(item: &str, modifiers: &str) -> String {
         reasons.push("cxlstat offers none of perf's other modifiers (D e W b)");
     }
     format!(
-        "{item:?}: event modifiers ({modifiers:?}) are not supported: {}",
+        "{}: event modifiers ({}) are not supported: {}",
+        quoted(item),
+        quoted(modifiers),
         reasons.join("; ")
     )
 }
@@ -281,9 +286,12 @@ fn join_raw(last: &mut EventSpec, terms: &[Term], label: &str) -> Result<(), Str
         .find(|t| last.terms.iter().any(|had| had.name == t.name))
     {
         return Err(format!(
-            "{label:?}: the raw event {:?} already sets {:?}; give each raw event its own -e \
+            "{}: the raw event {} already sets {}; give each raw event its own -e \
              (-e {},... -e {label},...), or write it with its PMU (PMU/TERMS/)",
-            last.label, again.name, last.label
+            quoted(label),
+            quoted(&last.label),
+            quoted(&again.name),
+            last.label
         ));
     }
     last.terms.extend(terms.iter().cloned());

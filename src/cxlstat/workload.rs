@@ -17,6 +17,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::common::fdlimit::Raised;
+use crate::common::osname;
 use crate::common::signals::StopSignal;
 
 use super::error::CxlError;
@@ -66,8 +67,10 @@ impl Workload<'_> {
     /// Starts the command, with the open-file limit from before the
     /// counters' opening raised it (`raised`), if it did.
     pub(super) fn spawn(&self, raised: Option<Raised>) -> Result<Child, NotStarted> {
-        let mut command = Command::new(&self.command[0]);
-        command.args(&self.command[1..]);
+        // As the bytes given: an argument that is not UTF-8 carries them
+        // ([`osname`]).
+        let mut command = Command::new(osname::to_os_string(&self.command[0]));
+        command.args(self.command[1..].iter().map(|a| osname::to_os_string(a)));
         reset_reserved_signals(&mut command);
         if let Some(raised) = raised {
             raised.restore_in(&mut command);
@@ -179,11 +182,12 @@ pub(super) fn is_program(word: &str) -> bool {
 
 /// Whether `program` can be executed, with the errno `execvp` would give.
 fn locate(program: &str) -> io::Result<()> {
-    if program.contains('/') {
-        return executable(Path::new(program));
+    let program = PathBuf::from(osname::to_os_string(program));
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return executable(&program);
     }
     let enoent = || io::Error::from_raw_os_error(libc::ENOENT);
-    if program.is_empty() {
+    if program.as_os_str().is_empty() {
         return Err(enoent());
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
@@ -194,7 +198,7 @@ fn locate(program: &str) -> io::Result<()> {
         } else {
             dir
         };
-        match executable(&dir.join(program)) {
+        match executable(&dir.join(&program)) {
             Ok(()) => return Ok(()),
             // execvp reports EACCES if some entry was found but not executable.
             Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = Some(e),

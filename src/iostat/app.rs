@@ -53,7 +53,6 @@ const TOOL: &str = "iostat-rs";
 pub const PROGRAM: Program = Program {
     name: TOOL,
     // sysstat's status for a usage error.
-    usage_status: 1,
     command: super::cli::command,
     main: main_with_args,
 };

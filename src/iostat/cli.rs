@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::common::chart::SVG_HELP;
 use crate::common::cli::{
     ExpoArgs, LISTEN_HELP, RECORD_HELP, RECORD_LONG_HELP, REPLAY_HELP, REPLAY_LONG_HELP,
-    SYSROOT_HELP, SourceArgs, TEXTFILE_HELP,
+    SYSROOT_HELP, SourceArgs, TEXTFILE_HELP, path_arg,
 };
 use crate::common::interval::{looks_like_interval, parse_interval};
 use crate::common::locale::Locale;
@@ -501,19 +501,19 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 continue;
             }
             "--sysroot" => {
-                o.source.sysroot = Some(PathBuf::from(take_own_value(&mut i, "a DIR")?));
+                o.source.sysroot = Some(os_path(&take_own_value(&mut i, "a DIR")?));
                 continue;
             }
             "--record" => {
-                o.source.record = Some(PathBuf::from(take_own_value(&mut i, "a FILE")?));
+                o.source.record = Some(os_path(&take_own_value(&mut i, "a FILE")?));
                 continue;
             }
             "--replay" => {
-                o.source.replay = Some(PathBuf::from(take_own_value(&mut i, "a FILE")?));
+                o.source.replay = Some(os_path(&take_own_value(&mut i, "a FILE")?));
                 continue;
             }
             "--svg" => {
-                o.svg = Some(PathBuf::from(take_own_value(&mut i, "a FILE")?));
+                o.svg = Some(os_path(&take_own_value(&mut i, "a FILE")?));
                 continue;
             }
             "--svg-top" => {
@@ -530,7 +530,7 @@ fn scan(o: &mut Options, args: &[String]) -> Result<(), IostatError> {
                 continue;
             }
             "--textfile" => {
-                o.expo.textfile = Some(PathBuf::from(take_own_value(&mut i, "a PATH")?));
+                o.expo.textfile = Some(os_path(&take_own_value(&mut i, "a PATH")?));
                 continue;
             }
             "--listen" => {
@@ -680,6 +680,12 @@ fn everything(o: &mut Options) {
         o.everything = true;
         o.list.push(ListArg::Everything);
     }
+}
+
+/// An argument as the path it names ([`path_arg`]).
+fn os_path(text: &str) -> PathBuf {
+    let Ok(path) = path_arg(text);
+    path
 }
 
 /// `dir` made absolute from the current directory; the empty word stays

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use clap::Parser;
 
 use crate::common::cli::{
-    self as cli, USAGE_STATUS, end_failed, end_output_failed, operand_too_many_status,
+    self as cli, end_failed, end_output_failed, operand_too_many_status,
     parse_error_status_with_help, report_error,
 };
 use crate::common::entry::Program;
@@ -37,7 +37,6 @@ pub const TOOL: &str = "vcpustat";
 /// vcpustat, as its binary starts it ([`crate::common::entry`]).
 pub const PROGRAM: Program = Program {
     name: TOOL,
-    usage_status: USAGE_STATUS,
     command: super::cli::command,
     main,
 };

@@ -25,6 +25,36 @@ fn tree(name: &str) -> cxlstat_support::Scratch {
     root
 }
 
+/// The command and its arguments reach `exec` as the bytes given, as perf
+/// stat's do, also where they are not UTF-8: a program path and an
+/// argument with byte 0xff. cxlstat used to refuse any such argument.
+#[test]
+fn the_command_gets_its_arguments_as_given() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    if !perf_usable("the_command_gets_its_arguments_as_given") {
+        return;
+    }
+    let root = tree("workload_bytes");
+    let shell = root.join(OsStr::from_bytes(b"sh\xff"));
+    std::os::unix::fs::symlink("/bin/sh", &shell).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
+        .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock", "--"])
+        .arg(&shell)
+        .args(["-c", "printf %s \"$1\" | od -An -tx1", "sh"])
+        .arg(OsStr::from_bytes(b"a\xff\xfe"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let bytes = text.lines().next().unwrap_or_default();
+    assert_eq!(
+        bytes.split_whitespace().collect::<Vec<_>>(),
+        ["61", "ff", "fe"],
+        "{text}"
+    );
+}
+
 /// The value of the `/proc/<pid>/status` line `field` (a signal mask) in
 /// `text`.
 fn mask(text: &str, field: &str) -> u64 {

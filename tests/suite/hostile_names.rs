@@ -492,6 +492,59 @@ fn iostat_rs_reports_device_names_that_are_not_utf8() {
     check_exposition_labels("prometheus", &with(&["-o", "prometheus"]), &labels);
 }
 
+/// A device and a path that are not UTF-8 on iostat-rs's command line
+/// are taken with their bytes, as sysstat takes them: the device is
+/// reported (as `\xNN`), the recording goes to the file of that name, and
+/// its replay names the device the same way. Every such argument used to
+/// be refused ("argument 2 is not valid UTF-8").
+#[test]
+fn iostat_rs_takes_device_names_and_paths_that_are_not_utf8() {
+    let dir = cxlstat_support::scratch("non-utf8-arguments");
+    iostat_tree(&dir);
+    let raw = |name: &[u8]| std::ffi::OsStr::from_bytes(name).to_owned();
+    let dev = dir.join("sys/block").join(raw(b"x\xff"));
+    fs::create_dir_all(&dev).unwrap();
+    fs::write(dev.join("stat"), format!("{STAT_LINE}\n")).unwrap();
+    let recording = dir.join(raw(b"run\xfe.rec"));
+    let iostat = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let device = raw(b"x\xff");
+    let live = iostat(&[
+        "--sysroot".as_ref(),
+        dir.as_os_str(),
+        "-d".as_ref(),
+        "--record".as_ref(),
+        recording.as_os_str(),
+        &device,
+    ]);
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip(3)
+            .filter_map(|l| l.split_whitespace().next())
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(rows(&live), ["x\\xff"], "{live}");
+    assert!(fs::metadata(&recording).unwrap().len() > 0);
+    let replayed = iostat(&[
+        "--replay".as_ref(),
+        recording.as_os_str(),
+        "-d".as_ref(),
+        &device,
+    ]);
+    assert_eq!(rows(&replayed), ["x\\xff"], "{replayed}");
+}
+
 /// The uname of a recording and the device names in its files can be any
 /// text; a file that is not UTF-8 is recorded as hex and its bytes reach the
 /// parsers as they are.

@@ -38,7 +38,8 @@ pub const SVG_HELP: &str =
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SvgArgs {
     /// Write the run as SVG charts to FILE ([`SVG_HELP`]).
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help = SVG_HELP)]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath,
+          value_parser = crate::common::cli::path_arg, help = SVG_HELP)]
     pub svg: Option<std::path::PathBuf>,
 }
 

@@ -17,7 +17,9 @@ use super::recording::Recording;
 use super::report::{ReportError, ReportFormat, ReportOptions, Table, write_report};
 use super::ring::DebugfsRings;
 use super::topology::Topology;
-use crate::common::cli::{SYSROOT_HELP, SourceArgs, output_error_status, report_error, tell};
+use crate::common::cli::{
+    SYSROOT_HELP, SourceArgs, output_error_status, path_arg, report_error, tell,
+};
 use crate::common::cpulist::CpuList;
 use crate::common::interval::{parse_interval, parse_positive_interval};
 use crate::common::signals::StopSignal;
@@ -88,7 +90,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub events: Option<Vec<Event>>,
     /// The recording to write (-: standard output).
-    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    #[arg(short = 'w', long = "write", value_name = "FILE", value_parser = path_arg)]
     pub output: PathBuf,
     /// Read the DTL even on kernels known to crash when it is read.
     #[arg(long)]
@@ -106,12 +108,13 @@ pub struct RecordArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct LiveSourceArgs {
     /// Every kernel file under DIR instead of / ([`SYSROOT_HELP`]).
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, help = SYSROOT_HELP)]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, value_parser = path_arg,
+          help = SYSROOT_HELP)]
     pub sysroot: Option<PathBuf>,
     /// Also keep the small kernel files read (lparcfg, cpuinfo, the event
     /// mask) in FILE, an hwstat recording to read with jq: the trace is
     /// -w's, and no replay takes it (-: standard output).
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, value_parser = path_arg)]
     pub record: Option<PathBuf>,
 }
 
@@ -130,7 +133,7 @@ impl LiveSourceArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
     /// Recordings, from one or several partitions of one machine.
-    #[arg(value_name = "FILE", required = true)]
+    #[arg(value_name = "FILE", required = true, value_parser = path_arg)]
     pub files: Vec<PathBuf>,
     /// Output format.
     #[arg(
@@ -149,11 +152,11 @@ pub struct ReportArgs {
     #[arg(long, value_enum, value_name = "TABLE")]
     pub table: Option<Table>,
     /// Chip and node of each physical processor ("0-7 chip=0 node=0" lines).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = path_arg)]
     pub topology: Option<PathBuf>,
     /// Write the recordings as SVG charts to FILE (processor swimlanes,
     /// latency, reasons), replacing it atomically.
-    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, value_parser = path_arg)]
     pub svg: Option<PathBuf>,
 }
 

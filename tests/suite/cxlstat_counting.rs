@@ -887,8 +887,7 @@ fn a_stop_signal_ends_a_count_blocked_on_a_full_pipe() {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        let err = crate::procstate::stderr_text(&mut child);
         assert_eq!(
             status.code(),
             Some(1),

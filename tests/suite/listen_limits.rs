@@ -559,13 +559,7 @@ fn assert_no_room_is_raised_or_refused(name: &str, setup: Option<&str>) {
         .spawn()
         .unwrap();
     let status = wait_with_timeout(&mut refused, Duration::from_secs(10), "the refusal");
-    let mut said = String::new();
-    refused
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut said)
-        .unwrap();
+    let said = crate::procstate::stderr_text(&mut refused);
     assert_eq!(status.code(), Some(1), "{said}");
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(

@@ -323,6 +323,14 @@ pub fn await_polling(pid: u32) {
     });
 }
 
+/// What `child`, ended, wrote on its standard error (piped), as text.
+pub fn stderr_text(child: &mut Child) -> String {
+    let mut text = String::new();
+    let mut stderr = child.stderr.take().expect("standard error piped");
+    std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+    text
+}
+
 /// Waits for `child` at most `limit`; past it, kills and reaps it and fails
 /// naming `what` and saying where it was ([`describe`]).
 pub fn wait_with_timeout(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {

@@ -1312,8 +1312,7 @@ fn a_recording_waits_for_another_to_put_the_event_mask_back() {
     assert!(run.try_wait().unwrap().is_none(), "ended under the lock");
     drop(lock);
     let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    let err = crate::procstate::stderr_text(&mut run);
     assert!(status.success(), "{err}");
     assert_mask_restored(&root);
     assert_eq!(
@@ -1355,8 +1354,7 @@ fn a_stop_ends_the_wait_for_the_event_mask() {
     let stopped = std::time::Instant::now();
     let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
     let waited = stopped.elapsed();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    let err = crate::procstate::stderr_text(&mut run);
     assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
     assert_eq!(err, "");
     assert!(

@@ -27,7 +27,7 @@
 //! clear it either. A name that holds such a character is not given back
 //! exactly there (the text `\x1b` and an escape character look alike), as
 //! in text; JSON and NDJSON tell them apart. Bytes that are not UTF-8
-//! reach here as [`osname`](super::osname)'s raw byte characters; every
+//! reach here as [`osname`]'s raw byte characters; every
 //! format shows each as the text `\xNN`, as [`text`] does.
 
 use std::borrow::Cow;

@@ -28,7 +28,7 @@
 //! connection whose request has arrived, unread, from a client that takes
 //! its answers is passed over); when every place has a request being
 //! answered or arriving, it takes the place of the one that asks most
-//! often, if that is more than once a second (clients that never stop
+//! often, if that is more than twice a second (clients that never stop
 //! asking), and only when none does is it closed at once. A
 //! connection answers
 //! one request at a time (hyper reads the next pipelined request once the
@@ -92,10 +92,11 @@ const SCRAPE_DESCRIPTORS: usize = 6;
 /// one that sends nothing.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Requests a second, over a connection's life, above which a connection
+/// Requests a second ([`Open::request_rate`]) above which a connection
 /// whose request is being answered may still give its place to a newcomer
-/// (see [`Slots::take`]).
-const MAX_REQUEST_RATE: f64 = 1.0;
+/// (see [`Slots::victim`]): what a scraper asking every second reaches
+/// on its second request, and never passes.
+const MAX_REQUEST_RATE: f64 = 2.0;
 
 /// The content type of the text exposition format.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -112,12 +113,12 @@ pub struct ScrapeError {
 const DURATION: Family = Family {
     name: "hwstat_scrape_duration_seconds",
     kind: Kind::Gauge,
-    help: "Time this scrape took to read the kernel's counters.",
+    help: "Time the collection that answered this scrape took to read the kernel's counters.",
 };
 const SUCCESS: Family = Family {
     name: "hwstat_scrape_success",
     kind: Kind::Gauge,
-    help: "1 when this scrape read every counter, 0 when it failed (see hwstat_scrape_errors_total).",
+    help: "1 when the collection that answered this scrape read every counter, 0 when it failed (see hwstat_scrape_errors_total).",
 };
 const ERRORS: Family = Family {
     name: "hwstat_scrape_errors_total",
@@ -289,7 +290,9 @@ struct Open {
 
 impl Open {
     /// Requests begun per second of the connection's life, its first
-    /// second counted whole: a scraper's is far below one.
+    /// second counted whole: a scraper asking every second has at most two
+    /// (n requests in n - 1 seconds), a client that never stops asking
+    /// hundreds.
     fn request_rate(&self, now: Instant) -> f64 {
         self.requests as f64 / now.duration_since(self.opened).as_secs_f64().max(1.0)
     }
@@ -375,12 +378,12 @@ impl Slots {
     /// The connection to close for a newcomer, of peer `among` when given
     /// (else of any): the one that has waited longest on its client, or
     /// when every one has a request being answered or arriving, the one
-    /// that asks most often if that is more than once a second
-    /// ([`MAX_REQUEST_RATE`]). A connection can only stay busy by asking
-    /// without pause: clients that pipeline requests (64 connections of
-    /// `HEAD` requests, whose tiny answers their kernel takes) held every
-    /// place and kept all scrapes out, while a scraper asks once in
-    /// seconds and is never the one closed.
+    /// that asks most often if that is more than [`MAX_REQUEST_RATE`]
+    /// times a second. A connection can only stay busy by asking without
+    /// pause: clients that pipeline requests (64 connections of `HEAD`
+    /// requests, whose tiny answers their kernel takes) held every place
+    /// and kept all scrapes out, while a scraper asks once a second at most
+    /// and is not the one closed.
     fn victim(&self, among: Option<IpAddr>, now: Instant) -> Option<u64> {
         let eligible = || {
             self.open
@@ -971,9 +974,9 @@ mod tests {
             .into_iter()
             .map(|p| Slots::take(&slots, peer(p), pair.0.as_raw_fd()).unwrap())
             .collect();
-        // Every one answering a request, the first three having asked 1, 3
-        // and 5 times within their first second, the last 4 times.
-        for (slot, asked) in taken.iter().map(|t| &t.0).zip([1, 3, 5, 4]) {
+        // Every one answering a request, having asked 1, 6, 10 and 8 times
+        // at once (a rate of about that many a second).
+        for (slot, asked) in taken.iter().map(|t| &t.0).zip([1, 6, 10, 8]) {
             for _ in 0..asked {
                 slot.set_waiting(true);
                 slot.set_waiting(false);
@@ -986,7 +989,7 @@ mod tests {
         // One from a peer with its share closes its own that asks most.
         let own = Slots::take(&slots, peer(1), pair.0.as_raw_fd()).unwrap();
         assert_eq!(taken[1].1.try_recv(), Ok(()));
-        // Connections asking once a second or less are never closed for
+        // Connections asking twice a second or less are never closed for
         // another: a scraper's request being answered is not cut.
         newcomer.0.set_waiting(false);
         own.0.set_waiting(false);

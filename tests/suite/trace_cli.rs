@@ -1363,4 +1363,23 @@ fn a_stop_ends_the_wait_for_the_event_mask() {
     );
     assert_eq!(std::fs::read_to_string(&mask).unwrap(), "0x07\n");
     assert!(!file.exists(), "a recording was left");
+    // An empty file that was there before stays (it used to be removed).
+    std::fs::write(&file, "").unwrap();
+    let mut run = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_vcpustat"))
+            .args(["trace", "record", "--sysroot"])
+            .arg(&root)
+            .args(["--cpus", "1", "--events", "cede", "--duration", "1s", "-w"])
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
+    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    assert_eq!(std::fs::read(&file).unwrap(), b"", "the file there before");
 }

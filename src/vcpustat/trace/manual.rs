@@ -29,6 +29,11 @@ pub const RECORD: &[Section] = &[
                  be sure of putting dtl_event_mask back, which is then not changed, or an \
                  allocation failed, whose one line names its size and the limit",
             ),
+            (
+                "128+N",
+                "Stopped by signal N (130 after Ctrl-C) while another vcpustat run held \
+                 dtl_event_mask (--events): nothing was recorded or changed",
+            ),
         ],
     },
     Section {

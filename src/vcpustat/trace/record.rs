@@ -297,7 +297,9 @@ pub fn record_with(
     pace: &mut dyn FnMut() -> bool,
     progress: &mut Progress,
 ) -> Result<RecordSummary, TraceError> {
-    let path = options.output.display().to_string();
+    let path = crate::common::escape::path(&options.output);
+    // A file there before is left, even empty: only one this run made goes.
+    let existed = std::fs::symlink_metadata(&options.output).is_ok();
     let file = crate::common::user_file::create_unemptied(&options.output)
         .map_err(|e| TraceError::io(format!("cannot write the recording {path}"), e))?;
     let created = file.metadata().ok();
@@ -314,7 +316,10 @@ pub fn record_with(
         progress,
         BufWriter::with_capacity(64 * 1024, out),
     );
-    if result.is_err() && created.is_some_and(|c| still_empty_under(&options.output, &c)) {
+    if result.is_err()
+        && !existed
+        && created.is_some_and(|c| still_empty_under(&options.output, &c))
+    {
         // Nothing was recorded: leave nothing behind.
         let _ = std::fs::remove_file(&options.output);
     }
@@ -444,7 +449,7 @@ pub fn record_to<W: Write>(
         ring_entries,
         cpus: buffers.iter().map(|b| b.total.clone()).collect(),
     };
-    let path = options.output.display().to_string();
+    let path = crate::common::escape::path(&options.output);
     let write_err = |e| {
         TraceError::io(
             format!("writing {path} (what was written before is readable by `trace report`)"),

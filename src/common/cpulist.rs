@@ -5,6 +5,8 @@
 //! CPU is listed, and no number may exceed [`MAX_CPU`], so a list costs at
 //! most `MAX_CPU + 1` entries however long or repetitive its text is.
 
+use super::escape::quoted;
+
 /// The largest CPU number a list may hold.
 ///
 /// Logical CPUs are numbered below the kernel's `NR_CPUS`, at most 8192 in
@@ -24,11 +26,11 @@ impl CpuList {
     /// bad part: not a number, a range that runs backwards, or a CPU above
     /// [`MAX_CPU`].
     pub fn parse(text: &str) -> Result<CpuList, String> {
-        let shown = shorten(text);
+        let shown = quoted(&shorten(text));
         let bad = |part: &str| {
             format!(
-                "invalid CPU list {shown:?} at {:?}: expected CPU numbers and ranges like 0-3,8",
-                shorten(part)
+                "invalid CPU list {shown} at {}: expected CPU numbers and ranges like 0-3,8",
+                quoted(&shorten(part))
             )
         };
         let mut ranges: Vec<(u32, u32)> = Vec::new();
@@ -45,7 +47,7 @@ impl CpuList {
                 match s.parse::<u32>() {
                     Ok(n) if n <= MAX_CPU => Ok(n),
                     _ => Err(format!(
-                        "invalid CPU list {shown:?}: CPU {} is above the largest CPU number {MAX_CPU}",
+                        "invalid CPU list {shown}: CPU {} is above the largest CPU number {MAX_CPU}",
                         shorten(s)
                     )),
                 }

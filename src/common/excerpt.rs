@@ -15,7 +15,13 @@ pub const EXCERPT_BYTES: usize = 80;
 /// other byte as `\xNN`. A cut text ends in `...` and gives its length:
 /// `"xxxx..." (10000000 bytes)`.
 pub fn excerpt(text: impl AsRef<[u8]>) -> String {
-    let text = text.as_ref();
+    // An argument or a name carrying bytes that are not UTF-8 ([`osname`])
+    // is shown with those bytes.
+    let text = match std::str::from_utf8(text.as_ref()) {
+        Ok(name) => osname::to_bytes(name),
+        Err(_) => std::borrow::Cow::Borrowed(text.as_ref()),
+    };
+    let text = &*text;
     let shown = &text[..text.len().min(EXCERPT_BYTES)];
     let mut out = String::with_capacity(shown.len() + 2);
     out.push('"');

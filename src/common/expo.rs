@@ -146,7 +146,10 @@ impl Target {
                 out.flush()
             }
             Target::Textfile(path) => textfile::replace(path, text.as_bytes()).map_err(|err| {
-                io::Error::new(err.kind(), format!("--textfile {}: {err}", path.display()))
+                io::Error::new(
+                    err.kind(),
+                    format!("--textfile {}: {err}", crate::common::escape::path(path)),
+                )
             }),
         }
     }
@@ -198,7 +201,10 @@ impl Publisher {
                 if self.failing.take().is_some() {
                     super::cli::tell(
                         self.tool,
-                        format_args!("--textfile {}: written again", path.display()),
+                        format_args!(
+                            "--textfile {}: written again",
+                            crate::common::escape::path(path)
+                        ),
                     );
                 }
                 self.written = true;

@@ -184,9 +184,12 @@ impl Root {
         let fd = self.open_raw(path, libc::O_PATH)?;
         let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
         let root = std::fs::canonicalize(&self.path)?;
-        let inside = real
-            .strip_prefix(&root)
-            .map_err(|_| io::Error::other(format!("resolves outside {}", self.path.display())))?;
+        let inside = real.strip_prefix(&root).map_err(|_| {
+            io::Error::other(format!(
+                "resolves outside {}",
+                crate::common::escape::path(&self.path)
+            ))
+        })?;
         Ok(name_of(&Path::new("/").join(inside)))
     }
 
@@ -220,7 +223,12 @@ impl Root {
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
             )
         })
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{}: {e}", crate::common::escape::path(&self.path)),
+            )
+        })?;
         Ok(self.dir.get_or_init(|| fd))
     }
 

@@ -132,7 +132,7 @@ fn check_outputs(
         if let Some((reader, _)) = inputs.iter().find(|(_, i)| reads_place(i, path, &place)) {
             return Err(format!(
                 "{option} {}: the file {reader} reads: writing it would destroy it",
-                path.display()
+                crate::common::escape::path(path)
             ));
         }
     }
@@ -150,8 +150,9 @@ fn check_targets(
     recording: Option<&Path>,
 ) -> Result<(), String> {
     let mut places: Vec<(&str, PathBuf)> = Vec::new();
-    let named =
-        |option: &str, path: &Path, what: String| format!("{option} {}: {what}", path.display());
+    let named = |option: &str, path: &Path, what: String| {
+        format!("{option} {}: {what}", crate::common::escape::path(path))
+    };
     for (option, path) in targets {
         if let Some(path) = path {
             check_target(path).map_err(|err| named(option, path, err.to_string()))?;
@@ -191,7 +192,12 @@ fn check_target(path: &Path) -> io::Result<()> {
         ));
     }
     let dir = directory_of(path);
-    let in_dir = |err: io::Error| io::Error::new(err.kind(), format!("{}: {err}", dir.display()));
+    let in_dir = |err: io::Error| {
+        io::Error::new(
+            err.kind(),
+            format!("{}: {err}", crate::common::escape::path(dir)),
+        )
+    };
     if !fs::metadata(dir).map_err(in_dir)?.is_dir() {
         return Err(in_dir(io::Error::from_raw_os_error(libc::ENOTDIR)));
     }
@@ -356,7 +362,7 @@ impl Directory {
         let dir = self.status_of(c".")?.ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("{}: gone", self.path.display()),
+                format!("{}: gone", crate::common::escape::path(&self.path)),
             )
         })?;
         let shared = dir.st_mode & (libc::S_ISVTX | 0o022) > libc::S_ISVTX;
@@ -603,7 +609,7 @@ fn refuse_planted_link(link: &Path, st: &libc::stat, dir: &libc::stat) -> io::Re
         io::ErrorKind::PermissionDenied,
         format!(
             "{}: a link owned by user {} in a sticky directory others can write: not followed",
-            link.display(),
+            crate::common::escape::path(link),
             st.st_uid
         ),
     ))

@@ -178,7 +178,7 @@ fn explain_sysroot(e: CxlError, source: &SourceArgs) -> CxlError {
             explanation: format!(
                 "{explanation}; under --sysroot the PMU and its perf type come from {}, \
                  while the running kernel counts: it needs a PMU of that type of its own",
-                root.display()
+                crate::common::escape::path(root)
             ),
             pmu,
             label,
@@ -253,7 +253,7 @@ fn with_recorded_events(
         return Ok(None);
     }
     let replay = options.source.replay.as_deref().unwrap_or(Path::new("-"));
-    let replay = crate::common::escape::text(&replay.to_string_lossy()).into_owned();
+    let replay = crate::common::escape::path(replay);
     let recorded = source.recorded_args().unwrap_or_default();
     // No command line holds a longer argument: one in a header is forged,
     // and quoted whole in the messages about it.

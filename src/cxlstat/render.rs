@@ -9,6 +9,7 @@ use comfy_table::{Table, presets};
 use crate::common::cli::tell;
 use crate::common::escape;
 use crate::common::expo::{Exposition, Publisher};
+use crate::common::osname;
 use crate::common::output::{Column, Frame, FrameWriter, Row, Schema, Value};
 
 use super::catalogue::{self, CXL_VENDOR_ID};
@@ -343,24 +344,31 @@ fn perf_running_percent(running: u64, enabled: u64) -> u64 {
 /// PMU has.
 fn write_perf_csv_line(
     out: &mut dyn Write,
-    sep: &str,
+    sep: &[u8],
     time: Option<Duration>,
     event: &str,
     (count, missing): (Option<u64>, &str),
     (running, enabled): (u64, u64),
 ) -> io::Result<()> {
     if let Some(t) = time {
-        write!(out, "{:6}.{:09}{sep}", t.as_secs(), t.subsec_nanos())?;
+        write!(out, "{:6}.{:09}", t.as_secs(), t.subsec_nanos())?;
+        out.write_all(sep)?;
     }
     match count {
         Some(c) => write!(out, "{c}")?,
         None => write!(out, "{missing}")?,
     }
     let percent = perf_running_percent(running, enabled);
-    writeln!(
-        out,
-        "{sep}{sep}{event}{sep}{running}{sep}{percent}.00{sep}{sep}"
-    )
+    out.write_all(sep)?;
+    out.write_all(sep)?;
+    out.write_all(event.as_bytes())?;
+    out.write_all(sep)?;
+    write!(out, "{running}")?;
+    out.write_all(sep)?;
+    write!(out, "{percent}.00")?;
+    out.write_all(sep)?;
+    out.write_all(sep)?;
+    out.write_all(b"\n")
 }
 
 /// `name` with each occurrence of the `-x` separator shown as `\xNN`
@@ -618,6 +626,8 @@ fn write_perf_csv_report(
     intervals: bool,
 ) -> io::Result<()> {
     let (previous, current) = (span.previous, span.current);
+    // The bytes given, where the argument was not UTF-8 ([`osname`]).
+    let sep = osname::to_bytes(separator);
     for row in rows {
         let m = CountView::measurement(row, previous, current);
         let (running, enabled) = row.slots.iter().fold((0u64, 0u64), |(r, e), &s| {
@@ -626,7 +636,7 @@ fn write_perf_csv_report(
         });
         write_perf_csv_line(
             out,
-            separator,
+            &sep,
             intervals.then_some(span.since_start),
             &separator_escaped(&escape::text(&row.perf_name), separator),
             (m.count, row.missing()),

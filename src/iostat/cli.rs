@@ -695,7 +695,11 @@ fn absolute(dir: &str) -> String {
         return dir.to_string();
     }
     match std::env::current_dir() {
-        Ok(cwd) => osname::from_bytes(cwd.join(dir).as_os_str().as_bytes()).into_owned(),
+        // Joined as the bytes given: `dir` carries those that are not UTF-8.
+        Ok(cwd) => {
+            let joined = cwd.join(osname::to_os_string(dir));
+            osname::from_bytes(joined.as_os_str().as_bytes()).into_owned()
+        }
         Err(_) => dir.to_string(),
     }
 }

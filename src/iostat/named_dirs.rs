@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use crate::common::osname;
+
 use super::error::IostatError;
 use super::names::persistent_dir;
 
@@ -53,9 +55,12 @@ pub fn first_missing(dirs: &[NamedDir], is_dir: impl Fn(&str) -> bool) -> Option
 /// `sysroot` when one is given), for the checks made before any source
 /// opens: after a usage error, and for `-V`.
 pub fn is_dir_under(sysroot: Option<&Path>) -> impl Fn(&str) -> bool + '_ {
+    // The bytes given: `path` carries those that are not UTF-8.
     move |path: &str| match sysroot {
-        Some(root) => root.join(path.trim_start_matches('/')).is_dir(),
-        None => Path::new(path).is_dir(),
+        Some(root) => root
+            .join(osname::to_os_string(path.trim_start_matches('/')))
+            .is_dir(),
+        None => Path::new(&osname::to_os_string(path)).is_dir(),
     }
 }
 

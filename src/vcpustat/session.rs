@@ -127,7 +127,7 @@ impl Abandoned {
         match self {
             Abandoned::NotARecord(path) => Some(format!(
                 "{}: not a record of vcpustat runs: emptied",
-                path.display()
+                crate::common::escape::path(path)
             )),
             Abandoned::Left(shared) => {
                 let left = now.map_or(*shared, |(on, freq)| shared.in_effect(on, freq));
@@ -311,7 +311,10 @@ impl Session {
 
     /// `err`, naming the lock file.
     fn in_path(&self, err: io::Error) -> io::Error {
-        io::Error::new(err.kind(), format!("{}: {err}", self.path.display()))
+        io::Error::new(
+            err.kind(),
+            format!("{}: {err}", crate::common::escape::path(&self.path)),
+        )
     }
 
     /// The record in the file; `None` when it is not one.
@@ -369,7 +372,13 @@ impl EventMaskLock {
             return Ok(None);
         };
         lock_waiting(&file, EVENT_MASK_BYTE, wait, stopped).map_err(|e| {
-            io::Error::new(e.kind(), format!("{}: {e}", root.join(LOCK_PATH).display()))
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{}: {e}",
+                    crate::common::escape::path(&root.join(LOCK_PATH))
+                ),
+            )
         })?;
         Ok(Some(EventMaskLock { _file: file }))
     }
@@ -476,12 +485,16 @@ fn left_as_it_is(shared: Shared) -> String {
 /// user's file would let that user have vcpustat truncate a file, or hold
 /// the locks and keep every run from starting or from ever being the last).
 fn open_lock_file(run: &Path) -> io::Result<Option<File>> {
-    let in_path =
-        |what: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
+    let in_path = |what: &Path, e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!("{}: {e}", crate::common::escape::path(what)),
+        )
+    };
     let refuse = |what: &Path, why: &str| {
         Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{}: {why}", what.display()),
+            format!("{}: {why}", crate::common::escape::path(what)),
         ))
     };
     let dir = match open_at(None, run, libc::O_RDONLY | libc::O_DIRECTORY, 0) {

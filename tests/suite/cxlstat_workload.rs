@@ -27,7 +27,8 @@ fn tree(name: &str) -> cxlstat_support::Scratch {
 
 /// The command and its arguments reach `exec` as the bytes given, as perf
 /// stat's do, also where they are not UTF-8: a program path and an
-/// argument with byte 0xff. cxlstat used to refuse any such argument.
+/// argument with byte 0xff; so does a `-x` separator, byte 0xfe here.
+/// cxlstat used to refuse any such argument.
 #[test]
 fn the_command_gets_its_arguments_as_given() {
     use std::ffi::OsStr;
@@ -39,19 +40,30 @@ fn the_command_gets_its_arguments_as_given() {
     let shell = root.join(OsStr::from_bytes(b"sh\xff"));
     std::os::unix::fs::symlink("/bin/sh", &shell).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cxlstat"))
-        .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock", "--"])
+        .args(["--sysroot", root.to_str().unwrap(), "-e", "cpu_clock", "-x"])
+        .arg(OsStr::from_bytes(b"\xfe"))
+        .arg("--")
         .arg(&shell)
         .args(["-c", "printf %s \"$1\" | od -An -tx1", "sh"])
         .arg(OsStr::from_bytes(b"a\xff\xfe"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
-    let bytes = text.lines().next().unwrap_or_default();
+    let mut lines = out.stdout.split(|&b| b == b'\n');
+    let bytes = String::from_utf8_lossy(lines.next().unwrap_or_default()).into_owned();
     assert_eq!(
         bytes.split_whitespace().collect::<Vec<_>>(),
         ["61", "ff", "fe"],
-        "{text}"
+        "{bytes}"
+    );
+    // perf's fields: COUNT, UNIT, EVENT, RUN_NS, RUNNING%, and two empty.
+    let report = lines.next().unwrap_or_default();
+    let fields: Vec<&[u8]> = report.split(|&b| b == 0xfe).collect();
+    assert_eq!(fields.len(), 7, "{}", String::from_utf8_lossy(report));
+    assert!(
+        fields[2].starts_with(b"cpu_clock"),
+        "{}",
+        String::from_utf8_lossy(report)
     );
 }
 

@@ -235,6 +235,20 @@ fn an_argument_that_is_not_utf8_is_taken_with_its_bytes() {
         String::from_utf8(out.stderr).unwrap(),
         "vcpustat: --sysroot /nonexistent\\xff: no such directory\n"
     );
+    // Every message naming a path so, not with U+FFFD.
+    for program in [
+        env!("CARGO_BIN_EXE_iostat-rs"),
+        env!("CARGO_BIN_EXE_vcpustat"),
+        env!("CARGO_BIN_EXE_cxlstat"),
+    ] {
+        let out = Command::new(program)
+            .arg("--replay")
+            .arg(OsStr::from_bytes(b"/nonexistent\xff"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("/nonexistent\\xff: "), "{program}: {err}");
+    }
 }
 
 /// iostat-rs's usage text (sysstat's, and one `Extensions:` line) offers

@@ -543,6 +543,20 @@ fn iostat_rs_takes_device_names_and_paths_that_are_not_utf8() {
         &device,
     ]);
     assert_eq!(rows(&replayed), ["x\\xff"], "{replayed}");
+    // An alternate directory named relative to the current one, its name
+    // not UTF-8: joined to it as the bytes given.
+    let alt = dir.join(raw(b"alt\xff"));
+    fs::create_dir_all(alt.join("block/vdb")).unwrap();
+    fs::write(alt.join("block/vdb/stat"), format!("{STAT_LINE}\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
+        .current_dir(&dir)
+        .args(["-d", "-f"])
+        .arg(raw(b"alt\xff"))
+        .arg("vdb")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(rows(&text), ["vdb"], "{text}");
 }
 
 /// The uname of a recording and the device names in its files can be any

@@ -53,7 +53,7 @@ impl ChartFile {
             return Err(format!(
                 "--svg {}: no chart written: the run ended before the end of its first \
                  interval, where the charts start",
-                self.path.display()
+                crate::common::escape::path(&self.path)
             ));
         }
         if self.live {
@@ -73,8 +73,12 @@ impl ChartFile {
 /// alone). The error names the option and the file, in the words of the
 /// tools' other outputs ("cannot write output: --textfile FILE: ...").
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
-    temp_file::replace_with(path, Readers::Owner, |file| file.write_all(contents))
-        .map_err(|err| format!("cannot write output: --svg {}: {err}", path.display()))
+    temp_file::replace_with(path, Readers::Owner, |file| file.write_all(contents)).map_err(|err| {
+        format!(
+            "cannot write output: --svg {}: {err}",
+            crate::common::escape::path(path)
+        )
+    })
 }
 
 #[cfg(test)]

@@ -412,7 +412,7 @@ fn json_error(err: &serde_json::Error) -> String {
 
 /// Reads and checks the recording at `path`, made by `tool`.
 pub(super) fn load(path: &Path, tool: &str) -> Result<Loaded, ReplayError> {
-    let shown = path.display().to_string();
+    let shown = crate::common::escape::path(path);
     let bad = |line: usize, what: String| ReplayError::Format {
         path: shown.clone(),
         line,

@@ -148,7 +148,7 @@ impl Replay {
     pub fn open(path: &Path, tool: &str) -> Result<Replay, ReplayError> {
         let loaded = load(path, tool)?;
         let mut replay = Replay::with_frames(loaded.header, loaded.frames);
-        replay.path = path.display().to_string();
+        replay.path = crate::common::escape::path(path);
         replay.tool = tool.to_string();
         replay.advance()?;
         if let Some(cut) = loaded.cut {

@@ -156,7 +156,7 @@ impl Recorder {
         tool: &str,
         args: &[String],
     ) -> Result<Recorder, RecordingError> {
-        let shown = path.display().to_string();
+        let shown = crate::common::escape::path(path);
         let fail = |action, source| RecordingError {
             action,
             path: shown.clone(),

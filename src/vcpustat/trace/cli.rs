@@ -246,7 +246,7 @@ fn run_record(args: &RecordArgs, argv: &[String]) -> Result<(), TraceError> {
             "recorded {total} DTL entries of {} vCPU(s) of partition {} into {}",
             summary.header.cpus.len(),
             summary.header.partition_id,
-            options.output.display()
+            crate::common::escape::path(&options.output)
         ),
     );
     if lost > 0 {
@@ -278,9 +278,13 @@ fn run_report(args: &ReportArgs) -> i32 {
     let topology = match &args.topology {
         // Its errors name the option, as a file named alone would not.
         Some(path) => match crate::common::user_file::read_text(path)
-            .map_err(|e| format!("--topology {}: {e}", path.display()))
-            .and_then(|t| Topology::parse(&format!("--topology {}", path.display()), &t))
-        {
+            .map_err(|e| format!("--topology {}: {e}", crate::common::escape::path(path)))
+            .and_then(|t| {
+                Topology::parse(
+                    &format!("--topology {}", crate::common::escape::path(path)),
+                    &t,
+                )
+            }) {
             Ok(t) => t,
             Err(e) => return report_error(TOOL, e, 1),
         },
@@ -294,14 +298,14 @@ fn run_report(args: &ReportArgs) -> i32 {
                 if let Some(cut) = r.cut() {
                     let note = format!(
                         "{}: {cut}; reporting the {} records before it",
-                        path.display(),
+                        crate::common::escape::path(path),
                         r.header.cpus.iter().map(|c| c.entries).sum::<u64>()
                     );
                     tell(TOOL, &note);
                     notes.push(note);
                 }
                 notes.extend(masked_events_note(path, r.header.event_mask));
-                recordings.push((path.display().to_string(), r));
+                recordings.push((crate::common::escape::path(path), r));
             }
             Err(e) => return report_error(TOOL, e, 1),
         }
@@ -333,7 +337,7 @@ fn run_report(args: &ReportArgs) -> i32 {
                     "vcpustat trace report: {}",
                     args.files
                         .iter()
-                        .map(|f| f.display().to_string())
+                        .map(|f| crate::common::escape::path(f))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
@@ -370,7 +374,7 @@ fn masked_events_note(path: &std::path::Path, mask: Option<u8>) -> Option<String
         "{}: recorded with dtl_event_mask 0x{mask:02x}, without {} events: unless the kernel \
          logged them anyway, a vCPU's next record need not be its next dispatch, so run times, \
          shares and traced% may be too high",
-        path.display(),
+        crate::common::escape::path(path),
         missing.join(" or ")
     ))
 }

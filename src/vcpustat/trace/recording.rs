@@ -287,7 +287,7 @@ pub fn write_recording(
     blocks: &[(&[u8], u64, u64)],
 ) -> Result<(), RecordingError> {
     let io_err = |source| RecordingError::Io {
-        path: path.display().to_string(),
+        path: crate::common::escape::path(path),
         source,
     };
     let duration_ns = header.duration_ns;
@@ -312,7 +312,7 @@ impl Recording {
     /// records. It is read at random places, so it must be a regular file
     /// (a FIFO is refused at once rather than waited on).
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
-        let shown = path.display().to_string();
+        let shown = crate::common::escape::path(path);
         let file = open_regular(path).map_err(|source| RecordingError::Io {
             path: shown.clone(),
             source,

@@ -52,7 +52,6 @@ const TOOL: &str = "iostat-rs";
 /// iostat-rs, as its binary starts it ([`crate::common::entry`]).
 pub const PROGRAM: Program = Program {
     name: TOOL,
-    // sysstat's status for a usage error.
     command: super::cli::command,
     main: main_with_args,
 };

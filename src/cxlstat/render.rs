@@ -346,7 +346,7 @@ fn write_perf_csv_line(
     out: &mut dyn Write,
     sep: &[u8],
     time: Option<Duration>,
-    event: &str,
+    event: &[u8],
     (count, missing): (Option<u64>, &str),
     (running, enabled): (u64, u64),
 ) -> io::Result<()> {
@@ -361,7 +361,7 @@ fn write_perf_csv_line(
     let percent = perf_running_percent(running, enabled);
     out.write_all(sep)?;
     out.write_all(sep)?;
-    out.write_all(event.as_bytes())?;
+    out.write_all(event)?;
     out.write_all(sep)?;
     write!(out, "{running}")?;
     out.write_all(sep)?;
@@ -375,12 +375,29 @@ fn write_perf_csv_line(
 /// escapes of its bytes, as control characters are shown: perf writes a
 /// name as it is, but a PMU or event name holding the separator would then
 /// add fields to the line.
-fn separator_escaped(name: &str, sep: &str) -> String {
-    if !name.contains(sep) {
-        return name.to_string();
+/// Bytes are compared: a separator given as a byte that is not UTF-8 may
+/// be the second byte of a character in a name.
+fn separator_escaped<'a>(name: &'a str, sep: &[u8]) -> std::borrow::Cow<'a, [u8]> {
+    let bytes = name.as_bytes();
+    if sep.is_empty() || !bytes.windows(sep.len()).any(|w| w == sep) {
+        return std::borrow::Cow::Borrowed(bytes);
     }
-    let escaped: String = sep.bytes().map(|b| format!("\\x{b:02x}")).collect();
-    name.replace(sep, &escaped)
+    let escaped: Vec<u8> = sep
+        .iter()
+        .flat_map(|b| format!("\\x{b:02x}").into_bytes())
+        .collect();
+    let mut out = Vec::with_capacity(bytes.len() + escaped.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        if rest.starts_with(sep) {
+            out.extend_from_slice(&escaped);
+            rest = &rest[sep.len()..];
+        } else {
+            out.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// (PMU, event, reading) of every slot of `rows` whose PMU is not `gone`.
@@ -638,7 +655,7 @@ fn write_perf_csv_report(
             out,
             &sep,
             intervals.then_some(span.since_start),
-            &separator_escaped(&escape::text(&row.perf_name), separator),
+            &separator_escaped(&escape::text(&row.perf_name), &sep),
             (m.count, row.missing()),
             (running, enabled),
         )?;
@@ -902,15 +919,16 @@ mod tests {
 
     #[test]
     fn a_name_holding_the_separator_cannot_add_fields() {
+        let escaped = |name, sep| separator_escaped(name, sep).into_owned();
         assert_eq!(
-            separator_escaped("clock_ticks [cxl_pmu_mem0.0]", ","),
-            "clock_ticks [cxl_pmu_mem0.0]"
+            escaped("clock_ticks [cxl_pmu_mem0.0]", b","),
+            b"clock_ticks [cxl_pmu_mem0.0]"
         );
-        assert_eq!(
-            separator_escaped("a,999,,forged", ","),
-            "a\\x2c999\\x2c\\x2cforged"
-        );
-        assert_eq!(separator_escaped("a::b", "::"), "a\\x3a\\x3ab");
+        assert_eq!(escaped("a,999,,forged", b","), b"a\\x2c999\\x2c\\x2cforged");
+        assert_eq!(escaped("a::b", b"::"), b"a\\x3a\\x3ab");
+        // A separator given as a byte that is not UTF-8, found inside a
+        // character of the name (\u{e9} is c3 a9).
+        assert_eq!(escaped("m\u{e9}.0", b"\xa9"), b"m\xc3\\xa9.0");
     }
 
     #[test]

@@ -141,8 +141,7 @@ pub fn quoted(text: &str) -> String {
 /// UTF-8 shows as `\xNN` (not as U+FFFD) and a control character cannot
 /// act on the terminal.
 pub fn path(path: &std::path::Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    text(&osname::from_bytes(path.as_os_str().as_bytes())).into_owned()
+    text(&osname::from_path(path)).into_owned()
 }
 
 #[cfg(test)]

@@ -15,13 +15,7 @@ pub const EXCERPT_BYTES: usize = 80;
 /// other byte as `\xNN`. A cut text ends in `...` and gives its length:
 /// `"xxxx..." (10000000 bytes)`.
 pub fn excerpt(text: impl AsRef<[u8]>) -> String {
-    // An argument or a name carrying bytes that are not UTF-8 ([`osname`])
-    // is shown with those bytes.
-    let text = match std::str::from_utf8(text.as_ref()) {
-        Ok(name) => osname::to_bytes(name),
-        Err(_) => std::borrow::Cow::Borrowed(text.as_ref()),
-    };
-    let text = &*text;
+    let text = text.as_ref();
     let shown = &text[..text.len().min(EXCERPT_BYTES)];
     let mut out = String::with_capacity(shown.len() + 2);
     out.push('"');
@@ -32,6 +26,13 @@ pub fn excerpt(text: impl AsRef<[u8]>) -> String {
         let _ = write!(out, " ({} bytes)", text.len());
     }
     out
+}
+
+/// [`excerpt`] of an argument or a name, which carries the bytes that are
+/// not UTF-8 it was given ([`osname`]): shown as those bytes. (A file's
+/// contents are quoted with [`excerpt`], as they are.)
+pub fn excerpt_arg(text: &str) -> String {
+    excerpt(osname::to_bytes(text))
 }
 
 /// A message that may carry untrusted text (a parser's error quoting its
@@ -68,6 +69,14 @@ fn escape_into(out: &mut String, bytes: &[u8], quoted: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argument_shows_its_bytes_and_a_file_its_text() {
+        let arg = osname::from_bytes(b"a\xff");
+        assert_eq!(excerpt_arg(&arg), "\"a\\xff\"");
+        // A file's U+10FF31 is that character's bytes, not a byte 0x31.
+        assert_eq!(excerpt("a\u{10ff31}"), "\"a\\xf4\\x8f\\xbc\\xb1\"");
+    }
 
     #[test]
     fn short_text_is_quoted_whole_with_controls_escaped() {

@@ -96,6 +96,13 @@ pub fn truncate_bytes(text: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(from_bytes(&bytes[..max]).into_owned())
 }
 
+/// `path` as a name ([`from_bytes`] of its bytes), for output whose
+/// printers escape what they must themselves.
+pub fn from_path(path: &std::path::Path) -> Cow<'_, str> {
+    use std::os::unix::ffi::OsStrExt;
+    from_bytes(path.as_os_str().as_bytes())
+}
+
 /// `text` as an operating-system path or name (see [`to_bytes`]).
 pub fn to_os_string(text: &str) -> OsString {
     OsString::from_vec(to_bytes(text).into_owned())

@@ -342,7 +342,7 @@ impl Options {
                          spaces, '.', '<', '>', '\\' or control characters other than tab (the \
                          fields hold numbers, <not counted>, a space-padded time and \\xNN \
                          escapes, and a line ends at a newline)",
-                        crate::common::excerpt::excerpt(sep)
+                        crate::common::excerpt::excerpt_arg(sep)
                     )));
                 }
                 (Some(sep), _) => CountFormat::PerfCsv(sep.clone()),

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use crate::common::excerpt::excerpt;
+use crate::common::excerpt::excerpt_arg;
 
 /// Everything that can stop cxlstat.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ pub enum CxlError {
     /// A PMU name that is not a CXL PMU here.
     #[error(
         "unknown CXL PMU {}{}",
-        excerpt(name),
+        excerpt_arg(name),
         hint(suggestions, "CXL PMUs here")
     )]
     UnknownPmu {
@@ -47,7 +47,7 @@ pub enum CxlError {
     /// An event name that no selected PMU has.
     #[error(
         "unknown event {} {place}{}",
-        excerpt(name),
+        excerpt_arg(name),
         hint(suggestions, "did you mean")
     )]
     UnknownEvent {
@@ -73,7 +73,7 @@ pub enum CxlError {
         offered_by: Vec<String>,
     },
     /// A term that the PMU's `format/` does not define.
-    #[error("unknown term {} for {pmu}; valid terms: {}", excerpt(term), valid.join(", "))]
+    #[error("unknown term {} for {pmu}; valid terms: {}", excerpt_arg(term), valid.join(", "))]
     UnknownTerm {
         /// PMU name.
         pmu: String,

@@ -1,7 +1,7 @@
 //! Terms (`name=value`, `name`) as they appear in `events/` files and in
 //! event specifications, and the parser of `events/` file text.
 
-use crate::common::excerpt::excerpt;
+use crate::common::excerpt::excerpt_arg;
 
 /// One term: `name=value`, or a bare `name` (an event name, or a flag meaning 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
             let number = parse_number(value).ok_or_else(|| {
                 format!(
                     "{}: expected a number after '=' (decimal or 0x hex)",
-                    excerpt(text)
+                    excerpt_arg(text)
                 )
             })?;
             (name.trim(), Some(number))
@@ -54,7 +54,10 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
     {
-        return Err(format!("{}: expected NAME or NAME=VALUE", excerpt(text)));
+        return Err(format!(
+            "{}: expected NAME or NAME=VALUE",
+            excerpt_arg(text)
+        ));
     }
     Ok(Term {
         name: name.to_string(),

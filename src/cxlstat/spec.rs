@@ -10,7 +10,7 @@
 
 use super::events::{Term, parse_term};
 use crate::common::escape::quoted;
-use crate::common::excerpt::excerpt;
+use crate::common::excerpt::excerpt_arg;
 
 /// One event as written by the user, not yet resolved against a PMU.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,7 +271,7 @@ fn display_name(value: &str) -> Result<String, String> {
         Err(format!(
             "name={}: expected a name of at most {NAME_MAX} letters, digits, '_', '.' and '-', \
              starting with a letter or '_'",
-            excerpt(value)
+            excerpt_arg(value)
         ))
     }
 }

@@ -22,6 +22,7 @@ use crate::common::cli::{
 };
 use crate::common::cpulist::CpuList;
 use crate::common::interval::{parse_interval, parse_positive_interval};
+use crate::common::osname;
 use crate::common::signals::StopSignal;
 use crate::common::temp_file::check_chosen_outputs;
 use crate::common::user_file::names_standard_output;
@@ -298,14 +299,14 @@ fn run_report(args: &ReportArgs) -> i32 {
                 if let Some(cut) = r.cut() {
                     let note = format!(
                         "{}: {cut}; reporting the {} records before it",
-                        crate::common::escape::path(path),
+                        osname::from_path(path).into_owned(),
                         r.header.cpus.iter().map(|c| c.entries).sum::<u64>()
                     );
                     tell(TOOL, &note);
                     notes.push(note);
                 }
                 notes.extend(masked_events_note(path, r.header.event_mask));
-                recordings.push((crate::common::escape::path(path), r));
+                recordings.push((osname::from_path(path).into_owned(), r));
             }
             Err(e) => return report_error(TOOL, e, 1),
         }
@@ -337,7 +338,7 @@ fn run_report(args: &ReportArgs) -> i32 {
                     "vcpustat trace report: {}",
                     args.files
                         .iter()
-                        .map(|f| crate::common::escape::path(f))
+                        .map(|f| osname::from_path(f))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
@@ -374,7 +375,7 @@ fn masked_events_note(path: &std::path::Path, mask: Option<u8>) -> Option<String
         "{}: recorded with dtl_event_mask 0x{mask:02x}, without {} events: unless the kernel \
          logged them anyway, a vCPU's next record need not be its next dispatch, so run times, \
          shares and traced% may be too high",
-        crate::common::escape::path(path),
+        osname::from_path(path),
         missing.join(" or ")
     ))
 }

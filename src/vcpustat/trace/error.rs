@@ -42,9 +42,9 @@ pub enum TraceError {
         bytes: usize,
     },
     /// A stop signal (its number) came while another vcpustat run held
-    /// `dtl_event_mask`: nothing was recorded or changed, and the run ends
-    /// with status 128 + N and no message, as an interval run stopped
-    /// while it meets the others.
+    /// `dtl_event_mask`: no DTL entry was recorded, the mask was not
+    /// changed, and the run ends with status 128 + N and no message, as an
+    /// interval run stopped while it meets the others.
     #[error(
         "stopped by signal {0} while waiting for another vcpustat run to put dtl_event_mask back"
     )]

@@ -32,7 +32,8 @@ pub const RECORD: &[Section] = &[
             (
                 "128+N",
                 "Stopped by signal N (130 after Ctrl-C) while another vcpustat run held \
-                 dtl_event_mask (--events): nothing was recorded or changed",
+                 dtl_event_mask (--events): no DTL entry was recorded, and dtl_event_mask was \
+                 not changed (a --record file ends as any stopped run's)",
             ),
         ],
     },

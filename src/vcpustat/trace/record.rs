@@ -287,7 +287,8 @@ fn write_blocks<W: Write>(
 
 /// Records with the given rings into `options.output`, which is created
 /// before anything else (an unwritable path fails at once) and removed
-/// again if recording cannot start. A recording already there is emptied
+/// again if recording cannot start, unless it was there before (even
+/// empty: only a file this run made goes). A recording already there is emptied
 /// only when the new one is first written: a run that cannot start (a
 /// busy ring) leaves it as it was. See [`record_to`].
 pub fn record_with(

@@ -165,7 +165,7 @@ impl CxlError {
     }
 
     /// A file with unexpected contents: `problem` says what was expected
-    /// and quotes what was found with [`excerpt`].
+    /// and quotes what was found with [`excerpt`](crate::common::excerpt::excerpt).
     pub fn bad_file(path: &str, problem: &str) -> CxlError {
         CxlError::BadFile {
             path: path.to_string(),

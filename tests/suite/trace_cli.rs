@@ -1274,40 +1274,56 @@ fn trace_report_of_dash_reads_a_file_on_standard_input() {
     );
 }
 
-/// A recording with `--events` waits while another vcpustat holds the
-/// event mask's lock, then sets the mask, opens its rings and puts the mask
-/// back: two such runs at once each took the other's mask for the one to
-/// put back, and one left it changed.
-#[test]
-fn a_recording_waits_for_another_to_put_the_event_mask_back() {
-    use hwstat::vcpustat::session::EventMaskLock;
-    let dir = tempdir("mask-lock");
-    let root = fixture(&dir, 1, &[2, 2]);
+/// A fixture of one vCPU with a `run` directory under `dir`, its mask at
+/// 0x07, and the event mask's lock taken as another vcpustat would hold it:
+/// the root, the mask's path and the lock.
+fn fixture_with_the_mask_locked(
+    dir: &Path,
+) -> (PathBuf, PathBuf, hwstat::vcpustat::session::EventMaskLock) {
+    let root = fixture(dir, 1, &[2, 2]);
     std::fs::create_dir(root.join("run")).unwrap();
     let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
-    let lock = EventMaskLock::take(&root, Duration::from_secs(1), &|| false)
-        .unwrap()
-        .expect("the fixture has a run directory");
-    let file = dir.join("waited.dtl");
-    let mut run = KillOnDrop(
+    let lock =
+        hwstat::vcpustat::session::EventMaskLock::take(&root, Duration::from_secs(1), &|| false)
+            .unwrap()
+            .expect("the fixture has a run directory");
+    (root, mask, lock)
+}
+
+/// `vcpustat trace record --events cede` of vCPU 1 under `root` for
+/// `duration` into `file`, started, its standard error piped.
+fn start_recording_cede(root: &Path, duration: &str, file: &Path) -> KillOnDrop {
+    KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_vcpustat"))
             .args(["trace", "record", "--sysroot"])
-            .arg(&root)
+            .arg(root)
             .args([
                 "--cpus",
                 "1",
                 "--events",
                 "cede",
                 "--duration",
-                "10ms",
+                duration,
                 "-w",
             ])
-            .arg(&file)
+            .arg(file)
             .stdin(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
-    );
+    )
+}
+
+/// A recording with `--events` waits while another vcpustat holds the
+/// event mask's lock, then sets the mask, opens its rings and puts the mask
+/// back: two such runs at once each took the other's mask for the one to
+/// put back, and one left it changed.
+#[test]
+fn a_recording_waits_for_another_to_put_the_event_mask_back() {
+    let dir = tempdir("mask-lock");
+    let (root, mask, lock) = fixture_with_the_mask_locked(&dir);
+    let file = dir.join("waited.dtl");
+    let mut run = start_recording_cede(&root, "10ms", &file);
     // Held for well over the run's 10 ms: it has not set the mask, nor
     // ended.
     std::thread::sleep(Duration::from_millis(600));
@@ -1327,62 +1343,35 @@ fn a_recording_waits_for_another_to_put_the_event_mask_back() {
 /// A stop signal ends a recording's wait for another vcpustat to put the
 /// event mask back: at once, with status 128 + N and no message, as an
 /// interval run stopped while it meets the others, the mask untouched and
-/// no recording left. It used to wait out the 5 s and end with an error.
+/// no recording left, nor an empty file there before removed. It used to
+/// wait out the 5 s and end with an error.
 #[test]
 fn a_stop_ends_the_wait_for_the_event_mask() {
-    use hwstat::vcpustat::session::EventMaskLock;
     let dir = tempdir("mask-lock-stop");
-    let root = fixture(&dir, 1, &[2, 2]);
-    std::fs::create_dir(root.join("run")).unwrap();
-    let mask = root.join("sys/kernel/debug/powerpc/dtl/dtl_event_mask");
-    let _lock = EventMaskLock::take(&root, Duration::from_secs(1), &|| false)
-        .unwrap()
-        .expect("the fixture has a run directory");
+    let (root, mask, _lock) = fixture_with_the_mask_locked(&dir);
     let file = dir.join("stopped.dtl");
-    let mut run = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_vcpustat"))
-            .args(["trace", "record", "--sysroot"])
-            .arg(&root)
-            .args(["--cpus", "1", "--events", "cede", "--duration", "1s", "-w"])
-            .arg(&file)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(run.try_wait().unwrap().is_none(), "ended under the lock");
-    // SAFETY: signalling our own child by its pid.
-    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
-    let stopped = std::time::Instant::now();
-    let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
-    let waited = stopped.elapsed();
-    let err = crate::procstate::stderr_text(&mut run);
-    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
-    assert_eq!(err, "");
-    assert!(
-        waited < Duration::from_secs(2),
-        "ended {waited:?} after the signal"
-    );
+    let stopped_in_the_wait = |file: &Path| {
+        let mut run = start_recording_cede(&root, "1s", file);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(run.try_wait().unwrap().is_none(), "ended under the lock");
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+        let stopped = std::time::Instant::now();
+        let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
+        let waited = stopped.elapsed();
+        let err = crate::procstate::stderr_text(&mut run);
+        assert_eq!(status.code(), Some(128 + libc::SIGINT), "{err}");
+        assert_eq!(err, "");
+        assert!(
+            waited < Duration::from_secs(2),
+            "ended {waited:?} after the signal"
+        );
+    };
+    stopped_in_the_wait(&file);
     assert_eq!(std::fs::read_to_string(&mask).unwrap(), "0x07\n");
     assert!(!file.exists(), "a recording was left");
     // An empty file that was there before stays (it used to be removed).
     std::fs::write(&file, "").unwrap();
-    let mut run = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_vcpustat"))
-            .args(["trace", "record", "--sysroot"])
-            .arg(&root)
-            .args(["--cpus", "1", "--events", "cede", "--duration", "1s", "-w"])
-            .arg(&file)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling our own child by its pid.
-    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
-    let status = wait_with_timeout(&mut run, Duration::from_secs(10), "the recording");
-    assert_eq!(status.code(), Some(128 + libc::SIGINT));
+    stopped_in_the_wait(&file);
     assert_eq!(std::fs::read(&file).unwrap(), b"", "the file there before");
 }

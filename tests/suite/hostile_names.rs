@@ -30,7 +30,11 @@ const DISK: &str = "ev\x1b]0;pwned\x07il\"\\x\x1b[2J\u{9b}2J\u{202e}";
 /// A `/sys/block` directory name can hold a newline and a comma too.
 const SYS_ONLY: &str = "new\nline,\"q\"";
 
-fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Output {
+fn run<A: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    program: &str,
+    args: &[A],
+    envs: &[(&str, &str)],
+) -> Output {
     let out = Command::new(program)
         .args(args)
         .envs(envs.iter().copied())
@@ -507,16 +511,7 @@ fn iostat_rs_takes_device_names_and_paths_that_are_not_utf8() {
     fs::write(dev.join("stat"), format!("{STAT_LINE}\n")).unwrap();
     let recording = dir.join(raw(b"run\xfe.rec"));
     let iostat = |args: &[&std::ffi::OsStr]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_iostat-rs"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        String::from_utf8(run(env!("CARGO_BIN_EXE_iostat-rs"), args, &[]).stdout).unwrap()
     };
     let device = raw(b"x\xff");
     let live = iostat(&[

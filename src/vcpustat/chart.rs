@@ -28,7 +28,7 @@ pub struct VcpuCharts {
     cumulative: bool,
     /// Home ratio (0–1) per vCPU (`cpuN`), over time.
     home: History,
-    /// Per vCPU number: dispatches per dispersion field.
+    /// Per vCPU number, in order: dispatches per dispersion field.
     dispersion: Vec<(u32, [u64; 4])>,
 }
 
@@ -57,13 +57,20 @@ impl VcpuCharts {
                 self.home.add(series, pct / 100.0);
             }
             let counts = DISPERSION.map(|(f, _)| row.dispatches.count(f));
-            match self.dispersion.iter_mut().find(|(cpu, _)| *cpu == row.cpu) {
-                Some((_, sum)) if self.cumulative => *sum = counts,
-                Some((_, sum)) => sum.iter_mut().zip(counts).for_each(|(s, c)| *s += c),
-                None => self.dispersion.push((row.cpu, counts)),
+            // Kept in vCPU order, found by halving: a search from the
+            // start was quadratic, 28 % of a run with 8,192 vCPUs.
+            match self
+                .dispersion
+                .binary_search_by_key(&row.cpu, |(cpu, _)| *cpu)
+            {
+                Ok(i) if self.cumulative => self.dispersion[i].1 = counts,
+                Ok(i) => {
+                    let sum = &mut self.dispersion[i].1;
+                    sum.iter_mut().zip(counts).for_each(|(s, c)| *s += c);
+                }
+                Err(i) => self.dispersion.insert(i, (row.cpu, counts)),
             }
         }
-        self.dispersion.sort_by_key(|(cpu, _)| *cpu);
         self.file.report(|| self.chart())
     }
 
@@ -136,5 +143,70 @@ impl VcpuCharts {
             title: self.title.clone(),
             panels: vec![heat, bars],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vcpustat::report::{CpuRow, Dispatches};
+
+    /// A report of `rows` in the order given: (vCPU, total, core, chip,
+    /// socket, cec).
+    fn report(rows: &[(u32, [u64; 5])]) -> Report {
+        Report {
+            rows: rows
+                .iter()
+                .map(|&(cpu, [total, core, chip, socket, cec])| CpuRow {
+                    cpu,
+                    dispatches: Dispatches::cumulative(&[total, core, chip, socket, cec, 0, 0, 0]),
+                })
+                .collect(),
+            ..Report::default()
+        }
+    }
+
+    /// The dispersion bars: their vCPUs, and the core and cec values.
+    fn bars(charts: &VcpuCharts) -> (Vec<String>, Vec<f64>, Vec<f64>) {
+        match &charts.chart().panels[1].kind {
+            PanelKind::StackedBars { categories, stacks } => (
+                categories.clone(),
+                stacks[0].values.clone(),
+                stacks[3].values.clone(),
+            ),
+            other => panic!("not the dispersion bars: {other:?}"),
+        }
+    }
+
+    /// Rows come in the report's order (`--sort home`, `--top`), not the
+    /// vCPUs', and another set of vCPUs in each report: the bars are in
+    /// vCPU order and each sums its own vCPU's dispatches.
+    fn sampled(cumulative: bool) -> (Vec<String>, Vec<f64>, Vec<f64>) {
+        let mut charts = VcpuCharts::new("unwritten.svg".into(), String::new(), false, cumulative);
+        let first = report(&[
+            (5, [10, 4, 3, 2, 1]),
+            (1, [20, 10, 5, 4, 1]),
+            (3, [30, 20, 5, 3, 2]),
+        ]);
+        let second = report(&[(3, [7, 4, 1, 1, 1]), (2, [8, 5, 1, 1, 1])]);
+        charts.sample(UNIX_EPOCH, &first).unwrap();
+        charts.sample(UNIX_EPOCH, &second).unwrap();
+        bars(&charts)
+    }
+
+    #[test]
+    fn dispersion_bars_add_up_each_vcpu_in_vcpu_order() {
+        let (vcpus, core, cec) = sampled(false);
+        assert_eq!(vcpus, ["cpu1", "cpu2", "cpu3", "cpu5"]);
+        assert_eq!(core, [10.0, 5.0, 24.0, 4.0]);
+        assert_eq!(cec, [1.0, 1.0, 3.0, 1.0]);
+    }
+
+    #[test]
+    fn cumulative_dispersion_bars_keep_each_vcpus_last_report() {
+        let (vcpus, core, cec) = sampled(true);
+        assert_eq!(vcpus, ["cpu1", "cpu2", "cpu3", "cpu5"]);
+        assert_eq!(core, [10.0, 5.0, 4.0, 4.0]);
+        assert_eq!(cec, [1.0, 1.0, 1.0, 1.0]);
     }
 }

@@ -253,16 +253,34 @@ fn a_stop_signal_ends_a_run_blocked_on_a_full_pipe_and_restores_the_state() {
     assert_eq!(stats_writes(&sim).last().unwrap().1, "0\n");
 }
 
-/// Runs vcpustat with `args` on `sim`, sends it SIGTERM `after` its start,
-/// and gives its exit status and standard error.
-fn stopped_after(sim: &Mounted, args: &[&str], after: Duration) -> (ExitStatus, String) {
+/// Runs vcpustat with `args` on `sim`, sends it SIGTERM once it is in a
+/// read or write of the frequency that the simulation holds up, and gives
+/// its exit status and standard error. A fixed delay after the start
+/// signalled a run still starting on a loaded machine, which SIGTERM's
+/// default action ended.
+fn stopped_in_slow_freq_call(sim: &Mounted, args: &[&str]) -> (ExitStatus, String) {
+    let before = sim.kernel().slow_freq_calls_begun;
     let child = vcpustat(sim, args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut child = KillOnDrop(child);
-    std::thread::sleep(after);
+    let start = Instant::now();
+    loop {
+        let begun = sim.kernel().slow_freq_calls_begun;
+        if begun > before {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("vcpustat {args:?} ended ({status}) before a slow frequency call");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "vcpustat {args:?} made no slow frequency call in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     end_with_sigterm(&mut child)
 }
 
@@ -294,9 +312,9 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     let Some(sim) = mount("slow-freq", kernel) else {
         return;
     };
-    // In the middle of the write (the run reaches it within a few ms).
-    let after = Duration::from_millis(300);
-    let (status, stderr) = stopped_after(&sim, &["--enable", "--freq", "80", "0.05", "1"], after);
+    // In the middle of the write.
+    let (status, stderr) =
+        stopped_in_slow_freq_call(&sim, &["--enable", "--freq", "80", "0.05", "1"]);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
     assert!(
         stderr.ends_with(
@@ -311,7 +329,7 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     let files: Vec<&str> = writes.iter().map(|w| w.0).collect();
     assert_eq!(files, ["freq", "freq"], "{writes:?}\n{stderr}");
     // A frequency alone is all that was asked: set, it stays.
-    let (status, stderr) = stopped_after(&sim, &["--freq", "70"], after);
+    let (status, stderr) = stopped_in_slow_freq_call(&sim, &["--freq", "70"]);
     assert!(status.success(), "{status}: {stderr}");
     assert_eq!(state(&sim.kernel()), (70, false));
     // In a run that was to report, with the statistics on already (no
@@ -319,7 +337,7 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     // ended with 0, the frequency left at 90.
     let out = run(&sim, &["--enable"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let (status, stderr) = stopped_after(&sim, &["--freq", "90", "0.05", "1"], after);
+    let (status, stderr) = stopped_in_slow_freq_call(&sim, &["--freq", "90", "0.05", "1"]);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
     assert_eq!(state(&sim.kernel()), (70, true), "{stderr}");
 }
@@ -334,8 +352,7 @@ fn a_stop_before_any_change_says_nothing_was_changed() {
     let Some(sim) = mount("slow-freq-read", kernel) else {
         return;
     };
-    let after = Duration::from_millis(300);
-    let (status, stderr) = stopped_after(&sim, &["--freq", "50", "0.05", "1"], after);
+    let (status, stderr) = stopped_in_slow_freq_call(&sim, &["--freq", "50", "0.05", "1"]);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");
     assert!(
         stderr.ends_with("vcpustat: stopped by signal 15: nothing was changed\n"),

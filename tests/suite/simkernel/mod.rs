@@ -117,6 +117,9 @@ pub struct Kernel {
     pub freq_write_takes: std::time::Duration,
     /// How long a read of the frequency takes, likewise.
     pub freq_read_takes: std::time::Duration,
+    /// Reads and writes of the frequency begun that `freq_read_takes` or
+    /// `freq_write_takes` hold up: a test signals a run once it is in one.
+    pub slow_freq_calls_begun: u64,
 }
 
 /// Counters that advance with the wall clock: `steps_per_second` steps a
@@ -220,6 +223,7 @@ impl Kernel {
             deny: false,
             freq_write_takes: std::time::Duration::ZERO,
             freq_read_takes: std::time::Duration::ZERO,
+            slow_freq_calls_begun: 0,
             events: BTreeMap::new(),
             reads: 0,
             writes: Vec::new(),
@@ -544,6 +548,20 @@ impl SimFs {
         self.kernel.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// How long the frequency call beginning takes (`takes` of the
+    /// kernel), counted in `slow_freq_calls_begun` when not at once.
+    fn slow_freq_call(
+        &self,
+        takes: impl Fn(&Kernel) -> std::time::Duration,
+    ) -> std::time::Duration {
+        let mut k = self.kernel();
+        let takes = takes(&k);
+        if !takes.is_zero() {
+            k.slow_freq_calls_begun += 1;
+        }
+        takes
+    }
+
     fn exists(&self, ino: u64) -> bool {
         let k = self.kernel();
         match ino {
@@ -667,7 +685,7 @@ impl fuse::FileSystem for SimFs {
     fn read(&self, _pid: u32, ino: u64, fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
         if ino == FREQ && offset == 0 {
             // Outside the locks, as a slow write.
-            let takes = self.kernel().freq_read_takes;
+            let takes = self.slow_freq_call(|k| k.freq_read_takes);
             std::thread::sleep(takes);
         }
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
@@ -705,7 +723,7 @@ impl fuse::FileSystem for SimFs {
     fn write(&self, _pid: u32, ino: u64, _fh: u64, data: &[u8]) -> Answer<u32> {
         if ino == FREQ {
             // Outside the lock: the test reads the state meanwhile.
-            let takes = self.kernel().freq_write_takes;
+            let takes = self.slow_freq_call(|k| k.freq_write_takes);
             std::thread::sleep(takes);
         }
         let mut k = self.kernel();

@@ -85,6 +85,7 @@ pub mod escape;
 pub mod excerpt;
 pub mod expo;
 pub mod fdlimit;
+pub mod fixed;
 pub mod interval;
 pub mod locale;
 pub mod manual;

@@ -7,11 +7,12 @@ use std::io::{self, Write};
 use super::cli::{ColorMode, Options, Unit};
 use super::colors::{Colors, Extremes};
 use super::devices::DeviceRow;
-use super::fmt::{push_fixed, push_left};
+use super::fmt::push_left;
 use super::latency::{LatencyStats, OP_NAMES};
 use super::model::{basic_stats, ext_short_stats, ext_stats};
 use super::report::{Banner, Renderer, ReportTime, Sample};
 use crate::common::escape;
+use crate::common::fixed::push_fixed;
 use crate::common::locale::Locale;
 use crate::common::osname;
 

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
 use crate::common::cli::tell;
 use crate::common::escape;
+use crate::common::fixed::fixed;
 
 /// Writes `timestamp,index,<labels>,<columns>` once, then one line per row.
 /// Missing values are empty fields; a name shows its control characters and
@@ -53,7 +54,7 @@ impl FrameWriter for CsvWriter {
             fields.extend(row.labels.iter().map(|l| self.field(l)));
             for (value, column) in row.values.iter().zip(&self.schema.columns) {
                 fields.push(match value {
-                    Value::Float(v) if v.is_finite() => format!("{v:.p$}", p = column.precision),
+                    Value::Float(v) if v.is_finite() => fixed(*v, column.precision),
                     Value::Int(v) => v.to_string(),
                     Value::Text(t) => self.field(t),
                     Value::Float(_) | Value::Missing => String::new(),

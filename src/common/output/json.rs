@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{Frame, FrameWriter, Schema, Value, rfc3339};
-use crate::common::escape;
+use crate::common::{escape, fixed};
 
 /// Renders one frame as a JSON object:
 /// `{"timestamp":..,"index":..,"rows":[{label..,column..}],"notes":[..]}`.
@@ -88,21 +88,12 @@ fn push_u64(s: &mut String, mut v: u64) {
 }
 
 fn push_value(s: &mut String, value: &Value, precision: usize) {
-    let _ = match value {
-        Value::Float(v) if v.is_finite() => write!(s, "{v:.precision$}"),
-        Value::Int(v) => {
-            push_u64(s, *v);
-            Ok(())
-        }
-        Value::Text(t) => {
-            push_quoted(s, t);
-            Ok(())
-        }
-        Value::Float(_) | Value::Missing => {
-            s.push_str("null");
-            Ok(())
-        }
-    };
+    match value {
+        Value::Float(v) if v.is_finite() => fixed::push_fixed(s, *v, 0, precision),
+        Value::Int(v) => push_u64(s, *v),
+        Value::Text(t) => push_quoted(s, t),
+        Value::Float(_) | Value::Missing => s.push_str("null"),
+    }
 }
 
 /// One JSON document `{"tool":..,"samples":[..]}`, closed by `end`, which

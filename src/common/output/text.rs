@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use super::{Column, Frame, FrameWriter, Schema, Value};
 use crate::common::escape;
+use crate::common::fixed::fixed;
 
 /// Writes each frame as a header line, one line per row and the notes,
 /// followed by an empty line. Missing values print as `-`.
@@ -22,8 +23,8 @@ impl TextWriter {
 /// share as a percentage with two decimals.
 fn format_value(value: &Value, column: &Column) -> String {
     match value {
-        Value::Float(v) if column.percent_in_text => format!("{:.2}", v * 100.0),
-        Value::Float(v) => format!("{v:.p$}", p = column.precision),
+        Value::Float(v) if column.percent_in_text => fixed(v * 100.0, 2),
+        Value::Float(v) => fixed(*v, column.precision),
         Value::Int(v) => v.to_string(),
         Value::Text(t) => escape::text(t).into_owned(),
         Value::Missing => "-".to_string(),

@@ -6,13 +6,12 @@
 //! of a report's time at 10,000 devices; with four decimals (the machine
 //! formats' ratios) its exact mode falls back for many values to its
 //! bignum algorithm (Dragon4), a third of the time of a vCPU NDJSON frame.
-//! Values in `[0, 1e9)` with at most two decimals, or below 1e8 with three
-//! and 1e7 with four (scaled, all below 1e11), are scaled to an integer
-//! here: in `f64` arithmetic, or in integer arithmetic on the value's
-//! binary form when the scaled value lies too close to a rounding tie for
-//! `f64` to decide. Only other values (negative, huge, not finite, more
-//! decimals) go to the standard formatter, which the tests also use as the
-//! oracle.
+//! Values with at most four decimals, from 0 to 1e11 once scaled, are
+//! scaled to an integer here: in `f64` arithmetic, or in integer
+//! arithmetic on the value's binary form when the scaled value lies too
+//! close to a rounding tie for `f64` to decide. Only other values
+//! (negative, huge, not finite, more decimals) go to the standard
+//! formatter, which the tests also use as the oracle.
 
 use std::fmt::Write as _;
 
@@ -32,19 +31,17 @@ pub fn push_fixed(out: &mut String, value: f64, width: usize, decimals: usize) {
     }
 }
 
-/// Below these, `value * 10^decimals` (0 to 4 decimals) is under 1e11.
-const LIMITS: [f64; 5] = [1e9, 1e9, 1e9, 1e8, 1e7];
+/// `10^decimals`, for 0 to 4 decimals.
+const FACTORS: [f64; 5] = [1.0, 10.0, 100.0, 1e3, 1e4];
 
 /// `value * 10^decimals` rounded half to even on the exact binary value,
-/// as Rust and glibc's `printf` round, for `value` in `[0, LIMITS[decimals])`
-/// and 0 to 4 decimals.
+/// as Rust and glibc's `printf` round, for 0 to 4 decimals and `value`
+/// from 0 to where the scaled value reaches 1e11.
 fn exact_scaled(value: f64, decimals: usize) -> Option<u64> {
-    let limit = *LIMITS.get(decimals)?;
-    if !(0.0..limit).contains(&value) || value.is_sign_negative() {
+    let x = value * *FACTORS.get(decimals)?;
+    if !(0.0..1e11).contains(&x) || value.is_sign_negative() {
         return None;
     }
-    let factor = [1.0, 10.0, 100.0, 1e3, 1e4][decimals];
-    let x = value * factor;
     // x is in [0, 1e11): truncation is the floor.
     let n = x as u64;
     let frac = x - n as f64;
@@ -57,16 +54,16 @@ fn exact_scaled(value: f64, decimals: usize) -> Option<u64> {
 }
 
 /// `value * 10^decimals` rounded half to even, in integer arithmetic on
-/// the value's binary form, for `value` in `[0, LIMITS[decimals])` and 0
-/// to 4 decimals.
+/// the value's binary form, for 0 to 4 decimals and a scaled value below
+/// 1e11.
 ///
 /// Near ties only: the float path above is faster. These values used to go
 /// to the standard formatter; a report of 1,000 devices meets some, and its
 /// code and tables (grisu, dragon) then joined the pages every such run
 /// keeps resident.
 fn rounded_exactly(value: f64, decimals: usize) -> u64 {
-    // value = mantissa * 2^-shift exactly; below 1e9 (< 2^30) with a
-    // 53-bit mantissa, shift is at least 23.
+    // value = mantissa * 2^-shift exactly; below 1e11 (< 2^37) with a
+    // 53-bit mantissa, shift is at least 16.
     let bits = value.to_bits();
     let biased_exponent = (bits >> 52) as u32 & 0x7ff;
     let fraction = bits & ((1 << 52) - 1);
@@ -220,9 +217,12 @@ mod tests {
             check(odd / 4.0, 8, 1);
             check(odd / 2.0, 8, 0);
         }
-        for limit in LIMITS {
-            check(limit, 0, 4);
-            check(limit.next_down(), 0, 4);
+        // Where the scaled value reaches 1e11, for each number of decimals.
+        for (d, factor) in FACTORS.iter().enumerate() {
+            let limit = 1e11 / factor;
+            for v in [limit, limit.next_down(), limit.next_up()] {
+                check(v, 0, d);
+            }
         }
         for v in [
             5e-324,

@@ -12,9 +12,9 @@ use support::cpu_time;
 
 use hwstat::common::output::{Format, Frame, writer_for};
 use hwstat::vcpustat::chart::VcpuCharts;
-use hwstat::vcpustat::counters::{self, Snapshot};
+use hwstat::vcpustat::counters::{self, CpuCounters, Snapshot};
 use hwstat::vcpustat::render::{TextRenderer, View, machine_rows, schema};
-use hwstat::vcpustat::report::{Selection, SortKey, interval_report};
+use hwstat::vcpustat::report::{Report, Selection, SortKey, interval_report};
 
 const CPUS: u32 = 4096;
 const ITERATIONS: usize = 400;
@@ -62,6 +62,18 @@ fn measure(name: &str, mut interval: impl FnMut() -> usize) {
     );
 }
 
+/// Parses `text` into `current` and computes the interval's report from
+/// `previous`: the path every measurement but the first starts with.
+fn report_of(
+    text: &[u8],
+    previous: &[CpuCounters],
+    current: &mut Vec<CpuCounters>,
+    selection: &Selection,
+) -> Report {
+    counters::parse_into(text, current).unwrap();
+    interval_report(previous, current, Some(Duration::from_secs(1)), selection)
+}
+
 fn main() {
     let previous_text = stats_file(10);
     let current_text = stats_file(11).into_bytes();
@@ -76,15 +88,9 @@ fn main() {
     });
     let selection = Selection::default();
     measure("4096 vCPUs, parse + deltas + all row", || {
-        counters::parse_into(&current_text, &mut current).unwrap();
-        interval_report(
-            &previous,
-            &current,
-            Some(Duration::from_secs(1)),
-            &selection,
-        )
-        .rows
-        .len()
+        report_of(&current_text, &previous, &mut current, &selection)
+            .rows
+            .len()
     });
     for (name, view, sort) in [
         (
@@ -104,13 +110,7 @@ fn main() {
             ..Selection::default()
         };
         measure(name, || {
-            counters::parse_into(&current_text, &mut current).unwrap();
-            let report = interval_report(
-                &previous,
-                &current,
-                Some(Duration::from_secs(1)),
-                &selection,
-            );
+            let report = report_of(&current_text, &previous, &mut current, &selection);
             out.clear();
             renderer.render(&mut out, UNIX_EPOCH, &report);
             out.len()
@@ -120,25 +120,13 @@ fn main() {
     // at the end, which is not measured here.
     let mut charts = VcpuCharts::new("unwritten.svg".into(), String::new(), false, false);
     measure("4096 vCPUs, added to the --svg charts", || {
-        counters::parse_into(&current_text, &mut current).unwrap();
-        let report = interval_report(
-            &previous,
-            &current,
-            Some(Duration::from_secs(1)),
-            &selection,
-        );
+        let report = report_of(&current_text, &previous, &mut current, &selection);
         charts.sample(UNIX_EPOCH, &report).unwrap();
         report.rows.len()
     });
     let mut json = writer_for(Format::Ndjson, schema(), ",");
     measure("4096 vCPUs, NDJSON through the core writer", || {
-        counters::parse_into(&current_text, &mut current).unwrap();
-        let report = interval_report(
-            &previous,
-            &current,
-            Some(Duration::from_secs(1)),
-            &selection,
-        );
+        let report = report_of(&current_text, &previous, &mut current, &selection);
         let rows = machine_rows(&report);
         out.clear();
         let frame = Frame {

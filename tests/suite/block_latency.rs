@@ -69,30 +69,60 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 ///
 /// For the turn, the test's thread and everything it starts (fio,
 /// iostat-rs, bpftrace, the slow disk's server) run at nice -20, above
-/// the rest of the suite ([`above_the_load`]). These tests are the
-/// suite's longest chain, each waiting on the one before it: at nice 0
-/// the other tests slowed it from the 44 s its tests take alone to 53-55
-/// s, and the suite ended with it; at nice -20 the suite took 48-51 s in
-/// 8 runs of 10 (54 s at most).
+/// the rest of the suite, where the system lets the thread rise. These
+/// tests are the suite's longest chain, each waiting on the one before
+/// it: at nice 0 the other tests slowed it from the 44 s its tests take
+/// alone to 53-55 s, and the suite ended with it; at nice -20 the suite
+/// took 48-51 s in 8 runs of 10 (54 s at most).
 struct Turn {
     _lock: std::sync::MutexGuard<'static, ()>,
+    /// The thread's nice value before the turn.
+    nice_before: i32,
 }
 
 impl Turn {
-    /// Waits for the test before to end, then raises the thread.
+    /// Waits for the test before to end, then raises the thread if it may
+    /// (a test that needs the priority says so: [`above_the_load`]).
     fn take() -> Turn {
-        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        above_the_load();
-        Turn { _lock: turn }
+        let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let nice_before = thread_nice();
+        set_thread_nice(-20);
+        Turn {
+            _lock: lock,
+            nice_before,
+        }
     }
 }
 
 impl Drop for Turn {
-    /// Puts the thread back at nice 0 before the next test's turn.
+    /// Puts the thread back where it was, before the next test's turn.
     fn drop(&mut self) {
-        // SAFETY: setpriority of the calling thread (`who` 0) alone.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 0) };
+        set_thread_nice(self.nice_before);
     }
+}
+
+/// The calling thread's nice value.
+fn thread_nice() -> i32 {
+    // SAFETY: errno is the calling thread's; getpriority of the calling
+    // thread (`who` 0) has no other effect. -1 is a nice value as well
+    // as the error return: errno, cleared first, tells them apart.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
+        assert!(
+            nice != -1 || *libc::__errno_location() == 0,
+            "getpriority: {}",
+            std::io::Error::last_os_error()
+        );
+        nice
+    }
+}
+
+/// Sets the calling thread's nice value, which every thread and process
+/// it starts from then on inherits; whether the system let it.
+fn set_thread_nice(nice: i32) -> bool {
+    // SAFETY: setpriority of the calling thread (`who` 0) alone.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) == 0 }
 }
 
 fn runnable(test: &str, tools: &[&str]) -> bool {
@@ -2323,15 +2353,17 @@ fn lose_completions_for(span: Duration) {
     }
 }
 
-/// Sets the calling thread's nice value to -20, which every thread and
-/// process it starts from then on inherits, so that other work on the
-/// machine does not starve them. At nice 0 beside 32 busy loops on 2
-/// CPUs, 8 bursts lost 0 to 9 completions (1,000 or more on a quiet
-/// machine) and came at any time of the reports.
+/// Sets the calling thread's nice value to -20 ([`set_thread_nice`]), so
+/// that other work on the machine does not starve what it starts, or
+/// fails the test. At nice 0 beside 32 busy loops on 2 CPUs, 8 bursts
+/// lost 0 to 9 completions (1,000 or more on a quiet machine) and came at
+/// any time of the reports.
 fn above_the_load() {
-    // SAFETY: setpriority of the calling thread (`who` 0) alone.
-    let set = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -20) };
-    assert_eq!(set, 0, "setpriority: {}", std::io::Error::last_os_error());
+    assert!(
+        set_thread_nice(-20),
+        "setpriority: {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// A loop device's `queue/rq_affinity`, set for the test and put back
@@ -2384,10 +2416,11 @@ fn bursts_of_lost_completions_stay_out_of_the_depth() {
     ) {
         return;
     }
-    // Above the load (the turn's nice -20) are the bursts' threads, fio,
-    // iostat-rs (which drained its rings up to 0.7 s late below the
-    // bursts) and the readers of its reports.
+    // Above the load: the bursts' threads, fio, iostat-rs (which drained
+    // its rings up to 0.7 s late below the bursts) and the readers of its
+    // reports.
     let _turn = Turn::take();
+    above_the_load();
     let (_image, lo, fio) = reading_one_at_a_time("bursts");
     let name = lo.name.clone();
     let affinity = RqAffinity::force_on_issuer(&name);

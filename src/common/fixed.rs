@@ -36,7 +36,8 @@ const FACTORS: [f64; 5] = [1.0, 10.0, 100.0, 1e3, 1e4];
 
 /// `value * 10^decimals` rounded half to even on the exact binary value,
 /// as Rust and glibc's `printf` round, for 0 to 4 decimals and `value`
-/// from 0 to where the scaled value reaches 1e11.
+/// from 0 to where the scaled value reaches 1e11 (rounded, it may be
+/// 1e11).
 fn exact_scaled(value: f64, decimals: usize) -> Option<u64> {
     let x = value * *FACTORS.get(decimals)?;
     if !(0.0..1e11).contains(&x) || value.is_sign_negative() {
@@ -86,7 +87,7 @@ fn rounded_exactly(value: f64, decimals: usize) -> u64 {
         std::cmp::Ordering::Greater => whole + 1,
         std::cmp::Ordering::Equal => whole + (whole & 1),
     };
-    // Below 1e11.
+    // At most 1e11.
     rounded as u64
 }
 
@@ -100,7 +101,7 @@ fn rounded_exactly(value: f64, decimals: usize) -> u64 {
 /// instructions (callgrind) against 146, and a 10,000-device report 5 %
 /// more time.
 fn push_scaled(out: &mut String, scaled: u64, width: usize, decimals: usize) {
-    // scaled < 1e11: 11 digits and the point at most; then the padding.
+    // scaled <= 1e11: 12 digits and the point at most; then the padding.
     const FIELD: usize = 32;
     // Two digits of n < 100, by constant divisors: no table to keep
     // among the read-only data every report reads.
@@ -206,16 +207,17 @@ mod tests {
                 }
             }
         }
-        // Exact ties of each number of decimals, halves of odd 1/32,
-        // 1/16, 1/8, 1/4 and 1/2 steps: rounded to even. Some up to the
-        // limits, some subnormal.
-        for j in (0..20_000u64).chain(3_999_990_000..4_000_000_000) {
-            let odd = (2 * j + 1) as f64;
-            check(odd / 32.0, 8, 4);
-            check(odd / 16.0, 8, 3);
-            check(odd / 8.0, 8, 2);
-            check(odd / 4.0, 8, 1);
-            check(odd / 2.0, 8, 0);
+        // Exact ties of each number of decimals, halves of its odd steps
+        // (odd 1/32 for four decimals, ..., odd 1/2 for none): rounded to
+        // even. The smallest, and those up to and just past where the
+        // scaled value reaches 1e11.
+        for (d, factor) in FACTORS.iter().enumerate() {
+            let step = f64::from(2u32 << d);
+            // (2j + 1) / step below 1e11 / factor.
+            let top = ((1e11 / factor * step - 1.0) / 2.0) as u64;
+            for j in (0..20_000u64).chain(top - 20_000..top + 20) {
+                check((2 * j + 1) as f64 / step, 8, d);
+            }
         }
         // Where the scaled value reaches 1e11, for each number of decimals.
         for (d, factor) in FACTORS.iter().enumerate() {

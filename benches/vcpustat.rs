@@ -1,6 +1,7 @@
 //! Benchmark: one vcpustat interval of 4,096 vCPUs — parse the statistics
 //! file, compute the deltas, the `all` row and the order, render the text
-//! or add it to the charts — in CPU time (CLOCK_PROCESS_CPUTIME_ID). Target: under 2 ms.
+//! or add it to the charts — in CPU time (CLOCK_PROCESS_CPUTIME_ID).
+//! Target: under 2 ms.
 //!
 //! Run with `cargo bench --bench vcpustat`.
 

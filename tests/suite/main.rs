@@ -14,7 +14,7 @@
 //!
 //! libtest starts the tests in the order of their names, as many at once
 //! as `RUST_TEST_THREADS` (16, `.cargo/config.toml`). `block_latency`'s
-//! name puts its tests first on purpose: twelve of them drive I/O one at
+//! name puts its tests first on purpose: eleven of them drive I/O one at
 //! a time (44 s in a row alone, the suite's longest chain, run at nice
 //! -20 above the rest), so they must start at once, and the threads left
 //! over run everything else beside them (BENCHMARKS.md, "The test

@@ -312,7 +312,7 @@ fn a_stop_during_the_frequency_write_makes_no_further_change() {
     let Some(sim) = mount("slow-freq", kernel) else {
         return;
     };
-    // In the middle of the write.
+    // In the write.
     let (status, stderr) =
         stopped_in_slow_freq_call(&sim, &["--enable", "--freq", "80", "0.05", "1"]);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{stderr}");

@@ -548,9 +548,10 @@ impl SimFs {
         self.kernel.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// How long the frequency call beginning takes (`takes` of the
-    /// kernel), counted in `slow_freq_calls_begun` when not at once.
-    fn slow_freq_call(
+    /// Begins a read or write of the frequency: how long `takes` of the
+    /// kernel says it is held up, and counted in `slow_freq_calls_begun`
+    /// when it is.
+    fn begin_freq_call(
         &self,
         takes: impl Fn(&Kernel) -> std::time::Duration,
     ) -> std::time::Duration {
@@ -685,7 +686,7 @@ impl fuse::FileSystem for SimFs {
     fn read(&self, _pid: u32, ino: u64, fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
         if ino == FREQ && offset == 0 {
             // Outside the locks, as a slow write.
-            let takes = self.slow_freq_call(|k| k.freq_read_takes);
+            let takes = self.begin_freq_call(|k| k.freq_read_takes);
             std::thread::sleep(takes);
         }
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
@@ -723,7 +724,7 @@ impl fuse::FileSystem for SimFs {
     fn write(&self, _pid: u32, ino: u64, _fh: u64, data: &[u8]) -> Answer<u32> {
         if ino == FREQ {
             // Outside the lock: the test reads the state meanwhile.
-            let takes = self.slow_freq_call(|k| k.freq_write_takes);
+            let takes = self.begin_freq_call(|k| k.freq_write_takes);
             std::thread::sleep(takes);
         }
         let mut k = self.kernel();

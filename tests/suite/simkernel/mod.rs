@@ -113,13 +113,17 @@ pub struct Kernel {
     /// Steps by the clock instead of by the reads, when set.
     pub pace: Option<Pace>,
     /// How long a write of the frequency takes (a hypervisor slow to
-    /// answer), for a stop signal to come in the middle of it.
+    /// answer), for a stop signal to come in the middle of it; at most,
+    /// where the test lets it go sooner (`slow_freq_calls_released`).
     pub freq_write_takes: std::time::Duration,
     /// How long a read of the frequency takes, likewise.
     pub freq_read_takes: std::time::Duration,
     /// Reads and writes of the frequency begun that `freq_read_takes` or
     /// `freq_write_takes` hold up: a test signals a run once it is in one.
     pub slow_freq_calls_begun: u64,
+    /// The test lets the slow calls up to this one (counted as in
+    /// `slow_freq_calls_begun`) go on before their time is up.
+    pub slow_freq_calls_released: u64,
 }
 
 /// Counters that advance with the wall clock: `steps_per_second` steps a
@@ -224,6 +228,7 @@ impl Kernel {
             freq_write_takes: std::time::Duration::ZERO,
             freq_read_takes: std::time::Duration::ZERO,
             slow_freq_calls_begun: 0,
+            slow_freq_calls_released: 0,
             events: BTreeMap::new(),
             reads: 0,
             writes: Vec::new(),
@@ -548,19 +553,27 @@ impl SimFs {
         self.kernel.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Begins a read or write of the frequency: how long `takes` of the
-    /// kernel says it is held up, and counted in `slow_freq_calls_begun`
-    /// when it is.
-    fn begin_freq_call(
-        &self,
-        takes: impl Fn(&Kernel) -> std::time::Duration,
-    ) -> std::time::Duration {
-        let mut k = self.kernel();
-        let takes = takes(&k);
-        if !takes.is_zero() {
+    /// Holds up a read or write of the frequency for as long as `takes` of
+    /// the kernel says, counted in `slow_freq_calls_begun` when it does;
+    /// the test may let it go sooner (`slow_freq_calls_released`).
+    fn hold_freq_call(&self, takes: impl Fn(&Kernel) -> std::time::Duration) {
+        let (takes, call) = {
+            let mut k = self.kernel();
+            let takes = takes(&k);
+            if takes.is_zero() {
+                return;
+            }
             k.slow_freq_calls_begun += 1;
+            (takes, k.slow_freq_calls_begun)
+        };
+        let start = std::time::Instant::now();
+        while start.elapsed() < takes {
+            let released = self.kernel().slow_freq_calls_released;
+            if released >= call {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        takes
     }
 
     fn exists(&self, ino: u64) -> bool {
@@ -686,8 +699,7 @@ impl fuse::FileSystem for SimFs {
     fn read(&self, _pid: u32, ino: u64, fh: u64, offset: u64, size: u32) -> Answer<Vec<u8>> {
         if ino == FREQ && offset == 0 {
             // Outside the locks, as a slow write.
-            let takes = self.begin_freq_call(|k| k.freq_read_takes);
-            std::thread::sleep(takes);
+            self.hold_freq_call(|k| k.freq_read_takes);
         }
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
         if offset == 0 || !opened.contains_key(&fh) {
@@ -724,8 +736,7 @@ impl fuse::FileSystem for SimFs {
     fn write(&self, _pid: u32, ino: u64, _fh: u64, data: &[u8]) -> Answer<u32> {
         if ino == FREQ {
             // Outside the lock: the test reads the state meanwhile.
-            let takes = self.begin_freq_call(|k| k.freq_write_takes);
-            std::thread::sleep(takes);
+            self.hold_freq_call(|k| k.freq_write_takes);
         }
         let mut k = self.kernel();
         let (file, result) = match ino {

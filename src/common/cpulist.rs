@@ -6,6 +6,7 @@
 //! most `MAX_CPU + 1` entries however long or repetitive its text is.
 
 use super::escape::quoted;
+use super::osname;
 
 /// The largest CPU number a list may hold.
 ///
@@ -70,6 +71,14 @@ impl CpuList {
         Ok(CpuList { cpus })
     }
 
+    /// [`CpuList::parse`] of text read from a file, where each character is
+    /// itself: its errors quote a character of [`osname`]'s reserved block
+    /// as that character's UTF-8 bytes, not as the byte the same character
+    /// carries in an argument or a name.
+    pub fn parse_file_text(text: &str) -> Result<CpuList, String> {
+        CpuList::parse(&osname::from_bytes(text.as_bytes()))
+    }
+
     /// Whether `cpu` is in the list.
     pub fn contains(&self, cpu: u32) -> bool {
         self.cpus.binary_search(&cpu).is_ok()
@@ -96,8 +105,8 @@ pub const POSSIBLE: &str = "/sys/devices/system/cpu/possible";
 /// `--sysroot` tree); the reason, naming the file, when it cannot be read
 /// or is not a CPU list.
 pub fn read_list(path: &str) -> Result<CpuList, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    CpuList::parse(text.trim_end()).map_err(|e| format!("{path}: {e}"))
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    CpuList::parse(osname::from_bytes(&bytes).trim_end()).map_err(|e| format!("{path}: {e}"))
 }
 
 /// `cpus` (ascending) written as the kernel writes a list: runs of
@@ -180,6 +189,17 @@ mod tests {
             let err = CpuList::parse(bad).unwrap_err();
             assert!(err.contains("expected CPU numbers"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_file_shows_its_characters_and_an_argument_its_bytes() {
+        // In a file, U+10FF41 is that character: its four bytes.
+        let err = CpuList::parse_file_text("1,\u{10ff41}").unwrap_err();
+        assert!(err.contains(r#"at "\xf4\x8f\xbd\x81""#), "{err}");
+        // In an argument, the same character carries the byte 0x41.
+        let err = CpuList::parse("1,\u{10ff41}").unwrap_err();
+        assert!(err.contains(r#"at "\x41""#), "{err}");
+        assert_eq!(CpuList::parse_file_text("0-2").unwrap().cpus(), [0, 1, 2]);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! event specifications, and the parser of `events/` file text.
 
 use crate::common::excerpt::excerpt_arg;
+use crate::common::osname;
 
 /// One term: `name=value`, or a bare `name` (an event name, or a flag meaning 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +69,15 @@ pub fn parse_term(text: &str) -> Result<Term, String> {
 /// Parses the text of an `events/<name>` file: terms with values
 /// (`config=0x1e98000000000001` for cxl_pmu; `event=0x3c,umask=1` elsewhere),
 /// or bare flags, which mean 1 there as in perf (`event=0x3c,edge`).
+///
+/// Each character of the file is itself: the errors quote a character of
+/// [`osname`]'s reserved block as its UTF-8 bytes, where the same
+/// character in an argument carries one byte.
 pub fn parse_event_file(text: &str) -> Result<Vec<Term>, String> {
     if text.trim().is_empty() {
         return Err("expected terms such as config=0x1e98000000000001, found an empty file".into());
     }
-    parse_terms(text)
+    parse_terms(&osname::from_bytes(text.as_bytes()))
 }
 
 #[cfg(test)]
@@ -105,6 +110,16 @@ mod tests {
         assert_eq!(flag[1].value, None, "a bare flag, which applies as 1");
         assert!(parse_event_file("").is_err());
         assert!(parse_event_file("config=zz").is_err());
+    }
+
+    #[test]
+    fn an_event_file_is_quoted_as_its_bytes() {
+        // U+10FFFF in a file is four bytes; in an argument (a -e
+        // specification) the same character carries the byte 0xff.
+        let err = parse_event_file("config=\u{10ffff}").unwrap_err();
+        assert!(err.starts_with(r#""config=\xf4\x8f\xbf\xbf": "#), "{err}");
+        let err = parse_terms("config=\u{10ffff}").unwrap_err();
+        assert!(err.starts_with(r#""config=\xff": "#), "{err}");
     }
 
     #[test]

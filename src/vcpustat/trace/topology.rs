@@ -37,7 +37,7 @@ impl Topology {
             let bad =
                 |what: &str| format!("{name}:{}: {what} (expected \"0-7 chip=0 node=0\")", n + 1);
             let mut words = line.split_whitespace();
-            let procs = CpuList::parse(words.next().unwrap_or(""))
+            let procs = CpuList::parse_file_text(words.next().unwrap_or(""))
                 .map_err(|e| bad(&e))?
                 .into_vec();
             let (mut chip, mut node) = (None, None);
@@ -126,5 +126,13 @@ mod tests {
             Topology::parse("t", "0 chip=\u{1b}[2J node=0\n").unwrap_err(),
             "t:1: \"\\x1b[2J\" is not a number (expected \"0-7 chip=0 node=0\")"
         );
+    }
+
+    #[test]
+    fn a_character_of_the_file_is_quoted_as_its_bytes() {
+        // U+10FF41 in a file is four bytes, not the byte 0x41 it would
+        // carry in a device name or an argument.
+        let err = Topology::parse("t", "1,\u{10ff41} chip=0 node=0\n").unwrap_err();
+        assert!(err.contains(r#"at "\xf4\x8f\xbd\x81""#), "{err}");
     }
 }

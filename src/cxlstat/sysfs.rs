@@ -8,6 +8,7 @@
 use crate::common::cpulist::CpuList;
 use crate::common::excerpt::excerpt;
 use crate::common::natural::natural_order;
+use crate::common::osname;
 use crate::common::source::Source;
 
 use super::error::CxlError;
@@ -222,7 +223,12 @@ fn find_memdev(source: &dyn Source, pmu_name: &str) -> Option<Memdev> {
                 .is_dir(&format!("{CXL_BUS_DIR}/{name}"))
                 .then_some(name)
         });
-    let read = |path: String| source.read_string(&path).ok().map(|s| s.trim().to_string());
+    // Every byte of the file is kept (a serial number that is not UTF-8 is
+    // shown as its bytes, not as no serial) and shown as the file holds it.
+    let read = |path: String| {
+        let bytes = source.read(&path).ok()?;
+        Some(osname::from_bytes(&bytes).trim().to_string())
+    };
     let node = |text: Option<String>| text?.parse::<i64>().ok().filter(|&n| n >= 0);
     let memdev_attr = |attr: &str| {
         let name = memdev_name.as_ref()?;

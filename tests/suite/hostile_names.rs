@@ -746,6 +746,27 @@ fn cxlstat_listings_escape_pmu_event_and_serial_names() {
     check_text("--dry-run", &dry, &[PMU]);
 }
 
+/// A serial number file holds bytes, not always UTF-8 text: each byte that
+/// is not UTF-8 is shown as `\xNN`, and a character that is UTF-8 as
+/// itself, even one of the block that carries such bytes in names (here
+/// U+10FF41, whose four bytes are shown, not the `\x41` it carries).
+#[test]
+fn cxlstat_lists_a_serial_number_that_is_not_utf8_as_its_bytes() {
+    let dir = cxlstat_support::scratch("hostile-cxl-serial-bytes");
+    cxl_tree(&dir);
+    let serial = dir.join("sys/devices/pci0000:34/0000:35:00.0/mem0/serial");
+    fs::write(&serial, b"0x\xff\xf4\x8f\xbd\x81\n").unwrap();
+    let root = dir.to_str().unwrap();
+    let list = run(
+        env!("CARGO_BIN_EXE_cxlstat"),
+        &["--sysroot", root, "--list"],
+        &[],
+    )
+    .stdout;
+    let list = String::from_utf8(list).unwrap();
+    assert!(list.contains(r" 0x\xff\xf4\x8f\xbd\x81 "), "{list}");
+}
+
 /// Errors name PMUs, events and paths from sysfs: one line on stderr, with
 /// the names' control characters escaped.
 #[test]

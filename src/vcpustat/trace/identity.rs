@@ -1,6 +1,8 @@
 //! The partition and clock identity a recording carries: `partition_id`
 //! from lparcfg, the time-base frequency from /proc/cpuinfo.
 
+use crate::common::excerpt::excerpt_arg;
+use crate::common::osname;
 use crate::common::source::Source;
 
 /// The lparcfg paths, newest first.
@@ -35,16 +37,20 @@ pub struct Partition {
 pub fn partition(source: &dyn Source) -> Result<Partition, String> {
     let mut errors = Vec::new();
     for path in LPARCFG {
-        match source.read_string(path) {
-            Ok(text) => {
+        match source.read(path) {
+            Ok(bytes) => {
+                // Every byte is kept, as in a device name (`osname`): a
+                // serial number or a partition name that is not UTF-8 is
+                // recorded and shown as its bytes.
+                let text = osname::from_bytes(&bytes);
                 let id = lparcfg_value(&text, "partition_id").ok_or_else(|| {
                     format!("{path}: no partition_id= line (is this a pseries LPAR?)")
                 })?;
-                let id = id
-                    .parse::<u32>()
-                    .map_err(|_| format!("{path}: partition_id={id:?} is not a number"))?;
+                let id = id.parse::<u32>().map_err(|_| {
+                    format!("{path}: partition_id={} is not a number", excerpt_arg(id))
+                })?;
                 let name = source.read(PARTITION_NAME).ok().and_then(|raw| {
-                    let text = String::from_utf8_lossy(&raw);
+                    let text = osname::from_bytes(&raw);
                     let name = text.trim_end_matches('\0').trim();
                     (!name.is_empty()).then(|| name.to_string())
                 });
@@ -112,6 +118,30 @@ mod tests {
         std::fs::create_dir_all(dir.join("proc/device-tree")).unwrap();
         std::fs::write(dir.join("proc/device-tree/ibm,partition-name"), "db-lpar\0").unwrap();
         assert_eq!(partition(&src).unwrap().name.as_deref(), Some("db-lpar"));
+        // Bytes that are not UTF-8 are kept, each one apart.
+        std::fs::write(
+            dir.join("proc/device-tree/ibm,partition-name"),
+            b"db\xff\xfe\0",
+        )
+        .unwrap();
+        let name = partition(&src).unwrap().name.unwrap();
+        assert_eq!(osname::to_bytes(&name).as_ref(), b"db\xff\xfe");
+        std::fs::write(
+            dir.join("proc/ppc64/lparcfg"),
+            b"serial_number=IBM,02\xff\npartition_id=1\xfe\n",
+        )
+        .unwrap();
+        assert_eq!(
+            partition(&src).unwrap_err(),
+            "/proc/ppc64/lparcfg: partition_id=\"1\\xfe\" is not a number"
+        );
+        std::fs::write(
+            dir.join("proc/ppc64/lparcfg"),
+            b"serial_number=IBM,02\xff\npartition_id=12\n",
+        )
+        .unwrap();
+        let serial = partition(&src).unwrap().system_serial.unwrap();
+        assert_eq!(osname::to_bytes(&serial).as_ref(), b"IBM,02\xff");
         std::fs::remove_file(dir.join("proc/ppc64/lparcfg")).unwrap();
         let enoent = std::io::Error::from_raw_os_error(libc::ENOENT);
         assert_eq!(

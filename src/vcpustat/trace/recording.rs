@@ -12,7 +12,9 @@
 //!   (the other fields are 0): the list gives the vCPUs, and a block names
 //!   its vCPU by its position in the list. `event_mask` is the
 //!   `dtl_event_mask` the rings logged with (the one `--events` set, else
-//!   the one the kernel had); absent when it could not be read.
+//!   the one the kernel had); absent when it could not be read. The
+//!   uname fields, `partition_name` and `system_serial` carry a byte that
+//!   is not UTF-8 as [`osname`](crate::common::osname) does.
 //! * Then blocks, each a 24-byte block header and its records:
 //!   the 4 bytes `DTLB`, then five little-endian `u32`: the vCPU's position
 //!   in `cpus`, the number of records, the reads that returned them, how

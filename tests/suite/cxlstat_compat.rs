@@ -149,7 +149,14 @@ fn a_script_without_a_shebang_runs_through_sh_as_perf_runs_it() {
         let out = cxlstat(&args);
         assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
         let text = stdout(&out);
-        assert!(text.starts_with("from sh\n"), "{args:?}: {text}");
+        // Every 100 ms a report may come before the script's line: on a
+        // loaded machine sh can take that long to start (seen once in a
+        // suite run beside another build).
+        let ran = match timing.first() {
+            Some(&"-I") => text.lines().any(|line| line == "from sh"),
+            _ => text.starts_with("from sh\n"),
+        };
+        assert!(ran, "{args:?}: {text}");
         assert!(text.contains("cpu_clock"), "{args:?}: {text}");
     }
     // A command that starts is counted and its status passed on.

@@ -452,7 +452,7 @@ pub fn schema() -> Schema {
 impl CountView {
     /// Rows for `plan`: one per PMU and event, or one per specification
     /// with `aggregate`, summed over the PMUs it runs on (`all`; a
-    /// specification that names its PMU keeps it).
+    /// specification that names its PMU keeps the name as written).
     ///
     /// Events are named in `-x` lines as perf stat names them: without
     /// `aggregate` as `perf stat --no-merge` does (`clock_ticks
@@ -474,8 +474,12 @@ impl CountView {
             } else if let Some(row) = rows.iter_mut().find(|r| r.spec == event.spec) {
                 row.slots.push(slot);
             } else {
-                let (pmu, perf_name) = if event.qualified {
-                    (pmu.clone(), event.perf_name(pmu))
+                // A PMU as written: perf's merged name of an event on every
+                // PMU numbered after it (`cxl_pmu_mem0./clock_ticks/`).
+                let written = plan.spec_pmus.get(event.spec).cloned().flatten();
+                let (pmu, perf_name) = if let Some(pmu) = written.filter(|_| event.qualified) {
+                    let perf_name = event.perf_name(&pmu);
+                    (pmu, perf_name)
                 } else {
                     ("all".to_string(), plan.spec_labels[event.spec].clone())
                 };
@@ -780,6 +784,7 @@ mod tests {
                 },
             ],
             spec_labels: vec!["ddr_act".into(), "clock_ticks".into()],
+            spec_pmus: vec![None, Some("cxl_pmu_mem0.0".into())],
         }
     }
 

@@ -15,6 +15,7 @@ use super::format::{ConfigWord, EventAttr};
 use super::spec::SpecGroup;
 use super::suggest::closest;
 use super::sysfs::{Pmu, PmuEvent};
+use crate::common::excerpt::excerpt_arg;
 
 /// One event on one PMU, ready to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +75,9 @@ pub struct Plan {
     pub units: Vec<Unit>,
     /// The label of each specification, by index.
     pub spec_labels: Vec<String>,
+    /// The PMU each specification names as written (`PMU/.../`), by
+    /// index; `None` for one without a PMU.
+    pub spec_pmus: Vec<Option<String>>,
 }
 
 impl Plan {
@@ -109,6 +113,30 @@ pub fn select_pmus(pmus: &[Pmu], chosen: &[String]) -> Result<Vec<usize>, CxlErr
     Ok(selected)
 }
 
+/// The PMUs `PMU/.../` names, as perf 6.1 finds them: the PMU called
+/// `name`, else every PMU whose name is `name` then digits, or `_` and
+/// digits (`perf_pmu__valid_suffix`; `cxl_pmu_mem0./.../` is every PMU of
+/// memdev 0). An event's name instead of a PMU's is refused with the
+/// reason ([`event_as_pmu`]).
+fn pmus_named(pmus: &[Pmu], name: &str) -> Result<Vec<usize>, CxlError> {
+    if let Some(index) = pmus.iter().position(|p| p.name == name) {
+        return Ok(vec![index]);
+    }
+    let numbered = |pmu: &Pmu| {
+        let Some(rest) = pmu.name.strip_prefix(name) else {
+            return false;
+        };
+        let digits = rest.strip_prefix('_').unwrap_or(rest);
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    let found: Vec<usize> = (0..pmus.len()).filter(|&i| numbered(&pmus[i])).collect();
+    if found.is_empty() {
+        let unknown = pmu_index(pmus, name).expect_err("no PMU has the name");
+        return Err(event_as_pmu(pmus, name).unwrap_or(unknown));
+    }
+    Ok(found)
+}
+
 fn pmu_index(pmus: &[Pmu], name: &str) -> Result<usize, CxlError> {
     pmus.iter()
         .position(|p| p.name == name)
@@ -125,6 +153,20 @@ fn pmu_index(pmus: &[Pmu], name: &str) -> Result<usize, CxlError> {
         })
 }
 
+/// Why `EVENT/TERMS/` is refused, when the unknown PMU `name` is an event of
+/// a PMU found. perf 6.1 counts it as the event with the terms on every PMU
+/// that has it, and names it without the event (`cxl_pmu_mem0.0/edge/`
+/// under `--no-merge`); cxlstat asks for the event's PMU to be written.
+fn event_as_pmu(pmus: &[Pmu], name: &str) -> Option<CxlError> {
+    let pmu = pmus.iter().find(|p| find_event(p, name).is_some())?;
+    Some(CxlError::Spec(format!(
+        "{} is an event, not a PMU: give it alone for every CXL PMU that has it, or with \
+         its PMU and the terms ({}/{name},.../)",
+        excerpt_arg(name),
+        pmu.name
+    )))
+}
+
 /// Resolves every specification. `selected` are the PMUs unqualified events go to.
 pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result<Plan, CxlError> {
     let mut plan = Plan::default();
@@ -133,18 +175,16 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
         for member in &group.members {
             let spec = plan.spec_labels.len();
             plan.spec_labels.push(member.label.clone());
-            let explicit = member
-                .pmu
-                .as_deref()
-                .map(|p| pmu_index(pmus, p))
-                .transpose()?;
-            let targets = explicit
-                .map(|i| vec![i])
-                .unwrap_or_else(|| selected.to_vec());
+            plan.spec_pmus.push(member.pmu.clone());
+            let qualified = member.pmu.is_some();
+            let targets = match member.pmu.as_deref() {
+                Some(name) => pmus_named(pmus, name)?,
+                None => selected.to_vec(),
+            };
             // A bare word without a PMU names an event, as in perf: `-e mask`
             // is not mask=1 on every PMU.
-            let word = match (explicit, member.terms.as_slice()) {
-                (None, [term]) if term.value.is_none() => Some(term.name.as_str()),
+            let word = match (qualified, member.terms.as_slice()) {
+                (false, [term]) if term.value.is_none() => Some(term.name.as_str()),
                 _ => None,
             };
             let before = resolved.len();
@@ -157,7 +197,7 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                         pmu,
                         label: member.label.clone(),
                         named: member.named,
-                        qualified: explicit.is_some(),
+                        qualified,
                         spec,
                         attr,
                     });
@@ -458,6 +498,11 @@ fn apply(pmu: &Pmu, attr: &mut EventAttr, term: &Term, label: &str) -> Result<()
         None if PERF_SAMPLING_TERMS.contains(&term.name.as_str()) => Err(CxlError::PerTask(
             format!("perf's sampling term {}=", term.name),
         )),
+        None if term.name == "percore" => Err(CxlError::Spec(format!(
+            "{}/{label}/: perf stat's percore sums the hardware threads of each core; a CXL \
+             PMU counts its device, not a core",
+            pmu.name
+        ))),
         None => Err(CxlError::UnknownTerm {
             pmu: pmu.name.clone(),
             term: term.name.clone(),

@@ -143,6 +143,8 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                 }
                 _ => return Err(format!("{}: expected PMU/TERMS/", quoted(item))),
             };
+            // perf's lexer skips blanks between the PMU and its '/'.
+            let pmu = pmu.trim_end();
             if pmu.is_empty() {
                 return Err(format!("{}: expected a PMU name before '/'", quoted(item)));
             }
@@ -182,7 +184,8 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
             {
                 return Err(modifiers_refused(item, tail));
             }
-            let term = parse_term(item)?;
+            // `NAME:` is NAME with no modifier, as in perf.
+            let term = parse_term(item.strip_suffix(':').unwrap_or(item))?;
             members.push(EventSpec {
                 pmu: None,
                 label: term.name.clone(),
@@ -244,6 +247,13 @@ fn pmu_terms(inner: &str) -> Result<(Vec<Term>, Option<String>), String> {
         return Ok((terms, name));
     }
     for text in inner.split(',') {
+        if text.trim().starts_with("metric-id=") {
+            return Err(
+                "perf's metric-id= names an event in a metric expression, and cxlstat has no \
+                 metrics; name the event with name="
+                    .to_string(),
+            );
+        }
         match text.trim().strip_prefix("name=") {
             Some(_) if name.is_some() => return Err("name= is given twice".to_string()),
             Some(value) => name = Some(display_name(value)?),
@@ -370,6 +380,18 @@ mod tests {
     }
 
     #[test]
+    fn blanks_before_the_pmu_slash_and_an_empty_modifier_are_taken_as_perf_takes_them() {
+        let groups = parse_event_list("cxl_pmu_mem0.0 /clock_ticks/, clock_ticks:").unwrap();
+        assert_eq!(
+            labels(&groups),
+            vec![
+                (Some("cxl_pmu_mem0.0".into()), "clock_ticks".into(), false),
+                (None, "clock_ticks".into(), false),
+            ]
+        );
+    }
+
+    #[test]
     fn raw_runs_stop_at_names_and_groups_keep_their_own_raw_runs() {
         let groups = parse_event_list("vid=1,gid=2,clock_ticks,mask=4,{vid=1,mask=2,x}").unwrap();
         assert_eq!(
@@ -442,6 +464,12 @@ mod tests {
             ("clock_ticks:k", "modifiers (\"k\")"),
             ("{a}x,b", "must end with '}'"),
             ("cxl_pmu_mem0.0/a/1", "expected PMU/TERMS/"),
+            (" /a/", "PMU name"),
+            ("clock_ticks::", "expected NAME"),
+            (
+                "cxl_pmu_mem0.0/clock_ticks,metric-id=x/",
+                "metric-id= names an event in a metric expression",
+            ),
         ] {
             let err = parse_event_list(bad).unwrap_err();
             assert!(err.contains(why), "{bad:?}: {err}");

@@ -274,6 +274,26 @@ fn per_task_counting_is_refused_with_the_reason() {
             "{err}"
         );
     }
+    // perf stat's aggregation and metric terms are refused with their reason.
+    for (term, why) in [
+        (
+            "percore=1",
+            "percore sums the hardware threads of each core",
+        ),
+        (
+            "metric-id=rd",
+            "metric-id= names an event in a metric expression",
+        ),
+    ] {
+        let spec = format!("cxl_pmu_mem0.0/clock_ticks,{term}/");
+        let out = with_fixture(&["--dry-run", "-e", &spec]);
+        assert_eq!(out.status.code(), Some(1), "{spec}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(why) && err.lines().count() == 1,
+            "{spec}: {err}"
+        );
+    }
 }
 
 #[test]

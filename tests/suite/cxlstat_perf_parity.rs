@@ -6,8 +6,9 @@
 //! every event, or refuse the same specifications.
 //!
 //! Where cxlstat deliberately differs (a field term replaces its bits where
-//! perf ORs them in; raw terms without a PMU; `0X` hex), no case is listed
-//! here: docs/cxlstat.md says so. Nor are groups: perf gives up on a group
+//! perf ORs them in; raw terms without a PMU; `0X` hex; perf stat's
+//! `percore` and `metric-id=` terms, refused with the reason), no case is
+//! listed here: docs/cxlstat.md says so. Nor are groups: perf gives up on a group
 //! once its leader fails to open, so it shows the leader's attr alone.
 //!
 //! Counts are compared too: an `LD_PRELOAD` library makes every counter
@@ -51,6 +52,9 @@ const ACCEPTED: &[&str] = &[
     "cxl_pmu_mem1.0/config=0x7,config1=0x30000,ddr_refresh/",
     "cxl_pmu_mem0.0/vid=0x19e5,gid=1,mask=1,name=vendor_rd/",
     "cxl_pmu_mem1.0/vid=65535,gid=65535,mask=4294967295,threshold=0xffff/",
+    "cxl_pmu_mem0.0 /clock_ticks/",
+    "clock_ticks:",
+    "cxl_pmu_mem1./ddr_refresh/",
 ];
 
 /// Specifications both programs refuse, each with what perf's error says
@@ -106,6 +110,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "cxl_pmu_mem0.0/clock_ticks,gid=-1/",
         "parser error",
         r#""gid=-1": expected a number"#,
+    ),
+    (
+        "cxl_pmu_mem/clock_ticks/",
+        "Cannot find PMU `cxl_pmu_mem'",
+        r#"unknown CXL PMU "cxl_pmu_mem""#,
     ),
 ];
 
@@ -429,7 +438,14 @@ fn events_are_named_as_perf_names_them_merged_or_not() {
         return;
     }
     let dir = scratch("perf-parity-names");
-    software_tree(&dir, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
+    software_tree(
+        &dir,
+        &[
+            ("cxl_pmu_mem0.0", 0),
+            ("cxl_pmu_mem0.1", 0),
+            ("cxl_pmu_mem1.0", 0),
+        ],
+    );
     // perf stat --no-merge is cxlstat's default, perf's default merge is
     // cxlstat's --aggregate.
     let modes: [(&[&str], &[&str]); 2] = [(&["--no-merge"], &[]), (&[], &["--aggregate"])];
@@ -442,6 +458,8 @@ fn events_are_named_as_perf_names_them_merged_or_not() {
         "cxl_pmu_mem0.0/cpu_clock,name=mine/",
         "{cpu_clock,context_switches}",
         "cpu_clock,cxl_pmu_mem0.0/cpu_clock,name=x/",
+        "cxl_pmu_mem0./cpu_clock/",
+        "cxl_pmu_mem0./context_switches,name=sw/",
     ] {
         for (perf_mode, our_mode) in modes {
             let theirs = Command::new("/usr/bin/unshare")

@@ -276,3 +276,52 @@ fn a_specification_without_an_event_is_refused_with_the_reason() {
         );
     }
 }
+
+/// `PMU/.../` names one PMU, or, as in perf 6.1, every PMU whose name goes
+/// on from it with digits (or `_` and digits) when none has the name itself.
+#[test]
+fn a_pmu_name_cut_before_its_number_names_every_pmu_numbered_so() {
+    let dir = cxlstat_support::scratch("resolve-numbered");
+    cxlstat_support::software_tree(
+        &dir,
+        &[
+            ("cxl_pmu_mem0.0", 0),
+            ("cxl_pmu_mem0.1", 0),
+            ("cxl_pmu_mem1.0", 0),
+            ("cxl_pmu_mem10.0", 0),
+            ("cxl_pmu_mem2_7", 0),
+        ],
+    );
+    let pmus = discover(&RootFs::new(&*dir)).unwrap().pmus;
+    let on = |spec: &str| -> Result<Vec<&str>, String> {
+        let all = select_pmus(&pmus, &[]).unwrap();
+        let groups = parse_event_args(&[spec.to_string()]).unwrap();
+        let plan = resolve(&pmus, &groups, &all).map_err(|e| e.to_string())?;
+        assert!(plan.events().all(|e| e.qualified), "{spec}");
+        Ok(plan.events().map(|e| pmus[e.pmu].name.as_str()).collect())
+    };
+    let mut both = on("cxl_pmu_mem0./cpu_clock/").unwrap();
+    both.sort_unstable();
+    assert_eq!(both, ["cxl_pmu_mem0.0", "cxl_pmu_mem0.1"]);
+    assert_eq!(on("cxl_pmu_mem1./cpu_clock/").unwrap(), ["cxl_pmu_mem1.0"]);
+    assert_eq!(on("cxl_pmu_mem0.1/cpu_clock/").unwrap(), ["cxl_pmu_mem0.1"]);
+    assert_eq!(on("cxl_pmu_mem2/cpu_clock/").unwrap(), ["cxl_pmu_mem2_7"]);
+    assert_eq!(on("cxl_pmu_mem2_/cpu_clock/").unwrap(), ["cxl_pmu_mem2_7"]);
+    // What follows must be digits: "0.0" is not, and the name is not a
+    // pattern.
+    for spec in [
+        "cxl_pmu_mem/cpu_clock/",
+        "cxl_pmu_mem0/cpu_clock/",
+        "cxl_pmu_mem?.0/cpu_clock/",
+        "cxl_pmu_mem*/cpu_clock/",
+    ] {
+        let err = on(spec).unwrap_err();
+        assert!(err.starts_with("unknown CXL PMU"), "{spec}: {err}");
+    }
+    // An event's name where the PMU's goes is named as such.
+    let err = on("cpu_clock/edge/").unwrap_err();
+    assert!(
+        err.starts_with("\"cpu_clock\" is an event, not a PMU"),
+        "{err}"
+    );
+}

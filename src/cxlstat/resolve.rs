@@ -380,6 +380,16 @@ fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
 /// not offered by this PMU. `label` is the specification as written
 /// ([`super::spec::EventSpec::written`]), which errors quote.
 pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<EventAttr>, CxlError> {
+    let raw: Vec<Term>;
+    let terms = if terms.iter().any(|t| raw_config(pmu, t).is_some()) {
+        raw = terms
+            .iter()
+            .map(|t| raw_config(pmu, t).unwrap_or_else(|| t.clone()))
+            .collect();
+        &raw
+    } else {
+        terms
+    };
     let mut attr = EventAttr {
         perf_type: pmu.perf_type,
         words: [0; 4],
@@ -442,6 +452,25 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
         )));
     }
     Ok(Some(attr))
+}
+
+/// perf's raw term inside `PMU/.../`: `rHEX` (`r1e98000000000001`) is
+/// `config=0xHEX`, unless the PMU has an event of that name, which perf
+/// looks up first.
+fn raw_config(pmu: &Pmu, term: &Term) -> Option<Term> {
+    let hex = term.name.strip_prefix('r')?;
+    let is_raw = term.value.is_none()
+        && !hex.is_empty()
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && names_event(pmu, term)
+        && find_event(pmu, &term.name).is_none();
+    if !is_raw {
+        return None;
+    }
+    Some(Term {
+        name: "config".to_string(),
+        value: Some(u64::from_str_radix(hex, 16).ok()?),
+    })
 }
 
 /// Applies the terms of `event`'s events/ file that `this_pass` takes; an

@@ -2,8 +2,9 @@
 //!
 //! * `NAME`: a named event, on every CXL PMU (or those chosen with `--pmu`);
 //! * `PMU/TERMS/`: on one PMU, where TERMS is a comma list of an event name
-//!   and `term=value` (or bare flag) terms from that PMU's `format/`, and
-//!   perf's `name=NAME`, which names the event in the output;
+//!   and `term=value` (or bare flag) terms from that PMU's `format/`,
+//!   perf's raw `rHEX` (`config=0xHEX`), and perf's `name=NAME`, which
+//!   names the event in the output;
 //! * `vid=..,gid=..,mask=..`: raw terms without a PMU, on every CXL PMU;
 //! * `{a,b,...}`: a group, counted together (one group per PMU);
 //! * comma lists of all of these in one `-e`, and repeated `-e`.

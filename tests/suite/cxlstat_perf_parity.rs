@@ -55,6 +55,9 @@ const ACCEPTED: &[&str] = &[
     "cxl_pmu_mem0.0 /clock_ticks/",
     "clock_ticks:",
     "cxl_pmu_mem1./ddr_refresh/",
+    "cxl_pmu_mem0.0/r1e98001000000008/",
+    "cxl_pmu_mem0.0/clock_ticks,rc,threshold=3/",
+    "cxl_pmu_mem0.0/rc,clock_ticks/",
 ];
 
 /// Specifications both programs refuse, each with what perf's error says

@@ -325,3 +325,26 @@ fn a_pmu_name_cut_before_its_number_names_every_pmu_numbered_so() {
         "{err}"
     );
 }
+
+/// perf's raw term in `PMU/.../`: `rHEX` sets `config` in its place among
+/// the whole words, unless the PMU has an event of that name (perf 6.1 gave
+/// an event `rab` its own config where `rac` was 0xac).
+#[test]
+fn a_raw_term_sets_config_unless_an_event_has_its_name() {
+    let dir = cxlstat_support::scratch("resolve-raw-term");
+    cxlstat_support::software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    let events = dir.join("sys/devices/virtual/cxl_pmu_mem0.0/events");
+    std::fs::write(events.join("rab"), "config=0x3\n").unwrap();
+    let pmus = discover(&RootFs::new(&*dir)).unwrap().pmus;
+    let config = |spec: &str| configs(&plan(&pmus, &[spec]))[0].1;
+    assert_eq!(config("cxl_pmu_mem0.0/rac/"), 0xac);
+    assert_eq!(config("cxl_pmu_mem0.0/rab/"), 0x3);
+    assert_eq!(config("cxl_pmu_mem0.0/cpu_clock,r7/"), 0x7);
+    assert_eq!(config("cxl_pmu_mem0.0/r7,context_switches/"), 0x3);
+    assert_eq!(config("cxl_pmu_mem0.0/r7,mask=0x10/"), 0x10);
+    // Without a PMU, r7 is no CXL event (perf's raw core event).
+    let all = select_pmus(&pmus, &[]).unwrap();
+    let groups = parse_event_args(&["r7".to_string()]).unwrap();
+    let err = resolve(&pmus, &groups, &all).unwrap_err().to_string();
+    assert!(err.starts_with("unknown event \"r7\""), "{err}");
+}

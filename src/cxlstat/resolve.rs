@@ -119,9 +119,10 @@ pub fn select_pmus(pmus: &[Pmu], chosen: &[String]) -> Result<Vec<usize>, CxlErr
 /// memdev 0). An event's name instead of a PMU's is refused with the
 /// reason ([`event_as_pmu`]).
 fn pmus_named(pmus: &[Pmu], name: &str) -> Result<Vec<usize>, CxlError> {
-    if let Some(index) = pmus.iter().position(|p| p.name == name) {
-        return Ok(vec![index]);
-    }
+    let unknown = match pmu_index(pmus, name) {
+        Ok(index) => return Ok(vec![index]),
+        Err(unknown) => unknown,
+    };
     let numbered = |pmu: &Pmu| {
         let Some(rest) = pmu.name.strip_prefix(name) else {
             return false;
@@ -131,7 +132,6 @@ fn pmus_named(pmus: &[Pmu], name: &str) -> Result<Vec<usize>, CxlError> {
     };
     let found: Vec<usize> = (0..pmus.len()).filter(|&i| numbered(&pmus[i])).collect();
     if found.is_empty() {
-        let unknown = pmu_index(pmus, name).expect_err("no PMU has the name");
         return Err(event_as_pmu(pmus, name).unwrap_or(unknown));
     }
     Ok(found)

@@ -244,7 +244,9 @@ impl RestorePlan {
                 shared
             };
             match session.leave(MUTEX_WAIT, merge) {
-                Ok(leaving) if leaving.last => self.take_over(leaving.shared, &mut restored),
+                Ok(leaving) if leaving.last => {
+                    self.take_over(leaving.shared, source, &mut restored)
+                }
                 Ok(leaving) => self.leave_to_others(leaving.shared, &mut restored),
                 Err(err) => {
                     self.undo.clear();
@@ -307,8 +309,9 @@ impl RestorePlan {
     /// The last run to end: the undo writes become the record's, `shared`.
     /// An undo of this run's that the record no longer holds was taken away
     /// by a lasting change another vcpustat asked for, or by a run that saw
-    /// the statistics switched off and on: each gets a note.
-    fn take_over(&mut self, shared: Shared, restored: &mut Restored) {
+    /// the statistics switched off (and on): each gets a note, which says
+    /// whether the statistics are on or off now.
+    fn take_over(&mut self, shared: Shared, source: &dyn Source, restored: &mut Restored) {
         let mine = std::mem::take(&mut self.undo);
         if let Some((before, ours)) = shared.freq {
             self.undo.push(Undo::SetFreq { ours, before });
@@ -318,11 +321,9 @@ impl RestorePlan {
         }
         for undo in mine {
             match undo {
-                Undo::SwitchOff if shared.switched_on.is_none() => restored.notes.push(
-                    "the dispatch statistics are someone else's now (another vcpustat asked for \
-                     them to stay on, or another run saw them switched off and on): left on"
-                        .into(),
-                ),
+                Undo::SwitchOff if shared.switched_on.is_none() => restored
+                    .notes
+                    .push(switched_by_others(kernel::read_on(source)).into()),
                 Undo::SetFreq { ours, .. } if shared.freq.is_none() => {
                     restored.notes.push(format!(
                         "another vcpustat asked for the frequency to stay as it set it: left as \
@@ -370,6 +371,27 @@ pub fn run_then_restore<T>(
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut *source, &mut *plan)));
     let restored = plan.apply(source);
     (outcome, restored)
+}
+
+/// The note of a last run whose switch-off another took away, by what the
+/// statistics are now (`on`, as read): kept on by a lasting `--enable` or by
+/// a run that saw them switched off and on, or switched off by a lasting
+/// `--disable` or a write to the file.
+fn switched_by_others(on: Result<bool, VcpuError>) -> &'static str {
+    match on {
+        Ok(true) => {
+            "the dispatch statistics are someone else's now (another vcpustat asked for them \
+             to stay on, or another run saw them switched off and on): left on"
+        }
+        Ok(false) => {
+            "the dispatch statistics were switched off while vcpustat ran (by another \
+             vcpustat, or a write to the file): left off"
+        }
+        Err(_) => {
+            "the dispatch statistics are someone else's now (another vcpustat asked for them \
+             to stay as they are, or another run saw them switched off): left as they are"
+        }
+    }
 }
 
 #[cfg(test)]

@@ -252,6 +252,42 @@ fn a_lasting_enable_during_a_run_keeps_the_statistics_on() {
     assert_eq!(stats_writes(&sim).len(), 1);
 }
 
+/// A lasting `vcpustat --disable` during a run that switched the statistics
+/// on for itself: they stay off, and that run's note says so (it said "left
+/// on" whatever the state).
+#[test]
+fn a_lasting_disable_during_a_run_is_noted_as_left_off() {
+    let Some(sim) = mount("lasting-disable", scenario()) else {
+        return;
+    };
+    // No sample comes before the stop: the run learns of the change only
+    // from the record when it ends.
+    let mut run = Run::start(&sim, &["5"]);
+    run.await_line(SWITCHED_ON);
+    let out = vcpustat(&sim, &["--disable"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        crate::vcpustat_fuse::text(&out.stderr)
+    );
+    assert!(!sim.kernel().on);
+    let lines = run.interrupt();
+    assert!(
+        lines.contains(
+            &"vcpustat: note: the dispatch statistics were switched off while vcpustat ran (by \
+              another vcpustat, or a write to the file): left off"
+                .to_string()
+        ),
+        "{lines:?}"
+    );
+    assert!(!sim.kernel().on);
+    assert_eq!(
+        stats_writes(&sim).len(),
+        2,
+        "on by the run, off by --disable"
+    );
+}
+
 /// Another vcpustat stopped in the middle of its changes (here the test
 /// holds the lock in its place) keeps a run from starting after 5 s, with
 /// nothing changed: reading the state then could undo the other's work.

@@ -316,8 +316,14 @@ fn run_on(
     }
     // A PMU named on the command line that is there but unreadable: why it
     // could not be read, rather than that it does not exist.
-    for name in named_pmus(&options.action) {
+    let (names, spec_names) = named_pmus(&options.action);
+    for name in names {
         if let Some(why) = found.take_reason(&name) {
+            return Err(why);
+        }
+    }
+    for name in spec_names {
+        if let Some(why) = found.take_spec_reason(&name) {
             return Err(why);
         }
     }
@@ -327,19 +333,18 @@ fn run_on(
     act(options, &found.pmus, source, out, stop)
 }
 
-/// The PMUs the command line names: `--list-events PMU`, `--pmu PMU` and
-/// the `PMU/.../` events (none when the events do not parse: counting
+/// The PMUs the command line names: those of `--list-events PMU` and
+/// `--pmu PMU`, then those of the `PMU/.../` events, which may name several
+/// ([`sysfs::numbered_after`]; none when the events do not parse: counting
 /// then says why).
-fn named_pmus(action: &Action) -> Vec<String> {
+fn named_pmus(action: &Action) -> (Vec<String>, Vec<String>) {
     match action {
-        Action::List | Action::ListEvents(None) => Vec::new(),
-        Action::ListEvents(Some(name)) => vec![name.clone()],
+        Action::List | Action::ListEvents(None) => (Vec::new(), Vec::new()),
+        Action::ListEvents(Some(name)) => (vec![name.clone()], Vec::new()),
         Action::Count(count) => {
-            let mut names = count.pmus.clone();
             let groups = parse_event_args(&count.events).unwrap_or_default();
             let members = groups.into_iter().flat_map(|g| g.members);
-            names.extend(members.filter_map(|m| m.pmu));
-            names
+            (count.pmus.clone(), members.filter_map(|m| m.pmu).collect())
         }
     }
 }

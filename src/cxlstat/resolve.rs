@@ -8,13 +8,15 @@
 //! 3, and a mask given after a named event adds to the event's mask), a
 //! field here replaces its bits. Unset fields are 0.
 
+use std::borrow::Cow;
+
 use super::catalogue;
 use super::error::CxlError;
 use super::events::Term;
 use super::format::{ConfigWord, EventAttr};
 use super::spec::SpecGroup;
 use super::suggest::closest;
-use super::sysfs::{Pmu, PmuEvent};
+use super::sysfs::{Pmu, PmuEvent, numbered_after};
 use crate::common::excerpt::excerpt_arg;
 
 /// One event on one PMU, ready to open.
@@ -123,14 +125,9 @@ fn pmus_named(pmus: &[Pmu], name: &str) -> Result<Vec<usize>, CxlError> {
         Ok(index) => return Ok(vec![index]),
         Err(unknown) => unknown,
     };
-    let numbered = |pmu: &Pmu| {
-        let Some(rest) = pmu.name.strip_prefix(name) else {
-            return false;
-        };
-        let digits = rest.strip_prefix('_').unwrap_or(rest);
-        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-    };
-    let found: Vec<usize> = (0..pmus.len()).filter(|&i| numbered(&pmus[i])).collect();
+    let found: Vec<usize> = (0..pmus.len())
+        .filter(|&i| numbered_after(name, &pmus[i].name))
+        .collect();
     if found.is_empty() {
         return Err(event_as_pmu(pmus, name).unwrap_or(unknown));
     }
@@ -181,6 +178,10 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 Some(name) => pmus_named(pmus, name)?,
                 None => selected.to_vec(),
             };
+            let terms = match qualified {
+                true => with_raw_terms(pmus, &member.terms),
+                false => Cow::Borrowed(member.terms.as_slice()),
+            };
             // A bare word without a PMU names an event, as in perf: `-e mask`
             // is not mask=1 on every PMU.
             let word = match (qualified, member.terms.as_slice()) {
@@ -192,7 +193,7 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 if word.is_some_and(|w| find_event(&pmus[pmu], w).is_none()) {
                     continue;
                 }
-                if let Some(attr) = resolve_on(&pmus[pmu], &member.terms, &member.written)? {
+                if let Some(attr) = resolve_on(&pmus[pmu], &terms, &member.written)? {
                     resolved.push(ResolvedEvent {
                         pmu,
                         label: member.label.clone(),
@@ -209,9 +210,9 @@ pub fn resolve(pmus: &[Pmu], groups: &[SpecGroup], selected: &[usize]) -> Result
                 }
                 let name = targets
                     .first()
-                    .and_then(|&pmu| event_name(&pmus[pmu], &member.terms))
+                    .and_then(|&pmu| event_name(&pmus[pmu], &terms))
                     .unwrap_or(&member.label);
-                return Err(unknown_event(pmus, &targets, name));
+                return Err(unknown_event(pmus, &targets, member.pmu.as_deref(), name));
             }
         }
         if group.grouped {
@@ -258,17 +259,16 @@ pub fn driver_warnings(plan: &Plan, pmus: &[Pmu]) -> Vec<String> {
             events.push(event);
         }
     }
-    for (events, label) in by_spec.iter().zip(&plan.spec_labels) {
+    for (spec, (events, label)) in by_spec.iter().zip(&plan.spec_labels).enumerate() {
         let Some(first) = events.first() else {
             continue;
         };
         let one_pmu = events.iter().all(|e| e.pmu == first.pmu);
-        let name = || {
-            if one_pmu {
-                first.perf_name(&pmus[first.pmu].name)
-            } else {
-                label.clone()
-            }
+        let written = plan.spec_pmus.get(spec).and_then(Option::as_deref);
+        let name = || match (one_pmu, written) {
+            (true, _) => first.perf_name(&pmus[first.pmu].name),
+            (false, Some(written)) => first.perf_name(written),
+            (false, None) => label.clone(),
         };
         let field = |e: &ResolvedEvent, field: &str| {
             Some(pmus[e.pmu].format.field(field)?.extract(&e.attr))
@@ -343,9 +343,15 @@ fn term_without_value(term: &str) -> CxlError {
     ))
 }
 
-fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
-    let place = match targets {
-        [one] => pmus[*one].name.clone(),
+/// Why event `name` is refused on `targets`: the PMUs a specification
+/// names as `written` (`PMU/.../`), or those chosen for events without one.
+fn unknown_event(pmus: &[Pmu], targets: &[usize], written: Option<&str>, name: &str) -> CxlError {
+    let place = match (targets, written) {
+        ([one], _) => pmus[*one].name.clone(),
+        (_, Some(written)) => {
+            let names: Vec<&str> = targets.iter().map(|&i| pmus[i].name.as_str()).collect();
+            format!("{written} ({})", names.join(", "))
+        }
         _ => format!("any of the {} CXL PMUs", targets.len()),
     };
     if catalogue::event(name).is_some() {
@@ -380,16 +386,13 @@ fn unknown_event(pmus: &[Pmu], targets: &[usize], name: &str) -> CxlError {
 /// not offered by this PMU. `label` is the specification as written
 /// ([`super::spec::EventSpec::written`]), which errors quote.
 pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<EventAttr>, CxlError> {
-    let raw: Vec<Term>;
-    let terms = if terms.iter().any(|t| raw_config(pmu, t).is_some()) {
-        raw = terms
-            .iter()
-            .map(|t| raw_config(pmu, t).unwrap_or_else(|| t.clone()))
-            .collect();
-        &raw
-    } else {
-        terms
-    };
+    if terms.iter().any(|t| t.name == "percore") {
+        return Err(CxlError::Spec(format!(
+            "{}/{label}/: perf stat's percore sums the hardware threads of each core; a CXL \
+             PMU counts its device, not a core",
+            pmu.name
+        )));
+    }
     let mut attr = EventAttr {
         perf_type: pmu.perf_type,
         words: [0; 4],
@@ -454,23 +457,34 @@ pub fn resolve_on(pmu: &Pmu, terms: &[Term], label: &str) -> Result<Option<Event
     Ok(Some(attr))
 }
 
-/// perf's raw term inside `PMU/.../`: `rHEX` (`r1e98000000000001`) is
-/// `config=0xHEX`, unless the PMU has an event of that name, which perf
-/// looks up first.
-fn raw_config(pmu: &Pmu, term: &Term) -> Option<Term> {
-    let hex = term.name.strip_prefix('r')?;
-    let is_raw = term.value.is_none()
-        && !hex.is_empty()
-        && hex.bytes().all(|b| b.is_ascii_hexdigit())
-        && names_event(pmu, term)
-        && find_event(pmu, &term.name).is_none();
-    if !is_raw {
-        return None;
+/// The terms of a `PMU/.../` specification with perf's raw terms as
+/// `config=`: `rHEX` (`r1e98000000000001`) is `config=0xHEX`, unless a PMU
+/// has an event spelled exactly so, which perf's lexer looks for first (on
+/// every PMU, case-sensitive).
+fn with_raw_terms<'a>(pmus: &[Pmu], terms: &'a [Term]) -> Cow<'a, [Term]> {
+    let raw = |term: &Term| -> Option<Term> {
+        let hex = term.name.strip_prefix('r')?;
+        let is_raw = term.value.is_none()
+            && !hex.is_empty()
+            && hex.bytes().all(|b| b.is_ascii_hexdigit())
+            && !pmus.iter().any(|p| p.event(&term.name).is_some());
+        if !is_raw {
+            return None;
+        }
+        Some(Term {
+            name: "config".to_string(),
+            value: Some(u64::from_str_radix(hex, 16).ok()?),
+        })
+    };
+    if !terms.iter().any(|t| raw(t).is_some()) {
+        return Cow::Borrowed(terms);
     }
-    Some(Term {
-        name: "config".to_string(),
-        value: Some(u64::from_str_radix(hex, 16).ok()?),
-    })
+    Cow::Owned(
+        terms
+            .iter()
+            .map(|t| raw(t).unwrap_or_else(|| t.clone()))
+            .collect(),
+    )
 }
 
 /// Applies the terms of `event`'s events/ file that `this_pass` takes; an
@@ -527,11 +541,6 @@ fn apply(pmu: &Pmu, attr: &mut EventAttr, term: &Term, label: &str) -> Result<()
         None if PERF_SAMPLING_TERMS.contains(&term.name.as_str()) => Err(CxlError::PerTask(
             format!("perf's sampling term {}=", term.name),
         )),
-        None if term.name == "percore" => Err(CxlError::Spec(format!(
-            "{}/{label}/: perf stat's percore sums the hardware threads of each core; a CXL \
-             PMU counts its device, not a core",
-            pmu.name
-        ))),
         None => Err(CxlError::UnknownTerm {
             pmu: pmu.name.clone(),
             term: term.name.clone(),

@@ -145,7 +145,7 @@ fn parse_members(items: &[&str]) -> Result<Vec<EventSpec>, String> {
                 _ => return Err(format!("{}: expected PMU/TERMS/", quoted(item))),
             };
             // perf's lexer skips blanks between the PMU and its '/'.
-            let pmu = pmu.trim_end();
+            let pmu = pmu.trim_end_matches([' ', '\t']);
             if pmu.is_empty() {
                 return Err(format!("{}: expected a PMU name before '/'", quoted(item)));
             }

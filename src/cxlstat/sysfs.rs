@@ -93,6 +93,37 @@ impl Discovery {
         let index = self.unreadable.iter().position(|(n, _)| n == name)?;
         Some(self.unreadable.remove(index).1)
     }
+
+    /// As [`Discovery::take_reason`], for the PMU of a `PMU/.../`
+    /// specification: when `name` is no PMU's and no readable PMU is
+    /// numbered after it ([`numbered_after`]), why the first unreadable one
+    /// so numbered could not be read.
+    pub fn take_spec_reason(&mut self, name: &str) -> Option<CxlError> {
+        if let Some(why) = self.take_reason(name) {
+            return Some(why);
+        }
+        let readable = |n: &str| n == name || numbered_after(name, n);
+        if self.pmus.iter().any(|p| readable(&p.name)) {
+            return None;
+        }
+        let index = self
+            .unreadable
+            .iter()
+            .position(|(n, _)| numbered_after(name, n))?;
+        Some(self.unreadable.remove(index).1)
+    }
+}
+
+/// Whether PMU `pmu` is one a `PMU/.../` specification names as `name` when
+/// no PMU has that name, as perf 6.1 takes it (`perf_pmu__valid_suffix`):
+/// `pmu` is `name` followed by digits, or by `_` and digits
+/// (`cxl_pmu_mem0.` names `cxl_pmu_mem0.1`).
+pub fn numbered_after(name: &str, pmu: &str) -> bool {
+    let Some(rest) = pmu.strip_prefix(name) else {
+        return false;
+    };
+    let digits = rest.strip_prefix('_').unwrap_or(rest);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Finds every CXL PMU. No PMU at all is not an error here; only an

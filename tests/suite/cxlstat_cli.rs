@@ -280,6 +280,7 @@ fn per_task_counting_is_refused_with_the_reason() {
             "percore=1",
             "percore sums the hardware threads of each core",
         ),
+        ("percore", "percore sums the hardware threads of each core"),
         (
             "metric-id=rd",
             "metric-id= names an event in a metric expression",
@@ -558,6 +559,8 @@ fn an_unreadable_pmu_is_left_out_and_the_others_are_used() {
         &["--list-events", "cxl_pmu_mem1.0"][..],
         &["--dry-run", "-e", "cxl_pmu_mem1.0/cpu_clock/"][..],
         &["--dry-run", "--pmu", "cxl_pmu_mem1.0", "-e", "cpu_clock"][..],
+        // A name that numbers it alone (cxl_pmu_mem1.0 after cxl_pmu_mem1.).
+        &["--dry-run", "-e", "cxl_pmu_mem1./cpu_clock/"][..],
     ] {
         let out = cxlstat(&[&["--sysroot", sysroot][..], args].concat());
         assert_eq!(out.status.code(), Some(1), "{args:?}");

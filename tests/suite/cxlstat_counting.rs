@@ -902,3 +902,65 @@ fn a_stop_signal_ends_a_count_blocked_on_a_full_pipe() {
         );
     }
 }
+
+/// A PMU name cut before its number (`cxl_pmu_mem0./.../`) counts on each
+/// PMU numbered after it: a row each, named as perf --no-merge names them,
+/// or with `--aggregate` one row named as written, as perf's merge names
+/// it. A PMU so numbered that cannot be read is left out with a warning.
+#[test]
+fn a_numbered_pmu_name_counts_on_each_pmu_and_sums_as_written() {
+    if !perf_usable("a_numbered_pmu_name_counts_on_each_pmu_and_sums_as_written") {
+        return;
+    }
+    let root = scratch("numbered-pmus");
+    let cpu = test_cpus()[0];
+    software_tree(
+        &root,
+        &[
+            ("cxl_pmu_mem0.0", cpu),
+            ("cxl_pmu_mem0.1", cpu),
+            ("cxl_pmu_mem0.2", cpu),
+            ("cxl_pmu_mem1.0", cpu),
+        ],
+    );
+    let broken = root.join("sys/devices/virtual/cxl_pmu_mem0.2/events/weird");
+    std::fs::write(broken, "config=?\n").unwrap();
+    let sysroot = root.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let base = ["--sysroot", sysroot, "-e", "cxl_pmu_mem0./cpu_clock/"];
+        let out = cxlstat(&[&base[..], extra].concat());
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("cxlstat: warning: cxl_pmu_mem0.2 is left out: ")
+                && err.lines().count() == 1,
+            "{extra:?}: {err}"
+        );
+        stdout(&out)
+    };
+    let names = |text: &str| -> Vec<String> {
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(|line| line.split(',').nth(2))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(&run(&["-x", ",", "--", "true"])),
+        ["cxl_pmu_mem0.0/cpu_clock/", "cxl_pmu_mem0.1/cpu_clock/"]
+    );
+    assert_eq!(
+        names(&run(&["-x", ",", "--aggregate", "--", "true"])),
+        ["cxl_pmu_mem0./cpu_clock/"]
+    );
+    let json = run(&["--aggregate", "-o", "json", "0.1", "1"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = doc["samples"][0]["rows"].as_array().unwrap();
+    let shown: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["pmu"].as_str().unwrap(), r["event"].as_str().unwrap()))
+        .collect();
+    assert_eq!(shown, [("cxl_pmu_mem0.", "cpu_clock")], "{json}");
+}

@@ -324,6 +324,14 @@ fn a_pmu_name_cut_before_its_number_names_every_pmu_numbered_so() {
         err.starts_with("\"cpu_clock\" is an event, not a PMU"),
         "{err}"
     );
+    // An event none of them has: where it was looked for.
+    let err = on("cxl_pmu_mem0./cpu_clok/").unwrap_err();
+    assert!(
+        err.starts_with(
+            "unknown event \"cpu_clok\" on cxl_pmu_mem0. (cxl_pmu_mem0.0, cxl_pmu_mem0.1)"
+        ),
+        "{err}"
+    );
 }
 
 /// perf's raw term in `PMU/.../`: `rHEX` sets `config` in its place among
@@ -332,13 +340,32 @@ fn a_pmu_name_cut_before_its_number_names_every_pmu_numbered_so() {
 #[test]
 fn a_raw_term_sets_config_unless_an_event_has_its_name() {
     let dir = cxlstat_support::scratch("resolve-raw-term");
-    cxlstat_support::software_tree(&dir, &[("cxl_pmu_mem0.0", 0)]);
+    cxlstat_support::software_tree(&dir, &[("cxl_pmu_mem0.0", 0), ("cxl_pmu_mem1.0", 0)]);
     let events = dir.join("sys/devices/virtual/cxl_pmu_mem0.0/events");
     std::fs::write(events.join("rab"), "config=0x3\n").unwrap();
     let pmus = discover(&RootFs::new(&*dir)).unwrap().pmus;
     let config = |spec: &str| configs(&plan(&pmus, &[spec]))[0].1;
+    let error = |spec: &str| {
+        let all = select_pmus(&pmus, &[]).unwrap();
+        let groups = parse_event_args(&[spec.to_string()]).unwrap();
+        resolve(&pmus, &groups, &all).unwrap_err().to_string()
+    };
     assert_eq!(config("cxl_pmu_mem0.0/rac/"), 0xac);
     assert_eq!(config("cxl_pmu_mem0.0/rab/"), 0x3);
+    // perf's lexer takes the name as an event's if any PMU has the event,
+    // spelt exactly so: not raw on cxl_pmu_mem1.0, raw in another case.
+    assert!(
+        error("cxl_pmu_mem1.0/rab/").starts_with("unknown event \"rab\" on cxl_pmu_mem1.0"),
+        "{}",
+        error("cxl_pmu_mem1.0/rab/")
+    );
+    assert_eq!(config("cxl_pmu_mem0.0/rAB/"), 0xab);
+    // An error names the word that is not raw, not the raw one.
+    assert!(
+        error("cxl_pmu_mem0.0/rc,bogus/").starts_with("unknown event \"bogus\""),
+        "{}",
+        error("cxl_pmu_mem0.0/rc,bogus/")
+    );
     assert_eq!(config("cxl_pmu_mem0.0/cpu_clock,r7/"), 0x7);
     assert_eq!(config("cxl_pmu_mem0.0/r7,context_switches/"), 0x3);
     assert_eq!(config("cxl_pmu_mem0.0/r7,mask=0x10/"), 0x10);

@@ -617,7 +617,8 @@ fn run_count(
         charts: options.svg.clone().map(|path| {
             let host = source.uname().map(|u| u.nodename).unwrap_or_default();
             let title = format!("cxlstat on {host}: CXL PMU event rates");
-            CxlCharts::new(path, title, source.is_live())
+            let names = pmus.iter().map(|p| p.name.clone()).collect();
+            CxlCharts::new(path, title, names, source.is_live())
         }),
         notes: Vec::new(),
         previous: Vec::new(),

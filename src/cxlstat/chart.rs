@@ -1,6 +1,7 @@
-//! `--svg FILE`: event rates over time, one panel per PMU (one panel for
-//! every PMU with `--aggregate`) and a line per event, rewritten after
-//! each report.
+//! `--svg FILE`: event rates over time, one panel per PMU (with
+//! `--aggregate`, one for the events summed over every PMU, and one for
+//! each PMU or numbered name events were given with) and a line per
+//! event, rewritten after each report.
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -15,16 +16,20 @@ pub struct CxlCharts {
     title: String,
     /// Per PMU (in first-seen order), its events' rates.
     pmus: Vec<(String, History)>,
+    /// The names of the PMUs found: a row's PMU that is none of them is a
+    /// name as written, summed over the PMUs numbered after it.
+    pmu_names: Vec<String>,
 }
 
 impl CxlCharts {
     /// Charts written to `path`, under `title`, after each report when
-    /// `live`, else by [`CxlCharts::finish`].
-    pub fn new(path: PathBuf, title: String, live: bool) -> CxlCharts {
+    /// `live`, else by [`CxlCharts::finish`]; `pmu_names` are the PMUs found.
+    pub fn new(path: PathBuf, title: String, pmu_names: Vec<String>, live: bool) -> CxlCharts {
         CxlCharts {
             file: ChartFile::new(path, live),
             title,
             pmus: Vec::new(),
+            pmu_names,
         }
     }
 
@@ -70,10 +75,10 @@ impl CxlCharts {
             .pmus
             .iter()
             .map(|(pmu, h)| Panel {
-                title: if pmu == "all" {
-                    "every CXL PMU, summed (--aggregate)".to_string()
-                } else {
-                    format!("PMU {pmu}")
+                title: match pmu.as_str() {
+                    "all" => "every CXL PMU, summed (--aggregate)".to_string(),
+                    found if self.pmu_names.iter().any(|n| n == found) => format!("PMU {pmu}"),
+                    _ => format!("the PMUs numbered after {pmu}, summed (--aggregate)"),
                 },
                 y_label: "events per second".into(),
                 kind: PanelKind::Lines {

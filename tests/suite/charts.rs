@@ -629,6 +629,28 @@ fn cxlstat_chart_has_a_panel_per_pmu_or_one_when_aggregated() {
     assert_eq!(svg.count("every CXL PMU, summed (--aggregate)"), 1);
     assert_eq!(svg.count("events per second"), 1);
     assert_eq!(svg.count("cpu_clock"), 1);
+    // A PMU name cut before its number is summed over those PMUs: its
+    // panel says so, where "PMU cxl_pmu_mem0." named no PMU.
+    run(
+        CXLSTAT,
+        &[
+            "--replay",
+            &rec,
+            "-e",
+            "cxl_pmu_mem0./cpu_clock/,cxl_pmu_mem1.0/cpu_clock/",
+            "--aggregate",
+            "--svg",
+            path.to_str().unwrap(),
+            "0.1",
+        ],
+    );
+    let svg = parse(&path);
+    assert_eq!(
+        svg.count("the PMUs numbered after cxl_pmu_mem0., summed (--aggregate)"),
+        1
+    );
+    assert_eq!(svg.count("PMU cxl_pmu_mem1.0"), 1);
+    assert_eq!(svg.count("PMU cxl_pmu_mem0."), 0);
 }
 
 /// Every chart of the test recordings, made in `dir`: (file, the series

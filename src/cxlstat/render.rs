@@ -477,7 +477,7 @@ impl CountView {
                 // A PMU as written: perf's merged name of an event on every
                 // PMU numbered after it (`cxl_pmu_mem0./clock_ticks/`).
                 let written = plan.spec_pmus.get(event.spec).cloned().flatten();
-                let (pmu, perf_name) = if let Some(pmu) = written.filter(|_| event.qualified) {
+                let (pmu, perf_name) = if let Some(pmu) = written {
                     let perf_name = event.perf_name(&pmu);
                     (pmu, perf_name)
                 } else {

@@ -16,9 +16,14 @@ fn fixture() -> Vec<Pmu> {
 }
 
 fn plan(pmus: &[Pmu], specs: &[&str]) -> Plan {
+    try_plan(pmus, specs).unwrap()
+}
+
+/// The plan of `specs` on every PMU, or the resolution's error.
+fn try_plan(pmus: &[Pmu], specs: &[&str]) -> Result<Plan, String> {
     let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
     let all = select_pmus(pmus, &[]).unwrap();
-    resolve(pmus, &parse_event_args(&specs).unwrap(), &all).unwrap()
+    resolve(pmus, &parse_event_args(&specs).unwrap(), &all).map_err(|e| e.to_string())
 }
 
 fn configs(plan: &Plan) -> Vec<(String, u64, u64, u64)> {
@@ -294,9 +299,7 @@ fn a_pmu_name_cut_before_its_number_names_every_pmu_numbered_so() {
     );
     let pmus = discover(&RootFs::new(&*dir)).unwrap().pmus;
     let on = |spec: &str| -> Result<Vec<&str>, String> {
-        let all = select_pmus(&pmus, &[]).unwrap();
-        let groups = parse_event_args(&[spec.to_string()]).unwrap();
-        let plan = resolve(&pmus, &groups, &all).map_err(|e| e.to_string())?;
+        let plan = try_plan(&pmus, &[spec])?;
         assert!(plan.events().all(|e| e.qualified), "{spec}");
         Ok(plan.events().map(|e| pmus[e.pmu].name.as_str()).collect())
     };
@@ -345,11 +348,7 @@ fn a_raw_term_sets_config_unless_an_event_has_its_name() {
     std::fs::write(events.join("rab"), "config=0x3\n").unwrap();
     let pmus = discover(&RootFs::new(&*dir)).unwrap().pmus;
     let config = |spec: &str| configs(&plan(&pmus, &[spec]))[0].1;
-    let error = |spec: &str| {
-        let all = select_pmus(&pmus, &[]).unwrap();
-        let groups = parse_event_args(&[spec.to_string()]).unwrap();
-        resolve(&pmus, &groups, &all).unwrap_err().to_string()
-    };
+    let error = |spec: &str| try_plan(&pmus, &[spec]).unwrap_err();
     assert_eq!(config("cxl_pmu_mem0.0/rac/"), 0xac);
     assert_eq!(config("cxl_pmu_mem0.0/rab/"), 0x3);
     // perf's lexer takes the name as an event's if any PMU has the event,
@@ -370,8 +369,6 @@ fn a_raw_term_sets_config_unless_an_event_has_its_name() {
     assert_eq!(config("cxl_pmu_mem0.0/r7,context_switches/"), 0x3);
     assert_eq!(config("cxl_pmu_mem0.0/r7,mask=0x10/"), 0x10);
     // Without a PMU, r7 is no CXL event (perf's raw core event).
-    let all = select_pmus(&pmus, &[]).unwrap();
-    let groups = parse_event_args(&["r7".to_string()]).unwrap();
-    let err = resolve(&pmus, &groups, &all).unwrap_err().to_string();
+    let err = error("r7");
     assert!(err.starts_with("unknown event \"r7\""), "{err}");
 }
